@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * qrnic ABI: the admin queue.  The driver writes 128-byte commands into the
+ * admin SQ ring and the new producer index into QRNIC_REG_AQ_SQ_DB; the
+ * device copies each command out of host memory once, validates the copy,
+ * executes it and writes a 32-byte completion into the admin CQ ring, then
+ * raises MSI-X vector 0.  At most (ring depth) commands may be outstanding
+ * (submitted and their completion not yet consumed).
+ */
+#ifndef QRNIC_ADMIN_H
+#define QRNIC_ADMIN_H
+
+#include "qrnic_abi_types.h"
+#include "qrnic_queue.h"
+
+#define QRNIC_AQ_SQE_SIZE		128
+#define QRNIC_AQ_CQE_SIZE		32
+#define QRNIC_AQ_VECTOR			0
+
+/* ---- Opcodes ------------------------------------------------------------ */
+#define QRNIC_CMD_QUERY_DEVICE		0x01
+#define QRNIC_CMD_QUERY_PORT		0x02
+#define QRNIC_CMD_SET_GID		0x03
+#define QRNIC_CMD_QUERY_GID		0x04
+#define QRNIC_CMD_ALLOC_UCTX		0x05
+#define QRNIC_CMD_DEALLOC_UCTX		0x06
+#define QRNIC_CMD_CREATE_PD		0x07
+#define QRNIC_CMD_DESTROY_PD		0x08
+#define QRNIC_CMD_CREATE_CQ		0x09
+#define QRNIC_CMD_DESTROY_CQ		0x0a
+#define QRNIC_CMD_CREATE_QP		0x0b
+#define QRNIC_CMD_MODIFY_QP		0x0c
+#define QRNIC_CMD_QUERY_QP		0x0d
+#define QRNIC_CMD_DESTROY_QP		0x0e
+#define QRNIC_CMD_REG_MR		0x0f
+#define QRNIC_CMD_DEREG_MR		0x10
+#define QRNIC_CMD_QUERY_MR		0x11
+#define QRNIC_CMD_CREATE_AH		0x12
+#define QRNIC_CMD_DESTROY_AH		0x13
+#define QRNIC_CMD_CREATE_EQ		0x14
+#define QRNIC_CMD_DESTROY_EQ		0x15
+#define QRNIC_CMD_QUERY_STATS		0x16
+#define QRNIC_CMD_MAX			0x16
+
+/* ---- Status codes (admin CQE .status) ----------------------------------- */
+#define QRNIC_AQ_OK			0
+#define QRNIC_AQ_BAD_OPCODE		1	/* -EOPNOTSUPP */
+#define QRNIC_AQ_BAD_PARAM		2	/* -EINVAL: a field is out of range */
+#define QRNIC_AQ_BAD_HANDLE		3	/* -EINVAL: no such PD/CQ/QP/MR/AH/EQ/uctx */
+#define QRNIC_AQ_NO_RESOURCES		4	/* -ENOMEM: table full or MTT exhausted */
+#define QRNIC_AQ_BAD_STATE		5	/* -EINVAL: QP transition not allowed */
+#define QRNIC_AQ_BUSY			6	/* -EBUSY: object still in use */
+#define QRNIC_AQ_DMA_ERROR		7	/* -EIO: reading/writing host memory failed */
+#define QRNIC_AQ_BAD_ATTR_MASK		8	/* -EINVAL: attr mask wrong for transition */
+#define QRNIC_AQ_NOT_SUPPORTED		9	/* -EOPNOTSUPP: valid but not implemented */
+#define QRNIC_AQ_INJECTED		10	/* -EIO: fault injection */
+#define QRNIC_AQ_STATUS_MAX		10
+
+/* ---- Command and completion entries ------------------------------------- */
+struct qrnic_aq_hdr {
+	uint8_t  opcode;	/* QRNIC_CMD_* */
+	uint8_t  flags;		/* must be 0 */
+	uint16_t cmd_id;	/* echoed in the completion */
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_aq_hdr, 8);
+
+struct qrnic_cmd_query {	/* QUERY_DEVICE, QUERY_PORT, QUERY_STATS */
+	uint64_t resp_addr;	/* device DMA-writes the answer here */
+	uint32_t resp_len;	/* bytes available; the answer is truncated to it */
+	uint32_t port;		/* QUERY_PORT: 1 */
+};
+
+struct qrnic_cmd_gid {		/* SET_GID, QUERY_GID (answer in result[0..3]) */
+	uint32_t index;
+	uint8_t  valid;		/* SET_GID: 0 clears the entry */
+	uint8_t  net_type;	/* QRNIC_NET_* */
+	uint16_t rsvd;
+	uint8_t  gid[16];
+};
+
+struct qrnic_cmd_handle {	/* DEALLOC_UCTX, DESTROY_*, DEREG_MR */
+	uint32_t handle;	/* uctx, pdn, cqn, qpn, key, ahn or eqn */
+};
+
+struct qrnic_cmd_create_pd {
+	uint32_t uctx;		/* owning user context; 0 = kernel */
+};
+
+struct qrnic_cmd_create_cq {
+	uint32_t uctx;
+	uint32_t eqn;		/* completion events go to this EQ */
+	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
+	uint8_t  rsvd[7];
+	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
+	uint64_t dbrec_addr;	/* 4-byte consumer index record, 0 = none */
+};
+
+#define QRNIC_QP_F_SQ_SIG_ALL		(1u << 0)	/* every send WQE is signaled */
+
+struct qrnic_cmd_create_qp {
+	uint32_t uctx;
+	uint32_t pdn;
+	uint32_t send_cqn;
+	uint32_t recv_cqn;
+	uint8_t  qp_type;	/* QRNIC_QPT_* */
+	uint8_t  sq_log_depth;	/* 0..QRNIC_MAX_QUEUE_LOG (0 with rq only is invalid) */
+	uint8_t  sq_wqe_shift;	/* QRNIC_MIN_WQE_SHIFT..QRNIC_MAX_SEND_WQE_SHIFT */
+	uint8_t  rq_log_depth;
+	uint8_t  rq_wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
+	uint8_t  rsvd0[3];
+	uint32_t flags;		/* QRNIC_QP_F_* */
+	uint32_t rsvd1;
+	uint64_t sq_addr;	/* contiguous, 4 KiB aligned */
+	uint64_t rq_addr;
+};
+
+/* attr_mask bits: enum ibv_qp_attr_mask */
+#define QRNIC_QP_ATTR_STATE		(1u << 0)
+#define QRNIC_QP_ATTR_CUR_STATE		(1u << 1)
+#define QRNIC_QP_ATTR_EN_SQD_ASYNC	(1u << 2)
+#define QRNIC_QP_ATTR_ACCESS_FLAGS	(1u << 3)
+#define QRNIC_QP_ATTR_PKEY_INDEX	(1u << 4)
+#define QRNIC_QP_ATTR_PORT		(1u << 5)
+#define QRNIC_QP_ATTR_QKEY		(1u << 6)
+#define QRNIC_QP_ATTR_AV		(1u << 7)
+#define QRNIC_QP_ATTR_PATH_MTU		(1u << 8)
+#define QRNIC_QP_ATTR_TIMEOUT		(1u << 9)
+#define QRNIC_QP_ATTR_RETRY_CNT		(1u << 10)
+#define QRNIC_QP_ATTR_RNR_RETRY		(1u << 11)
+#define QRNIC_QP_ATTR_RQ_PSN		(1u << 12)
+#define QRNIC_QP_ATTR_MAX_QP_RD_ATOMIC	(1u << 13)
+#define QRNIC_QP_ATTR_ALT_PATH		(1u << 14)
+#define QRNIC_QP_ATTR_MIN_RNR_TIMER	(1u << 15)
+#define QRNIC_QP_ATTR_SQ_PSN		(1u << 16)
+#define QRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
+#define QRNIC_QP_ATTR_PATH_MIG_STATE	(1u << 18)
+#define QRNIC_QP_ATTR_CAP		(1u << 19)
+#define QRNIC_QP_ATTR_DEST_QPN		(1u << 20)
+
+/* path_mtu: enum ibv_mtu */
+#define QRNIC_MTU_256			1
+#define QRNIC_MTU_512			2
+#define QRNIC_MTU_1024			3
+#define QRNIC_MTU_2048			4
+#define QRNIC_MTU_4096			5
+
+/* QP attributes: the body of MODIFY_QP and the answer of QUERY_QP. */
+struct qrnic_qp_attr {
+	uint32_t attr_mask;	/* MODIFY_QP: QRNIC_QP_ATTR_*; QUERY_QP: 0 */
+	uint8_t  qp_state;	/* QRNIC_QPS_* */
+	uint8_t  cur_qp_state;
+	uint8_t  path_mtu;	/* QRNIC_MTU_* */
+	uint8_t  timeout;	/* local ACK timeout: 4.096 us << timeout, 0 = infinite */
+	uint8_t  retry_cnt;	/* 0..7 */
+	uint8_t  rnr_retry;	/* 0..7, 7 = infinite */
+	uint8_t  min_rnr_timer;	/* 0..31, IBTA RNR timer encoding */
+	uint8_t  max_rd_atomic;	/* outstanding READ/ATOMIC as requester */
+	uint8_t  max_dest_rd_atomic; /* as responder */
+	uint8_t  sq_draining;	/* QUERY_QP only */
+	uint8_t  en_sqd_async_notify;
+	uint8_t  port_num;	/* 1 */
+	uint16_t pkey_index;	/* 0 */
+	uint16_t rsvd;
+	uint32_t qkey;
+	uint32_t rq_psn;	/* [23:0] */
+	uint32_t sq_psn;	/* [23:0] */
+	uint32_t dest_qpn;	/* [23:0] */
+	uint32_t qp_access_flags; /* QRNIC_ACCESS_REMOTE_* allowed as responder */
+	struct qrnic_av av;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_qp_attr, 72);
+
+struct qrnic_cmd_modify_qp {
+	uint32_t qpn;
+	uint32_t rsvd;
+	struct qrnic_qp_attr attr;
+};
+
+struct qrnic_cmd_query_qp {	/* also QUERY_MR: handle = key */
+	uint32_t handle;
+	uint32_t resp_len;
+	uint64_t resp_addr;
+};
+
+#define QRNIC_MR_F_PHYS			(1u << 0)	/* DMA MR: no PBL, iova = bus address */
+
+struct qrnic_cmd_reg_mr {
+	uint32_t pdn;
+	uint32_t access;	/* QRNIC_ACCESS_* */
+	uint32_t flags;		/* QRNIC_MR_F_* */
+	uint8_t  page_shift;	/* QRNIC_MIN_PAGE_SHIFT..QRNIC_MAX_PAGE_SHIFT */
+	uint8_t  pbl_levels;	/* 0..QRNIC_PBL_MAX_LEVELS */
+	uint16_t rsvd;
+	uint64_t iova;
+	uint64_t length;	/* 1..max_mr_size */
+	uint64_t pbl_addr;
+	uint32_t npages;	/* must equal the pages [iova, iova+length) spans */
+	uint32_t rsvd2;
+};
+
+struct qrnic_cmd_create_ah {
+	uint32_t pdn;
+	uint32_t rsvd;
+	struct qrnic_av av;
+};
+
+#define QRNIC_EQ_F_ASYNC		(1u << 0)	/* receives async events */
+
+struct qrnic_cmd_create_eq {
+	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
+	uint8_t  rsvd0;
+	uint16_t vector;	/* MSI-X vector (0..num_vectors-1) */
+	uint32_t flags;		/* QRNIC_EQ_F_* */
+	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 16 << log_depth bytes */
+};
+
+struct qrnic_aq_cmd {
+	struct qrnic_aq_hdr hdr;
+	union {
+		struct qrnic_cmd_query query;
+		struct qrnic_cmd_gid gid;
+		struct qrnic_cmd_handle handle;
+		struct qrnic_cmd_create_pd create_pd;
+		struct qrnic_cmd_create_cq create_cq;
+		struct qrnic_cmd_create_qp create_qp;
+		struct qrnic_cmd_modify_qp modify_qp;
+		struct qrnic_cmd_query_qp query_qp;
+		struct qrnic_cmd_reg_mr reg_mr;
+		struct qrnic_cmd_create_ah create_ah;
+		struct qrnic_cmd_create_eq create_eq;
+		uint8_t raw[120];
+	} u;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_aq_cmd, QRNIC_AQ_SQE_SIZE);
+QRNIC_ASSERT_OFFSET(struct qrnic_aq_cmd, u, 8);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_cq, 32);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_qp, 48);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_qp, 80);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_reg_mr, 48);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
+
+/* Completion: written with owner last, same owner rule as the CQE. */
+struct qrnic_aq_cqe {
+	uint32_t result[4];	/* command specific: new handle, key, GID ... */
+	uint16_t cmd_id;
+	uint8_t  opcode;
+	uint8_t  status;	/* QRNIC_AQ_* */
+	uint32_t sq_ci;		/* admin SQ consumer index after this command */
+	uint32_t detail;	/* finer reason for a failure (offending field offset) */
+	uint8_t  rsvd[3];
+	uint8_t  owner;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_aq_cqe, QRNIC_AQ_CQE_SIZE);
+
+/* ---- Answers written to resp_addr -------------------------------------- */
+struct qrnic_device_attr {
+	uint32_t abi_version;
+	uint32_t fw_version;
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_ah;
+	uint32_t max_eq;
+	uint32_t max_uctx;
+	uint32_t max_mtt;	/* total MTT entries */
+	uint32_t max_qp_rd_atom;
+	uint32_t max_qp_init_rd_atom;
+	uint32_t max_msg_size;
+	uint32_t num_vectors;
+	uint32_t gid_tbl_len;
+	uint32_t caps;		/* QRNIC_CAP_* */
+	uint64_t page_size_cap;
+	uint64_t max_mr_size;
+	uint8_t  mac[6];
+	uint8_t  rsvd[26];
+};
+QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 128);
+
+/* port state: enum ibv_port_state; phys_state: IB PortPhysicalState */
+#define QRNIC_PORT_DOWN			1
+#define QRNIC_PORT_ACTIVE		4
+#define QRNIC_PHYS_DISABLED		3
+#define QRNIC_PHYS_LINK_UP		5
+
+struct qrnic_port_attr {
+	uint8_t  state;
+	uint8_t  phys_state;
+	uint8_t  max_mtu;	/* QRNIC_MTU_* */
+	uint8_t  active_mtu;
+	uint32_t gid_tbl_len;
+	uint32_t speed_mbps;
+	uint32_t eth_mtu;
+	uint8_t  mac[6];
+	uint8_t  rsvd[10];
+};
+QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
+
+/* QUERY_STATS answers uint64_t counters[QRNIC_STAT_COUNT], in this order. */
+#define QRNIC_STATS(X)						\
+	X(TX_PACKETS, "tx_packets")				\
+	X(TX_BYTES, "tx_bytes")					\
+	X(RX_PACKETS, "rx_packets")				\
+	X(RX_BYTES, "rx_bytes")					\
+	X(RX_DROP_MALFORMED, "rx_drop_malformed")		\
+	X(RX_DROP_ICRC, "rx_drop_icrc")				\
+	X(RX_DROP_NO_QP, "rx_drop_no_qp")			\
+	X(RX_DROP_QP_STATE, "rx_drop_qp_state")			\
+	X(RX_DROP_OTHER, "rx_drop_other")			\
+	X(DUPLICATE_REQUESTS, "duplicate_requests")		\
+	X(SEQ_NAKS_SENT, "seq_naks_sent")			\
+	X(SEQ_NAKS_RCVD, "seq_naks_rcvd")			\
+	X(RNR_NAKS_SENT, "rnr_naks_sent")			\
+	X(RNR_NAKS_RCVD, "rnr_naks_rcvd")			\
+	X(ACCESS_NAKS_SENT, "access_naks_sent")			\
+	X(INV_REQ_NAKS_SENT, "inv_req_naks_sent")		\
+	X(RETRANSMIT_TIMEOUTS, "retransmit_timeouts")		\
+	X(RETRANSMITTED_PACKETS, "retransmitted_packets")	\
+	X(ACKS_SENT, "acks_sent")				\
+	X(ACKS_RCVD, "acks_rcvd")				\
+	X(CQES, "cqes")						\
+	X(CQE_ERRORS, "cqe_errors")				\
+	X(CQ_OVERRUNS, "cq_overruns")				\
+	X(EQES, "eqes")						\
+	X(INTERRUPTS, "interrupts")				\
+	X(DOORBELLS, "doorbells")				\
+	X(DOORBELLS_IGNORED, "doorbells_ignored")		\
+	X(BAD_WQES, "bad_wqes")					\
+	X(DMA_ERRORS, "dma_errors")				\
+	X(ADMIN_CMDS, "admin_cmds")				\
+	X(ADMIN_ERRORS, "admin_errors")				\
+	X(ATOMICS_EXECUTED, "atomics_executed")			\
+	X(ATOMICS_REPLAYED, "atomics_replayed")			\
+	X(ETH_TX_FRAMES, "eth_tx_frames")			\
+	X(ETH_RX_FRAMES, "eth_rx_frames")			\
+	X(ETH_RX_DROPS, "eth_rx_drops")				\
+	X(LATE_EVENTS, "late_events")				\
+	X(LATE_NS_TOTAL, "late_ns_total")			\
+	X(FAULTS_INJECTED, "faults_injected")
+
+#define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
+enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };
+#undef QRNIC_STAT_ENUM
+
+#endif

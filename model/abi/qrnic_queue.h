@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * qrnic ABI: work queue entries, completion queue entries and event queue
+ * entries.  Numeric values of opcodes, statuses, QP types, states, access
+ * flags and attribute masks are those of libibverbs (enum ibv_*), so the
+ * provider and the kernel driver pass them through unchanged.
+ */
+#ifndef QRNIC_QUEUE_H
+#define QRNIC_QUEUE_H
+
+#include "qrnic_abi_types.h"
+
+/* ---- Limits fixed by the ABI -------------------------------------------- */
+#define QRNIC_MAX_SGE			16	/* per send or receive WQE */
+#define QRNIC_MIN_WQE_SHIFT		6	/* 64-byte send WQE stride minimum */
+#define QRNIC_MAX_SEND_WQE_SHIFT	9	/* 512 bytes: header + 28 SGE / 448 inline */
+#define QRNIC_MIN_RECV_WQE_SHIFT	5	/* 32 bytes: header + 1 SGE */
+#define QRNIC_MAX_RECV_WQE_SHIFT	9
+#define QRNIC_MAX_QUEUE_LOG		15	/* at most 32768 entries per ring */
+#define QRNIC_MAX_MSG_SIZE		(1u << 31)
+#define QRNIC_GRH_BYTES			40	/* UD receive buffers start with a GRH */
+
+/* ---- QP types, states, access flags (ibv values) ------------------------ */
+#define QRNIC_QPT_RC			2
+#define QRNIC_QPT_UD			4
+#define QRNIC_QPT_GSI			0xf1	/* QP1, UD semantics, qpn fixed to 1 */
+
+#define QRNIC_QPS_RESET			0
+#define QRNIC_QPS_INIT			1
+#define QRNIC_QPS_RTR			2
+#define QRNIC_QPS_RTS			3
+#define QRNIC_QPS_SQD			4
+#define QRNIC_QPS_SQE			5
+#define QRNIC_QPS_ERR			6
+
+#define QRNIC_ACCESS_LOCAL_WRITE	(1u << 0)
+#define QRNIC_ACCESS_REMOTE_WRITE	(1u << 1)
+#define QRNIC_ACCESS_REMOTE_READ	(1u << 2)
+#define QRNIC_ACCESS_REMOTE_ATOMIC	(1u << 3)
+#define QRNIC_ACCESS_ALL		0xfu
+
+/* ---- Send WQE ----------------------------------------------------------- */
+#define QRNIC_WR_RDMA_WRITE		0
+#define QRNIC_WR_RDMA_WRITE_WITH_IMM	1
+#define QRNIC_WR_SEND			2
+#define QRNIC_WR_SEND_WITH_IMM		3
+#define QRNIC_WR_RDMA_READ		4
+#define QRNIC_WR_ATOMIC_CMP_AND_SWP	5
+#define QRNIC_WR_ATOMIC_FETCH_AND_ADD	6
+
+#define QRNIC_WQE_F_SIGNALED		(1u << 0)	/* write a CQE on success */
+#define QRNIC_WQE_F_SOLICITED		(1u << 1)	/* set SE in the last packet */
+#define QRNIC_WQE_F_INLINE		(1u << 2)	/* payload follows the header */
+#define QRNIC_WQE_F_FENCE		(1u << 3)	/* wait for prior READ/ATOMIC */
+
+/*
+ * Send WQE: this 64-byte header, then num_sge struct qrnic_sge or, with
+ * QRNIC_WQE_F_INLINE, inline_len bytes of payload.  The stride of a send
+ * queue is 1 << sq_wqe_shift bytes (64..512), fixed at CREATE_QP.
+ */
+struct qrnic_send_wqe {
+	uint8_t  opcode;	/* QRNIC_WR_* */
+	uint8_t  flags;		/* QRNIC_WQE_F_* */
+	uint8_t  num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
+	uint8_t  rsvd0;
+	uint32_t inline_len;	/* bytes of inline payload, must fit the stride */
+	uint64_t wr_id;		/* returned in the CQE */
+	uint32_t imm_data;	/* *_WITH_IMM: sent as is (network byte order) */
+	uint32_t rkey;		/* RDMA and ATOMIC */
+	uint64_t remote_addr;	/* RDMA and ATOMIC */
+	uint64_t compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	uint64_t swap;		/* CMP_AND_SWP: swap */
+	uint32_t ah;		/* UD: address handle number */
+	uint32_t remote_qpn;	/* UD: destination QP */
+	uint32_t remote_qkey;	/* UD: Q_Key */
+	uint32_t rsvd1;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_send_wqe, 64);
+QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, wr_id, 8);
+QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, remote_addr, 24);
+QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, ah, 48);
+
+struct qrnic_sge {
+	uint64_t addr;		/* virtual address within the MR of lkey */
+	uint32_t length;
+	uint32_t lkey;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_sge, 16);
+
+/* Receive WQE: this 16-byte header, then num_sge struct qrnic_sge.  The
+ * stride of a receive queue is 1 << rq_wqe_shift bytes (32..512). */
+struct qrnic_recv_wqe {
+	uint64_t wr_id;
+	uint8_t  num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
+	uint8_t  rsvd[7];
+};
+QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
+
+/* ---- CQE (32 bytes) ----------------------------------------------------- */
+/* status: enum ibv_wc_status, one to one */
+#define QRNIC_WC_SUCCESS		0
+#define QRNIC_WC_LOC_LEN_ERR		1
+#define QRNIC_WC_LOC_QP_OP_ERR		2
+#define QRNIC_WC_LOC_EEC_OP_ERR		3
+#define QRNIC_WC_LOC_PROT_ERR		4
+#define QRNIC_WC_WR_FLUSH_ERR		5
+#define QRNIC_WC_MW_BIND_ERR		6
+#define QRNIC_WC_BAD_RESP_ERR		7
+#define QRNIC_WC_LOC_ACCESS_ERR		8
+#define QRNIC_WC_REM_INV_REQ_ERR	9
+#define QRNIC_WC_REM_ACCESS_ERR		10
+#define QRNIC_WC_REM_OP_ERR		11
+#define QRNIC_WC_RETRY_EXC_ERR		12
+#define QRNIC_WC_RNR_RETRY_EXC_ERR	13
+#define QRNIC_WC_LOC_RDD_VIOL_ERR	14
+#define QRNIC_WC_REM_INV_RD_REQ_ERR	15
+#define QRNIC_WC_REM_ABORT_ERR		16
+#define QRNIC_WC_INV_EECN_ERR		17
+#define QRNIC_WC_INV_EEC_STATE_ERR	18
+#define QRNIC_WC_FATAL_ERR		19
+#define QRNIC_WC_RESP_TIMEOUT_ERR	20
+#define QRNIC_WC_GENERAL_ERR		21
+
+/* opcode: enum ibv_wc_opcode */
+#define QRNIC_WC_OP_SEND		0
+#define QRNIC_WC_OP_RDMA_WRITE		1
+#define QRNIC_WC_OP_RDMA_READ		2
+#define QRNIC_WC_OP_COMP_SWAP		3
+#define QRNIC_WC_OP_FETCH_ADD		4
+#define QRNIC_WC_OP_RECV		128
+#define QRNIC_WC_OP_RECV_RDMA_WITH_IMM	129
+
+#define QRNIC_CQE_F_WITH_IMM		(1u << 0)
+#define QRNIC_CQE_F_GRH			(1u << 1)	/* UD: GRH area valid */
+#define QRNIC_CQE_F_IPV4		(1u << 2)	/* UD: GRH area holds an IPv4 header in its last 20 bytes */
+#define QRNIC_CQE_F_SEND		(1u << 3)	/* completion of a send WQE */
+
+/*
+ * The device writes bytes 0..30 first and the owner byte last.  The owner
+ * bit of a slot flips each time the producer wraps: on the first pass the
+ * device writes 1, then 0, and so on.  A CQE is valid when its owner bit
+ * equals ((consumer index >> log_depth) & 1) ^ 1.
+ */
+struct qrnic_cqe {
+	uint64_t wr_id;
+	uint32_t byte_len;	/* bytes received (RECV) or transferred (READ) */
+	uint32_t imm_data;	/* with QRNIC_CQE_F_WITH_IMM, network byte order */
+	uint32_t qpn;		/* local QP */
+	uint32_t src_qp;	/* UD: sender's QP */
+	uint8_t  status;	/* QRNIC_WC_* */
+	uint8_t  opcode;	/* QRNIC_WC_OP_* */
+	uint8_t  flags;		/* QRNIC_CQE_F_* */
+	uint8_t  vendor_err;	/* QRNIC_VERR_*: finer cause of an error status */
+	uint16_t wqe_index;	/* index of the WQE in its ring */
+	uint8_t  rsvd;
+	uint8_t  owner;		/* bit 0: owner/phase; written last */
+};
+QRNIC_ASSERT_SIZE(struct qrnic_cqe, 32);
+QRNIC_ASSERT_OFFSET(struct qrnic_cqe, status, 24);
+QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
+
+/* vendor_err: why an error CQE was produced */
+#define QRNIC_VERR_NONE			0
+#define QRNIC_VERR_BAD_WQE		1	/* opcode, flags or counts invalid */
+#define QRNIC_VERR_LKEY			2	/* no such MR / stale key */
+#define QRNIC_VERR_PD			3	/* MR of another PD */
+#define QRNIC_VERR_BOUNDS		4	/* outside the MR */
+#define QRNIC_VERR_ACCESS		5	/* access flag missing */
+#define QRNIC_VERR_DMA			6	/* host DMA failed */
+#define QRNIC_VERR_LENGTH		7	/* message longer than buffers / limit */
+#define QRNIC_VERR_NAK			8	/* peer NAKed */
+#define QRNIC_VERR_RETRY		9	/* retries exhausted */
+#define QRNIC_VERR_FLUSH		10	/* QP in error */
+#define QRNIC_VERR_INJECTED		11	/* fault injection */
+#define QRNIC_VERR_BAD_AH		12	/* UD: no such address handle */
+#define QRNIC_VERR_ALIGN		13	/* atomic target not 8-byte aligned */
+
+/* ---- EQE (16 bytes) ----------------------------------------------------- */
+#define QRNIC_EQE_COMPLETION		0	/* handle = cqn */
+#define QRNIC_EQE_ASYNC			1	/* subtype = enum ibv_event_type */
+
+/* enum ibv_event_type values used in async EQEs */
+#define QRNIC_EV_CQ_ERR			0	/* handle = cqn (overrun) */
+#define QRNIC_EV_QP_FATAL		1	/* handle = qpn */
+#define QRNIC_EV_QP_REQ_ERR		2
+#define QRNIC_EV_QP_ACCESS_ERR		3
+#define QRNIC_EV_COMM_EST		4
+#define QRNIC_EV_SQ_DRAINED		5
+#define QRNIC_EV_DEVICE_FATAL		8	/* data = QRNIC_FATAL_* */
+#define QRNIC_EV_PORT_ACTIVE		9	/* handle = port (1) */
+#define QRNIC_EV_PORT_ERR		10
+#define QRNIC_EV_QP_LAST_WQE_REACHED	16
+
+struct qrnic_eqe {
+	uint8_t  type;		/* QRNIC_EQE_* */
+	uint8_t  subtype;	/* QRNIC_EV_* for ASYNC */
+	uint16_t rsvd0;
+	uint32_t handle;	/* cqn, qpn or port */
+	uint32_t data;		/* event specific */
+	uint8_t  rsvd1[3];
+	uint8_t  owner;		/* bit 0, same rule as the CQE; written last */
+};
+QRNIC_ASSERT_SIZE(struct qrnic_eqe, 16);
+
+/* ---- Address vector, used by MODIFY_QP (RC) and CREATE_AH (UD) ---------- */
+#define QRNIC_NET_IPV4			1	/* RoCEv2 over IPv4: GIDs are ::ffff:a.b.c.d */
+#define QRNIC_NET_IPV6			2	/* RoCEv2 over IPv6 */
+
+struct qrnic_av {
+	uint8_t  dgid[16];
+	uint32_t flow_label;	/* [19:0] */
+	uint8_t  sgid_index;
+	uint8_t  hop_limit;	/* IPv4 TTL / IPv6 hop limit; 0 means 64 */
+	uint8_t  traffic_class;	/* DSCP/ECN byte */
+	uint8_t  net_type;	/* QRNIC_NET_* */
+	uint8_t  dmac[6];
+	uint16_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_av, 32);
+
+#endif

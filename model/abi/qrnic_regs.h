@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * qrnic ABI: PCI identity, BAR map, control registers and doorbells.
+ * docs/spec.md sections 1-3 describe the same thing in prose.
+ */
+#ifndef QRNIC_REGS_H
+#define QRNIC_REGS_H
+
+#include "qrnic_abi_types.h"
+
+/* ---- PCI identity ------------------------------------------------------ */
+/*
+ * 1af4:10f0-10ff is the range QEMU's docs/specs/pci-ids.rst leaves
+ * "available for experimental usage without registration".  virtio-pci
+ * matches the vendor but rejects device IDs outside 0x1000-0x107f, so no
+ * in-tree driver binds to it.
+ */
+#define QRNIC_PCI_VENDOR_ID		0x1af4
+#define QRNIC_PCI_DEVICE_ID		0x10f7
+#define QRNIC_PCI_SUBSYS_VENDOR_ID	0x1af4
+#define QRNIC_PCI_SUBSYS_ID		0x0001
+#define QRNIC_PCI_REVISION		0x01
+#define QRNIC_PCI_CLASS			0x020000	/* network, ethernet */
+
+/* ABI version: major changes break old drivers, minor ones add fields. */
+#define QRNIC_ABI_MAJOR			1
+#define QRNIC_ABI_MINOR			0
+#define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
+
+/* ---- BARs -------------------------------------------------------------- */
+#define QRNIC_BAR_REGS			0	/* control registers, 64-bit BAR */
+#define QRNIC_BAR_REGS_SIZE		0x1000
+#define QRNIC_BAR_DB			2	/* doorbell pages, 64-bit BAR */
+#define QRNIC_DB_PAGE_SIZE		0x1000	/* one page per user context */
+#define QRNIC_BAR_MSIX			4	/* MSI-X table and PBA */
+
+/* ---- BAR0 control registers (32-bit unless marked 64) ------------------ */
+#define QRNIC_REG_VERSION		0x000	/* RO  QRNIC_ABI_VERSION */
+#define QRNIC_REG_CAPS			0x004	/* RO  QRNIC_CAP_* */
+#define QRNIC_REG_CTRL			0x008	/* RW  QRNIC_CTRL_* */
+#define QRNIC_REG_STATUS		0x00c	/* RO  QRNIC_STATUS_* */
+#define QRNIC_REG_FATAL_CODE		0x010	/* RO  QRNIC_FATAL_* when STATUS.FATAL */
+#define QRNIC_REG_NUM_DB_PAGES		0x014	/* RO  doorbell pages in BAR2 */
+#define QRNIC_REG_NUM_VECTORS		0x018	/* RO  MSI-X vectors */
+#define QRNIC_REG_SCRATCH		0x01c	/* RW  free for driver use */
+#define QRNIC_REG_AQ_SQ_BASE_LO		0x020	/* RW  admin SQ ring, 4 KiB aligned */
+#define QRNIC_REG_AQ_SQ_BASE_HI		0x024
+#define QRNIC_REG_AQ_CQ_BASE_LO		0x028	/* RW  admin CQ ring, 4 KiB aligned */
+#define QRNIC_REG_AQ_CQ_BASE_HI		0x02c
+#define QRNIC_REG_AQ_CTRL		0x030	/* RW  QRNIC_AQ_CTRL_* */
+#define QRNIC_REG_AQ_SQ_DB		0x034	/* WO  admin SQ producer index */
+#define QRNIC_REG_AQ_SQ_CI		0x038	/* RO  admin SQ consumer index */
+#define QRNIC_REG_AQ_STATUS		0x03c	/* RO  QRNIC_AQ_STATUS_* */
+#define QRNIC_REG_EQ_DB			0x040	/* WO64 event queue doorbell */
+#define QRNIC_REG_ETH_TX_BASE_LO	0x080	/* RW  Ethernet TX ring */
+#define QRNIC_REG_ETH_TX_BASE_HI	0x084
+#define QRNIC_REG_ETH_RX_BASE_LO	0x088	/* RW  Ethernet RX ring */
+#define QRNIC_REG_ETH_RX_BASE_HI	0x08c
+#define QRNIC_REG_ETH_CTRL		0x090	/* RW  QRNIC_ETH_CTRL_* */
+#define QRNIC_REG_ETH_TX_DB		0x094	/* WO  TX producer index */
+#define QRNIC_REG_ETH_RX_DB		0x098	/* WO  RX producer index */
+#define QRNIC_REG_ETH_TX_CI		0x09c	/* RO  TX consumer index */
+#define QRNIC_REG_ETH_RX_CI		0x0a0	/* RO  RX consumer index */
+#define QRNIC_REG_ETH_IRQ		0x0a4	/* RW  [15:0] MSI-X vector; [31] enable */
+#define QRNIC_REG_MAC_LO		0x0b0	/* RO  MAC bytes 0-3 */
+#define QRNIC_REG_MAC_HI		0x0b4	/* RO  MAC bytes 4-5 in [15:0] */
+#define QRNIC_REG_PORT_STATUS		0x0b8	/* RO  QRNIC_PORT_STATUS_* */
+#define QRNIC_REG_ETH_MTU		0x0bc	/* RO  port Ethernet MTU (payload bytes) */
+
+/* Reset values: CTRL=0, STATUS=READY, AQ_*=0, AQ_STATUS=0, ETH_*=0,
+ * SCRATCH=0.  VERSION, CAPS, NUM_*, MAC, MTU come from the device config. */
+
+#define QRNIC_CAP_RC			(1u << 0)
+#define QRNIC_CAP_UD			(1u << 1)
+#define QRNIC_CAP_ATOMIC		(1u << 2)
+#define QRNIC_CAP_IPV6			(1u << 3)
+#define QRNIC_CAP_ETH			(1u << 4)
+
+#define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues */
+#define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */
+
+#define QRNIC_STATUS_READY		(1u << 0)  /* registers may be programmed */
+#define QRNIC_STATUS_ENABLED		(1u << 1)
+#define QRNIC_STATUS_FATAL		(1u << 2)  /* only RESET clears it */
+
+#define QRNIC_FATAL_NONE		0
+#define QRNIC_FATAL_DMA			1	/* a device-internal DMA failed */
+#define QRNIC_FATAL_INJECTED		2	/* fault injection */
+#define QRNIC_FATAL_AQ			3	/* admin queue ring unreachable */
+
+/* AQ_CTRL: [3:0] log2 of entries in both admin rings (1..12); [31] enable. */
+#define QRNIC_AQ_CTRL_LOG_DEPTH_MASK	0xfu
+#define QRNIC_AQ_CTRL_ENABLE		(1u << 31)
+#define QRNIC_AQ_MAX_LOG_DEPTH		12
+/* AQ_STATUS */
+#define QRNIC_AQ_STATUS_ENABLED		(1u << 0)
+#define QRNIC_AQ_STATUS_ERROR		(1u << 1)  /* bad base/depth; cleared by disable */
+
+/* ETH_CTRL: [3:0] log2 TX entries, [7:4] log2 RX entries (1..12),
+ * [30] RX enable, [31] TX enable. */
+#define QRNIC_ETH_CTRL_TX_LOG_MASK	0xfu
+#define QRNIC_ETH_CTRL_RX_LOG_SHIFT	4
+#define QRNIC_ETH_CTRL_RX_ENABLE	(1u << 30)
+#define QRNIC_ETH_CTRL_TX_ENABLE	(1u << 31)
+
+#define QRNIC_PORT_STATUS_LINK_UP	(1u << 0)
+
+/*
+ * EQ_DB (64-bit write): [15:0] eqn, [16] arm, [63:32] consumer index
+ * (free-running).  Arming with a consumer index behind the producer
+ * raises the vector at once.
+ */
+#define QRNIC_EQ_DB_EQN_MASK		0xffffull
+#define QRNIC_EQ_DB_ARM			(1ull << 16)
+#define QRNIC_EQ_DB_CI_SHIFT		32
+
+/* ---- Doorbell pages (BAR2): page N belongs to user context N ------------
+ * Page 0 is the kernel's.  Every doorbell is one 64-bit write; other
+ * access sizes are ignored and counted.  A doorbell naming a queue that
+ * belongs to another context is ignored and counted.
+ */
+#define QRNIC_DB_SQ			0x00	/* [23:0] qpn, [63:32] SQ producer index */
+#define QRNIC_DB_RQ			0x08	/* [23:0] qpn, [63:32] RQ producer index */
+#define QRNIC_DB_CQ			0x10	/* [23:0] cqn, [24] arm, [25] solicited only,
+						 * [63:32] CQ consumer index */
+#define QRNIC_DB_QN_MASK		0xffffffull
+#define QRNIC_DB_CQ_ARM			(1ull << 24)
+#define QRNIC_DB_CQ_SOLICITED		(1ull << 25)
+#define QRNIC_DB_IDX_SHIFT		32
+
+/* ---- Ethernet descriptors (16 bytes) ------------------------------------ */
+struct qrnic_eth_desc {
+	uint64_t addr;		/* buffer bus address */
+	uint16_t len;		/* TX: frame length; RX: buffer size, device writes frame length */
+	uint16_t rsvd;
+	uint32_t flags;		/* QRNIC_ETH_DESC_*; device sets DONE last */
+};
+QRNIC_ASSERT_SIZE(struct qrnic_eth_desc, 16);
+#define QRNIC_ETH_DESC_DONE		(1u << 0)
+#define QRNIC_ETH_DESC_ERR		(1u << 1)  /* DMA failed or frame too big */
+#define QRNIC_ETH_MAX_FRAME		9018
+
+#endif

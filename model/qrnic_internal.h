@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: internal state shared by the model's pipeline stages
+ * and the firmware.  Nothing here is ABI; hosts use qrnic_model.h.
+ *
+ * Resource tables are arrays indexed by handle.  Handle 0 is never valid
+ * for PD, CQ, MR index, AH and EQ; QPN 0 is reserved and QPN 1 is the GSI
+ * QP; user context 0 is the kernel's and always exists.
+ */
+#ifndef QRNIC_INTERNAL_H
+#define QRNIC_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qrnic_model.h"
+#include "qrnic_wire.h"
+
+#define QRNIC_FW_VERSION	0x00010000u
+
+#define QRNIC_MAX_INLINE	((1u << QRNIC_MAX_SEND_WQE_SHIFT) - sizeof(struct qrnic_send_wqe))
+#define QRNIC_REQ_WINDOW	64	/* send WQEs in flight per QP (power of 2) */
+#define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP */
+#define QRNIC_ACKREQ_INTERVAL	64	/* AckReq at least every N packets */
+#define QRNIC_MAX_RD_ATOMIC	16	/* responder resources per QP */
+#define QRNIC_RXQ_DEPTH		2048	/* frames queued between rx and run */
+#define QRNIC_RUN_RX_BUDGET	256	/* frames per qrnic_dev_run() */
+#define QRNIC_RUN_QP_BUDGET	256	/* QP service steps per qrnic_dev_run() */
+#define QRNIC_QP_PKT_BUDGET	16	/* packets per QP service step */
+#define QRNIC_AQ_BUDGET		16	/* admin commands per qrnic_dev_run() */
+#define QRNIC_PSN_MASK		0xffffffu
+#define QRNIC_MAX_FRAME		(QRNIC_MAX_HDR_LEN + 4096 + 4 + QRNIC_ICRC_LEN)
+
+/* 24-bit PSN arithmetic: signed distance a - b in (-2^23, 2^23]. */
+static inline int32_t qrnic_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+static inline uint32_t qrnic_psn_add(uint32_t a, uint32_t n)
+{
+	return (a + n) & QRNIC_PSN_MASK;
+}
+static inline uint32_t qrnic_mtu_bytes(uint8_t ib_mtu)
+{
+	return (ib_mtu >= QRNIC_MTU_256 && ib_mtu <= QRNIC_MTU_4096) ? 128u << ib_mtu : 0;
+}
+
+/* ---- Resources ---------------------------------------------------------- */
+struct qrnic_pd {
+	bool valid;
+	uint32_t uctx;
+	uint32_t refcnt;	/* QPs, MRs and AHs using it */
+};
+
+struct qrnic_mr {
+	struct qrnic_mpt_entry mpt;	/* mpt.flags & QRNIC_MPT_VALID */
+	uint8_t next_tag;		/* tag for the next registration of this slot */
+};
+
+struct qrnic_ah {
+	bool valid;
+	uint32_t pdn;
+	struct qrnic_av av;
+};
+
+struct qrnic_gid_entry {
+	bool valid;
+	uint8_t net_type;
+	uint8_t gid[16];
+};
+
+struct qrnic_eq {
+	bool valid;
+	bool async;
+	bool armed;
+	bool overflow;
+	uint16_t vector;
+	uint8_t log_depth;
+	uint64_t ring;
+	uint32_t pi;		/* next EQE slot, free running */
+	uint32_t ci;		/* consumer index from EQ_DB */
+	uint32_t refcnt;	/* CQs using it */
+};
+
+struct qrnic_cq {
+	bool valid;
+	bool armed;
+	bool armed_solicited;
+	bool error;		/* overrun: no more CQEs are written */
+	uint32_t uctx;
+	uint32_t eqn;
+	uint8_t log_depth;
+	uint64_t ring;
+	uint64_t dbrec;
+	uint32_t pi;		/* next CQE slot, free running */
+	uint32_t ci;		/* last consumer index the device knows */
+	uint32_t refcnt;	/* QPs using it */
+};
+
+/* A validated private copy of one send WQE in flight. */
+struct qrnic_swqe {
+	struct qrnic_send_wqe wqe;
+	struct qrnic_sge sge[QRNIC_MAX_SGE];
+	uint8_t inline_data[QRNIC_MAX_INLINE];
+	uint32_t sq_index;	/* free-running SQ index */
+	uint32_t total_len;
+	uint32_t first_psn;
+	uint32_t npkts;		/* packets this message takes */
+	uint32_t sent;		/* bytes already put on the wire (or requested, READ) */
+	uint32_t done_bytes;	/* READ: bytes of response data placed */
+	uint8_t  status;	/* QRNIC_WC_* to complete with */
+	uint8_t  vendor_err;
+	bool     acked;		/* ready to complete */
+	bool     rd_atomic;	/* READ or ATOMIC */
+	uint64_t atomic_orig;
+};
+
+/* A validated private copy of one receive WQE. */
+struct qrnic_rwqe {
+	uint64_t wr_id;
+	uint32_t rq_index;
+	uint32_t num_sge;
+	uint32_t total_len;
+	struct qrnic_sge sge[QRNIC_MAX_SGE];
+};
+
+/* Requester (send side of an RC QP, and UD sends). */
+struct qrnic_req {
+	uint32_t next_psn;	/* PSN of the next packet to send */
+	uint32_t sq_next;	/* next SQ index to fetch */
+	uint32_t sq_ci;		/* oldest SQ index not completed */
+	/* window: SQ indexes [sq_ci, sq_next) are in win[idx % QRNIC_REQ_WINDOW] */
+	struct qrnic_swqe *win;
+	uint32_t cur;		/* SQ index being transmitted (sq_ci <= cur <= sq_next) */
+	uint32_t cur_psn;	/* PSN of the next packet of 'cur' */
+	uint32_t una_psn;	/* oldest unacknowledged PSN */
+	uint32_t rd_atomic_out;	/* READ/ATOMIC requests outstanding */
+	uint32_t pkts_since_ackreq;
+	uint8_t  retry_left;
+	uint8_t  rnr_left;
+	bool     rnr_wait;	/* stopped until the RNR timer fires */
+	uint32_t timer_gen;	/* invalidates armed retry/RNR timers */
+	bool     timer_armed;
+	bool     fenced;
+};
+
+/* Responder resource: one READ or ATOMIC request being answered, kept for
+ * duplicate detection (replay of READ, exactly-once ATOMIC). */
+struct qrnic_rsrc {
+	bool     valid;
+	bool     atomic;
+	bool     pending;	/* response packets still to send */
+	uint32_t psn;		/* PSN of the request */
+	uint32_t npkts;		/* response packets (READ) */
+	uint32_t next;		/* READ: next response packet to send */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint64_t atomic_orig;
+};
+
+struct qrnic_resp {
+	uint32_t epsn;		/* expected PSN */
+	uint32_t msn;		/* messages completed, 24 bits */
+	bool     nak_sent;	/* sequence NAK sent, waiting for epsn */
+	/* receive in progress (multi-packet SEND) */
+	bool     recv_active;
+	struct qrnic_rwqe rwqe;
+	uint32_t recv_off;
+	/* WRITE in progress */
+	bool     write_active;
+	uint64_t write_va;
+	uint32_t write_rkey;
+	uint32_t write_resid;
+	/* ACK to send: */
+	bool     ack_pending;
+	uint8_t  ack_syndrome;
+	uint32_t ack_psn;
+	/* responder resources for READ/ATOMIC, ring of max_dest_rd_atomic */
+	struct qrnic_rsrc rsrc[QRNIC_MAX_RD_ATOMIC];
+	uint32_t rsrc_head;	/* next slot to use */
+	uint32_t rq_ci;		/* next RQ index to consume */
+};
+
+struct qrnic_qp {
+	bool valid;
+	uint8_t type;		/* QRNIC_QPT_* */
+	uint32_t qpn;
+	uint32_t uctx;
+	uint32_t pdn;
+	uint32_t send_cqn;
+	uint32_t recv_cqn;
+	uint32_t flags;		/* QRNIC_QP_F_* */
+	struct qrnic_qp_attr attr;	/* current attributes; attr.qp_state is THE state */
+	/* rings */
+	uint64_t sq_addr;
+	uint8_t  sq_log_depth;
+	uint8_t  sq_wqe_shift;
+	uint64_t rq_addr;
+	uint8_t  rq_log_depth;
+	uint8_t  rq_wqe_shift;
+	uint32_t sq_pi;		/* producer index from the doorbell */
+	uint32_t rq_pi;
+	struct qrnic_req req;
+	struct qrnic_resp resp;
+	bool on_worklist;
+	uint32_t next_work;	/* singly linked work list (qpn), 0 = end */
+};
+
+/* Timed events (retransmission, RNR wait, later: timing model). */
+enum qrnic_event_kind {
+	QRNIC_EVK_RETRY = 1,	/* id = qpn, gen = req.timer_gen */
+	QRNIC_EVK_RNR,		/* id = qpn, gen = req.timer_gen */
+};
+
+struct qrnic_event {
+	uint64_t when;
+	uint32_t kind;
+	uint32_t id;
+	uint32_t gen;
+	uint64_t seq;		/* FIFO among equal deadlines */
+};
+
+struct qrnic_frame {
+	uint32_t len;
+	uint8_t *data;		/* QRNIC_MAX_FRAME bytes, preallocated */
+};
+
+/* ---- The device ----------------------------------------------------------- */
+struct qrnic_dev {
+	struct qrnic_config cfg;
+	const struct qrnic_host_ops *ops;
+	void *opaque;
+
+	/* registers */
+	uint32_t ctrl;
+	uint32_t status;
+	uint32_t fatal_code;
+	uint32_t scratch;
+	uint64_t aq_sq_base;
+	uint64_t aq_cq_base;
+	uint32_t aq_ctrl;
+	uint32_t aq_status;
+	uint32_t aq_sq_pi;	/* producer index written by the driver */
+	uint32_t aq_sq_ci;	/* commands consumed */
+	uint32_t aq_cq_pi;	/* completions written */
+	uint64_t eth_tx_base, eth_rx_base;
+	uint32_t eth_ctrl, eth_tx_pi, eth_rx_pi, eth_tx_ci, eth_rx_ci, eth_irq;
+	bool link_up;
+
+	/* resources */
+	bool *uctx_valid;		/* [max_uctx] */
+	struct qrnic_pd *pd;		/* [max_pd] */
+	struct qrnic_cq *cq;		/* [max_cq] */
+	struct qrnic_eq *eq;		/* [max_eq] */
+	struct qrnic_qp *qp;		/* [max_qp] */
+	struct qrnic_mr *mr;		/* [max_mr] */
+	struct qrnic_ah *ah;		/* [max_ah] */
+	struct qrnic_gid_entry *gid;	/* [gid_tbl_len] */
+	uint64_t *mtt;			/* [max_mtt] page bus addresses */
+	uint8_t *mtt_used;		/* [max_mtt] allocator map (mr.c) */
+	uint32_t mtt_free;		/* entries free */
+
+	/* work */
+	bool aq_pending;
+	bool eth_pending;
+	uint32_t work_head, work_tail;	/* qpn list of QPs to service */
+	struct qrnic_frame rxq[QRNIC_RXQ_DEPTH];
+	uint32_t rxq_head, rxq_tail;	/* free running */
+	struct qrnic_event *events;	/* binary min-heap */
+	uint32_t nevents, events_cap;
+	uint64_t event_seq;
+	uint64_t timer_deadline;	/* armed host timer, UINT64_MAX = none */
+	bool in_run;
+
+	uint8_t txbuf[QRNIC_MAX_FRAME];	/* frame being built */
+	uint64_t stats[QRNIC_STAT_COUNT];
+};
+
+/* ---- device.c: the choke points ------------------------------------------ */
+/* Every host-memory access of the model goes through these two.  They
+ * count, trace and (later) apply the timing model and fault injection.
+ * Return 0 or -1; on -1 nothing was transferred to/from buf reliably. */
+int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len);
+int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t len);
+/* Every RoCEv2 frame leaves through qrnic_tx; every received frame enters
+ * through qrnic_dev_rx_frame and is dispatched by qrnic_rx_dispatch. */
+void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+void qrnic_irq(struct qrnic_dev *d, unsigned vector);
+uint64_t qrnic_now(struct qrnic_dev *d);
+void qrnic_guest_error(struct qrnic_dev *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+		 uint32_t a, uint32_t b, uint64_t addr);
+static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64_t n)
+{
+	d->stats[s] += n;
+}
+void qrnic_fatal(struct qrnic_dev *d, uint32_t code);
+/* Put a QP on the work list and ask the host to run us. */
+void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_schedule(struct qrnic_dev *d);
+void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen);
+struct qrnic_qp *qrnic_qp_get(struct qrnic_dev *d, uint32_t qpn);	/* NULL unless valid */
+struct qrnic_cq *qrnic_cq_get(struct qrnic_dev *d, uint32_t cqn);
+struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn);
+
+/* ---- cq.c: completions and events ---------------------------------------- */
+/* Write a CQE (owner bit set here) and raise an event if armed.  Returns 0,
+ * or -1 if the CQ is in error/overrun (the CQE is lost, counted). */
+int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cqe);
+void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bool arm, bool solicited);
+/* Post an async event on the async EQ (if any). */
+void qrnic_async_event(struct qrnic_dev *d, uint8_t subtype, uint32_t handle, uint32_t data);
+int qrnic_eq_post(struct qrnic_dev *d, struct qrnic_eq *eq, uint8_t type, uint8_t subtype,
+		  uint32_t handle, uint32_t data);
+void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm);
+
+/* ---- mr.c: memory protection and translation ----------------------------- */
+/* Allocate/free MTT entries; returns first index or UINT32_MAX. */
+uint32_t qrnic_mtt_alloc(struct qrnic_dev *d, uint32_t n);
+void qrnic_mtt_free(struct qrnic_dev *d, uint32_t base, uint32_t n);
+/* Resolve [va, va+len) of MR 'key' for PD 'pdn' needing 'access'
+ * (QRNIC_ACCESS_* bits; 0 = local read).  Returns QRNIC_VERR_NONE or the
+ * reason (LKEY/PD/BOUNDS/ACCESS). */
+int qrnic_mr_check(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		   uint64_t len, uint32_t access);
+/* Copy between an MR range and a local buffer, checking as above and
+ * splitting at page boundaries.  Returns QRNIC_VERR_NONE, a check
+ * failure, or QRNIC_VERR_DMA. */
+int qrnic_mr_read(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		  void *buf, uint32_t len, uint32_t access);
+int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		   const void *buf, uint32_t len, uint32_t access);
+/* Scatter/gather over an SGE list at byte offset 'off'.  Access is checked
+ * per SGE (LOCAL_WRITE for writes).  Returns QRNIC_VERR_*. */
+int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		   uint32_t nsge, uint32_t off, void *buf, uint32_t len);
+int qrnic_sgl_write(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		    uint32_t nsge, uint32_t off, const void *buf, uint32_t len);
+/* Validate a whole SGE list up front: keys, PD, bounds, access; sums the
+ * length into *total.  Returns QRNIC_VERR_*. */
+int qrnic_sgl_check(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		    uint32_t nsge, uint32_t access, uint32_t *total);
+
+/* ---- qp.c: QP lifecycle hooks (called by firmware and engines) ---------- */
+int qrnic_qp_init_state(struct qrnic_dev *d, struct qrnic_qp *qp);	/* at CREATE_QP */
+void qrnic_qp_fini_state(struct qrnic_dev *d, struct qrnic_qp *qp);	/* at DESTROY_QP */
+/* Apply a state change that the firmware validated: RESET clears all
+ * transport state; RTR loads resp.epsn from attr.rq_psn; RTS loads
+ * req.next_psn from attr.sq_psn; ERR flushes both queues. */
+void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state);
+/* Engines: move to ERR (if not already) with an async event subtype
+ * (QRNIC_EV_* or 0xff for none) and flush. */
+void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev);
+void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi);
+/* Service one QP from the work list: ACKs, READ responses, new requests.
+ * Returns true if the QP still has work. */
+bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_qp_event(struct qrnic_dev *d, const struct qrnic_event *ev);
+void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp);
+
+/* ---- requester.c / completer.c / responder.c ----------------------------- */
+bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
+void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind);
+void qrnic_comp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p);
+void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p);
+bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
+/* Fill the L2/L3 part of a packet from an address vector. Returns 0 or VERR. */
+int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
+		      uint32_t src_qpn);
+/* Build and send a frame through qrnic_tx. */
+void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
+		    uint32_t paylen);
+
+/* ---- firmware/ ------------------------------------------------------------ */
+/* Process up to 'budget' admin commands; returns true if more are pending. */
+bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget);
+/* Execute one validated-in-place command copy; fills cqe->status/result. */
+void qrnic_fw_exec(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+
+#endif

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: public interface for hosts (QEMU glue, the standalone
+ * simulator, the unit-test harness).
+ *
+ * The model is plain C11 and touches the outside world only through
+ * struct qrnic_host_ops.  It keeps no pointer into host memory across
+ * calls: every descriptor is copied in through dma_read, validated, then
+ * used.  It never runs device work inside a register/doorbell write: such a
+ * write records what is pending and calls ops->schedule(); the host then
+ * calls qrnic_dev_run() from a bottom half (or its own loop).
+ */
+#ifndef QRNIC_MODEL_H
+#define QRNIC_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/qrnic_abi.h"
+
+struct qrnic_dev;
+
+enum qrnic_log_level {
+	QRNIC_LOG_GUEST_ERROR,	/* the guest did something wrong */
+	QRNIC_LOG_UNIMP,	/* the guest used something not implemented */
+	QRNIC_LOG_INFO,
+};
+
+/* Trace record handed to ops->trace (optional).  One per pipeline stage. */
+enum qrnic_trace_type {
+	QRNIC_TR_DOORBELL,	/* a = queue kind (0 SQ, 1 RQ, 2 CQ), b = index */
+	QRNIC_TR_WQE_FETCH,	/* a = sq index, b = opcode */
+	QRNIC_TR_TRANSLATE,	/* a = key, b = length */
+	QRNIC_TR_TX,		/* a = bth opcode, b = frame length */
+	QRNIC_TR_RX,		/* a = bth opcode, b = frame length */
+	QRNIC_TR_DMA_READ,	/* a = length, addr = bus address */
+	QRNIC_TR_DMA_WRITE,	/* a = length, addr = bus address */
+	QRNIC_TR_ACK,		/* a = syndrome, psn */
+	QRNIC_TR_NAK,		/* a = syndrome, psn */
+	QRNIC_TR_RETRANSMIT,	/* a = reason (0 timeout, 1 seq NAK, 2 RNR) */
+	QRNIC_TR_CQE,		/* a = cqn, b = status */
+	QRNIC_TR_EQE,		/* a = eqn, b = type */
+	QRNIC_TR_IRQ,		/* a = vector */
+	QRNIC_TR_DROP,		/* a = reason (QRNIC_STAT_*), b = frame length */
+	QRNIC_TR_QP_STATE,	/* a = old state, b = new state */
+	QRNIC_TR_ADMIN,		/* a = opcode, b = status */
+	QRNIC_TR_COUNT
+};
+
+struct qrnic_trace_ev {
+	uint64_t t_ns;
+	uint32_t type;		/* enum qrnic_trace_type */
+	uint32_t qpn;		/* 0 when not QP related */
+	uint32_t psn;
+	uint32_t a, b;
+	uint64_t addr;
+};
+const char *qrnic_trace_name(uint32_t type);
+
+struct qrnic_host_ops {
+	/* Host memory by bus address.  Return 0, or -1 when the access fails
+	 * (outside RAM, IOMMU fault); the model then takes its error path. */
+	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+	int (*dma_write)(void *opaque, uint64_t addr, const void *buf, size_t len);
+	/* Raise MSI-X vector.  Never called from inside reg/db writes. */
+	void (*irq)(void *opaque, unsigned vector);
+	/* Put one Ethernet frame (without FCS) on the wire. */
+	void (*tx_frame)(void *opaque, const uint8_t *frame, size_t len);
+	/* Virtual clock in ns, and a single one-shot timer: the host calls
+	 * qrnic_dev_timer_fire() at or after deadline.  UINT64_MAX cancels. */
+	uint64_t (*now_ns)(void *opaque);
+	void (*timer_arm)(void *opaque, uint64_t deadline_ns);
+	/* Ask the host to call qrnic_dev_run() soon, outside the current call. */
+	void (*schedule)(void *opaque);
+	/* One line, no trailing newline. */
+	void (*log)(void *opaque, enum qrnic_log_level level, const char *msg);
+	/* Optional (may be NULL). */
+	void (*trace)(void *opaque, const struct qrnic_trace_ev *ev);
+};
+
+/* Device configuration (QEMU properties map onto this). */
+struct qrnic_config {
+	uint8_t  mac[6];
+	uint32_t eth_mtu;	/* Ethernet payload MTU, 576..9000; default 4200 */
+	uint32_t speed_mbps;	/* reported link speed; default 100000 */
+	uint32_t max_qp;	/* including QP0/QP1; 4..65536 */
+	uint32_t max_qp_wr;	/* power of two <= 1 << QRNIC_MAX_QUEUE_LOG */
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_ah;
+	uint32_t max_eq;
+	uint32_t max_uctx;	/* doorbell pages, including page 0 */
+	uint32_t max_mtt;	/* total MTT entries (pages of all MRs) */
+	uint64_t max_mr_size;
+	uint32_t num_vectors;	/* MSI-X vectors, 1..2048 */
+	uint32_t gid_tbl_len;
+	uint32_t max_rd_atomic;	/* per QP, as requester and responder */
+};
+
+void qrnic_config_defaults(struct qrnic_config *cfg);
+/* 0 if valid; otherwise -1 and a message in err. */
+int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen);
+
+struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
+				const struct qrnic_host_ops *ops, void *opaque);
+void qrnic_dev_free(struct qrnic_dev *dev);
+/* Function-level reset: every resource destroyed, registers to reset values. */
+void qrnic_dev_reset(struct qrnic_dev *dev);
+
+/* BAR0 and BAR2 accesses.  size is 1, 2, 4 or 8. */
+uint64_t qrnic_dev_reg_read(struct qrnic_dev *dev, uint64_t off, unsigned size);
+void qrnic_dev_reg_write(struct qrnic_dev *dev, uint64_t off, uint64_t val, unsigned size);
+uint64_t qrnic_dev_db_read(struct qrnic_dev *dev, uint64_t off, unsigned size);
+void qrnic_dev_db_write(struct qrnic_dev *dev, uint64_t off, uint64_t val, unsigned size);
+
+/* A frame arrived from the wire.  The model copies it; it is processed in
+ * qrnic_dev_run().  Returns false if the receive queue was full (dropped). */
+bool qrnic_dev_rx_frame(struct qrnic_dev *dev, const uint8_t *frame, size_t len);
+
+/* Do pending work with a bounded budget; calls ops->schedule() again if
+ * work remains.  Returns true if anything was done. */
+bool qrnic_dev_run(struct qrnic_dev *dev);
+/* The timer armed through ops->timer_arm expired. */
+void qrnic_dev_timer_fire(struct qrnic_dev *dev);
+/* True if qrnic_dev_run() has work to do now. */
+bool qrnic_dev_busy(const struct qrnic_dev *dev);
+
+void qrnic_dev_set_link(struct qrnic_dev *dev, bool up);
+uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
+const char *qrnic_stat_name(enum qrnic_stat s);
+
+#endif
