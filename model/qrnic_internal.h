@@ -114,6 +114,7 @@ struct qrnic_swqe {
 	uint8_t  vendor_err;
 	bool     acked;		/* ready to complete */
 	bool     rd_atomic;	/* READ or ATOMIC */
+	bool     counted;	/* counted in req.rd_atomic_out */
 	uint64_t atomic_orig;
 };
 
@@ -143,7 +144,9 @@ struct qrnic_req {
 	bool     rnr_wait;	/* stopped until the RNR timer fires */
 	uint32_t timer_gen;	/* invalidates armed retry/RNR timers */
 	bool     timer_armed;
-	bool     fenced;
+	bool     stopped;	/* a WQE failed: fetch nothing more */
+	bool     resync;	/* READ re-requested after a response gap at resync_psn */
+	uint32_t resync_psn;
 };
 
 /* Responder resource: one READ or ATOMIC request being answered, kept for
@@ -272,6 +275,7 @@ struct qrnic_dev {
 	struct qrnic_event *events;	/* binary min-heap */
 	uint32_t nevents, events_cap;
 	uint64_t event_seq;
+	uint32_t timer_gen;		/* source of unique qrnic_req.timer_gen values */
 	uint64_t timer_deadline;	/* armed host timer, UINT64_MAX = none */
 	bool in_run;
 
@@ -303,6 +307,7 @@ static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64
 void qrnic_fatal(struct qrnic_dev *d, uint32_t code);
 /* Put a QP on the work list and ask the host to run us. */
 void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_schedule(struct qrnic_dev *d);
 void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen);
 struct qrnic_qp *qrnic_qp_get(struct qrnic_dev *d, uint32_t qpn);	/* NULL unless valid */
@@ -310,6 +315,9 @@ struct qrnic_cq *qrnic_cq_get(struct qrnic_dev *d, uint32_t cqn);
 struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn);
 
 /* ---- cq.c: completions and events ---------------------------------------- */
+/* Set in cqe->rsvd by the responder for a solicited completion; cleared
+ * before the CQE is written. */
+#define QRNIC_CQE_RSVD_SOLICITED	1
 /* Write a CQE (owner bit set here) and raise an event if armed.  Returns 0,
  * or -1 if the CQ is in error/overrun (the CQE is lost, counted). */
 int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cqe);
@@ -367,6 +375,14 @@ void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp);
 /* ---- requester.c / completer.c / responder.c ----------------------------- */
 bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
 void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind);
+void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp);
+bool qrnic_req_outstanding(const struct qrnic_qp *qp);
+void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_req_rewind(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_req_retry(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t reason);
+void qrnic_req_fail_head(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t status, uint8_t verr);
+uint64_t qrnic_rnr_timer_ns(uint8_t code);
 void qrnic_comp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p);
 void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p);
 bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);

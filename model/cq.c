@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: completion queues, event queues and interrupts.
+ * Every entry is written body first, owner byte last.
+ */
+#include "qrnic_internal.h"
+
+
+static uint8_t owner_bit(uint32_t idx, uint8_t log_depth)
+{
+	return (uint8_t)(((idx >> log_depth) & 1) ^ 1);
+}
+
+int qrnic_eq_post(struct qrnic_dev *d, struct qrnic_eq *eq, uint8_t type, uint8_t subtype,
+		  uint32_t handle, uint32_t data)
+{
+	uint32_t depth = 1u << eq->log_depth;
+	struct qrnic_eqe e;
+	uint64_t slot;
+	uint32_t eqn = (uint32_t)(eq - d->eq);
+
+	if (eq->pi - eq->ci >= depth) {
+		if (!eq->overflow)
+			qrnic_guest_error(d, "qrnic: EQ %u overflow, event lost", eqn);
+		eq->overflow = true;
+		return -1;
+	}
+	memset(&e, 0, sizeof(e));
+	e.type = type;
+	e.subtype = subtype;
+	e.handle = handle;
+	e.data = data;
+	e.owner = owner_bit(eq->pi, eq->log_depth);
+	slot = eq->ring + (uint64_t)(eq->pi & (depth - 1)) * sizeof(e);
+	if (qrnic_dma_write(d, slot, &e, sizeof(e) - 1) ||
+	    qrnic_dma_write(d, slot + sizeof(e) - 1, &e.owner, 1)) {
+		qrnic_fatal(d, QRNIC_FATAL_DMA);
+		return -1;
+	}
+	eq->pi++;
+	qrnic_stat_add(d, QRNIC_STAT_EQES, 1);
+	qrnic_trace(d, QRNIC_TR_EQE, 0, 0, eqn, type, handle);
+	if (eq->armed) {
+		eq->armed = false;
+		qrnic_irq(d, eq->vector);
+	}
+	return 0;
+}
+
+void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
+{
+	struct qrnic_eq *eq;
+
+	if (eqn == 0 || eqn >= d->cfg.max_eq || !d->eq[eqn].valid) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_error(d, "qrnic: EQ doorbell for EQ %u that does not exist", eqn);
+		return;
+	}
+	eq = &d->eq[eqn];
+	if (eq->pi - ci > (1u << eq->log_depth)) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_error(d, "qrnic: EQ %u consumer index %u outside [pi-depth, pi=%u]",
+				  eqn, ci, eq->pi);
+		return;
+	}
+	eq->ci = ci;
+	if (eq->pi - eq->ci < (1u << eq->log_depth))
+		eq->overflow = false;
+	if (arm) {
+		if (eq->ci != eq->pi)
+			qrnic_irq(d, eq->vector);
+		else
+			eq->armed = true;
+	}
+}
+
+void qrnic_async_event(struct qrnic_dev *d, uint8_t subtype, uint32_t handle, uint32_t data)
+{
+	for (uint32_t i = 1; i < d->cfg.max_eq; i++) {
+		if (d->eq[i].valid && d->eq[i].async) {
+			qrnic_eq_post(d, &d->eq[i], QRNIC_EQE_ASYNC, subtype, handle, data);
+			return;
+		}
+	}
+}
+
+static void cq_event(struct qrnic_dev *d, struct qrnic_cq *cq)
+{
+	uint32_t cqn = (uint32_t)(cq - d->cq);
+
+	cq->armed = false;
+	cq->armed_solicited = false;
+	if (cq->eqn < d->cfg.max_eq && d->eq[cq->eqn].valid)
+		qrnic_eq_post(d, &d->eq[cq->eqn], QRNIC_EQE_COMPLETION, 0, cqn, 0);
+}
+
+static void cq_overrun(struct qrnic_dev *d, struct qrnic_cq *cq)
+{
+	uint32_t cqn = (uint32_t)(cq - d->cq);
+
+	cq->error = true;
+	qrnic_stat_add(d, QRNIC_STAT_CQ_OVERRUNS, 1);
+	qrnic_guest_error(d, "qrnic: CQ %u overrun (pi %u ci %u)", cqn, cq->pi, cq->ci);
+	qrnic_async_event(d, QRNIC_EV_CQ_ERR, cqn, 0);
+	for (uint32_t i = 1; i < d->cfg.max_qp; i++) {
+		struct qrnic_qp *qp = &d->qp[i];
+
+		if (qp->valid && (qp->send_cqn == cqn || qp->recv_cqn == cqn))
+			qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
+	}
+}
+
+int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cqe)
+{
+	uint32_t depth = 1u << cq->log_depth;
+	bool solicited = cqe->rsvd == QRNIC_CQE_RSVD_SOLICITED;
+	uint64_t slot;
+
+	if (cq->error) {
+		qrnic_stat_add(d, QRNIC_STAT_CQE_ERRORS, 1);
+		return -1;
+	}
+	if (cq->pi - cq->ci >= depth && cq->dbrec) {
+		uint32_t ci;
+
+		/* Looks full: refresh the consumer index from the record. */
+		if (qrnic_dma_read(d, cq->dbrec, &ci, sizeof(ci)) == 0 && cq->pi - ci <= depth)
+			cq->ci = ci;
+	}
+	if (cq->pi - cq->ci >= depth) {
+		cq_overrun(d, cq);
+		return -1;
+	}
+	cqe->rsvd = 0;
+	cqe->owner = owner_bit(cq->pi, cq->log_depth);
+	slot = cq->ring + (uint64_t)(cq->pi & (depth - 1)) * sizeof(*cqe);
+	if (qrnic_dma_write(d, slot, cqe, sizeof(*cqe) - 1) ||
+	    qrnic_dma_write(d, slot + sizeof(*cqe) - 1, &cqe->owner, 1)) {
+		cq_overrun(d, cq);
+		return -1;
+	}
+	cq->pi++;
+	qrnic_stat_add(d, QRNIC_STAT_CQES, 1);
+	if (cqe->status != QRNIC_WC_SUCCESS)
+		qrnic_stat_add(d, QRNIC_STAT_CQE_ERRORS, 1);
+	qrnic_trace(d, QRNIC_TR_CQE, cqe->qpn, 0, (uint32_t)(cq - d->cq), cqe->status, cqe->wr_id);
+	if (cq->armed && (!cq->armed_solicited || solicited || cqe->status != QRNIC_WC_SUCCESS))
+		cq_event(d, cq);
+	return 0;
+}
+
+void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bool arm, bool solicited)
+{
+	uint32_t depth = 1u << cq->log_depth;
+
+	if (cq->pi - ci > depth) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_error(d, "qrnic: CQ %u consumer index %u outside [pi-depth, pi=%u]",
+				  (uint32_t)(cq - d->cq), ci, cq->pi);
+		return;
+	}
+	cq->ci = ci;
+	if (!arm)
+		return;
+	if (cq->ci != cq->pi) {
+		cq_event(d, cq);	/* unconsumed CQEs: no lost wake-up */
+		return;
+	}
+	cq->armed = true;
+	cq->armed_solicited = solicited;
+}

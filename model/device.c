@@ -1,0 +1,927 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: configuration, registers, doorbells, the receive
+ * queue, the work loop, timed events, and the choke points through which
+ * every DMA and every frame passes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "qrnic_internal.h"
+
+/* ---- configuration ------------------------------------------------------- */
+void qrnic_config_defaults(struct qrnic_config *cfg)
+{
+	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+	memset(cfg, 0, sizeof(*cfg));
+	memcpy(cfg->mac, mac, 6);
+	cfg->eth_mtu = 4200;
+	cfg->speed_mbps = 100000;
+	cfg->max_qp = 1024;
+	cfg->max_qp_wr = 8192;
+	cfg->max_cq = 1024;
+	cfg->max_cqe = 32768;
+	cfg->max_mr = 4096;
+	cfg->max_pd = 1024;
+	cfg->max_ah = 1024;
+	cfg->max_eq = 64;
+	cfg->max_uctx = 64;
+	cfg->max_mtt = 1u << 20;	/* 4 GiB of 4 KiB pages, 8 MiB of device memory */
+	cfg->max_mr_size = 1ull << 32;
+	cfg->num_vectors = 8;
+	cfg->gid_tbl_len = 16;
+	cfg->max_rd_atomic = 16;
+}
+
+#define CHECK_RANGE(field, lo, hi)						\
+	do {									\
+		if ((uint64_t)cfg->field < (uint64_t)(lo) ||			\
+		    (uint64_t)cfg->field > (uint64_t)(hi)) {			\
+			snprintf(err, errlen, #field " must be in %llu..%llu (got %llu)", \
+				 (unsigned long long)(lo), (unsigned long long)(hi), \
+				 (unsigned long long)cfg->field);		\
+			return -1;						\
+		}								\
+	} while (0)
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen)
+{
+	CHECK_RANGE(eth_mtu, 576, 9000);
+	CHECK_RANGE(speed_mbps, 1, 1000000);
+	CHECK_RANGE(max_qp, 4, 65536);
+	CHECK_RANGE(max_qp_wr, 2, 1u << QRNIC_MAX_QUEUE_LOG);
+	CHECK_RANGE(max_cq, 2, 65536);
+	CHECK_RANGE(max_cqe, 2, 1u << QRNIC_MAX_QUEUE_LOG);
+	CHECK_RANGE(max_mr, 2, 1u << 24);
+	CHECK_RANGE(max_pd, 2, 1u << 24);
+	CHECK_RANGE(max_ah, 2, 1u << 24);
+	CHECK_RANGE(max_eq, 2, 2048);
+	CHECK_RANGE(max_uctx, 1, 4096);
+	CHECK_RANGE(max_mtt, 1, 1u << 28);
+	CHECK_RANGE(max_mr_size, 4096, 1ull << 40);
+	CHECK_RANGE(num_vectors, 1, 2048);
+	CHECK_RANGE(gid_tbl_len, 1, 256);
+	CHECK_RANGE(max_rd_atomic, 1, QRNIC_MAX_RD_ATOMIC);
+	if (!is_pow2(cfg->max_qp_wr) || !is_pow2(cfg->max_cqe)) {
+		snprintf(err, errlen, "max_qp_wr and max_cqe must be powers of two");
+		return -1;
+	}
+	if (cfg->mac[0] & 1) {
+		snprintf(err, errlen, "mac must be a unicast address");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- logging, tracing, stats --------------------------------------------- */
+static void vlog(struct qrnic_dev *d, enum qrnic_log_level lvl, const char *fmt, va_list ap)
+{
+	char buf[256];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (d->ops->log)
+		d->ops->log(d->opaque, lvl, buf);
+}
+
+void qrnic_guest_error(struct qrnic_dev *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(d, QRNIC_LOG_GUEST_ERROR, fmt, ap);
+	va_end(ap);
+}
+
+void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(d, QRNIC_LOG_UNIMP, fmt, ap);
+	va_end(ap);
+}
+
+void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+		 uint32_t a, uint32_t b, uint64_t addr)
+{
+	struct qrnic_trace_ev ev;
+
+	if (!d->ops->trace)
+		return;
+	ev.t_ns = qrnic_now(d);
+	ev.type = type;
+	ev.qpn = qpn;
+	ev.psn = psn;
+	ev.a = a;
+	ev.b = b;
+	ev.addr = addr;
+	d->ops->trace(d->opaque, &ev);
+}
+
+const char *qrnic_trace_name(uint32_t type)
+{
+	static const char *const names[QRNIC_TR_COUNT] = {
+		[QRNIC_TR_DOORBELL] = "doorbell", [QRNIC_TR_WQE_FETCH] = "wqe_fetch",
+		[QRNIC_TR_TRANSLATE] = "translate", [QRNIC_TR_TX] = "tx",
+		[QRNIC_TR_RX] = "rx", [QRNIC_TR_DMA_READ] = "dma_read",
+		[QRNIC_TR_DMA_WRITE] = "dma_write", [QRNIC_TR_ACK] = "ack",
+		[QRNIC_TR_NAK] = "nak", [QRNIC_TR_RETRANSMIT] = "retransmit",
+		[QRNIC_TR_CQE] = "cqe", [QRNIC_TR_EQE] = "eqe", [QRNIC_TR_IRQ] = "irq",
+		[QRNIC_TR_DROP] = "drop", [QRNIC_TR_QP_STATE] = "qp_state",
+		[QRNIC_TR_ADMIN] = "admin",
+	};
+	return type < QRNIC_TR_COUNT && names[type] ? names[type] : "unknown";
+}
+
+const char *qrnic_stat_name(enum qrnic_stat s)
+{
+#define QRNIC_STAT_STR(name, str) str,
+	static const char *const names[] = { QRNIC_STATS(QRNIC_STAT_STR) };
+#undef QRNIC_STAT_STR
+	return (unsigned)s < QRNIC_STAT_COUNT ? names[s] : "unknown";
+}
+
+uint64_t qrnic_dev_stat(const struct qrnic_dev *d, enum qrnic_stat s)
+{
+	return (unsigned)s < QRNIC_STAT_COUNT ? d->stats[s] : 0;
+}
+
+uint64_t qrnic_now(struct qrnic_dev *d)
+{
+	return d->ops->now_ns(d->opaque);
+}
+
+/* ---- choke points ---------------------------------------------------------- */
+int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
+{
+	if (len == 0)
+		return 0;
+	qrnic_trace(d, QRNIC_TR_DMA_READ, 0, 0, (uint32_t)len, 0, addr);
+	if (addr + len < addr || d->ops->dma_read(d->opaque, addr, buf, len) != 0) {
+		memset(buf, 0, len);
+		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
+		return -1;
+	}
+	return 0;
+}
+
+int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t len)
+{
+	if (len == 0)
+		return 0;
+	qrnic_trace(d, QRNIC_TR_DMA_WRITE, 0, 0, (uint32_t)len, 0, addr);
+	if (addr + len < addr || d->ops->dma_write(d->opaque, addr, buf, len) != 0) {
+		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
+		return -1;
+	}
+	return 0;
+}
+
+void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	if (!d->link_up) {
+		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_TX_PACKETS, (uint32_t)len, 0);
+		return;
+	}
+	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
+	d->ops->tx_frame(d->opaque, frame, len);
+}
+
+void qrnic_irq(struct qrnic_dev *d, unsigned vector)
+{
+	if (vector >= d->cfg.num_vectors)
+		return;
+	qrnic_stat_add(d, QRNIC_STAT_INTERRUPTS, 1);
+	qrnic_trace(d, QRNIC_TR_IRQ, 0, 0, vector, 0, 0);
+	d->ops->irq(d->opaque, vector);
+}
+
+void qrnic_schedule(struct qrnic_dev *d)
+{
+	if (!d->in_run)
+		d->ops->schedule(d->opaque);
+}
+
+void qrnic_fatal(struct qrnic_dev *d, uint32_t code)
+{
+	if (d->status & QRNIC_STATUS_FATAL)
+		return;
+	d->status |= QRNIC_STATUS_FATAL;
+	d->fatal_code = code;
+	qrnic_guest_error(d, "qrnic: device fatal error %u, reset required", code);
+	qrnic_async_event(d, QRNIC_EV_DEVICE_FATAL, 0, code);
+}
+
+/* ---- lookups ---------------------------------------------------------------- */
+struct qrnic_qp *qrnic_qp_get(struct qrnic_dev *d, uint32_t qpn)
+{
+	if (qpn == 0 || qpn >= d->cfg.max_qp || !d->qp[qpn].valid)
+		return NULL;
+	return &d->qp[qpn];
+}
+
+struct qrnic_cq *qrnic_cq_get(struct qrnic_dev *d, uint32_t cqn)
+{
+	if (cqn == 0 || cqn >= d->cfg.max_cq || !d->cq[cqn].valid)
+		return NULL;
+	return &d->cq[cqn];
+}
+
+struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn)
+{
+	if (ahn == 0 || ahn >= d->cfg.max_ah || !d->ah[ahn].valid)
+		return NULL;
+	return &d->ah[ahn];
+}
+
+/* ---- timed events: a binary min-heap ---------------------------------------- */
+static bool ev_before(const struct qrnic_event *a, const struct qrnic_event *b)
+{
+	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
+}
+
+static void timer_update(struct qrnic_dev *d)
+{
+	uint64_t next = d->nevents ? d->events[0].when : UINT64_MAX;
+
+	if (next != d->timer_deadline) {
+		d->timer_deadline = next;
+		d->ops->timer_arm(d->opaque, next);
+	}
+}
+
+void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_event ev = { .when = when, .kind = kind, .id = id, .gen = gen,
+				  .seq = d->event_seq++ };
+	uint32_t i;
+
+	if (d->nevents == d->events_cap) {
+		uint32_t cap = d->events_cap ? d->events_cap * 2 : 64;
+		struct qrnic_event *n = realloc(d->events, cap * sizeof(*n));
+
+		if (!n)
+			return;	/* the QP's retry logic re-arms on the next event */
+		d->events = n;
+		d->events_cap = cap;
+	}
+	i = d->nevents++;
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!ev_before(&ev, &d->events[parent]))
+			break;
+		d->events[i] = d->events[parent];
+		i = parent;
+	}
+	d->events[i] = ev;
+	if (!d->in_run)
+		timer_update(d);
+}
+
+static struct qrnic_event event_pop(struct qrnic_dev *d)
+{
+	struct qrnic_event top = d->events[0];
+	struct qrnic_event last = d->events[--d->nevents];
+	uint32_t i = 0;
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct qrnic_event *best = &last;
+
+		if (l < d->nevents && ev_before(&d->events[l], best)) {
+			m = l;
+			best = &d->events[l];
+		}
+		if (r < d->nevents && ev_before(&d->events[r], best))
+			m = r;
+		if (m == i)
+			break;
+		d->events[i] = d->events[m];
+		i = m;
+	}
+	if (d->nevents)
+		d->events[i] = last;
+	return top;
+}
+
+void qrnic_dev_timer_fire(struct qrnic_dev *d)
+{
+	uint64_t now = qrnic_now(d);
+	uint32_t n = 0;
+
+	d->timer_deadline = UINT64_MAX;
+	d->in_run = true;
+	while (d->nevents && d->events[0].when <= now && n++ < 4096) {
+		struct qrnic_event ev = event_pop(d);
+
+		if (ev.kind == QRNIC_EVK_RETRY || ev.kind == QRNIC_EVK_RNR)
+			qrnic_qp_event(d, &ev);
+	}
+	d->in_run = false;
+	timer_update(d);
+	if (qrnic_dev_busy(d))
+		d->ops->schedule(d->opaque);
+}
+
+/* ---- work list ------------------------------------------------------------- */
+void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	if (!qp->on_worklist) {
+		qp->on_worklist = true;
+		qp->next_work = 0;
+		if (d->work_tail)
+			d->qp[d->work_tail].next_work = qp->qpn;
+		else
+			d->work_head = qp->qpn;
+		d->work_tail = qp->qpn;
+	}
+	qrnic_schedule(d);
+}
+
+static struct qrnic_qp *work_pop(struct qrnic_dev *d)
+{
+	uint32_t qpn = d->work_head;
+	struct qrnic_qp *qp;
+
+	if (!qpn)
+		return NULL;
+	qp = &d->qp[qpn];
+	d->work_head = qp->next_work;
+	if (!d->work_head)
+		d->work_tail = 0;
+	qp->on_worklist = false;
+	qp->next_work = 0;
+	return qp;
+}
+
+void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	uint32_t prev = 0, cur = d->work_head;
+
+	if (!qp->on_worklist)
+		return;
+	while (cur) {
+		if (cur == qp->qpn) {
+			uint32_t next = d->qp[cur].next_work;
+
+			if (prev)
+				d->qp[prev].next_work = next;
+			else
+				d->work_head = next;
+			if (d->work_tail == cur)
+				d->work_tail = prev;
+			break;
+		}
+		prev = cur;
+		cur = d->qp[cur].next_work;
+	}
+	qp->on_worklist = false;
+	qp->next_work = 0;
+}
+
+/* ---- receive path ------------------------------------------------------------ */
+bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	struct qrnic_frame *f;
+
+	if (!d->link_up || !(d->ctrl & QRNIC_CTRL_ENABLE)) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		return false;
+	}
+	if (d->rxq_tail - d->rxq_head >= QRNIC_RXQ_DEPTH) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_RX_DROP_OTHER, (uint32_t)len, 0);
+		return false;
+	}
+	if (len > QRNIC_MAX_FRAME) {
+		/* Too big for a RoCEv2 packet of ours; plain Ethernet later. */
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_MALFORMED, 1);
+		return false;
+	}
+	f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
+	memcpy(f->data, frame, len);
+	f->len = (uint32_t)len;
+	d->rxq_tail++;
+	qrnic_schedule(d);
+	return true;
+}
+
+static bool gid_is_local(struct qrnic_dev *d, const uint8_t gid[16])
+{
+	for (uint32_t i = 0; i < d->cfg.gid_tbl_len; i++)
+		if (d->gid[i].valid && !memcmp(d->gid[i].gid, gid, 16))
+			return true;
+	return false;
+}
+
+static void rx_drop(struct qrnic_dev *d, enum qrnic_stat why, uint32_t qpn, uint32_t psn, size_t len)
+{
+	qrnic_stat_add(d, why, 1);
+	qrnic_trace(d, QRNIC_TR_DROP, qpn, psn, why, (uint32_t)len, 0);
+}
+
+static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	struct qrnic_pkt p;
+	struct qrnic_qp *qp;
+	uint32_t fl;
+	int rc = qrnic_wire_parse(frame, len, &p);
+
+	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
+		/* Plain Ethernet: the Ethernet rings are the device issue's. */
+		qrnic_stat_add(d, QRNIC_STAT_ETH_RX_DROPS, 1);
+		return;
+	}
+	if (rc != QRNIC_WIRE_OK) {
+		rx_drop(d, rc == QRNIC_WIRE_E_ICRC ? QRNIC_STAT_RX_DROP_ICRC
+						   : QRNIC_STAT_RX_DROP_MALFORMED, 0, 0, len);
+		return;
+	}
+	if (!gid_is_local(d, p.dgid)) {
+		rx_drop(d, QRNIC_STAT_RX_DROP_OTHER, p.dqpn, p.psn, len);
+		return;
+	}
+	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len);
+	qrnic_trace(d, QRNIC_TR_RX, p.dqpn, p.psn, p.opcode, (uint32_t)len, 0);
+	qp = qrnic_qp_get(d, p.dqpn);
+	if (!qp) {
+		rx_drop(d, QRNIC_STAT_RX_DROP_NO_QP, p.dqpn, p.psn, len);
+		return;
+	}
+	fl = qrnic_opcode_flags(p.opcode);
+	if (p.opcode >= 0x60) {
+		if (qp->type != QRNIC_QPT_UD && qp->type != QRNIC_QPT_GSI) {
+			rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
+			return;
+		}
+	} else if (qp->type != QRNIC_QPT_RC) {
+		rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
+		return;
+	}
+	if (fl & QRNIC_HDR_RESPONSE)
+		qrnic_comp_packet(d, qp, &p);
+	else
+		qrnic_resp_packet(d, qp, &p);
+}
+
+/* ---- the work loop ------------------------------------------------------------ */
+bool qrnic_dev_busy(const struct qrnic_dev *d)
+{
+	if (!(d->ctrl & QRNIC_CTRL_ENABLE))
+		return false;
+	return d->rxq_tail != d->rxq_head || d->work_head ||
+	       (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
+		!(d->aq_status & QRNIC_AQ_STATUS_ERROR));
+}
+
+bool qrnic_dev_run(struct qrnic_dev *d)
+{
+	bool did = false;
+	uint32_t n;
+
+	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || d->in_run)
+		return false;
+	d->in_run = true;
+
+	if (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
+	    !(d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
+		d->aq_pending = qrnic_fw_admin_run(d, QRNIC_AQ_BUDGET);
+		did = true;
+	}
+
+	for (n = 0; n < QRNIC_RUN_RX_BUDGET && d->rxq_head != d->rxq_tail; n++) {
+		struct qrnic_frame *f = &d->rxq[d->rxq_head % QRNIC_RXQ_DEPTH];
+
+		rx_dispatch(d, f->data, f->len);
+		d->rxq_head++;
+		did = true;
+	}
+
+	/* Service each QP queued right now once; QPs that still have work
+	 * go to the back of the list, so one busy QP cannot starve others. */
+	for (n = 0; n < QRNIC_RUN_QP_BUDGET; n++) {
+		struct qrnic_qp *qp = work_pop(d);
+
+		if (!qp)
+			break;
+		did = true;
+		if (qrnic_qp_service(d, qp)) {
+			qp->on_worklist = true;
+			qp->next_work = 0;
+			if (d->work_tail)
+				d->qp[d->work_tail].next_work = qp->qpn;
+			else
+				d->work_head = qp->qpn;
+			d->work_tail = qp->qpn;
+		}
+	}
+
+	d->in_run = false;
+	timer_update(d);
+	if (qrnic_dev_busy(d))
+		d->ops->schedule(d->opaque);
+	return did;
+}
+
+/* ---- registers -------------------------------------------------------------- */
+static uint32_t mac_lo(const struct qrnic_dev *d)
+{
+	const uint8_t *m = d->cfg.mac;
+
+	return m[0] | (m[1] << 8) | (m[2] << 16) | ((uint32_t)m[3] << 24);
+}
+
+uint64_t qrnic_dev_reg_read(struct qrnic_dev *d, uint64_t off, unsigned size)
+{
+	uint32_t v;
+
+	if (size != 4 || (off & 3)) {
+		if (!(size == 8 && off == QRNIC_REG_EQ_DB))
+			qrnic_guest_error(d, "qrnic: BAR0 read of size %u at 0x%llx: use 32-bit accesses",
+					  size, (unsigned long long)off);
+		return 0;
+	}
+	switch (off) {
+	case QRNIC_REG_VERSION:		v = QRNIC_ABI_VERSION; break;
+	case QRNIC_REG_CAPS:
+		v = QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 | QRNIC_CAP_ETH;
+		break;
+	case QRNIC_REG_CTRL:		v = d->ctrl; break;
+	case QRNIC_REG_STATUS:		v = d->status; break;
+	case QRNIC_REG_FATAL_CODE:	v = d->fatal_code; break;
+	case QRNIC_REG_NUM_DB_PAGES:	v = d->cfg.max_uctx; break;
+	case QRNIC_REG_NUM_VECTORS:	v = d->cfg.num_vectors; break;
+	case QRNIC_REG_SCRATCH:		v = d->scratch; break;
+	case QRNIC_REG_AQ_SQ_BASE_LO:	v = (uint32_t)d->aq_sq_base; break;
+	case QRNIC_REG_AQ_SQ_BASE_HI:	v = (uint32_t)(d->aq_sq_base >> 32); break;
+	case QRNIC_REG_AQ_CQ_BASE_LO:	v = (uint32_t)d->aq_cq_base; break;
+	case QRNIC_REG_AQ_CQ_BASE_HI:	v = (uint32_t)(d->aq_cq_base >> 32); break;
+	case QRNIC_REG_AQ_CTRL:		v = d->aq_ctrl; break;
+	case QRNIC_REG_AQ_SQ_CI:	v = d->aq_sq_ci; break;
+	case QRNIC_REG_AQ_STATUS:	v = d->aq_status; break;
+	case QRNIC_REG_ETH_TX_BASE_LO:	v = (uint32_t)d->eth_tx_base; break;
+	case QRNIC_REG_ETH_TX_BASE_HI:	v = (uint32_t)(d->eth_tx_base >> 32); break;
+	case QRNIC_REG_ETH_RX_BASE_LO:	v = (uint32_t)d->eth_rx_base; break;
+	case QRNIC_REG_ETH_RX_BASE_HI:	v = (uint32_t)(d->eth_rx_base >> 32); break;
+	case QRNIC_REG_ETH_CTRL:	v = d->eth_ctrl; break;
+	case QRNIC_REG_ETH_TX_CI:	v = d->eth_tx_ci; break;
+	case QRNIC_REG_ETH_RX_CI:	v = d->eth_rx_ci; break;
+	case QRNIC_REG_ETH_IRQ:		v = d->eth_irq; break;
+	case QRNIC_REG_MAC_LO:		v = mac_lo(d); break;
+	case QRNIC_REG_MAC_HI:		v = d->cfg.mac[4] | (d->cfg.mac[5] << 8); break;
+	case QRNIC_REG_PORT_STATUS:	v = d->link_up ? QRNIC_PORT_STATUS_LINK_UP : 0; break;
+	case QRNIC_REG_ETH_MTU:		v = d->cfg.eth_mtu; break;
+	case QRNIC_REG_AQ_SQ_DB:
+	case QRNIC_REG_ETH_TX_DB:
+	case QRNIC_REG_ETH_RX_DB:
+		v = 0;	/* write-only */
+		break;
+	default:
+		qrnic_guest_error(d, "qrnic: read of undefined register 0x%llx",
+				  (unsigned long long)off);
+		v = 0;
+	}
+	return v;
+}
+
+static void aq_ctrl_write(struct qrnic_dev *d, uint32_t v)
+{
+	uint32_t log = v & QRNIC_AQ_CTRL_LOG_DEPTH_MASK;
+
+	if (!(v & QRNIC_AQ_CTRL_ENABLE)) {
+		d->aq_ctrl = v & QRNIC_AQ_CTRL_LOG_DEPTH_MASK;
+		d->aq_status = 0;
+		d->aq_sq_pi = d->aq_sq_ci = d->aq_cq_pi = 0;
+		d->aq_pending = false;
+		return;
+	}
+	if (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) {
+		qrnic_guest_error(d, "qrnic: AQ_CTRL written while the admin queue is enabled");
+		return;
+	}
+	if (log < 1 || log > QRNIC_AQ_MAX_LOG_DEPTH || !d->aq_sq_base || !d->aq_cq_base ||
+	    (d->aq_sq_base & 0xfff) || (d->aq_cq_base & 0xfff)) {
+		qrnic_guest_error(d, "qrnic: admin queue enable with bad depth %u or base "
+				  "0x%llx/0x%llx", log, (unsigned long long)d->aq_sq_base,
+				  (unsigned long long)d->aq_cq_base);
+		d->aq_status = QRNIC_AQ_STATUS_ERROR;
+		return;
+	}
+	d->aq_ctrl = v & (QRNIC_AQ_CTRL_ENABLE | QRNIC_AQ_CTRL_LOG_DEPTH_MASK);
+	d->aq_status = QRNIC_AQ_STATUS_ENABLED;
+	d->aq_sq_pi = d->aq_sq_ci = d->aq_cq_pi = 0;
+}
+
+static void set_base(struct qrnic_dev *d, uint64_t *base, bool hi, uint32_t v, bool locked)
+{
+	if (locked) {
+		qrnic_guest_error(d, "qrnic: ring base written while the ring is enabled");
+		return;
+	}
+	if (hi)
+		*base = (*base & 0xffffffffull) | ((uint64_t)v << 32);
+	else
+		*base = (*base & ~0xffffffffull) | v;
+}
+
+void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigned size)
+{
+	uint32_t v = (uint32_t)val;
+	bool aq_on = d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE;
+
+	if (off == QRNIC_REG_EQ_DB) {
+		if (size != 8) {
+			qrnic_guest_error(d, "qrnic: EQ_DB needs one 64-bit write (got %u bytes)", size);
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			return;
+		}
+		qrnic_eq_doorbell(d, (uint32_t)(val & QRNIC_EQ_DB_EQN_MASK),
+				  (uint32_t)(val >> QRNIC_EQ_DB_CI_SHIFT), val & QRNIC_EQ_DB_ARM);
+		return;
+	}
+	if (size != 4 || (off & 3)) {
+		qrnic_guest_error(d, "qrnic: BAR0 write of size %u at 0x%llx ignored",
+				  size, (unsigned long long)off);
+		return;
+	}
+	if (d->status & QRNIC_STATUS_FATAL && off != QRNIC_REG_CTRL && off != QRNIC_REG_SCRATCH)
+		return;
+
+	switch (off) {
+	case QRNIC_REG_CTRL:
+		if (v & QRNIC_CTRL_RESET) {
+			qrnic_dev_reset(d);
+			return;
+		}
+		if (v & ~(QRNIC_CTRL_ENABLE))
+			qrnic_guest_error(d, "qrnic: reserved CTRL bits 0x%x ignored", v);
+		if (d->status & QRNIC_STATUS_FATAL)
+			return;
+		d->ctrl = v & QRNIC_CTRL_ENABLE;
+		if (d->ctrl)
+			d->status |= QRNIC_STATUS_ENABLED;
+		else
+			d->status &= ~QRNIC_STATUS_ENABLED;
+		qrnic_schedule(d);
+		break;
+	case QRNIC_REG_SCRATCH:
+		d->scratch = v;
+		break;
+	case QRNIC_REG_AQ_SQ_BASE_LO: set_base(d, &d->aq_sq_base, false, v, aq_on); break;
+	case QRNIC_REG_AQ_SQ_BASE_HI: set_base(d, &d->aq_sq_base, true, v, aq_on); break;
+	case QRNIC_REG_AQ_CQ_BASE_LO: set_base(d, &d->aq_cq_base, false, v, aq_on); break;
+	case QRNIC_REG_AQ_CQ_BASE_HI: set_base(d, &d->aq_cq_base, true, v, aq_on); break;
+	case QRNIC_REG_AQ_CTRL:
+		aq_ctrl_write(d, v);
+		break;
+	case QRNIC_REG_AQ_SQ_DB:
+		if (!aq_on || (d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
+			qrnic_guest_error(d, "qrnic: admin doorbell while the admin queue is not running");
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			return;
+		}
+		d->aq_sq_pi = v;
+		d->aq_pending = true;
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+		qrnic_schedule(d);
+		break;
+	case QRNIC_REG_ETH_TX_BASE_LO:
+	case QRNIC_REG_ETH_TX_BASE_HI:
+	case QRNIC_REG_ETH_RX_BASE_LO:
+	case QRNIC_REG_ETH_RX_BASE_HI:
+	case QRNIC_REG_ETH_CTRL:
+	case QRNIC_REG_ETH_TX_DB:
+	case QRNIC_REG_ETH_RX_DB:
+	case QRNIC_REG_ETH_IRQ:
+		/* Plain Ethernet rings arrive with the QEMU device. */
+		qrnic_unimp(d, "qrnic: Ethernet ring register 0x%llx not implemented yet",
+			    (unsigned long long)off);
+		break;
+	default:
+		qrnic_guest_error(d, "qrnic: write 0x%x to read-only or undefined register 0x%llx",
+				  v, (unsigned long long)off);
+	}
+}
+
+/* ---- doorbell pages ---------------------------------------------------------- */
+uint64_t qrnic_dev_db_read(struct qrnic_dev *d, uint64_t off, unsigned size)
+{
+	qrnic_guest_error(d, "qrnic: read of doorbell page offset 0x%llx (write-only)",
+			  (unsigned long long)off);
+	return 0;
+}
+
+static void db_ignored(struct qrnic_dev *d, const char *why, uint64_t off, uint64_t val)
+{
+	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+	qrnic_guest_error(d, "qrnic: doorbell 0x%llx=0x%llx ignored: %s",
+			  (unsigned long long)off, (unsigned long long)val, why);
+}
+
+void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigned size)
+{
+	uint64_t page = off / QRNIC_DB_PAGE_SIZE;
+	uint32_t reg = (uint32_t)(off % QRNIC_DB_PAGE_SIZE);
+	uint32_t qn = (uint32_t)(val & QRNIC_DB_QN_MASK);
+	uint32_t idx = (uint32_t)(val >> QRNIC_DB_IDX_SHIFT);
+
+	if (size != 8 || (off & 7)) {
+		db_ignored(d, "doorbells need one aligned 64-bit write", off, val);
+		return;
+	}
+	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
+		db_ignored(d, "device not enabled", off, val);
+		return;
+	}
+	if (page >= d->cfg.max_uctx || !d->uctx_valid[page]) {
+		db_ignored(d, "doorbell page of no user context", off, val);
+		return;
+	}
+	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+	switch (reg) {
+	case QRNIC_DB_SQ:
+	case QRNIC_DB_RQ: {
+		struct qrnic_qp *qp = qrnic_qp_get(d, qn);
+
+		if (!qp || qp->uctx != page) {
+			db_ignored(d, "no such QP in this context", off, val);
+			return;
+		}
+		qrnic_trace(d, QRNIC_TR_DOORBELL, qn, 0, reg == QRNIC_DB_SQ ? 0 : 1, idx, 0);
+		qrnic_qp_doorbell(d, qp, reg == QRNIC_DB_SQ, idx);
+		break;
+	}
+	case QRNIC_DB_CQ: {
+		struct qrnic_cq *cq = qrnic_cq_get(d, qn);
+
+		if (!cq || cq->uctx != page) {
+			db_ignored(d, "no such CQ in this context", off, val);
+			return;
+		}
+		qrnic_trace(d, QRNIC_TR_DOORBELL, 0, 0, 2, idx, qn);
+		qrnic_cq_doorbell(d, cq, idx, val & QRNIC_DB_CQ_ARM, val & QRNIC_DB_CQ_SOLICITED);
+		break;
+	}
+	default:
+		db_ignored(d, "undefined doorbell offset", off, val);
+	}
+}
+
+/* ---- life cycle -------------------------------------------------------------- */
+static void free_tables(struct qrnic_dev *d)
+{
+	if (d->qp)
+		for (uint32_t i = 0; i < d->cfg.max_qp; i++)
+			free(d->qp[i].req.win);
+	free(d->uctx_valid);
+	free(d->pd);
+	free(d->cq);
+	free(d->eq);
+	free(d->qp);
+	free(d->mr);
+	free(d->ah);
+	free(d->gid);
+	free(d->mtt);
+	free(d->mtt_used);
+	d->uctx_valid = NULL;
+	d->pd = NULL;
+	d->cq = NULL;
+	d->eq = NULL;
+	d->qp = NULL;
+	d->mr = NULL;
+	d->ah = NULL;
+	d->gid = NULL;
+	d->mtt = NULL;
+	d->mtt_used = NULL;
+}
+
+static int alloc_tables(struct qrnic_dev *d)
+{
+	const struct qrnic_config *c = &d->cfg;
+
+	d->uctx_valid = calloc(c->max_uctx, sizeof(*d->uctx_valid));
+	d->pd = calloc(c->max_pd, sizeof(*d->pd));
+	d->cq = calloc(c->max_cq, sizeof(*d->cq));
+	d->eq = calloc(c->max_eq, sizeof(*d->eq));
+	d->qp = calloc(c->max_qp, sizeof(*d->qp));
+	d->mr = calloc(c->max_mr, sizeof(*d->mr));
+	d->ah = calloc(c->max_ah, sizeof(*d->ah));
+	d->gid = calloc(c->gid_tbl_len, sizeof(*d->gid));
+	d->mtt = calloc(c->max_mtt, sizeof(*d->mtt));
+	d->mtt_used = calloc(c->max_mtt, sizeof(*d->mtt_used));
+	if (!d->uctx_valid || !d->pd || !d->cq || !d->eq || !d->qp || !d->mr || !d->ah ||
+	    !d->gid || !d->mtt || !d->mtt_used) {
+		free_tables(d);
+		return -1;
+	}
+	return 0;
+}
+
+/* Put every resource and register back to its reset value. */
+static void reset_state(struct qrnic_dev *d)
+{
+	const struct qrnic_config *c = &d->cfg;
+
+	for (uint32_t i = 0; i < c->max_qp; i++) {
+		free(d->qp[i].req.win);
+		memset(&d->qp[i], 0, sizeof(d->qp[i]));
+	}
+	memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
+	memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
+	memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
+	memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
+	/* Keep each MR slot's tag so keys from before the reset stay stale. */
+	for (uint32_t i = 0; i < c->max_mr; i++) {
+		uint8_t tag = d->mr[i].next_tag;
+
+		memset(&d->mr[i], 0, sizeof(d->mr[i]));
+		d->mr[i].next_tag = tag;
+	}
+	memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
+	memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
+	memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
+	memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
+	d->mtt_free = c->max_mtt;
+	d->uctx_valid[0] = true;
+
+	d->ctrl = 0;
+	d->status = QRNIC_STATUS_READY;
+	d->fatal_code = QRNIC_FATAL_NONE;
+	d->scratch = 0;
+	d->aq_sq_base = d->aq_cq_base = 0;
+	d->aq_ctrl = d->aq_status = 0;
+	d->aq_sq_pi = d->aq_sq_ci = d->aq_cq_pi = 0;
+	d->eth_tx_base = d->eth_rx_base = 0;
+	d->eth_ctrl = d->eth_tx_pi = d->eth_rx_pi = d->eth_tx_ci = d->eth_rx_ci = 0;
+	d->eth_irq = 0;
+	d->aq_pending = d->eth_pending = false;
+	d->work_head = d->work_tail = 0;
+	d->rxq_head = d->rxq_tail = 0;
+	d->nevents = 0;
+	d->in_run = false;
+	memset(d->stats, 0, sizeof(d->stats));
+}
+
+void qrnic_dev_reset(struct qrnic_dev *d)
+{
+	reset_state(d);
+	timer_update(d);
+}
+
+struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
+				const struct qrnic_host_ops *ops, void *opaque)
+{
+	char err[128];
+	struct qrnic_dev *d;
+
+	if (qrnic_config_check(cfg, err, sizeof(err)) != 0)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->cfg = *cfg;
+	d->ops = ops;
+	d->opaque = opaque;
+	d->link_up = true;
+	d->timer_deadline = UINT64_MAX;
+	for (uint32_t i = 0; i < QRNIC_RXQ_DEPTH; i++) {
+		d->rxq[i].data = malloc(QRNIC_MAX_FRAME);
+		if (!d->rxq[i].data)
+			goto fail;
+	}
+	if (alloc_tables(d) != 0)
+		goto fail;
+	reset_state(d);
+	return d;
+fail:
+	qrnic_dev_free(d);
+	return NULL;
+}
+
+void qrnic_dev_free(struct qrnic_dev *d)
+{
+	if (!d)
+		return;
+	free_tables(d);
+	for (uint32_t i = 0; i < QRNIC_RXQ_DEPTH; i++)
+		free(d->rxq[i].data);
+	free(d->events);
+	free(d);
+}
+
+void qrnic_dev_set_link(struct qrnic_dev *d, bool up)
+{
+	if (d->link_up == up)
+		return;
+	d->link_up = up;
+	qrnic_async_event(d, up ? QRNIC_EV_PORT_ACTIVE : QRNIC_EV_PORT_ERR, 1, 0);
+}

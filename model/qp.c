@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: QP life cycle, doorbells, flushing and the per-QP
+ * service step that the work loop runs.
+ */
+#include <stdlib.h>
+
+#include "qrnic_internal.h"
+
+int qrnic_qp_init_state(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->req.win = calloc(QRNIC_REQ_WINDOW, sizeof(*qp->req.win));
+	if (!qp->req.win)
+		return -1;
+	qp->sq_pi = qp->rq_pi = 0;
+	qp->on_worklist = false;
+	qp->next_work = 0;
+	return 0;
+}
+
+void qrnic_qp_fini_state(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	qrnic_work_remove(d, qp);
+	free(qp->req.win);
+	qp->req.win = NULL;
+	qp->req.timer_gen = ++d->timer_gen;	/* armed events become stale */
+}
+
+static void clear_transport(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	struct qrnic_swqe *win = qp->req.win;
+
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->req.win = win;
+	qp->req.timer_gen = ++d->timer_gen;
+	qp->sq_pi = qp->rq_pi = 0;
+}
+
+static void post_flush_cqe(struct qrnic_dev *d, struct qrnic_qp *qp, bool send, uint64_t wr_id,
+			   uint32_t index, uint8_t opcode)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, send ? qp->send_cqn : qp->recv_cqn);
+	struct qrnic_cqe cqe;
+
+	if (!cq)
+		return;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = wr_id;
+	cqe.qpn = qp->qpn;
+	cqe.status = QRNIC_WC_WR_FLUSH_ERR;
+	cqe.vendor_err = QRNIC_VERR_FLUSH;
+	cqe.opcode = opcode;
+	cqe.flags = send ? QRNIC_CQE_F_SEND : 0;
+	cqe.wqe_index = (uint16_t)index;
+	qrnic_cq_post(d, cq, &cqe);
+}
+
+static uint8_t wc_opcode(uint8_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case QRNIC_WR_RDMA_WRITE:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:	return QRNIC_WC_OP_RDMA_WRITE;
+	case QRNIC_WR_RDMA_READ:		return QRNIC_WC_OP_RDMA_READ;
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:	return QRNIC_WC_OP_COMP_SWAP;
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:	return QRNIC_WC_OP_FETCH_ADD;
+	default:				return QRNIC_WC_OP_SEND;
+	}
+}
+
+/* Complete every posted WQE of both queues with WR_FLUSH_ERR. */
+void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	uint32_t sq_depth = 1u << qp->sq_log_depth;
+	uint32_t rq_depth = qp->rq_addr ? 1u << qp->rq_log_depth : 0;
+
+	/* Send queue: WQEs in the window have private copies; the rest are
+	 * read once for their wr_id. */
+	while (qp->req.sq_ci != qp->sq_pi) {
+		uint32_t idx = qp->req.sq_ci;
+		uint64_t wr_id = 0;
+		uint8_t op = 0;
+
+		if (qp->req.win && idx != qp->req.sq_next) {
+			const struct qrnic_swqe *w = &qp->req.win[idx % QRNIC_REQ_WINDOW];
+
+			wr_id = w->wqe.wr_id;
+			op = w->wqe.opcode;
+		} else {
+			struct qrnic_send_wqe wqe;
+			uint64_t a = qp->sq_addr + ((uint64_t)(idx & (sq_depth - 1)) << qp->sq_wqe_shift);
+
+			if (qrnic_dma_read(d, a, &wqe, sizeof(wqe)) == 0) {
+				wr_id = wqe.wr_id;
+				op = wqe.opcode;
+			}
+		}
+		if (idx == qp->req.sq_next)
+			qp->req.sq_next++;
+		qp->req.sq_ci++;
+		post_flush_cqe(d, qp, true, wr_id, idx, wc_opcode(op));
+	}
+	qp->req.cur = qp->req.sq_next = qp->req.sq_ci;
+	qp->req.rd_atomic_out = 0;
+
+	if (qp->resp.recv_active) {
+		post_flush_cqe(d, qp, false, qp->resp.rwqe.wr_id, qp->resp.rq_ci, QRNIC_WC_OP_RECV);
+		qp->resp.recv_active = false;
+		qp->resp.rq_ci++;
+	}
+	while (rq_depth && qp->resp.rq_ci != qp->rq_pi) {
+		uint32_t idx = qp->resp.rq_ci;
+		struct qrnic_recv_wqe rw;
+		uint64_t a = qp->rq_addr + ((uint64_t)(idx & (rq_depth - 1)) << qp->rq_wqe_shift);
+
+		if (qrnic_dma_read(d, a, &rw, sizeof(rw)) != 0)
+			rw.wr_id = 0;
+		qp->resp.rq_ci++;
+		post_flush_cqe(d, qp, false, rw.wr_id, idx, QRNIC_WC_OP_RECV);
+	}
+	qp->resp.write_active = false;
+	for (uint32_t i = 0; i < QRNIC_MAX_RD_ATOMIC; i++)
+		qp->resp.rsrc[i].pending = false;
+	qp->resp.ack_pending = false;
+	qp->req.timer_gen = ++d->timer_gen;
+	qp->req.timer_armed = false;
+}
+
+void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
+{
+	uint8_t old = qp->attr.qp_state;
+
+	qp->attr.qp_state = state;
+	if (old != state)
+		qrnic_trace(d, QRNIC_TR_QP_STATE, qp->qpn, 0, old, state, 0);
+	switch (state) {
+	case QRNIC_QPS_RESET:
+		qrnic_work_remove(d, qp);
+		clear_transport(d, qp);
+		break;
+	case QRNIC_QPS_RTR:
+		if (old == QRNIC_QPS_INIT) {
+			qp->resp.epsn = qp->attr.rq_psn & QRNIC_PSN_MASK;
+			qp->resp.msn = 0;
+		}
+		qrnic_qp_kick(d, qp);
+		break;
+	case QRNIC_QPS_RTS:
+		if (old == QRNIC_QPS_RTR) {
+			uint32_t psn = qp->attr.sq_psn & QRNIC_PSN_MASK;
+
+			qp->req.next_psn = qp->req.cur_psn = qp->req.una_psn = psn;
+		}
+		qp->req.retry_left = qp->attr.retry_cnt;
+		qp->req.rnr_left = qp->attr.rnr_retry;
+		qrnic_qp_kick(d, qp);
+		break;
+	case QRNIC_QPS_ERR:
+		qrnic_qp_flush(d, qp);
+		break;
+	default:
+		qrnic_qp_kick(d, qp);
+		break;
+	}
+}
+
+void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev)
+{
+	if (qp->attr.qp_state == QRNIC_QPS_ERR)
+		return;
+	qrnic_qp_set_state(d, qp, QRNIC_QPS_ERR);
+	if (async_ev != 0xff)
+		qrnic_async_event(d, async_ev, qp->qpn, 0);
+}
+
+void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi)
+{
+	uint32_t depth;
+	uint32_t ci;
+
+	if (sq) {
+		depth = 1u << qp->sq_log_depth;
+		ci = qp->req.sq_ci;
+	} else {
+		if (!qp->rq_addr) {
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			qrnic_guest_error(d, "qrnic: RQ doorbell for QP %u which has no RQ", qp->qpn);
+			return;
+		}
+		depth = 1u << qp->rq_log_depth;
+		ci = qp->resp.rq_ci;
+	}
+	/* The producer may not lap entries the device has not completed, nor
+	 * move backwards. */
+	if (pi - ci > depth || (int32_t)(pi - (sq ? qp->sq_pi : qp->rq_pi)) < 0) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_error(d, "qrnic: QP %u %s producer index %u invalid (consumer %u, depth %u)",
+				  qp->qpn, sq ? "SQ" : "RQ", pi, ci, depth);
+		return;
+	}
+	if (sq)
+		qp->sq_pi = pi;
+	else
+		qp->rq_pi = pi;
+	qrnic_qp_kick(d, qp);
+}
+
+bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	bool more = false;
+
+	if (!qp->valid)
+		return false;
+	switch (qp->attr.qp_state) {
+	case QRNIC_QPS_ERR:
+		qrnic_qp_flush(d, qp);
+		return false;
+	case QRNIC_QPS_RTR:
+		if (qp->type == QRNIC_QPT_RC)
+			more = qrnic_resp_step(d, qp, QRNIC_QP_PKT_BUDGET);
+		return more;
+	case QRNIC_QPS_RTS:
+	case QRNIC_QPS_SQD:
+	case QRNIC_QPS_SQE:
+		if (qp->type == QRNIC_QPT_RC)
+			more = qrnic_resp_step(d, qp, QRNIC_QP_PKT_BUDGET);
+		if (qp->attr.qp_state == QRNIC_QPS_ERR)
+			return false;
+		if (qp->attr.qp_state != QRNIC_QPS_SQE)
+			more |= qrnic_req_step(d, qp, QRNIC_QP_PKT_BUDGET);
+		return more;
+	default:
+		return false;
+	}
+}
+
+void qrnic_qp_event(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	struct qrnic_qp *qp = qrnic_qp_get(d, ev->id);
+
+	if (!qp || ev->gen != qp->req.timer_gen)
+		return;		/* stale: QP gone, reset, or timer re-armed since */
+	qrnic_req_timer(d, qp, ev->kind);
+}

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model, requester: fetch send WQEs (copied once into the
+ * QP's window, then validated), segment messages into path-MTU packets,
+ * keep the retransmission state, complete WQEs in order.
+ */
+#include "qrnic_internal.h"
+
+static inline struct qrnic_swqe *slot(struct qrnic_qp *qp, uint32_t idx)
+{
+	return &qp->req.win[idx % QRNIC_REQ_WINDOW];
+}
+
+static uint32_t path_mtu(const struct qrnic_qp *qp)
+{
+	uint32_t m = qrnic_mtu_bytes(qp->attr.path_mtu);
+
+	return m ? m : 1024;
+}
+
+static bool is_rd_atomic(uint8_t op)
+{
+	return op == QRNIC_WR_RDMA_READ || op == QRNIC_WR_ATOMIC_CMP_AND_SWP ||
+	       op == QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool is_atomic(uint8_t op)
+{
+	return op == QRNIC_WR_ATOMIC_CMP_AND_SWP || op == QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint8_t wc_status_for(int verr)
+{
+	switch (verr) {
+	case QRNIC_VERR_LENGTH:	return QRNIC_WC_LOC_LEN_ERR;
+	case QRNIC_VERR_BAD_WQE:
+	case QRNIC_VERR_BAD_AH:	return QRNIC_WC_LOC_QP_OP_ERR;
+	default:		return QRNIC_WC_LOC_PROT_ERR;
+	}
+}
+
+static void wqe_fail(struct qrnic_swqe *w, uint8_t status, uint8_t verr)
+{
+	if (w->status != QRNIC_WC_SUCCESS)
+		return;		/* keep the first reason */
+	w->status = status;
+	w->vendor_err = verr;
+	w->acked = true;
+}
+
+/* Copy the WQE at SQ index idx into its window slot and validate it.  A
+ * WQE that fails validation is marked failed; it completes in order. */
+static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
+{
+	struct qrnic_swqe *w = slot(qp, idx);
+	uint32_t stride = 1u << qp->sq_wqe_shift;
+	uint64_t addr = qp->sq_addr +
+		((uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) << qp->sq_wqe_shift);
+	bool ud = qp->type != QRNIC_QPT_RC;
+	uint32_t room = stride - (uint32_t)sizeof(struct qrnic_send_wqe);
+	int verr;
+
+	memset(w, 0, offsetof(struct qrnic_swqe, inline_data));
+	w->sq_index = idx;
+	w->total_len = w->first_psn = w->npkts = 0;
+	w->vendor_err = 0;
+	w->rd_atomic = w->counted = false;
+	w->atomic_orig = 0;
+	w->sent = w->done_bytes = 0;
+	w->acked = false;
+	w->status = QRNIC_WC_SUCCESS;
+	qrnic_trace(d, QRNIC_TR_WQE_FETCH, qp->qpn, qp->req.next_psn, idx, 0, addr);
+	if (qrnic_dma_read(d, addr, &w->wqe, sizeof(w->wqe))) {
+		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
+		return;
+	}
+	const struct qrnic_send_wqe *q = &w->wqe;
+
+	if (q->opcode > QRNIC_WR_ATOMIC_FETCH_AND_ADD ||
+	    (ud && q->opcode != QRNIC_WR_SEND && q->opcode != QRNIC_WR_SEND_WITH_IMM) ||
+	    (q->flags & ~0xfu) || q->rsvd0 || q->rsvd1 ||
+	    ((q->flags & QRNIC_WQE_F_INLINE) &&
+	     (q->num_sge || q->inline_len > room || is_rd_atomic(q->opcode))) ||
+	    (!(q->flags & QRNIC_WQE_F_INLINE) &&
+	     (q->num_sge > QRNIC_MAX_SGE || q->num_sge * sizeof(struct qrnic_sge) > room)) ||
+	    (is_atomic(q->opcode) && q->num_sge != 1)) {
+		qrnic_stat_add(d, QRNIC_STAT_BAD_WQES, 1);
+		qrnic_guest_error(d, "qrnic: QP %u bad send WQE %u (opcode %u flags 0x%x sge %u inline %u)",
+				  qp->qpn, idx, q->opcode, q->flags, q->num_sge, q->inline_len);
+		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_BAD_WQE);
+		return;
+	}
+	w->rd_atomic = is_rd_atomic(q->opcode);
+	if (q->flags & QRNIC_WQE_F_INLINE) {
+		if (qrnic_dma_read(d, addr + sizeof(*q), w->inline_data, q->inline_len)) {
+			wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
+			return;
+		}
+		w->total_len = q->inline_len;
+	} else {
+		uint32_t access = (q->opcode == QRNIC_WR_RDMA_READ || is_atomic(q->opcode))
+				  ? QRNIC_ACCESS_LOCAL_WRITE : 0;
+
+		if (qrnic_dma_read(d, addr + sizeof(*q), w->sge, q->num_sge * sizeof(struct qrnic_sge))) {
+			wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
+			return;
+		}
+		verr = qrnic_sgl_check(d, qp->pdn, w->sge, q->num_sge, access, &w->total_len);
+		if (verr != QRNIC_VERR_NONE) {
+			wqe_fail(w, wc_status_for(verr), (uint8_t)verr);
+			return;
+		}
+	}
+	if (is_atomic(q->opcode) && w->total_len != 8) {
+		wqe_fail(w, QRNIC_WC_LOC_LEN_ERR, QRNIC_VERR_LENGTH);
+		return;
+	}
+	if (w->total_len > QRNIC_MAX_MSG_SIZE || (ud && w->total_len > path_mtu(qp))) {
+		wqe_fail(w, QRNIC_WC_LOC_LEN_ERR, QRNIC_VERR_LENGTH);
+		return;
+	}
+	if (ud) {
+		struct qrnic_ah *ah = qrnic_ah_get(d, q->ah);
+
+		if (!ah || ah->pdn != qp->pdn) {
+			wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_BAD_AH);
+			return;
+		}
+	}
+	if (is_atomic(q->opcode) || q->opcode == QRNIC_WR_RDMA_READ || ud)
+		w->npkts = q->opcode == QRNIC_WR_RDMA_READ
+			? (w->total_len ? (w->total_len + path_mtu(qp) - 1) / path_mtu(qp) : 1) : 1;
+	else
+		w->npkts = w->total_len ? (w->total_len + path_mtu(qp) - 1) / path_mtu(qp) : 1;
+}
+
+/* ---- timers ------------------------------------------------------------- */
+static uint64_t ack_timeout_ns(const struct qrnic_qp *qp)
+{
+	uint8_t t = qp->attr.timeout;
+
+	if (t == 0)
+		return 0;	/* infinite */
+	if (t > 31)
+		t = 31;
+	return 4096ull << t;
+}
+
+void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	uint64_t to = ack_timeout_ns(qp);
+
+	qp->req.timer_gen = ++d->timer_gen;
+	qp->req.timer_armed = false;
+	if (!to || qp->type != QRNIC_QPT_RC)
+		return;
+	qp->req.timer_armed = true;
+	qrnic_event_add(d, qrnic_now(d) + to, QRNIC_EVK_RETRY, qp->qpn, qp->req.timer_gen);
+}
+
+void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	qp->req.timer_gen = ++d->timer_gen;
+	qp->req.timer_armed = false;
+}
+
+/* Something is unacknowledged: PSNs [una_psn, next_psn). */
+bool qrnic_req_outstanding(const struct qrnic_qp *qp)
+{
+	return qp->req.una_psn != qp->req.next_psn;
+}
+
+/* ---- completion, in SQ order -------------------------------------------------- */
+static uint8_t wc_opcode(uint8_t op)
+{
+	switch (op) {
+	case QRNIC_WR_RDMA_WRITE:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:	return QRNIC_WC_OP_RDMA_WRITE;
+	case QRNIC_WR_RDMA_READ:		return QRNIC_WC_OP_RDMA_READ;
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:	return QRNIC_WC_OP_COMP_SWAP;
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:	return QRNIC_WC_OP_FETCH_ADD;
+	default:				return QRNIC_WC_OP_SEND;
+	}
+}
+
+void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	while (qp->req.sq_ci != qp->req.sq_next && qp->attr.qp_state != QRNIC_QPS_ERR) {
+		struct qrnic_swqe *w = slot(qp, qp->req.sq_ci);
+		bool ok;
+
+		if (!w->acked)
+			break;
+		ok = w->status == QRNIC_WC_SUCCESS;
+		if (w->counted) {
+			w->counted = false;
+			qp->req.rd_atomic_out--;
+		}
+		if (!ok || (w->wqe.flags & QRNIC_WQE_F_SIGNALED) || (qp->flags & QRNIC_QP_F_SQ_SIG_ALL)) {
+			struct qrnic_cq *cq = qrnic_cq_get(d, qp->send_cqn);
+			struct qrnic_cqe cqe;
+
+			memset(&cqe, 0, sizeof(cqe));
+			cqe.wr_id = w->wqe.wr_id;
+			cqe.qpn = qp->qpn;
+			cqe.status = w->status;
+			cqe.vendor_err = w->vendor_err;
+			cqe.opcode = wc_opcode(w->wqe.opcode);
+			cqe.flags = QRNIC_CQE_F_SEND;
+			cqe.wqe_index = (uint16_t)w->sq_index;
+			cqe.byte_len = (w->wqe.opcode == QRNIC_WR_RDMA_READ || is_atomic(w->wqe.opcode))
+				       ? w->total_len : 0;
+			if (cq)
+				qrnic_cq_post(d, cq, &cqe);
+		}
+		if (qp->req.cur == qp->req.sq_ci)
+			qp->req.cur++;
+		qp->req.sq_ci++;
+		if (!ok) {
+			qrnic_qp_error(d, qp, 0xff);
+			return;
+		}
+	}
+	if (qp->attr.qp_state == QRNIC_QPS_SQD && qp->req.sq_ci == qp->req.sq_next &&
+	    qp->attr.en_sqd_async_notify) {
+		qp->attr.en_sqd_async_notify = 0;
+		qrnic_async_event(d, QRNIC_EV_SQ_DRAINED, qp->qpn, 0);
+	}
+}
+
+/* ---- go-back-N ------------------------------------------------------------ */
+/* Restart transmission from una_psn: find the WQE holding it, rewind it
+ * to that packet and every later WQE to its start. */
+void qrnic_req_rewind(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	uint32_t mtu = path_mtu(qp);
+	uint32_t idx;
+
+	for (idx = qp->req.sq_ci; idx != qp->req.sq_next; idx++) {
+		struct qrnic_swqe *w = slot(qp, idx);
+		int32_t off = qrnic_psn_diff(qp->req.una_psn, w->first_psn);
+
+		if (w->acked || w->status != QRNIC_WC_SUCCESS)
+			continue;
+		if (off < 0)
+			off = 0;
+		if ((uint32_t)off >= w->npkts)
+			continue;
+		qp->req.cur = idx;
+		if (w->wqe.opcode == QRNIC_WR_RDMA_READ)
+			w->sent = 0;	/* re-request from done_bytes */
+		else if (is_atomic(w->wqe.opcode))
+			w->sent = 0;
+		else
+			w->sent = (uint32_t)off * mtu;
+		qp->req.cur_psn = qrnic_psn_add(w->first_psn, (uint32_t)off);
+		for (uint32_t j = idx + 1; j != qp->req.sq_next; j++) {
+			struct qrnic_swqe *n = slot(qp, j);
+
+			if (!n->acked)
+				n->sent = 0;
+		}
+		return;
+	}
+	qp->req.cur = qp->req.sq_next;
+	qp->req.cur_psn = qp->req.next_psn;
+}
+
+void qrnic_req_retry(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t reason)
+{
+	qrnic_trace(d, QRNIC_TR_RETRANSMIT, qp->qpn, qp->req.una_psn, reason, 0, 0);
+	qrnic_req_rewind(d, qp);
+	qrnic_qp_kick(d, qp);
+}
+
+/* Fail the oldest unacknowledged WQE (retry or RNR retry exhausted). */
+void qrnic_req_fail_head(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t status, uint8_t verr)
+{
+	for (uint32_t idx = qp->req.sq_ci; idx != qp->req.sq_next; idx++) {
+		struct qrnic_swqe *w = slot(qp, idx);
+
+		if (!w->acked) {
+			wqe_fail(w, status, verr);
+			break;
+		}
+	}
+	qrnic_req_stop_retry(d, qp);
+	qrnic_req_complete(d, qp);
+}
+
+static const uint32_t rnr_timer_us[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+	2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440, 81920, 122880,
+	163840, 245760, 327680, 491520,
+};
+
+uint64_t qrnic_rnr_timer_ns(uint8_t code)
+{
+	return (uint64_t)rnr_timer_us[code & 31] * 1000;
+}
+
+void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind)
+{
+	if (qp->attr.qp_state != QRNIC_QPS_RTS && qp->attr.qp_state != QRNIC_QPS_SQD)
+		return;
+	qp->req.timer_armed = false;
+	if (kind == QRNIC_EVK_RNR) {
+		qp->req.rnr_wait = false;
+		qrnic_req_retry(d, qp, 2);
+		return;
+	}
+	if (!qrnic_req_outstanding(qp))
+		return;
+	qrnic_stat_add(d, QRNIC_STAT_RETRANSMIT_TIMEOUTS, 1);
+	if (qp->req.retry_left == 0) {
+		qrnic_req_fail_head(d, qp, QRNIC_WC_RETRY_EXC_ERR, QRNIC_VERR_RETRY);
+		return;
+	}
+	qp->req.retry_left--;
+	qrnic_req_retry(d, qp, 0);
+}
+
+/* ---- transmit ---------------------------------------------------------------- */
+static uint8_t rc_opcode(uint8_t wr, bool first, bool last)
+{
+	bool imm = wr == QRNIC_WR_SEND_WITH_IMM || wr == QRNIC_WR_RDMA_WRITE_WITH_IMM;
+	bool send = wr == QRNIC_WR_SEND || wr == QRNIC_WR_SEND_WITH_IMM;
+
+	if (send) {
+		if (first && last)
+			return imm ? QRNIC_OP_RC_SEND_ONLY_IMM : QRNIC_OP_RC_SEND_ONLY;
+		if (first)
+			return QRNIC_OP_RC_SEND_FIRST;
+		if (last)
+			return imm ? QRNIC_OP_RC_SEND_LAST_IMM : QRNIC_OP_RC_SEND_LAST;
+		return QRNIC_OP_RC_SEND_MIDDLE;
+	}
+	if (first && last)
+		return imm ? QRNIC_OP_RC_WRITE_ONLY_IMM : QRNIC_OP_RC_WRITE_ONLY;
+	if (first)
+		return QRNIC_OP_RC_WRITE_FIRST;
+	if (last)
+		return imm ? QRNIC_OP_RC_WRITE_LAST_IMM : QRNIC_OP_RC_WRITE_LAST;
+	return QRNIC_OP_RC_WRITE_MIDDLE;
+}
+
+/* Send the next packet of WQE w.  Returns false if the WQE failed. */
+static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
+{
+	static uint8_t payload[4096];
+	struct qrnic_pkt p;
+	uint32_t mtu = path_mtu(qp);
+	uint32_t len = 0;
+	int verr;
+
+	memset(&p, 0, sizeof(p));
+	if (qp->type == QRNIC_QPT_RC)
+		verr = qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp->qpn);
+	else {
+		struct qrnic_ah *ah = qrnic_ah_get(d, w->wqe.ah);
+
+		verr = ah ? qrnic_pkt_fill_av(d, &p, &ah->av, qp->qpn) : QRNIC_VERR_BAD_AH;
+	}
+	if (verr != QRNIC_VERR_NONE) {
+		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, (uint8_t)verr);
+		return false;
+	}
+	p.dqpn = qp->type == QRNIC_QPT_RC ? qp->attr.dest_qpn : w->wqe.remote_qpn & QRNIC_PSN_MASK;
+	p.psn = qp->req.cur_psn;
+
+	switch (w->wqe.opcode) {
+	case QRNIC_WR_RDMA_READ: {
+		uint32_t done = w->done_bytes;
+
+		p.opcode = QRNIC_OP_RC_READ_REQ;
+		p.reth_va = w->wqe.remote_addr + done;
+		p.reth_rkey = w->wqe.rkey;
+		p.reth_len = w->total_len - done;
+		p.ackreq = true;
+		w->sent = w->total_len ? w->total_len : 1;
+		break;
+	}
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
+		p.opcode = w->wqe.opcode == QRNIC_WR_ATOMIC_CMP_AND_SWP ? QRNIC_OP_RC_CMP_SWAP
+									 : QRNIC_OP_RC_FETCH_ADD;
+		p.atomic_va = w->wqe.remote_addr;
+		p.atomic_rkey = w->wqe.rkey;
+		p.atomic_swap_add = w->wqe.opcode == QRNIC_WR_ATOMIC_CMP_AND_SWP ? w->wqe.swap
+										  : w->wqe.compare_add;
+		p.atomic_cmp = w->wqe.compare_add;
+		p.ackreq = true;
+		w->sent = 8;
+		break;
+	default: {
+		bool first = w->sent == 0;
+		bool last;
+
+		len = w->total_len - w->sent;
+		if (len > mtu)
+			len = mtu;
+		last = w->sent + len >= w->total_len;
+		if (len) {
+			if (w->wqe.flags & QRNIC_WQE_F_INLINE)
+				memcpy(payload, w->inline_data + w->sent, len);
+			else {
+				verr = qrnic_sgl_read(d, qp->pdn, w->sge, w->wqe.num_sge, w->sent,
+						      payload, len);
+				if (verr != QRNIC_VERR_NONE) {
+					wqe_fail(w, wc_status_for(verr), (uint8_t)verr);
+					return false;
+				}
+			}
+		}
+		if (qp->type != QRNIC_QPT_RC) {
+			p.opcode = w->wqe.opcode == QRNIC_WR_SEND_WITH_IMM ? QRNIC_OP_UD_SEND_ONLY_IMM
+									   : QRNIC_OP_UD_SEND_ONLY;
+			p.deth_qkey = (w->wqe.remote_qkey & 0x80000000u) ? qp->attr.qkey
+									 : w->wqe.remote_qkey;
+			p.deth_sqpn = qp->qpn;
+		} else {
+			p.opcode = rc_opcode(w->wqe.opcode, first, last);
+			if (first && (w->wqe.opcode == QRNIC_WR_RDMA_WRITE ||
+				      w->wqe.opcode == QRNIC_WR_RDMA_WRITE_WITH_IMM)) {
+				p.reth_va = w->wqe.remote_addr;
+				p.reth_rkey = w->wqe.rkey;
+				p.reth_len = w->total_len;
+			}
+		}
+		if (last) {
+			p.imm = w->wqe.imm_data;
+			p.se = !!(w->wqe.flags & QRNIC_WQE_F_SOLICITED);
+		}
+		p.ackreq = last || ++qp->req.pkts_since_ackreq >= QRNIC_ACKREQ_INTERVAL;
+		w->sent += len;
+		if (!len)
+			w->sent = w->total_len;	/* zero-length message: one packet */
+		if (last)
+			w->sent = w->total_len;
+		break;
+	}
+	}
+	if (p.ackreq)
+		qp->req.pkts_since_ackreq = 0;
+	if (qp->type != QRNIC_QPT_RC)
+		p.ackreq = false;
+	qrnic_send_pkt(d, &p, payload, len);
+	/* A READ request occupies the PSNs of all its response packets. */
+	if (w->wqe.opcode == QRNIC_WR_RDMA_READ)
+		qp->req.cur_psn = qrnic_psn_add(w->first_psn, w->npkts);
+	else
+		qp->req.cur_psn = qrnic_psn_add(qp->req.cur_psn, 1);
+	return true;
+}
+
+static bool wqe_fully_sent(const struct qrnic_qp *qp, const struct qrnic_swqe *w)
+{
+	return (uint32_t)qrnic_psn_diff(qp->req.cur_psn, w->first_psn) >= w->npkts;
+}
+
+bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
+{
+	bool rc = qp->type == QRNIC_QPT_RC;
+	bool sent_any = false;
+
+	if (!qp->req.win || qp->req.rnr_wait)
+		return false;
+	while (budget) {
+		struct qrnic_swqe *w;
+
+		if (qp->attr.qp_state == QRNIC_QPS_ERR)
+			return false;
+		if (qp->req.cur == qp->req.sq_next) {
+			/* Start a new WQE? */
+			if (qp->req.sq_next == qp->sq_pi || qp->attr.qp_state != QRNIC_QPS_RTS ||
+			    qp->req.stopped)
+				break;
+			if (qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW)
+				break;
+			if (rc && qrnic_psn_diff(qp->req.next_psn, qp->req.una_psn) >=
+				  QRNIC_MAX_UNACKED_PKTS)
+				break;
+			w = slot(qp, qp->req.sq_next);
+			fetch_wqe(d, qp, qp->req.sq_next);
+			if (w->status == QRNIC_WC_SUCCESS && rc) {
+				if ((w->wqe.flags & QRNIC_WQE_F_FENCE) && qp->req.rd_atomic_out)
+					break;	/* re-fetched when the fence clears */
+				if (w->rd_atomic && qp->req.rd_atomic_out >=
+				    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
+					break;
+			}
+			w->first_psn = qp->req.next_psn;
+			if (w->status == QRNIC_WC_SUCCESS) {
+				qp->req.next_psn = qrnic_psn_add(qp->req.next_psn, w->npkts);
+				if (w->rd_atomic) {
+					qp->req.rd_atomic_out++;
+					w->counted = true;
+				}
+			} else {
+				w->npkts = 0;
+			}
+			qp->req.sq_next++;
+			if (w->status != QRNIC_WC_SUCCESS) {
+				qp->req.stopped = true;
+				qp->req.cur = qp->req.sq_next;
+				qrnic_req_complete(d, qp);
+				continue;
+			}
+		}
+		w = slot(qp, qp->req.cur);
+		if (w->acked || w->status != QRNIC_WC_SUCCESS) {
+			qp->req.cur++;
+			continue;
+		}
+		if (rc && qrnic_psn_diff(qp->req.cur_psn, qp->req.una_psn) >= QRNIC_MAX_UNACKED_PKTS)
+			break;
+		if (!send_one(d, qp, w)) {
+			qp->req.stopped = true;
+			qp->req.cur++;
+			qrnic_req_complete(d, qp);
+			continue;
+		}
+		sent_any = true;
+		budget--;
+		if (wqe_fully_sent(qp, w)) {
+			qp->req.cur++;
+			if (qp->req.cur != qp->req.sq_next)
+				qp->req.cur_psn = slot(qp, qp->req.cur)->first_psn;
+			else
+				qp->req.cur_psn = qp->req.next_psn;
+			if (!rc) {
+				w->acked = true;	/* UD: done once on the wire */
+				qrnic_req_complete(d, qp);
+			}
+		}
+	}
+	if (rc && sent_any && !qp->req.timer_armed)
+		qrnic_req_arm_retry(d, qp);
+	/* More to do now if a WQE is mid-message or more are posted and
+	 * nothing above is blocking. */
+	return budget == 0;
+}

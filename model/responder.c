@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model, responder: PSN checking and duplicate detection,
+ * receive WQE consumption for SEND, rkey/PD/access/bounds checks for
+ * WRITE, READ and ATOMIC, READ responses, exactly-once ATOMICs through the
+ * responder resources, ACK coalescing, NAKs, and UD receive.
+ */
+#include "qrnic_internal.h"
+
+#define AETH_ACK		0x1f	/* ACK, credits invalid */
+#define AETH_RNR(t)		(0x20 | ((t) & 0x1f))
+#define AETH_NAK_SEQ		0x60
+#define AETH_NAK_INV_REQ	0x61
+#define AETH_NAK_ACCESS		0x62
+#define AETH_NAK_OP		0x63
+
+static uint32_t path_mtu(const struct qrnic_qp *qp)
+{
+	uint32_t m = qrnic_mtu_bytes(qp->attr.path_mtu);
+
+	return m ? m : 1024;
+}
+
+static void send_aeth(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t opcode, uint8_t syn,
+		      uint32_t psn, const void *payload, uint32_t len, uint64_t orig)
+{
+	struct qrnic_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	if (qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp->qpn) != QRNIC_VERR_NONE) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		return;
+	}
+	p.opcode = opcode;
+	p.dqpn = qp->attr.dest_qpn;
+	p.psn = psn & QRNIC_PSN_MASK;
+	p.aeth_syndrome = syn;
+	p.aeth_msn = qp->resp.msn & QRNIC_PSN_MASK;
+	p.atomic_ack_orig = orig;
+	if (opcode == QRNIC_OP_RC_ACK)
+		qrnic_trace(d, (syn >> 5) ? QRNIC_TR_NAK : QRNIC_TR_ACK, qp->qpn, p.psn, syn,
+			    p.aeth_msn, 0);
+	qrnic_send_pkt(d, &p, payload, len);
+}
+
+static void send_nak(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn)
+{
+	send_aeth(d, qp, QRNIC_OP_RC_ACK, syn, psn, NULL, 0, 0);
+}
+
+/* A fatal responder error: NAK it, complete a receive in progress with an
+ * error, move the QP to ERROR with an async event. */
+static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn,
+		       uint8_t async_ev, uint8_t recv_status, uint8_t verr)
+{
+	switch (syn) {
+	case AETH_NAK_ACCESS:
+		qrnic_stat_add(d, QRNIC_STAT_ACCESS_NAKS_SENT, 1);
+		break;
+	case AETH_NAK_INV_REQ:
+		qrnic_stat_add(d, QRNIC_STAT_INV_REQ_NAKS_SENT, 1);
+		break;
+	}
+	send_nak(d, qp, syn, psn);
+	if (qp->resp.recv_active && recv_status != QRNIC_WC_SUCCESS) {
+		struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+		struct qrnic_cqe cqe;
+
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.wr_id = qp->resp.rwqe.wr_id;
+		cqe.qpn = qp->qpn;
+		cqe.status = recv_status;
+		cqe.vendor_err = verr;
+		cqe.opcode = QRNIC_WC_OP_RECV;
+		cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
+		if (cq)
+			qrnic_cq_post(d, cq, &cqe);
+		qp->resp.recv_active = false;
+		qp->resp.rq_ci++;
+	}
+	qrnic_qp_error(d, qp, async_ev);
+}
+
+/* Copy the next receive WQE once and validate it.  Returns QRNIC_VERR_*;
+ * on success the QP has an active receive. */
+static int fetch_rwqe(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	struct qrnic_rwqe *r = &qp->resp.rwqe;
+	struct qrnic_recv_wqe hdr;
+	uint32_t idx = qp->resp.rq_ci;
+	uint32_t stride = 1u << qp->rq_wqe_shift;
+	uint64_t addr = qp->rq_addr +
+		((uint64_t)(idx & ((1u << qp->rq_log_depth) - 1)) << qp->rq_wqe_shift);
+	int verr;
+
+	memset(r, 0, offsetof(struct qrnic_rwqe, sge));
+	r->rq_index = idx;
+	if (qrnic_dma_read(d, addr, &hdr, sizeof(hdr)))
+		return QRNIC_VERR_DMA;
+	r->wr_id = hdr.wr_id;
+	qp->resp.recv_active = true;
+	qp->resp.recv_off = 0;
+	for (unsigned i = 0; i < sizeof(hdr.rsvd); i++)
+		if (hdr.rsvd[i])
+			return QRNIC_VERR_BAD_WQE;
+	if (hdr.num_sge > QRNIC_MAX_SGE ||
+	    sizeof(hdr) + hdr.num_sge * sizeof(struct qrnic_sge) > stride) {
+		qrnic_stat_add(d, QRNIC_STAT_BAD_WQES, 1);
+		qrnic_guest_error(d, "qrnic: QP %u bad receive WQE %u (num_sge %u)",
+				  qp->qpn, idx, hdr.num_sge);
+		return QRNIC_VERR_BAD_WQE;
+	}
+	r->num_sge = hdr.num_sge;
+	if (qrnic_dma_read(d, addr + sizeof(hdr), r->sge, r->num_sge * sizeof(struct qrnic_sge)))
+		return QRNIC_VERR_DMA;
+	verr = qrnic_sgl_check(d, qp->pdn, r->sge, r->num_sge, QRNIC_ACCESS_LOCAL_WRITE,
+			       &r->total_len);
+	return verr;
+}
+
+static uint8_t recv_status_for(int verr)
+{
+	switch (verr) {
+	case QRNIC_VERR_LENGTH:	return QRNIC_WC_LOC_LEN_ERR;
+	case QRNIC_VERR_BAD_WQE:
+	case QRNIC_VERR_DMA:	return QRNIC_WC_LOC_QP_OP_ERR;
+	default:		return QRNIC_WC_LOC_PROT_ERR;
+	}
+}
+
+static void complete_recv(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p,
+			  uint32_t byte_len, uint8_t opcode, uint8_t flags, uint32_t src_qp)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+	struct qrnic_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = qp->resp.rwqe.wr_id;
+	cqe.qpn = qp->qpn;
+	cqe.src_qp = src_qp;
+	cqe.byte_len = byte_len;
+	cqe.status = QRNIC_WC_SUCCESS;
+	cqe.opcode = opcode;
+	cqe.flags = flags;
+	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
+	if (qrnic_opcode_flags(p->opcode) & QRNIC_HDR_IMMDT) {
+		cqe.flags |= QRNIC_CQE_F_WITH_IMM;
+		cqe.imm_data = p->imm;
+	}
+	if (p->se)
+		cqe.rsvd = QRNIC_CQE_RSVD_SOLICITED;
+	qp->resp.recv_active = false;
+	qp->resp.rq_ci++;
+	if (cq)
+		qrnic_cq_post(d, cq, &cqe);
+}
+
+static bool rq_empty(const struct qrnic_qp *qp)
+{
+	return !qp->rq_addr || qp->resp.rq_ci == qp->rq_pi;
+}
+
+static void rnr_nak(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
+{
+	qrnic_stat_add(d, QRNIC_STAT_RNR_NAKS_SENT, 1);
+	send_nak(d, qp, AETH_RNR(qp->attr.min_rnr_timer), psn);
+}
+
+/* ---- UD receive ------------------------------------------------------------ */
+static void build_grh(const struct qrnic_pkt *p, uint8_t grh[QRNIC_GRH_BYTES])
+{
+	memset(grh, 0, QRNIC_GRH_BYTES);
+	if (p->ipv6) {
+		uint32_t w0 = (6u << 28) | ((uint32_t)p->traffic_class << 20) | (p->flow_label & 0xfffff);
+		uint16_t plen = (uint16_t)(QRNIC_UDP_HLEN + p->paylen);
+
+		grh[0] = w0 >> 24; grh[1] = w0 >> 16; grh[2] = w0 >> 8; grh[3] = w0;
+		grh[4] = plen >> 8; grh[5] = plen & 0xff;
+		grh[6] = 17;
+		grh[7] = p->hop_limit;
+		memcpy(grh + 8, p->sgid, 16);
+		memcpy(grh + 24, p->dgid, 16);
+	} else {
+		uint8_t *h = grh + 20;
+		uint16_t tot = (uint16_t)(QRNIC_IPV4_HLEN + QRNIC_UDP_HLEN + p->paylen);
+		uint32_t sum = 0;
+
+		h[0] = 0x45; h[1] = p->traffic_class;
+		h[2] = tot >> 8; h[3] = tot & 0xff;
+		h[6] = 0x40;	/* DF */
+		h[8] = p->hop_limit; h[9] = 17;
+		memcpy(h + 12, p->sgid + 12, 4);
+		memcpy(h + 16, p->dgid + 12, 4);
+		for (int i = 0; i < 20; i += 2)
+			sum += (uint32_t)(h[i] << 8 | h[i + 1]);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		sum = ~sum & 0xffff;
+		h[10] = sum >> 8; h[11] = sum & 0xff;
+	}
+}
+
+static void ud_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	uint8_t grh[QRNIC_GRH_BYTES];
+	int verr;
+
+	if (p->deth_qkey != qp->attr.qkey) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		qrnic_trace(d, QRNIC_TR_DROP, qp->qpn, p->psn, QRNIC_STAT_RX_DROP_OTHER, p->paylen, 0);
+		return;
+	}
+	if (rq_empty(qp)) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		return;		/* UD: no receive posted, the message is dropped */
+	}
+	verr = fetch_rwqe(d, qp);
+	if (verr == QRNIC_VERR_NONE && qp->resp.rwqe.total_len < QRNIC_GRH_BYTES + p->paylen)
+		verr = QRNIC_VERR_LENGTH;
+	if (verr == QRNIC_VERR_NONE) {
+		build_grh(p, grh);
+		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge, 0,
+				       grh, QRNIC_GRH_BYTES);
+	}
+	if (verr == QRNIC_VERR_NONE && p->paylen)
+		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
+				       QRNIC_GRH_BYTES, p->payload, p->paylen);
+	if (verr != QRNIC_VERR_NONE) {
+		struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+		struct qrnic_cqe cqe;
+
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.wr_id = qp->resp.rwqe.wr_id;
+		cqe.qpn = qp->qpn;
+		cqe.status = recv_status_for(verr);
+		cqe.vendor_err = (uint8_t)verr;
+		cqe.opcode = QRNIC_WC_OP_RECV;
+		cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
+		qp->resp.recv_active = false;
+		qp->resp.rq_ci++;
+		if (cq)
+			qrnic_cq_post(d, cq, &cqe);
+		if (verr != QRNIC_VERR_LENGTH)
+			qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
+		return;
+	}
+	complete_recv(d, qp, p, QRNIC_GRH_BYTES + p->paylen, QRNIC_WC_OP_RECV,
+		      QRNIC_CQE_F_GRH | (p->ipv6 ? 0 : QRNIC_CQE_F_IPV4), p->deth_sqpn);
+}
+
+/* ---- RC ------------------------------------------------------------------------ */
+static struct qrnic_rsrc *rsrc_find(struct qrnic_qp *qp, uint32_t psn, bool atomic)
+{
+	for (uint32_t i = 0; i < QRNIC_MAX_RD_ATOMIC; i++) {
+		struct qrnic_rsrc *r = &qp->resp.rsrc[i];
+
+		if (!r->valid || r->atomic != atomic)
+			continue;
+		if (atomic ? r->psn == psn
+			   : (qrnic_psn_diff(psn, r->psn) >= 0 &&
+			      (uint32_t)qrnic_psn_diff(psn, r->psn) < r->npkts))
+			return r;
+	}
+	return NULL;
+}
+
+static struct qrnic_rsrc *rsrc_alloc(struct qrnic_qp *qp)
+{
+	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1;
+	struct qrnic_rsrc *r;
+
+	if (n > QRNIC_MAX_RD_ATOMIC)
+		n = QRNIC_MAX_RD_ATOMIC;
+	r = &qp->resp.rsrc[qp->resp.rsrc_head % n];
+	if (r->valid && r->pending)
+		return NULL;	/* more outstanding than max_dest_rd_atomic */
+	qp->resp.rsrc_head = (qp->resp.rsrc_head + 1) % n;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	uint32_t fl = qrnic_opcode_flags(p->opcode);
+	struct qrnic_rsrc *r;
+
+	qrnic_stat_add(d, QRNIC_STAT_DUPLICATE_REQUESTS, 1);
+	if (fl & QRNIC_HDR_READ) {
+		r = rsrc_find(qp, p->psn, false);
+		if (r) {
+			/* Re-execute from the requested packet on. */
+			r->next = (uint32_t)qrnic_psn_diff(p->psn, r->psn);
+			r->pending = true;
+			qrnic_qp_kick(d, qp);
+		}
+		return;
+	}
+	if (fl & QRNIC_HDR_ATOMIC) {
+		r = rsrc_find(qp, p->psn, true);
+		if (r) {
+			qrnic_stat_add(d, QRNIC_STAT_ATOMICS_REPLAYED, 1);
+			send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, r->psn, NULL, 0,
+				  r->atomic_orig);
+		}
+		return;
+	}
+	/* SEND/WRITE: acknowledge everything received so far. */
+	qp->resp.ack_pending = true;
+	qp->resp.ack_psn = qrnic_psn_add(qp->resp.epsn, QRNIC_PSN_MASK);
+	qrnic_qp_kick(d, qp);
+}
+
+static bool opcode_in_sequence(const struct qrnic_qp *qp, uint32_t fl)
+{
+	if (qp->resp.recv_active && !(fl & QRNIC_HDR_SEND))
+		return false;
+	if (qp->resp.write_active && !(fl & QRNIC_HDR_WRITE))
+		return false;
+	if (fl & (QRNIC_HDR_MIDDLE | QRNIC_HDR_LAST)) {
+		if (fl & QRNIC_HDR_FIRST)
+			return !qp->resp.recv_active && !qp->resp.write_active;	/* ONLY */
+		return (fl & QRNIC_HDR_SEND) ? qp->resp.recv_active : qp->resp.write_active;
+	}
+	if (fl & QRNIC_HDR_FIRST)
+		return !qp->resp.recv_active && !qp->resp.write_active;
+	return !qp->resp.recv_active && !qp->resp.write_active;	/* READ, ATOMIC */
+}
+
+static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p, uint32_t fl)
+{
+	int verr;
+
+	if (!qp->resp.recv_active) {
+		if (rq_empty(qp)) {
+			rnr_nak(d, qp, p->psn);
+			return;
+		}
+		verr = fetch_rwqe(d, qp);
+		if (verr != QRNIC_VERR_NONE) {
+			resp_fatal(d, qp, AETH_NAK_OP, p->psn, QRNIC_EV_QP_FATAL,
+				   recv_status_for(verr), (uint8_t)verr);
+			return;
+		}
+	}
+	if (qp->resp.recv_off + p->paylen > qp->resp.rwqe.total_len) {
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR,
+			   QRNIC_WC_LOC_LEN_ERR, QRNIC_VERR_LENGTH);
+		return;
+	}
+	if (p->paylen) {
+		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
+				       qp->resp.recv_off, p->payload, p->paylen);
+		if (verr != QRNIC_VERR_NONE) {
+			resp_fatal(d, qp, AETH_NAK_OP, p->psn, QRNIC_EV_QP_FATAL,
+				   recv_status_for(verr), (uint8_t)verr);
+			return;
+		}
+	}
+	qp->resp.recv_off += p->paylen;
+	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, 1);
+	if (fl & QRNIC_HDR_LAST) {
+		qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
+		complete_recv(d, qp, p, qp->resp.recv_off, QRNIC_WC_OP_RECV, 0, qp->attr.dest_qpn);
+	}
+}
+
+static void rc_write(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p, uint32_t fl)
+{
+	int verr;
+
+	if (fl & QRNIC_HDR_FIRST) {
+		if (!(qp->attr.qp_access_flags & QRNIC_ACCESS_REMOTE_WRITE)) {
+			resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+			return;
+		}
+		if (p->reth_len > QRNIC_MAX_MSG_SIZE) {
+			resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+			return;
+		}
+		if (p->reth_len) {
+			verr = qrnic_mr_check(d, p->reth_rkey, qp->pdn, p->reth_va, p->reth_len,
+					      QRNIC_ACCESS_REMOTE_WRITE);
+			if (verr != QRNIC_VERR_NONE) {
+				resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
+				return;
+			}
+		}
+		qp->resp.write_va = p->reth_va;
+		qp->resp.write_rkey = p->reth_rkey;
+		qp->resp.write_resid = p->reth_len;
+		qp->resp.write_active = true;
+		qp->resp.recv_off = p->reth_len;	/* total, for WRITE_WITH_IMM */
+	}
+	if (p->paylen > qp->resp.write_resid ||
+	    ((fl & QRNIC_HDR_LAST) && p->paylen != qp->resp.write_resid)) {
+		qp->resp.write_active = false;
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+		return;
+	}
+	/* WRITE with immediate consumes a receive WQE: check before placing. */
+	if ((fl & QRNIC_HDR_IMMDT) && !qp->resp.recv_active && rq_empty(qp)) {
+		rnr_nak(d, qp, p->psn);
+		return;
+	}
+	if (p->paylen) {
+		verr = qrnic_mr_write(d, qp->resp.write_rkey, qp->pdn, qp->resp.write_va,
+				      p->payload, p->paylen, QRNIC_ACCESS_REMOTE_WRITE);
+		if (verr != QRNIC_VERR_NONE) {
+			qp->resp.write_active = false;
+			resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
+			return;
+		}
+	}
+	qp->resp.write_va += p->paylen;
+	qp->resp.write_resid -= p->paylen;
+	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, 1);
+	if (fl & QRNIC_HDR_LAST) {
+		uint32_t total = qp->resp.recv_off;
+
+		qp->resp.write_active = false;
+		qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
+		if (fl & QRNIC_HDR_IMMDT) {
+			verr = fetch_rwqe(d, qp);
+			if (verr != QRNIC_VERR_NONE) {
+				resp_fatal(d, qp, AETH_NAK_OP, p->psn, QRNIC_EV_QP_FATAL,
+					   recv_status_for(verr), (uint8_t)verr);
+				return;
+			}
+			complete_recv(d, qp, p, total, QRNIC_WC_OP_RECV_RDMA_WITH_IMM, 0,
+				      qp->attr.dest_qpn);
+		}
+	}
+}
+
+static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	uint32_t mtu = path_mtu(qp);
+	struct qrnic_rsrc *r;
+	int verr;
+
+	if (!(qp->attr.qp_access_flags & QRNIC_ACCESS_REMOTE_READ) ||
+	    p->reth_len > QRNIC_MAX_MSG_SIZE) {
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+		return;
+	}
+	if (p->reth_len) {
+		verr = qrnic_mr_check(d, p->reth_rkey, qp->pdn, p->reth_va, p->reth_len,
+				      QRNIC_ACCESS_REMOTE_READ);
+		if (verr != QRNIC_VERR_NONE) {
+			resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
+			return;
+		}
+	}
+	r = rsrc_alloc(qp);
+	if (!r) {
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+		return;
+	}
+	r->valid = true;
+	r->pending = true;
+	r->psn = p->psn;
+	r->npkts = p->reth_len ? (p->reth_len + mtu - 1) / mtu : 1;
+	r->next = 0;
+	r->va = p->reth_va;
+	r->rkey = p->reth_rkey;
+	r->len = p->reth_len;
+	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, r->npkts);
+	qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
+	qrnic_qp_kick(d, qp);
+}
+
+static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	struct qrnic_rsrc *r;
+	uint64_t orig, val;
+	int verr;
+
+	if (!(qp->attr.qp_access_flags & QRNIC_ACCESS_REMOTE_ATOMIC) || (p->atomic_va & 7)) {
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+		return;
+	}
+	verr = qrnic_mr_read(d, p->atomic_rkey, qp->pdn, p->atomic_va, &orig, 8,
+			     QRNIC_ACCESS_REMOTE_ATOMIC);
+	if (verr != QRNIC_VERR_NONE) {
+		resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
+		return;
+	}
+	r = rsrc_alloc(qp);
+	if (!r) {
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
+		return;
+	}
+	if (p->opcode == QRNIC_OP_RC_CMP_SWAP)
+		val = orig == p->atomic_cmp ? p->atomic_swap_add : orig;
+	else
+		val = orig + p->atomic_swap_add;
+	if (val != orig || p->opcode == QRNIC_OP_RC_FETCH_ADD) {
+		verr = qrnic_mr_write(d, p->atomic_rkey, qp->pdn, p->atomic_va, &val, 8,
+				      QRNIC_ACCESS_REMOTE_ATOMIC);
+		if (verr != QRNIC_VERR_NONE) {
+			resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
+			return;
+		}
+	}
+	qrnic_stat_add(d, QRNIC_STAT_ATOMICS_EXECUTED, 1);
+	r->valid = true;
+	r->atomic = true;
+	r->psn = p->psn;
+	r->npkts = 1;
+	r->atomic_orig = orig;
+	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, 1);
+	qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
+	send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, p->psn, NULL, 0, orig);
+}
+
+void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	uint8_t st = qp->attr.qp_state;
+	uint32_t fl = qrnic_opcode_flags(p->opcode);
+	uint32_t mtu = path_mtu(qp);
+	int32_t diff;
+
+	if (st != QRNIC_QPS_RTR && st != QRNIC_QPS_RTS && st != QRNIC_QPS_SQD &&
+	    st != QRNIC_QPS_SQE) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_QP_STATE, 1);
+		return;
+	}
+	if (qp->type != QRNIC_QPT_RC) {
+		ud_receive(d, qp, p);
+		return;
+	}
+	diff = qrnic_psn_diff(p->psn, qp->resp.epsn);
+	if (diff < 0) {
+		handle_duplicate(d, qp, p);
+		return;
+	}
+	if (diff > 0) {
+		if (!qp->resp.nak_sent) {
+			qp->resp.nak_sent = true;
+			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_SENT, 1);
+			send_nak(d, qp, AETH_NAK_SEQ, qp->resp.epsn);
+		}
+		return;
+	}
+	qp->resp.nak_sent = false;
+
+	if (!opcode_in_sequence(qp, fl) ||
+	    ((fl & QRNIC_HDR_PAYLOAD) &&
+	     (((fl & (QRNIC_HDR_FIRST | QRNIC_HDR_MIDDLE)) && !(fl & QRNIC_HDR_LAST))
+		      ? p->paylen != mtu : p->paylen > mtu))) {
+		qrnic_guest_error(d, "qrnic: QP %u invalid request opcode 0x%x len %u psn %u",
+				  qp->qpn, p->opcode, p->paylen, p->psn);
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR,
+			   QRNIC_WC_REM_INV_REQ_ERR, QRNIC_VERR_NAK);
+		return;
+	}
+
+	if (fl & QRNIC_HDR_SEND)
+		rc_send(d, qp, p, fl);
+	else if (fl & QRNIC_HDR_WRITE)
+		rc_write(d, qp, p, fl);
+	else if (fl & QRNIC_HDR_READ)
+		rc_read(d, qp, p);
+	else if (fl & QRNIC_HDR_ATOMIC)
+		rc_atomic(d, qp, p);
+
+	if (qp->attr.qp_state == QRNIC_QPS_ERR)
+		return;
+	/* Acknowledge when asked; ACKs of one batch coalesce into one. */
+	if (p->ackreq && !(fl & (QRNIC_HDR_READ | QRNIC_HDR_ATOMIC)) &&
+	    qrnic_psn_diff(qp->resp.epsn, p->psn) > 0) {
+		qp->resp.ack_pending = true;
+		qp->resp.ack_psn = p->psn;
+		qrnic_qp_kick(d, qp);
+	}
+}
+
+/* Send pending READ responses and the coalesced ACK.  READ responses go
+ * first: an ACK for a later PSN would tell the requester they were lost. */
+bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
+{
+	static uint8_t buf[4096];
+	uint32_t mtu = path_mtu(qp);
+	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1;
+
+	if (n > QRNIC_MAX_RD_ATOMIC)
+		n = QRNIC_MAX_RD_ATOMIC;
+	for (uint32_t k = 0; k < n && budget; k++) {
+		/* oldest first: start after the newest allocated slot */
+		struct qrnic_rsrc *r = &qp->resp.rsrc[(qp->resp.rsrc_head + k) % n];
+
+		while (r->valid && r->pending && budget) {
+			uint32_t off = r->next * mtu;
+			uint32_t len = r->len - off > mtu ? mtu : r->len - off;
+			bool first = r->next == 0, last = r->next + 1 >= r->npkts;
+			uint8_t op;
+			int verr;
+
+			if (r->len == 0)
+				len = 0;
+			if (len) {
+				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, buf, len,
+						     QRNIC_ACCESS_REMOTE_READ);
+				if (verr != QRNIC_VERR_NONE) {
+					r->pending = false;
+					resp_fatal(d, qp, AETH_NAK_ACCESS, qrnic_psn_add(r->psn, r->next),
+						   QRNIC_EV_QP_ACCESS_ERR, 0, 0);
+					return false;
+				}
+			}
+			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
+			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
+			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
+			send_aeth(d, qp, op, AETH_ACK, qrnic_psn_add(r->psn, r->next), buf, len, 0);
+			r->next++;
+			budget--;
+			if (r->next >= r->npkts)
+				r->pending = false;
+		}
+		if (r->valid && r->pending)
+			return true;
+	}
+	if (qp->resp.ack_pending && budget) {
+		qp->resp.ack_pending = false;
+		qrnic_stat_add(d, QRNIC_STAT_ACKS_SENT, 1);
+		send_nak(d, qp, AETH_ACK, qp->resp.ack_psn);
+	}
+	return false;
+}
