@@ -401,9 +401,8 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_RX_DROP_OTHER, (uint32_t)len, 0);
 		return false;
 	}
-	if (len > QRNIC_MAX_FRAME) {
-		/* Too big for a RoCEv2 packet of ours; plain Ethernet later. */
-		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_MALFORMED, 1);
+	if (len > QRNIC_RX_FRAME_MAX) {
+		qrnic_stat_add(d, QRNIC_STAT_ETH_RX_DROPS, 1);
 		return false;
 	}
 	f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
@@ -436,8 +435,7 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	int rc = qrnic_wire_parse(frame, len, &p);
 
 	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
-		/* Plain Ethernet: the Ethernet rings are the device issue's. */
-		qrnic_stat_add(d, QRNIC_STAT_ETH_RX_DROPS, 1);
+		qrnic_eth_rx(d, frame, len);
 		return;
 	}
 	if (rc != QRNIC_WIRE_OK) {
@@ -446,7 +444,7 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		return;
 	}
 	if (!gid_is_local(d, p.dgid)) {
-		rx_drop(d, QRNIC_STAT_RX_DROP_OTHER, p.dqpn, p.psn, len);
+		qrnic_eth_rx(d, frame, len);	/* RoCEv2, but not for us */
 		return;
 	}
 	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
@@ -478,7 +476,7 @@ bool qrnic_dev_busy(const struct qrnic_dev *d)
 {
 	if (!(d->ctrl & QRNIC_CTRL_ENABLE))
 		return false;
-	return d->rxq_tail != d->rxq_head || d->work_head ||
+	return d->rxq_tail != d->rxq_head || d->work_head || d->eth_pending ||
 	       (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 		!(d->aq_status & QRNIC_AQ_STATUS_ERROR));
 }
@@ -495,6 +493,11 @@ bool qrnic_dev_run(struct qrnic_dev *d)
 	if (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 	    !(d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
 		d->aq_pending = qrnic_fw_admin_run(d, QRNIC_AQ_BUDGET);
+		did = true;
+	}
+
+	if (d->eth_pending) {
+		d->eth_pending = qrnic_eth_tx_run(d);
 		did = true;
 	}
 
@@ -702,9 +705,7 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 	case QRNIC_REG_ETH_TX_DB:
 	case QRNIC_REG_ETH_RX_DB:
 	case QRNIC_REG_ETH_IRQ:
-		/* Plain Ethernet rings arrive with the QEMU device. */
-		qrnic_unimp(d, "qrnic: Ethernet ring register 0x%llx not implemented yet",
-			    (unsigned long long)off);
+		qrnic_eth_reg_write(d, off, v);
 		break;
 	default:
 		qrnic_guest_error(d, "qrnic: write 0x%x to read-only or undefined register 0x%llx",
@@ -894,7 +895,7 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 	d->link_up = true;
 	d->timer_deadline = UINT64_MAX;
 	for (uint32_t i = 0; i < QRNIC_RXQ_DEPTH; i++) {
-		d->rxq[i].data = malloc(QRNIC_MAX_FRAME);
+		d->rxq[i].data = malloc(QRNIC_RX_FRAME_MAX);
 		if (!d->rxq[i].data)
 			goto fail;
 	}

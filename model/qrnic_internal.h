@@ -25,13 +25,14 @@
 #define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP */
 #define QRNIC_ACKREQ_INTERVAL	64	/* AckReq at least every N packets */
 #define QRNIC_MAX_RD_ATOMIC	16	/* responder resources per QP */
-#define QRNIC_RXQ_DEPTH		2048	/* frames queued between rx and run */
+#define QRNIC_RXQ_DEPTH		1024	/* frames queued between rx and run */
 #define QRNIC_RUN_RX_BUDGET	256	/* frames per qrnic_dev_run() */
 #define QRNIC_RUN_QP_BUDGET	256	/* QP service steps per qrnic_dev_run() */
 #define QRNIC_QP_PKT_BUDGET	16	/* packets per QP service step */
 #define QRNIC_AQ_BUDGET		16	/* admin commands per qrnic_dev_run() */
 #define QRNIC_PSN_MASK		0xffffffu
 #define QRNIC_MAX_FRAME		(QRNIC_MAX_HDR_LEN + 4096 + 4 + QRNIC_ICRC_LEN)
+#define QRNIC_RX_FRAME_MAX	QRNIC_ETH_MAX_FRAME	/* any frame the port accepts */
 
 /* 24-bit PSN arithmetic: signed distance a - b in (-2^23, 2^23]. */
 static inline int32_t qrnic_psn_diff(uint32_t a, uint32_t b)
@@ -228,7 +229,7 @@ struct qrnic_event {
 
 struct qrnic_frame {
 	uint32_t len;
-	uint8_t *data;		/* QRNIC_MAX_FRAME bytes, preallocated */
+	uint8_t *data;		/* QRNIC_RX_FRAME_MAX bytes, preallocated */
 };
 
 /* ---- The device ----------------------------------------------------------- */
@@ -392,6 +393,11 @@ int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrn
 /* Build and send a frame through qrnic_tx. */
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen);
+
+/* ---- eth.c: the plain Ethernet rings ------------------------------------- */
+void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v);
+bool qrnic_eth_tx_run(struct qrnic_dev *d);
+void qrnic_eth_rx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 
 /* ---- firmware/ ------------------------------------------------------------ */
 /* Process up to 'budget' admin commands; returns true if more are pending. */
