@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic wire format: byte-exact RoCEv2 frame build and parse.
+ *
+ * A RoCEv2 frame is  Ethernet | IPv4 or IPv6 | UDP (dport 4791) | BTH |
+ * extension headers | payload | pad (0..3 zero bytes) | ICRC (4 bytes).
+ *
+ * ICRC (IBTA Annex A17, as Linux rxe and ConnectX hardware compute it):
+ * the Ethernet CRC-32 (reflected, poly 0xEDB88320, init ~0, final ~) over
+ * 8 bytes of 0xff (masked LRH), the IP header with its variant fields set
+ * to all ones (IPv4: TOS, TTL, header checksum; IPv6: traffic class, flow
+ * label, hop limit), the UDP header with checksum 0xffff, the BTH with byte
+ * 4 (FECN, BECN, resv6) set to 0xff, then everything after the BTH up to the
+ * ICRC.  The resulting 32-bit value goes on the wire least significant byte
+ * first (like the Ethernet FCS): wire bytes = value & 0xff, value >> 8, ...
+ * Wireshark shows the 4 bytes read big endian, i.e. byte swapped.
+ *
+ * Pure C11, no allocation, no global mutable state: safe from any thread.
+ */
+#ifndef QRNIC_WIRE_H
+#define QRNIC_WIRE_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define QRNIC_ROCEV2_UDP_PORT 4791
+#define QRNIC_ETH_HLEN 14
+#define QRNIC_IPV4_HLEN 20
+#define QRNIC_IPV6_HLEN 40
+#define QRNIC_UDP_HLEN 8
+#define QRNIC_BTH_LEN 12
+#define QRNIC_RETH_LEN 16
+#define QRNIC_AETH_LEN 4
+#define QRNIC_ATOMICETH_LEN 28
+#define QRNIC_ATOMICACKETH_LEN 8
+#define QRNIC_IMMDT_LEN 4
+#define QRNIC_DETH_LEN 8
+#define QRNIC_ICRC_LEN 4
+/* largest header stack: eth + ipv6 + udp + bth + atomiceth (or reth+immdt, deth+immdt) */
+#define QRNIC_MAX_HDR_LEN (QRNIC_ETH_HLEN + QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN + QRNIC_ATOMICETH_LEN)
+
+/* IBTA BTH opcodes: RC (0x00-0x1f) and UD (0x60-0x7f) */
+enum qrnic_ib_opcode {
+	QRNIC_OP_RC_SEND_FIRST = 0x00, QRNIC_OP_RC_SEND_MIDDLE = 0x01, QRNIC_OP_RC_SEND_LAST = 0x02,
+	QRNIC_OP_RC_SEND_LAST_IMM = 0x03, QRNIC_OP_RC_SEND_ONLY = 0x04, QRNIC_OP_RC_SEND_ONLY_IMM = 0x05,
+	QRNIC_OP_RC_WRITE_FIRST = 0x06, QRNIC_OP_RC_WRITE_MIDDLE = 0x07, QRNIC_OP_RC_WRITE_LAST = 0x08,
+	QRNIC_OP_RC_WRITE_LAST_IMM = 0x09, QRNIC_OP_RC_WRITE_ONLY = 0x0a, QRNIC_OP_RC_WRITE_ONLY_IMM = 0x0b,
+	QRNIC_OP_RC_READ_REQ = 0x0c, QRNIC_OP_RC_READ_RESP_FIRST = 0x0d, QRNIC_OP_RC_READ_RESP_MIDDLE = 0x0e,
+	QRNIC_OP_RC_READ_RESP_LAST = 0x0f, QRNIC_OP_RC_READ_RESP_ONLY = 0x10, QRNIC_OP_RC_ACK = 0x11,
+	QRNIC_OP_RC_ATOMIC_ACK = 0x12, QRNIC_OP_RC_CMP_SWAP = 0x13, QRNIC_OP_RC_FETCH_ADD = 0x14,
+	QRNIC_OP_UD_SEND_ONLY = 0x64, QRNIC_OP_UD_SEND_ONLY_IMM = 0x65,
+};
+
+/* per-opcode header flags */
+#define QRNIC_HDR_RETH (1u<<0)
+#define QRNIC_HDR_AETH (1u<<1)
+#define QRNIC_HDR_ATOMICETH (1u<<2)
+#define QRNIC_HDR_ATOMICACKETH (1u<<3)
+#define QRNIC_HDR_IMMDT (1u<<4)
+#define QRNIC_HDR_DETH (1u<<5)
+#define QRNIC_HDR_PAYLOAD (1u<<6)   /* opcode carries payload (may be 0 bytes for ONLY) */
+#define QRNIC_HDR_FIRST (1u<<7)
+#define QRNIC_HDR_MIDDLE (1u<<8)
+#define QRNIC_HDR_LAST (1u<<9)      /* ONLY = FIRST|LAST */
+#define QRNIC_HDR_REQUEST (1u<<10)  /* sent by requester (SEND/WRITE/READ_REQ/atomic, UD send) */
+#define QRNIC_HDR_RESPONSE (1u<<11) /* READ_RESP_*, ACK, ATOMIC_ACK */
+#define QRNIC_HDR_SEND (1u<<12)
+#define QRNIC_HDR_WRITE (1u<<13)
+#define QRNIC_HDR_READ (1u<<14)
+#define QRNIC_HDR_ATOMIC (1u<<15)
+/* returns 0 for an opcode qrnic does not implement */
+uint32_t qrnic_opcode_flags(uint8_t opcode);
+const char *qrnic_opcode_name(uint8_t opcode);   /* "RC_SEND_FIRST", ... , "UNKNOWN" */
+
+/* Parsed/built packet, all fields in host byte order. */
+struct qrnic_pkt {
+	/* L2 */
+	uint8_t dmac[6], smac[6];
+	/* L3: GIDs; IPv4 addresses are IPv4-mapped (::ffff:a.b.c.d) */
+	bool ipv6;
+	uint8_t sgid[16], dgid[16];
+	uint8_t traffic_class;    /* IPv4 TOS / IPv6 traffic class */
+	uint8_t hop_limit;        /* IPv4 TTL / IPv6 hop limit */
+	uint32_t flow_label;      /* IPv6 only, 20 bits */
+	/* L4 */
+	uint16_t udp_sport;       /* dport is always 4791 */
+	/* BTH */
+	uint8_t opcode;
+	bool se, migreq, ackreq, fecn, becn;
+	uint8_t padcnt;           /* parse: as received; build: computed by qrnic_wire_build (ignored on input) */
+	uint8_t tver;             /* 0 */
+	uint16_t pkey;            /* 0xffff default */
+	uint32_t dqpn;            /* 24 bits */
+	uint32_t psn;             /* 24 bits */
+	/* extension headers: valid per qrnic_opcode_flags(opcode) */
+	uint64_t reth_va; uint32_t reth_rkey; uint32_t reth_len;
+	uint8_t aeth_syndrome; uint32_t aeth_msn;          /* msn 24 bits */
+	uint64_t atomic_va; uint32_t atomic_rkey; uint64_t atomic_swap_add; uint64_t atomic_cmp;
+	uint64_t atomic_ack_orig;
+	uint32_t imm;             /* raw 4 bytes as they appear on the wire, memcpy'd into this u32 (NOT byte swapped) */
+	uint32_t deth_qkey; uint32_t deth_sqpn;           /* sqpn 24 bits */
+	/* payload: on parse, points into the caller's frame buffer (valid only while that buffer is) */
+	const uint8_t *payload; uint32_t paylen;
+};
+
+/* Build a complete Ethernet frame (eth + IPv4/IPv6 + UDP + BTH + ext headers + payload + pad + ICRC).
+ * IPv4: version 4, IHL 5, DF set, id 0, protocol 17, TOS = traffic_class,
+ * TTL = hop_limit (taken as given), addresses = bytes 12..15 of the GIDs,
+ * header checksum computed, UDP checksum 0 (as RoCE hardware sends it).
+ * IPv6: next header 17, UDP checksum computed (IPv6 requires it; covers the
+ * ICRC).  BTH tver is always written as 0, pad count = (4 - paylen % 4) % 4
+ * with zero pad bytes, 24-bit fields are masked to 24 bits.  The frame is
+ * not padded to the 60-byte Ethernet minimum (the host's net layer does it;
+ * qrnic_wire_parse ignores such trailing padding).  p->payload/p->paylen are
+ * ignored: the payload is the (payload, paylen) argument, which may be NULL
+ * when paylen is 0.
+ * Returns the frame length, or 0 if bufsz is too small, the opcode unknown,
+ * or paylen != 0 for an opcode without payload (READ_REQ, ACK, atomics). */
+size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t paylen, uint8_t *buf, size_t bufsz);
+
+/* Parse and validate a frame.  Returns 0 and fills *p on success, or a QRNIC_WIRE_E_* reason (>0).
+ * *p is zeroed first; on success fields not carried by the opcode stay 0, and
+ * p->payload is NULL for opcodes without payload.
+ * Classification first (NOT_ROCE): ethertype not 0x0800/0x86dd (VLAN tags
+ * included), IP protocol / IPv6 next header not UDP, IPv4 non-first
+ * fragment, UDP dport not 4791.  Then validation: IPv4 version / IHL == 5 /
+ * no MF / header checksum / total length (BAD_IP or TRUNCATED), UDP length ==
+ * IP payload length and, when non-zero, the UDP checksum (BAD_UDP), BTH tver
+ * == 0 (BAD_BTH), known opcode (BAD_OPCODE), headers + ICRC fit (TRUNCATED),
+ * pad count fits and payload+pad is a multiple of 4, no payload on a
+ * non-payload opcode (BAD_BTH), ICRC (ICRC).  Bytes after the IP datagram
+ * (Ethernet minimum-size padding) are ignored.  Never reads beyond len. */
+int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p);
+enum { QRNIC_WIRE_OK = 0, QRNIC_WIRE_E_NOT_ROCE = 1, QRNIC_WIRE_E_TRUNCATED, QRNIC_WIRE_E_BAD_IP,
+       QRNIC_WIRE_E_BAD_UDP, QRNIC_WIRE_E_BAD_BTH, QRNIC_WIRE_E_BAD_OPCODE, QRNIC_WIRE_E_ICRC };
+
+/* ICRC over a complete frame (eth header start), as IBTA Annex A17 / Linux rxe compute it.
+ * frame[0..len) is the whole frame including the 4 trailing ICRC bytes; the
+ * end is taken from the IP length when that fits in len (so Ethernet padding
+ * is excluded), else len.  Returns the CRC value whose little-endian encoding
+ * is the 4 ICRC bytes on the wire; returns 0 for a frame too short or not
+ * IPv4/IPv6. */
+uint32_t qrnic_icrc(const uint8_t *frame, size_t len);
+
+/* GID helpers */
+bool qrnic_gid_is_v4mapped(const uint8_t gid[16]);
+
+/* ---- Helpers (additions) ------------------------------------------------ */
+/* Make gid the IPv4-mapped GID ::ffff:a.b.c.d for ip4 = {a, b, c, d}. */
+void qrnic_gid_set_v4mapped(uint8_t gid[16], const uint8_t ip4[4]);
+/* Bytes of BTH + extension headers for opcode (0 if unknown). */
+uint32_t qrnic_opcode_hdr_len(uint8_t opcode);
+/* Frame length qrnic_wire_build produces for these arguments (0 if unknown
+ * opcode or payload on a non-payload opcode). */
+size_t qrnic_wire_frame_len(bool ipv6, uint8_t opcode, uint32_t paylen);
+/* Plain CRC-32 (Ethernet/zlib): crc = qrnic_crc32(crc, buf, len), start with
+ * crc = 0 (like zlib's crc32()). */
+uint32_t qrnic_crc32(uint32_t crc, const void *buf, size_t len);
+/* "OK", "NOT_ROCE", "TRUNCATED", "BAD_IP", ... for a qrnic_wire_parse result. */
+const char *qrnic_wire_strerror(int err);
+
+#endif
