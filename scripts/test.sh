@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Build qrnic and run its tests.
+#
+# Usage: scripts/test.sh [pytest args...]
+#   QRNIC_TIERS   comma list of test tiers to run (default: unit).
+#                 unit = model + firmware through the C harness;
+#                 qemu, guest = later tiers (pytest markers, see tests/conftest.py)
+#   QRNIC_BUILD_DIR  build directory (default: build)
+#
+# Installs the Debian packages it needs when missing, configures (always
+# --reconfigure so new .c files are picked up) and builds with meson/ninja,
+# then runs pytest.  Exits non-zero on any failure, including "no tests ran".
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
+export QRNIC_TIERS=${QRNIC_TIERS:-unit}
+
+# ---- packages ------------------------------------------------------------------
+PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark)
+missing=()
+for p in "${PKGS[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+if ((${#missing[@]})); then
+    echo "test.sh: installing ${missing[*]}" >&2
+    SUDO=
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    export DEBIAN_FRONTEND=noninteractive
+    # tshark asks whether non-root users may capture; answer no, non-interactively
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# ---- build -----------------------------------------------------------------------
+if [ -f "$BUILD/build.ninja" ]; then
+    meson setup --reconfigure "$BUILD" >"$BUILD/meson-setup.log" 2>&1 || {
+        cat "$BUILD/meson-setup.log" >&2; echo "test.sh: meson setup failed" >&2; exit 1; }
+else
+    mkdir -p "$(dirname "$BUILD")"
+    meson setup "$BUILD" >/tmp/qrnic-meson-setup.$$.log 2>&1 || {
+        cat /tmp/qrnic-meson-setup.$$.log >&2; echo "test.sh: meson setup failed" >&2; exit 1; }
+    rm -f /tmp/qrnic-meson-setup.$$.log
+fi
+ninja -C "$BUILD"
+
+# ---- tests -------------------------------------------------------------------------
+export QRNIC_NO_BUILD=1 QRNIC_BUILD_DIR="$BUILD"
+echo "test.sh: tiers: $QRNIC_TIERS" >&2
+set +e
+/usr/bin/python3 -m pytest tests -q -ra "$@"
+rc=$?
+set -e
+if [ "$rc" = 5 ]; then
+    echo "test.sh: pytest collected no tests (tiers: $QRNIC_TIERS) - treating as failure" >&2
+    exit 1
+fi
+exit "$rc"

@@ -1,0 +1,2437 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic test harness: see harness.h.  Uses only the public model API
+ * (qrnic_model.h) and the ABI headers: the mini driver below drives each
+ * device exactly as a guest driver would.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define HX_LOG_KEEP	64
+#define HX_LOG_LEN	256
+#define HX_MAX_RULES	64
+#define HX_MAX_PATCH	16
+#define HX_MAX_DENY	16
+#define HX_RX_BURST	256	/* frames delivered to one device per loop iteration */
+#define HX_PAGE		4096ull
+
+struct hx_frame {
+	struct hx_frame *next;
+	uint64_t deliver_at;
+	int src, dst;
+	int hold_left;
+	int64_t log_idx;	/* frame log entry, -1 none */
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct hx_rule {
+	int src;
+	int64_t index;
+	int opcode;
+	int64_t psn;
+	int64_t dqpn;
+	uint32_t skip;
+	int64_t count;
+	int action;
+	uint32_t arg, arg2;
+	uint64_t matched, fired;
+};
+
+struct hx_patch {
+	uint32_t off, len;
+	uint8_t bytes[64];
+};
+
+struct hx_cq_rec {
+	bool valid;
+	uint32_t cqn, uctx, eqn;
+	uint8_t log;
+	uint64_t ring, dbrec;
+	uint32_t ci;
+};
+
+struct hx_eq_rec {
+	bool valid;
+	uint32_t eqn;
+	uint8_t log;
+	uint16_t vector;
+	uint64_t ring;
+	uint32_t ci;
+};
+
+struct hx_qp_rec {
+	bool valid;
+	uint32_t qpn, uctx, pdn, type, scq, rcq;
+	uint64_t sq_addr, rq_addr;
+	uint8_t sq_log, sq_shift, rq_log, rq_shift;
+	uint32_t sq_pi, sq_ci, rq_pi, rq_ci;
+};
+
+struct hx_mr_rec {
+	bool valid;
+	uint32_t key, pdn, access, flags;
+	uint64_t iova, length;
+	uint32_t page_shift, npages;
+	uint64_t *pages;
+	uint64_t pbl_addr;
+	struct hx_mr_rec *next;
+};
+
+struct hx_logmsg {
+	int level;
+	char msg[HX_LOG_LEN];
+};
+
+struct hx_dev {
+	struct hx_world *w;
+	int idx;
+	struct qrnic_dev *dev;
+	struct qrnic_config cfg;
+
+	/* host memory */
+	uint8_t *mem;
+	uint64_t base, size, brk;
+	uint64_t deny_addr[HX_MAX_DENY], deny_len[HX_MAX_DENY];
+	int ndeny;
+	uint64_t dma[5];
+
+	/* host services */
+	bool sched;
+	uint64_t deadline;
+	uint64_t *irqs;
+	unsigned nvec;
+	uint64_t irq_total;
+	struct hx_logmsg logs[HX_LOG_KEEP];
+	uint64_t nlogs;
+	uint64_t log_level_count[3];
+	int peer;
+	uint64_t tx_seq;
+
+	/* driver */
+	struct {
+		bool alloc;
+		uint64_t sq, cq;
+		uint8_t log;
+		uint32_t pi, ci;
+		uint16_t next_id;
+		uint8_t last_cqe[QRNIC_AQ_CQE_SIZE];
+	} aq;
+	uint64_t scratch;
+	struct hx_patch cmd_patch[HX_MAX_PATCH];
+	int ncmd_patch;
+	struct hx_patch wqe_patch[HX_MAX_PATCH];
+	int nwqe_patch;
+	struct hx_cq_rec *cqs;
+	uint32_t ncqs;
+	struct hx_eq_rec *eqs;
+	uint32_t neqs;
+	struct hx_qp_rec *qps;
+	uint32_t nqps;
+	struct hx_mr_rec *mrs;	/* newest first */
+};
+
+struct hx_world {
+	uint64_t now;
+	uint64_t mem_size;
+	uint64_t seed;
+	int ndev;
+	struct hx_dev *dev[HX_MAX_DEV];
+	char err[256];
+	uint64_t admin_timeout_ns;
+	uint64_t last_iters;
+
+	/* wire */
+	uint64_t latency;
+	struct hx_frame *fl_head, *fl_tail;	/* in flight, sorted by deliver_at */
+	struct hx_frame *held;			/* held (reorder) frames */
+	struct hx_rule rules[HX_MAX_RULES];
+	int nrules;
+	uint32_t loss_ppm, dup_ppm, reorder_ppm, corrupt_ppm;
+	uint64_t rng;
+	uint64_t tx_seq;
+	uint64_t ws[HX_WS_COUNT];
+	FILE *pcap;
+
+	/* frame log */
+	uint32_t fl_max, fl_count;
+	struct hx_frame_info *fl_info;
+	uint8_t **fl_data;
+
+	/* trace */
+	struct hx_trace_rec *trace;
+	uint32_t trace_cap;
+	uint64_t trace_total;
+};
+
+static void hx_err(hx_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hx_err(hx_world *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->err, sizeof(w->err), fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* splitmix64 */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static struct hx_dev *D(hx_world *w, int d)
+{
+	if (!w || d < 0 || d >= w->ndev)
+		return NULL;
+	return w->dev[d];
+}
+
+/* ---- host memory ------------------------------------------------------------ */
+static bool mem_range_ok(struct hx_dev *h, uint64_t addr, uint64_t len)
+{
+	if (addr < h->base || len > h->size || addr - h->base > h->size - len)
+		return false;
+	return true;
+}
+
+static bool mem_denied(struct hx_dev *h, uint64_t addr, uint64_t len)
+{
+	for (int i = 0; i < h->ndeny; i++) {
+		uint64_t a = h->deny_addr[i], l = h->deny_len[i];
+
+		if (addr < a + l && a < addr + len)
+			return true;
+	}
+	return false;
+}
+
+static uint8_t *mem_ptr(struct hx_dev *h, uint64_t addr)
+{
+	return h->mem + (addr - h->base);
+}
+
+static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
+{
+	struct hx_dev *h = opaque;
+
+	if (!mem_range_ok(h, addr, len) || mem_denied(h, addr, len)) {
+		h->dma[4]++;
+		return -1;
+	}
+	memcpy(buf, mem_ptr(h, addr), len);
+	h->dma[0]++;
+	h->dma[2] += len;
+	return 0;
+}
+
+static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
+{
+	struct hx_dev *h = opaque;
+
+	if (!mem_range_ok(h, addr, len) || mem_denied(h, addr, len)) {
+		h->dma[4]++;
+		return -1;
+	}
+	memcpy(mem_ptr(h, addr), buf, len);
+	h->dma[1]++;
+	h->dma[3] += len;
+	return 0;
+}
+
+uint64_t hx_mem_base(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->base : 0;
+}
+
+uint64_t hx_mem_size(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->size : 0;
+}
+
+uint64_t hx_mem_alloc(hx_world *w, int d, uint64_t size, uint64_t align)
+{
+	struct hx_dev *h = D(w, d);
+	uint64_t a;
+
+	if (!h)
+		return 0;
+	if (align < 64)
+		align = 64;
+	if (align & (align - 1))
+		return 0;
+	a = (h->base + h->brk + align - 1) & ~(align - 1);
+	if (size == 0)
+		size = 1;
+	if (a - h->base > h->size || size > h->size - (a - h->base)) {
+		hx_err(w, "dev %d: simulated memory exhausted (%llu bytes asked)", d,
+		       (unsigned long long)size);
+		return 0;
+	}
+	h->brk = a - h->base + size;
+	memset(mem_ptr(h, a), 0, size);
+	return a;
+}
+
+int hx_mem_read(hx_world *w, int d, uint64_t addr, void *buf, uint64_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || !mem_range_ok(h, addr, len))
+		return -1;
+	memcpy(buf, mem_ptr(h, addr), len);
+	return 0;
+}
+
+int hx_mem_write(hx_world *w, int d, uint64_t addr, const void *buf, uint64_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || !mem_range_ok(h, addr, len))
+		return -1;
+	memcpy(mem_ptr(h, addr), buf, len);
+	return 0;
+}
+
+int hx_mem_deny(hx_world *w, int d, uint64_t addr, uint64_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || h->ndeny >= HX_MAX_DENY)
+		return HX_E_INVAL;
+	h->deny_addr[h->ndeny] = addr;
+	h->deny_len[h->ndeny] = len;
+	h->ndeny++;
+	return 0;
+}
+
+void hx_mem_deny_clear(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	if (h)
+		h->ndeny = 0;
+}
+
+uint64_t hx_dma_stat(hx_world *w, int d, int which)
+{
+	struct hx_dev *h = D(w, d);
+	if (!h || which < 0 || which > 4)
+		return 0;
+	return h->dma[which];
+}
+
+/* ---- frame parsing ---------------------------------------------------------- */
+int hx_parse_bth(const uint8_t *f, uint32_t len, int *opcode, uint32_t *dqpn, uint32_t *psn,
+		 uint32_t *bth_off)
+{
+	uint32_t off = 14, l4;
+	uint16_t et;
+
+	if (len < 14)
+		return -1;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	if (et == 0x8100) {
+		if (len < 18)
+			return -1;
+		et = (uint16_t)(f[16] << 8 | f[17]);
+		off = 18;
+	}
+	if (et == 0x0800) {
+		uint32_t ihl;
+
+		if (len < off + 20)
+			return -1;
+		ihl = (f[off] & 0xfu) * 4u;
+		if (ihl < 20 || f[off + 9] != 17)
+			return -1;
+		l4 = off + ihl;
+	} else if (et == 0x86dd) {
+		if (len < off + 40 || f[off + 6] != 17)
+			return -1;
+		l4 = off + 40;
+	} else {
+		return -1;
+	}
+	if (len < l4 + 8 + 12)
+		return -1;
+	if ((uint16_t)(f[l4 + 2] << 8 | f[l4 + 3]) != 4791)
+		return -1;
+	off = l4 + 8;
+	if (opcode)
+		*opcode = f[off];
+	if (dqpn)
+		*dqpn = (uint32_t)f[off + 5] << 16 | (uint32_t)f[off + 6] << 8 | f[off + 7];
+	if (psn)
+		*psn = (uint32_t)f[off + 9] << 16 | (uint32_t)f[off + 10] << 8 | f[off + 11];
+	if (bth_off)
+		*bth_off = off;
+	return 0;
+}
+
+/* ---- pcap and frame log --------------------------------------------------------- */
+int hx_pcap_open(hx_world *w, const char *path)
+{
+	struct {
+		uint32_t magic;
+		uint16_t vmaj, vmin;
+		int32_t zone;
+		uint32_t sigfigs, snaplen, linktype;
+	} gh = { 0xa1b23c4d, 2, 4, 0, 0, 65535, 1 };	/* nanosecond pcap, Ethernet */
+
+	hx_pcap_close(w);
+	w->pcap = fopen(path, "wb");
+	if (!w->pcap) {
+		hx_err(w, "pcap %s: %s", path, strerror(errno));
+		return HX_E_INVAL;
+	}
+	fwrite(&gh, sizeof(gh), 1, w->pcap);
+	return 0;
+}
+
+void hx_pcap_close(hx_world *w)
+{
+	if (w->pcap) {
+		fclose(w->pcap);
+		w->pcap = NULL;
+	}
+}
+
+static void pcap_write(hx_world *w, const uint8_t *f, uint32_t len)
+{
+	struct { uint32_t sec, nsec, incl, orig; } rh;
+
+	if (!w->pcap)
+		return;
+	rh.sec = (uint32_t)(w->now / 1000000000ull);
+	rh.nsec = (uint32_t)(w->now % 1000000000ull);
+	rh.incl = rh.orig = len;
+	fwrite(&rh, sizeof(rh), 1, w->pcap);
+	fwrite(f, 1, len, w->pcap);
+	fflush(w->pcap);
+}
+
+void hx_framelog_clear(hx_world *w)
+{
+	for (uint32_t i = 0; i < w->fl_count; i++)
+		free(w->fl_data[i]);
+	w->fl_count = 0;
+}
+
+void hx_framelog_enable(hx_world *w, uint32_t max_frames)
+{
+	hx_framelog_clear(w);
+	free(w->fl_info);
+	free(w->fl_data);
+	w->fl_info = NULL;
+	w->fl_data = NULL;
+	w->fl_max = 0;
+	if (max_frames) {
+		w->fl_info = calloc(max_frames, sizeof(*w->fl_info));
+		w->fl_data = calloc(max_frames, sizeof(*w->fl_data));
+		if (w->fl_info && w->fl_data)
+			w->fl_max = max_frames;
+	}
+}
+
+uint32_t hx_framelog_count(hx_world *w)
+{
+	return w->fl_count;
+}
+
+int hx_framelog_get(hx_world *w, uint32_t i, struct hx_frame_info *info, void *buf, uint32_t buflen)
+{
+	uint32_t n;
+
+	if (i >= w->fl_count)
+		return -1;
+	if (info)
+		*info = w->fl_info[i];
+	n = w->fl_info[i].len < buflen ? w->fl_info[i].len : buflen;
+	if (buf && n)
+		memcpy(buf, w->fl_data[i], n);
+	return (int)w->fl_info[i].len;
+}
+
+static int64_t framelog_add(hx_world *w, int src, int dst, uint64_t src_seq,
+			    const uint8_t *f, uint32_t len)
+{
+	struct hx_frame_info *fi;
+
+	if (w->fl_count >= w->fl_max)
+		return -1;
+	fi = &w->fl_info[w->fl_count];
+	fi->t_ns = w->now;
+	fi->seq = w->tx_seq;
+	fi->src_seq = src_seq;
+	fi->src = src;
+	fi->dst = dst;
+	fi->len = len;
+	fi->fate = 0;
+	w->fl_data[w->fl_count] = malloc(len ? len : 1);
+	if (!w->fl_data[w->fl_count])
+		return -1;
+	memcpy(w->fl_data[w->fl_count], f, len);
+	return w->fl_count++;
+}
+
+static void fate(hx_world *w, int64_t idx, uint32_t bit)
+{
+	if (idx >= 0 && (uint64_t)idx < w->fl_count)
+		w->fl_info[idx].fate |= bit;
+}
+
+/* ---- the wire ------------------------------------------------------------------- */
+void hx_wire_set_latency(hx_world *w, uint64_t ns)
+{
+	w->latency = ns;
+}
+
+int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t psn,
+		     int64_t dqpn, uint32_t skip, int64_t count, int action,
+		     uint32_t arg, uint32_t arg2)
+{
+	struct hx_rule *r;
+
+	if (w->nrules >= HX_MAX_RULES || action < HX_ACT_DROP || action > HX_ACT_CORRUPT)
+		return HX_E_INVAL;
+	r = &w->rules[w->nrules];
+	memset(r, 0, sizeof(*r));
+	r->src = src;
+	r->index = index;
+	r->opcode = opcode;
+	r->psn = psn;
+	r->dqpn = dqpn;
+	r->skip = skip;
+	r->count = count;
+	r->action = action;
+	r->arg = arg;
+	r->arg2 = arg2;
+	return w->nrules++;
+}
+
+uint64_t hx_wire_rule_fired(hx_world *w, int id)
+{
+	if (id < 0 || id >= w->nrules)
+		return 0;
+	return w->rules[id].fired;
+}
+
+void hx_wire_rules_clear(hx_world *w)
+{
+	w->nrules = 0;
+}
+
+void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t reorder_ppm,
+		    uint32_t corrupt_ppm, uint64_t seed)
+{
+	w->loss_ppm = loss_ppm;
+	w->dup_ppm = dup_ppm;
+	w->reorder_ppm = reorder_ppm;
+	w->corrupt_ppm = corrupt_ppm;
+	w->rng = seed;
+}
+
+static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+{
+	struct hx_frame *fr = malloc(sizeof(*fr) + (len ? len : 1));
+
+	if (!fr)
+		abort();
+	memset(fr, 0, sizeof(*fr));
+	memcpy(fr->data, f, len);
+	fr->len = len;
+	fr->src = src;
+	fr->dst = dst;
+	fr->log_idx = li;
+	return fr;
+}
+
+static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
+{
+	struct hx_frame **pp;
+
+	fr->deliver_at = at;
+	fr->next = NULL;
+	if (!w->fl_head || w->fl_tail->deliver_at <= at) {
+		if (w->fl_tail)
+			w->fl_tail->next = fr;
+		else
+			w->fl_head = fr;
+		w->fl_tail = fr;
+		return;
+	}
+	for (pp = &w->fl_head; *pp && (*pp)->deliver_at <= at; pp = &(*pp)->next)
+		;
+	fr->next = *pp;
+	*pp = fr;
+}
+
+static void held_release(hx_world *w, struct hx_frame *fr)
+{
+	inflight_insert(w, fr, w->now + w->latency);
+}
+
+/* After a frame from 'src' entered the wire: count down held frames. */
+static void held_tick(hx_world *w, int src)
+{
+	struct hx_frame **pp = &w->held;
+
+	while (*pp) {
+		struct hx_frame *fr = *pp;
+
+		if (fr->src == src && --fr->hold_left <= 0) {
+			*pp = fr->next;
+			held_release(w, fr);
+		} else {
+			pp = &fr->next;
+		}
+	}
+}
+
+static void held_add(hx_world *w, struct hx_frame *fr, int k)
+{
+	struct hx_frame **pp = &w->held;
+
+	fr->hold_left = k > 0 ? k : 1;
+	fr->next = NULL;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = fr;
+}
+
+static bool rule_matches(struct hx_rule *r, int src, uint64_t src_seq, uint64_t gseq,
+			 bool parsed, int op, uint32_t dqpn, uint32_t psn)
+{
+	if (r->count == 0)
+		return false;
+	if (r->src >= 0 && r->src != src)
+		return false;
+	if (r->index >= 0 && (uint64_t)r->index != (r->src >= 0 ? src_seq : gseq))
+		return false;
+	if (r->opcode >= 0 && (!parsed || r->opcode != op))
+		return false;
+	if (r->psn >= 0 && (!parsed || (uint32_t)r->psn != psn))
+		return false;
+	if (r->dqpn >= 0 && (!parsed || (uint32_t)r->dqpn != dqpn))
+		return false;
+	return true;
+}
+
+static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
+{
+	struct hx_dev *h = opaque;
+	hx_world *w = h->w;
+	int src = h->idx, dst = h->peer;
+	uint64_t src_seq = h->tx_seq++, gseq = w->tx_seq;
+	int op = -1;
+	uint32_t dqpn = 0, psn = 0;
+	bool parsed;
+	int action = -1;
+	uint32_t arg = 0, arg2 = 0;
+	int64_t li;
+	struct hx_frame *fr;
+
+	parsed = hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
+	pcap_write(w, f, (uint32_t)len);
+	li = framelog_add(w, src, dst, src_seq, f, (uint32_t)len);
+	w->tx_seq++;
+	w->ws[HX_WS_TX]++;
+
+	for (int i = 0; i < w->nrules; i++) {
+		struct hx_rule *r = &w->rules[i];
+
+		if (!rule_matches(r, src, src_seq, gseq, parsed, op, dqpn, psn))
+			continue;
+		r->matched++;
+		if (r->matched <= r->skip)
+			continue;
+		if (r->count > 0)
+			r->count--;
+		r->fired++;
+		action = r->action;
+		arg = r->arg;
+		arg2 = r->arg2;
+		break;
+	}
+	if (action < 0 && (w->loss_ppm || w->dup_ppm || w->reorder_ppm || w->corrupt_ppm)) {
+		uint32_t x = (uint32_t)(rng_next(&w->rng) % 1000000u);
+
+		if (x < w->loss_ppm) {
+			w->ws[HX_WS_DROP_RANDOM]++;
+			fate(w, li, HX_F_DROP_RANDOM);
+			held_tick(w, src);
+			return;
+		}
+		x -= w->loss_ppm;
+		if (x < w->dup_ppm) {
+			action = HX_ACT_DUP;
+		} else if ((x -= w->dup_ppm) < w->reorder_ppm) {
+			action = HX_ACT_HOLD;
+			arg = 1 + (uint32_t)(rng_next(&w->rng) % 3);
+		} else if ((x -= w->reorder_ppm) < w->corrupt_ppm) {
+			action = HX_ACT_CORRUPT;
+			arg = (uint32_t)(rng_next(&w->rng) % len);
+			arg2 = 1u << (rng_next(&w->rng) % 8);
+		}
+	}
+	if (dst < 0) {
+		w->ws[HX_WS_NO_CABLE]++;
+		fate(w, li, HX_F_NO_CABLE);
+		return;
+	}
+	if (action == HX_ACT_DROP) {
+		w->ws[HX_WS_DROP_RULE]++;
+		fate(w, li, HX_F_DROP_RULE);
+		held_tick(w, src);
+		return;
+	}
+	fr = frame_new(f, (uint32_t)len, src, dst, li);
+	if (action == HX_ACT_CORRUPT) {
+		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
+		w->ws[HX_WS_CORRUPTED]++;
+		fate(w, li, HX_F_CORRUPTED);
+	}
+	if (action == HX_ACT_HOLD) {
+		w->ws[HX_WS_HELD]++;
+		fate(w, li, HX_F_HELD);
+		held_tick(w, src);
+		held_add(w, fr, (int)arg);
+		return;
+	}
+	inflight_insert(w, fr, w->now + w->latency);
+	if (action == HX_ACT_DUP) {
+		uint32_t n = arg ? arg : 1;
+
+		for (uint32_t i = 0; i < n; i++) {
+			struct hx_frame *c = frame_new(fr->data, fr->len, src, dst, li);
+
+			inflight_insert(w, c, w->now + w->latency);
+			w->ws[HX_WS_DUPLICATED]++;
+		}
+		fate(w, li, HX_F_DUPLICATED);
+	}
+	held_tick(w, src);
+}
+
+int hx_rx_inject(hx_world *w, int d, const void *frame, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	w->ws[HX_WS_INJECTED]++;
+	return qrnic_dev_rx_frame(h->dev, frame, len) ? 0 : HX_E_FULL;
+}
+
+/* ---- other host ops ----------------------------------------------------------- */
+static void op_irq(void *opaque, unsigned vector)
+{
+	struct hx_dev *h = opaque;
+
+	h->irq_total++;
+	if (vector < h->nvec)
+		h->irqs[vector]++;
+}
+
+static uint64_t op_now(void *opaque)
+{
+	struct hx_dev *h = opaque;
+	return h->w->now;
+}
+
+static void op_timer_arm(void *opaque, uint64_t deadline)
+{
+	struct hx_dev *h = opaque;
+	h->deadline = deadline;
+}
+
+static void op_schedule(void *opaque)
+{
+	struct hx_dev *h = opaque;
+	h->sched = true;
+}
+
+static void op_log(void *opaque, enum qrnic_log_level level, const char *msg)
+{
+	struct hx_dev *h = opaque;
+	struct hx_logmsg *m = &h->logs[h->nlogs % HX_LOG_KEEP];
+	const char *env = getenv("QRNIC_HARNESS_LOG");
+
+	m->level = (int)level;
+	snprintf(m->msg, sizeof(m->msg), "%s", msg);
+	h->nlogs++;
+	if ((unsigned)level < 3)
+		h->log_level_count[level]++;
+	if (env && *env && (level != QRNIC_LOG_INFO || strcmp(env, "all") == 0))
+		fprintf(stderr, "qrnic%d: %s: %s\n", h->idx,
+			level == QRNIC_LOG_GUEST_ERROR ? "guest error" :
+			level == QRNIC_LOG_UNIMP ? "unimplemented" : "info", msg);
+}
+
+static void op_trace(void *opaque, const struct qrnic_trace_ev *ev)
+{
+	struct hx_dev *h = opaque;
+	hx_world *w = h->w;
+	struct hx_trace_rec *r;
+
+	if (!w->trace_cap)
+		return;
+	r = &w->trace[w->trace_total % w->trace_cap];
+	r->ev = *ev;
+	r->dev = (uint32_t)h->idx;
+	r->rsvd = 0;
+	w->trace_total++;
+}
+
+static const struct qrnic_host_ops hx_ops = {
+	.dma_read = op_dma_read,
+	.dma_write = op_dma_write,
+	.irq = op_irq,
+	.tx_frame = op_tx_frame,
+	.now_ns = op_now,
+	.timer_arm = op_timer_arm,
+	.schedule = op_schedule,
+	.log = op_log,
+	.trace = op_trace,
+};
+
+void hx_trace_enable(hx_world *w, uint32_t capacity)
+{
+	free(w->trace);
+	w->trace = NULL;
+	w->trace_cap = 0;
+	w->trace_total = 0;
+	if (capacity) {
+		w->trace = calloc(capacity, sizeof(*w->trace));
+		if (w->trace)
+			w->trace_cap = capacity;
+	}
+}
+
+uint64_t hx_trace_total(hx_world *w)
+{
+	return w->trace_total;
+}
+
+uint32_t hx_trace_read(hx_world *w, uint64_t from_seq, struct hx_trace_rec *out,
+		       uint32_t max, uint64_t *first_seq)
+{
+	uint64_t oldest, s;
+	uint32_t n = 0;
+
+	if (!w->trace_cap)
+		return 0;
+	oldest = w->trace_total > w->trace_cap ? w->trace_total - w->trace_cap : 0;
+	s = from_seq < oldest ? oldest : from_seq;
+	if (first_seq)
+		*first_seq = s;
+	for (; s < w->trace_total && n < max; s++)
+		out[n++] = w->trace[s % w->trace_cap];
+	return n;
+}
+
+const char *hx_trace_name(uint32_t type)
+{
+	return qrnic_trace_name(type);
+}
+
+/* ---- world ------------------------------------------------------------------------- */
+hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed)
+{
+	hx_world *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->mem_size = mem_bytes_per_dev ? mem_bytes_per_dev : (256ull << 20);
+	w->seed = seed;
+	w->rng = seed;
+	w->admin_timeout_ns = 1000000000ull;
+	w->now = 1000;	/* not zero, so that "0" timestamps stand out */
+	return w;
+}
+
+static void dev_free(struct hx_dev *h)
+{
+	struct hx_mr_rec *m, *n;
+
+	if (h->dev)
+		qrnic_dev_free(h->dev);
+	free(h->mem);
+	free(h->irqs);
+	free(h->cqs);
+	free(h->eqs);
+	free(h->qps);
+	for (m = h->mrs; m; m = n) {
+		n = m->next;
+		free(m->pages);
+		free(m);
+	}
+	free(h);
+}
+
+void hx_world_free(hx_world *w)
+{
+	struct hx_frame *f, *n;
+
+	if (!w)
+		return;
+	for (int i = 0; i < w->ndev; i++)
+		dev_free(w->dev[i]);
+	for (f = w->fl_head; f; f = n) {
+		n = f->next;
+		free(f);
+	}
+	for (f = w->held; f; f = n) {
+		n = f->next;
+		free(f);
+	}
+	hx_pcap_close(w);
+	hx_framelog_enable(w, 0);
+	hx_trace_enable(w, 0);
+	free(w);
+}
+
+const char *hx_world_error(hx_world *w)
+{
+	return w->err;
+}
+
+static int parse_mac(const char *s, uint8_t *mac)
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+static int cfg_set(struct qrnic_config *c, const char *k, const char *v)
+{
+	unsigned long long x = strtoull(v, NULL, 0);
+
+#define U32(f) if (!strcmp(k, #f)) { c->f = (uint32_t)x; return 0; }
+	U32(eth_mtu) U32(speed_mbps) U32(max_qp) U32(max_qp_wr) U32(max_cq) U32(max_cqe)
+	U32(max_mr) U32(max_pd) U32(max_ah) U32(max_eq) U32(max_uctx) U32(max_mtt)
+	U32(num_vectors) U32(gid_tbl_len) U32(max_rd_atomic)
+#undef U32
+	if (!strcmp(k, "max_mr_size")) {
+		c->max_mr_size = x;
+		return 0;
+	}
+	if (!strcmp(k, "mac"))
+		return parse_mac(v, c->mac);
+	return -1;
+}
+
+int hx_dev_add(hx_world *w, const char *cfg_kv)
+{
+	struct hx_dev *h;
+	char *s, *tok, *save = NULL;
+	char err[200];
+
+	if (w->ndev >= HX_MAX_DEV) {
+		hx_err(w, "too many devices");
+		return HX_E_INVAL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return HX_E_NOMEM;
+	h->w = w;
+	h->idx = w->ndev;
+	h->peer = -1;
+	h->deadline = UINT64_MAX;
+	qrnic_config_defaults(&h->cfg);
+	h->cfg.mac[0] = 0x02;
+	h->cfg.mac[1] = 0x00;
+	h->cfg.mac[2] = 0x00;
+	h->cfg.mac[3] = 0x00;
+	h->cfg.mac[4] = 0x00;
+	h->cfg.mac[5] = (uint8_t)(h->idx + 1);
+	if (cfg_kv && *cfg_kv) {
+		s = strdup(cfg_kv);
+		for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '=');
+
+			if (!eq || (*eq = 0, cfg_set(&h->cfg, tok, eq + 1) < 0)) {
+				hx_err(w, "bad config item '%s'", tok);
+				free(s);
+				free(h);
+				return HX_E_INVAL;
+			}
+		}
+		free(s);
+	}
+	if (qrnic_config_check(&h->cfg, err, sizeof(err)) < 0) {
+		hx_err(w, "config: %s", err);
+		free(h);
+		return HX_E_INVAL;
+	}
+	h->size = w->mem_size;
+	h->base = HX_MEM_BASE * (uint64_t)(h->idx + 1);
+	h->mem = calloc(1, h->size);	/* lazily backed by the kernel */
+	h->nvec = h->cfg.num_vectors ? h->cfg.num_vectors : 1;
+	h->irqs = calloc(h->nvec, sizeof(*h->irqs));
+	if (!h->mem || !h->irqs) {
+		free(h->mem);
+		free(h->irqs);
+		free(h);
+		hx_err(w, "out of host memory");
+		return HX_E_NOMEM;
+	}
+	h->brk = HX_PAGE;	/* keep bus address base itself unused */
+	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h);
+	if (!h->dev) {
+		hx_err(w, "qrnic_dev_new failed");
+		free(h->mem);
+		free(h->irqs);
+		free(h);
+		return HX_E_DEV;
+	}
+	w->dev[w->ndev] = h;
+	return w->ndev++;
+}
+
+int hx_num_devs(hx_world *w)
+{
+	return w->ndev;
+}
+
+int hx_cable(hx_world *w, int a, int b)
+{
+	struct hx_dev *ha = D(w, a), *hb = D(w, b);
+
+	if (!ha || !hb || a == b)
+		return HX_E_INVAL;
+	ha->peer = b;
+	hb->peer = a;
+	return 0;
+}
+
+uint64_t hx_now(hx_world *w)
+{
+	return w->now;
+}
+
+void hx_set_admin_timeout(hx_world *w, uint64_t ns)
+{
+	w->admin_timeout_ns = ns;
+}
+
+uint64_t hx_wire_stat(hx_world *w, int s)
+{
+	return (s >= 0 && s < HX_WS_COUNT) ? w->ws[s] : 0;
+}
+
+uint64_t hx_timer_deadline(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->deadline : UINT64_MAX;
+}
+
+int hx_sched_pending(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->sched : 0;
+}
+
+uint64_t hx_run_iterations(hx_world *w)
+{
+	return w->last_iters;
+}
+
+/* ---- the event loop -------------------------------------------------------------- */
+typedef bool (*hx_stop_fn)(hx_world *w, void *arg);
+
+static bool deliver(hx_world *w)
+{
+	uint32_t burst[HX_MAX_DEV] = { 0 };
+	struct hx_frame **pp = &w->fl_head, *prev = NULL;
+	bool did = false;
+
+	while (*pp && (*pp)->deliver_at <= w->now) {
+		struct hx_frame *fr = *pp;
+		struct hx_dev *h = D(w, fr->dst);
+
+		if (h && burst[fr->dst] >= HX_RX_BURST) {
+			prev = fr;
+			pp = &fr->next;
+			continue;
+		}
+		*pp = fr->next;
+		if (w->fl_tail == fr)
+			w->fl_tail = prev;
+		if (h) {
+			burst[fr->dst]++;
+			if (qrnic_dev_rx_frame(h->dev, fr->data, fr->len)) {
+				w->ws[HX_WS_DELIVERED]++;
+				fate(w, fr->log_idx, HX_F_DELIVERED);
+			} else {
+				w->ws[HX_WS_RX_FULL]++;
+				fate(w, fr->log_idx, HX_F_RX_FULL);
+			}
+		}
+		free(fr);
+		did = true;
+	}
+	return did;
+}
+
+static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn stop, void *arg)
+{
+	uint64_t limit = (max_ns > UINT64_MAX - w->now) ? UINT64_MAX : w->now + max_ns;
+	uint64_t it = 0;
+	int rc;
+
+	for (;;) {
+		bool did = false;
+
+		if (stop && stop(w, arg)) {
+			rc = HX_RUN_STOP;
+			break;
+		}
+		if (it >= max_iter) {
+			rc = HX_RUN_ITER;
+			break;
+		}
+		it++;
+		if (deliver(w))
+			did = true;
+		for (int i = 0; i < w->ndev; i++) {
+			struct hx_dev *h = w->dev[i];
+
+			if (h->deadline != UINT64_MAX && h->deadline <= w->now) {
+				h->deadline = UINT64_MAX;
+				qrnic_dev_timer_fire(h->dev);
+				did = true;
+			}
+		}
+		for (int i = 0; i < w->ndev; i++) {
+			struct hx_dev *h = w->dev[i];
+
+			if (h->sched) {
+				h->sched = false;
+				qrnic_dev_run(h->dev);
+				did = true;
+			}
+		}
+		if (did)
+			continue;
+		/* Idle at this instant.  A device with work that did not ask to
+		 * be scheduled is a model bug: count it, but run it anyway. */
+		for (int i = 0; i < w->ndev; i++) {
+			if (qrnic_dev_busy(w->dev[i]->dev)) {
+				w->ws[HX_WS_BUSY_UNSCHEDULED]++;
+				w->dev[i]->sched = true;
+				did = true;
+			}
+		}
+		if (did)
+			continue;
+		if (w->held) {
+			/* nothing else will come: release reordered frames now */
+			while (w->held) {
+				struct hx_frame *fr = w->held;
+
+				w->held = fr->next;
+				held_release(w, fr);
+			}
+			continue;
+		}
+		{
+			uint64_t next = UINT64_MAX;
+
+			for (int i = 0; i < w->ndev; i++)
+				if (w->dev[i]->deadline < next)
+					next = w->dev[i]->deadline;
+			if (w->fl_head && w->fl_head->deliver_at < next)
+				next = w->fl_head->deliver_at;
+			if (next == UINT64_MAX) {
+				rc = HX_RUN_IDLE;
+				break;
+			}
+			if (next > limit) {
+				if (limit > w->now)
+					w->now = limit;
+				rc = HX_RUN_TIME;
+				break;
+			}
+			if (next > w->now)
+				w->now = next;
+		}
+	}
+	w->last_iters = it;
+	return rc;
+}
+
+int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
+{
+	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL);
+}
+
+/* ---- device level ---------------------------------------------------------------- */
+uint64_t hx_reg_read(hx_world *w, int d, uint64_t off, unsigned size)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? qrnic_dev_reg_read(h->dev, off, size) : ~0ull;
+}
+
+void hx_reg_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size)
+{
+	struct hx_dev *h = D(w, d);
+	if (h)
+		qrnic_dev_reg_write(h->dev, off, val, size);
+}
+
+uint64_t hx_db_read(hx_world *w, int d, uint64_t off, unsigned size)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? qrnic_dev_db_read(h->dev, off, size) : ~0ull;
+}
+
+void hx_db_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size)
+{
+	struct hx_dev *h = D(w, d);
+	if (h)
+		qrnic_dev_db_write(h->dev, off, val, size);
+}
+
+void hx_dev_reset(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	if (h)
+		qrnic_dev_reset(h->dev);
+}
+
+void hx_set_link(hx_world *w, int d, int up)
+{
+	struct hx_dev *h = D(w, d);
+	if (h)
+		qrnic_dev_set_link(h->dev, up != 0);
+}
+
+int hx_dev_busy(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? qrnic_dev_busy(h->dev) : 0;
+}
+
+uint64_t hx_dev_stat(hx_world *w, int d, int s)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || s < 0 || s >= QRNIC_STAT_COUNT)
+		return 0;
+	return qrnic_dev_stat(h->dev, (enum qrnic_stat)s);
+}
+
+const char *hx_stat_name(int s)
+{
+	if (s < 0 || s >= QRNIC_STAT_COUNT)
+		return "";
+	return qrnic_stat_name((enum qrnic_stat)s);
+}
+
+int hx_stat_count(void)
+{
+	return QRNIC_STAT_COUNT;
+}
+
+uint64_t hx_irq_count(hx_world *w, int d, unsigned vector)
+{
+	struct hx_dev *h = D(w, d);
+	return (h && vector < h->nvec) ? h->irqs[vector] : 0;
+}
+
+uint64_t hx_irq_total(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->irq_total : 0;
+}
+
+const uint8_t *hx_mac(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->cfg.mac : NULL;
+}
+
+uint64_t hx_log_total(hx_world *w, int d, int level)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return 0;
+	if (level < 0)
+		return h->nlogs;
+	return level < 3 ? h->log_level_count[level] : 0;
+}
+
+int hx_log_get(hx_world *w, int d, int i, char *buf, uint32_t buflen)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_logmsg *m;
+
+	if (!h || i < 0 || (uint64_t)i >= h->nlogs || i >= HX_LOG_KEEP)
+		return -1;
+	m = &h->logs[(h->nlogs - 1 - (uint64_t)i) % HX_LOG_KEEP];
+	if (buf && buflen)
+		snprintf(buf, buflen, "%s", m->msg);
+	return m->level;
+}
+
+void hx_log_clear(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h) {
+		h->nlogs = 0;
+		memset(h->log_level_count, 0, sizeof(h->log_level_count));
+	}
+}
+
+/* ---- driver: admin queue ----------------------------------------------------------- */
+static uint32_t rd32(struct hx_dev *h, uint64_t off)
+{
+	return (uint32_t)qrnic_dev_reg_read(h->dev, off, 4);
+}
+
+static void wr32(struct hx_dev *h, uint64_t off, uint32_t v)
+{
+	qrnic_dev_reg_write(h->dev, off, v, 4);
+}
+
+int hx_drv_aq_alloc(hx_world *w, int d, unsigned log_depth)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || log_depth > 15)
+		return HX_E_INVAL;
+	memset(&h->aq, 0, sizeof(h->aq));
+	h->aq.log = (uint8_t)log_depth;
+	h->aq.sq = hx_mem_alloc(w, d, (uint64_t)QRNIC_AQ_SQE_SIZE << log_depth, HX_PAGE);
+	h->aq.cq = hx_mem_alloc(w, d, (uint64_t)QRNIC_AQ_CQE_SIZE << log_depth, HX_PAGE);
+	if (!h->scratch)
+		h->scratch = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
+	if (!h->aq.sq || !h->aq.cq || !h->scratch)
+		return HX_E_NOMEM;
+	h->aq.alloc = true;
+	h->aq.next_id = 1;
+	return 0;
+}
+
+int hx_drv_bringup(hx_world *w, int d, unsigned log_depth)
+{
+	struct hx_dev *h = D(w, d);
+	uint32_t v;
+	int rc;
+
+	if (!h)
+		return HX_E_INVAL;
+	v = rd32(h, QRNIC_REG_VERSION);
+	if ((v >> 16) != QRNIC_ABI_MAJOR) {
+		hx_err(w, "dev %d: ABI version %#x, want major %u", d, v, QRNIC_ABI_MAJOR);
+		return HX_E_DEV;
+	}
+	if (!(rd32(h, QRNIC_REG_STATUS) & QRNIC_STATUS_READY)) {
+		hx_err(w, "dev %d: STATUS.READY clear (%#x)", d, rd32(h, QRNIC_REG_STATUS));
+		return HX_E_DEV;
+	}
+	rc = hx_drv_aq_alloc(w, d, log_depth);
+	if (rc)
+		return rc;
+	wr32(h, QRNIC_REG_AQ_SQ_BASE_LO, (uint32_t)h->aq.sq);
+	wr32(h, QRNIC_REG_AQ_SQ_BASE_HI, (uint32_t)(h->aq.sq >> 32));
+	wr32(h, QRNIC_REG_AQ_CQ_BASE_LO, (uint32_t)h->aq.cq);
+	wr32(h, QRNIC_REG_AQ_CQ_BASE_HI, (uint32_t)(h->aq.cq >> 32));
+	wr32(h, QRNIC_REG_AQ_CTRL, log_depth | QRNIC_AQ_CTRL_ENABLE);
+	wr32(h, QRNIC_REG_CTRL, QRNIC_CTRL_ENABLE);
+	hx_run(w, 1000000, 100000);
+	v = rd32(h, QRNIC_REG_STATUS);
+	if (!(v & QRNIC_STATUS_ENABLED) || (v & QRNIC_STATUS_FATAL)) {
+		hx_err(w, "dev %d: STATUS %#x after enable", d, v);
+		return HX_E_DEV;
+	}
+	v = rd32(h, QRNIC_REG_AQ_STATUS);
+	if (!(v & QRNIC_AQ_STATUS_ENABLED) || (v & QRNIC_AQ_STATUS_ERROR)) {
+		hx_err(w, "dev %d: AQ_STATUS %#x after enable", d, v);
+		return HX_E_DEV;
+	}
+	return 0;
+}
+
+void hx_drv_forget(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return;
+	memset(&h->aq, 0, sizeof(h->aq));
+	if (h->cqs)
+		memset(h->cqs, 0, h->ncqs * sizeof(*h->cqs));
+	if (h->eqs)
+		memset(h->eqs, 0, h->neqs * sizeof(*h->eqs));
+	if (h->qps)
+		memset(h->qps, 0, h->nqps * sizeof(*h->qps));
+	for (struct hx_mr_rec *m = h->mrs; m; m = m->next)
+		m->valid = false;
+	h->ncmd_patch = h->nwqe_patch = 0;
+}
+
+uint64_t hx_drv_aq_addr(hx_world *w, int d, int cq)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? (cq ? h->aq.cq : h->aq.sq) : 0;
+}
+
+uint32_t hx_drv_aq_pi(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->aq.pi : 0;
+}
+
+uint32_t hx_drv_aq_ci(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->aq.ci : 0;
+}
+
+uint64_t hx_scratch(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->scratch : 0;
+}
+
+static bool aq_cqe_ready(struct hx_dev *h)
+{
+	uint32_t mask = (1u << h->aq.log) - 1;
+	uint64_t slot = h->aq.cq + (uint64_t)(h->aq.ci & mask) * QRNIC_AQ_CQE_SIZE;
+	uint8_t owner;
+
+	if (hx_mem_read(h->w, h->idx, slot + 31, &owner, 1))
+		return false;
+	return (owner & 1) == (((h->aq.ci >> h->aq.log) & 1) ^ 1);
+}
+
+static bool stop_aq(hx_world *w, void *arg)
+{
+	return aq_cqe_ready(arg);
+}
+
+static void apply_patches(struct hx_patch *p, int n, uint8_t *buf, uint32_t size)
+{
+	for (int i = 0; i < n; i++)
+		if (p[i].off < size)
+			memcpy(buf + p[i].off, p[i].bytes,
+			       p[i].len < size - p[i].off ? p[i].len : size - p[i].off);
+}
+
+int hx_patch_next_cmd(hx_world *w, int d, uint32_t off, const void *bytes, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || h->ncmd_patch >= HX_MAX_PATCH || len > 64)
+		return HX_E_INVAL;
+	h->cmd_patch[h->ncmd_patch].off = off;
+	h->cmd_patch[h->ncmd_patch].len = len;
+	memcpy(h->cmd_patch[h->ncmd_patch].bytes, bytes, len);
+	h->ncmd_patch++;
+	return 0;
+}
+
+int hx_patch_next_wqe(hx_world *w, int d, uint32_t off, const void *bytes, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || h->nwqe_patch >= HX_MAX_PATCH || len > 64)
+		return HX_E_INVAL;
+	h->wqe_patch[h->nwqe_patch].off = off;
+	h->wqe_patch[h->nwqe_patch].len = len;
+	memcpy(h->wqe_patch[h->nwqe_patch].bytes, bytes, len);
+	h->nwqe_patch++;
+	return 0;
+}
+
+int hx_admin(hx_world *w, int d, const void *cmd, void *cqe_out, uint32_t flags)
+{
+	struct hx_dev *h = D(w, d);
+	uint8_t buf[QRNIC_AQ_SQE_SIZE];
+	struct qrnic_aq_cqe cqe;
+	uint32_t mask;
+	uint16_t id;
+
+	if (!h)
+		return HX_E_INVAL;
+	if (!h->aq.alloc)
+		return HX_E_NOAQ;
+	mask = (1u << h->aq.log) - 1;
+	memcpy(buf, cmd, sizeof(buf));
+	id = h->aq.next_id++;
+	if (h->aq.next_id == 0)
+		h->aq.next_id = 1;
+	if (!(flags & HX_ADMIN_RAW))
+		memcpy(buf + offsetof(struct qrnic_aq_hdr, cmd_id), &id, 2);
+	apply_patches(h->cmd_patch, h->ncmd_patch, buf, sizeof(buf));
+	h->ncmd_patch = 0;
+	memcpy(&id, buf + offsetof(struct qrnic_aq_hdr, cmd_id), 2);
+	hx_mem_write(w, d, h->aq.sq + (uint64_t)(h->aq.pi & mask) * QRNIC_AQ_SQE_SIZE, buf, sizeof(buf));
+	h->aq.pi++;
+	wr32(h, QRNIC_REG_AQ_SQ_DB, h->aq.pi);
+	for (;;) {
+		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h);
+
+		if (rc != HX_RUN_STOP)
+			return HX_E_TIMEOUT;
+		hx_mem_read(w, d, h->aq.cq + (uint64_t)(h->aq.ci & mask) * QRNIC_AQ_CQE_SIZE,
+			    &cqe, sizeof(cqe));
+		h->aq.ci++;
+		if (!(flags & HX_ADMIN_RAW) && cqe.cmd_id != id) {
+			w->ws[HX_WS_STALE_ADMIN_CQES]++;
+			continue;
+		}
+		break;
+	}
+	memcpy(h->aq.last_cqe, &cqe, sizeof(cqe));
+	if (cqe_out)
+		memcpy(cqe_out, &cqe, sizeof(cqe));
+	return cqe.status;
+}
+
+int hx_last_cqe(hx_world *w, int d, void *out32)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	memcpy(out32, h->aq.last_cqe, QRNIC_AQ_CQE_SIZE);
+	return 0;
+}
+
+static void cmd_init(struct qrnic_aq_cmd *c, uint8_t opcode)
+{
+	memset(c, 0, sizeof(*c));
+	c->hdr.opcode = opcode;
+}
+
+/* run a command; return result[0] as handle or -status */
+static int64_t admin_handle(hx_world *w, int d, struct qrnic_aq_cmd *c)
+{
+	struct qrnic_aq_cqe cqe;
+	int rc = hx_admin(w, d, c, &cqe, 0);
+
+	if (rc < 0)
+		return rc;
+	if (rc != QRNIC_AQ_OK)
+		return -(int64_t)rc;
+	return cqe.result[0];
+}
+
+/* ---- driver: helpers ------------------------------------------------------------------ */
+int hx_query(hx_world *w, int d, uint8_t opcode, uint32_t port, void *out, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	int rc;
+
+	if (!h || !h->scratch || len > HX_PAGE)
+		return HX_E_INVAL;
+	cmd_init(&c, opcode);
+	c.u.query.resp_addr = h->scratch;
+	c.u.query.resp_len = len;
+	c.u.query.port = port;
+	hx_mem_write(w, d, h->scratch, (uint8_t[HX_PAGE]){ 0 }, HX_PAGE);
+	rc = hx_admin(w, d, &c, NULL, 0);
+	if (rc == QRNIC_AQ_OK && out)
+		hx_mem_read(w, d, h->scratch, out, len);
+	return rc;
+}
+
+int hx_set_gid(hx_world *w, int d, uint32_t index, int valid, int net_type, const uint8_t *gid16)
+{
+	struct qrnic_aq_cmd c;
+
+	cmd_init(&c, QRNIC_CMD_SET_GID);
+	c.u.gid.index = index;
+	c.u.gid.valid = (uint8_t)valid;
+	c.u.gid.net_type = (uint8_t)net_type;
+	if (gid16)
+		memcpy(c.u.gid.gid, gid16, 16);
+	return hx_admin(w, d, &c, NULL, 0);
+}
+
+int hx_query_gid(hx_world *w, int d, uint32_t index, uint8_t *gid16_out)
+{
+	struct qrnic_aq_cmd c;
+	struct qrnic_aq_cqe cqe;
+	int rc;
+
+	cmd_init(&c, QRNIC_CMD_QUERY_GID);
+	c.u.gid.index = index;
+	rc = hx_admin(w, d, &c, &cqe, 0);
+	if (rc == QRNIC_AQ_OK && gid16_out)
+		memcpy(gid16_out, cqe.result, 16);
+	return rc;
+}
+
+int64_t hx_alloc_uctx(hx_world *w, int d)
+{
+	struct qrnic_aq_cmd c;
+
+	cmd_init(&c, QRNIC_CMD_ALLOC_UCTX);
+	return admin_handle(w, d, &c);
+}
+
+static void forget_handle(struct hx_dev *h, uint8_t opcode, uint32_t handle)
+{
+	switch (opcode) {
+	case QRNIC_CMD_DESTROY_CQ:
+		if (handle < h->ncqs)
+			h->cqs[handle].valid = false;
+		break;
+	case QRNIC_CMD_DESTROY_EQ:
+		if (handle < h->neqs)
+			h->eqs[handle].valid = false;
+		break;
+	case QRNIC_CMD_DESTROY_QP:
+		if (handle < h->nqps)
+			h->qps[handle].valid = false;
+		break;
+	case QRNIC_CMD_DEREG_MR:
+		for (struct hx_mr_rec *m = h->mrs; m; m = m->next)
+			if (m->key == handle)
+				m->valid = false;
+		break;
+	}
+}
+
+int hx_destroy(hx_world *w, int d, uint8_t opcode, uint32_t handle)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	int rc;
+
+	if (!h)
+		return HX_E_INVAL;
+	cmd_init(&c, opcode);
+	c.u.handle.handle = handle;
+	rc = hx_admin(w, d, &c, NULL, 0);
+	if (rc == QRNIC_AQ_OK)
+		forget_handle(h, opcode, handle);
+	return rc;
+}
+
+int64_t hx_create_pd(hx_world *w, int d, uint32_t uctx)
+{
+	struct qrnic_aq_cmd c;
+
+	cmd_init(&c, QRNIC_CMD_CREATE_PD);
+	c.u.create_pd.uctx = uctx;
+	return admin_handle(w, d, &c);
+}
+
+#define GROW(arr, n, idx) do {							\
+	if ((idx) >= (n)) {							\
+		uint32_t nn = (idx) + 16;					\
+		void *p = realloc((arr), nn * sizeof(*(arr)));			\
+		if (!p)								\
+			abort();						\
+		(arr) = p;							\
+		memset(&(arr)[(n)], 0, (nn - (n)) * sizeof(*(arr)));		\
+		(n) = nn;							\
+	}									\
+} while (0)
+
+int64_t hx_create_eq(hx_world *w, int d, unsigned log_depth, unsigned vector, uint32_t flags)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	uint64_t ring;
+	int64_t r;
+
+	if (!h)
+		return HX_E_INVAL;
+	ring = hx_mem_alloc(w, d, (uint64_t)sizeof(struct qrnic_eqe) << (log_depth > 20 ? 20 : log_depth), HX_PAGE);
+	if (!ring)
+		return HX_E_NOMEM;
+	cmd_init(&c, QRNIC_CMD_CREATE_EQ);
+	c.u.create_eq.log_depth = (uint8_t)log_depth;
+	c.u.create_eq.vector = (uint16_t)vector;
+	c.u.create_eq.flags = flags;
+	c.u.create_eq.ring_addr = ring;
+	r = admin_handle(w, d, &c);
+	if (r >= 0 && r < (1 << 24)) {
+		GROW(h->eqs, h->neqs, (uint32_t)r);
+		h->eqs[r] = (struct hx_eq_rec){ .valid = true, .eqn = (uint32_t)r,
+			.log = (uint8_t)log_depth, .vector = (uint16_t)vector, .ring = ring };
+	}
+	return r;
+}
+
+int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth, int dbrec)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	uint64_t ring, rec = 0;
+	int64_t r;
+
+	if (!h)
+		return HX_E_INVAL;
+	ring = hx_mem_alloc(w, d, (uint64_t)sizeof(struct qrnic_cqe) << (log_depth > 20 ? 20 : log_depth), HX_PAGE);
+	if (dbrec)
+		rec = hx_mem_alloc(w, d, 64, 64);
+	if (!ring || (dbrec && !rec))
+		return HX_E_NOMEM;
+	cmd_init(&c, QRNIC_CMD_CREATE_CQ);
+	c.u.create_cq.uctx = uctx;
+	c.u.create_cq.eqn = eqn;
+	c.u.create_cq.log_depth = (uint8_t)log_depth;
+	c.u.create_cq.ring_addr = ring;
+	c.u.create_cq.dbrec_addr = rec;
+	r = admin_handle(w, d, &c);
+	if (r >= 0 && r < (1 << 24)) {
+		GROW(h->cqs, h->ncqs, (uint32_t)r);
+		h->cqs[r] = (struct hx_cq_rec){ .valid = true, .cqn = (uint32_t)r, .uctx = uctx,
+			.eqn = eqn, .log = (uint8_t)log_depth, .ring = ring, .dbrec = rec };
+	}
+	return r;
+}
+
+int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
+		     uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
+		     unsigned rq_log, unsigned rq_shift, uint32_t flags)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	uint64_t sq = 0, rq = 0;
+	int64_t r;
+
+	if (!h)
+		return HX_E_INVAL;
+	/* ring sizes as the driver would compute them; capped so that garbage
+	 * parameters do not exhaust simulated memory (the device must reject
+	 * them anyway) */
+	if (sq_log + sq_shift <= 24)
+		sq = hx_mem_alloc(w, d, 1ull << (sq_log + sq_shift), HX_PAGE);
+	else
+		sq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
+	if (rq_log + rq_shift <= 24)
+		rq = hx_mem_alloc(w, d, 1ull << (rq_log + rq_shift), HX_PAGE);
+	else
+		rq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
+	if (!sq || !rq)
+		return HX_E_NOMEM;
+	cmd_init(&c, QRNIC_CMD_CREATE_QP);
+	c.u.create_qp.uctx = uctx;
+	c.u.create_qp.pdn = pdn;
+	c.u.create_qp.send_cqn = send_cqn;
+	c.u.create_qp.recv_cqn = recv_cqn;
+	c.u.create_qp.qp_type = (uint8_t)qp_type;
+	c.u.create_qp.sq_log_depth = (uint8_t)sq_log;
+	c.u.create_qp.sq_wqe_shift = (uint8_t)sq_shift;
+	c.u.create_qp.rq_log_depth = (uint8_t)rq_log;
+	c.u.create_qp.rq_wqe_shift = (uint8_t)rq_shift;
+	c.u.create_qp.flags = flags;
+	c.u.create_qp.sq_addr = sq;
+	c.u.create_qp.rq_addr = rq;
+	r = admin_handle(w, d, &c);
+	if (r >= 0 && r < (1 << 24)) {
+		GROW(h->qps, h->nqps, (uint32_t)r);
+		h->qps[r] = (struct hx_qp_rec){ .valid = true, .qpn = (uint32_t)r, .uctx = uctx,
+			.pdn = pdn, .type = qp_type, .scq = send_cqn, .rcq = recv_cqn,
+			.sq_addr = sq, .rq_addr = rq, .sq_log = (uint8_t)sq_log,
+			.sq_shift = (uint8_t)sq_shift, .rq_log = (uint8_t)rq_log,
+			.rq_shift = (uint8_t)rq_shift };
+	}
+	return r;
+}
+
+int hx_modify_qp(hx_world *w, int d, uint32_t qpn, const void *attr72)
+{
+	struct qrnic_aq_cmd c;
+
+	cmd_init(&c, QRNIC_CMD_MODIFY_QP);
+	c.u.modify_qp.qpn = qpn;
+	memcpy(&c.u.modify_qp.attr, attr72, sizeof(c.u.modify_qp.attr));
+	return hx_admin(w, d, &c, NULL, 0);
+}
+
+static int query_handle(hx_world *w, int d, uint8_t opcode, uint32_t handle, void *out, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	int rc;
+
+	if (!h || !h->scratch)
+		return HX_E_INVAL;
+	cmd_init(&c, opcode);
+	c.u.query_qp.handle = handle;
+	c.u.query_qp.resp_len = len;
+	c.u.query_qp.resp_addr = h->scratch;
+	hx_mem_write(w, d, h->scratch, (uint8_t[HX_PAGE]){ 0 }, HX_PAGE);
+	rc = hx_admin(w, d, &c, NULL, 0);
+	if (rc == QRNIC_AQ_OK && out)
+		hx_mem_read(w, d, h->scratch, out, len);
+	return rc;
+}
+
+int hx_query_qp(hx_world *w, int d, uint32_t qpn, void *attr72_out)
+{
+	return query_handle(w, d, QRNIC_CMD_QUERY_QP, qpn, attr72_out, sizeof(struct qrnic_qp_attr));
+}
+
+int hx_query_mr(hx_world *w, int d, uint32_t key, void *mpt48_out)
+{
+	return query_handle(w, d, QRNIC_CMD_QUERY_MR, key, mpt48_out, sizeof(struct qrnic_mpt_entry));
+}
+
+int64_t hx_create_ah(hx_world *w, int d, uint32_t pdn, const void *av32)
+{
+	struct qrnic_aq_cmd c;
+
+	cmd_init(&c, QRNIC_CMD_CREATE_AH);
+	c.u.create_ah.pdn = pdn;
+	memcpy(&c.u.create_ah.av, av32, sizeof(c.u.create_ah.av));
+	return admin_handle(w, d, &c);
+}
+
+/* Build a PBL of 'levels' over pages[0..n) (levels >= 1).  Returns the top
+ * list page address or 0.  Entries beyond a level's capacity are left out. */
+static uint64_t build_pbl(hx_world *w, int d, const uint64_t *pages, uint64_t n, int levels)
+{
+	uint64_t per = QRNIC_PBL_ENTRIES, cover = 1, nlist, *addrs;
+	uint64_t top;
+
+	for (int i = 1; i < levels; i++)
+		cover *= per;	/* data pages covered by one entry of the top page */
+	if (levels == 1) {
+		top = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
+		if (!top)
+			return 0;
+		for (uint64_t i = 0; i < n && i < per; i++)
+			hx_mem_write(w, d, top + i * 8, &pages[i], 8);
+		return top;
+	}
+	/* lower levels first: one sub-PBL per entry of the top page */
+	nlist = (n + cover - 1) / cover;
+	if (nlist > per)
+		nlist = per;
+	addrs = calloc(nlist ? nlist : 1, sizeof(*addrs));
+	for (uint64_t i = 0; i < nlist; i++) {
+		uint64_t cnt = n - i * cover < cover ? n - i * cover : cover;
+
+		addrs[i] = build_pbl(w, d, pages + i * cover, cnt, levels - 1);
+		if (!addrs[i]) {
+			free(addrs);
+			return 0;
+		}
+	}
+	top = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
+	if (top)
+		for (uint64_t i = 0; i < nlist; i++)
+			hx_mem_write(w, d, top + i * 8, &addrs[i], 8);
+	free(addrs);
+	return top;
+}
+
+int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t iova,
+		  uint64_t length, unsigned page_shift, int levels, uint32_t hxflags)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	struct hx_mr_rec *m;
+	uint64_t ps, off, npages = 0, pbl = 0;
+	int64_t r;
+
+	if (!h || page_shift > 40)
+		return HX_E_INVAL;
+	ps = 1ull << page_shift;
+	off = iova & (ps - 1);
+	if (length)
+		npages = (off + length + ps - 1) >> page_shift;
+	if (!(hxflags & HX_MR_PHYS) && npages * ps > h->size)
+		return HX_E_NOMEM;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return HX_E_NOMEM;
+	m->pages = calloc(npages ? npages : 1, sizeof(uint64_t));
+	if (!m->pages) {
+		free(m);
+		return HX_E_NOMEM;
+	}
+	if (levels < 0) {
+		if (hxflags & HX_MR_PHYS)
+			levels = 0;
+		else if (npages <= QRNIC_PBL_ENTRIES)
+			levels = 1;
+		else if (npages <= (uint64_t)QRNIC_PBL_ENTRIES * QRNIC_PBL_ENTRIES)
+			levels = 2;
+		else
+			levels = 3;
+	}
+	if (hxflags & HX_MR_PHYS) {
+		/* iova is a bus address; the caller allocated it */
+		for (uint64_t i = 0; i < npages; i++)
+			m->pages[i] = (iova & ~(ps - 1)) + i * ps;
+	} else if (levels == 0 || (hxflags & HX_MR_CONTIG)) {
+		uint64_t a = hx_mem_alloc(w, d, npages * ps, ps < HX_PAGE ? HX_PAGE : ps);
+
+		if (!a && npages)
+			goto nomem;
+		for (uint64_t i = 0; i < npages; i++)
+			m->pages[i] = a + i * ps;
+		pbl = a;
+	} else {
+		for (uint64_t i = 0; i < npages; i++) {
+			m->pages[i] = hx_mem_alloc(w, d, ps, ps < HX_PAGE ? HX_PAGE : ps);
+			if (!m->pages[i])
+				goto nomem;
+		}
+		if (hxflags & HX_MR_SHUFFLE) {
+			for (uint64_t i = npages; i > 1; i--) {
+				uint64_t j = rng_next(&w->rng) % i, t = m->pages[i - 1];
+
+				m->pages[i - 1] = m->pages[j];
+				m->pages[j] = t;
+			}
+		}
+	}
+	if (levels > 0 && !(hxflags & HX_MR_PHYS)) {
+		pbl = build_pbl(w, d, m->pages, npages, levels > 3 ? 3 : levels);
+		if (!pbl && npages)
+			goto nomem;
+		if (!pbl)
+			pbl = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
+	}
+	cmd_init(&c, QRNIC_CMD_REG_MR);
+	c.u.reg_mr.pdn = pdn;
+	c.u.reg_mr.access = access;
+	c.u.reg_mr.flags = (hxflags & HX_MR_PHYS) ? QRNIC_MR_F_PHYS : 0;
+	c.u.reg_mr.page_shift = (uint8_t)page_shift;
+	c.u.reg_mr.pbl_levels = (uint8_t)levels;
+	c.u.reg_mr.iova = iova;
+	c.u.reg_mr.length = length;
+	c.u.reg_mr.pbl_addr = pbl;
+	c.u.reg_mr.npages = (uint32_t)npages;
+	r = admin_handle(w, d, &c);
+	if (r < 0) {
+		free(m->pages);
+		free(m);
+		return r;
+	}
+	m->valid = true;
+	m->key = (uint32_t)r;
+	m->pdn = pdn;
+	m->access = access;
+	m->flags = hxflags;
+	m->iova = iova;
+	m->length = length;
+	m->page_shift = page_shift;
+	m->npages = (uint32_t)npages;
+	m->pbl_addr = pbl;
+	m->next = h->mrs;
+	h->mrs = m;
+	return r;
+nomem:
+	free(m->pages);
+	free(m);
+	return HX_E_NOMEM;
+}
+
+static struct hx_mr_rec *mr_find(struct hx_dev *h, uint32_t key)
+{
+	for (struct hx_mr_rec *m = h->mrs; m; m = m->next)
+		if (m->key == key)
+			return m;
+	return NULL;
+}
+
+uint64_t hx_mr_bus_addr(hx_world *w, int d, uint32_t key, uint64_t off)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_mr_rec *m = h ? mr_find(h, key) : NULL;
+	uint64_t ps, x;
+
+	if (!m || off > m->length)
+		return 0;
+	ps = 1ull << m->page_shift;
+	x = (m->iova & (ps - 1)) + off;
+	if ((x >> m->page_shift) >= m->npages)
+		return 0;
+	return m->pages[x >> m->page_shift] + (x & (ps - 1));
+}
+
+uint64_t hx_mr_pbl_addr(hx_world *w, int d, uint32_t key)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_mr_rec *m = h ? mr_find(h, key) : NULL;
+	return m ? m->pbl_addr : 0;
+}
+
+static int mr_rw(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint64_t len, bool wr)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_mr_rec *m = h ? mr_find(h, key) : NULL;
+	uint8_t *p = buf;
+	uint64_t ps;
+
+	if (!m || off > m->length || len > m->length - off)
+		return HX_E_INVAL;
+	ps = 1ull << m->page_shift;
+	while (len) {
+		uint64_t x = (m->iova & (ps - 1)) + off;
+		uint64_t in = x & (ps - 1), n = ps - in;
+		uint64_t a = m->pages[x >> m->page_shift] + in;
+
+		if (n > len)
+			n = len;
+		if (wr ? hx_mem_write(w, d, a, p, n) : hx_mem_read(w, d, a, p, n))
+			return HX_E_INVAL;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int hx_mr_write(hx_world *w, int d, uint32_t key, uint64_t off, const void *buf, uint64_t len)
+{
+	return mr_rw(w, d, key, off, (void *)buf, len, true);
+}
+
+int hx_mr_read(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint64_t len)
+{
+	return mr_rw(w, d, key, off, buf, len, false);
+}
+
+/* ---- driver: data path --------------------------------------------------------------- */
+static struct hx_qp_rec *qp_find(struct hx_dev *h, uint32_t qpn)
+{
+	if (!h || qpn >= h->nqps || !h->qps[qpn].valid)
+		return NULL;
+	return &h->qps[qpn];
+}
+
+static struct hx_cq_rec *cq_find(struct hx_dev *h, uint32_t cqn)
+{
+	if (!h || cqn >= h->ncqs || !h->cqs[cqn].valid)
+		return NULL;
+	return &h->cqs[cqn];
+}
+
+static uint64_t db_page(uint32_t uctx)
+{
+	return (uint64_t)uctx * QRNIC_DB_PAGE_SIZE;
+}
+
+int hx_ring_sq(hx_world *w, int d, uint32_t qpn)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+
+	if (!q)
+		return HX_E_NOOBJ;
+	qrnic_dev_db_write(h->dev, db_page(q->uctx) + QRNIC_DB_SQ,
+			   (qpn & QRNIC_DB_QN_MASK) | ((uint64_t)q->sq_pi << QRNIC_DB_IDX_SHIFT), 8);
+	return 0;
+}
+
+int hx_ring_rq(hx_world *w, int d, uint32_t qpn)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+
+	if (!q)
+		return HX_E_NOOBJ;
+	qrnic_dev_db_write(h->dev, db_page(q->uctx) + QRNIC_DB_RQ,
+			   (qpn & QRNIC_DB_QN_MASK) | ((uint64_t)q->rq_pi << QRNIC_DB_IDX_SHIFT), 8);
+	return 0;
+}
+
+static int64_t put_sq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_t *slot, int ring)
+{
+	uint32_t stride = 1u << q->sq_shift, mask = (1u << q->sq_log) - 1;
+	uint32_t idx = q->sq_pi;
+
+	if (q->sq_pi - q->sq_ci >= (1u << q->sq_log))
+		return HX_E_FULL;
+	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
+	h->nwqe_patch = 0;
+	hx_mem_write(w, h->idx, q->sq_addr + ((uint64_t)(idx & mask) << q->sq_shift), slot, stride);
+	q->sq_pi++;
+	if (ring)
+		hx_ring_sq(w, h->idx, q->qpn);
+	return idx;
+}
+
+int64_t hx_post_send(hx_world *w, int d, uint32_t qpn, unsigned opcode, unsigned flags,
+		     uint64_t wr_id, unsigned nsge, const uint64_t *sge_addr,
+		     const uint32_t *sge_len, const uint32_t *sge_key,
+		     const void *inl, uint32_t inl_len, uint32_t imm, uint32_t rkey,
+		     uint64_t raddr, uint64_t compare_add, uint64_t swap, uint32_t ah,
+		     uint32_t remote_qpn, uint32_t remote_qkey, int ring)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+	uint8_t slot[1u << QRNIC_MAX_SEND_WQE_SHIFT];
+	struct qrnic_send_wqe wqe;
+	uint32_t stride;
+
+	if (!q)
+		return HX_E_NOOBJ;
+	stride = 1u << q->sq_shift;
+	if (stride > sizeof(slot))
+		return HX_E_INVAL;
+	if (flags & QRNIC_WQE_F_INLINE) {
+		if (sizeof(wqe) + (uint64_t)inl_len > stride)
+			return HX_E_INVAL;
+	} else if (sizeof(wqe) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride) {
+		return HX_E_INVAL;
+	}
+	memset(slot, 0, sizeof(slot));
+	memset(&wqe, 0, sizeof(wqe));
+	wqe.opcode = (uint8_t)opcode;
+	wqe.flags = (uint8_t)flags;
+	wqe.num_sge = (uint8_t)nsge;
+	wqe.inline_len = (flags & QRNIC_WQE_F_INLINE) ? inl_len : 0;
+	wqe.wr_id = wr_id;
+	wqe.imm_data = __builtin_bswap32(imm);	/* network byte order */
+	wqe.rkey = rkey;
+	wqe.remote_addr = raddr;
+	wqe.compare_add = compare_add;
+	wqe.swap = swap;
+	wqe.ah = ah;
+	wqe.remote_qpn = remote_qpn;
+	wqe.remote_qkey = remote_qkey;
+	memcpy(slot, &wqe, sizeof(wqe));
+	if (flags & QRNIC_WQE_F_INLINE) {
+		if (inl_len)
+			memcpy(slot + sizeof(wqe), inl, inl_len);
+	} else {
+		for (unsigned i = 0; i < nsge; i++) {
+			struct qrnic_sge s = { sge_addr[i], sge_len[i], sge_key[i] };
+
+			memcpy(slot + sizeof(wqe) + i * sizeof(s), &s, sizeof(s));
+		}
+	}
+	return put_sq(w, h, q, slot, ring);
+}
+
+int64_t hx_post_send_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, uint32_t len, int ring)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+	uint8_t slot[1u << QRNIC_MAX_SEND_WQE_SHIFT];
+	uint32_t stride;
+
+	if (!q)
+		return HX_E_NOOBJ;
+	stride = 1u << q->sq_shift;
+	if (stride > sizeof(slot))
+		return HX_E_INVAL;
+	memset(slot, 0, sizeof(slot));
+	memcpy(slot, bytes, len < stride ? len : stride);
+	return put_sq(w, h, q, slot, ring);
+}
+
+static int64_t put_rq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_t *slot, int ring)
+{
+	uint32_t stride = 1u << q->rq_shift, mask = (1u << q->rq_log) - 1;
+	uint32_t idx = q->rq_pi;
+
+	if (!q->rq_log && !q->rq_shift)
+		return HX_E_INVAL;
+	if (q->rq_pi - q->rq_ci >= (1u << q->rq_log))
+		return HX_E_FULL;
+	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
+	h->nwqe_patch = 0;
+	hx_mem_write(w, h->idx, q->rq_addr + ((uint64_t)(idx & mask) << q->rq_shift), slot, stride);
+	q->rq_pi++;
+	if (ring)
+		hx_ring_rq(w, h->idx, q->qpn);
+	return idx;
+}
+
+int64_t hx_post_recv(hx_world *w, int d, uint32_t qpn, uint64_t wr_id, unsigned nsge,
+		     const uint64_t *sge_addr, const uint32_t *sge_len, const uint32_t *sge_key,
+		     int ring)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+	uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT];
+	struct qrnic_recv_wqe r;
+	uint32_t stride;
+
+	if (!q)
+		return HX_E_NOOBJ;
+	stride = 1u << q->rq_shift;
+	if (stride > sizeof(slot) || sizeof(r) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride)
+		return HX_E_INVAL;
+	memset(slot, 0, sizeof(slot));
+	memset(&r, 0, sizeof(r));
+	r.wr_id = wr_id;
+	r.num_sge = (uint8_t)nsge;
+	memcpy(slot, &r, sizeof(r));
+	for (unsigned i = 0; i < nsge; i++) {
+		struct qrnic_sge s = { sge_addr[i], sge_len[i], sge_key[i] };
+
+		memcpy(slot + sizeof(r) + i * sizeof(s), &s, sizeof(s));
+	}
+	return put_rq(w, h, q, slot, ring);
+}
+
+int64_t hx_post_recv_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, uint32_t len, int ring)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+	uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT];
+	uint32_t stride;
+
+	if (!q)
+		return HX_E_NOOBJ;
+	stride = 1u << q->rq_shift;
+	if (stride > sizeof(slot))
+		return HX_E_INVAL;
+	memset(slot, 0, sizeof(slot));
+	memcpy(slot, bytes, len < stride ? len : stride);
+	return put_rq(w, h, q, slot, ring);
+}
+
+int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4)
+{
+	struct hx_qp_rec *q = qp_find(D(w, d), qpn);
+
+	if (!q)
+		return HX_E_NOOBJ;
+	out4[0] = q->sq_pi;
+	out4[1] = q->sq_ci;
+	out4[2] = q->rq_pi;
+	out4[3] = q->rq_ci;
+	return 0;
+}
+
+static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct qrnic_cqe *out)
+{
+	uint32_t mask = (1u << c->log) - 1;
+	struct qrnic_cqe cqe;
+
+	if (hx_mem_read(h->w, h->idx, c->ring + (uint64_t)(ci & mask) * sizeof(cqe), &cqe, sizeof(cqe)))
+		return false;
+	if ((cqe.owner & 1) != (((ci >> c->log) & 1) ^ 1))
+		return false;
+	if (out)
+		*out = cqe;
+	return true;
+}
+
+static void cq_update_ci(struct hx_dev *h, struct hx_cq_rec *c, bool arm, bool sol)
+{
+	uint64_t v = (c->cqn & QRNIC_DB_QN_MASK) | ((uint64_t)c->ci << QRNIC_DB_IDX_SHIFT);
+
+	if (c->dbrec)
+		hx_mem_write(h->w, h->idx, c->dbrec, &c->ci, 4);
+	if (arm)
+		v |= QRNIC_DB_CQ_ARM | (sol ? QRNIC_DB_CQ_SOLICITED : 0);
+	qrnic_dev_db_write(h->dev, db_page(c->uctx) + QRNIC_DB_CQ, v, 8);
+}
+
+int hx_poll_cq(hx_world *w, int d, uint32_t cqn, void *out, int max)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_cq_rec *c = cq_find(h, cqn);
+	struct qrnic_cqe cqe;
+	int n = 0;
+
+	if (!c)
+		return HX_E_NOOBJ;
+	while (n < max && cqe_ready(h, c, c->ci, &cqe)) {
+		struct hx_qp_rec *q = qp_find(h, cqe.qpn);
+
+		memcpy((uint8_t *)out + (size_t)n * sizeof(cqe), &cqe, sizeof(cqe));
+		c->ci++;
+		n++;
+		if (q) {
+			bool send = (cqe.flags & QRNIC_CQE_F_SEND) || cqe.opcode < QRNIC_WC_OP_RECV;
+
+			if (send && q->sq_log < 32) {
+				uint32_t m = (1u << q->sq_log) - 1;
+				uint32_t idx = q->sq_ci + ((cqe.wqe_index - q->sq_ci) & m);
+
+				if (idx - q->sq_ci < q->sq_pi - q->sq_ci)
+					q->sq_ci = idx + 1;
+			} else if (!send && q->rq_ci != q->rq_pi) {
+				q->rq_ci++;
+			}
+		}
+	}
+	if (n)
+		cq_update_ci(h, c, false, false);
+	return n;
+}
+
+int hx_peek_cq(hx_world *w, int d, uint32_t cqn)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_cq_rec *c = cq_find(h, cqn);
+	int n = 0;
+
+	if (!c)
+		return HX_E_NOOBJ;
+	while (n < (1 << c->log) && cqe_ready(h, c, c->ci + (uint32_t)n, NULL))
+		n++;
+	return n;
+}
+
+int hx_arm_cq(hx_world *w, int d, uint32_t cqn, int solicited)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_cq_rec *c = cq_find(h, cqn);
+
+	if (!c)
+		return HX_E_NOOBJ;
+	cq_update_ci(h, c, true, solicited != 0);
+	return 0;
+}
+
+uint32_t hx_cq_ci(hx_world *w, int d, uint32_t cqn)
+{
+	struct hx_cq_rec *c = cq_find(D(w, d), cqn);
+	return c ? c->ci : 0;
+}
+
+int hx_poll_eq(hx_world *w, int d, uint32_t eqn, void *out, int max)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_eq_rec *e;
+	struct qrnic_eqe eqe;
+	int n = 0;
+
+	if (!h || eqn >= h->neqs || !h->eqs[eqn].valid)
+		return HX_E_NOOBJ;
+	e = &h->eqs[eqn];
+	while (n < max) {
+		uint32_t mask = (1u << e->log) - 1;
+
+		hx_mem_read(w, d, e->ring + (uint64_t)(e->ci & mask) * sizeof(eqe), &eqe, sizeof(eqe));
+		if ((eqe.owner & 1) != (((e->ci >> e->log) & 1) ^ 1))
+			break;
+		memcpy((uint8_t *)out + (size_t)n * sizeof(eqe), &eqe, sizeof(eqe));
+		e->ci++;
+		n++;
+	}
+	if (n)
+		qrnic_dev_reg_write(h->dev, QRNIC_REG_EQ_DB,
+				    (eqn & QRNIC_EQ_DB_EQN_MASK) |
+				    ((uint64_t)e->ci << QRNIC_EQ_DB_CI_SHIFT), 8);
+	return n;
+}
+
+int hx_arm_eq(hx_world *w, int d, uint32_t eqn)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || eqn >= h->neqs || !h->eqs[eqn].valid)
+		return HX_E_NOOBJ;
+	qrnic_dev_reg_write(h->dev, QRNIC_REG_EQ_DB,
+			    (eqn & QRNIC_EQ_DB_EQN_MASK) | QRNIC_EQ_DB_ARM |
+			    ((uint64_t)h->eqs[eqn].ci << QRNIC_EQ_DB_CI_SHIFT), 8);
+	return 0;
+}
+
+/* ---- layout table ---------------------------------------------------------------- */
+#define L(s, f) #s " " #f " %zu %zu\n", offsetof(struct s, f), sizeof(((struct s *)0)->f)
+#define S(s) #s " __size__ %zu 0\n", sizeof(struct s)
+
+const char *hx_layout(void)
+{
+	static char buf[16384];
+	size_t n = 0;
+
+#define P(...) (n += (size_t)snprintf(buf + n, sizeof(buf) - n, __VA_ARGS__))
+	P(S(qrnic_send_wqe)); P(L(qrnic_send_wqe, opcode)); P(L(qrnic_send_wqe, flags));
+	P(L(qrnic_send_wqe, num_sge)); P(L(qrnic_send_wqe, inline_len)); P(L(qrnic_send_wqe, wr_id));
+	P(L(qrnic_send_wqe, imm_data)); P(L(qrnic_send_wqe, rkey)); P(L(qrnic_send_wqe, remote_addr));
+	P(L(qrnic_send_wqe, compare_add)); P(L(qrnic_send_wqe, swap)); P(L(qrnic_send_wqe, ah));
+	P(L(qrnic_send_wqe, remote_qpn)); P(L(qrnic_send_wqe, remote_qkey));
+	P(S(qrnic_sge)); P(L(qrnic_sge, addr)); P(L(qrnic_sge, length)); P(L(qrnic_sge, lkey));
+	P(S(qrnic_recv_wqe)); P(L(qrnic_recv_wqe, wr_id)); P(L(qrnic_recv_wqe, num_sge));
+	P(S(qrnic_cqe)); P(L(qrnic_cqe, wr_id)); P(L(qrnic_cqe, byte_len)); P(L(qrnic_cqe, imm_data));
+	P(L(qrnic_cqe, qpn)); P(L(qrnic_cqe, src_qp)); P(L(qrnic_cqe, status)); P(L(qrnic_cqe, opcode));
+	P(L(qrnic_cqe, flags)); P(L(qrnic_cqe, vendor_err)); P(L(qrnic_cqe, wqe_index)); P(L(qrnic_cqe, owner));
+	P(S(qrnic_eqe)); P(L(qrnic_eqe, type)); P(L(qrnic_eqe, subtype)); P(L(qrnic_eqe, handle));
+	P(L(qrnic_eqe, data)); P(L(qrnic_eqe, owner));
+	P(S(qrnic_av)); P(L(qrnic_av, dgid)); P(L(qrnic_av, flow_label)); P(L(qrnic_av, sgid_index));
+	P(L(qrnic_av, hop_limit)); P(L(qrnic_av, traffic_class)); P(L(qrnic_av, net_type)); P(L(qrnic_av, dmac));
+	P(S(qrnic_qp_attr)); P(L(qrnic_qp_attr, attr_mask)); P(L(qrnic_qp_attr, qp_state));
+	P(L(qrnic_qp_attr, cur_qp_state)); P(L(qrnic_qp_attr, path_mtu)); P(L(qrnic_qp_attr, timeout));
+	P(L(qrnic_qp_attr, retry_cnt)); P(L(qrnic_qp_attr, rnr_retry)); P(L(qrnic_qp_attr, min_rnr_timer));
+	P(L(qrnic_qp_attr, max_rd_atomic)); P(L(qrnic_qp_attr, max_dest_rd_atomic));
+	P(L(qrnic_qp_attr, sq_draining)); P(L(qrnic_qp_attr, en_sqd_async_notify));
+	P(L(qrnic_qp_attr, port_num)); P(L(qrnic_qp_attr, pkey_index)); P(L(qrnic_qp_attr, qkey));
+	P(L(qrnic_qp_attr, rq_psn)); P(L(qrnic_qp_attr, sq_psn)); P(L(qrnic_qp_attr, dest_qpn));
+	P(L(qrnic_qp_attr, qp_access_flags)); P(L(qrnic_qp_attr, av));
+	P(S(qrnic_aq_cmd)); P(L(qrnic_aq_cmd, hdr)); P(L(qrnic_aq_cmd, u));
+	P(S(qrnic_aq_hdr)); P(L(qrnic_aq_hdr, opcode)); P(L(qrnic_aq_hdr, flags)); P(L(qrnic_aq_hdr, cmd_id));
+	P(L(qrnic_aq_hdr, rsvd));
+	P(S(qrnic_aq_cqe)); P(L(qrnic_aq_cqe, result)); P(L(qrnic_aq_cqe, cmd_id)); P(L(qrnic_aq_cqe, opcode));
+	P(L(qrnic_aq_cqe, status)); P(L(qrnic_aq_cqe, sq_ci)); P(L(qrnic_aq_cqe, detail)); P(L(qrnic_aq_cqe, owner));
+	P(S(qrnic_cmd_query)); P(L(qrnic_cmd_query, resp_addr)); P(L(qrnic_cmd_query, resp_len));
+	P(L(qrnic_cmd_query, port));
+	P(S(qrnic_cmd_gid)); P(L(qrnic_cmd_gid, index)); P(L(qrnic_cmd_gid, valid)); P(L(qrnic_cmd_gid, net_type));
+	P(L(qrnic_cmd_gid, rsvd)); P(L(qrnic_cmd_gid, gid));
+	P(S(qrnic_cmd_create_cq)); P(L(qrnic_cmd_create_cq, uctx)); P(L(qrnic_cmd_create_cq, eqn));
+	P(L(qrnic_cmd_create_cq, log_depth)); P(L(qrnic_cmd_create_cq, rsvd)); P(L(qrnic_cmd_create_cq, ring_addr));
+	P(L(qrnic_cmd_create_cq, dbrec_addr));
+	P(S(qrnic_cmd_create_qp)); P(L(qrnic_cmd_create_qp, uctx)); P(L(qrnic_cmd_create_qp, pdn));
+	P(L(qrnic_cmd_create_qp, send_cqn)); P(L(qrnic_cmd_create_qp, recv_cqn)); P(L(qrnic_cmd_create_qp, qp_type));
+	P(L(qrnic_cmd_create_qp, sq_log_depth)); P(L(qrnic_cmd_create_qp, sq_wqe_shift));
+	P(L(qrnic_cmd_create_qp, rq_log_depth)); P(L(qrnic_cmd_create_qp, rq_wqe_shift));
+	P(L(qrnic_cmd_create_qp, rsvd0)); P(L(qrnic_cmd_create_qp, flags)); P(L(qrnic_cmd_create_qp, rsvd1));
+	P(L(qrnic_cmd_create_qp, sq_addr)); P(L(qrnic_cmd_create_qp, rq_addr));
+	P(S(qrnic_cmd_modify_qp)); P(L(qrnic_cmd_modify_qp, qpn)); P(L(qrnic_cmd_modify_qp, rsvd));
+	P(L(qrnic_cmd_modify_qp, attr));
+	P(S(qrnic_cmd_query_qp)); P(L(qrnic_cmd_query_qp, handle)); P(L(qrnic_cmd_query_qp, resp_len));
+	P(L(qrnic_cmd_query_qp, resp_addr));
+	P(S(qrnic_cmd_reg_mr)); P(L(qrnic_cmd_reg_mr, pdn)); P(L(qrnic_cmd_reg_mr, access));
+	P(L(qrnic_cmd_reg_mr, flags)); P(L(qrnic_cmd_reg_mr, page_shift)); P(L(qrnic_cmd_reg_mr, pbl_levels));
+	P(L(qrnic_cmd_reg_mr, rsvd)); P(L(qrnic_cmd_reg_mr, iova)); P(L(qrnic_cmd_reg_mr, length));
+	P(L(qrnic_cmd_reg_mr, pbl_addr)); P(L(qrnic_cmd_reg_mr, npages)); P(L(qrnic_cmd_reg_mr, rsvd2));
+	P(S(qrnic_cmd_create_ah)); P(L(qrnic_cmd_create_ah, pdn)); P(L(qrnic_cmd_create_ah, rsvd));
+	P(L(qrnic_cmd_create_ah, av));
+	P(S(qrnic_cmd_create_eq)); P(L(qrnic_cmd_create_eq, log_depth)); P(L(qrnic_cmd_create_eq, rsvd0));
+	P(L(qrnic_cmd_create_eq, vector)); P(L(qrnic_cmd_create_eq, flags)); P(L(qrnic_cmd_create_eq, ring_addr));
+	P(S(qrnic_device_attr)); P(L(qrnic_device_attr, abi_version)); P(L(qrnic_device_attr, fw_version));
+	P(L(qrnic_device_attr, max_qp)); P(L(qrnic_device_attr, max_qp_wr)); P(L(qrnic_device_attr, max_sge));
+	P(L(qrnic_device_attr, max_inline)); P(L(qrnic_device_attr, max_cq)); P(L(qrnic_device_attr, max_cqe));
+	P(L(qrnic_device_attr, max_mr)); P(L(qrnic_device_attr, max_pd)); P(L(qrnic_device_attr, max_ah));
+	P(L(qrnic_device_attr, max_eq)); P(L(qrnic_device_attr, max_uctx)); P(L(qrnic_device_attr, max_mtt));
+	P(L(qrnic_device_attr, max_qp_rd_atom)); P(L(qrnic_device_attr, max_qp_init_rd_atom));
+	P(L(qrnic_device_attr, max_msg_size)); P(L(qrnic_device_attr, num_vectors));
+	P(L(qrnic_device_attr, gid_tbl_len)); P(L(qrnic_device_attr, caps)); P(L(qrnic_device_attr, page_size_cap));
+	P(L(qrnic_device_attr, max_mr_size)); P(L(qrnic_device_attr, mac));
+	P(S(qrnic_port_attr)); P(L(qrnic_port_attr, state)); P(L(qrnic_port_attr, phys_state));
+	P(L(qrnic_port_attr, max_mtu)); P(L(qrnic_port_attr, active_mtu)); P(L(qrnic_port_attr, gid_tbl_len));
+	P(L(qrnic_port_attr, speed_mbps)); P(L(qrnic_port_attr, eth_mtu)); P(L(qrnic_port_attr, mac));
+	P(S(qrnic_mpt_entry)); P(L(qrnic_mpt_entry, flags)); P(L(qrnic_mpt_entry, key)); P(L(qrnic_mpt_entry, pdn));
+	P(L(qrnic_mpt_entry, access)); P(L(qrnic_mpt_entry, iova)); P(L(qrnic_mpt_entry, length));
+	P(L(qrnic_mpt_entry, mtt_base)); P(L(qrnic_mpt_entry, npages)); P(L(qrnic_mpt_entry, page_shift));
+	P(S(qrnic_trace_ev)); P(L(qrnic_trace_ev, t_ns)); P(L(qrnic_trace_ev, type)); P(L(qrnic_trace_ev, qpn));
+	P(L(qrnic_trace_ev, psn)); P(L(qrnic_trace_ev, a)); P(L(qrnic_trace_ev, b)); P(L(qrnic_trace_ev, addr));
+	P(S(hx_trace_rec)); P(L(hx_trace_rec, ev)); P(L(hx_trace_rec, dev));
+	P(S(hx_frame_info)); P(L(hx_frame_info, t_ns)); P(L(hx_frame_info, seq)); P(L(hx_frame_info, src_seq));
+	P(L(hx_frame_info, src)); P(L(hx_frame_info, dst)); P(L(hx_frame_info, len)); P(L(hx_frame_info, fate));
+#undef P
+	return buf;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic test harness: a "world" of simulated hosts, each with one qrnic
+ * device, its own DMA-able memory, a shared virtual clock, cables between
+ * device pairs with controllable impairments, and a mini driver that talks
+ * to each device only through registers, doorbells and rings in host memory
+ * (public API qrnic_model.h + ABI headers in model/abi; never qrnic_internal.h).
+ *
+ * Flat C API so that Python can call it with ctypes.  Conventions:
+ *   - functions returning int64_t give a handle/key (>= 0) on success, or
+ *     -(admin status) (QRNIC_AQ_*) or one of the HX_E_* codes below;
+ *   - functions returning int give 0 on success or a negative HX_E_* code.
+ */
+#ifndef QRNIC_HARNESS_H
+#define QRNIC_HARNESS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "qrnic_model.h"
+
+#define HX_MAX_DEV		16
+#define HX_MEM_BASE		0x100000000ull	/* device i memory at (i + 1) << 32 */
+
+/* errors (negative) */
+#define HX_E_TIMEOUT		(-1000)	/* admin command: no completion */
+#define HX_E_NOAQ		(-1001)	/* admin rings not allocated */
+#define HX_E_FULL		(-1002)	/* ring full */
+#define HX_E_NOOBJ		(-1003)	/* driver knows no such QP/CQ/EQ/MR */
+#define HX_E_INVAL		(-1004)	/* bad argument to the harness */
+#define HX_E_NOMEM		(-1005)	/* simulated memory exhausted */
+#define HX_E_DEV		(-1006)	/* device register check failed */
+
+/* hx_run() results */
+#define HX_RUN_IDLE		0	/* nothing left to do, no timers */
+#define HX_RUN_TIME		1	/* time limit reached (clock = limit) */
+#define HX_RUN_ITER		2	/* iteration cap reached */
+#define HX_RUN_STOP		3	/* stop predicate satisfied (internal) */
+
+/* wire rule actions */
+#define HX_ACT_DROP		0
+#define HX_ACT_DUP		1	/* arg: extra copies (0 means 1) */
+#define HX_ACT_HOLD		2	/* arg: release after arg more frames from the same sender */
+#define HX_ACT_CORRUPT		3	/* arg: byte offset (from frame start), arg2: xor mask (0 = 0xff) */
+
+/* frame log fates (bit set) */
+#define HX_F_DELIVERED		(1u << 0)
+#define HX_F_DROP_RULE		(1u << 1)
+#define HX_F_DROP_RANDOM	(1u << 2)
+#define HX_F_DUPLICATED		(1u << 3)
+#define HX_F_HELD		(1u << 4)
+#define HX_F_CORRUPTED		(1u << 5)
+#define HX_F_RX_FULL		(1u << 6)	/* device refused (rx queue full) */
+#define HX_F_NO_CABLE		(1u << 7)
+
+/* reg_mr harness flags */
+#define HX_MR_SHUFFLE		(1u << 0)	/* data pages mapped in shuffled physical order */
+#define HX_MR_CONTIG		(1u << 1)	/* data pages physically contiguous */
+#define HX_MR_PHYS		(1u << 2)	/* QRNIC_MR_F_PHYS: iova is the bus address */
+
+/* hx_admin flags */
+#define HX_ADMIN_RAW		(1u << 0)	/* keep cmd_id as given, take the next CQE whatever its id */
+
+/* wire statistics (hx_wire_stat) */
+enum hx_wire_stat {
+	HX_WS_TX, HX_WS_DELIVERED, HX_WS_DROP_RULE, HX_WS_DROP_RANDOM, HX_WS_DUPLICATED,
+	HX_WS_HELD, HX_WS_CORRUPTED, HX_WS_RX_FULL, HX_WS_NO_CABLE, HX_WS_INJECTED,
+	HX_WS_BUSY_UNSCHEDULED, HX_WS_STALE_ADMIN_CQES, HX_WS_COUNT
+};
+
+struct hx_frame_info {		/* one frame log entry */
+	uint64_t t_ns;
+	uint64_t seq;		/* global transmit index */
+	uint64_t src_seq;	/* transmit index of the sender */
+	int32_t  src, dst;	/* device indexes, dst -1: no cable */
+	uint32_t len;
+	uint32_t fate;		/* HX_F_* */
+};
+
+struct hx_trace_rec {
+	struct qrnic_trace_ev ev;
+	uint32_t dev;
+	uint32_t rsvd;
+};
+
+typedef struct hx_world hx_world;
+
+/* ---- world ---------------------------------------------------------------- */
+hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed);
+void hx_world_free(hx_world *w);
+const char *hx_world_error(hx_world *w);
+/* Add a device; cfg_kv: "key=value,..." over qrnic_config_defaults() (keys
+ * are the qrnic_config field names; mac=02:00:00:00:00:01).  Returns index. */
+int hx_dev_add(hx_world *w, const char *cfg_kv);
+int hx_num_devs(hx_world *w);
+int hx_cable(hx_world *w, int a, int b);
+uint64_t hx_now(hx_world *w);
+int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
+uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
+uint64_t hx_timer_deadline(hx_world *w, int d);
+int hx_sched_pending(hx_world *w, int d);
+uint64_t hx_wire_stat(hx_world *w, int s);
+void hx_set_admin_timeout(hx_world *w, uint64_t ns);
+
+/* ---- device level (what a host/VMM does) --------------------------------- */
+uint64_t hx_reg_read(hx_world *w, int d, uint64_t off, unsigned size);
+void hx_reg_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size);
+uint64_t hx_db_read(hx_world *w, int d, uint64_t off, unsigned size);
+void hx_db_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size);
+void hx_dev_reset(hx_world *w, int d);		/* qrnic_dev_reset (FLR) */
+void hx_set_link(hx_world *w, int d, int up);
+int hx_dev_busy(hx_world *w, int d);
+uint64_t hx_dev_stat(hx_world *w, int d, int s);
+const char *hx_stat_name(int s);
+int hx_stat_count(void);
+uint64_t hx_irq_count(hx_world *w, int d, unsigned vector);
+uint64_t hx_irq_total(hx_world *w, int d);
+int hx_rx_inject(hx_world *w, int d, const void *frame, uint32_t len);
+const uint8_t *hx_mac(hx_world *w, int d);
+
+/* logs: the last messages per device */
+uint64_t hx_log_total(hx_world *w, int d, int level);	/* level -1: all */
+int hx_log_get(hx_world *w, int d, int i, char *buf, uint32_t buflen);	/* i=0 newest; returns level or -1 */
+void hx_log_clear(hx_world *w, int d);
+
+/* trace */
+void hx_trace_enable(hx_world *w, uint32_t capacity);	/* 0 disables */
+uint64_t hx_trace_total(hx_world *w);
+uint32_t hx_trace_read(hx_world *w, uint64_t from_seq, struct hx_trace_rec *out,
+		       uint32_t max, uint64_t *first_seq);
+const char *hx_trace_name(uint32_t type);
+
+/* ---- simulated host memory ------------------------------------------------ */
+uint64_t hx_mem_base(hx_world *w, int d);
+uint64_t hx_mem_size(hx_world *w, int d);
+uint64_t hx_mem_alloc(hx_world *w, int d, uint64_t size, uint64_t align);	/* 0 = failed */
+int hx_mem_read(hx_world *w, int d, uint64_t addr, void *buf, uint64_t len);
+int hx_mem_write(hx_world *w, int d, uint64_t addr, const void *buf, uint64_t len);
+int hx_mem_deny(hx_world *w, int d, uint64_t addr, uint64_t len);	/* DMA there fails */
+void hx_mem_deny_clear(hx_world *w, int d);
+uint64_t hx_dma_stat(hx_world *w, int d, int which);	/* 0 reads 1 writes 2 rbytes 3 wbytes 4 fails */
+
+/* ---- the wire ------------------------------------------------------------- */
+void hx_wire_set_latency(hx_world *w, uint64_t ns);
+int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t psn,
+		     int64_t dqpn, uint32_t skip, int64_t count, int action,
+		     uint32_t arg, uint32_t arg2);
+uint64_t hx_wire_rule_fired(hx_world *w, int id);
+void hx_wire_rules_clear(hx_world *w);
+void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t reorder_ppm,
+		    uint32_t corrupt_ppm, uint64_t seed);
+int hx_pcap_open(hx_world *w, const char *path);
+void hx_pcap_close(hx_world *w);
+void hx_framelog_enable(hx_world *w, uint32_t max_frames);	/* 0 disables (and clears) */
+uint32_t hx_framelog_count(hx_world *w);
+int hx_framelog_get(hx_world *w, uint32_t i, struct hx_frame_info *info, void *buf, uint32_t buflen);
+void hx_framelog_clear(hx_world *w);
+/* BTH fields of a frame: returns 0 and fills, or -1 if not RoCEv2 */
+int hx_parse_bth(const uint8_t *f, uint32_t len, int *opcode, uint32_t *dqpn, uint32_t *psn,
+		 uint32_t *bth_off);
+
+/* ---- driver: admin queue --------------------------------------------------- */
+int hx_drv_aq_alloc(hx_world *w, int d, unsigned log_depth);	/* rings only, no registers */
+int hx_drv_bringup(hx_world *w, int d, unsigned log_depth);	/* everything up to AQ enabled */
+void hx_drv_forget(hx_world *w, int d);	/* drop all driver state (after a reset) */
+uint64_t hx_drv_aq_addr(hx_world *w, int d, int cq);
+uint32_t hx_drv_aq_pi(hx_world *w, int d);
+uint32_t hx_drv_aq_ci(hx_world *w, int d);
+/* Submit one 128-byte command and wait for its completion (copied to
+ * cqe_out, 32 bytes, may be NULL).  Returns the status or HX_E_*. */
+int hx_admin(hx_world *w, int d, const void *cmd, void *cqe_out, uint32_t flags);
+int hx_last_cqe(hx_world *w, int d, void *out32);
+/* Patch bytes of the next command built by the driver (any helper). */
+int hx_patch_next_cmd(hx_world *w, int d, uint32_t off, const void *bytes, uint32_t len);
+/* Patch bytes of the next WQE (send or receive) built by the driver. */
+int hx_patch_next_wqe(hx_world *w, int d, uint32_t off, const void *bytes, uint32_t len);
+uint64_t hx_scratch(hx_world *w, int d);	/* 4 KiB response page */
+
+/* ---- driver: helpers (each one admin command) ----------------------------- */
+int hx_query(hx_world *w, int d, uint8_t opcode, uint32_t port, void *out, uint32_t len);
+int hx_set_gid(hx_world *w, int d, uint32_t index, int valid, int net_type, const uint8_t *gid16);
+int hx_query_gid(hx_world *w, int d, uint32_t index, uint8_t *gid16_out);
+int64_t hx_alloc_uctx(hx_world *w, int d);
+int hx_destroy(hx_world *w, int d, uint8_t opcode, uint32_t handle);
+int64_t hx_create_pd(hx_world *w, int d, uint32_t uctx);
+int64_t hx_create_eq(hx_world *w, int d, unsigned log_depth, unsigned vector, uint32_t flags);
+int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth, int dbrec);
+int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
+		     uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
+		     unsigned rq_log, unsigned rq_shift, uint32_t flags);
+int hx_modify_qp(hx_world *w, int d, uint32_t qpn, const void *attr72);
+int hx_query_qp(hx_world *w, int d, uint32_t qpn, void *attr72_out);
+int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t iova,
+		  uint64_t length, unsigned page_shift, int levels, uint32_t hxflags);
+int hx_query_mr(hx_world *w, int d, uint32_t key, void *mpt48_out);
+int64_t hx_create_ah(hx_world *w, int d, uint32_t pdn, const void *av32);
+
+/* host access to an MR's bytes by offset from its iova (works after dereg) */
+int hx_mr_write(hx_world *w, int d, uint32_t key, uint64_t off, const void *buf, uint64_t len);
+int hx_mr_read(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint64_t len);
+uint64_t hx_mr_bus_addr(hx_world *w, int d, uint32_t key, uint64_t off);	/* 0 = none */
+uint64_t hx_mr_pbl_addr(hx_world *w, int d, uint32_t key);
+
+/* ---- driver: data path ------------------------------------------------------ */
+int64_t hx_post_send(hx_world *w, int d, uint32_t qpn, unsigned opcode, unsigned flags,
+		     uint64_t wr_id, unsigned nsge, const uint64_t *sge_addr,
+		     const uint32_t *sge_len, const uint32_t *sge_key,
+		     const void *inl, uint32_t inl_len, uint32_t imm, uint32_t rkey,
+		     uint64_t raddr, uint64_t compare_add, uint64_t swap, uint32_t ah,
+		     uint32_t remote_qpn, uint32_t remote_qkey, int ring);
+int64_t hx_post_send_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, uint32_t len, int ring);
+int64_t hx_post_recv(hx_world *w, int d, uint32_t qpn, uint64_t wr_id, unsigned nsge,
+		     const uint64_t *sge_addr, const uint32_t *sge_len, const uint32_t *sge_key,
+		     int ring);
+int64_t hx_post_recv_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, uint32_t len, int ring);
+int hx_ring_sq(hx_world *w, int d, uint32_t qpn);
+int hx_ring_rq(hx_world *w, int d, uint32_t qpn);
+int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4);	/* sq_pi sq_ci rq_pi rq_ci */
+int hx_poll_cq(hx_world *w, int d, uint32_t cqn, void *out, int max);	/* 32-byte CQEs */
+int hx_peek_cq(hx_world *w, int d, uint32_t cqn);	/* CQEs ready, not consumed */
+int hx_arm_cq(hx_world *w, int d, uint32_t cqn, int solicited);
+uint32_t hx_cq_ci(hx_world *w, int d, uint32_t cqn);
+int hx_poll_eq(hx_world *w, int d, uint32_t eqn, void *out, int max);	/* 16-byte EQEs */
+int hx_arm_eq(hx_world *w, int d, uint32_t eqn);
+
+/* layout table "struct field offset size\n..." for the Python mirror check */
+const char *hx_layout(void);
+
+#endif

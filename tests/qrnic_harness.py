@@ -1,0 +1,1548 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Python API over libqrnic_harness.so (tests/harness/harness.c).
+
+A World holds N simulated hosts, each with one qrnic device and its own DMA
+memory, a shared virtual clock, and cables between device pairs.  Each
+Device object is a small driver: everything it does goes through the
+device's registers, doorbells and the rings in simulated host memory.
+
+    w = World(2)                        # two devices, cabled, brought up
+    c = connect_rc(w.devs[0], w.devs[1], mtu=1024)
+    mr = c.a.dev.reg_mr(c.a.pd, 4096)
+    ...
+    c.qa.post_send('SEND', sges=[(mr, 0, 100)])
+    w.run()
+    c.cqa.poll()  ->  [{'status': 0, 'status_name': 'SUCCESS', ...}]
+"""
+import ctypes
+import ipaddress
+import os
+import random
+import struct
+
+# ---- ABI constants (model/abi/*.h) ------------------------------------------
+MAX_SGE = 16
+GRH_BYTES = 40
+
+QPT = {'RC': 2, 'UD': 4, 'GSI': 0xf1}
+QPS = {'RESET': 0, 'INIT': 1, 'RTR': 2, 'RTS': 3, 'SQD': 4, 'SQE': 5, 'ERR': 6}
+QPS_NAME = {v: k for k, v in QPS.items()}
+
+ACCESS_LOCAL_WRITE = 1
+ACCESS_REMOTE_WRITE = 2
+ACCESS_REMOTE_READ = 4
+ACCESS_REMOTE_ATOMIC = 8
+ACCESS_ALL = 0xf
+ACCESS_REMOTE = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC
+
+WR = {'RDMA_WRITE': 0, 'RDMA_WRITE_WITH_IMM': 1, 'SEND': 2, 'SEND_WITH_IMM': 3,
+      'RDMA_READ': 4, 'ATOMIC_CMP_AND_SWP': 5, 'ATOMIC_FETCH_AND_ADD': 6}
+WR['CMP_AND_SWP'] = WR['ATOMIC_CMP_AND_SWP']
+WR['FETCH_AND_ADD'] = WR['ATOMIC_FETCH_AND_ADD']
+
+WQE_F_SIGNALED = 1
+WQE_F_SOLICITED = 2
+WQE_F_INLINE = 4
+WQE_F_FENCE = 8
+
+WC_STATUS = ['SUCCESS', 'LOC_LEN_ERR', 'LOC_QP_OP_ERR', 'LOC_EEC_OP_ERR', 'LOC_PROT_ERR',
+             'WR_FLUSH_ERR', 'MW_BIND_ERR', 'BAD_RESP_ERR', 'LOC_ACCESS_ERR',
+             'REM_INV_REQ_ERR', 'REM_ACCESS_ERR', 'REM_OP_ERR', 'RETRY_EXC_ERR',
+             'RNR_RETRY_EXC_ERR', 'LOC_RDD_VIOL_ERR', 'REM_INV_RD_REQ_ERR', 'REM_ABORT_ERR',
+             'INV_EECN_ERR', 'INV_EEC_STATE_ERR', 'FATAL_ERR', 'RESP_TIMEOUT_ERR',
+             'GENERAL_ERR']
+WC = {n: i for i, n in enumerate(WC_STATUS)}
+WC_OP = {0: 'SEND', 1: 'RDMA_WRITE', 2: 'RDMA_READ', 3: 'COMP_SWAP', 4: 'FETCH_ADD',
+         128: 'RECV', 129: 'RECV_RDMA_WITH_IMM'}
+CQE_F_WITH_IMM = 1
+CQE_F_GRH = 2
+CQE_F_IPV4 = 4
+CQE_F_SEND = 8
+VERR = ['NONE', 'BAD_WQE', 'LKEY', 'PD', 'BOUNDS', 'ACCESS', 'DMA', 'LENGTH', 'NAK',
+        'RETRY', 'FLUSH', 'INJECTED', 'BAD_AH', 'ALIGN']
+
+EQE_COMPLETION = 0
+EQE_ASYNC = 1
+EV = {'CQ_ERR': 0, 'QP_FATAL': 1, 'QP_REQ_ERR': 2, 'QP_ACCESS_ERR': 3, 'COMM_EST': 4,
+      'SQ_DRAINED': 5, 'DEVICE_FATAL': 8, 'PORT_ACTIVE': 9, 'PORT_ERR': 10,
+      'QP_LAST_WQE_REACHED': 16}
+EV_NAME = {v: k for k, v in EV.items()}
+
+NET_IPV4 = 1
+NET_IPV6 = 2
+MTU = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+
+CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0x04,
+       'ALLOC_UCTX': 0x05, 'DEALLOC_UCTX': 0x06, 'CREATE_PD': 0x07, 'DESTROY_PD': 0x08,
+       'CREATE_CQ': 0x09, 'DESTROY_CQ': 0x0a, 'CREATE_QP': 0x0b, 'MODIFY_QP': 0x0c,
+       'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
+       'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
+       'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16}
+CMD_MAX = 0x16
+AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
+             'BUSY', 'DMA_ERROR', 'BAD_ATTR_MASK', 'NOT_SUPPORTED', 'INJECTED']
+AQ = {n: i for i, n in enumerate(AQ_STATUS)}
+
+QP_ATTR = {'STATE': 1 << 0, 'CUR_STATE': 1 << 1, 'EN_SQD_ASYNC': 1 << 2, 'ACCESS_FLAGS': 1 << 3,
+           'PKEY_INDEX': 1 << 4, 'PORT': 1 << 5, 'QKEY': 1 << 6, 'AV': 1 << 7,
+           'PATH_MTU': 1 << 8, 'TIMEOUT': 1 << 9, 'RETRY_CNT': 1 << 10, 'RNR_RETRY': 1 << 11,
+           'RQ_PSN': 1 << 12, 'MAX_QP_RD_ATOMIC': 1 << 13, 'ALT_PATH': 1 << 14,
+           'MIN_RNR_TIMER': 1 << 15, 'SQ_PSN': 1 << 16, 'MAX_DEST_RD_ATOMIC': 1 << 17,
+           'PATH_MIG_STATE': 1 << 18, 'CAP': 1 << 19, 'DEST_QPN': 1 << 20}
+# qp_attr field -> attr mask bit (used when modify() computes the mask)
+_ATTR_BIT = {'qp_state': 'STATE', 'cur_qp_state': 'CUR_STATE',
+             'en_sqd_async_notify': 'EN_SQD_ASYNC', 'qp_access_flags': 'ACCESS_FLAGS',
+             'pkey_index': 'PKEY_INDEX', 'port_num': 'PORT', 'qkey': 'QKEY', 'av': 'AV',
+             'path_mtu': 'PATH_MTU', 'timeout': 'TIMEOUT', 'retry_cnt': 'RETRY_CNT',
+             'rnr_retry': 'RNR_RETRY', 'rq_psn': 'RQ_PSN', 'max_rd_atomic': 'MAX_QP_RD_ATOMIC',
+             'min_rnr_timer': 'MIN_RNR_TIMER', 'sq_psn': 'SQ_PSN',
+             'max_dest_rd_atomic': 'MAX_DEST_RD_ATOMIC', 'dest_qpn': 'DEST_QPN'}
+
+REG = {'VERSION': 0x000, 'CAPS': 0x004, 'CTRL': 0x008, 'STATUS': 0x00c, 'FATAL_CODE': 0x010,
+       'NUM_DB_PAGES': 0x014, 'NUM_VECTORS': 0x018, 'SCRATCH': 0x01c,
+       'AQ_SQ_BASE_LO': 0x020, 'AQ_SQ_BASE_HI': 0x024, 'AQ_CQ_BASE_LO': 0x028,
+       'AQ_CQ_BASE_HI': 0x02c, 'AQ_CTRL': 0x030, 'AQ_SQ_DB': 0x034, 'AQ_SQ_CI': 0x038,
+       'AQ_STATUS': 0x03c, 'EQ_DB': 0x040, 'ETH_TX_BASE_LO': 0x080, 'ETH_TX_BASE_HI': 0x084,
+       'ETH_RX_BASE_LO': 0x088, 'ETH_RX_BASE_HI': 0x08c, 'ETH_CTRL': 0x090, 'ETH_TX_DB': 0x094,
+       'ETH_RX_DB': 0x098, 'ETH_TX_CI': 0x09c, 'ETH_RX_CI': 0x0a0, 'ETH_IRQ': 0x0a4,
+       'MAC_LO': 0x0b0, 'MAC_HI': 0x0b4, 'PORT_STATUS': 0x0b8, 'ETH_MTU': 0x0bc}
+BAR0_SIZE = 0x1000
+DB_PAGE_SIZE = 0x1000
+DB_SQ, DB_RQ, DB_CQ = 0x00, 0x08, 0x10
+CTRL_ENABLE, CTRL_RESET = 1, 2
+STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
+AQ_CTRL_ENABLE = 1 << 31
+AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
+ABI_MAJOR = 1
+
+# BTH opcodes
+OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
+      'RC_SEND_LAST_IMM': 0x03, 'RC_SEND_ONLY': 0x04, 'RC_SEND_ONLY_IMM': 0x05,
+      'RC_WRITE_FIRST': 0x06, 'RC_WRITE_MIDDLE': 0x07, 'RC_WRITE_LAST': 0x08,
+      'RC_WRITE_LAST_IMM': 0x09, 'RC_WRITE_ONLY': 0x0a, 'RC_WRITE_ONLY_IMM': 0x0b,
+      'RC_READ_REQ': 0x0c, 'RC_READ_RESP_FIRST': 0x0d, 'RC_READ_RESP_MIDDLE': 0x0e,
+      'RC_READ_RESP_LAST': 0x0f, 'RC_READ_RESP_ONLY': 0x10, 'RC_ACK': 0x11,
+      'RC_ATOMIC_ACK': 0x12, 'RC_CMP_SWAP': 0x13, 'RC_FETCH_ADD': 0x14,
+      'UD_SEND_ONLY': 0x64, 'UD_SEND_ONLY_IMM': 0x65}
+OP_NAME = {v: k for k, v in OP.items()}
+# AETH syndromes
+AETH_ACK = 0x00            # 0x00-0x1f (credit count in low bits)
+AETH_RNR_NAK = 0x20        # 0x20-0x3f (timer in low bits)
+NAK_PSN_SEQ = 0x60
+NAK_INV_REQ = 0x61
+NAK_REM_ACCESS = 0x62
+NAK_REM_OP = 0x63
+
+# harness constants (harness.h)
+E_TIMEOUT, E_NOAQ, E_FULL, E_NOOBJ, E_INVAL, E_NOMEM, E_DEV = \
+    -1000, -1001, -1002, -1003, -1004, -1005, -1006
+RUN_RESULT = {0: 'idle', 1: 'time', 2: 'iter', 3: 'stop'}
+ACT = {'drop': 0, 'dup': 1, 'hold': 2, 'corrupt': 3}
+F_DELIVERED, F_DROP_RULE, F_DROP_RANDOM, F_DUPLICATED, F_HELD, F_CORRUPTED, F_RX_FULL, \
+    F_NO_CABLE = (1 << i for i in range(8))
+MR_SHUFFLE, MR_CONTIG, MR_PHYS = 1, 2, 4
+ADMIN_RAW = 1
+WIRE_STATS = ['tx', 'delivered', 'drop_rule', 'drop_random', 'duplicated', 'held', 'corrupted',
+              'rx_full', 'no_cable', 'injected', 'busy_unscheduled', 'stale_admin_cqes']
+
+# ---- ABI structures (checked against the C layout by check_layout()) ---------
+LE = ctypes.LittleEndianStructure
+
+
+class Av(LE):
+    _pack_ = 1
+    _fields_ = [('dgid', ctypes.c_uint8 * 16), ('flow_label', ctypes.c_uint32),
+                ('sgid_index', ctypes.c_uint8), ('hop_limit', ctypes.c_uint8),
+                ('traffic_class', ctypes.c_uint8), ('net_type', ctypes.c_uint8),
+                ('dmac', ctypes.c_uint8 * 6), ('rsvd', ctypes.c_uint16)]
+
+
+class QpAttr(LE):
+    _pack_ = 1
+    _fields_ = [('attr_mask', ctypes.c_uint32), ('qp_state', ctypes.c_uint8),
+                ('cur_qp_state', ctypes.c_uint8), ('path_mtu', ctypes.c_uint8),
+                ('timeout', ctypes.c_uint8), ('retry_cnt', ctypes.c_uint8),
+                ('rnr_retry', ctypes.c_uint8), ('min_rnr_timer', ctypes.c_uint8),
+                ('max_rd_atomic', ctypes.c_uint8), ('max_dest_rd_atomic', ctypes.c_uint8),
+                ('sq_draining', ctypes.c_uint8), ('en_sqd_async_notify', ctypes.c_uint8),
+                ('port_num', ctypes.c_uint8), ('pkey_index', ctypes.c_uint16),
+                ('rsvd', ctypes.c_uint16), ('qkey', ctypes.c_uint32), ('rq_psn', ctypes.c_uint32),
+                ('sq_psn', ctypes.c_uint32), ('dest_qpn', ctypes.c_uint32),
+                ('qp_access_flags', ctypes.c_uint32), ('av', Av)]
+
+
+class Cqe(LE):
+    _pack_ = 1
+    _fields_ = [('wr_id', ctypes.c_uint64), ('byte_len', ctypes.c_uint32),
+                ('imm_data', ctypes.c_uint32), ('qpn', ctypes.c_uint32),
+                ('src_qp', ctypes.c_uint32), ('status', ctypes.c_uint8),
+                ('opcode', ctypes.c_uint8), ('flags', ctypes.c_uint8),
+                ('vendor_err', ctypes.c_uint8), ('wqe_index', ctypes.c_uint16),
+                ('rsvd', ctypes.c_uint8), ('owner', ctypes.c_uint8)]
+
+
+class Eqe(LE):
+    _pack_ = 1
+    _fields_ = [('type', ctypes.c_uint8), ('subtype', ctypes.c_uint8), ('rsvd0', ctypes.c_uint16),
+                ('handle', ctypes.c_uint32), ('data', ctypes.c_uint32),
+                ('rsvd1', ctypes.c_uint8 * 3), ('owner', ctypes.c_uint8)]
+
+
+class AqCqe(LE):
+    _pack_ = 1
+    _fields_ = [('result', ctypes.c_uint32 * 4), ('cmd_id', ctypes.c_uint16),
+                ('opcode', ctypes.c_uint8), ('status', ctypes.c_uint8), ('sq_ci', ctypes.c_uint32),
+                ('detail', ctypes.c_uint32), ('rsvd', ctypes.c_uint8 * 3), ('owner', ctypes.c_uint8)]
+
+
+class DeviceAttr(LE):
+    _pack_ = 1
+    _fields_ = [(n, ctypes.c_uint32) for n in (
+        'abi_version', 'fw_version', 'max_qp', 'max_qp_wr', 'max_sge', 'max_inline', 'max_cq',
+        'max_cqe', 'max_mr', 'max_pd', 'max_ah', 'max_eq', 'max_uctx', 'max_mtt',
+        'max_qp_rd_atom', 'max_qp_init_rd_atom', 'max_msg_size', 'num_vectors', 'gid_tbl_len',
+        'caps')] + [('page_size_cap', ctypes.c_uint64), ('max_mr_size', ctypes.c_uint64),
+                    ('mac', ctypes.c_uint8 * 6), ('rsvd', ctypes.c_uint8 * 26)]
+
+
+class PortAttr(LE):
+    _pack_ = 1
+    _fields_ = [('state', ctypes.c_uint8), ('phys_state', ctypes.c_uint8),
+                ('max_mtu', ctypes.c_uint8), ('active_mtu', ctypes.c_uint8),
+                ('gid_tbl_len', ctypes.c_uint32), ('speed_mbps', ctypes.c_uint32),
+                ('eth_mtu', ctypes.c_uint32), ('mac', ctypes.c_uint8 * 6),
+                ('rsvd', ctypes.c_uint8 * 10)]
+
+
+class MptEntry(LE):
+    _pack_ = 1
+    _fields_ = [('flags', ctypes.c_uint32), ('key', ctypes.c_uint32), ('pdn', ctypes.c_uint32),
+                ('access', ctypes.c_uint32), ('iova', ctypes.c_uint64), ('length', ctypes.c_uint64),
+                ('mtt_base', ctypes.c_uint32), ('npages', ctypes.c_uint32),
+                ('page_shift', ctypes.c_uint8), ('rsvd', ctypes.c_uint8 * 7)]
+
+
+class SendWqe(LE):
+    _pack_ = 1
+    _fields_ = [('opcode', ctypes.c_uint8), ('flags', ctypes.c_uint8), ('num_sge', ctypes.c_uint8),
+                ('rsvd0', ctypes.c_uint8), ('inline_len', ctypes.c_uint32),
+                ('wr_id', ctypes.c_uint64), ('imm_data', ctypes.c_uint32), ('rkey', ctypes.c_uint32),
+                ('remote_addr', ctypes.c_uint64), ('compare_add', ctypes.c_uint64),
+                ('swap', ctypes.c_uint64), ('ah', ctypes.c_uint32), ('remote_qpn', ctypes.c_uint32),
+                ('remote_qkey', ctypes.c_uint32), ('rsvd1', ctypes.c_uint32)]
+
+
+class Sge(LE):
+    _pack_ = 1
+    _fields_ = [('addr', ctypes.c_uint64), ('length', ctypes.c_uint32), ('lkey', ctypes.c_uint32)]
+
+
+class RecvWqe(LE):
+    _pack_ = 1
+    _fields_ = [('wr_id', ctypes.c_uint64), ('num_sge', ctypes.c_uint8), ('rsvd', ctypes.c_uint8 * 7)]
+
+
+class TraceEv(LE):
+    _pack_ = 1
+    _fields_ = [('t_ns', ctypes.c_uint64), ('type', ctypes.c_uint32), ('qpn', ctypes.c_uint32),
+                ('psn', ctypes.c_uint32), ('a', ctypes.c_uint32), ('b', ctypes.c_uint32),
+                ('rsvd_pad', ctypes.c_uint32), ('addr', ctypes.c_uint64)]
+
+
+class TraceRec(LE):
+    _pack_ = 1
+    _fields_ = [('ev', TraceEv), ('dev', ctypes.c_uint32), ('rsvd', ctypes.c_uint32)]
+
+
+class FrameInfo(LE):
+    _pack_ = 1
+    _fields_ = [('t_ns', ctypes.c_uint64), ('seq', ctypes.c_uint64), ('src_seq', ctypes.c_uint64),
+                ('src', ctypes.c_int32), ('dst', ctypes.c_int32), ('len', ctypes.c_uint32),
+                ('fate', ctypes.c_uint32)]
+
+
+# C struct name -> Python mirror
+MIRRORS = {'qrnic_av': Av, 'qrnic_qp_attr': QpAttr, 'qrnic_cqe': Cqe, 'qrnic_eqe': Eqe,
+           'qrnic_aq_cqe': AqCqe, 'qrnic_device_attr': DeviceAttr, 'qrnic_port_attr': PortAttr,
+           'qrnic_mpt_entry': MptEntry, 'qrnic_send_wqe': SendWqe, 'qrnic_sge': Sge,
+           'qrnic_recv_wqe': RecvWqe, 'qrnic_trace_ev': TraceEv, 'hx_trace_rec': TraceRec,
+           'hx_frame_info': FrameInfo}
+
+
+def to_dict(s):
+    out = {}
+    for name, _ in s._fields_:
+        v = getattr(s, name)
+        if isinstance(v, ctypes.Array):
+            v = bytes(v) if v._type_ is ctypes.c_uint8 else list(v)
+        elif isinstance(v, ctypes.Structure):
+            v = to_dict(v)
+        out[name] = v
+    return out
+
+
+# ---- library loading -------------------------------------------------------------
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_lib = None
+
+
+def build_dir():
+    return os.environ.get('QRNIC_BUILD_DIR') or os.path.join(_REPO, 'build')
+
+
+def lib_path():
+    return os.path.join(build_dir(), 'tests', 'harness', 'libqrnic_harness.so')
+
+
+_U8P = ctypes.POINTER(ctypes.c_uint8)
+_SIGS = {
+    # name: (restype, [argtypes])
+    'hx_world_new': (ctypes.c_void_p, [ctypes.c_uint64, ctypes.c_uint64]),
+    'hx_world_free': (None, [ctypes.c_void_p]),
+    'hx_world_error': (ctypes.c_char_p, [ctypes.c_void_p]),
+    'hx_dev_add': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    'hx_num_devs': (ctypes.c_int, [ctypes.c_void_p]),
+    'hx_cable': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_now': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_run': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]),
+    'hx_run_iterations': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_timer_deadline': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_sched_pending': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_wire_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_set_admin_timeout': (None, [ctypes.c_void_p, ctypes.c_uint64]),
+    'hx_reg_read': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint]),
+    'hx_reg_write': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]),
+    'hx_db_read': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint]),
+    'hx_db_write': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]),
+    'hx_dev_reset': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_stat_name': (ctypes.c_char_p, [ctypes.c_int]),
+    'hx_stat_count': (ctypes.c_int, []),
+    'hx_irq_count': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]),
+    'hx_irq_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_rx_inject': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_mac': (_U8P, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_log_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_trace_enable': (None, [ctypes.c_void_p, ctypes.c_uint32]),
+    'hx_trace_total': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_trace_read': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                                        ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]),
+    'hx_trace_name': (ctypes.c_char_p, [ctypes.c_uint32]),
+    'hx_mem_base': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_mem_size': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_mem_alloc': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]),
+    'hx_mem_read': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64]),
+    'hx_mem_write': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]),
+    'hx_mem_deny': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]),
+    'hx_mem_deny_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_dma_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_wire_set_latency': (None, [ctypes.c_void_p, ctypes.c_uint64]),
+    'hx_wire_rule_add': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int,
+                                        ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32, ctypes.c_int64,
+                                        ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32]),
+    'hx_wire_rule_fired': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_wire_rules_clear': (None, [ctypes.c_void_p]),
+    'hx_wire_random': (None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                              ctypes.c_uint32, ctypes.c_uint64]),
+    'hx_pcap_open': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    'hx_pcap_close': (None, [ctypes.c_void_p]),
+    'hx_framelog_enable': (None, [ctypes.c_void_p, ctypes.c_uint32]),
+    'hx_framelog_count': (ctypes.c_uint32, [ctypes.c_void_p]),
+    'hx_framelog_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_uint32]),
+    'hx_framelog_clear': (None, [ctypes.c_void_p]),
+    'hx_drv_aq_alloc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]),
+    'hx_drv_bringup': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]),
+    'hx_drv_forget': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_drv_aq_addr': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_drv_aq_pi': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_drv_aq_ci': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_admin': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_uint32]),
+    'hx_last_cqe': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]),
+    'hx_patch_next_cmd': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_patch_next_wqe': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_scratch': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_query': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint8, ctypes.c_uint32,
+                                ctypes.c_void_p, ctypes.c_uint32]),
+    'hx_set_gid': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_int,
+                                  ctypes.c_int, ctypes.c_char_p]),
+    'hx_query_gid': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_alloc_uctx': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_destroy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint8, ctypes.c_uint32]),
+    'hx_create_pd': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_create_eq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32]),
+    'hx_create_cq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
+                                      ctypes.c_uint, ctypes.c_int]),
+    'hx_create_qp': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
+                                      ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint, ctypes.c_uint,
+                                      ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32]),
+    'hx_modify_qp': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_query_qp': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_reg_mr': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
+                                   ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int,
+                                   ctypes.c_uint32]),
+    'hx_query_mr': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_create_ah': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_mr_write': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
+                                   ctypes.c_char_p, ctypes.c_uint64]),
+    'hx_mr_read': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
+                                  ctypes.c_void_p, ctypes.c_uint64]),
+    'hx_mr_bus_addr': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64]),
+    'hx_mr_pbl_addr': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_post_send': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint,
+                                      ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint,
+                                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                      ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32,
+                                      ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int]),
+    'hx_post_send_raw': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                          ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int]),
+    'hx_post_recv': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
+                                      ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_int]),
+    'hx_post_recv_raw': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                          ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int]),
+    'hx_ring_sq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_ring_rq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_qp_indexes': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_poll_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int]),
+    'hx_peek_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_arm_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_int]),
+    'hx_cq_ci': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_poll_eq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int]),
+    'hx_arm_eq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_layout': (ctypes.c_char_p, []),
+}
+
+
+def lib():
+    global _lib
+    if _lib is None:
+        path = lib_path()
+        if not os.path.exists(path):
+            raise RuntimeError(f'{path} not found: build first (bash scripts/test.sh, or '
+                               f'meson setup build && ninja -C build)')
+        l = ctypes.CDLL(path)
+        for name, (res, args) in _SIGS.items():
+            f = getattr(l, name)
+            f.restype = res
+            f.argtypes = args
+        _lib = l
+    return _lib
+
+
+def layout():
+    """The C layout table: {struct: {field: (offset, size)}, '__size__'}"""
+    out = {}
+    for line in lib().hx_layout().decode().splitlines():
+        s, f, off, size = line.split()
+        out.setdefault(s, {})[f] = (int(off), int(size))
+    return out
+
+
+def check_layout():
+    """Raise AssertionError if a Python mirror differs from the C structure."""
+    lay = layout()
+    for cname, py in MIRRORS.items():
+        c = lay[cname]
+        assert ctypes.sizeof(py) == c['__size__'][0], \
+            f'{cname}: size {ctypes.sizeof(py)} != C {c["__size__"][0]}'
+        for field, (off, size) in c.items():
+            if field == '__size__':
+                continue
+            d = getattr(py, field)
+            assert (d.offset, d.size) == (off, size), \
+                f'{cname}.{field}: python ({d.offset},{d.size}) != C ({off},{size})'
+
+
+_CMD_BODY = {'query': 'qrnic_cmd_query', 'gid': 'qrnic_cmd_gid', 'create_cq': 'qrnic_cmd_create_cq',
+             'create_qp': 'qrnic_cmd_create_qp', 'modify_qp': 'qrnic_cmd_modify_qp',
+             'query_qp': 'qrnic_cmd_query_qp', 'reg_mr': 'qrnic_cmd_reg_mr',
+             'create_ah': 'qrnic_cmd_create_ah', 'create_eq': 'qrnic_cmd_create_eq',
+             'hdr': 'qrnic_aq_hdr'}
+_NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av'}
+
+
+def cmd_offset(path):
+    """Byte offset of a command field: 'hdr.flags', 'create_qp.sq_log_depth',
+    'modify_qp.attr.path_mtu', 'create_ah.av.dmac', 'handle' (-> 8)."""
+    lay = layout()
+    parts = path.split('.')
+    if parts[0] in ('handle', 'create_pd'):   # single u32 bodies
+        return 8
+    st = _CMD_BODY[parts[0]]
+    off = 0 if parts[0] == 'hdr' else 8
+    for p in parts[1:]:
+        o, _ = lay[st][p]
+        off += o
+        st = _NESTED.get(p, st)
+    return off
+
+
+def wqe_offset(field):
+    return getattr(SendWqe, field).offset
+
+
+def _check(rc, what):
+    if rc < 0:
+        raise HarnessError(f'{what}: harness error {rc}')
+    return rc
+
+
+class HarnessError(Exception):
+    pass
+
+
+class AdminError(HarnessError):
+    def __init__(self, what, status, detail=None):
+        self.status = status
+        self.status_name = aq_status_name(status)
+        self.detail = detail
+        super().__init__(f'{what}: {self.status_name} ({status})'
+                         + (f' detail={detail}' if detail else ''))
+
+
+def aq_status_name(st):
+    if st == E_TIMEOUT:
+        return 'TIMEOUT'
+    if 0 <= st < len(AQ_STATUS):
+        return AQ_STATUS[st]
+    if st < 0:
+        return f'HARNESS_ERROR_{st}'
+    return f'UNKNOWN_{st}'
+
+
+def wc_status_name(st):
+    return WC_STATUS[st] if 0 <= st < len(WC_STATUS) else f'UNKNOWN_{st}'
+
+
+def gid_v4(ip):
+    return b'\0' * 10 + b'\xff\xff' + ipaddress.IPv4Address(ip).packed
+
+
+def gid_v6(ip):
+    return ipaddress.IPv6Address(ip).packed
+
+
+def mac_str(m):
+    return ':'.join(f'{b:02x}' for b in m)
+
+
+def _u64_array(vals):
+    return (ctypes.c_uint64 * max(1, len(vals)))(*vals)
+
+
+def _u32_array(vals):
+    return (ctypes.c_uint32 * max(1, len(vals)))(*vals)
+
+
+# ---- frames on the wire --------------------------------------------------------------
+class Frame:
+    """A frame from the world's frame log, decoded (RoCEv2 fields when it is one)."""
+
+    def __init__(self, info, data):
+        self.t = info.t_ns
+        self.seq = info.seq
+        self.src_seq = info.src_seq
+        self.src = info.src
+        self.dst = info.dst
+        self.fate = info.fate
+        self.data = data
+        self.roce = False
+        self.opcode = None
+        self.opname = None
+        self.syndrome = None
+        self.imm = None
+        self.reth = None
+        self.atomic = None
+        self.atomic_orig = None
+        self.deth = None
+        self.payload = b''
+        self._decode()
+
+    def _decode(self):
+        d = self.data
+        if len(d) < 14:
+            return
+        off = 14
+        et = struct.unpack_from('>H', d, 12)[0]
+        if et == 0x8100:
+            et = struct.unpack_from('>H', d, 16)[0]
+            off = 18
+        if et == 0x0800 and len(d) >= off + 20:
+            ihl = (d[off] & 0xf) * 4
+            self.ip_version = 4
+            self.tos = d[off + 1]
+            self.ttl = d[off + 8]
+            self.sip = ipaddress.IPv4Address(d[off + 12:off + 16])
+            self.dip = ipaddress.IPv4Address(d[off + 16:off + 20])
+            ip_end = off + struct.unpack_from('>H', d, off + 2)[0]
+            if d[off + 9] != 17:
+                return
+            l4 = off + ihl
+        elif et == 0x86dd and len(d) >= off + 40:
+            self.ip_version = 6
+            self.sip = ipaddress.IPv6Address(d[off + 8:off + 24])
+            self.dip = ipaddress.IPv6Address(d[off + 24:off + 40])
+            self.ttl = d[off + 7]
+            ip_end = off + 40 + struct.unpack_from('>H', d, off + 4)[0]
+            if d[off + 6] != 17:
+                return
+            l4 = off + 40
+        else:
+            return
+        if len(d) < l4 + 20 or struct.unpack_from('>H', d, l4 + 2)[0] != 4791:
+            return
+        self.udp_sport = struct.unpack_from('>H', d, l4)[0]
+        b = l4 + 8
+        self.roce = True
+        self.opcode = d[b]
+        self.opname = OP_NAME.get(self.opcode, f'0x{self.opcode:02x}')
+        self.se = bool(d[b + 1] & 0x80)
+        self.padcnt = (d[b + 1] >> 4) & 3
+        self.pkey = struct.unpack_from('>H', d, b + 2)[0]
+        self.dqpn = int.from_bytes(d[b + 5:b + 8], 'big')
+        self.ackreq = bool(d[b + 8] & 0x80)
+        self.psn = int.from_bytes(d[b + 9:b + 12], 'big')
+        p = b + 12
+        op = self.opcode
+        if op >= 0x60:  # UD: DETH
+            self.deth = (struct.unpack_from('>I', d, p)[0], int.from_bytes(d[p + 5:p + 8], 'big'))
+            p += 8
+        if op in (0x06, 0x0a, 0x0b, 0x0c):
+            self.reth = struct.unpack_from('>QII', d, p)  # va, rkey, len
+            p += 16
+        if op in (0x13, 0x14):
+            self.atomic = struct.unpack_from('>QIQQ', d, p)  # va, rkey, swap_add, cmp
+            p += 28
+        if op in (0x0d, 0x0f, 0x10, 0x11, 0x12):
+            self.syndrome = d[p]
+            self.msn = int.from_bytes(d[p + 1:p + 4], 'big')
+            p += 4
+        if op == 0x12:
+            self.atomic_orig = struct.unpack_from('>Q', d, p)[0]
+            p += 8
+        if op in (0x03, 0x05, 0x09, 0x0b, 0x65):
+            self.imm = struct.unpack_from('>I', d, p)[0]
+            p += 4
+        end = min(ip_end, len(d)) - 4 - self.padcnt
+        self.payload = bytes(d[p:end]) if end > p else b''
+        self.icrc = bytes(d[min(ip_end, len(d)) - 4:min(ip_end, len(d))])
+
+    @property
+    def is_nak(self):
+        return self.syndrome is not None and (self.syndrome & 0xe0) == 0x60
+
+    @property
+    def is_rnr_nak(self):
+        return self.syndrome is not None and (self.syndrome & 0xe0) == 0x20
+
+    @property
+    def delivered(self):
+        return bool(self.fate & F_DELIVERED)
+
+    def __repr__(self):
+        if not self.roce:
+            return f'<Frame t={self.t} {self.src}->{self.dst} len={len(self.data)} non-RoCE>'
+        extra = f' syn=0x{self.syndrome:02x}' if self.syndrome is not None else ''
+        return (f'<Frame t={self.t} {self.src}->{self.dst} {self.opname} psn={self.psn:#x} '
+                f'dqpn={self.dqpn} len={len(self.data)}{extra} fate={self.fate:#x}>')
+
+
+# ---- the world ---------------------------------------------------------------------
+class World:
+    """N devices with their hosts, one virtual clock, cables.
+
+    World(2) creates, cables (0<->1) and initializes (bring-up, EQs, GIDs)
+    two devices.  cfg: "key=value,..." applied to every device (or a list,
+    one per device)."""
+
+    def __init__(self, ndev=2, mem_mb=256, seed=1, cable=True, init=True, cfg='',
+                 framelog=100000):
+        self._l = lib()
+        self.w = self._l.hx_world_new(mem_mb << 20, seed)
+        if not self.w:
+            raise HarnessError('hx_world_new failed')
+        self.rng = random.Random(seed)
+        self.devs = []
+        for i in range(ndev):
+            c = cfg[i] if isinstance(cfg, (list, tuple)) else cfg
+            self.add_device(c)
+        if cable and ndev >= 2:
+            for i in range(0, ndev - 1, 2):
+                self.cable(i, i + 1)
+        if framelog:
+            self._l.hx_framelog_enable(self.w, framelog)
+        if init:
+            for d in self.devs:
+                d.init()
+
+    def add_device(self, cfg=''):
+        idx = self._l.hx_dev_add(self.w, cfg.encode())
+        if idx < 0:
+            raise HarnessError(f'hx_dev_add({cfg!r}): {self.error()}')
+        d = Device(self, idx)
+        self.devs.append(d)
+        return d
+
+    def error(self):
+        return self._l.hx_world_error(self.w).decode()
+
+    def close(self):
+        if self.w:
+            self._l.hx_world_free(self.w)
+            self.w = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+    def cable(self, a, b):
+        _check(self._l.hx_cable(self.w, a, b), 'cable')
+
+    @property
+    def now(self):
+        return self._l.hx_now(self.w)
+
+    def run(self, ns=100_000_000_000, max_iter=50_000_000):
+        """Run until idle (returns 'idle'), or ns of virtual time passed ('time'),
+        or max_iter loop iterations ('iter')."""
+        return RUN_RESULT[self._l.hx_run(self.w, ns, max_iter)]
+
+    def run_for(self, ns):
+        return self.run(ns=ns)
+
+    @property
+    def iterations(self):
+        return self._l.hx_run_iterations(self.w)
+
+    def set_admin_timeout(self, ns):
+        self._l.hx_set_admin_timeout(self.w, ns)
+
+    # -- wire
+    def set_latency(self, ns):
+        self._l.hx_wire_set_latency(self.w, ns)
+
+    def rule(self, action, src=-1, index=-1, opcode=-1, psn=-1, dqpn=-1, skip=0, count=1,
+             arg=0, arg2=0):
+        """Add a wire rule.  action: 'drop' | 'dup' | 'hold' (arg = release after arg
+        more frames from the same sender) | 'corrupt' (arg = byte offset, arg2 = xor).
+        Match: src device, index (that sender's frame index if src given, else the
+        global one), BTH opcode (int or name), psn, dqpn; -1 = any.  skip: let the
+        first 'skip' matches pass; count: fire this many times (-1 = always).
+        Returns a rule id (see rule_fired)."""
+        if isinstance(opcode, str):
+            opcode = OP[opcode]
+        rid = self._l.hx_wire_rule_add(self.w, src, index, opcode, psn, dqpn, skip, count,
+                                       ACT[action], arg, arg2)
+        return _check(rid, 'rule')
+
+    def rule_fired(self, rid):
+        return self._l.hx_wire_rule_fired(self.w, rid)
+
+    def clear_rules(self):
+        self._l.hx_wire_rules_clear(self.w)
+
+    def random_impairments(self, loss=0.0, dup=0.0, reorder=0.0, corrupt=0.0, seed=1):
+        ppm = lambda p: int(p * 1_000_000)
+        self._l.hx_wire_random(self.w, ppm(loss), ppm(dup), ppm(reorder), ppm(corrupt), seed)
+
+    def pcap(self, path):
+        _check(self._l.hx_pcap_open(self.w, str(path).encode()), 'pcap')
+
+    def pcap_close(self):
+        self._l.hx_pcap_close(self.w)
+
+    def frames(self, roce_only=False):
+        out = []
+        info = FrameInfo()
+        buf = ctypes.create_string_buffer(16384)
+        for i in range(self._l.hx_framelog_count(self.w)):
+            n = self._l.hx_framelog_get(self.w, i, ctypes.byref(info), buf, len(buf))
+            f = Frame(info, buf.raw[:n])
+            if f.roce or not roce_only:
+                out.append(f)
+        return out
+
+    def clear_frames(self):
+        self._l.hx_framelog_clear(self.w)
+
+    def wire_stats(self):
+        return {n: self._l.hx_wire_stat(self.w, i) for i, n in enumerate(WIRE_STATS)}
+
+    # -- trace
+    def trace_enable(self, capacity=1 << 16):
+        self._l.hx_trace_enable(self.w, capacity)
+
+    def trace(self, from_seq=0, max_events=1 << 20):
+        total = self._l.hx_trace_total(self.w)
+        n = int(min(max_events, max(0, total - from_seq)))
+        if n <= 0:
+            return []
+        arr = (TraceRec * n)()
+        first = ctypes.c_uint64()
+        got = self._l.hx_trace_read(self.w, from_seq, arr, n, ctypes.byref(first))
+        out = []
+        for r in arr[:got]:
+            d = to_dict(r.ev)
+            d.pop('rsvd_pad', None)
+            d['dev'] = r.dev
+            d['name'] = self._l.hx_trace_name(r.ev.type).decode()
+            out.append(d)
+        return out
+
+
+# ---- device + driver objects ---------------------------------------------------------
+class Device:
+    def __init__(self, world, idx):
+        self.world = world
+        self.idx = idx
+        self._l = world._l
+        self.async_eq = None
+        self.comp_eq = None
+        self.attr = None
+        self.gids = {}
+
+    @property
+    def w(self):
+        return self.world.w
+
+    @property
+    def mac(self):
+        p = self._l.hx_mac(self.w, self.idx)
+        return bytes(p[:6])
+
+    def __repr__(self):
+        return f'<Device {self.idx} {mac_str(self.mac)}>'
+
+    # -- registers and doorbells
+    def reg_read(self, off, size=4):
+        if isinstance(off, str):
+            off = REG[off]
+        return self._l.hx_reg_read(self.w, self.idx, off, size)
+
+    def reg_write(self, off, val, size=4):
+        if isinstance(off, str):
+            off = REG[off]
+        self._l.hx_reg_write(self.w, self.idx, off, val, size)
+
+    def db_read(self, off, size=8):
+        return self._l.hx_db_read(self.w, self.idx, off, size)
+
+    def db_write(self, off, val, size=8):
+        self._l.hx_db_write(self.w, self.idx, off, val, size)
+
+    def flr(self):
+        """Host-level function reset (qrnic_dev_reset) and forget driver state."""
+        self._l.hx_dev_reset(self.w, self.idx)
+        self.forget()
+
+    def forget(self):
+        self._l.hx_drv_forget(self.w, self.idx)
+        self.async_eq = self.comp_eq = None
+
+    def set_link(self, up):
+        self._l.hx_set_link(self.w, self.idx, 1 if up else 0)
+
+    def busy(self):
+        return bool(self._l.hx_dev_busy(self.w, self.idx))
+
+    def inject(self, frame):
+        return self._l.hx_rx_inject(self.w, self.idx, bytes(frame), len(frame))
+
+    # -- stats, irqs, logs
+    def stats(self):
+        """Device counters through the host API (qrnic_dev_stat)."""
+        return {self._l.hx_stat_name(i).decode(): self._l.hx_dev_stat(self.w, self.idx, i)
+                for i in range(self._l.hx_stat_count())}
+
+    def stat(self, name):
+        return self.stats()[name]
+
+    def irq_count(self, vector):
+        return self._l.hx_irq_count(self.w, self.idx, vector)
+
+    def irq_total(self):
+        return self._l.hx_irq_total(self.w, self.idx)
+
+    def logs(self):
+        """Kept log messages, oldest first: [(level, text)] (0 guest error, 1 unimp, 2 info)."""
+        out = []
+        buf = ctypes.create_string_buffer(300)
+        i = 0
+        while True:
+            lvl = self._l.hx_log_get(self.w, self.idx, i, buf, len(buf))
+            if lvl < 0:
+                break
+            out.append((lvl, buf.value.decode(errors='replace')))
+            i += 1
+        return out[::-1]
+
+    def log_count(self, level=-1):
+        return self._l.hx_log_total(self.w, self.idx, level)
+
+    @property
+    def guest_errors(self):
+        return self.log_count(0)
+
+    def clear_logs(self):
+        self._l.hx_log_clear(self.w, self.idx)
+
+    def dma_stats(self):
+        return dict(zip(('reads', 'writes', 'read_bytes', 'write_bytes', 'fails'),
+                        (self._l.hx_dma_stat(self.w, self.idx, i) for i in range(5))))
+
+    # -- memory
+    @property
+    def mem_base(self):
+        return self._l.hx_mem_base(self.w, self.idx)
+
+    @property
+    def mem_size(self):
+        return self._l.hx_mem_size(self.w, self.idx)
+
+    def mem_alloc(self, size, align=4096):
+        a = self._l.hx_mem_alloc(self.w, self.idx, size, align)
+        if not a:
+            raise HarnessError(f'mem_alloc({size}): {self.world.error()}')
+        return a
+
+    def mem_read(self, addr, n):
+        buf = ctypes.create_string_buffer(max(1, n))
+        _check(self._l.hx_mem_read(self.w, self.idx, addr, buf, n), 'mem_read')
+        return buf.raw[:n]
+
+    def mem_write(self, addr, data):
+        data = bytes(data)
+        _check(self._l.hx_mem_write(self.w, self.idx, addr, data, len(data)), 'mem_write')
+
+    def mem_deny(self, addr, length):
+        _check(self._l.hx_mem_deny(self.w, self.idx, addr, length), 'mem_deny')
+
+    def mem_deny_clear(self):
+        self._l.hx_mem_deny_clear(self.w, self.idx)
+
+    # -- bring-up
+    def bringup(self, aq_log=5):
+        rc = self._l.hx_drv_bringup(self.w, self.idx, aq_log)
+        if rc:
+            raise HarnessError(f'bringup dev {self.idx}: {rc} {self.world.error()}')
+
+    def init(self, aq_log=5, eq_log=8):
+        """Bring-up, query device, async EQ (vector 1), completion EQ (vector 2),
+        GID 0 = ::ffff:10.0.0.<idx+1>, GID 1 = fd00::<idx+1>."""
+        self.bringup(aq_log)
+        self.attr = self.query_device()
+        nv = self.reg_read('NUM_VECTORS')
+        self.async_eq = self.create_eq(eq_log, vector=min(1, nv - 1), async_events=True)
+        self.comp_eq = self.create_eq(eq_log, vector=min(2, nv - 1))
+        self.async_eq.arm()
+        self.comp_eq.arm()
+        self.set_gid(0, gid_v4(f'10.0.0.{self.idx + 1}'), NET_IPV4)
+        self.set_gid(1, gid_v6(f'fd00::{self.idx + 1}'), NET_IPV6)
+        return self
+
+    # -- admin
+    def admin(self, cmd, raw=False):
+        """Submit 128 command bytes; returns (status, AqCqe dict)."""
+        cmd = bytes(cmd).ljust(128, b'\0')[:128]
+        cqe = AqCqe()
+        st = self._l.hx_admin(self.w, self.idx, cmd, ctypes.byref(cqe), ADMIN_RAW if raw else 0)
+        return st, to_dict(cqe)
+
+    def last_cqe(self):
+        cqe = AqCqe()
+        self._l.hx_last_cqe(self.w, self.idx, ctypes.byref(cqe))
+        return to_dict(cqe)
+
+    def patch_next_cmd(self, where, value):
+        """Overwrite bytes of the next admin command a helper builds.
+        where: byte offset or a field path for cmd_offset(); value: bytes or int
+        (an int is written with the field's size when known, else 4 bytes)."""
+        off = where if isinstance(where, int) else cmd_offset(where)
+        if isinstance(value, int):
+            size = 4
+            if isinstance(where, str):
+                size = _cmd_field_size(where)
+            value = value.to_bytes(size, 'little')
+        _check(self._l.hx_patch_next_cmd(self.w, self.idx, off, value, len(value)), 'patch')
+
+    def patch_next_wqe(self, where, value):
+        """Overwrite bytes of the next WQE (send or receive) a post helper builds."""
+        size = 4
+        if isinstance(where, str):
+            f = getattr(SendWqe, where)
+            where, size = f.offset, f.size
+        if isinstance(value, int):
+            value = value.to_bytes(size, 'little')
+        _check(self._l.hx_patch_next_wqe(self.w, self.idx, where, value, len(value)), 'patch')
+
+    def aq_indexes(self):
+        return self._l.hx_drv_aq_pi(self.w, self.idx), self._l.hx_drv_aq_ci(self.w, self.idx)
+
+    def aq_addr(self, cq=False):
+        return self._l.hx_drv_aq_addr(self.w, self.idx, 1 if cq else 0)
+
+    def _admin_detail(self):
+        return self.last_cqe()['detail']
+
+    def _handle(self, r, what, check):
+        if r < 0:
+            if not check:
+                return None
+            raise AdminError(what, -r if r > -1000 else r, self._admin_detail())
+        return r
+
+    def _status(self, st, what, check):
+        if st != 0 and check:
+            raise AdminError(what, st, self._admin_detail())
+        return st
+
+    def query(self, opcode, struct_type, port=0, check=True):
+        out = struct_type()
+        st = self._l.hx_query(self.w, self.idx, opcode, port, ctypes.byref(out), ctypes.sizeof(out))
+        if self._status(st, f'query {opcode:#x}', check):
+            return None
+        return to_dict(out)
+
+    def query_device(self, check=True):
+        return self.query(CMD['QUERY_DEVICE'], DeviceAttr, check=check)
+
+    def query_port(self, port=1, check=True):
+        return self.query(CMD['QUERY_PORT'], PortAttr, port=port, check=check)
+
+    def query_stats(self, check=True):
+        n = self._l.hx_stat_count()
+        arr = (ctypes.c_uint64 * n)()
+        st = self._l.hx_query(self.w, self.idx, CMD['QUERY_STATS'], 0, arr, 8 * n)
+        if self._status(st, 'query_stats', check):
+            return None
+        return {self._l.hx_stat_name(i).decode(): arr[i] for i in range(n)}
+
+    def set_gid(self, index, gid, net_type=None, valid=True, check=True):
+        if isinstance(gid, str):
+            gid = gid_v6(gid) if ':' in gid else gid_v4(gid)
+        if net_type is None:
+            net_type = NET_IPV4 if gid[:12] == b'\0' * 10 + b'\xff\xff' else NET_IPV6
+        st = self._l.hx_set_gid(self.w, self.idx, index, 1 if valid else 0, net_type, bytes(gid))
+        if st == 0:
+            if valid:
+                self.gids[index] = (bytes(gid), net_type)
+            else:
+                self.gids.pop(index, None)
+        return self._status(st, 'set_gid', check)
+
+    def query_gid(self, index, check=True):
+        buf = ctypes.create_string_buffer(16)
+        st = self._l.hx_query_gid(self.w, self.idx, index, buf)
+        if self._status(st, 'query_gid', check):
+            return None
+        return buf.raw
+
+    def alloc_uctx(self, check=True):
+        return self._handle(self._l.hx_alloc_uctx(self.w, self.idx), 'alloc_uctx', check)
+
+    def destroy(self, opcode, handle, check=True):
+        if isinstance(opcode, str):
+            opcode = CMD[opcode]
+        st = self._l.hx_destroy(self.w, self.idx, opcode, handle)
+        return self._status(st, f'destroy {opcode:#x} {handle}', check)
+
+    def alloc_pd(self, uctx=0, check=True):
+        h = self._handle(self._l.hx_create_pd(self.w, self.idx, uctx), 'create_pd', check)
+        return None if h is None else Pd(self, h, uctx)
+
+    def create_eq(self, log_depth=8, vector=2, async_events=False, check=True):
+        h = self._handle(self._l.hx_create_eq(self.w, self.idx, log_depth, vector,
+                                              1 if async_events else 0), 'create_eq', check)
+        return None if h is None else Eq(self, h, log_depth, vector)
+
+    def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, check=True):
+        eqn = eq.eqn if isinstance(eq, Eq) else (eq if eq is not None else
+                                                 (self.comp_eq.eqn if self.comp_eq else 0))
+        h = self._handle(self._l.hx_create_cq(self.w, self.idx, uctx, eqn, log_depth,
+                                              1 if dbrec else 0), 'create_cq', check)
+        return None if h is None else Cq(self, h, log_depth)
+
+    def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
+                  rq_log=6, rq_shift=9, uctx=0, flags=0, check=True):
+        recv_cq = recv_cq or send_cq
+        t = QPT[qp_type] if isinstance(qp_type, str) else qp_type
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
+        rcq = recv_cq.cqn if isinstance(recv_cq, Cq) else recv_cq
+        h = self._handle(self._l.hx_create_qp(self.w, self.idx, uctx, pdn, scq, rcq, t, sq_log,
+                                              sq_shift, rq_log, rq_shift, flags),
+                         'create_qp', check)
+        if h is None:
+            return None
+        return Qp(self, h, t, pd if isinstance(pd, Pd) else None, send_cq, recv_cq,
+                  sq_log, sq_shift, rq_log, rq_shift)
+
+    def reg_mr(self, pd, length, access=ACCESS_ALL, iova=None, page_shift=12, levels=None,
+               shuffle=True, contig=False, phys=False, check=True):
+        """Register 'length' bytes of fresh simulated memory (zeroed).  By default
+        4 KiB pages mapped in shuffled physical order through a 1/2/3-level PBL
+        (chosen from the size); iova defaults to a virtual-looking address."""
+        if iova is None:
+            iova = 0x7f00_0000_0000 + self.world.rng.randrange(0, 1 << 20) * 4096 \
+                + self.world.rng.randrange(0, 64) * 8
+        flags = (MR_SHUFFLE if shuffle else 0) | (MR_CONTIG if contig else 0) | \
+            (MR_PHYS if phys else 0)
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        k = self._handle(self._l.hx_reg_mr(self.w, self.idx, pdn, access, iova, length,
+                                           page_shift, -1 if levels is None else levels, flags),
+                         'reg_mr', check)
+        return None if k is None else Mr(self, k, pdn, iova, length, access)
+
+    def create_ah(self, pd, dgid, dmac, net_type=None, sgid_index=0, hop_limit=0,
+                  traffic_class=0, flow_label=0, check=True):
+        av = make_av(dgid, dmac, net_type, sgid_index, hop_limit, traffic_class, flow_label)
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        h = self._handle(self._l.hx_create_ah(self.w, self.idx, pdn, ctypes.byref(av)),
+                         'create_ah', check)
+        return None if h is None else Ah(self, h)
+
+    def ah_to(self, pd, peer, gid_index=0, **kw):
+        gid, nt = peer.gids[gid_index]
+        return self.create_ah(pd, gid, peer.mac, nt, sgid_index=gid_index, **kw)
+
+    def query_mr(self, key, check=True):
+        out = MptEntry()
+        st = self._l.hx_query_mr(self.w, self.idx, key, ctypes.byref(out))
+        if self._status(st, 'query_mr', check):
+            return None
+        return to_dict(out)
+
+
+def _cmd_field_size(path):
+    lay = layout()
+    parts = path.split('.')
+    if parts[0] in ('handle', 'create_pd'):
+        return 4
+    st = _CMD_BODY[parts[0]]
+    size = 4
+    for p in parts[1:]:
+        _, size = lay[st][p]
+        st = _NESTED.get(p, st)
+    return size
+
+
+def make_av(dgid, dmac, net_type=None, sgid_index=0, hop_limit=0, traffic_class=0, flow_label=0):
+    if isinstance(dgid, str):
+        dgid = gid_v6(dgid) if ':' in dgid else gid_v4(dgid)
+    if net_type is None:
+        net_type = NET_IPV4 if dgid[:12] == b'\0' * 10 + b'\xff\xff' else NET_IPV6
+    av = Av()
+    ctypes.memmove(av.dgid, bytes(dgid), 16)
+    ctypes.memmove(av.dmac, bytes(dmac), 6)
+    av.net_type = net_type
+    av.sgid_index = sgid_index
+    av.hop_limit = hop_limit
+    av.traffic_class = traffic_class
+    av.flow_label = flow_label
+    return av
+
+
+class _Obj:
+    def __init__(self, dev, handle):
+        self.dev = dev
+        self.handle = handle
+
+    @property
+    def _w(self):
+        return self.dev.w
+
+    @property
+    def _l(self):
+        return self.dev._l
+
+    @property
+    def _i(self):
+        return self.dev.idx
+
+
+class Pd(_Obj):
+    def __init__(self, dev, pdn, uctx=0):
+        super().__init__(dev, pdn)
+        self.pdn = pdn
+        self.uctx = uctx
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_PD', self.pdn, check)
+
+    def __repr__(self):
+        return f'<Pd {self.pdn} dev{self._i}>'
+
+
+class Ah(_Obj):
+    def __init__(self, dev, ahn):
+        super().__init__(dev, ahn)
+        self.ahn = ahn
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_AH', self.ahn, check)
+
+
+class Eq(_Obj):
+    def __init__(self, dev, eqn, log_depth, vector):
+        super().__init__(dev, eqn)
+        self.eqn = eqn
+        self.log_depth = log_depth
+        self.vector = vector
+
+    def poll(self, n=256):
+        arr = (Eqe * n)()
+        got = _check(self._l.hx_poll_eq(self._w, self._i, self.eqn, arr, n), 'poll_eq')
+        out = []
+        for e in arr[:got]:
+            d = to_dict(e)
+            d['type_name'] = 'COMPLETION' if e.type == 0 else 'ASYNC'
+            d['event'] = EV_NAME.get(e.subtype, str(e.subtype)) if e.type == 1 else None
+            out.append(d)
+        return out
+
+    def arm(self):
+        _check(self._l.hx_arm_eq(self._w, self._i, self.eqn), 'arm_eq')
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_EQ', self.eqn, check)
+
+
+def cqe_dict(c):
+    d = to_dict(c)
+    del d['rsvd']
+    d['status_name'] = wc_status_name(c.status)
+    d['opcode_name'] = WC_OP.get(c.opcode, str(c.opcode))
+    d['vendor_err_name'] = VERR[c.vendor_err] if c.vendor_err < len(VERR) else str(c.vendor_err)
+    d['imm'] = struct.unpack('>I', struct.pack('<I', c.imm_data))[0]  # network order value
+    return d
+
+
+class Cq(_Obj):
+    def __init__(self, dev, cqn, log_depth):
+        super().__init__(dev, cqn)
+        self.cqn = cqn
+        self.log_depth = log_depth
+
+    def poll(self, n=1024):
+        """Consume up to n CQEs: list of dicts (status, status_name, opcode_name,
+        wr_id, byte_len, imm (the value sent), qpn, src_qp, flags, vendor_err...)."""
+        out = []
+        while n > 0:
+            k = min(n, 1024)
+            arr = (Cqe * k)()
+            got = _check(self._l.hx_poll_cq(self._w, self._i, self.cqn, arr, k), 'poll_cq')
+            out += [cqe_dict(c) for c in arr[:got]]
+            n -= got
+            if got < k:
+                break
+        return out
+
+    def peek(self):
+        return _check(self._l.hx_peek_cq(self._w, self._i, self.cqn), 'peek_cq')
+
+    def wait(self, n=1, ns=100_000_000_000):
+        """Run the world until n CQEs are ready (or idle/time limit); poll them."""
+        out = self.poll(n)
+        deadline = self.dev.world.now + ns
+        while len(out) < n:
+            left = deadline - self.dev.world.now
+            if left <= 0:
+                break
+            r = self.dev.world.run(ns=min(left, 1_000_000), max_iter=100000)
+            out += self.poll(n - len(out))
+            if r == 'idle':
+                break
+        return out
+
+    def arm(self, solicited=False):
+        _check(self._l.hx_arm_cq(self._w, self._i, self.cqn, 1 if solicited else 0), 'arm_cq')
+
+    @property
+    def ci(self):
+        return self._l.hx_cq_ci(self._w, self._i, self.cqn)
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_CQ', self.cqn, check)
+
+    def __repr__(self):
+        return f'<Cq {self.cqn} dev{self._i}>'
+
+
+class Mr(_Obj):
+    def __init__(self, dev, key, pdn, iova, length, access):
+        super().__init__(dev, key)
+        self.key = self.lkey = self.rkey = key
+        self.pdn = pdn
+        self.iova = iova
+        self.length = length
+        self.access = access
+
+    def addr(self, off=0):
+        return self.iova + off
+
+    def write(self, off, data):
+        data = bytes(data)
+        _check(self._l.hx_mr_write(self._w, self._i, self.key, off, data, len(data)), 'mr_write')
+
+    def read(self, off=0, n=None):
+        if n is None:
+            n = self.length - off
+        buf = ctypes.create_string_buffer(max(1, n))
+        _check(self._l.hx_mr_read(self._w, self._i, self.key, off, buf, n), 'mr_read')
+        return buf.raw[:n]
+
+    def fill_random(self, rng, off=0, n=None):
+        if n is None:
+            n = self.length - off
+        data = rng.randbytes(n)
+        self.write(off, data)
+        return data
+
+    def bus_addr(self, off=0):
+        return self._l.hx_mr_bus_addr(self._w, self._i, self.key, off)
+
+    @property
+    def pbl_addr(self):
+        return self._l.hx_mr_pbl_addr(self._w, self._i, self.key)
+
+    def dereg(self, check=True):
+        return self.dev.destroy('DEREG_MR', self.key, check)
+
+    def query(self, check=True):
+        return self.dev.query_mr(self.key, check)
+
+    def __repr__(self):
+        return f'<Mr key={self.key:#x} iova={self.iova:#x} len={self.length} dev{self._i}>'
+
+
+def _sge_list(sges):
+    addrs, lens, keys = [], [], []
+    for s in sges:
+        if isinstance(s[0], Mr):
+            mr, off, ln = s[0], s[1], s[2]
+            addrs.append(mr.addr(off))
+            lens.append(ln)
+            keys.append(s[3] if len(s) > 3 else mr.lkey)
+        else:  # raw (addr, length, lkey)
+            addrs.append(s[0])
+            lens.append(s[1])
+            keys.append(s[2])
+    return addrs, lens, keys
+
+
+class Qp(_Obj):
+    def __init__(self, dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log, rq_shift):
+        super().__init__(dev, qpn)
+        self.qpn = qpn
+        self.qp_type = qp_type
+        self.pd = pd
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq
+        self.sq_log, self.sq_shift, self.rq_log, self.rq_shift = sq_log, sq_shift, rq_log, rq_shift
+
+    def __repr__(self):
+        return f'<Qp {self.qpn} dev{self._i}>'
+
+    def modify(self, state=None, mask=None, check=True, **attrs):
+        """MODIFY_QP.  state: name or number; attrs: qrnic_qp_attr fields
+        (av may be an Av or a dict for make_av).  The attr mask is computed
+        from the given fields unless mask is given (int or list of names)."""
+        a = QpAttr()
+        names = []
+        if state is not None:
+            a.qp_state = QPS[state] if isinstance(state, str) else state
+            names.append('STATE')
+        for k, v in attrs.items():
+            if k == 'av':
+                if isinstance(v, dict):
+                    v = make_av(**v)
+                a.av = v
+            else:
+                setattr(a, k, v)
+            names.append(_ATTR_BIT[k])
+        if mask is None:
+            m = 0
+            for n in names:
+                m |= QP_ATTR[n]
+        elif isinstance(mask, int):
+            m = mask
+        else:
+            m = 0
+            for n in mask:
+                m |= QP_ATTR[n]
+        a.attr_mask = m
+        st = self._l.hx_modify_qp(self._w, self._i, self.qpn, ctypes.byref(a))
+        return self.dev._status(st, f'modify_qp {self.qpn} -> {state}', check)
+
+    def query(self, check=True):
+        a = QpAttr()
+        st = self._l.hx_query_qp(self._w, self._i, self.qpn, ctypes.byref(a))
+        if self.dev._status(st, 'query_qp', check):
+            return None
+        d = to_dict(a)
+        d['state_name'] = QPS_NAME.get(a.qp_state, str(a.qp_state))
+        return d
+
+    @property
+    def state(self):
+        return self.query()['state_name']
+
+    def to_init(self, access=ACCESS_REMOTE, qkey=None, check=True):
+        if self.qp_type == QPT['RC']:
+            return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
+                               check=check)
+        return self.modify('INIT', pkey_index=0, port_num=1,
+                           qkey=0x11111111 if qkey is None else qkey, check=check)
+
+    def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
+               max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
+        if self.qp_type != QPT['RC']:
+            return self.modify('RTR', check=check)
+        gid, nt = remote_dev.gids[gid_index]
+        av = make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
+        return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn, rq_psn=rq_psn,
+                           max_dest_rd_atomic=max_dest_rd_atomic, min_rnr_timer=min_rnr_timer,
+                           check=check)
+
+    def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4, check=True):
+        if self.qp_type != QPT['RC']:
+            return self.modify('RTS', sq_psn=sq_psn, check=check)
+        return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
+                           rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)
+
+    def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
+                  signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
+                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True):
+        """Post one send WQE and ring the SQ doorbell.
+        sges: [(mr, offset, length)] or [(mr, offset, length, lkey)] or raw
+        [(addr, length, lkey)]; remote: (mr, offset) or (rkey, addr);
+        atomics: compare/swap for CMP_AND_SWP, add for FETCH_AND_ADD.
+        Returns the SQ index (free running), or a negative HX_E_* with check=False."""
+        op = WR[opcode] if isinstance(opcode, str) else opcode
+        if flags is None:
+            flags = (WQE_F_SIGNALED if signaled else 0) | (WQE_F_SOLICITED if solicited else 0) \
+                | (WQE_F_FENCE if fence else 0)
+        inl = b''
+        if inline is not None:
+            flags |= WQE_F_INLINE
+            inl = bytes(inline)
+        addrs, lens, keys = _sge_list(sges)
+        rkey = raddr = 0
+        if remote is not None:
+            if isinstance(remote[0], Mr):
+                rkey, raddr = remote[0].rkey, remote[0].addr(remote[1])
+            else:
+                rkey, raddr = remote
+        cmp_add = add if add is not None else compare
+        ahn = ah.ahn if isinstance(ah, Ah) else (ah or 0)
+        r = self._l.hx_post_send(self._w, self._i, self.qpn, op, flags, wr_id, len(addrs),
+                                 _u64_array(addrs), _u32_array(lens), _u32_array(keys),
+                                 inl, len(inl), imm, rkey, raddr, cmp_add, swap, ahn,
+                                 remote_qpn, qkey, 1 if ring else 0)
+        if r < 0 and check:
+            raise HarnessError(f'post_send: {r}')
+        return r
+
+    def post_send_raw(self, wqe_bytes, ring=True):
+        return self._l.hx_post_send_raw(self._w, self._i, self.qpn, bytes(wqe_bytes),
+                                        len(wqe_bytes), 1 if ring else 0)
+
+    def post_recv(self, sges=(), wr_id=0, ring=True, check=True):
+        addrs, lens, keys = _sge_list(sges)
+        r = self._l.hx_post_recv(self._w, self._i, self.qpn, wr_id, len(addrs),
+                                 _u64_array(addrs), _u32_array(lens), _u32_array(keys),
+                                 1 if ring else 0)
+        if r < 0 and check:
+            raise HarnessError(f'post_recv: {r}')
+        return r
+
+    def post_recv_raw(self, wqe_bytes, ring=True):
+        return self._l.hx_post_recv_raw(self._w, self._i, self.qpn, bytes(wqe_bytes),
+                                        len(wqe_bytes), 1 if ring else 0)
+
+    def ring_sq(self):
+        _check(self._l.hx_ring_sq(self._w, self._i, self.qpn), 'ring_sq')
+
+    def ring_rq(self):
+        _check(self._l.hx_ring_rq(self._w, self._i, self.qpn), 'ring_rq')
+
+    def indexes(self):
+        arr = (ctypes.c_uint32 * 4)()
+        _check(self._l.hx_qp_indexes(self._w, self._i, self.qpn, arr), 'qp_indexes')
+        return dict(zip(('sq_pi', 'sq_ci', 'rq_pi', 'rq_ci'), arr))
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_QP', self.qpn, check)
+
+
+# ---- connection helpers ------------------------------------------------------------------
+class Side:
+    def __init__(self, dev, pd, cq, qp, rcq=None):
+        self.dev, self.pd, self.cq, self.qp = dev, pd, cq, qp
+        self.rcq = rcq or cq
+
+
+class Conn:
+    """An RC connection: .a/.b sides (dev, pd, cq, qp); shortcuts qa/qb, cqa/cqb, pda/pdb."""
+
+    def __init__(self, a, b, mtu, psn_a, psn_b):
+        self.a, self.b = a, b
+        self.qa, self.qb = a.qp, b.qp
+        self.cqa, self.cqb = a.cq, b.cq
+        self.pda, self.pdb = a.pd, b.pd
+        self.mtu = mtu
+        self.psn_a, self.psn_b = psn_a, psn_b   # first PSN sent by a / by b
+
+    @property
+    def world(self):
+        return self.a.dev.world
+
+
+def connect_rc(dev_a, dev_b, mtu=1024, psn_a=0x100, psn_b=0x200, access=ACCESS_REMOTE,
+               timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=1, max_rd_atomic=4,
+               max_dest_rd_atomic=4, sq_log=6, rq_log=6, sq_shift=9, rq_shift=9, cq_log=10,
+               gid_index=0, pd_a=None, pd_b=None, separate_cqs=False):
+    """Create PD/CQ/QP on both devices and move both QPs to RTS, each
+    pointing at the other.  psn_a: first PSN of a's requests (b's rq_psn)."""
+    sides = []
+    for dev, pd in ((dev_a, pd_a), (dev_b, pd_b)):
+        pd = pd or dev.alloc_pd()
+        cq = dev.create_cq(cq_log)
+        rcq = dev.create_cq(cq_log) if separate_cqs else cq
+        qp = dev.create_qp(pd, cq, rcq, 'RC', sq_log=sq_log, sq_shift=sq_shift,
+                           rq_log=rq_log, rq_shift=rq_shift)
+        sides.append(Side(dev, pd, cq, qp, rcq))
+    a, b = sides
+    for me, peer, sq_psn, rq_psn in ((a, b, psn_a, psn_b), (b, a, psn_b, psn_a)):
+        me.qp.to_init(access)
+        me.qp.to_rtr(peer.dev, peer.qp.qpn, mtu=mtu, rq_psn=rq_psn, gid_index=gid_index,
+                     max_dest_rd_atomic=max_dest_rd_atomic, min_rnr_timer=min_rnr_timer)
+    for me, sq_psn in ((a, psn_a), (b, psn_b)):
+        me.qp.to_rts(sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt, rnr_retry=rnr_retry,
+                     max_rd_atomic=max_rd_atomic)
+    return Conn(a, b, mtu, psn_a, psn_b)
+
+
+def create_ud(dev, pd=None, cq=None, qkey=0x11111111, sq_log=6, rq_log=6, sq_psn=0):
+    """A UD QP in RTS."""
+    pd = pd or dev.alloc_pd()
+    cq = cq or dev.create_cq(10)
+    qp = dev.create_qp(pd, cq, cq, 'UD', sq_log=sq_log, rq_log=rq_log)
+    qp.to_init(qkey=qkey)
+    qp.to_rtr()
+    qp.to_rts(sq_psn=sq_psn)
+    return Side(dev, pd, cq, qp)
