@@ -962,6 +962,11 @@ class Device:
         st = self._l.hx_admin(self.w, self.idx, cmd, ctypes.byref(cqe), ADMIN_RAW if raw else 0)
         return st, to_dict(cqe)
 
+    @property
+    def last_status(self):
+        """Status of the last admin command (helpers with check=False return None)."""
+        return self.last_cqe()['status']
+
     def last_cqe(self):
         cqe = AqCqe()
         self._l.hx_last_cqe(self.w, self.idx, ctypes.byref(cqe))
