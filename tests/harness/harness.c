@@ -1936,7 +1936,7 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 	c.u.reg_mr.iova = iova;
 	c.u.reg_mr.length = length;
 	c.u.reg_mr.pbl_addr = pbl;
-	c.u.reg_mr.npages = (uint32_t)npages;
+	c.u.reg_mr.npages = mr_flags ? 0 : (uint32_t)npages;	/* DMA MR: no PBL */
 	r = admin_handle(w, d, &c);
 	if (r < 0) {
 		free(m->pages);
