@@ -1760,14 +1760,24 @@ int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t s
 	return r;
 }
 
+static struct hx_qp_rec *qp_find(struct hx_dev *h, uint32_t qpn);
+
 int hx_modify_qp(hx_world *w, int d, uint32_t qpn, const void *attr72)
 {
 	struct qrnic_aq_cmd c;
+	struct hx_qp_rec *q;
+	int rc;
 
 	cmd_init(&c, QRNIC_CMD_MODIFY_QP);
 	c.u.modify_qp.qpn = qpn;
 	memcpy(&c.u.modify_qp.attr, attr72, sizeof(c.u.modify_qp.attr));
-	return hx_admin(w, d, &c, NULL, 0);
+	rc = hx_admin(w, d, &c, NULL, 0);
+	/* A QP moved to RESET has empty rings: the driver starts over at 0 too. */
+	q = qp_find(D(w, d), qpn);
+	if (rc == QRNIC_AQ_OK && q && (c.u.modify_qp.attr.attr_mask & QRNIC_QP_ATTR_STATE) &&
+	    c.u.modify_qp.attr.qp_state == QRNIC_QPS_RESET)
+		q->sq_pi = q->sq_ci = q->rq_pi = q->rq_ci = 0;
+	return rc;
 }
 
 static int query_handle(hx_world *w, int d, uint8_t opcode, uint32_t handle, void *out, uint32_t len)
