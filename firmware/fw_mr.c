@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic firmware: memory registration (REG_MR, DEREG_MR, QUERY_MR).
+ *
+ * REG_MR validates the command, allocates an MPT slot and an MTT range,
+ * walks the page buffer list once (each PBL page is read exactly once, the
+ * data page addresses land directly in d->mtt[]), validates the copied
+ * addresses, and only then makes the MPT entry valid.  Any failure frees
+ * what was allocated, in reverse order.
+ *
+ * A DMA MR (QRNIC_MR_F_PHYS, kernel PDs only) uses no PBL and no MTT:
+ * pbl_levels, pbl_addr and npages are ignored; iova is the bus address.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qrnic_fw.h"
+
+#define PBL_SHIFT	9	/* log2(QRNIC_PBL_ENTRIES) */
+
+/*
+ * Copy the n page addresses described by the list page at 'addr' of the
+ * given level (1: a page of data page addresses) into dst[0..n).
+ * Recursion depth <= QRNIC_PBL_MAX_LEVELS, one 4 KiB buffer per level.
+ */
+static uint8_t pbl_walk(struct qrnic_dev *d, uint64_t addr, unsigned level, uint64_t *dst,
+			uint32_t n, uint64_t page_mask, struct qrnic_aq_cqe *cqe)
+{
+	const uint32_t off = QRNIC_FW_OFF(u.reg_mr.pbl_addr);
+	uint64_t list[QRNIC_PBL_ENTRIES];
+	uint64_t span;
+	uint32_t nent, i;
+
+	if (level == 1) {
+		if (qrnic_dma_read(d, addr, dst, (size_t)n * sizeof(uint64_t)))
+			return qrnic_fw_fail(cqe, QRNIC_AQ_DMA_ERROR, off);
+		for (i = 0; i < n; i++) {
+			dst[i] = qrnic_fw_le64(dst[i]);
+			if (dst[i] & page_mask)
+				return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, off);
+		}
+		return QRNIC_AQ_OK;
+	}
+
+	span = 1ull << (PBL_SHIFT * (level - 1));	/* data pages per entry */
+	nent = (uint32_t)((n + span - 1) / span);	/* <= 512: capacity checked */
+	if (qrnic_dma_read(d, addr, list, (size_t)nent * sizeof(uint64_t)))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_DMA_ERROR, off);
+	for (i = 0; i < nent; i++) {
+		uint64_t next = qrnic_fw_le64(list[i]);
+		uint32_t m = n < span ? n : (uint32_t)span;
+		uint8_t st;
+
+		if (next == 0 || (next & (QRNIC_PBL_PAGE_SIZE - 1)))
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, off);
+		st = pbl_walk(d, next, level - 1, dst, m, page_mask, cqe);
+		if (st != QRNIC_AQ_OK)
+			return st;
+		dst += m;
+		n -= m;
+	}
+	return QRNIC_AQ_OK;
+}
+
+uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_reg_mr *c = &cmd->u.reg_mr;
+	const bool phys = c->flags & QRNIC_MR_F_PHYS;
+	struct qrnic_pd *pd;
+	struct qrnic_mr *mr = NULL;
+	uint64_t psz, pmask, span, count;
+	uint32_t idx, mtt_base = 0;
+	uint8_t st;
+
+#define F(field) QRNIC_FW_OFF(u.reg_mr.field)
+	pd = qrnic_fw_pd(d, c->pdn);
+	if (!pd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
+	if (c->access & ~QRNIC_ACCESS_ALL)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(access));
+	/* IB: remote write and remote atomic need local write. */
+	if ((c->access & (QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_ATOMIC)) &&
+	    !(c->access & QRNIC_ACCESS_LOCAL_WRITE))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(access));
+	if (c->flags & ~QRNIC_MR_F_PHYS)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
+	if (phys && pd->uctx != 0)	/* bus addresses are for the kernel only */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
+	if (c->page_shift < QRNIC_MIN_PAGE_SHIFT || c->page_shift > QRNIC_MAX_PAGE_SHIFT)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(page_shift));
+	if (c->pbl_levels > QRNIC_PBL_MAX_LEVELS)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pbl_levels));
+	if (c->rsvd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd));
+	if (c->length == 0 || c->length > d->cfg.max_mr_size ||
+	    c->length - 1 > UINT64_MAX - c->iova)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(length));
+	if (c->rsvd2)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd2));
+
+	psz = 1ull << c->page_shift;
+	pmask = psz - 1;
+	if (!phys) {	/* DMA MR: pbl_levels, pbl_addr and npages are not used */
+		/* Pages spanned by [iova, iova + length), given the page offset. */
+		span = (c->iova & pmask) + c->length;
+		if (span < c->length)	/* only if max_mr_size is near 2^64 */
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(length));
+		count = (span >> c->page_shift) + ((span & pmask) != 0);
+		if (count != c->npages)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(npages));
+		if (c->pbl_levels == 0) {
+			/* contiguous: pbl_addr is page 0; all pages must exist */
+			if ((c->pbl_addr & pmask) ||
+			    count * psz - 1 > UINT64_MAX - c->pbl_addr)	/* count <= 2^32, psz <= 2^30 */
+				return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pbl_addr));
+		} else {
+			if (count > 1ull << (PBL_SHIFT * c->pbl_levels))
+				return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pbl_levels));
+			if (c->pbl_addr == 0 || (c->pbl_addr & (QRNIC_PBL_PAGE_SIZE - 1)))
+				return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pbl_addr));
+		}
+		if (count > d->cfg.max_mtt)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, F(npages));
+	}
+
+	/* 1. an MPT slot (claimed only at the end) */
+	for (idx = 1; idx < d->cfg.max_mr && idx <= (UINT32_MAX >> QRNIC_KEY_TAG_BITS); idx++) {
+		if (!(d->mr[idx].mpt.flags & QRNIC_MPT_VALID)) {
+			mr = &d->mr[idx];
+			break;
+		}
+	}
+	if (!mr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
+
+	if (!phys) {
+		uint32_t i;
+
+		/* 2. the MTT range */
+		mtt_base = qrnic_mtt_alloc(d, c->npages);
+		if (mtt_base == UINT32_MAX)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, F(npages));
+
+		/* 3. the page addresses, copied once */
+		if (c->pbl_levels == 0) {
+			for (i = 0; i < c->npages; i++)
+				d->mtt[mtt_base + i] = c->pbl_addr + (uint64_t)i * psz;
+		} else {
+			st = pbl_walk(d, c->pbl_addr, c->pbl_levels, &d->mtt[mtt_base],
+				      c->npages, pmask, cqe);
+			if (st != QRNIC_AQ_OK)
+				goto err_mtt;
+		}
+	}
+
+	/* 4. commit */
+	memset(&mr->mpt, 0, sizeof(mr->mpt));
+	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
+	mr->next_tag++;		/* a stale key of this slot never matches again */
+	mr->mpt.pdn = c->pdn;
+	mr->mpt.access = c->access;
+	mr->mpt.iova = c->iova;
+	mr->mpt.length = c->length;
+	mr->mpt.mtt_base = mtt_base;
+	mr->mpt.npages = phys ? 0 : c->npages;	/* MTT entries used */
+	mr->mpt.page_shift = c->page_shift;
+	mr->mpt.flags = QRNIC_MPT_VALID | (phys ? QRNIC_MPT_PHYS : 0);
+	pd->refcnt++;
+	cqe->result[0] = mr->mpt.key;
+	return QRNIC_AQ_OK;
+
+err_mtt:
+	qrnic_mtt_free(d, mtt_base, c->npages);
+	return st;
+#undef F
+}
+
+uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			  struct qrnic_aq_cqe *cqe)
+{
+	struct qrnic_mr *mr = qrnic_fw_mr(d, cmd->u.handle.handle);
+	struct qrnic_pd *pd;
+	uint8_t tag;
+
+	if (!mr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
+	if (!(mr->mpt.flags & QRNIC_MPT_PHYS) && mr->mpt.npages)
+		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.npages);
+	pd = qrnic_fw_pd(d, mr->mpt.pdn);
+	if (pd && pd->refcnt)
+		pd->refcnt--;
+	tag = mr->next_tag;	/* persists across registrations of the slot */
+	memset(mr, 0, sizeof(*mr));
+	mr->next_tag = tag;
+	return QRNIC_AQ_OK;
+}
+
+uint8_t qrnic_fw_query_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			  struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_query_qp *q = &cmd->u.query_qp;
+	struct qrnic_mr *mr = qrnic_fw_mr(d, q->handle);
+	struct qrnic_mpt_entry e;
+
+	if (!mr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.query_qp.handle));
+	e = mr->mpt;
+	return qrnic_fw_respond(d, cqe, q->resp_addr, q->resp_len,
+				QRNIC_FW_OFF(u.query_qp.resp_addr), &e, sizeof(e));
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic firmware: queue pairs (CREATE_QP, MODIFY_QP, QUERY_QP, DESTROY_QP).
+ *
+ * MODIFY_QP follows the IBTA chapter 11 QP state machine as Linux encodes
+ * it in ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c): for every
+ * (current, next) pair, whether it is allowed and which attributes are
+ * required and optional, per transport (RC, UD, GSI).  Differences from
+ * that table, all deliberate:
+ *   - SQE -> RTS only for UD/GSI (an RC QP never enters SQE);
+ *   - GSI accepts PORT as an optional attribute of RESET->INIT and
+ *     INIT->INIT (UD requires it there; harmless for QP1, port is 1);
+ *   - ALT_PATH, PATH_MIG_STATE and CAP are answered QRNIC_AQ_NOT_SUPPORTED
+ *     (no automatic path migration, no resize).
+ * As in Linux, RESET -> ERR is not a transition (ERR -> ERR is).
+ *
+ * Validation order (spec 6.6.7): qpn (BAD_HANDLE); transition allowed
+ * (BAD_STATE, detail = attr.qp_state); CUR_STATE matches (BAD_STATE, detail
+ * = attr.cur_qp_state); unsupported attributes (NOT_SUPPORTED); the mask
+ * against the table (BAD_ATTR_MASK, detail = attr.attr_mask); the values
+ * of the selected attributes and the reserved fields (BAD_PARAM).
+ * Everything is validated before anything changes; the transport side
+ * effects of a state change belong to qrnic_qp_set_state() (qp.c).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qrnic_fw.h"
+
+/* ---- The state machine ---------------------------------------------------- */
+enum { T_RC, T_UD, T_GSI, T_NUM };
+#define V_RC	(1u << T_RC)
+#define V_UD	(1u << T_UD)
+#define V_GSI	(1u << T_GSI)
+#define V_ALL	(V_RC | V_UD | V_GSI)
+
+struct qp_trans {
+	uint8_t  valid;			/* V_* bits: allowed for these types */
+	uint32_t req[T_NUM];		/* required attributes */
+	uint32_t opt[T_NUM];		/* optional attributes */
+};
+
+#define A(x) QRNIC_QP_ATTR_##x
+#define S(x) QRNIC_QPS_##x
+
+static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
+	[S(RESET)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(INIT)] = {
+			.valid = V_ALL,
+			.req = {
+				[T_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
+			},
+			.opt = { [T_GSI] = A(PORT) },
+		},
+	},
+	[S(INIT)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(ERR)] = { .valid = V_ALL },
+		[S(INIT)] = {
+			.valid = V_ALL,
+			.opt = {
+				[T_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
+				[T_GSI] = A(PKEY_INDEX) | A(QKEY) | A(PORT),
+			},
+		},
+		[S(RTR)] = {
+			.valid = V_ALL,
+			.req = {
+				[T_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
+			},
+			.opt = {
+				[T_RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+				[T_UD] = A(PKEY_INDEX) | A(QKEY),
+				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
+			},
+		},
+	},
+	[S(RTR)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(ERR)] = { .valid = V_ALL },
+		[S(RTS)] = {
+			.valid = V_ALL,
+			.req = {
+				[T_RC] = A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(SQ_PSN) |
+					 A(MAX_QP_RD_ATOMIC),
+				[T_UD] = A(SQ_PSN),
+				[T_GSI] = A(SQ_PSN),
+			},
+			.opt = {
+				[T_RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
+				[T_UD] = A(CUR_STATE) | A(QKEY),
+				[T_GSI] = A(CUR_STATE) | A(QKEY),
+			},
+		},
+	},
+	[S(RTS)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(ERR)] = { .valid = V_ALL },
+		[S(RTS)] = {
+			.valid = V_ALL,
+			.opt = {
+				[T_RC] = A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) |
+					 A(PATH_MIG_STATE) | A(MIN_RNR_TIMER),
+				[T_UD] = A(CUR_STATE) | A(QKEY),
+				[T_GSI] = A(CUR_STATE) | A(QKEY),
+			},
+		},
+		[S(SQD)] = {
+			.valid = V_ALL,
+			.opt = {
+				[T_RC] = A(EN_SQD_ASYNC),
+				[T_UD] = A(EN_SQD_ASYNC),
+				[T_GSI] = A(EN_SQD_ASYNC),
+			},
+		},
+	},
+	[S(SQD)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(ERR)] = { .valid = V_ALL },
+		[S(RTS)] = {
+			.valid = V_ALL,
+			.opt = {
+				[T_RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
+				[T_UD] = A(CUR_STATE) | A(QKEY),
+				[T_GSI] = A(CUR_STATE) | A(QKEY),
+			},
+		},
+		[S(SQD)] = {
+			.valid = V_ALL,
+			.opt = {
+				[T_RC] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+					 A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
+					 A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
+					 A(PATH_MIG_STATE),
+				[T_UD] = A(PKEY_INDEX) | A(QKEY),
+				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
+			},
+		},
+	},
+	[S(SQE)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(ERR)] = { .valid = V_ALL },
+		[S(RTS)] = {
+			.valid = V_UD | V_GSI,
+			.opt = {
+				[T_UD] = A(CUR_STATE) | A(QKEY),
+				[T_GSI] = A(CUR_STATE) | A(QKEY),
+			},
+		},
+	},
+	[S(ERR)] = {
+		[S(RESET)] = { .valid = V_ALL },
+		[S(ERR)] = { .valid = V_ALL },
+	},
+};
+
+static int qp_type_col(uint8_t qp_type)
+{
+	switch (qp_type) {
+	case QRNIC_QPT_RC:	return T_RC;
+	case QRNIC_QPT_UD:	return T_UD;
+	case QRNIC_QPT_GSI:	return T_GSI;
+	default:		return -1;
+	}
+}
+
+#define QP_ATTR_UNSUPPORTED	(A(ALT_PATH) | A(PATH_MIG_STATE) | A(CAP))
+
+/* The table entry of an allowed transition, or NULL. */
+static const struct qp_trans *qp_trans_get(int col, uint8_t cur, uint8_t next)
+{
+	if (col < 0 || cur > S(ERR) || next > S(ERR))
+		return NULL;
+	if (!(qp_table[cur][next].valid & (1u << col)))
+		return NULL;
+	return &qp_table[cur][next];
+}
+
+/* Required and only allowed attributes (STATE always allowed). */
+static bool qp_mask_ok(const struct qp_trans *t, int col, uint8_t cur, uint32_t mask)
+{
+	const uint32_t req = t->req[col], opt = t->opt[col];
+
+	/* CUR_STATE only makes sense leaving RTR/RTS/SQD/SQE (Linux rule; the
+	 * table agrees, this just says it explicitly). */
+	if ((mask & A(CUR_STATE)) && cur != S(RTR) && cur != S(RTS) && cur != S(SQD) &&
+	    cur != S(SQE))
+		return false;
+	return (mask & req) == req && !(mask & ~(req | opt | A(STATE)));
+}
+
+uint8_t qrnic_fw_qp_transition_ok(uint8_t qp_type, uint8_t cur, uint8_t next, uint32_t mask)
+{
+	const int col = qp_type_col(qp_type);
+	const struct qp_trans *t = qp_trans_get(col, cur, next);
+
+	if (!t)
+		return QRNIC_AQ_BAD_STATE;
+	if (mask & QP_ATTR_UNSUPPORTED)
+		return QRNIC_AQ_NOT_SUPPORTED;
+	if (!qp_mask_ok(t, col, cur, mask))
+		return QRNIC_AQ_BAD_ATTR_MASK;
+	return QRNIC_AQ_OK;
+}
+
+/* ---- Helpers -------------------------------------------------------------- */
+static void qp_clear(struct qrnic_qp *qp)
+{
+	/* The work-list linkage belongs to device.c and may still be in use. */
+	bool on = qp->on_worklist;
+	uint32_t next = qp->next_work;
+
+	memset(qp, 0, sizeof(*qp));
+	qp->on_worklist = on;
+	qp->next_work = next;
+}
+
+static void qp_attr_defaults(struct qrnic_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = S(RESET);
+	a->port_num = 1;
+}
+
+static uint8_t qp_max_rd_atomic(const struct qrnic_dev *d)
+{
+	return (uint8_t)(d->cfg.max_rd_atomic < QRNIC_MAX_RD_ATOMIC ? d->cfg.max_rd_atomic
+								    : QRNIC_MAX_RD_ATOMIC);
+}
+
+/* ---- CREATE_QP ------------------------------------------------------------ */
+uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			   struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_create_qp *c = &cmd->u.create_qp;
+	struct qrnic_pd *pd;
+	struct qrnic_cq *scq, *rcq;
+	struct qrnic_qp *qp = NULL;
+	uint32_t qpn;
+	long nz;
+
+#define F(field) QRNIC_FW_OFF(u.create_qp.field)
+	if (!qrnic_fw_uctx_ok(d, c->uctx))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(uctx));
+	pd = qrnic_fw_pd(d, c->pdn);
+	if (!pd || pd->uctx != c->uctx)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
+	scq = qrnic_fw_cq(d, c->send_cqn);
+	if (!scq || scq->uctx != c->uctx)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(send_cqn));
+	rcq = qrnic_fw_cq(d, c->recv_cqn);
+	if (!rcq || rcq->uctx != c->uctx)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(recv_cqn));
+	if (qp_type_col(c->qp_type) < 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(qp_type));
+	if (c->qp_type == QRNIC_QPT_GSI && c->uctx != 0)	/* QP1 is the kernel's */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(uctx));
+	if (c->sq_log_depth < 1 || c->sq_log_depth > QRNIC_MAX_QUEUE_LOG ||
+	    (1u << c->sq_log_depth) > d->cfg.max_qp_wr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_log_depth));
+	if (c->sq_wqe_shift < QRNIC_MIN_WQE_SHIFT || c->sq_wqe_shift > QRNIC_MAX_SEND_WQE_SHIFT)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_wqe_shift));
+	if (c->rq_log_depth > QRNIC_MAX_QUEUE_LOG || (1u << c->rq_log_depth) > d->cfg.max_qp_wr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_log_depth));
+	/* rq_log_depth 0: no RQ; rq_wqe_shift is then not used, rq_addr must be 0 */
+	if (c->rq_log_depth && (c->rq_wqe_shift < QRNIC_MIN_RECV_WQE_SHIFT ||
+				c->rq_wqe_shift > QRNIC_MAX_RECV_WQE_SHIFT))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_wqe_shift));
+	nz = qrnic_fw_nonzero(c->rsvd0, sizeof(c->rsvd0));
+	if (nz >= 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd0) + (uint32_t)nz);
+	if (c->flags & ~QRNIC_QP_F_SQ_SIG_ALL)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
+	if (c->rsvd1)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd1));
+	if (!qrnic_fw_ring_ok(c->sq_addr, 1ull << (c->sq_log_depth + c->sq_wqe_shift)))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_addr));
+	if (c->rq_log_depth ? !qrnic_fw_ring_ok(c->rq_addr,
+						 1ull << (c->rq_log_depth + c->rq_wqe_shift))
+			    : c->rq_addr != 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_addr));
+
+	if (c->qp_type == QRNIC_QPT_GSI) {
+		qpn = 1;
+		if (d->cfg.max_qp < 2 || d->qp[1].valid)	/* only one QP1 */
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, F(qp_type));
+		qp = &d->qp[1];
+	} else {
+		for (qpn = 2; qpn < d->cfg.max_qp && qpn <= QRNIC_PSN_MASK; qpn++) {
+			if (!d->qp[qpn].valid) {
+				qp = &d->qp[qpn];
+				break;
+			}
+		}
+		if (!qp)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
+	}
+
+	qp_clear(qp);
+	qp->type = c->qp_type;
+	qp->qpn = qpn;
+	qp->uctx = c->uctx;
+	qp->pdn = c->pdn;
+	qp->send_cqn = c->send_cqn;
+	qp->recv_cqn = c->recv_cqn;
+	qp->flags = c->flags;
+	qp_attr_defaults(&qp->attr);
+	qp->sq_addr = c->sq_addr;
+	qp->sq_log_depth = c->sq_log_depth;
+	qp->sq_wqe_shift = c->sq_wqe_shift;
+	qp->rq_addr = c->rq_addr;
+	qp->rq_log_depth = c->rq_log_depth;
+	qp->rq_wqe_shift = c->rq_log_depth ? c->rq_wqe_shift : 0;
+	qp->valid = true;
+	if (qrnic_qp_init_state(d, qp) != 0) {
+		qp_clear(qp);
+		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
+	}
+	pd->refcnt++;
+	scq->refcnt++;
+	rcq->refcnt++;
+	cqe->result[0] = qpn;
+	return QRNIC_AQ_OK;
+#undef F
+}
+
+/* ---- MODIFY_QP ------------------------------------------------------------ */
+uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			   struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_modify_qp *c = &cmd->u.modify_qp;
+	const struct qrnic_qp_attr *a = &c->attr;
+	const uint32_t mask = a->attr_mask;
+	const uint8_t maxrd = qp_max_rd_atomic(d);
+	const struct qp_trans *t;
+	struct qrnic_qp *qp;
+	uint8_t cur, next, st;
+	int col;
+
+#define F(field) QRNIC_FW_OFF(u.modify_qp.attr.field)
+	qp = qrnic_fw_qp(d, c->qpn);
+	if (!qp)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.modify_qp.qpn));
+
+	/* The state machine. */
+	col = qp_type_col(qp->type);
+	cur = qp->attr.qp_state;
+	next = (mask & A(STATE)) ? a->qp_state : cur;	/* no STATE: same state */
+	t = qp_trans_get(col, cur, next);
+	if (!t)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_STATE, F(qp_state));
+	if ((mask & A(CUR_STATE)) && a->cur_qp_state != cur)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_STATE, F(cur_qp_state));
+	if (mask & QP_ATTR_UNSUPPORTED)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_NOT_SUPPORTED, F(attr_mask));
+	if (!qp_mask_ok(t, col, cur, mask))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_ATTR_MASK, F(attr_mask));
+
+	/* Reserved fields, then the values of the attributes present. */
+	if (c->rsvd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.modify_qp.rsvd));
+	if (a->rsvd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd));
+	if (a->sq_draining)	/* QUERY_QP output */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_draining));
+	if ((mask & A(EN_SQD_ASYNC)) && a->en_sqd_async_notify > 1)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(en_sqd_async_notify));
+	if ((mask & A(ACCESS_FLAGS)) && (a->qp_access_flags & ~QRNIC_ACCESS_ALL))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(qp_access_flags));
+	if ((mask & A(PKEY_INDEX)) && a->pkey_index != 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pkey_index));
+	if ((mask & A(PORT)) && a->port_num != 1)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(port_num));
+	if (mask & A(AV)) {
+		st = qrnic_fw_check_av(d, &a->av, F(av), cqe);
+		if (st != QRNIC_AQ_OK)
+			return st;
+	}
+	if ((mask & A(PATH_MTU)) &&
+	    (a->path_mtu < QRNIC_MTU_256 || a->path_mtu > QRNIC_MTU_4096 ||
+	     a->path_mtu > qrnic_fw_port_mtu(d)))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(path_mtu));
+	if ((mask & A(TIMEOUT)) && a->timeout > 31)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(timeout));
+	if ((mask & A(RETRY_CNT)) && a->retry_cnt > 7)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(retry_cnt));
+	if ((mask & A(RNR_RETRY)) && a->rnr_retry > 7)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rnr_retry));
+	if ((mask & A(RQ_PSN)) && (a->rq_psn & ~QRNIC_PSN_MASK))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_psn));
+	if ((mask & A(MAX_QP_RD_ATOMIC)) && a->max_rd_atomic > maxrd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(max_rd_atomic));
+	if ((mask & A(MIN_RNR_TIMER)) && a->min_rnr_timer > 31)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(min_rnr_timer));
+	if ((mask & A(SQ_PSN)) && (a->sq_psn & ~QRNIC_PSN_MASK))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_psn));
+	if ((mask & A(MAX_DEST_RD_ATOMIC)) && a->max_dest_rd_atomic > maxrd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(max_dest_rd_atomic));
+	if ((mask & A(DEST_QPN)) && (a->dest_qpn & ~QRNIC_PSN_MASK))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(dest_qpn));
+	/* QKEY: any 32-bit value. */
+#undef F
+
+	/* Everything is valid: apply. */
+	if (next == S(RESET) && cur != S(RESET)) {
+		/* Back to the attributes of a fresh QP (the state itself is
+		 * qrnic_qp_set_state's to change). */
+		qp_attr_defaults(&qp->attr);
+		qp->attr.qp_state = cur;
+	}
+	if (mask & A(EN_SQD_ASYNC))
+		qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & A(ACCESS_FLAGS))
+		qp->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & A(PKEY_INDEX))
+		qp->attr.pkey_index = a->pkey_index;
+	if (mask & A(PORT))
+		qp->attr.port_num = a->port_num;
+	if (mask & A(QKEY))
+		qp->attr.qkey = a->qkey;
+	if (mask & A(AV))
+		qp->attr.av = a->av;
+	if (mask & A(PATH_MTU))
+		qp->attr.path_mtu = a->path_mtu;
+	if (mask & A(TIMEOUT))
+		qp->attr.timeout = a->timeout;
+	if (mask & A(RETRY_CNT))
+		qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & A(RNR_RETRY))
+		qp->attr.rnr_retry = a->rnr_retry;
+	if (mask & A(RQ_PSN))
+		qp->attr.rq_psn = a->rq_psn;
+	if (mask & A(MAX_QP_RD_ATOMIC))
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & A(MIN_RNR_TIMER))
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+	if (mask & A(SQ_PSN))
+		qp->attr.sq_psn = a->sq_psn;
+	if (mask & A(MAX_DEST_RD_ATOMIC))
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & A(DEST_QPN))
+		qp->attr.dest_qpn = a->dest_qpn;
+	if (next != cur)
+		qrnic_qp_set_state(d, qp, next);
+	return QRNIC_AQ_OK;
+}
+
+/* ---- QUERY_QP ------------------------------------------------------------- */
+uint8_t qrnic_fw_query_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			  struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_query_qp *q = &cmd->u.query_qp;
+	struct qrnic_qp *qp = qrnic_fw_qp(d, q->handle);
+	struct qrnic_qp_attr a;
+	uint8_t state;
+
+	if (!qp)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.query_qp.handle));
+	a = qp->attr;
+	state = qp->attr.qp_state;
+	a.attr_mask = 0;
+	a.qp_state = state;
+	a.cur_qp_state = state;
+	if (state == S(RTS) || state == S(SQD) || state == S(SQE))
+		a.sq_psn = qp->req.next_psn & QRNIC_PSN_MASK;
+	if (state >= S(RTR) && state <= S(SQE))
+		a.rq_psn = qp->resp.epsn & QRNIC_PSN_MASK;
+	if (state != S(SQD))
+		a.sq_draining = 0;
+	return qrnic_fw_respond(d, cqe, q->resp_addr, q->resp_len,
+				QRNIC_FW_OFF(u.query_qp.resp_addr), &a, sizeof(a));
+}
+
+/* ---- DESTROY_QP ----------------------------------------------------------- */
+uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			    struct qrnic_aq_cqe *cqe)
+{
+	struct qrnic_qp *qp = qrnic_fw_qp(d, cmd->u.handle.handle);
+	struct qrnic_pd *pd;
+	struct qrnic_cq *cq;
+
+	if (!qp)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
+	qrnic_qp_fini_state(d, qp);
+	pd = qrnic_fw_pd(d, qp->pdn);
+	if (pd && pd->refcnt)
+		pd->refcnt--;
+	cq = qrnic_fw_cq(d, qp->send_cqn);
+	if (cq && cq->refcnt)
+		cq->refcnt--;
+	cq = qrnic_fw_cq(d, qp->recv_cqn);
+	if (cq && cq->refcnt)
+		cq->refcnt--;
+	qp_clear(qp);
+	return QRNIC_AQ_OK;
+}

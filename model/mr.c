@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: memory protection (MPT) and translation (MTT).
+ *
+ * The firmware fills d->mr[] (the MPT) and d->mtt[] at REG_MR; everything
+ * here only reads them.  Every byte an engine moves between an MR and a
+ * local buffer goes through qrnic_mr_read/qrnic_mr_write, which check the
+ * key, PD, bounds and access, then copy in chunks that never cross an MR
+ * page, through the device's DMA choke point.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "qrnic_internal.h"
+
+/* ---- MTT allocator ------------------------------------------------------
+ * d->mtt_used[i] != 0 marks entry i allocated.  First fit over a byte map:
+ * one pass, O(max_mtt) per allocation, no allocation of our own.
+ */
+uint32_t qrnic_mtt_alloc(struct qrnic_dev *d, uint32_t n)
+{
+	uint32_t max = d->cfg.max_mtt;
+	uint32_t i = 0;
+
+	if (n == 0 || n > max || n > d->mtt_free || !d->mtt_used)
+		return UINT32_MAX;
+
+	while (i <= max - n) {
+		const uint8_t *p = memchr(d->mtt_used + i, 0, max - i);
+		uint32_t j;
+
+		if (!p)
+			break;
+		i = (uint32_t)(p - d->mtt_used);
+		if (i > max - n)
+			break;
+		/* [i, i+n) free?  Stop at the first used entry and resume after it:
+		 * every entry is examined a bounded number of times. */
+		for (j = 0; j < n; j++)
+			if (d->mtt_used[i + j])
+				break;
+		if (j == n) {
+			memset(d->mtt_used + i, 1, n);
+			d->mtt_free -= n;
+			return i;
+		}
+		i += j + 1;
+	}
+	return UINT32_MAX;
+}
+
+void qrnic_mtt_free(struct qrnic_dev *d, uint32_t base, uint32_t n)
+{
+	uint32_t max = d->cfg.max_mtt;
+	uint32_t i;
+
+	if (!d->mtt_used || base >= max || n > max - base)
+		return;
+	for (i = base; i < base + n; i++) {
+		if (d->mtt_used[i]) {	/* tolerate double free: count once */
+			d->mtt_used[i] = 0;
+			d->mtt[i] = 0;
+			d->mtt_free++;
+		}
+	}
+}
+
+/* ---- Protection ----------------------------------------------------------- */
+static int mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		     uint64_t len, uint32_t access, const struct qrnic_mpt_entry **out)
+{
+	uint32_t idx = QRNIC_KEY_INDEX(key);
+	const struct qrnic_mpt_entry *m;
+
+	if (idx == 0 || idx >= d->cfg.max_mr)
+		return QRNIC_VERR_LKEY;
+	m = &d->mr[idx].mpt;
+	if (!(m->flags & QRNIC_MPT_VALID) || m->key != key)
+		return QRNIC_VERR_LKEY;
+	if (m->pdn != pdn)
+		return QRNIC_VERR_PD;
+	if (len > 0) {
+		/* [va, va+len) within [iova, iova+length), no wrap anywhere. */
+		if (va < m->iova)
+			return QRNIC_VERR_BOUNDS;
+		if (va - m->iova >= m->length || len > m->length - (va - m->iova))
+			return QRNIC_VERR_BOUNDS;
+	}
+	if ((m->access & access) != access)
+		return QRNIC_VERR_ACCESS;
+	if (out)
+		*out = m;
+	return QRNIC_VERR_NONE;
+}
+
+int qrnic_mr_check(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		   uint64_t len, uint32_t access)
+{
+	return mr_lookup(d, key, pdn, va, len, access, NULL);
+}
+
+/* ---- Translation ----------------------------------------------------------- */
+static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		   uint8_t *rbuf, const uint8_t *wbuf, uint32_t len, uint32_t access)
+{
+	const struct qrnic_mpt_entry *m;
+	uint64_t psz, mask, off;
+	int err;
+
+	qrnic_trace(d, QRNIC_TR_TRANSLATE, 0, 0, key, len, va);
+	err = mr_lookup(d, key, pdn, va, len, access, &m);
+	if (err)
+		return err;
+	if (m->page_shift < QRNIC_MIN_PAGE_SHIFT || m->page_shift > QRNIC_MAX_PAGE_SHIFT)
+		return QRNIC_VERR_BOUNDS;	/* cannot happen: REG_MR validated it */
+	psz = 1ull << m->page_shift;
+	mask = psz - 1;
+	/* Offset of va from the start of the MR's first page. */
+	off = (va - m->iova) + (m->iova & mask);
+
+	while (len > 0) {
+		uint64_t addr, within, chunk;
+
+		if (m->flags & QRNIC_MPT_PHYS) {
+			addr = va;
+			within = addr & mask;
+		} else {
+			uint64_t page = off >> m->page_shift;
+
+			within = off & mask;
+			if (page >= m->npages || m->mtt_base >= d->cfg.max_mtt ||
+			    page >= d->cfg.max_mtt - m->mtt_base)
+				return QRNIC_VERR_BOUNDS;	/* cannot happen either */
+			addr = d->mtt[m->mtt_base + page] + within;
+		}
+		chunk = psz - within;
+		if (chunk > len)
+			chunk = len;
+		if (rbuf) {
+			if (qrnic_dma_read(d, addr, rbuf, (size_t)chunk))
+				return QRNIC_VERR_DMA;
+			rbuf += chunk;
+		} else {
+			if (qrnic_dma_write(d, addr, wbuf, (size_t)chunk))
+				return QRNIC_VERR_DMA;
+			wbuf += chunk;
+		}
+		va += chunk;
+		off += chunk;
+		len -= (uint32_t)chunk;
+	}
+	return QRNIC_VERR_NONE;
+}
+
+int qrnic_mr_read(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		  void *buf, uint32_t len, uint32_t access)
+{
+	return mr_xfer(d, key, pdn, va, buf, NULL, len, access);
+}
+
+int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+		   const void *buf, uint32_t len, uint32_t access)
+{
+	return mr_xfer(d, key, pdn, va, NULL, buf, len, access);
+}
+
+/* ---- Scatter/gather ------------------------------------------------------ */
+static int sgl_xfer(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		    uint32_t nsge, uint32_t off, uint8_t *rbuf, const uint8_t *wbuf,
+		    uint32_t len)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	for (i = 0; i < nsge; i++)
+		total += sge[i].length;
+	if ((uint64_t)off + len > total)
+		return QRNIC_VERR_LENGTH;
+
+	for (i = 0; i < nsge && len > 0; i++) {
+		uint32_t slen = sge[i].length, n;
+		int err;
+
+		if (off >= slen) {	/* also skips zero-length SGEs */
+			off -= slen;
+			continue;
+		}
+		if (sge[i].addr > UINT64_MAX - off)
+			return QRNIC_VERR_BOUNDS;
+		n = slen - off;
+		if (n > len)
+			n = len;
+		if (rbuf) {
+			err = qrnic_mr_read(d, sge[i].lkey, pdn, sge[i].addr + off, rbuf, n, 0);
+			rbuf += n;
+		} else {
+			err = qrnic_mr_write(d, sge[i].lkey, pdn, sge[i].addr + off, wbuf, n,
+					     QRNIC_ACCESS_LOCAL_WRITE);
+			wbuf += n;
+		}
+		if (err)
+			return err;
+		len -= n;
+		off = 0;
+	}
+	return QRNIC_VERR_NONE;
+}
+
+int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		   uint32_t nsge, uint32_t off, void *buf, uint32_t len)
+{
+	return sgl_xfer(d, pdn, sge, nsge, off, buf, NULL, len);
+}
+
+int qrnic_sgl_write(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		    uint32_t nsge, uint32_t off, const void *buf, uint32_t len)
+{
+	return sgl_xfer(d, pdn, sge, nsge, off, NULL, buf, len);
+}
+
+int qrnic_sgl_check(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		    uint32_t nsge, uint32_t access, uint32_t *total)
+{
+	uint64_t sum = 0;
+	uint32_t i;
+
+	if (total)
+		*total = 0;
+	for (i = 0; i < nsge; i++) {
+		/* Zero length: key, PD and access are still checked, bounds not. */
+		int err = qrnic_mr_check(d, sge[i].lkey, pdn, sge[i].addr, sge[i].length, access);
+
+		if (err)
+			return err;
+		sum += sge[i].length;
+		if (sum > QRNIC_MAX_MSG_SIZE)
+			return QRNIC_VERR_LENGTH;
+	}
+	if (total)
+		*total = (uint32_t)sum;
+	return QRNIC_VERR_NONE;
+}
