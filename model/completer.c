@@ -117,12 +117,14 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		uint8_t code = syn & 0x1f;
 
 		qrnic_trace(d, QRNIC_TR_NAK, qp->qpn, psn, syn, p->aeth_msn, 0);
-		if (ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK)) && code == 0) {
-			/* fall through to the retry below */
-		}
+		/* Everything before the NAKed PSN arrived.  A sequence NAK
+		 * retransmits from it anyway; other NAKs end the QP. */
+		ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK));
 		switch (code) {
 		case 0:
 			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_RCVD, 1);
+			if (qp->req.rnr_wait)
+				break;	/* the RNR retry will resend from there */
 			if (qp->req.retry_left == 0) {
 				fail_at(d, qp, QRNIC_WC_RETRY_EXC_ERR);
 				break;

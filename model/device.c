@@ -152,6 +152,18 @@ uint64_t qrnic_dev_stat(const struct qrnic_dev *d, enum qrnic_stat s)
 	return (unsigned)s < QRNIC_STAT_COUNT ? d->stats[s] : 0;
 }
 
+/* Largest IB MTU whose RoCEv2 packets fit the port's Ethernet MTU. */
+uint8_t qrnic_port_ib_mtu(const struct qrnic_dev *d)
+{
+	uint32_t room = d->cfg.eth_mtu - (QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN +
+					  QRNIC_ATOMICETH_LEN + QRNIC_ICRC_LEN);
+	uint8_t m = QRNIC_MTU_4096;
+
+	while (m > QRNIC_MTU_256 && qrnic_mtu_bytes(m) > room)
+		m--;
+	return m;
+}
+
 uint64_t qrnic_now(struct qrnic_dev *d)
 {
 	return d->ops->now_ns(d->opaque);
@@ -642,6 +654,10 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 	bool aq_on = d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE;
 
 	if (off == QRNIC_REG_EQ_DB) {
+		if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			return;
+		}
 		if (size != 8) {
 			qrnic_guest_error(d, "qrnic: EQ_DB needs one 64-bit write (got %u bytes)", size);
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);

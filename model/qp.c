@@ -152,6 +152,7 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 			uint32_t psn = qp->attr.sq_psn & QRNIC_PSN_MASK;
 
 			qp->req.next_psn = qp->req.cur_psn = qp->req.una_psn = psn;
+			qp->req.high_psn = psn;
 		}
 		qp->req.retry_left = qp->attr.retry_cnt;
 		qp->req.rnr_left = qp->attr.rnr_retry;

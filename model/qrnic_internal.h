@@ -138,6 +138,7 @@ struct qrnic_req {
 	uint32_t cur;		/* SQ index being transmitted (sq_ci <= cur <= sq_next) */
 	uint32_t cur_psn;	/* PSN of the next packet of 'cur' */
 	uint32_t una_psn;	/* oldest unacknowledged PSN */
+	uint32_t high_psn;	/* one past the highest PSN ever sent */
 	uint32_t rd_atomic_out;	/* READ/ATOMIC requests outstanding */
 	uint32_t pkts_since_ackreq;
 	uint8_t  retry_left;
@@ -295,6 +296,7 @@ int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t 
 void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 void qrnic_irq(struct qrnic_dev *d, unsigned vector);
 uint64_t qrnic_now(struct qrnic_dev *d);
+uint8_t qrnic_port_ib_mtu(const struct qrnic_dev *d);
 void qrnic_guest_error(struct qrnic_dev *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)

@@ -11,11 +11,14 @@ static inline struct qrnic_swqe *slot(struct qrnic_qp *qp, uint32_t idx)
 	return &qp->req.win[idx % QRNIC_REQ_WINDOW];
 }
 
-static uint32_t path_mtu(const struct qrnic_qp *qp)
+static uint32_t path_mtu(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
 	uint32_t m = qrnic_mtu_bytes(qp->attr.path_mtu);
 
-	return m ? m : 1024;
+	/* UD QPs have no path MTU attribute: the port's MTU applies. */
+	if (qp->type != QRNIC_QPT_RC || !m)
+		return qrnic_mtu_bytes(qrnic_port_ib_mtu(d));
+	return m;
 }
 
 static bool is_rd_atomic(uint8_t op)
@@ -115,7 +118,7 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 		wqe_fail(w, QRNIC_WC_LOC_LEN_ERR, QRNIC_VERR_LENGTH);
 		return;
 	}
-	if (w->total_len > QRNIC_MAX_MSG_SIZE || (ud && w->total_len > path_mtu(qp))) {
+	if (w->total_len > QRNIC_MAX_MSG_SIZE || (ud && w->total_len > path_mtu(d, qp))) {
 		wqe_fail(w, QRNIC_WC_LOC_LEN_ERR, QRNIC_VERR_LENGTH);
 		return;
 	}
@@ -129,9 +132,9 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	}
 	if (is_atomic(q->opcode) || q->opcode == QRNIC_WR_RDMA_READ || ud)
 		w->npkts = q->opcode == QRNIC_WR_RDMA_READ
-			? (w->total_len ? (w->total_len + path_mtu(qp) - 1) / path_mtu(qp) : 1) : 1;
+			? (w->total_len ? (w->total_len + path_mtu(d, qp) - 1) / path_mtu(d, qp) : 1) : 1;
 	else
-		w->npkts = w->total_len ? (w->total_len + path_mtu(qp) - 1) / path_mtu(qp) : 1;
+		w->npkts = w->total_len ? (w->total_len + path_mtu(d, qp) - 1) / path_mtu(d, qp) : 1;
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -233,7 +236,7 @@ void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp)
  * to that packet and every later WQE to its start. */
 void qrnic_req_rewind(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	uint32_t mtu = path_mtu(qp);
+	uint32_t mtu = path_mtu(d, qp);
 	uint32_t idx;
 
 	for (idx = qp->req.sq_ci; idx != qp->req.sq_next; idx++) {
@@ -349,7 +352,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 {
 	static uint8_t payload[4096];
 	struct qrnic_pkt p;
-	uint32_t mtu = path_mtu(qp);
+	uint32_t mtu = path_mtu(d, qp);
 	uint32_t len = 0;
 	int verr;
 
@@ -444,12 +447,16 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		qp->req.pkts_since_ackreq = 0;
 	if (qp->type != QRNIC_QPT_RC)
 		p.ackreq = false;
+	if (qrnic_psn_diff(p.psn, qp->req.high_psn) < 0)
+		qrnic_stat_add(d, QRNIC_STAT_RETRANSMITTED_PACKETS, 1);
 	qrnic_send_pkt(d, &p, payload, len);
 	/* A READ request occupies the PSNs of all its response packets. */
 	if (w->wqe.opcode == QRNIC_WR_RDMA_READ)
 		qp->req.cur_psn = qrnic_psn_add(w->first_psn, w->npkts);
 	else
 		qp->req.cur_psn = qrnic_psn_add(qp->req.cur_psn, 1);
+	if (qrnic_psn_diff(qp->req.cur_psn, qp->req.high_psn) > 0)
+		qp->req.high_psn = qp->req.cur_psn;
 	return true;
 }
 

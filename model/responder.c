@@ -162,6 +162,9 @@ static bool rq_empty(const struct qrnic_qp *qp)
 
 static void rnr_nak(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
 {
+	/* The rest of the message is discarded silently until the requester
+	 * retries from this PSN: no sequence NAK for it. */
+	qp->resp.nak_sent = true;
 	qrnic_stat_add(d, QRNIC_STAT_RNR_NAKS_SENT, 1);
 	send_nak(d, qp, AETH_RNR(qp->attr.min_rnr_timer), psn);
 }

@@ -104,9 +104,9 @@ struct qrnic_cmd_create_qp {
 	uint32_t send_cqn;
 	uint32_t recv_cqn;
 	uint8_t  qp_type;	/* QRNIC_QPT_* */
-	uint8_t  sq_log_depth;	/* 0..QRNIC_MAX_QUEUE_LOG (0 with rq only is invalid) */
+	uint8_t  sq_log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
 	uint8_t  sq_wqe_shift;	/* QRNIC_MIN_WQE_SHIFT..QRNIC_MAX_SEND_WQE_SHIFT */
-	uint8_t  rq_log_depth;
+	uint8_t  rq_log_depth;	/* 0..QRNIC_MAX_QUEUE_LOG; 0 = no RQ (rq_addr and rq_wqe_shift 0) */
 	uint8_t  rq_wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
 	uint8_t  rsvd0[3];
 	uint32_t flags;		/* QRNIC_QP_F_* */
