@@ -259,9 +259,28 @@ static bool ev_before(const struct qrnic_event *a, const struct qrnic_event *b)
 	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
 }
 
+static struct qrnic_event event_pop(struct qrnic_dev *d);
+
+/* An event whose QP is gone or whose timer was re-armed or stopped since. */
+static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	struct qrnic_qp *qp;
+
+	if (ev->kind != QRNIC_EVK_RETRY && ev->kind != QRNIC_EVK_RNR)
+		return false;
+	qp = qrnic_qp_get(d, ev->id);
+	return !qp || ev->gen != qp->req.timer_gen;
+}
+
 static void timer_update(struct qrnic_dev *d)
 {
-	uint64_t next = d->nevents ? d->events[0].when : UINT64_MAX;
+	uint64_t next;
+
+	/* Drop cancelled events at the top so the host timer is not armed
+	 * for nothing (events are cancelled lazily, by generation). */
+	while (d->nevents && event_stale(d, &d->events[0]))
+		event_pop(d);
+	next = d->nevents ? d->events[0].when : UINT64_MAX;
 
 	if (next != d->timer_deadline) {
 		d->timer_deadline = next;

@@ -2457,3 +2457,85 @@ const char *hx_layout(void)
 #undef P
 	return buf;
 }
+
+/* ---- a ready RC connection between devices 0 and 1 (C users: smoke, bench) -- */
+static void gid_v4(uint8_t *g, int host)
+{
+	memset(g, 0, 16);
+	g[10] = g[11] = 0xff;
+	g[12] = 10;
+	g[15] = (uint8_t)host;
+}
+
+int hx_setup_rc_pair(hx_world *w, unsigned ib_mtu, unsigned sq_log, unsigned cq_log,
+		     struct hx_pair *p)
+{
+	uint8_t gid[2][16];
+
+	memset(p, 0, sizeof(*p));
+	for (int i = 0; i < 2; i++) {
+		if (hx_drv_bringup(w, i, 5))
+			return HX_E_DEV;
+		gid_v4(gid[i], i + 1);
+		if (hx_set_gid(w, i, 0, 1, QRNIC_NET_IPV4, gid[i]))
+			return HX_E_DEV;
+		p->eq[i] = hx_create_eq(w, i, 10, 1, 0);
+		p->pd[i] = hx_create_pd(w, i, 0);
+		p->cq[i] = p->eq[i] > 0 && p->pd[i] > 0
+			   ? hx_create_cq(w, i, 0, (uint32_t)p->eq[i], cq_log, 1) : -1;
+		p->qp[i] = p->cq[i] > 0
+			   ? hx_create_qp(w, i, 0, (uint32_t)p->pd[i], (uint32_t)p->cq[i],
+					  (uint32_t)p->cq[i], QRNIC_QPT_RC, sq_log, 9, sq_log, 9, 0)
+			   : -1;
+		if (p->qp[i] <= 1) {
+			hx_err(w, "dev %d: setup failed (eq %lld pd %lld cq %lld qp %lld)", i,
+			       (long long)p->eq[i], (long long)p->pd[i], (long long)p->cq[i],
+			       (long long)p->qp[i]);
+			return HX_E_DEV;
+		}
+	}
+	if (hx_cable(w, 0, 1))
+		return HX_E_INVAL;
+	for (int i = 0; i < 2; i++) {
+		struct qrnic_qp_attr a;
+		int o = 1 - i;
+
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_PKEY_INDEX | QRNIC_QP_ATTR_PORT |
+			      QRNIC_QP_ATTR_ACCESS_FLAGS;
+		a.qp_state = QRNIC_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_READ |
+				    QRNIC_ACCESS_REMOTE_ATOMIC;
+		if (hx_modify_qp(w, i, (uint32_t)p->qp[i], &a))
+			return HX_E_DEV;
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_AV | QRNIC_QP_ATTR_PATH_MTU |
+			      QRNIC_QP_ATTR_DEST_QPN | QRNIC_QP_ATTR_RQ_PSN |
+			      QRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC | QRNIC_QP_ATTR_MIN_RNR_TIMER;
+		a.qp_state = QRNIC_QPS_RTR;
+		a.path_mtu = (uint8_t)ib_mtu;
+		a.dest_qpn = (uint32_t)p->qp[o];
+		a.rq_psn = 100;
+		a.max_dest_rd_atomic = 4;
+		a.min_rnr_timer = 1;
+		memcpy(a.av.dgid, gid[o], 16);
+		memcpy(a.av.dmac, hx_mac(w, o), 6);
+		a.av.net_type = QRNIC_NET_IPV4;
+		if (hx_modify_qp(w, i, (uint32_t)p->qp[i], &a))
+			return HX_E_DEV;
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_TIMEOUT | QRNIC_QP_ATTR_RETRY_CNT |
+			      QRNIC_QP_ATTR_RNR_RETRY | QRNIC_QP_ATTR_SQ_PSN |
+			      QRNIC_QP_ATTR_MAX_QP_RD_ATOMIC;
+		a.qp_state = QRNIC_QPS_RTS;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.sq_psn = 100;
+		a.max_rd_atomic = 4;
+		if (hx_modify_qp(w, i, (uint32_t)p->qp[i], &a))
+			return HX_E_DEV;
+	}
+	return 0;
+}

@@ -223,6 +223,16 @@ uint32_t hx_cq_ci(hx_world *w, int d, uint32_t cqn);
 int hx_poll_eq(hx_world *w, int d, uint32_t eqn, void *out, int max);	/* 16-byte EQEs */
 int hx_arm_eq(hx_world *w, int d, uint32_t eqn);
 
+/* ---- a ready RC connection (C users) ----------------------------------------- */
+struct hx_pair {
+	int64_t pd[2], cq[2], qp[2], eq[2];
+};
+/* Bring up devices 0 and 1 (IPv4 GIDs 10.0.0.1/2, one EQ, PD, CQ and RC QP
+ * each; SQ/RQ 1 << sq_log entries with 512-byte WQEs), cable them and move
+ * both QPs to RTS (sq_psn = rq_psn = 100). */
+int hx_setup_rc_pair(hx_world *w, unsigned ib_mtu, unsigned sq_log, unsigned cq_log,
+		     struct hx_pair *p);
+
 /* layout table "struct field offset size\n..." for the Python mirror check */
 const char *hx_layout(void);
 
