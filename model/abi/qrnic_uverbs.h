@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * qrnic ABI between the Linux kernel driver (guest-driver/kernel) and the
+ * rdma-core provider (guest-driver/provider): the udata of uverbs commands
+ * and the mmap offsets.  Versioned by QRNIC_UVERBS_ABI_VERSION, which is
+ * the ib_device uverbs_abi_ver; the provider refuses any other version.
+ *
+ * Rings live in kernel-allocated, physically contiguous DMA memory (the
+ * device takes one bus address per ring); user space maps them with the
+ * mmap keys returned here.  Doorbells: the user context's own 4 KiB page of
+ * BAR2, mapped uncached with db_mmap_key.
+ */
+#ifndef QRNIC_UVERBS_H
+#define QRNIC_UVERBS_H
+
+#include "qrnic_abi_types.h"
+
+#define QRNIC_UVERBS_ABI_VERSION	1
+
+struct qrnic_alloc_ucontext_resp {
+	uint32_t uctx;			/* doorbell page index in BAR2 */
+	uint32_t max_inline;
+	uint64_t db_mmap_key;		/* mmap offset of the doorbell page */
+	uint32_t max_sge;
+	uint32_t max_send_wqe_shift;	/* QRNIC_MAX_SEND_WQE_SHIFT */
+	uint32_t max_recv_wqe_shift;	/* QRNIC_MAX_RECV_WQE_SHIFT */
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_alloc_ucontext_resp, 32);
+
+struct qrnic_alloc_pd_resp {
+	uint32_t pdn;
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_alloc_pd_resp, 8);
+
+/* CQ mapping: the ring (32 << log_depth bytes) then, at dbrec_offset, the
+ * 4-byte consumer-index record the provider updates on every poll. */
+struct qrnic_create_cq_resp {
+	uint32_t cqn;
+	uint32_t log_depth;
+	uint64_t mmap_key;
+	uint64_t mmap_size;
+	uint32_t dbrec_offset;
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
+
+struct qrnic_create_qp_resp {
+	uint32_t qpn;
+	uint8_t  sq_log_depth;
+	uint8_t  sq_wqe_shift;
+	uint8_t  rq_log_depth;		/* 0 with rq_mmap_size 0: no RQ */
+	uint8_t  rq_wqe_shift;
+	uint64_t sq_mmap_key;
+	uint64_t sq_mmap_size;
+	uint64_t rq_mmap_key;
+	uint64_t rq_mmap_size;
+	uint32_t max_inline;
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 48);
+
+struct qrnic_create_ah_resp {
+	uint32_t ahn;			/* goes into qrnic_send_wqe.ah */
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_create_ah_resp, 8);
+
+#endif
