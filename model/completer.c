@@ -157,12 +157,15 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 
 static void handle_read_resp(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
 {
-	struct qrnic_swqe *w = head_unacked(qp);
+	struct qrnic_swqe *w;
 	uint32_t mtu = path_mtu(qp);
 	uint32_t fl = qrnic_opcode_flags(p->opcode);
 	uint32_t exp;
 	int verr;
 
+	/* A response implicitly acknowledges every request before it. */
+	ack_through(d, qp, qrnic_psn_add(p->psn, QRNIC_PSN_MASK));
+	w = head_unacked(qp);
 	if (!w || w->wqe.opcode != QRNIC_WR_RDMA_READ) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return;
@@ -207,10 +210,12 @@ static void handle_read_resp(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 
 static void handle_atomic_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
 {
-	struct qrnic_swqe *w = head_unacked(qp);
+	struct qrnic_swqe *w;
 	uint64_t orig = p->atomic_ack_orig;
 	int verr;
 
+	ack_through(d, qp, qrnic_psn_add(p->psn, QRNIC_PSN_MASK));
+	w = head_unacked(qp);
 	if (!w || !w->rd_atomic || w->wqe.opcode == QRNIC_WR_RDMA_READ || p->psn != w->first_psn) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return;
