@@ -160,13 +160,35 @@ static bool rq_empty(const struct qrnic_qp *qp)
 	return !qp->rq_addr || qp->resp.rq_ci == qp->rq_pi;
 }
 
+static bool rsrc_pending(const struct qrnic_qp *qp)
+{
+	for (uint32_t i = 0; i < QRNIC_MAX_RD_ATOMIC; i++)
+		if (qp->resp.rsrc[i].valid && qp->resp.rsrc[i].pending)
+			return true;
+	return false;
+}
+
+/* Responses leave in PSN order: a NAK for a later PSN waits behind READ
+ * and ATOMIC responses still queued for earlier ones. */
+static void nak_in_order(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn)
+{
+	if (!rsrc_pending(qp)) {
+		send_nak(d, qp, syn, psn);
+		return;
+	}
+	qp->resp.ack_pending = true;
+	qp->resp.ack_syndrome = syn;
+	qp->resp.ack_psn = psn;
+	qrnic_qp_kick(d, qp);
+}
+
 static void rnr_nak(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
 {
 	/* The rest of the message is discarded silently until the requester
 	 * retries from this PSN: no sequence NAK for it. */
 	qp->resp.nak_sent = true;
 	qrnic_stat_add(d, QRNIC_STAT_RNR_NAKS_SENT, 1);
-	send_nak(d, qp, AETH_RNR(qp->attr.min_rnr_timer), psn);
+	nak_in_order(d, qp, AETH_RNR(qp->attr.min_rnr_timer), psn);
 }
 
 /* ---- UD receive ------------------------------------------------------------ */
@@ -302,13 +324,16 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 		r = rsrc_find(qp, p->psn, true);
 		if (r) {
 			qrnic_stat_add(d, QRNIC_STAT_ATOMICS_REPLAYED, 1);
-			send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, r->psn, NULL, 0,
-				  r->atomic_orig);
+			r->pending = true;	/* answered again, in order */
+			qrnic_qp_kick(d, qp);
 		}
 		return;
 	}
 	/* SEND/WRITE: acknowledge everything received so far. */
+	if (qp->resp.ack_pending && qp->resp.ack_syndrome != AETH_ACK)
+		return;		/* a NAK is queued: it says more */
 	qp->resp.ack_pending = true;
+	qp->resp.ack_syndrome = AETH_ACK;
 	qp->resp.ack_psn = qrnic_psn_add(qp->resp.epsn, QRNIC_PSN_MASK);
 	qrnic_qp_kick(d, qp);
 }
@@ -508,12 +533,13 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 	qrnic_stat_add(d, QRNIC_STAT_ATOMICS_EXECUTED, 1);
 	r->valid = true;
 	r->atomic = true;
+	r->pending = true;
 	r->psn = p->psn;
 	r->npkts = 1;
 	r->atomic_orig = orig;
 	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, 1);
 	qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
-	send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, p->psn, NULL, 0, orig);
+	qrnic_qp_kick(d, qp);
 }
 
 void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
@@ -541,7 +567,7 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		if (!qp->resp.nak_sent) {
 			qp->resp.nak_sent = true;
 			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_SENT, 1);
-			send_nak(d, qp, AETH_NAK_SEQ, qp->resp.epsn);
+			nak_in_order(d, qp, AETH_NAK_SEQ, qp->resp.epsn);
 		}
 		return;
 	}
@@ -571,8 +597,10 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		return;
 	/* Acknowledge when asked; ACKs of one batch coalesce into one. */
 	if (p->ackreq && !(fl & (QRNIC_HDR_READ | QRNIC_HDR_ATOMIC)) &&
-	    qrnic_psn_diff(qp->resp.epsn, p->psn) > 0) {
+	    qrnic_psn_diff(qp->resp.epsn, p->psn) > 0 &&
+	    !(qp->resp.ack_pending && qp->resp.ack_syndrome != AETH_ACK)) {
 		qp->resp.ack_pending = true;
+		qp->resp.ack_syndrome = AETH_ACK;
 		qp->resp.ack_psn = p->psn;
 		qrnic_qp_kick(d, qp);
 	}
@@ -592,7 +620,13 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		/* oldest first: start after the newest allocated slot */
 		struct qrnic_rsrc *r = &qp->resp.rsrc[(qp->resp.rsrc_head + k) % n];
 
-		while (r->valid && r->pending && budget) {
+		if (r->valid && r->pending && r->atomic && budget) {
+			send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, r->psn, NULL, 0,
+				  r->atomic_orig);
+			r->pending = false;
+			budget--;
+		}
+		while (r->valid && r->pending && !r->atomic && budget) {
 			uint32_t off = r->next * mtu;
 			uint32_t len = r->len - off > mtu ? mtu : r->len - off;
 			bool first = r->next == 0, last = r->next + 1 >= r->npkts;
@@ -625,8 +659,9 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 	}
 	if (qp->resp.ack_pending && budget) {
 		qp->resp.ack_pending = false;
-		qrnic_stat_add(d, QRNIC_STAT_ACKS_SENT, 1);
-		send_nak(d, qp, AETH_ACK, qp->resp.ack_psn);
+		if (qp->resp.ack_syndrome == AETH_ACK)
+			qrnic_stat_add(d, QRNIC_STAT_ACKS_SENT, 1);
+		send_nak(d, qp, qp->resp.ack_syndrome, qp->resp.ack_psn);
 	}
 	return false;
 }
