@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * qrnic rdma-core provider: device matching and user contexts.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <util/util.h>
+
+#include "qrnic.h"
+
+/* No RDMA_DRIVER_QRNIC exists: match the PCI function, or the ib device
+ * name when sysfs has no modalias (e.g. a device without a PCI parent). */
+static const struct verbs_match_ent qrnic_match_table[] = {
+	VERBS_PCI_MATCH(QRNIC_PCI_VENDOR_ID, QRNIC_PCI_DEVICE_ID, NULL),
+	VERBS_NAME_MATCH("qrnic", NULL),
+	{}
+};
+
+static void qrnic_free_context(struct ibv_context *ibctx);
+
+static const struct verbs_context_ops qrnic_ctx_ops = {
+	.alloc_pd = qrnic_alloc_pd,
+	.create_ah = qrnic_create_ah,
+	.create_cq = qrnic_create_cq,
+	.create_qp = qrnic_create_qp,
+	.dealloc_pd = qrnic_dealloc_pd,
+	.dereg_mr = qrnic_dereg_mr,
+	.destroy_ah = qrnic_destroy_ah,
+	.destroy_cq = qrnic_destroy_cq,
+	.destroy_qp = qrnic_destroy_qp,
+	.free_context = qrnic_free_context,
+	.modify_qp = qrnic_modify_qp,
+	.poll_cq = qrnic_poll_cq,
+	.post_recv = qrnic_post_recv,
+	.post_send = qrnic_post_send,
+	.query_device_ex = qrnic_query_device_ex,
+	.query_port = qrnic_query_port,
+	.query_qp = qrnic_query_qp,
+	.reg_mr = qrnic_reg_mr,
+	.req_notify_cq = qrnic_req_notify_cq,
+};
+
+/* Size the qpn -> QP table from the device's QPN space. */
+static int qrnic_init_qp_table(struct qrnic_context *ctx)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+	struct ibv_device_attr_ex attr;
+	uint32_t n;
+	int err;
+
+	err = ibv_cmd_query_device_any(&ctx->ibvctx.context, NULL, &attr,
+				       sizeof(attr), &resp, &resp_size);
+	if (err)
+		return err;
+	/* QPNs are < max_qp (spec 6.7.1; at most 65536 by configuration);
+	 * the doorbell carries 24 bits. */
+	n = attr.orig_attr.max_qp > 0 ? (uint32_t)attr.orig_attr.max_qp : 1;
+	if (n > (1u << 24))
+		n = 1u << 24;
+	ctx->qp_table = calloc(n, sizeof(*ctx->qp_table));
+	if (!ctx->qp_table)
+		return ENOMEM;
+	ctx->qp_table_size = n;
+	return 0;
+}
+
+static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd,
+						 void *private_data)
+{
+	struct uqrnic_alloc_ucontext_resp resp = {};
+	struct qrnic_alloc_ucontext_resp *r = &resp.drv_payload;
+	struct ibv_get_context cmd = {};
+	struct qrnic_context *ctx;
+	long page_size = sysconf(_SC_PAGESIZE);
+	int err;
+
+	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibvctx,
+					   RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	if (ibv_cmd_get_context(&ctx->ibvctx, &cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp))) {
+		verbs_err(&ctx->ibvctx, "qrnic: GET_CONTEXT failed\n");
+		goto err_free;
+	}
+
+	ctx->uctx = r->uctx;
+	ctx->max_inline = r->max_inline;
+	ctx->max_sge = r->max_sge;
+	ctx->max_send_wqe_shift = r->max_send_wqe_shift;
+	ctx->max_recv_wqe_shift = r->max_recv_wqe_shift;
+
+	if (page_size != QRNIC_DB_PAGE_SIZE) {
+		/* the kernel maps exactly one 4 KiB doorbell page */
+		verbs_err(&ctx->ibvctx, "qrnic: needs 4 KiB pages (have %ld)\n",
+			  page_size);
+		goto err_free;
+	}
+
+	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED,
+		       cmd_fd, r->db_mmap_key);
+	if (ctx->db == MAP_FAILED) {
+		verbs_err(&ctx->ibvctx,
+			  "qrnic: mmap of the doorbell page failed: %s\n",
+			  strerror(errno));
+		ctx->db = NULL;
+		goto err_free;
+	}
+
+	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+	verbs_set_ops(&ctx->ibvctx, &qrnic_ctx_ops);
+
+	err = qrnic_init_qp_table(ctx);
+	if (err) {
+		verbs_err(&ctx->ibvctx, "qrnic: QUERY_DEVICE failed: %s\n",
+			  strerror(err));
+		goto err_unmap;
+	}
+
+	return &ctx->ibvctx;
+
+err_unmap:
+	pthread_mutex_destroy(&ctx->qp_table_lock);
+	munmap(ctx->db, QRNIC_DB_PAGE_SIZE);
+err_free:
+	verbs_uninit_context(&ctx->ibvctx);
+	free(ctx);
+	return NULL;
+}
+
+static void qrnic_free_context(struct ibv_context *ibctx)
+{
+	struct qrnic_context *ctx = to_qctx(ibctx);
+
+	if (ctx->db)
+		munmap(ctx->db, QRNIC_DB_PAGE_SIZE);
+	free(ctx->qp_table);
+	pthread_mutex_destroy(&ctx->qp_table_lock);
+	verbs_uninit_context(&ctx->ibvctx);
+	free(ctx);
+}
+
+static struct verbs_device *qrnic_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct qrnic_device *dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->vdev;
+}
+
+static void qrnic_uninit_device(struct verbs_device *vdev)
+{
+	free(container_of(vdev, struct qrnic_device, vdev));
+}
+
+static const struct verbs_device_ops qrnic_dev_ops = {
+	.name = "qrnic",
+	.match_min_abi_version = QRNIC_UVERBS_ABI_VERSION,
+	.match_max_abi_version = QRNIC_UVERBS_ABI_VERSION,
+	.match_table = qrnic_match_table,
+	.alloc_device = qrnic_alloc_device,
+	.uninit_device = qrnic_uninit_device,
+	.alloc_context = qrnic_alloc_context,
+};
+
+PROVIDER_DRIVER(qrnic, qrnic_dev_ops);

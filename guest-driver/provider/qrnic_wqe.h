@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * qrnic provider: encoding of WQEs and doorbells, decoding of CQEs.
+ *
+ * Pure inline functions over the device ABI (model/abi/qrnic_queue.h,
+ * qrnic_regs.h) and the libibverbs work request / completion types.  They
+ * touch no device, lock or global state, so tests/qrnic_wqe_test.c can check
+ * them byte by byte without a device.  Every multi-byte ABI field is
+ * little-endian (docs/spec.md 1.1); immediate data is an opaque big-endian
+ * string and is copied verbatim in both directions.
+ */
+#ifndef QRNIC_WQE_H
+#define QRNIC_WQE_H
+
+#include <endian.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "qrnic_queue.h"
+#include "qrnic_regs.h"
+
+#define QRNIC_SEND_WQE_HDR	((unsigned int)sizeof(struct qrnic_send_wqe))
+#define QRNIC_RECV_WQE_HDR	((unsigned int)sizeof(struct qrnic_recv_wqe))
+#define QRNIC_SGE_SIZE		((unsigned int)sizeof(struct qrnic_sge))
+#define QRNIC_CQE_SIZE		((unsigned int)sizeof(struct qrnic_cqe))
+
+/* ---- ring geometry -------------------------------------------------- */
+
+/* SGEs that fit a send WQE slot of 1 << shift bytes (at most QRNIC_MAX_SGE). */
+static inline unsigned int qrnic_sq_max_sge(unsigned int wqe_shift)
+{
+	unsigned int n = ((1u << wqe_shift) - QRNIC_SEND_WQE_HDR) / QRNIC_SGE_SIZE;
+
+	return n < QRNIC_MAX_SGE ? n : QRNIC_MAX_SGE;
+}
+
+/* Inline payload bytes that fit a send WQE slot of 1 << shift bytes. */
+static inline unsigned int qrnic_sq_max_inline(unsigned int wqe_shift)
+{
+	return (1u << wqe_shift) - QRNIC_SEND_WQE_HDR;
+}
+
+/* SGEs that fit a receive WQE slot of 1 << shift bytes. */
+static inline unsigned int qrnic_rq_max_sge(unsigned int wqe_shift)
+{
+	unsigned int n = ((1u << wqe_shift) - QRNIC_RECV_WQE_HDR) / QRNIC_SGE_SIZE;
+
+	return n < QRNIC_MAX_SGE ? n : QRNIC_MAX_SGE;
+}
+
+/*
+ * Free-running index of the WQE a CQE names.  The CQE carries the low 16
+ * bits of the WQE's free-running index (spec 9.1); the WQE is the first one
+ * at or after the oldest uncompleted index ci with those low bits.  Rings
+ * have at most 2^15 entries, so this is unambiguous.
+ */
+static inline uint32_t qrnic_wqe_index_expand(uint32_t ci, uint16_t wqe_index)
+{
+	return ci + (uint16_t)(wqe_index - (uint16_t)ci);
+}
+
+/* ---- doorbells (one 64-bit write each, spec 3.2) --------------------- */
+
+static inline uint64_t qrnic_db_wq_val(uint32_t qpn, uint32_t pi)
+{
+	return ((uint64_t)qpn & QRNIC_DB_QN_MASK) |
+	       ((uint64_t)pi << QRNIC_DB_IDX_SHIFT);
+}
+
+static inline uint64_t qrnic_db_cq_val(uint32_t cqn, uint32_t ci, bool arm,
+				       bool solicited)
+{
+	uint64_t v = ((uint64_t)cqn & QRNIC_DB_QN_MASK) |
+		     ((uint64_t)ci << QRNIC_DB_IDX_SHIFT);
+
+	if (arm) {
+		v |= QRNIC_DB_CQ_ARM;
+		if (solicited)
+			v |= QRNIC_DB_CQ_SOLICITED;
+	}
+	return v;
+}
+
+/* ---- CQEs -------------------------------------------------------------- */
+
+/* Owner bit the device writes into the entry at free-running index idx. */
+static inline uint8_t qrnic_cq_owner(uint32_t idx, unsigned int log_depth)
+{
+	return ((idx >> log_depth) & 1) ^ 1;
+}
+
+/*
+ * True when the CQE at consumer index ci is valid.  Reads only the owner
+ * byte; the caller must issue a read barrier before reading anything else
+ * of the entry.
+ */
+static inline bool qrnic_cqe_valid(const void *slot, uint32_t ci,
+				   unsigned int log_depth)
+{
+	const volatile uint8_t *owner = (const volatile uint8_t *)slot +
+		offsetof(struct qrnic_cqe, owner);
+
+	return (*owner & 1) == qrnic_cq_owner(ci, log_depth);
+}
+
+/* Translate a CQE (already copied out of the ring) into an ibv_wc. */
+static inline void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe,
+				   struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = le64toh(cqe->wr_id);
+	wc->status = (enum ibv_wc_status)cqe->status;
+	wc->opcode = (enum ibv_wc_opcode)cqe->opcode;
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = le32toh(cqe->byte_len);
+	wc->qp_num = le32toh(cqe->qpn) & QRNIC_DB_QN_MASK;
+	wc->src_qp = le32toh(cqe->src_qp) & QRNIC_DB_QN_MASK;
+	if (cqe->flags & QRNIC_CQE_F_WITH_IMM) {
+		/* already in network byte order: copy the four bytes */
+		memcpy(&wc->imm_data, &cqe->imm_data, sizeof(wc->imm_data));
+		wc->wc_flags |= IBV_WC_WITH_IMM;
+	}
+	if (cqe->flags & QRNIC_CQE_F_GRH)
+		wc->wc_flags |= IBV_WC_GRH;
+}
+
+static inline bool qrnic_cqe_is_send(const struct qrnic_cqe *cqe)
+{
+	return cqe->flags & QRNIC_CQE_F_SEND;
+}
+
+/* ---- send WQEs ------------------------------------------------------ */
+
+struct qrnic_sq_params {
+	unsigned int wqe_shift;		/* slot is 1 << wqe_shift bytes */
+	unsigned int max_sge;		/* SGEs accepted per WR */
+	unsigned int max_inline;	/* inline bytes accepted per WR */
+	bool ud;			/* UD (or GSI) QP: SEND* only */
+	bool sig_all;			/* QP created with sq_sig_all */
+	uint32_t ahn;			/* UD: device AH number of wr->wr.ud.ah */
+};
+
+/* QRNIC_WR_* for an ibv_wr_opcode, or -1 when the QP type cannot post it. */
+static inline int qrnic_wr_opcode(enum ibv_wr_opcode op, bool ud)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+		return QRNIC_WR_SEND;
+	case IBV_WR_SEND_WITH_IMM:
+		return QRNIC_WR_SEND_WITH_IMM;
+	case IBV_WR_RDMA_WRITE:
+		return ud ? -1 : QRNIC_WR_RDMA_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return ud ? -1 : QRNIC_WR_RDMA_WRITE_WITH_IMM;
+	case IBV_WR_RDMA_READ:
+		return ud ? -1 : QRNIC_WR_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return ud ? -1 : QRNIC_WR_ATOMIC_CMP_AND_SWP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return ud ? -1 : QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+	default:
+		return -1;
+	}
+}
+
+static inline bool qrnic_wr_is_atomic(int qop)
+{
+	return qop == QRNIC_WR_ATOMIC_CMP_AND_SWP ||
+	       qop == QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Inline data is allowed for SEND* and RDMA_WRITE* only (spec 8.3). */
+static inline bool qrnic_wr_may_inline(int qop)
+{
+	return qop == QRNIC_WR_SEND || qop == QRNIC_WR_SEND_WITH_IMM ||
+	       qop == QRNIC_WR_RDMA_WRITE || qop == QRNIC_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/*
+ * Check a send work request against the QP's limits without writing
+ * anything.  Returns 0 or EINVAL.
+ */
+static inline int qrnic_check_send_wr(const struct ibv_send_wr *wr,
+				      const struct qrnic_sq_params *p)
+{
+	int qop = qrnic_wr_opcode(wr->opcode, p->ud);
+	uint64_t total = 0;
+	int i;
+
+	if (qop < 0 || wr->num_sge < 0)
+		return EINVAL;
+	if (p->ud && !wr->wr.ud.ah)
+		return EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) && qrnic_wr_may_inline(qop)) {
+		for (i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (total > p->max_inline)
+			return EINVAL;
+		return 0;
+	}
+	if ((unsigned int)wr->num_sge > p->max_sge)
+		return EINVAL;
+	if (qrnic_wr_is_atomic(qop) && wr->num_sge != 1)
+		return EINVAL;
+	return 0;
+}
+
+/*
+ * Write the send WQE for wr into slot (1 << p->wqe_shift bytes).  The work
+ * request must have passed qrnic_check_send_wr().  Returns the number of
+ * bytes written (header plus SGEs or inline data).
+ */
+static inline unsigned int qrnic_build_send_wqe(void *slot,
+						const struct ibv_send_wr *wr,
+						const struct qrnic_sq_params *p)
+{
+	int qop = qrnic_wr_opcode(wr->opcode, p->ud);
+	uint8_t *data = (uint8_t *)slot + QRNIC_SEND_WQE_HDR;
+	struct qrnic_send_wqe h;
+	unsigned int len = 0;
+	int i;
+
+	memset(&h, 0, sizeof(h));
+	h.opcode = (uint8_t)qop;
+	if ((wr->send_flags & IBV_SEND_SIGNALED) || p->sig_all)
+		h.flags |= QRNIC_WQE_F_SIGNALED;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		h.flags |= QRNIC_WQE_F_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		h.flags |= QRNIC_WQE_F_FENCE;
+	h.wr_id = htole64(wr->wr_id);
+
+	if (qop == QRNIC_WR_SEND_WITH_IMM || qop == QRNIC_WR_RDMA_WRITE_WITH_IMM)
+		memcpy(&h.imm_data, &wr->imm_data, sizeof(h.imm_data));
+
+	switch (qop) {
+	case QRNIC_WR_RDMA_WRITE:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
+	case QRNIC_WR_RDMA_READ:
+		h.rkey = htole32(wr->wr.rdma.rkey);
+		h.remote_addr = htole64(wr->wr.rdma.remote_addr);
+		break;
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
+		h.rkey = htole32(wr->wr.atomic.rkey);
+		h.remote_addr = htole64(wr->wr.atomic.remote_addr);
+		h.compare_add = htole64(wr->wr.atomic.compare_add);
+		if (qop == QRNIC_WR_ATOMIC_CMP_AND_SWP)
+			h.swap = htole64(wr->wr.atomic.swap);
+		break;
+	default:
+		break;
+	}
+
+	if (p->ud) {
+		h.ah = htole32(p->ahn);
+		h.remote_qpn = htole32(wr->wr.ud.remote_qpn & QRNIC_DB_QN_MASK);
+		h.remote_qkey = htole32(wr->wr.ud.remote_qkey);
+	}
+
+	if ((wr->send_flags & IBV_SEND_INLINE) && qrnic_wr_may_inline(qop)) {
+		h.flags |= QRNIC_WQE_F_INLINE;
+		for (i = 0; i < wr->num_sge; i++) {
+			const struct ibv_sge *s = &wr->sg_list[i];
+
+			memcpy(data + len, (const void *)(uintptr_t)s->addr,
+			       s->length);
+			len += s->length;
+		}
+		h.inline_len = htole32(len);
+	} else {
+		for (i = 0; i < wr->num_sge; i++) {
+			struct qrnic_sge sge = {
+				.addr = htole64(wr->sg_list[i].addr),
+				.length = htole32(wr->sg_list[i].length),
+				.lkey = htole32(wr->sg_list[i].lkey),
+			};
+
+			memcpy(data + len, &sge, sizeof(sge));
+			len += QRNIC_SGE_SIZE;
+		}
+		h.num_sge = (uint8_t)wr->num_sge;
+	}
+
+	memcpy(slot, &h, sizeof(h));
+	return QRNIC_SEND_WQE_HDR + len;
+}
+
+/* ---- receive WQEs -------------------------------------------------- */
+
+static inline int qrnic_check_recv_wr(const struct ibv_recv_wr *wr,
+				      unsigned int max_sge)
+{
+	if (wr->num_sge < 0 || (unsigned int)wr->num_sge > max_sge)
+		return EINVAL;
+	return 0;
+}
+
+/* Write the receive WQE for wr into slot; returns the bytes written. */
+static inline unsigned int qrnic_build_recv_wqe(void *slot,
+						const struct ibv_recv_wr *wr)
+{
+	uint8_t *data = (uint8_t *)slot + QRNIC_RECV_WQE_HDR;
+	struct qrnic_recv_wqe h;
+	int i;
+
+	memset(&h, 0, sizeof(h));
+	h.wr_id = htole64(wr->wr_id);
+	h.num_sge = (uint8_t)wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		struct qrnic_sge sge = {
+			.addr = htole64(wr->sg_list[i].addr),
+			.length = htole32(wr->sg_list[i].length),
+			.lkey = htole32(wr->sg_list[i].lkey),
+		};
+
+		memcpy(data + (unsigned int)i * QRNIC_SGE_SIZE, &sge, sizeof(sge));
+	}
+	memcpy(slot, &h, sizeof(h));
+	return QRNIC_RECV_WQE_HDR + (unsigned int)wr->num_sge * QRNIC_SGE_SIZE;
+}
+
+#endif /* QRNIC_WQE_H */
