@@ -27,7 +27,10 @@
 #     -DENABLE_RESOLVE_NEIGH=0 -DNO_PYVERBS=1 -DENABLE_STATIC=0
 #     -DENABLE_VALGRIND=0 -DQRNIC_WERROR=1) and builds ONLY the targets qrnic-rdmav34 and
 #     qrnic_wqe_test (plus libibverbs, which the provider links against);
-#   - runs qrnic_wqe_test (unless --no-test);
+#   - runs qrnic_wqe_test (byte layouts) and, when the project's meson build
+#     exists (scripts/test.sh), qrnic_model_test: the provider's WQE/CQE/
+#     doorbell encoders driving two simulated devices through
+#     libqrnic_harness.so (unless --no-test);
 #   - checks with objdump -T that the .so needs only IBVERBS_PRIVATE_34 from
 #     libibverbs and GLIBC versions <= 2.41 (the guest's glibc);
 #   - copies the results to the output directory (default <repo>/build/provider).
@@ -37,6 +40,7 @@
 #   QRNIC_JOBS             ninja -j (default: nproc)
 #   QRNIC_RDMA_TARBALL     use this local rdma-core_56.1.orig.tar.gz instead of downloading
 #   QRNIC_PROVIDER_OUT     output directory (same as --out)
+#   QRNIC_BUILD_DIR        the project's meson build dir, for qrnic_model_test (default <repo>/build)
 #
 # Exit status is non-zero, with a message naming the log, on any failure.
 set -Eeuo pipefail
@@ -74,6 +78,7 @@ APTDIR=$CACHE/apt-trixie
 LOGDIR=$CACHE/logs
 PROVIDER_SRC=$REPO/guest-driver/provider
 ABI_SRC=$REPO/model/abi
+MESON_BUILD=${QRNIC_BUILD_DIR:-$REPO/build}
 LOG=/dev/null
 FORCE=0
 RUN_TEST=1
@@ -328,6 +333,27 @@ TEST_BIN=$BLD/providers/qrnic/qrnic_wqe_test
 if [ "$RUN_TEST" = 1 ]; then
     say "running qrnic_wqe_test"
     run "$TEST_BIN" || die "qrnic_wqe_test failed"
+fi
+
+# The encoders against the device model: needs the project's meson build
+# (libqrnic_harness.so); refreshed with ninja when that build is configured.
+MODEL_TEST_BIN=
+if [ "$RUN_TEST" = 1 ]; then
+    if [ -f "$MESON_BUILD/build.ninja" ]; then
+        HARNESS=$MESON_BUILD/tests/harness/libqrnic_harness.so
+        run ninja -C "$MESON_BUILD" tests/harness/libqrnic_harness.so || die "building $HARNESS failed"
+        MODEL_TEST_BIN=$BLD/qrnic_model_test
+        say "building and running qrnic_model_test (provider encoders against the device model)"
+        run gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror \
+            -I"$PROVIDER_SRC" -I"$REPO/model/abi" -I"$REPO/model" -I"$REPO/firmware" \
+            -I"$REPO/tests/harness" -I"$BLD/include" \
+            "$PROVIDER_SRC/tests/qrnic_model_test.c" -o "$MODEL_TEST_BIN" \
+            -L"$(dirname "$HARNESS")" -lqrnic_harness -Wl,-rpath,"$(dirname "$HARNESS")" \
+            || die "building qrnic_model_test failed"
+        run "$MODEL_TEST_BIN" || die "qrnic_model_test failed"
+    else
+        say "qrnic_model_test skipped: no meson build in $MESON_BUILD (run scripts/test.sh once)"
+    fi
 fi
 
 # ---- ABI check: only IBVERBS_PRIVATE_34 and GLIBC <= the guest's --------------
