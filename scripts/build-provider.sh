@@ -27,10 +27,11 @@
 #     -DENABLE_RESOLVE_NEIGH=0 -DNO_PYVERBS=1 -DENABLE_STATIC=0
 #     -DENABLE_VALGRIND=0 -DQRNIC_WERROR=1) and builds ONLY the targets qrnic-rdmav34 and
 #     qrnic_wqe_test (plus libibverbs, which the provider links against);
-#   - runs qrnic_wqe_test (byte layouts) and, when the project's meson build
-#     exists (scripts/test.sh), qrnic_model_test: the provider's WQE/CQE/
-#     doorbell encoders driving two simulated devices through
-#     libqrnic_harness.so (unless --no-test);
+#   - runs the tests (unless --no-test): qrnic_wqe_test (byte layouts) and,
+#     when the project's meson build exists (scripts/test.sh), two tests on
+#     simulated devices (libqrnic_harness.so): qrnic_model_test (the WQE/CQE/
+#     doorbell encoders) and qrnic_provider_test (the whole provider through
+#     its verbs ops, on a fake kernel built from the harness's admin queue);
 #   - checks with objdump -T that the .so needs only IBVERBS_PRIVATE_34 from
 #     libibverbs and GLIBC versions <= 2.41 (the guest's glibc);
 #   - copies the results to the output directory (default <repo>/build/provider).
@@ -335,24 +336,39 @@ if [ "$RUN_TEST" = 1 ]; then
     run "$TEST_BIN" || die "qrnic_wqe_test failed"
 fi
 
-# The encoders against the device model: needs the project's meson build
-# (libqrnic_harness.so); refreshed with ninja when that build is configured.
-MODEL_TEST_BIN=
+# Tests against the device model (libqrnic_harness.so of the project's meson
+# build, refreshed with ninja when that build is configured):
+#   qrnic_model_test     the WQE/CQE/doorbell encoders drive two simulated devices;
+#   qrnic_provider_test  the whole provider (qrnic.c, verbs.c) through its
+#                        verbs_context_ops, on a fake kernel that creates the
+#                        objects on the simulated devices.
+# Compiled with rdma-core's own warning flags, warnings are errors.
+RDMA_WARN=(-Wall -Wextra -Wno-sign-compare -Wno-unused-parameter -Wmissing-prototypes
+           -Wmissing-declarations -Wwrite-strings -Wformat=2 -Wcast-function-type
+           -Wformat-nonliteral -Wdate-time -Wnested-externs -Wshadow -Wstrict-prototypes
+           -Wold-style-definition -Wredundant-decls -Werror)
+MODEL_TESTS=()
 if [ "$RUN_TEST" = 1 ]; then
     if [ -f "$MESON_BUILD/build.ninja" ]; then
         HARNESS=$MESON_BUILD/tests/harness/libqrnic_harness.so
+        HDIR=$(dirname "$HARNESS")
         run ninja -C "$MESON_BUILD" tests/harness/libqrnic_harness.so || die "building $HARNESS failed"
-        MODEL_TEST_BIN=$BLD/qrnic_model_test
-        say "building and running qrnic_model_test (provider encoders against the device model)"
-        run gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror \
-            -I"$PROVIDER_SRC" -I"$REPO/model/abi" -I"$REPO/model" -I"$REPO/firmware" \
-            -I"$REPO/tests/harness" -I"$BLD/include" \
-            "$PROVIDER_SRC/tests/qrnic_model_test.c" -o "$MODEL_TEST_BIN" \
-            -L"$(dirname "$HARNESS")" -lqrnic_harness -Wl,-rpath,"$(dirname "$HARNESS")" \
-            || die "building qrnic_model_test failed"
-        run "$MODEL_TEST_BIN" || die "qrnic_model_test failed"
+        CFLAGS_T=(-std=gnu11 -O2 -g "${RDMA_WARN[@]}" -I"$PROVIDER_SRC" -I"$REPO/model/abi"
+                  -I"$REPO/model" -I"$REPO/firmware" -I"$REPO/tests/harness" -I"$BLD/include")
+        LIBS_T=(-L"$HDIR" -lqrnic_harness -Wl,-rpath,"$HDIR" -lpthread)
+        say "building qrnic_model_test and qrnic_provider_test"
+        run gcc "${CFLAGS_T[@]}" "$PROVIDER_SRC/tests/qrnic_model_test.c" \
+            -o "$BLD/qrnic_model_test" "${LIBS_T[@]}" || die "building qrnic_model_test failed"
+        run gcc "${CFLAGS_T[@]}" "$PROVIDER_SRC/tests/qrnic_provider_test.c" \
+            "$PROVIDER_SRC/qrnic.c" "$PROVIDER_SRC/verbs.c" \
+            -o "$BLD/qrnic_provider_test" "${LIBS_T[@]}" || die "building qrnic_provider_test failed"
+        MODEL_TESTS=("$BLD/qrnic_model_test" "$BLD/qrnic_provider_test")
+        for t in "${MODEL_TESTS[@]}"; do
+            say "running $(basename "$t")"
+            run "$t" || die "$(basename "$t") failed"
+        done
     else
-        say "qrnic_model_test skipped: no meson build in $MESON_BUILD (run scripts/test.sh once)"
+        say "model tests skipped: no meson build in $MESON_BUILD (run scripts/test.sh once)"
     fi
 fi
 

@@ -1,0 +1,1193 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The whole provider (qrnic.c, verbs.c) against the device model, with a
+ * fake kernel instead of libibverbs + the qrnic kernel driver.
+ *
+ * This file defines the libibverbs symbols the provider imports
+ * (ibv_cmd_*, verbs_* ...).  They create the objects on two simulated
+ * devices through the admin queue of tests/harness, return the udata of
+ * model/abi/qrnic_uverbs.h, and hand out mmap keys that are offsets into a
+ * memfd, which stands in for the uverbs cmd_fd: the provider mmap()s its
+ * rings and doorbell page from it exactly as from the real cmd_fd.
+ *
+ * The simulated device DMAs from its own memory, so the fake kernel mirrors
+ * the rings: before the device runs, SQ/RQ rings and CQ dbrecs are copied
+ * from the memfd into device memory and the doorbells the provider wrote
+ * into its doorbell page are forwarded to the device (and cleared); after
+ * the device ran, CQ rings are copied back.  Everything else, posting WQEs,
+ * ringing, polling with the owner bit, freeing queue slots from
+ * completions, arming, resetting indexes, is the provider's own code,
+ * called through the verbs_context_ops it registers.
+ *
+ * Closes with "N passed, N failed"; exit 1 on any failure.
+ */
+#define _GNU_SOURCE
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "qrnic.h"
+
+static int passed, failed;
+static hx_world *w;
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (cond) {                                                  \
+			passed++;                                            \
+		} else {                                                     \
+			failed++;                                            \
+			printf("FAIL %s:%d: %s [%s]\n", __FILE__, __LINE__,  \
+			       #cond, hx_world_error(w));                    \
+		}                                                            \
+	} while (0)
+
+/* ======================================================================= */
+/* fake kernel                                                             */
+/* ======================================================================= */
+
+#define FK_MEMFD_SIZE	(64ull << 20)
+#define FK_MAX_REGIONS	64
+#define PAGE		4096ull
+
+enum fk_kind { FK_DB, FK_CQ, FK_WQ };
+
+struct fk_region {
+	bool used;
+	enum fk_kind kind;
+	uint64_t off;		/* mmap key = offset in the memfd */
+	uint64_t size;
+	uint64_t bus;		/* device memory (FK_CQ, FK_WQ) */
+	uint64_t ring_size;	/* FK_CQ: CQEs; the dbrec follows */
+	uint32_t uctx;		/* FK_DB */
+	uint32_t handle;	/* cqn / qpn */
+};
+
+struct fk_dev {
+	int d;
+	int fd;			/* the "cmd_fd" */
+	uint8_t *map;		/* our own view of the memfd */
+	uint64_t next_off;
+	uint32_t eqn;
+	struct fk_region reg[FK_MAX_REGIONS];
+};
+
+static struct fk_dev fk[2];
+static const struct verbs_device_ops *registered_ops;
+static struct verbs_context_ops ctx_ops;	/* as set by verbs_set_ops */
+static bool fk_no_dbrec;			/* next CQ without a dbrec */
+
+static struct fk_dev *fk_by_fd(int fd)
+{
+	return fk[0].fd == fd ? &fk[0] : &fk[1];
+}
+
+static struct fk_dev *fk_of(struct ibv_context *c)
+{
+	return fk_by_fd(c->cmd_fd);
+}
+
+static struct fk_region *fk_alloc(struct fk_dev *f, enum fk_kind kind, uint64_t size,
+				  bool device_mem)
+{
+	int i;
+
+	size = (size + PAGE - 1) & ~(PAGE - 1);
+	for (i = 0; i < FK_MAX_REGIONS; i++) {
+		struct fk_region *r = &f->reg[i];
+
+		if (r->used)
+			continue;
+		memset(r, 0, sizeof(*r));
+		r->used = true;
+		r->kind = kind;
+		r->off = f->next_off;
+		r->size = size;
+		f->next_off += size;
+		memset(f->map + r->off, 0, size);
+		if (device_mem) {
+			r->bus = hx_mem_alloc(w, f->d, size, PAGE);
+			if (!r->bus)
+				abort();
+			{
+				void *z = calloc(1, size);
+
+				hx_mem_write(w, f->d, r->bus, z, size);
+				free(z);
+			}
+		}
+		return r;
+	}
+	abort();
+}
+
+static struct fk_region *fk_find(struct fk_dev *f, enum fk_kind kind, uint32_t handle)
+{
+	int i;
+
+	for (i = 0; i < FK_MAX_REGIONS; i++)
+		if (f->reg[i].used && f->reg[i].kind == kind && f->reg[i].handle == handle)
+			return &f->reg[i];
+	return NULL;
+}
+
+/* host -> device: rings, dbrecs, then the doorbells */
+static void fk_to_dev(struct fk_dev *f)
+{
+	int i, j;
+
+	for (i = 0; i < FK_MAX_REGIONS; i++) {
+		struct fk_region *r = &f->reg[i];
+
+		if (!r->used)
+			continue;
+		if (r->kind == FK_WQ)
+			hx_mem_write(w, f->d, r->bus, f->map + r->off, r->size);
+		else if (r->kind == FK_CQ)
+			hx_mem_write(w, f->d, r->bus + r->ring_size,
+				     f->map + r->off + r->ring_size, 4);
+	}
+	for (i = 0; i < FK_MAX_REGIONS; i++) {
+		struct fk_region *r = &f->reg[i];
+
+		if (!r->used || r->kind != FK_DB)
+			continue;
+		for (j = 0; j < 3; j++) {
+			uint64_t *db = (uint64_t *)(f->map + r->off) + j;
+
+			if (*db) {
+				hx_db_write(w, f->d, (uint64_t)r->uctx * QRNIC_DB_PAGE_SIZE + 8 * j,
+					    le64toh(*db), 8);
+				*db = 0;
+			}
+		}
+	}
+}
+
+/* device -> host: CQ rings */
+static void fk_from_dev(struct fk_dev *f)
+{
+	int i;
+
+	for (i = 0; i < FK_MAX_REGIONS; i++) {
+		struct fk_region *r = &f->reg[i];
+
+		if (r->used && r->kind == FK_CQ)
+			hx_mem_read(w, f->d, r->bus, f->map + r->off, r->ring_size);
+	}
+}
+
+static void fk_run(void)
+{
+	fk_to_dev(&fk[0]);
+	fk_to_dev(&fk[1]);
+	CHECK(hx_run(w, 2000000000ull, 10000000) == HX_RUN_IDLE);
+	fk_from_dev(&fk[0]);
+	fk_from_dev(&fk[1]);
+}
+
+static unsigned int log2_up(uint32_t n)
+{
+	unsigned int l = 0;
+
+	while ((1u << l) < n)
+		l++;
+	return l;
+}
+
+static int admin(int d, struct qrnic_aq_cmd *c, uint8_t opcode, uint32_t *result)
+{
+	struct qrnic_aq_cqe cqe;
+	int rc;
+
+	c->hdr.opcode = opcode;
+	rc = hx_admin(w, d, c, &cqe, 0);
+	if (rc)
+		return EINVAL;
+	if (result)
+		*result = cqe.result[0];
+	return 0;
+}
+
+static void gid_of(int d, uint8_t *gid)
+{
+	memset(gid, 0, 16);
+	gid[10] = gid[11] = 0xff;
+	gid[12] = 10;
+	gid[15] = (uint8_t)(d + 1);
+}
+
+/* ---- libibverbs symbols the provider imports ---------------------------- */
+
+void verbs_register_driver_34(const struct verbs_device_ops *ops)
+{
+	registered_ops = ops;
+}
+
+void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)ctx;
+	if (level > VERBS_LOG_WARN)
+		return;
+	va_start(ap, fmt);
+	printf("  [provider] ");
+	vprintf(fmt, ap);
+	va_end(ap);
+}
+
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
+				    size_t alloc_size,
+				    struct verbs_context *context_offset,
+				    uint32_t driver_id)
+{
+	uint8_t *p = calloc(1, alloc_size);
+	struct verbs_context *vc = (struct verbs_context *)(p + (uintptr_t)context_offset);
+
+	(void)driver_id;
+	vc->context.device = device;
+	vc->context.cmd_fd = cmd_fd;
+	vc->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	vc->sz = sizeof(*vc);
+	return p;
+}
+
+void verbs_uninit_context(struct verbs_context *context)
+{
+	(void)context;
+}
+
+void verbs_set_ops(struct verbs_context *vctx, const struct verbs_context_ops *ops)
+{
+	(void)vctx;
+	ctx_ops = *ops;
+}
+
+int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *cmd,
+			size_t cmd_size, struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size)
+{
+	struct uqrnic_alloc_ucontext_resp *r = (void *)resp;
+	struct fk_dev *f = fk_by_fd(context->context.cmd_fd);
+	struct fk_region *db;
+	int64_t uctx;
+
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	uctx = hx_alloc_uctx(w, f->d);
+	if (uctx <= 0)
+		return ENOMEM;
+	db = fk_alloc(f, FK_DB, PAGE, false);
+	db->uctx = (uint32_t)uctx;
+	db->handle = (uint32_t)uctx;
+	memset(r, 0, sizeof(*r));
+	r->ibv_resp.num_comp_vectors = 1;
+	r->drv_payload.uctx = (uint32_t)uctx;
+	r->drv_payload.max_inline = 448;
+	r->drv_payload.db_mmap_key = db->off;
+	r->drv_payload.max_sge = QRNIC_MAX_SGE;
+	r->drv_payload.max_send_wqe_shift = QRNIC_MAX_SEND_WQE_SHIFT;
+	r->drv_payload.max_recv_wqe_shift = QRNIC_MAX_RECV_WQE_SHIFT;
+	context->context.num_comp_vectors = 1;
+	return 0;
+}
+
+int ibv_cmd_query_device_any(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size,
+			     struct ib_uverbs_ex_query_device_resp *resp,
+			     size_t *resp_size)
+{
+	(void)context;
+	(void)input;
+	memset(attr, 0, attr_size);
+	attr->orig_attr.max_qp = 1024;
+	attr->orig_attr.vendor_id = QRNIC_PCI_VENDOR_ID;
+	attr->orig_attr.vendor_part_id = QRNIC_PCI_DEVICE_ID;
+	if (resp) {
+		memset(resp, 0, *resp_size);
+		resp->base.fw_ver = 0x00010000;
+	}
+	return 0;
+}
+
+int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
+		       struct ibv_port_attr *port_attr, struct ibv_query_port *cmd,
+		       size_t cmd_size)
+{
+	(void)context;
+	(void)cmd;
+	(void)cmd_size;
+	if (port_num != 1)
+		return EINVAL;
+	memset(port_attr, 0, sizeof(*port_attr));
+	port_attr->state = IBV_PORT_ACTIVE;
+	port_attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+static uint32_t fk_uctx(struct ibv_context *c)
+{
+	return to_qctx(c)->uctx;
+}
+
+int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
+		     struct ibv_alloc_pd *cmd, size_t cmd_size,
+		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size)
+{
+	struct uqrnic_alloc_pd_resp *r = (void *)resp;
+	int64_t pdn = hx_create_pd(w, fk_of(context)->d, fk_uctx(context));
+
+	(void)cmd;
+	(void)cmd_size;
+	if (pdn <= 0 || resp_size != sizeof(*r))
+		return EINVAL;
+	pd->context = context;
+	pd->handle = (uint32_t)pdn;
+	r->drv_payload.pdn = (uint32_t)pdn;
+	return 0;
+}
+
+int ibv_cmd_dealloc_pd(struct ibv_pd *pd)
+{
+	return hx_destroy(w, fk_of(pd->context)->d, QRNIC_CMD_DESTROY_PD, pd->handle) ? EBUSY : 0;
+}
+
+int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+		   int access, struct verbs_mr *vmr, struct ibv_reg_mr *cmd,
+		   size_t cmd_size, struct ib_uverbs_reg_mr_resp *resp, size_t resp_size)
+{
+	int64_t key = hx_reg_mr(w, fk_of(pd->context)->d, pd->handle,
+				(uint32_t)access & QRNIC_ACCESS_ALL, hca_va, length, 12, -1, 0);
+
+	(void)cmd;
+	(void)cmd_size;
+	(void)resp;
+	(void)resp_size;
+	if (key <= 0)
+		return EINVAL;
+	vmr->ibv_mr.context = pd->context;
+	vmr->ibv_mr.pd = pd;
+	vmr->ibv_mr.addr = addr;
+	vmr->ibv_mr.length = length;
+	vmr->ibv_mr.handle = (uint32_t)key;
+	vmr->ibv_mr.lkey = vmr->ibv_mr.rkey = (uint32_t)key;
+	return 0;
+}
+
+int ibv_cmd_dereg_mr(struct verbs_mr *vmr)
+{
+	return hx_destroy(w, fk_of(vmr->ibv_mr.context)->d, QRNIC_CMD_DEREG_MR,
+			  vmr->ibv_mr.handle) ? EINVAL : 0;
+}
+
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel, int comp_vector,
+		      struct ibv_cq *cq, struct ibv_create_cq *cmd, size_t cmd_size,
+		      struct ib_uverbs_create_cq_resp *resp, size_t resp_size)
+{
+	struct uqrnic_create_cq_resp *r = (void *)resp;
+	struct fk_dev *f = fk_of(context);
+	unsigned int log = log2_up((uint32_t)cqe);
+	struct qrnic_aq_cmd c;
+	struct fk_region *reg;
+	uint64_t ring = (uint64_t)QRNIC_CQE_SIZE << (log ? log : 1);
+	uint32_t cqn;
+
+	(void)channel;
+	(void)comp_vector;
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	if (!log)
+		log = 1;
+	reg = fk_alloc(f, FK_CQ, ring + 4, true);
+	reg->ring_size = ring;
+	memset(&c, 0, sizeof(c));
+	c.u.create_cq.uctx = fk_uctx(context);
+	c.u.create_cq.eqn = f->eqn;
+	c.u.create_cq.log_depth = (uint8_t)log;
+	c.u.create_cq.ring_addr = reg->bus;
+	c.u.create_cq.dbrec_addr = fk_no_dbrec ? 0 : reg->bus + ring;
+	if (admin(f->d, &c, QRNIC_CMD_CREATE_CQ, &cqn)) {
+		reg->used = false;
+		return EINVAL;
+	}
+	reg->handle = cqn;
+	cq->context = context;
+	cq->cqe = (1 << log);
+	cq->handle = cqn;
+	memset(r, 0, sizeof(*r));
+	r->ibv_resp.cqe = (uint32_t)cq->cqe;
+	r->drv_payload.cqn = cqn;
+	r->drv_payload.log_depth = log;
+	r->drv_payload.mmap_key = reg->off;
+	r->drv_payload.mmap_size = reg->size;
+	r->drv_payload.dbrec_offset = fk_no_dbrec ? 0 : (uint32_t)ring;
+	return 0;
+}
+
+int ibv_cmd_destroy_cq(struct ibv_cq *cq)
+{
+	struct fk_dev *f = fk_of(cq->context);
+	struct fk_region *reg = fk_find(f, FK_CQ, cq->handle);
+
+	if (hx_destroy(w, f->d, QRNIC_CMD_DESTROY_CQ, cq->handle))
+		return EBUSY;
+	if (reg)
+		reg->used = false;
+	return 0;
+}
+
+static unsigned int clampu(unsigned int v, unsigned int lo, unsigned int hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
+		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
+		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
+		      size_t resp_size)
+{
+	struct uqrnic_create_qp_resp *r = (void *)resp;
+	struct fk_dev *f = fk_of(pd->context);
+	unsigned int sq_log, sq_shift, rq_log = 0, rq_shift = 0;
+	struct fk_region *sq, *rq = NULL;
+	struct qrnic_aq_cmd c;
+	uint32_t qpn;
+
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	sq_log = clampu(log2_up(attr->cap.max_send_wr), 1, QRNIC_MAX_QUEUE_LOG);
+	sq_shift = clampu(log2_up(64 + (16 * attr->cap.max_send_sge > attr->cap.max_inline_data ?
+					16 * attr->cap.max_send_sge : attr->cap.max_inline_data)),
+			  QRNIC_MIN_WQE_SHIFT, QRNIC_MAX_SEND_WQE_SHIFT);
+	if (attr->cap.max_recv_wr) {
+		rq_log = clampu(log2_up(attr->cap.max_recv_wr), 1, QRNIC_MAX_QUEUE_LOG);
+		rq_shift = clampu(log2_up(16 + 16 * attr->cap.max_recv_sge),
+				  QRNIC_MIN_RECV_WQE_SHIFT, QRNIC_MAX_RECV_WQE_SHIFT);
+	}
+	sq = fk_alloc(f, FK_WQ, (1ull << sq_log) << sq_shift, true);
+	if (rq_log)
+		rq = fk_alloc(f, FK_WQ, (1ull << rq_log) << rq_shift, true);
+
+	memset(&c, 0, sizeof(c));
+	c.u.create_qp.uctx = fk_uctx(pd->context);
+	c.u.create_qp.pdn = pd->handle;
+	c.u.create_qp.send_cqn = attr->send_cq->handle;
+	c.u.create_qp.recv_cqn = attr->recv_cq->handle;
+	c.u.create_qp.qp_type = attr->qp_type == IBV_QPT_UD ? QRNIC_QPT_UD : QRNIC_QPT_RC;
+	c.u.create_qp.sq_log_depth = (uint8_t)sq_log;
+	c.u.create_qp.sq_wqe_shift = (uint8_t)sq_shift;
+	c.u.create_qp.rq_log_depth = (uint8_t)rq_log;
+	c.u.create_qp.rq_wqe_shift = (uint8_t)rq_shift;
+	c.u.create_qp.flags = attr->sq_sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0;
+	c.u.create_qp.sq_addr = sq->bus;
+	c.u.create_qp.rq_addr = rq ? rq->bus : 0;
+	if (admin(f->d, &c, QRNIC_CMD_CREATE_QP, &qpn)) {
+		sq->used = false;
+		if (rq)
+			rq->used = false;
+		return EINVAL;
+	}
+	sq->handle = qpn;
+	if (rq)
+		rq->handle = qpn | 0x80000000u;
+
+	qp->context = pd->context;
+	qp->pd = pd;
+	qp->send_cq = attr->send_cq;
+	qp->recv_cq = attr->recv_cq;
+	qp->qp_type = attr->qp_type;
+	qp->state = IBV_QPS_RESET;
+	qp->qp_num = qpn;
+	qp->handle = qpn;
+	memset(r, 0, sizeof(*r));
+	r->ibv_resp.qpn = qpn;
+	r->drv_payload.qpn = qpn;
+	r->drv_payload.sq_log_depth = (uint8_t)sq_log;
+	r->drv_payload.sq_wqe_shift = (uint8_t)sq_shift;
+	r->drv_payload.rq_log_depth = (uint8_t)rq_log;
+	r->drv_payload.rq_wqe_shift = (uint8_t)rq_shift;
+	r->drv_payload.sq_mmap_key = sq->off;
+	r->drv_payload.sq_mmap_size = sq->size;
+	r->drv_payload.rq_mmap_key = rq ? rq->off : 0;
+	r->drv_payload.rq_mmap_size = rq ? rq->size : 0;
+	r->drv_payload.max_inline = (1u << sq_shift) - 64;
+	return 0;
+}
+
+int ibv_cmd_destroy_qp(struct ibv_qp *qp)
+{
+	struct fk_dev *f = fk_of(qp->context);
+	struct fk_region *r;
+
+	if (hx_destroy(w, f->d, QRNIC_CMD_DESTROY_QP, qp->handle))
+		return EINVAL;
+	if ((r = fk_find(f, FK_WQ, qp->handle)))
+		r->used = false;
+	if ((r = fk_find(f, FK_WQ, qp->handle | 0x80000000u)))
+		r->used = false;
+	return 0;
+}
+
+static void fk_av(struct ibv_ah_attr *ah, struct qrnic_av *av)
+{
+	uint8_t gid[16];
+	int peer;
+
+	memset(av, 0, sizeof(*av));
+	memcpy(av->dgid, ah->grh.dgid.raw, 16);
+	av->flow_label = ah->grh.flow_label;
+	av->sgid_index = ah->grh.sgid_index;
+	av->hop_limit = ah->grh.hop_limit;
+	av->traffic_class = ah->grh.traffic_class;
+	av->net_type = QRNIC_NET_IPV4;
+	for (peer = 0; peer < 2; peer++) {	/* "ARP" */
+		gid_of(peer, gid);
+		if (!memcmp(gid, av->dgid, 16))
+			memcpy(av->dmac, hx_mac(w, peer), 6);
+	}
+}
+
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		      struct ibv_modify_qp *cmd, size_t cmd_size)
+{
+	struct qrnic_qp_attr a;
+
+	(void)cmd;
+	(void)cmd_size;
+	memset(&a, 0, sizeof(a));
+	a.attr_mask = (uint32_t)attr_mask;
+	a.qp_state = (uint8_t)attr->qp_state;
+	a.cur_qp_state = (uint8_t)attr->cur_qp_state;
+	a.path_mtu = (uint8_t)attr->path_mtu;
+	a.timeout = attr->timeout;
+	a.retry_cnt = attr->retry_cnt;
+	a.rnr_retry = attr->rnr_retry;
+	a.min_rnr_timer = attr->min_rnr_timer;
+	a.max_rd_atomic = attr->max_rd_atomic;
+	a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	a.en_sqd_async_notify = attr->en_sqd_async_notify;
+	a.port_num = attr->port_num;
+	a.pkey_index = attr->pkey_index;
+	a.qkey = attr->qkey;
+	a.rq_psn = attr->rq_psn;
+	a.sq_psn = attr->sq_psn;
+	a.dest_qpn = attr->dest_qp_num;
+	a.qp_access_flags = (uint32_t)attr->qp_access_flags;
+	if (attr_mask & IBV_QP_AV)
+		fk_av(&attr->ah_attr, &a.av);
+	return hx_modify_qp(w, fk_of(qp->context)->d, qp->handle, &a) ? EINVAL : 0;
+}
+
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr, int attr_mask,
+		     struct ibv_qp_init_attr *qp_init_attr, struct ibv_query_qp *cmd,
+		     size_t cmd_size)
+{
+	struct qrnic_qp_attr a;
+
+	(void)attr_mask;
+	(void)cmd;
+	(void)cmd_size;
+	if (hx_query_qp(w, fk_of(qp->context)->d, qp->handle, &a))
+		return EINVAL;
+	memset(qp_attr, 0, sizeof(*qp_attr));
+	memset(qp_init_attr, 0, sizeof(*qp_init_attr));
+	qp_attr->qp_state = (enum ibv_qp_state)a.qp_state;
+	qp_attr->sq_psn = a.sq_psn;
+	return 0;
+}
+
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah, struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size)
+{
+	struct uqrnic_create_ah_resp *r = (void *)resp;
+	struct qrnic_av av;
+	int64_t ahn;
+
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	fk_av(attr, &av);
+	ahn = hx_create_ah(w, fk_of(pd->context)->d, pd->handle, &av);
+	if (ahn <= 0)
+		return EINVAL;
+	ah->context = pd->context;
+	ah->pd = pd;
+	ah->handle = (uint32_t)ahn;
+	r->drv_payload.ahn = (uint32_t)ahn;
+	return 0;
+}
+
+int ibv_cmd_destroy_ah(struct ibv_ah *ah)
+{
+	return hx_destroy(w, fk_of(ah->context)->d, QRNIC_CMD_DESTROY_AH, ah->handle) ? EINVAL : 0;
+}
+
+/* ======================================================================= */
+/* the tests: an application using the provider's ops                      */
+/* ======================================================================= */
+
+#define IOVA	0x7f0000100000ull
+#define MRLEN	(1024 * 1024)
+
+struct app {
+	struct verbs_device *vdev;
+	struct ibv_context *ctx;
+	struct verbs_context_ops ops;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int d;
+};
+
+static struct app A, B;
+
+static void fill(struct app *a, uint64_t off, uint32_t len, uint8_t seed)
+{
+	static uint8_t buf[MRLEN];
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed + i * 17);
+	hx_mr_write(w, a->d, a->mr->lkey, off, buf, len);
+}
+
+static bool same(struct app *a, uint64_t aoff, struct app *b, uint64_t boff, uint32_t len)
+{
+	static uint8_t x[MRLEN], y[MRLEN];
+
+	hx_mr_read(w, a->d, a->mr->lkey, aoff, x, len);
+	hx_mr_read(w, b->d, b->mr->lkey, boff, y, len);
+	return !memcmp(x, y, len);
+}
+
+static struct ibv_sge sge(struct app *a, uint64_t off, uint32_t len)
+{
+	struct ibv_sge s = { .addr = IOVA + off, .length = len, .lkey = a->mr->lkey };
+
+	return s;
+}
+
+static struct ibv_qp *mkqp(struct app *a, enum ibv_qp_type type, uint32_t swr,
+			   uint32_t rwr, struct ibv_qp_init_attr *out)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = a->cq, .recv_cq = a->cq, .qp_type = type,
+		.cap = { .max_send_wr = swr, .max_recv_wr = rwr, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+	};
+	struct ibv_qp *qp = a->ops.create_qp(a->pd, &ia);
+
+	if (out)
+		*out = ia;
+	return qp;
+}
+
+static int to_rts_rc(struct app *a, struct ibv_qp *qp, uint32_t dqpn, int peer)
+{
+	struct ibv_qp_attr at;
+	int err;
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			     IBV_ACCESS_REMOTE_ATOMIC;
+	err = a->ops.modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			       IBV_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	at.path_mtu = IBV_MTU_1024;
+	at.dest_qp_num = dqpn;
+	at.rq_psn = 7;
+	at.max_dest_rd_atomic = 4;
+	at.min_rnr_timer = 1;
+	at.ah_attr.is_global = 1;
+	at.ah_attr.port_num = 1;
+	gid_of(peer, at.ah_attr.grh.dgid.raw);
+	err = a->ops.modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			       IBV_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.sq_psn = 7;
+	at.max_rd_atomic = 4;
+	return a->ops.modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int poll_all(struct app *a, struct ibv_cq *cq, struct ibv_wc *wc, int max)
+{
+	return a->ops.poll_cq(cq, max, wc);
+}
+
+static void app_open(struct app *a, int d)
+{
+	a->d = d;
+	a->vdev = registered_ops->alloc_device(NULL);
+	CHECK(a->vdev != NULL);
+	a->vdev->ops = registered_ops;
+	strcpy(a->vdev->device.name, d ? "qrnic1" : "qrnic0");
+	a->ctx = &registered_ops->alloc_context(&a->vdev->device, fk[d].fd, NULL)->context;
+	a->ops = ctx_ops;
+	a->pd = a->ops.alloc_pd(a->ctx);
+	CHECK(a->pd != NULL);
+	a->mr = a->ops.reg_mr(a->pd, (void *)(uintptr_t)IOVA, MRLEN, IOVA,
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(a->mr != NULL);
+}
+
+static void test_match_and_context(void)
+{
+	const struct verbs_match_ent *m;
+	struct ibv_device_attr_ex dattr;
+	struct ibv_port_attr pattr;
+
+	CHECK(registered_ops && !strcmp(registered_ops->name, "qrnic"));
+	CHECK(registered_ops->match_min_abi_version == QRNIC_UVERBS_ABI_VERSION &&
+	      registered_ops->match_max_abi_version == QRNIC_UVERBS_ABI_VERSION);
+	m = registered_ops->match_table;
+	CHECK(m[0].kind == VERBS_MATCH_PCI && m[0].vendor == 0x1af4 && m[0].device == 0x10f7);
+	CHECK(to_qctx(A.ctx)->uctx != 0 && to_qctx(B.ctx)->uctx != 0);
+	CHECK(A.ops.query_device_ex(A.ctx, NULL, &dattr, sizeof(dattr)) == 0);
+	CHECK(!strcmp(dattr.orig_attr.fw_ver, "1.0"));
+	CHECK(A.ops.query_port(A.ctx, 1, &pattr) == 0 && pattr.state == IBV_PORT_ACTIVE);
+	CHECK(A.ops.create_qp && A.ops.post_send && A.ops.poll_cq && A.ops.req_notify_cq &&
+	      A.ops.create_ah && A.ops.query_qp && A.ops.destroy_qp && A.ops.free_context);
+}
+
+static void test_rc_basic(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_sge rs[2] = { sge(&B, 0x1000, 10), sge(&B, 0x3000, 4000) };
+	struct ibv_sge ss[2] = { sge(&A, 0x100, 2000), sge(&A, 0x5000, 2000) };
+	struct ibv_recv_wr rwr = { .wr_id = 11, .sg_list = rs, .num_sge = 2 }, *brw;
+	struct ibv_send_wr swr = {
+		.wr_id = 22, .sg_list = ss, .num_sge = 2, .opcode = IBV_WR_SEND_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(0xabad1dea),
+	}, *bsw;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_wc wc[8];
+
+	A.qp = mkqp(&A, IBV_QPT_RC, 8, 8, &ia);
+	CHECK(A.qp != NULL);
+	/* what the provider reports is what the rings hold */
+	CHECK(ia.cap.max_send_wr == 8 && ia.cap.max_recv_wr == 8);
+	CHECK(ia.cap.max_send_sge == qrnic_sq_max_sge(to_qqp(A.qp)->sq.wqe_shift));
+	CHECK(ia.cap.max_inline_data == 64 && ia.cap.max_recv_sge >= 2);
+	B.qp = mkqp(&B, IBV_QPT_RC, 8, 8, NULL);
+	CHECK(B.qp != NULL);
+
+	/* no sends before RTS */
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == EINVAL && bsw == &swr);
+	CHECK(to_rts_rc(&A, A.qp, B.qp->qp_num, 1) == 0);
+	CHECK(to_rts_rc(&B, B.qp, A.qp->qp_num, 0) == 0);
+	CHECK(A.qp->state == IBV_QPS_RTS);
+
+	fill(&A, 0x100, 2000, 1);
+	fill(&A, 0x5000, 2000, 2);
+	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 8) == 1);
+	CHECK(wc[0].wr_id == 22 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND &&
+	      wc[0].qp_num == A.qp->qp_num);
+	CHECK(poll_all(&B, B.cq, wc, 8) == 1);
+	CHECK(wc[0].wr_id == 11 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV &&
+	      wc[0].byte_len == 4000 && wc[0].wc_flags == IBV_WC_WITH_IMM &&
+	      be32toh(wc[0].imm_data) == 0xabad1dea && wc[0].src_qp == A.qp->qp_num);
+	CHECK(same(&A, 0x100, &B, 0x1000, 10));
+	CHECK(same(&A, 0x100 + 10, &B, 0x3000, 1990));
+	CHECK(same(&A, 0x5000, &B, 0x3000 + 1990, 2000));
+	CHECK(poll_all(&A, A.cq, wc, 8) == 0 && poll_all(&B, B.cq, wc, 8) == 0);
+	/* slots came back */
+	CHECK(to_qqp(A.qp)->sq.ci == 1 && to_qqp(B.qp)->rq.ci == 1);
+
+	/* query_qp reports the real capabilities */
+	CHECK(A.ops.query_qp(A.qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qia) == 0);
+	CHECK(qa.qp_state == IBV_QPS_RTS && qia.cap.max_inline_data == 64 &&
+	      qa.cap.max_send_wr == 8);
+
+	/* bad work requests */
+	swr.num_sge = (int)qrnic_sq_max_sge(to_qqp(A.qp)->sq.wqe_shift) + 1;
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == EINVAL && bsw == &swr);
+	swr.num_sge = 2;
+	rwr.num_sge = 17;
+	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == EINVAL && brw == &rwr);
+	rwr.num_sge = 2;
+}
+
+/* SQ full -> ENOMEM with bad_wr; unsignaled WQEs freed by a later CQE */
+static void test_sq_full_and_unsignaled(void)
+{
+	struct ibv_sge s = sge(&A, 0x10000, 4096);
+	struct ibv_send_wr wr[9];
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[16];
+	int i, round;
+
+	fill(&A, 0x10000, 4096, 3);
+	for (round = 0; round < 5; round++) {
+		memset(wr, 0, sizeof(wr));
+		for (i = 0; i < 9; i++) {
+			wr[i].wr_id = 100 + i;
+			wr[i].sg_list = &s;
+			wr[i].num_sge = 1;
+			wr[i].opcode = IBV_WR_RDMA_WRITE;
+			wr[i].wr.rdma.remote_addr = IOVA + 0x20000 + 4096 * (uint64_t)i;
+			wr[i].wr.rdma.rkey = B.mr->rkey;
+			wr[i].next = i < 8 ? &wr[i + 1] : NULL;
+		}
+		wr[7].send_flags = IBV_SEND_SIGNALED;	/* the 8th of 8 slots */
+		CHECK(A.ops.post_send(A.qp, wr, &bad) == ENOMEM && bad == &wr[8]);
+		fk_run();
+		CHECK(poll_all(&A, A.cq, wc, 16) == 1);
+		CHECK(wc[0].wr_id == 107 && wc[0].status == IBV_WC_SUCCESS &&
+		      wc[0].opcode == IBV_WC_RDMA_WRITE);
+		CHECK(to_qqp(A.qp)->sq.pi == to_qqp(A.qp)->sq.ci);
+	}
+	for (i = 0; i < 8; i++)
+		CHECK(same(&A, 0x10000, &B, 0x20000 + 4096 * (uint64_t)i, 4096));
+}
+
+/* Many round trips through tiny rings: owner bit phases, free-running
+ * indexes, the CQ dbrec (A) and CQ doorbells without dbrec (B). */
+static void test_wrap(void)
+{
+	struct ibv_sge s = sge(&A, 0x40000, 64), r = sge(&B, 0x41000, 64);
+	struct ibv_wc wc[8];
+	int i, errs = 0, n;
+	uint64_t over0 = hx_dev_stat(w, 0, QRNIC_STAT_CQ_OVERRUNS);
+	uint64_t over1 = hx_dev_stat(w, 1, QRNIC_STAT_CQ_OVERRUNS);
+	uint64_t ign1 = hx_dev_stat(w, 1, QRNIC_STAT_DOORBELLS_IGNORED);
+
+	for (i = 0; i < 300; i++) {
+		struct ibv_recv_wr rwr = { .wr_id = 5000 + i, .sg_list = &r, .num_sge = 1 }, *brw;
+		struct ibv_send_wr swr = {
+			.wr_id = 9000 + i, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED | (i % 3 ? IBV_SEND_INLINE : 0),
+		}, *bsw;
+		uint8_t inl[64];
+
+		if (i % 3) {	/* inline from host memory */
+			memset(inl, i, sizeof(inl));
+			s.addr = (uintptr_t)inl;
+		} else {
+			s.addr = IOVA + 0x40000;
+			fill(&A, 0x40000, 64, (uint8_t)i);
+		}
+		errs += B.ops.post_recv(B.qp, &rwr, &brw) != 0;
+		errs += A.ops.post_send(A.qp, &swr, &bsw) != 0;
+		fk_run();
+		n = poll_all(&A, A.cq, wc, 8);
+		if (n != 1 || wc[0].wr_id != 9000u + i || wc[0].status != IBV_WC_SUCCESS) {
+			if (!errs)
+				printf("  wrap %d: A n=%d wr_id=%llu status=%d verr=%u\n", i, n,
+				       (unsigned long long)wc[0].wr_id, wc[0].status, wc[0].vendor_err);
+			errs++;
+		}
+		n = poll_all(&B, B.cq, wc, 8);
+		if (n != 1 || wc[0].wr_id != 5000u + i || wc[0].status != IBV_WC_SUCCESS ||
+		    wc[0].byte_len != 64) {
+			if (!errs)
+				printf("  wrap %d: B n=%d wr_id=%llu status=%d verr=%u len=%u\n", i, n,
+				       (unsigned long long)wc[0].wr_id, wc[0].status,
+				       wc[0].vendor_err, wc[0].byte_len);
+			errs++;
+		}
+		if (i % 3) {
+			uint8_t got[64];
+
+			hx_mr_read(w, 1, B.mr->lkey, 0x41000, got, 64);
+			errs += memcmp(got, inl, 64) != 0;
+		} else {
+			errs += !same(&A, 0x40000, &B, 0x41000, 64);
+		}
+	}
+	CHECK(errs == 0);
+	CHECK(hx_dev_stat(w, 0, QRNIC_STAT_CQ_OVERRUNS) == over0);
+	CHECK(hx_dev_stat(w, 1, QRNIC_STAT_CQ_OVERRUNS) == over1);
+	CHECK(hx_dev_stat(w, 1, QRNIC_STAT_DOORBELLS_IGNORED) == ign1);
+	/* free-running indexes went around the 4-entry CQ of B many times */
+	CHECK(to_qcq(B.cq)->ci > 4 * 60 && to_qcq(B.cq)->dbrec == NULL);
+	CHECK(to_qcq(A.cq)->dbrec != NULL);
+}
+
+static void test_read_atomic(void)
+{
+	uint64_t v = 41, got;
+	struct ibv_sge rd = sge(&A, 0x60000, 5000), at = sge(&A, 0x62000, 8);
+	struct ibv_send_wr faa = {
+		.wr_id = 2, .sg_list = &at, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr read = {
+		.wr_id = 1, .sg_list = &rd, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED, .next = &faa,
+	}, *bsw;
+	struct ibv_wc wc[4];
+
+	fill(&B, 0x30000, 5000, 7);
+	hx_mr_write(w, 1, B.mr->lkey, 0x38000, &v, 8);
+	read.wr.rdma.remote_addr = IOVA + 0x30000;
+	read.wr.rdma.rkey = B.mr->rkey;
+	faa.wr.atomic.remote_addr = IOVA + 0x38000;
+	faa.wr.atomic.rkey = B.mr->rkey;
+	faa.wr.atomic.compare_add = 1;
+	CHECK(A.ops.post_send(A.qp, &read, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 4) == 2);
+	CHECK(wc[0].wr_id == 1 && wc[0].opcode == IBV_WC_RDMA_READ && wc[0].byte_len == 5000 &&
+	      wc[0].status == IBV_WC_SUCCESS);
+	CHECK(wc[1].wr_id == 2 && wc[1].opcode == IBV_WC_FETCH_ADD &&
+	      wc[1].status == IBV_WC_SUCCESS);
+	CHECK(same(&A, 0x60000, &B, 0x30000, 5000));
+	hx_mr_read(w, 0, A.mr->lkey, 0x62000, &got, 8);
+	CHECK(got == 41);
+	hx_mr_read(w, 1, B.mr->lkey, 0x38000, &got, 8);
+	CHECK(got == 42);
+}
+
+/* ibv_req_notify_cq: the arm doorbell makes the next completion an EQE. */
+static void test_arm(void)
+{
+	struct ibv_sge s = sge(&A, 0, 16), r = sge(&B, 0, 16);
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct qrnic_eqe eqe[8];
+	struct ibv_wc wc[4];
+
+	while (hx_poll_eq(w, 1, fk[1].eqn, eqe, 8) > 0)
+		;
+	CHECK(B.ops.req_notify_cq(B.cq, 0) == 0);
+	fk_run();
+	CHECK(hx_poll_eq(w, 1, fk[1].eqn, eqe, 8) == 0);	/* nothing yet */
+	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(hx_poll_eq(w, 1, fk[1].eqn, eqe, 8) == 1);
+	CHECK(eqe[0].type == QRNIC_EQE_COMPLETION && eqe[0].handle == to_qcq(B.cq)->cqn);
+	CHECK(poll_all(&B, B.cq, wc, 4) == 1 && poll_all(&A, A.cq, wc, 4) == 1);
+
+	/* solicited-only: an unsolicited SEND does not wake, a solicited one does */
+	CHECK(B.ops.req_notify_cq(B.cq, 1) == 0);
+	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(hx_poll_eq(w, 1, fk[1].eqn, eqe, 8) == 0);
+	CHECK(poll_all(&B, B.cq, wc, 4) == 1 && poll_all(&A, A.cq, wc, 4) == 1);
+	swr.send_flags |= IBV_SEND_SOLICITED;
+	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(hx_poll_eq(w, 1, fk[1].eqn, eqe, 8) == 1);
+	CHECK(poll_all(&B, B.cq, wc, 4) == 1 && poll_all(&A, A.cq, wc, 4) == 1);
+
+	/* arming with completions pending fires at once */
+	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(B.ops.req_notify_cq(B.cq, 0) == 0);
+	fk_run();
+	CHECK(hx_poll_eq(w, 1, fk[1].eqn, eqe, 8) == 1);
+	CHECK(poll_all(&B, B.cq, wc, 4) == 1 && poll_all(&A, A.cq, wc, 4) == 1);
+}
+
+/* -> ERR flushes; -> RESET restarts the provider's indexes with the
+ * device's; the QP works again afterwards. */
+static void test_err_reset(void)
+{
+	struct ibv_sge r = sge(&B, 0, 16), s = sge(&A, 0, 16);
+	struct ibv_recv_wr rwr[3], *brw;
+	struct ibv_send_wr swr = { .wr_id = 77, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc[8];
+	int i;
+
+	for (i = 0; i < 3; i++)
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 300 + i, .sg_list = &r, .num_sge = 1,
+					       .next = i < 2 ? &rwr[i + 1] : NULL };
+	CHECK(B.ops.post_recv(B.qp, rwr, &brw) == 0);
+	CHECK(B.ops.modify_qp(B.qp, &at, IBV_QP_STATE) == 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 8) == 3);
+	for (i = 0; i < 3; i++)
+		CHECK(wc[i].status == IBV_WC_WR_FLUSH_ERR && wc[i].wr_id == 300u + i &&
+		      wc[i].vendor_err == QRNIC_VERR_FLUSH);
+	CHECK(to_qqp(B.qp)->rq.ci == to_qqp(B.qp)->rq.pi && to_qqp(B.qp)->rq.pi != 0);
+
+	at.qp_state = IBV_QPS_RESET;
+	CHECK(B.ops.modify_qp(B.qp, &at, IBV_QP_STATE) == 0);
+	CHECK(to_qqp(B.qp)->rq.pi == 0 && to_qqp(B.qp)->sq.pi == 0);
+	/* A's QP is still connected to B's; bring A through ERR/RESET too */
+	at.qp_state = IBV_QPS_ERR;
+	CHECK(A.ops.modify_qp(A.qp, &at, IBV_QP_STATE) == 0);
+	fk_run();
+	poll_all(&A, A.cq, wc, 8);
+	at.qp_state = IBV_QPS_RESET;
+	CHECK(A.ops.modify_qp(A.qp, &at, IBV_QP_STATE) == 0);
+	CHECK(to_rts_rc(&A, A.qp, B.qp->qp_num, 1) == 0);
+	CHECK(to_rts_rc(&B, B.qp, A.qp->qp_num, 0) == 0);
+	CHECK(B.ops.post_recv(B.qp, rwr, &brw) == 0);
+	CHECK(A.ops.post_send(A.qp, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 8) == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 77);
+	CHECK(poll_all(&B, B.cq, wc, 8) == 1 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[0].wr_id == 300);
+}
+
+static void test_ud(void)
+{
+	struct ibv_qp *ua, *ub;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr at;
+	struct ibv_ah_attr aha = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah;
+	struct ibv_sge s = sge(&A, 0x70000, 500), r = sge(&B, 0x71000, 40 + 500);
+	struct ibv_recv_wr rwr = { .wr_id = 61, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .wr_id = 62, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct ibv_wc wc[4];
+	int i;
+
+	ua = mkqp(&A, IBV_QPT_UD, 4, 4, &ia);
+	ub = mkqp(&B, IBV_QPT_UD, 4, 4, NULL);
+	CHECK(ua && ub);
+	if (!ua || !ub)
+		return;
+	for (i = 0; i < 2; i++) {
+		struct app *a = i ? &B : &A;
+		struct ibv_qp *q = i ? ub : ua;
+
+		memset(&at, 0, sizeof(at));
+		at.qp_state = IBV_QPS_INIT;
+		at.port_num = 1;
+		at.qkey = 0x1234;
+		CHECK(a->ops.modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_QKEY) == 0);
+		at.qp_state = IBV_QPS_RTR;
+		CHECK(a->ops.modify_qp(q, &at, IBV_QP_STATE) == 0);
+		at.qp_state = IBV_QPS_RTS;
+		at.sq_psn = 3;
+		CHECK(a->ops.modify_qp(q, &at, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	}
+	gid_of(1, aha.grh.dgid.raw);
+	ah = A.ops.create_ah(A.pd, &aha);
+	CHECK(ah != NULL && to_qah(ah)->ahn != 0);
+
+	fill(&A, 0x70000, 500, 9);
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = ub->qp_num;
+	swr.wr.ud.remote_qkey = 0x1234;
+	CHECK(B.ops.post_recv(ub, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(ua, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 4) == 1 && wc[0].wr_id == 62 &&
+	      wc[0].status == IBV_WC_SUCCESS && wc[0].qp_num == ua->qp_num);
+	CHECK(poll_all(&B, B.cq, wc, 4) == 1);
+	CHECK(wc[0].wr_id == 61 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV &&
+	      wc[0].byte_len == 540 && wc[0].wc_flags == IBV_WC_GRH &&
+	      wc[0].src_qp == ua->qp_num && wc[0].qp_num == ub->qp_num);
+	CHECK(same(&A, 0x70000, &B, 0x71000 + 40, 500));
+
+	/* UD takes SEND only */
+	swr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK(A.ops.post_send(ua, &swr, &bsw) == EINVAL && bsw == &swr);
+
+	CHECK(A.ops.destroy_ah(ah) == 0);
+	CHECK(A.ops.destroy_qp(ua) == 0);
+	CHECK(B.ops.destroy_qp(ub) == 0);
+}
+
+static void app_close(struct app *a)
+{
+	CHECK(a->ops.destroy_qp(a->qp) == 0);
+	CHECK(a->ops.destroy_cq(a->cq) == 0);
+	CHECK(a->ops.dereg_mr(verbs_get_mr(a->mr)) == 0);
+	CHECK(a->ops.dealloc_pd(a->pd) == 0);
+	a->ops.free_context(a->ctx);
+	registered_ops->uninit_device(a->vdev);
+}
+
+int main(void)
+{
+	int i;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	w = hx_world_new(128ull << 20, 1);
+	for (i = 0; i < 2; i++) {
+		uint8_t gid[16];
+		int64_t eqn;
+
+		CHECK(hx_dev_add(w, "") == i);
+		CHECK(hx_drv_bringup(w, i, 5) == 0);
+		gid_of(i, gid);
+		CHECK(hx_set_gid(w, i, 0, 1, QRNIC_NET_IPV4, gid) == 0);
+		eqn = hx_create_eq(w, i, 10, 1, 0);
+		CHECK(eqn > 0);
+		fk[i].d = i;
+		fk[i].eqn = (uint32_t)eqn;
+		fk[i].fd = memfd_create(i ? "qrnic-fake-uverbs1" : "qrnic-fake-uverbs0", 0);
+		CHECK(fk[i].fd >= 0 && ftruncate(fk[i].fd, FK_MEMFD_SIZE) == 0);
+		fk[i].map = mmap(NULL, FK_MEMFD_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 fk[i].fd, 0);
+		CHECK(fk[i].map != MAP_FAILED);
+		fk[i].next_off = PAGE;	/* key 0 unused */
+	}
+	CHECK(hx_cable(w, 0, 1) == 0);
+	if (failed || !registered_ops) {
+		printf("%d passed, %d failed\n", passed, failed + !registered_ops);
+		return 1;
+	}
+
+	app_open(&A, 0);
+	app_open(&B, 1);
+	A.cq = A.ops.create_cq(A.ctx, 16, NULL, 0);	/* with dbrec */
+	fk_no_dbrec = true;
+	B.cq = B.ops.create_cq(B.ctx, 3, NULL, 0);	/* 4 entries, no dbrec */
+	fk_no_dbrec = false;
+	CHECK(A.cq && B.cq && B.cq->cqe == 4);
+	if (failed) {
+		printf("%d passed, %d failed\n", passed, failed);
+		return 1;
+	}
+
+	test_match_and_context();
+	test_rc_basic();
+	test_sq_full_and_unsignaled();
+	test_wrap();
+	test_read_atomic();
+	test_arm();
+	test_err_reset();
+	test_ud();
+	app_close(&A);
+	app_close(&B);
+
+	hx_world_free(w);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
