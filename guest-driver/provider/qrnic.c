@@ -47,31 +47,6 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.req_notify_cq = qrnic_req_notify_cq,
 };
 
-/* Size the qpn -> QP table from the device's QPN space. */
-static int qrnic_init_qp_table(struct qrnic_context *ctx)
-{
-	struct ib_uverbs_ex_query_device_resp resp;
-	size_t resp_size = sizeof(resp);
-	struct ibv_device_attr_ex attr;
-	uint32_t n;
-	int err;
-
-	err = ibv_cmd_query_device_any(&ctx->ibvctx.context, NULL, &attr,
-				       sizeof(attr), &resp, &resp_size);
-	if (err)
-		return err;
-	/* QPNs are < max_qp (spec 6.7.1; at most 65536 by configuration);
-	 * the doorbell carries 24 bits. */
-	n = attr.orig_attr.max_qp > 0 ? (uint32_t)attr.orig_attr.max_qp : 1;
-	if (n > (1u << 24))
-		n = 1u << 24;
-	ctx->qp_table = calloc(n, sizeof(*ctx->qp_table));
-	if (!ctx->qp_table)
-		return ENOMEM;
-	ctx->qp_table_size = n;
-	return 0;
-}
-
 static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 						 int cmd_fd,
 						 void *private_data)
@@ -81,7 +56,6 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 	struct ibv_get_context cmd = {};
 	struct qrnic_context *ctx;
 	long page_size = sysconf(_SC_PAGESIZE);
-	int err;
 
 	ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibvctx,
 					   RDMA_DRIVER_UNKNOWN);
@@ -119,19 +93,8 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 
 	pthread_mutex_init(&ctx->qp_table_lock, NULL);
 	verbs_set_ops(&ctx->ibvctx, &qrnic_ctx_ops);
-
-	err = qrnic_init_qp_table(ctx);
-	if (err) {
-		verbs_err(&ctx->ibvctx, "qrnic: QUERY_DEVICE failed: %s\n",
-			  strerror(err));
-		goto err_unmap;
-	}
-
 	return &ctx->ibvctx;
 
-err_unmap:
-	pthread_mutex_destroy(&ctx->qp_table_lock);
-	munmap(ctx->db, QRNIC_DB_PAGE_SIZE);
 err_free:
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
@@ -142,9 +105,12 @@ static void qrnic_free_context(struct ibv_context *ibctx)
 {
 	struct qrnic_context *ctx = to_qctx(ibctx);
 
+	unsigned int i;
+
 	if (ctx->db)
 		munmap(ctx->db, QRNIC_DB_PAGE_SIZE);
-	free(ctx->qp_table);
+	for (i = 0; i < QRNIC_QP_TABLE_TOP; i++)
+		free(ctx->qp_table[i]);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);

@@ -27,6 +27,10 @@ struct qrnic_device {
 
 struct qrnic_qp;
 
+#define QRNIC_QP_TABLE_SHIFT	12
+#define QRNIC_QP_TABLE_LEAF	(1u << QRNIC_QP_TABLE_SHIFT)
+#define QRNIC_QP_TABLE_TOP	(1u << (24 - QRNIC_QP_TABLE_SHIFT))
+
 struct qrnic_context {
 	struct verbs_context ibvctx;
 	void *db;			/* this context's doorbell page (BAR2) */
@@ -35,11 +39,11 @@ struct qrnic_context {
 	uint32_t max_sge;
 	uint32_t max_send_wqe_shift;
 	uint32_t max_recv_wqe_shift;
-	/* qpn -> QP, for freeing queue slots from completions.  Written under
-	 * qp_table_lock and the QP's CQ locks; read by pollers holding a CQ
-	 * lock. */
-	struct qrnic_qp **qp_table;
-	uint32_t qp_table_size;
+	/* qpn -> QP, for freeing queue slots from completions: two levels
+	 * over the 24-bit QPN space, leaves allocated on demand and kept until
+	 * the context is freed.  Written under qp_table_lock and the QP's CQ
+	 * locks; read by pollers holding a CQ lock. */
+	struct qrnic_qp **qp_table[QRNIC_QP_TABLE_TOP];
 	pthread_mutex_t qp_table_lock;
 };
 

@@ -248,9 +248,16 @@ static void qrnic_wq_complete(struct qrnic_wq *wq, uint16_t wqe_index)
 static struct qrnic_qp *qrnic_lookup_qp(struct qrnic_context *ctx,
 					uint32_t qpn)
 {
-	if (qpn >= ctx->qp_table_size)
+	struct qrnic_qp **leaf;
+
+	if (qpn >= QRNIC_QP_TABLE_TOP * QRNIC_QP_TABLE_LEAF)
 		return NULL;
-	return __atomic_load_n(&ctx->qp_table[qpn], __ATOMIC_ACQUIRE);
+	leaf = __atomic_load_n(&ctx->qp_table[qpn >> QRNIC_QP_TABLE_SHIFT],
+			       __ATOMIC_ACQUIRE);
+	if (!leaf)
+		return NULL;
+	return __atomic_load_n(&leaf[qpn & (QRNIC_QP_TABLE_LEAF - 1)],
+			       __ATOMIC_ACQUIRE);
 }
 
 /* Poll one CQE; 0 on success, ENOENT when the CQ is empty. */
@@ -347,17 +354,33 @@ static void qrnic_unlock_cqs(struct ibv_qp *ibqp)
 		pthread_spin_unlock(&rcq->lock);
 }
 
-static void qrnic_set_qp_table(struct qrnic_context *ctx, struct qrnic_qp *qp,
-			       struct qrnic_qp *val)
+static int qrnic_set_qp_table(struct qrnic_context *ctx, struct qrnic_qp *qp,
+			      struct qrnic_qp *val)
 {
 	uint32_t qpn = qp->vqp.qp.qp_num;
+	struct qrnic_qp **leaf;
+	int err = 0;
 
+	if (qpn >= QRNIC_QP_TABLE_TOP * QRNIC_QP_TABLE_LEAF)
+		return EINVAL;
 	pthread_mutex_lock(&ctx->qp_table_lock);
-	qrnic_lock_cqs(&qp->vqp.qp);
-	if (qpn < ctx->qp_table_size)
-		__atomic_store_n(&ctx->qp_table[qpn], val, __ATOMIC_RELEASE);
-	qrnic_unlock_cqs(&qp->vqp.qp);
+	leaf = ctx->qp_table[qpn >> QRNIC_QP_TABLE_SHIFT];
+	if (!leaf && val) {
+		leaf = calloc(QRNIC_QP_TABLE_LEAF, sizeof(*leaf));
+		if (leaf)
+			__atomic_store_n(&ctx->qp_table[qpn >> QRNIC_QP_TABLE_SHIFT],
+					 leaf, __ATOMIC_RELEASE);
+		else
+			err = ENOMEM;
+	}
+	if (leaf) {
+		qrnic_lock_cqs(&qp->vqp.qp);
+		__atomic_store_n(&leaf[qpn & (QRNIC_QP_TABLE_LEAF - 1)], val,
+				 __ATOMIC_RELEASE);
+		qrnic_unlock_cqs(&qp->vqp.qp);
+	}
 	pthread_mutex_unlock(&ctx->qp_table_lock);
+	return err;
 }
 
 /* Map one work queue described by the create_qp response. */
@@ -487,9 +510,13 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	attr->cap.max_recv_sge = qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 
-	qrnic_set_qp_table(ctx, qp, qp);
+	err = qrnic_set_qp_table(ctx, qp, qp);
+	if (err)
+		goto err_unmap_rq;
 	return &qp->vqp.qp;
 
+err_unmap_rq:
+	qrnic_wq_unmap(&qp->rq);
 err_unmap_sq:
 	qrnic_wq_unmap(&qp->sq);
 err_destroy:
