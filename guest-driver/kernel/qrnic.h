@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic: Linux driver for the qrnic RoCEv2 RDMA NIC (QEMU device "qrnic").
+ * Common definitions shared by the driver's files.
+ */
+#ifndef QRNIC_H
+#define QRNIC_H
+
+#include <linux/bitops.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
+#include <linux/netdevice.h>
+#include <linux/pci.h>
+#include <linux/semaphore.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <rdma/ib_umem.h>
+#include <rdma/ib_verbs.h>
+
+#include "qrnic_abi.h"		/* model/abi: the device ABI */
+#include "qrnic_uverbs.h"		/* model/abi: the provider ABI */
+
+#ifndef __LITTLE_ENDIAN
+#error "qrnic: the device ABI is little endian; big-endian hosts are not supported"
+#endif
+
+#define QRNIC_DRV_NAME		"qrnic"
+#define QRNIC_PORT		1
+
+/* ---- module parameters (qrnic_main.c) ----------------------------------- */
+extern unsigned int qrnic_admin_timeout_ms;
+extern unsigned int qrnic_eth_ring_log;
+
+/* ---- interrupt vectors ------------------------------------------------- */
+#define QRNIC_IRQ_AQ		BIT(0)	/* admin CQ */
+#define QRNIC_IRQ_ASYNC		BIT(1)	/* async EQ */
+#define QRNIC_IRQ_ETH		BIT(2)	/* Ethernet rings */
+
+struct qrnic_dev;
+struct qrnic_eq;
+
+struct qrnic_irq {
+	struct qrnic_dev *dev;
+	unsigned int flags;		/* QRNIC_IRQ_* served by this vector */
+	struct qrnic_eq *ceq;		/* completion EQ on this vector, if any */
+	int irq;
+	bool requested;
+	char name[32];
+};
+
+/* ---- event queues (qrnic_eq.c) ----------------------------------------- */
+struct qrnic_eq {
+	struct qrnic_dev *dev;
+	struct qrnic_eqe *ring;
+	dma_addr_t ring_dma;
+	size_t ring_bytes;
+	u32 log_depth;
+	u32 ci;
+	u32 eqn;
+	u16 vector;
+	bool async;
+	bool active;			/* created on the device, handler may run */
+};
+
+/* ---- admin queue (qrnic_admin.c) --------------------------------------- */
+struct qrnic_aq_ctx {
+	struct completion done;
+	struct qrnic_aq_cqe cqe;
+	u16 cmd_id;
+	u8 state;			/* QRNIC_AQ_CTX_* */
+	bool aborted;
+};
+
+struct qrnic_aq {
+	struct qrnic_aq_cmd *sq;
+	dma_addr_t sq_dma;
+	struct qrnic_aq_cqe *cq;
+	dma_addr_t cq_dma;
+	u32 log_depth;
+	u32 depth;
+	u32 sq_pi;			/* under sq_lock */
+	u32 cq_ci;			/* under cq_lock */
+	spinlock_t sq_lock;
+	spinlock_t cq_lock;
+	struct semaphore avail;		/* free slots: at most depth outstanding */
+	struct qrnic_aq_ctx *ctx;	/* one per slot */
+	bool enabled;
+};
+
+/* ---- Ethernet (qrnic_netdev.c) ----------------------------------------- */
+struct qrnic_eth_buf {
+	struct sk_buff *skb;
+	dma_addr_t dma;
+	u32 len;
+};
+
+struct qrnic_eth {
+	struct qrnic_dev *dev;
+	struct net_device *ndev;
+	struct napi_struct napi;
+	struct qrnic_eth_desc *tx_ring;
+	struct qrnic_eth_desc *rx_ring;
+	dma_addr_t tx_dma;
+	dma_addr_t rx_dma;
+	u32 tx_log;
+	u32 rx_log;
+	u32 tx_pi;			/* xmit path (netif tx lock) */
+	u32 tx_ci;			/* NAPI */
+	u32 rx_pi;
+	u32 rx_ci;
+	u32 rx_buf_len;
+	struct qrnic_eth_buf *tx_buf;
+	struct qrnic_eth_buf *rx_buf;
+	bool up;
+};
+
+/* ---- device ------------------------------------------------------------ */
+enum {
+	QRNIC_FLAG_FATAL,		/* device dead: admin fails fast, destroys succeed */
+	QRNIC_FLAG_IB_REGISTERED,
+};
+
+struct qrnic_dev {
+	struct ib_device ibdev;
+	struct pci_dev *pdev;
+	void __iomem *regs;		/* BAR0 */
+	void __iomem *kdb;		/* BAR2 page 0: the kernel's doorbells */
+	resource_size_t db_bar_start;
+	resource_size_t db_bar_len;
+
+	u32 version;
+	u32 caps;
+	u32 num_db_pages;
+	u32 hw_vectors;
+	u8 mac[ETH_ALEN];
+	u32 eth_mtu;
+	struct qrnic_device_attr attr;	/* QUERY_DEVICE at probe */
+	struct qrnic_port_attr port;	/* QUERY_PORT at probe (refreshed by query_port) */
+
+	unsigned long flags;		/* QRNIC_FLAG_* */
+	u32 fatal_code;
+
+	struct qrnic_aq aq;
+
+	int nvec;
+	struct qrnic_irq *irqs;
+	int async_vector;
+	int eth_vector;
+
+	struct qrnic_eq async_eq;
+	struct qrnic_eq *ceqs;
+	int num_ceqs;
+
+	struct qrnic_eth *eth;
+	struct net_device *ndev;
+
+	struct xarray cqs;		/* cqn -> struct qrnic_cq (kernel and user) */
+	struct xarray qps;		/* qpn -> struct qrnic_qp */
+};
+
+static inline struct qrnic_dev *to_qdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct qrnic_dev, ibdev);
+}
+
+static inline bool qrnic_dead(struct qrnic_dev *dev)
+{
+	return test_bit(QRNIC_FLAG_FATAL, &dev->flags);
+}
+
+static inline u32 qrnic_rd(struct qrnic_dev *dev, u32 reg)
+{
+	return readl(dev->regs + reg);
+}
+
+static inline void qrnic_wr(struct qrnic_dev *dev, u32 reg, u32 val)
+{
+	writel(val, dev->regs + reg);
+}
+
+/* ---- verbs objects ------------------------------------------------------ */
+enum qrnic_mmap_type {
+	QRNIC_MMAP_DB,			/* BAR2 doorbell page, uncached I/O */
+	QRNIC_MMAP_PAGES,		/* kernel pages holding a user-visible ring */
+};
+
+struct qrnic_mmap_entry {
+	struct rdma_user_mmap_entry rdma_entry;
+	enum qrnic_mmap_type type;
+	phys_addr_t io_addr;		/* QRNIC_MMAP_DB */
+	void *cpu_addr;			/* QRNIC_MMAP_PAGES: alloc_pages_exact() */
+	size_t size;
+};
+
+struct qrnic_ucontext {
+	struct ib_ucontext ibucontext;
+	u32 uctx;
+	struct rdma_user_mmap_entry *db_entry;
+};
+
+struct qrnic_pd {
+	struct ib_pd ibpd;
+	u32 pdn;
+	u32 uctx;
+};
+
+struct qrnic_ah {
+	struct ib_ah ibah;
+	u32 ahn;
+	struct qrnic_av av;
+};
+
+struct qrnic_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+	u32 key;
+};
+
+/*
+ * A ring in DMA memory.  Kernel rings use dma_alloc_coherent(); rings that
+ * user space maps are page-allocator pages (alloc_pages_exact(), so every
+ * page has its own reference count and can be vm_insert_page()d) mapped
+ * with dma_map_single(); their pages belong to the mmap entry and are freed
+ * when the last mapping and the entry are gone (mmap_free).
+ */
+struct qrnic_ring {
+	void *buf;
+	dma_addr_t dma;
+	size_t bytes;			/* allocation size, page multiple */
+	bool user;
+	struct qrnic_mmap_entry *mentry;	/* user rings */
+};
+
+struct qrnic_cq {
+	struct ib_cq ibcq;
+	u32 cqn;
+	u32 log_depth;
+	u32 ci;				/* kernel CQs: under lock */
+	u32 eq_index;
+	struct qrnic_ring ring;		/* CQEs, then the dbrec word */
+	u32 dbrec_offset;
+	spinlock_t lock;
+	bool created;
+};
+
+struct qrnic_wq {
+	struct qrnic_ring ring;
+	u32 log_depth;			/* 0 = no queue (RQ only) */
+	u32 wqe_shift;
+	u32 pi;				/* kernel QPs: under lock */
+	u32 ci;				/* advanced by poll_cq */
+	u32 max_sge;
+	spinlock_t lock;
+};
+
+struct qrnic_qp {
+	struct ib_qp ibqp;
+	u32 qpn;
+	u8 hw_type;			/* QRNIC_QPT_* */
+	bool user;
+	bool sig_all;
+	u32 max_inline;
+	enum ib_qp_state state;		/* last state set by modify_qp */
+	struct qrnic_wq sq;
+	struct qrnic_wq rq;
+};
+
+static inline struct qrnic_ucontext *to_quctx(struct ib_ucontext *u)
+{
+	return container_of(u, struct qrnic_ucontext, ibucontext);
+}
+
+static inline struct qrnic_pd *to_qpd(struct ib_pd *pd)
+{
+	return container_of(pd, struct qrnic_pd, ibpd);
+}
+
+static inline struct qrnic_ah *to_qah(struct ib_ah *ah)
+{
+	return container_of(ah, struct qrnic_ah, ibah);
+}
+
+static inline struct qrnic_mr *to_qmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct qrnic_mr, ibmr);
+}
+
+static inline struct qrnic_cq *to_qcq(struct ib_cq *cq)
+{
+	return container_of(cq, struct qrnic_cq, ibcq);
+}
+
+static inline struct qrnic_qp *to_qqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct qrnic_qp, ibqp);
+}
+
+static inline struct qrnic_mmap_entry *
+to_qmentry(struct rdma_user_mmap_entry *e)
+{
+	return container_of(e, struct qrnic_mmap_entry, rdma_entry);
+}
+
+/* ---- qrnic_main.c -------------------------------------------------------- */
+void qrnic_set_fatal(struct qrnic_dev *dev, const char *why);
+
+#include "qrnic_admin_cmds.h"
+
+/* ---- qrnic_eq.c ---------------------------------------------------------- */
+int qrnic_irqs_setup(struct qrnic_dev *dev);
+void qrnic_irqs_teardown(struct qrnic_dev *dev);
+int qrnic_eqs_create(struct qrnic_dev *dev);
+void qrnic_eqs_destroy(struct qrnic_dev *dev);
+void qrnic_eq_sync(struct qrnic_dev *dev, struct qrnic_eq *eq);
+
+/* ---- qrnic_netdev.c ------------------------------------------------------ */
+int qrnic_netdev_create(struct qrnic_dev *dev);
+void qrnic_netdev_destroy(struct qrnic_dev *dev);
+void qrnic_netdev_irq(struct qrnic_dev *dev);
+void qrnic_netdev_link_event(struct qrnic_dev *dev, bool up);
+bool qrnic_link_up(struct qrnic_dev *dev);
+
+/* ---- qrnic_verbs.c ------------------------------------------------------- */
+int qrnic_ib_register(struct qrnic_dev *dev);
+void qrnic_ib_unregister(struct qrnic_dev *dev);
+void qrnic_dispatch_port_event(struct qrnic_dev *dev, bool active);
+int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring,
+		     size_t bytes, struct qrnic_ucontext *uctx);
+void qrnic_ring_free(struct qrnic_dev *dev, struct qrnic_ring *ring);
+u64 qrnic_ring_mmap_key(const struct qrnic_ring *ring);
+int qrnic_ah_attr_to_av(struct qrnic_dev *dev, const struct rdma_ah_attr *ah_attr,
+			struct qrnic_av *av);
+
+/* ---- qrnic_cq.c ---------------------------------------------------------- */
+int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct uverbs_attr_bundle *attrs);
+int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+void qrnic_cq_fence(struct qrnic_cq *cq);
+void qrnic_cq_comp_event(struct qrnic_dev *dev, u32 cqn);
+void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type type);
+
+/* ---- qrnic_qp.c ---------------------------------------------------------- */
+int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
+		    struct ib_udata *udata);
+int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
+		    struct ib_udata *udata);
+int qrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
+		   struct ib_qp_init_attr *init_attr);
+int qrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
+void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type type);
+
+/* ---- qrnic_mr.c ---------------------------------------------------------- */
+struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata);
+int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+
+/* ---- qrnic_hw_stats.c ---------------------------------------------------- */
+struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 port);
+int qrnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port, int index);
+
+#endif /* QRNIC_H */

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qrnic completion queues.
+ *
+ * A CQ is a ring of 32-byte CQEs followed by the 4-byte doorbell record
+ * (dbrec, docs/spec.md 9.5) in one DMA buffer.  Kernel CQs are polled here
+ * and publish their consumer index in the dbrec after every poll; user CQs
+ * are mapped to the provider (struct qrnic_create_cq_resp) and polled there.
+ */
+#include <linux/log2.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "qrnic.h"
+
+#define QRNIC_DBREC_BYTES	64	/* a cache line for the 4-byte record */
+
+static u32 *qrnic_cq_dbrec(struct qrnic_cq *cq)
+{
+	return cq->ring.buf + cq->dbrec_offset;
+}
+
+int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct uverbs_attr_bundle *attrs)
+{
+	struct qrnic_dev *dev = to_qdev(ibcq->device);
+	struct qrnic_cq *cq = to_qcq(ibcq);
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+	struct qrnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
+	struct qrnic_create_cq_resp resp = {};
+	struct qrnic_cmd_create_cq cmd = {};
+	u32 log;
+	int err;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > dev->attr.max_cqe)
+		return -EINVAL;
+	log = max_t(u32, 1, order_base_2(attr->cqe));
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > dev->attr.max_cqe)
+		return -EINVAL;
+
+	spin_lock_init(&cq->lock);
+	cq->log_depth = log;
+	cq->ci = 0;
+	cq->eq_index = attr->comp_vector % dev->num_ceqs;
+	cq->dbrec_offset = sizeof(struct qrnic_cqe) << log;
+	err = qrnic_ring_alloc(dev, &cq->ring, cq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
+	if (err)
+		return err;
+
+	cmd.uctx = uctx ? uctx->uctx : 0;
+	cmd.eqn = dev->ceqs[cq->eq_index].eqn;
+	cmd.log_depth = log;
+	cmd.ring_addr = cq->ring.dma;
+	cmd.dbrec_addr = cq->ring.dma + cq->dbrec_offset;
+	err = qrnic_cmd_create_cq(dev, &cmd, &cq->cqn);
+	if (err)
+		goto err_free_ring;
+
+	err = xa_insert_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL);
+	if (err)
+		goto err_destroy;
+	cq->created = true;
+	ibcq->cqe = 1U << log;
+
+	if (udata) {
+		resp.cqn = cq->cqn;
+		resp.log_depth = log;
+		resp.mmap_key = qrnic_ring_mmap_key(&cq->ring);
+		resp.mmap_size = cq->ring.bytes;
+		resp.dbrec_offset = cq->dbrec_offset;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto err_erase;
+	}
+	return 0;
+
+err_erase:
+	xa_erase_irq(&dev->cqs, cq->cqn);
+	cq->created = false;
+err_destroy:
+	if (qrnic_cmd_destroy_cq(dev, cq->cqn) && !qrnic_dead(dev)) {
+		/* The device may still write the ring: leak it rather than free it. */
+		dev_err(&dev->pdev->dev, "cannot undo CQ %u, leaking its ring\n", cq->cqn);
+		return err;
+	}
+err_free_ring:
+	qrnic_ring_free(dev, &cq->ring);
+	return err;
+}
+
+int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibcq->device);
+	struct qrnic_cq *cq = to_qcq(ibcq);
+	int err;
+
+	err = qrnic_cmd_destroy_cq(dev, cq->cqn);
+	if (err && !qrnic_dead(dev))
+		return err;	/* still in use by the device: keep everything */
+
+	xa_erase_irq(&dev->cqs, cq->cqn);
+	cq->created = false;
+	/* no EQ handler may still be calling into this CQ */
+	qrnic_eq_sync(dev, &dev->ceqs[cq->eq_index]);
+	qrnic_ring_free(dev, &cq->ring);
+	return 0;
+}
+
+/* Wait for a poll_cq in progress (which may be looking at a QP) to finish. */
+void qrnic_cq_fence(struct qrnic_cq *cq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
+static enum ib_wc_opcode qrnic_wc_opcode(u8 op)
+{
+	switch (op) {
+	case QRNIC_WC_OP_SEND:
+		return IB_WC_SEND;
+	case QRNIC_WC_OP_RDMA_WRITE:
+		return IB_WC_RDMA_WRITE;
+	case QRNIC_WC_OP_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case QRNIC_WC_OP_COMP_SWAP:
+		return IB_WC_COMP_SWAP;
+	case QRNIC_WC_OP_FETCH_ADD:
+		return IB_WC_FETCH_ADD;
+	case QRNIC_WC_OP_RECV_RDMA_WITH_IMM:
+		return IB_WC_RECV_RDMA_WITH_IMM;
+	case QRNIC_WC_OP_RECV:
+	default:
+		return IB_WC_RECV;
+	}
+}
+
+/* Advance a work queue's consumer index to just past the WQE a CQE names. */
+static void qrnic_wq_complete(struct qrnic_wq *wq, u16 wqe_index)
+{
+	u32 ci = wq->ci;
+
+	WRITE_ONCE(wq->ci, ci + (u16)(wqe_index - (u16)ci) + 1);
+}
+
+static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
+			    struct ib_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = cqe->wr_id;
+	wc->status = cqe->status <= QRNIC_WC_GENERAL_ERR ? cqe->status : IB_WC_GENERAL_ERR;
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = cqe->byte_len;
+	wc->qp = &qp->ibqp;
+	wc->src_qp = cqe->src_qp;
+	wc->port_num = QRNIC_PORT;
+	wc->opcode = qrnic_wc_opcode(cqe->opcode);
+	if (cqe->flags & QRNIC_CQE_F_WITH_IMM) {
+		/* opaque 4 bytes in wire order */
+		wc->ex.imm_data = (__force __be32)cqe->imm_data;
+		wc->wc_flags |= IB_WC_WITH_IMM;
+	}
+	if (cqe->flags & QRNIC_CQE_F_GRH) {
+		wc->wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+		wc->network_hdr_type = (cqe->flags & QRNIC_CQE_F_IPV4) ?
+				       RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+	}
+
+	if (cqe->flags & QRNIC_CQE_F_SEND)
+		qrnic_wq_complete(&qp->sq, cqe->wqe_index);
+	else
+		qrnic_wq_complete(&qp->rq, cqe->wqe_index);
+}
+
+int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct qrnic_dev *dev = to_qdev(ibcq->device);
+	struct qrnic_cq *cq = to_qcq(ibcq);
+	u32 mask = (1U << cq->log_depth) - 1;
+	struct qrnic_cqe *ring = cq->ring.buf;
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num_entries) {
+		const struct qrnic_cqe *cqe = &ring[cq->ci & mask];
+		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
+		struct qrnic_qp *qp;
+
+		if ((READ_ONCE(cqe->owner) & 1) != phase)
+			break;
+		dma_rmb();	/* owner before the rest of the CQE */
+		cq->ci++;
+
+		qp = xa_load(&dev->qps, cqe->qpn);
+		if (unlikely(!qp)) {
+			/* completion of a QP destroyed meanwhile */
+			continue;
+		}
+		qrnic_cqe_to_wc(cqe, qp, &wc[n++]);
+	}
+	/* Tell the device which slots are free again (read when the ring looks full). */
+	WRITE_ONCE(*qrnic_cq_dbrec(cq), cq->ci);
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct qrnic_dev *dev = to_qdev(ibcq->device);
+	struct qrnic_cq *cq = to_qcq(ibcq);
+	unsigned long irqflags;
+	u64 db;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	db = (cq->cqn & QRNIC_DB_QN_MASK) | QRNIC_DB_CQ_ARM |
+	     ((u64)cq->ci << QRNIC_DB_IDX_SHIFT);
+	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED)
+		db |= QRNIC_DB_CQ_SOLICITED;
+	writeq(db, dev->kdb + QRNIC_DB_CQ);
+
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		const struct qrnic_cqe *cqe =
+			&((struct qrnic_cqe *)cq->ring.buf)[cq->ci & ((1U << cq->log_depth) - 1)];
+		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
+
+		if ((READ_ONCE(cqe->owner) & 1) == phase)
+			ret = 1;
+	}
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
+}
+
+/* Completion EQE: hard interrupt context. */
+void qrnic_cq_comp_event(struct qrnic_dev *dev, u32 cqn)
+{
+	struct qrnic_cq *cq = xa_load(&dev->cqs, cqn);
+
+	if (cq && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type type)
+{
+	struct qrnic_cq *cq = xa_load(&dev->cqs, cqn);
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.event = type,
+	};
+
+	if (!cq) {
+		dev_warn_ratelimited(&dev->pdev->dev, "async event %u for unknown CQ %u\n",
+				     type, cqn);
+		return;
+	}
+	dev_warn_ratelimited(&dev->pdev->dev, "CQ %u: %s\n", cqn, ib_event_msg(type));
+	if (cq->ibcq.event_handler) {
+		ev.element.cq = &cq->ibcq;
+		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+	}
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qrnic memory regions (docs/spec.md 10).
+ *
+ * User MRs: the pages are pinned with ib_umem_get(), the largest page size
+ * the device and the mapping allow is chosen, and the page addresses are
+ * handed to REG_MR in a page buffer list of 4 KiB list pages in coherent
+ * memory: level 0 for a single page, else 1, 2 or 3 levels of 512 entries.
+ * The device copies the PBL once, so it is freed right after REG_MR.
+ *
+ * DMA MRs (get_dma_mr, used for the kernel PDs' local_dma_lkey) are
+ * QRNIC_MR_F_PHYS MRs over bus addresses [0, max_mr_size).
+ */
+#include <linux/dma-mapping.h>
+#include <rdma/iter.h>
+
+#include "qrnic.h"
+
+struct qrnic_pbl_page {
+	u64 *va;
+	dma_addr_t dma;
+};
+
+struct qrnic_pbl {
+	u32 levels;
+	u32 npages;			/* list pages */
+	struct qrnic_pbl_page *pg;
+	dma_addr_t root;
+};
+
+static void qrnic_pbl_free(struct qrnic_dev *dev, struct qrnic_pbl *pbl)
+{
+	u32 i;
+
+	if (!pbl->pg)
+		return;
+	for (i = 0; i < pbl->npages; i++)
+		if (pbl->pg[i].va)
+			dma_free_coherent(&dev->pdev->dev, QRNIC_PBL_PAGE_SIZE,
+					  pbl->pg[i].va, pbl->pg[i].dma);
+	kvfree(pbl->pg);
+	pbl->pg = NULL;
+}
+
+/*
+ * Build a PBL of @levels for the @nblocks blocks of @umem.  List pages are
+ * laid out leaves first: pg[0..n1) hold data-page addresses, pg[n1..n1+n2)
+ * the addresses of the leaves, and so on up to the single root page.
+ */
+static int qrnic_pbl_build(struct qrnic_dev *dev, struct ib_umem *umem,
+			   unsigned long pgsz, u32 nblocks, struct qrnic_pbl *pbl)
+{
+	u32 n[QRNIC_PBL_MAX_LEVELS + 1] = {}, first[QRNIC_PBL_MAX_LEVELS + 1] = {};
+	struct ib_block_iter biter;
+	u32 l, i, total = 0;
+
+	pbl->levels = nblocks <= QRNIC_PBL_ENTRIES ? 1 :
+		      nblocks <= QRNIC_PBL_ENTRIES * QRNIC_PBL_ENTRIES ? 2 : 3;
+	n[0] = nblocks;
+	for (l = 1; l <= pbl->levels; l++) {
+		n[l] = DIV_ROUND_UP(n[l - 1], QRNIC_PBL_ENTRIES);
+		first[l] = total;
+		total += n[l];
+	}
+	if (WARN_ON(n[pbl->levels] != 1))
+		return -EINVAL;
+
+	pbl->npages = total;
+	pbl->pg = kvcalloc(total, sizeof(*pbl->pg), GFP_KERNEL);
+	if (!pbl->pg)
+		return -ENOMEM;
+	for (i = 0; i < total; i++) {
+		pbl->pg[i].va = dma_alloc_coherent(&dev->pdev->dev, QRNIC_PBL_PAGE_SIZE,
+						   &pbl->pg[i].dma, GFP_KERNEL);
+		if (!pbl->pg[i].va)
+			goto err;
+	}
+
+	i = 0;
+	rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
+		if (WARN_ON(i >= nblocks))
+			goto err;
+		pbl->pg[i / QRNIC_PBL_ENTRIES].va[i % QRNIC_PBL_ENTRIES] =
+			rdma_block_iter_dma_address(&biter);
+		i++;
+	}
+	if (WARN_ON(i != nblocks))
+		goto err;
+
+	for (l = 2; l <= pbl->levels; l++)
+		for (i = 0; i < n[l - 1]; i++)
+			pbl->pg[first[l] + i / QRNIC_PBL_ENTRIES].va[i % QRNIC_PBL_ENTRIES] =
+				pbl->pg[first[l - 1] + i].dma;
+	pbl->root = pbl->pg[first[pbl->levels]].dma;
+	return 0;
+
+err:
+	qrnic_pbl_free(dev, pbl);
+	return -ENOMEM;
+}
+
+struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibpd->device);
+	struct qrnic_cmd_reg_mr cmd = {};
+	struct qrnic_pbl pbl = {};
+	struct ib_block_iter biter;
+	unsigned long pgsz;
+	struct qrnic_mr *mr;
+	size_t nblocks;
+	int err;
+
+	if (access & ~(QRNIC_ACCESS_ALL | IB_ACCESS_OPTIONAL))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > dev->attr.max_mr_size)
+		return ERR_PTR(-EINVAL);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	pgsz = ib_umem_find_best_pgsz(mr->umem,
+				      dev->attr.page_size_cap &
+				      GENMASK_ULL(QRNIC_MAX_PAGE_SHIFT, QRNIC_MIN_PAGE_SHIFT),
+				      iova);
+	if (!pgsz) {
+		err = -EINVAL;
+		goto err_release;
+	}
+	nblocks = ib_umem_num_dma_blocks(mr->umem, pgsz);
+	if (nblocks > dev->attr.max_mtt) {
+		err = -ENOMEM;
+		goto err_release;
+	}
+
+	cmd.pdn = to_qpd(ibpd)->pdn;
+	cmd.access = access & QRNIC_ACCESS_ALL;
+	cmd.page_shift = __ffs(pgsz);
+	cmd.iova = iova;
+	cmd.length = length;
+	cmd.npages = nblocks;
+	if (nblocks == 1) {
+		/* level 0: pbl_addr is the (only) data page */
+		rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz) {
+			cmd.pbl_addr = rdma_block_iter_dma_address(&biter);
+			break;
+		}
+	} else {
+		err = qrnic_pbl_build(dev, mr->umem, pgsz, nblocks, &pbl);
+		if (err)
+			goto err_release;
+		cmd.pbl_levels = pbl.levels;
+		cmd.pbl_addr = pbl.root;
+	}
+
+	err = qrnic_cmd_reg_mr(dev, &cmd, &mr->key);
+	qrnic_pbl_free(dev, &pbl);	/* the device copied it */
+	if (err)
+		goto err_release;
+
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	return &mr->ibmr;
+
+err_release:
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct qrnic_dev *dev = to_qdev(ibpd->device);
+	struct qrnic_cmd_reg_mr cmd = {};
+	struct qrnic_mr *mr;
+	int err;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+
+	if (dev->attr.max_mr_size - 1 < dma_get_required_mask(&dev->pdev->dev))
+		dev_warn_once(&dev->pdev->dev,
+			      "DMA MRs cover bus addresses below %#llx only (device max_mr_size); memory above is not reachable through the local DMA lkey\n",
+			      dev->attr.max_mr_size);
+
+	cmd.pdn = to_qpd(ibpd)->pdn;
+	cmd.access = access & QRNIC_ACCESS_ALL;
+	cmd.flags = QRNIC_MR_F_PHYS;
+	cmd.page_shift = QRNIC_MIN_PAGE_SHIFT;
+	cmd.iova = 0;
+	cmd.length = dev->attr.max_mr_size;
+	err = qrnic_cmd_reg_mr(dev, &cmd, &mr->key);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	return &mr->ibmr;
+}
+
+int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibmr->device);
+	struct qrnic_mr *mr = to_qmr(ibmr);
+	int err;
+
+	err = qrnic_cmd_dereg_mr(dev, mr->key);
+	if (err && !qrnic_dead(dev))
+		return err;	/* the device may still access the pages */
+	ib_umem_release(mr->umem);
+	kfree(mr);
+	return 0;
+}

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qrnic queue pairs: create/modify/query/destroy through the admin queue,
+ * and the kernel data path (WQEs written into the rings, 64-bit doorbells
+ * in BAR2 page 0).  User QPs' rings are mapped to the provider
+ * (struct qrnic_create_qp_resp), which posts to them itself.
+ */
+#include <linux/log2.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "qrnic.h"
+
+/* enum ib_qp_attr_mask and the device's attribute mask share bit numbers. */
+static_assert(IB_QP_STATE == QRNIC_QP_ATTR_STATE);
+static_assert(IB_QP_CUR_STATE == QRNIC_QP_ATTR_CUR_STATE);
+static_assert(IB_QP_EN_SQD_ASYNC_NOTIFY == QRNIC_QP_ATTR_EN_SQD_ASYNC);
+static_assert(IB_QP_ACCESS_FLAGS == QRNIC_QP_ATTR_ACCESS_FLAGS);
+static_assert(IB_QP_PKEY_INDEX == QRNIC_QP_ATTR_PKEY_INDEX);
+static_assert(IB_QP_PORT == QRNIC_QP_ATTR_PORT);
+static_assert(IB_QP_QKEY == QRNIC_QP_ATTR_QKEY);
+static_assert(IB_QP_AV == QRNIC_QP_ATTR_AV);
+static_assert(IB_QP_PATH_MTU == QRNIC_QP_ATTR_PATH_MTU);
+static_assert(IB_QP_TIMEOUT == QRNIC_QP_ATTR_TIMEOUT);
+static_assert(IB_QP_RETRY_CNT == QRNIC_QP_ATTR_RETRY_CNT);
+static_assert(IB_QP_RNR_RETRY == QRNIC_QP_ATTR_RNR_RETRY);
+static_assert(IB_QP_RQ_PSN == QRNIC_QP_ATTR_RQ_PSN);
+static_assert(IB_QP_MAX_QP_RD_ATOMIC == QRNIC_QP_ATTR_MAX_QP_RD_ATOMIC);
+static_assert(IB_QP_ALT_PATH == QRNIC_QP_ATTR_ALT_PATH);
+static_assert(IB_QP_MIN_RNR_TIMER == QRNIC_QP_ATTR_MIN_RNR_TIMER);
+static_assert(IB_QP_SQ_PSN == QRNIC_QP_ATTR_SQ_PSN);
+static_assert(IB_QP_MAX_DEST_RD_ATOMIC == QRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC);
+static_assert(IB_QP_PATH_MIG_STATE == QRNIC_QP_ATTR_PATH_MIG_STATE);
+static_assert(IB_QP_CAP == QRNIC_QP_ATTR_CAP);
+static_assert(IB_QP_DEST_QPN == QRNIC_QP_ATTR_DEST_QPN);
+/* ... and so do states, MTUs, access flags and CQE statuses. */
+static_assert(IB_QPS_ERR == QRNIC_QPS_ERR && IB_QPS_SQE == QRNIC_QPS_SQE);
+static_assert(IB_MTU_4096 == QRNIC_MTU_4096 && IB_MTU_256 == QRNIC_MTU_256);
+static_assert(IB_ACCESS_LOCAL_WRITE == QRNIC_ACCESS_LOCAL_WRITE &&
+	      IB_ACCESS_REMOTE_WRITE == QRNIC_ACCESS_REMOTE_WRITE &&
+	      IB_ACCESS_REMOTE_READ == QRNIC_ACCESS_REMOTE_READ &&
+	      IB_ACCESS_REMOTE_ATOMIC == QRNIC_ACCESS_REMOTE_ATOMIC);
+static_assert(IB_WC_GENERAL_ERR == QRNIC_WC_GENERAL_ERR &&
+	      IB_WC_RETRY_EXC_ERR == QRNIC_WC_RETRY_EXC_ERR);
+
+#define QRNIC_QP_ATTR_SUPPORTED	(IB_QP_DEST_QPN * 2 - 1)	/* bits 0..20 */
+
+static void *qrnic_wqe(struct qrnic_wq *wq, u32 idx)
+{
+	return wq->ring.buf + ((idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
+}
+
+/* ---- create / destroy ------------------------------------------------------------- */
+
+static int qrnic_qp_type(struct qrnic_dev *dev, enum ib_qp_type type, bool user, u8 *hw)
+{
+	switch (type) {
+	case IB_QPT_RC:
+		*hw = QRNIC_QPT_RC;
+		return 0;
+	case IB_QPT_UD:
+		if (!(dev->caps & QRNIC_CAP_UD))
+			return -EOPNOTSUPP;
+		*hw = QRNIC_QPT_UD;
+		return 0;
+	case IB_QPT_GSI:
+		if (user || !(dev->caps & QRNIC_CAP_UD))
+			return -EOPNOTSUPP;
+		*hw = QRNIC_QPT_GSI;
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/*
+ * Choose ring geometry for the requested capabilities and report what the
+ * QP really gets back in @cap.
+ */
+static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
+			 struct ib_qp_cap *cap)
+{
+	const struct qrnic_device_attr *a = &dev->attr;
+	u32 need, shift;
+
+	if (cap->max_send_wr > a->max_qp_wr || cap->max_recv_wr > a->max_qp_wr ||
+	    cap->max_send_sge > a->max_sge || cap->max_recv_sge > a->max_sge ||
+	    cap->max_inline_data > a->max_inline)
+		return -EINVAL;
+
+	/* send queue: 64-byte header, then SGEs or inline data */
+	need = sizeof(struct qrnic_send_wqe) +
+	       max_t(u32, cap->max_send_sge * sizeof(struct qrnic_sge), cap->max_inline_data);
+	shift = clamp_t(u32, order_base_2(need), QRNIC_MIN_WQE_SHIFT, QRNIC_MAX_SEND_WQE_SHIFT);
+	qp->sq.wqe_shift = shift;
+	qp->sq.log_depth = max_t(u32, 1, order_base_2(cap->max_send_wr));
+	qp->sq.max_sge = min_t(u32, QRNIC_MAX_SGE,
+			       ((1U << shift) - sizeof(struct qrnic_send_wqe)) /
+			       sizeof(struct qrnic_sge));
+	qp->max_inline = min_t(u32, a->max_inline, (1U << shift) - sizeof(struct qrnic_send_wqe));
+
+	/* receive queue: 16-byte header, then SGEs; none if no receive WR */
+	if (cap->max_recv_wr) {
+		need = sizeof(struct qrnic_recv_wqe) +
+		       max_t(u32, cap->max_recv_sge, 1) * sizeof(struct qrnic_sge);
+		shift = clamp_t(u32, order_base_2(need), QRNIC_MIN_RECV_WQE_SHIFT,
+				QRNIC_MAX_RECV_WQE_SHIFT);
+		qp->rq.wqe_shift = shift;
+		qp->rq.log_depth = max_t(u32, 1, order_base_2(cap->max_recv_wr));
+		qp->rq.max_sge = min_t(u32, QRNIC_MAX_SGE,
+				       ((1U << shift) - sizeof(struct qrnic_recv_wqe)) /
+				       sizeof(struct qrnic_sge));
+	}
+	if ((1U << qp->sq.log_depth) > a->max_qp_wr ||
+	    (qp->rq.log_depth && (1U << qp->rq.log_depth) > a->max_qp_wr))
+		return -EINVAL;
+
+	cap->max_send_wr = 1U << qp->sq.log_depth;
+	cap->max_send_sge = qp->sq.max_sge;
+	cap->max_inline_data = qp->max_inline;
+	cap->max_recv_wr = qp->rq.log_depth ? 1U << qp->rq.log_depth : 0;
+	cap->max_recv_sge = qp->rq.log_depth ? qp->rq.max_sge : 0;
+	return 0;
+}
+
+static int qrnic_wq_alloc(struct qrnic_dev *dev, struct qrnic_wq *wq,
+			  struct qrnic_ucontext *uctx)
+{
+	spin_lock_init(&wq->lock);
+	wq->pi = 0;
+	wq->ci = 0;
+	if (!wq->log_depth)
+		return 0;
+	return qrnic_ring_alloc(dev, &wq->ring, (size_t)1 << (wq->log_depth + wq->wqe_shift),
+				uctx);
+}
+
+int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
+		    struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
+	struct qrnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
+	struct ib_cq *recv_cq = init_attr->recv_cq ?: init_attr->send_cq;
+	struct qrnic_create_qp_resp resp = {};
+	struct qrnic_cmd_create_qp cmd = {};
+	int err;
+
+	if (init_attr->srq || init_attr->create_flags || init_attr->rwq_ind_tbl ||
+	    init_attr->xrcd || !init_attr->send_cq)
+		return -EOPNOTSUPP;
+	if (init_attr->qp_type == IB_QPT_GSI && init_attr->port_num != QRNIC_PORT)
+		return -EINVAL;
+	err = qrnic_qp_type(dev, init_attr->qp_type, !!uctx, &qp->hw_type);
+	if (err)
+		return err;
+	qp->user = !!uctx;
+	qp->sig_all = init_attr->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->state = IB_QPS_RESET;
+	err = qrnic_qp_size(dev, qp, &init_attr->cap);
+	if (err)
+		return err;
+
+	err = qrnic_wq_alloc(dev, &qp->sq, uctx);
+	if (err)
+		return err;
+	err = qrnic_wq_alloc(dev, &qp->rq, uctx);
+	if (err)
+		goto err_free_sq;
+
+	cmd.uctx = uctx ? uctx->uctx : 0;
+	cmd.pdn = to_qpd(ibqp->pd)->pdn;
+	cmd.send_cqn = to_qcq(init_attr->send_cq)->cqn;
+	cmd.recv_cqn = to_qcq(recv_cq)->cqn;
+	cmd.qp_type = qp->hw_type;
+	cmd.sq_log_depth = qp->sq.log_depth;
+	cmd.sq_wqe_shift = qp->sq.wqe_shift;
+	cmd.rq_log_depth = qp->rq.log_depth;
+	cmd.rq_wqe_shift = qp->rq.log_depth ? qp->rq.wqe_shift : 0;
+	cmd.flags = qp->sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0;
+	cmd.sq_addr = qp->sq.ring.dma;
+	cmd.rq_addr = qp->rq.log_depth ? qp->rq.ring.dma : 0;
+	err = qrnic_cmd_create_qp(dev, &cmd, &qp->qpn);
+	if (err)
+		goto err_free_rq;
+	if (qp->hw_type == QRNIC_QPT_GSI && qp->qpn != 1) {
+		dev_err(&dev->pdev->dev, "GSI QP got qpn %u\n", qp->qpn);
+		err = -EIO;
+		goto err_destroy;
+	}
+	ibqp->qp_num = qp->qpn;
+
+	err = xa_insert_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL);
+	if (err)
+		goto err_destroy;
+
+	if (udata) {
+		resp.qpn = qp->qpn;
+		resp.sq_log_depth = qp->sq.log_depth;
+		resp.sq_wqe_shift = qp->sq.wqe_shift;
+		resp.rq_log_depth = qp->rq.log_depth;
+		resp.rq_wqe_shift = qp->rq.log_depth ? qp->rq.wqe_shift : 0;
+		resp.sq_mmap_key = qrnic_ring_mmap_key(&qp->sq.ring);
+		resp.sq_mmap_size = qp->sq.ring.bytes;
+		if (qp->rq.log_depth) {
+			resp.rq_mmap_key = qrnic_ring_mmap_key(&qp->rq.ring);
+			resp.rq_mmap_size = qp->rq.ring.bytes;
+		}
+		resp.max_inline = qp->max_inline;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto err_erase;
+	}
+	return 0;
+
+err_erase:
+	xa_erase_irq(&dev->qps, qp->qpn);
+	qrnic_eq_sync(dev, NULL);
+err_destroy:
+	if (qrnic_cmd_destroy_qp(dev, qp->qpn) && !qrnic_dead(dev)) {
+		/* The device may still use the rings: leak them rather than free them. */
+		dev_err(&dev->pdev->dev, "cannot undo QP %u, leaking its rings\n", qp->qpn);
+		return err;
+	}
+err_free_rq:
+	qrnic_ring_free(dev, &qp->rq.ring);
+err_free_sq:
+	qrnic_ring_free(dev, &qp->sq.ring);
+	return err;
+}
+
+int qrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
+	int err;
+
+	err = qrnic_cmd_destroy_qp(dev, qp->qpn);
+	if (err && !qrnic_dead(dev))
+		return err;	/* still known to the device: keep everything */
+
+	xa_erase_irq(&dev->qps, qp->qpn);
+	qrnic_eq_sync(dev, NULL);		/* async events */
+	if (!qp->user) {
+		/* a poll_cq in progress may have looked the QP up */
+		qrnic_cq_fence(to_qcq(ibqp->send_cq));
+		if (ibqp->recv_cq)
+			qrnic_cq_fence(to_qcq(ibqp->recv_cq));
+	}
+	qrnic_ring_free(dev, &qp->rq.ring);
+	qrnic_ring_free(dev, &qp->sq.ring);
+	return 0;
+}
+
+/* ---- modify / query ---------------------------------------------------------------- */
+
+int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
+		    struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
+	struct qrnic_qp_attr hw = {};
+	unsigned long flags;
+	int err;
+
+	if (attr_mask & ~QRNIC_QP_ATTR_SUPPORTED)
+		return -EOPNOTSUPP;
+
+	hw.attr_mask = attr_mask;
+	if (attr_mask & IB_QP_STATE)
+		hw.qp_state = attr->qp_state;
+	if (attr_mask & IB_QP_CUR_STATE)
+		hw.cur_qp_state = attr->cur_qp_state;
+	if (attr_mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		hw.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (attr_mask & IB_QP_ACCESS_FLAGS)
+		hw.qp_access_flags = attr->qp_access_flags & QRNIC_ACCESS_ALL;
+	if (attr_mask & IB_QP_PKEY_INDEX)
+		hw.pkey_index = attr->pkey_index;
+	if (attr_mask & IB_QP_PORT)
+		hw.port_num = attr->port_num;
+	if (attr_mask & IB_QP_QKEY)
+		hw.qkey = attr->qkey;
+	if (attr_mask & IB_QP_AV) {
+		err = qrnic_ah_attr_to_av(dev, &attr->ah_attr, &hw.av);
+		if (err)
+			return err;
+	}
+	if (attr_mask & IB_QP_PATH_MTU)
+		hw.path_mtu = attr->path_mtu;
+	if (attr_mask & IB_QP_TIMEOUT)
+		hw.timeout = attr->timeout;
+	if (attr_mask & IB_QP_RETRY_CNT)
+		hw.retry_cnt = attr->retry_cnt;
+	if (attr_mask & IB_QP_RNR_RETRY)
+		hw.rnr_retry = attr->rnr_retry;
+	if (attr_mask & IB_QP_RQ_PSN)
+		hw.rq_psn = attr->rq_psn;
+	if (attr_mask & IB_QP_MAX_QP_RD_ATOMIC)
+		hw.max_rd_atomic = attr->max_rd_atomic;
+	if (attr_mask & IB_QP_MIN_RNR_TIMER)
+		hw.min_rnr_timer = attr->min_rnr_timer;
+	if (attr_mask & IB_QP_SQ_PSN)
+		hw.sq_psn = attr->sq_psn;
+	if (attr_mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		hw.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (attr_mask & IB_QP_DEST_QPN)
+		hw.dest_qpn = attr->dest_qp_num;
+
+	err = qrnic_cmd_modify_qp(dev, qp->qpn, &hw);
+	if (err)
+		return err;
+
+	if (attr_mask & IB_QP_STATE) {
+		qp->state = attr->qp_state;
+		if (attr->qp_state == IB_QPS_RESET && !qp->user) {
+			/* the device restarts both queues' indexes at 0 */
+			spin_lock_irqsave(&qp->sq.lock, flags);
+			qp->sq.pi = 0;
+			WRITE_ONCE(qp->sq.ci, 0);
+			spin_unlock_irqrestore(&qp->sq.lock, flags);
+			spin_lock_irqsave(&qp->rq.lock, flags);
+			qp->rq.pi = 0;
+			WRITE_ONCE(qp->rq.ci, 0);
+			spin_unlock_irqrestore(&qp->rq.lock, flags);
+		}
+	}
+	return 0;
+}
+
+int qrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
+		   struct ib_qp_init_attr *init_attr)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
+	struct qrnic_qp_attr hw;
+	int err;
+
+	err = qrnic_cmd_query_qp(dev, qp->qpn, &hw);
+	if (err)
+		return err;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = hw.qp_state;
+	attr->cur_qp_state = hw.qp_state;
+	attr->path_mtu = hw.path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = hw.qkey;
+	attr->rq_psn = hw.rq_psn;
+	attr->sq_psn = hw.sq_psn;
+	attr->dest_qp_num = hw.dest_qpn;
+	attr->qp_access_flags = hw.qp_access_flags;
+	attr->pkey_index = hw.pkey_index;
+	attr->en_sqd_async_notify = hw.en_sqd_async_notify;
+	attr->sq_draining = hw.sq_draining;
+	attr->max_rd_atomic = hw.max_rd_atomic;
+	attr->max_dest_rd_atomic = hw.max_dest_rd_atomic;
+	attr->min_rnr_timer = hw.min_rnr_timer;
+	attr->port_num = hw.port_num;
+	attr->timeout = hw.timeout;
+	attr->retry_cnt = hw.retry_cnt;
+	attr->rnr_retry = hw.rnr_retry;
+	attr->cap.max_send_wr = 1U << qp->sq.log_depth;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	attr->cap.max_recv_wr = qp->rq.log_depth ? 1U << qp->rq.log_depth : 0;
+	attr->cap.max_recv_sge = qp->rq.log_depth ? qp->rq.max_sge : 0;
+	if (hw.av.net_type) {
+		union ib_gid dgid;
+
+		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+		rdma_ah_set_port_num(&attr->ah_attr, QRNIC_PORT);
+		memcpy(dgid.raw, hw.av.dgid, sizeof(dgid.raw));
+		rdma_ah_set_grh(&attr->ah_attr, &dgid, hw.av.flow_label, hw.av.sgid_index,
+				hw.av.hop_limit, hw.av.traffic_class);
+		memcpy(attr->ah_attr.roce.dmac, hw.av.dmac, ETH_ALEN);
+	}
+
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_type = ibqp->qp_type;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->cap = attr->cap;
+	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	init_attr->port_num = QRNIC_PORT;
+	return 0;
+}
+
+/* ---- kernel data path ----------------------------------------------------------------- */
+
+static int qrnic_send_opcode(struct qrnic_dev *dev, struct qrnic_qp *qp,
+			     enum ib_wr_opcode op, u8 *hw)
+{
+	bool rc = qp->hw_type == QRNIC_QPT_RC;
+
+	switch (op) {
+	case IB_WR_SEND:
+		*hw = QRNIC_WR_SEND;
+		return 0;
+	case IB_WR_SEND_WITH_IMM:
+		*hw = QRNIC_WR_SEND_WITH_IMM;
+		return 0;
+	case IB_WR_RDMA_WRITE:
+		*hw = QRNIC_WR_RDMA_WRITE;
+		return rc ? 0 : -EINVAL;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		*hw = QRNIC_WR_RDMA_WRITE_WITH_IMM;
+		return rc ? 0 : -EINVAL;
+	case IB_WR_RDMA_READ:
+		*hw = QRNIC_WR_RDMA_READ;
+		return rc ? 0 : -EINVAL;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		*hw = QRNIC_WR_ATOMIC_CMP_AND_SWP;
+		return rc && (dev->caps & QRNIC_CAP_ATOMIC) ? 0 : -EINVAL;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		*hw = QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+		return rc && (dev->caps & QRNIC_CAP_ATOMIC) ? 0 : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
+				const struct ib_send_wr *wr, struct qrnic_send_wqe *wqe)
+{
+	struct qrnic_sge *sge = (struct qrnic_sge *)(wqe + 1);
+	u8 opcode;
+	int i, err;
+
+	err = qrnic_send_opcode(dev, qp, wr->opcode, &opcode);
+	if (err)
+		return err;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->opcode = opcode;
+	wqe->wr_id = wr->wr_id;
+	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
+		wqe->flags |= QRNIC_WQE_F_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		wqe->flags |= QRNIC_WQE_F_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		wqe->flags |= QRNIC_WQE_F_FENCE;
+	if (opcode == QRNIC_WR_SEND_WITH_IMM || opcode == QRNIC_WR_RDMA_WRITE_WITH_IMM)
+		wqe->imm_data = (__force u32)wr->ex.imm_data;	/* wire order, as is */
+
+	switch (opcode) {
+	case QRNIC_WR_RDMA_WRITE:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
+	case QRNIC_WR_RDMA_READ:
+		wqe->remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->rkey = rdma_wr(wr)->rkey;
+		break;
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->rkey = atomic_wr(wr)->rkey;
+		wqe->compare_add = atomic_wr(wr)->compare_add;
+		wqe->swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		if (qp->hw_type != QRNIC_QPT_RC) {
+			wqe->ah = to_qah(ud_wr(wr)->ah)->ahn;
+			wqe->remote_qpn = ud_wr(wr)->remote_qpn;
+			wqe->remote_qkey = ud_wr(wr)->remote_qkey;
+		}
+		break;
+	}
+
+	if ((wr->send_flags & IB_SEND_INLINE) &&
+	    opcode != QRNIC_WR_RDMA_READ && opcode != QRNIC_WR_ATOMIC_CMP_AND_SWP &&
+	    opcode != QRNIC_WR_ATOMIC_FETCH_AND_ADD) {
+		u8 *dst = (u8 *)(wqe + 1);
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > qp->max_inline - len)
+				return -EINVAL;
+			/* inline SGEs carry kernel virtual addresses */
+			memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		wqe->flags |= QRNIC_WQE_F_INLINE;
+		wqe->inline_len = len;
+		return 0;
+	}
+
+	if (wr->num_sge > qp->sq.max_sge)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	wqe->num_sge = wr->num_sge;
+	return 0;
+}
+
+int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
+	struct qrnic_wq *sq = &qp->sq;
+	u32 depth = 1U << sq->log_depth;
+	unsigned long flags;
+	int err = 0;
+	u32 pi;
+
+	if (unlikely(qrnic_dead(dev))) {
+		*bad_wr = wr;
+		return -EIO;
+	}
+	if (unlikely(qp->state == IB_QPS_RESET)) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&sq->lock, flags);
+	pi = sq->pi;
+	for (; wr; wr = wr->next) {
+		if (pi - READ_ONCE(sq->ci) >= depth) {
+			err = -ENOMEM;
+			break;
+		}
+		err = qrnic_build_send_wqe(dev, qp, wr, qrnic_wqe(sq, pi));
+		if (err)
+			break;
+		pi++;
+	}
+	if (pi != sq->pi) {
+		sq->pi = pi;
+		/* WQEs in coherent memory before the doorbell; writeq() orders too */
+		dma_wmb();
+		writeq((qp->qpn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
+		       dev->kdb + QRNIC_DB_SQ);
+	}
+	spin_unlock_irqrestore(&sq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
+	struct qrnic_wq *rq = &qp->rq;
+	u32 depth = 1U << rq->log_depth;
+	unsigned long flags;
+	int err = 0, i;
+	u32 pi;
+
+	if (unlikely(qrnic_dead(dev))) {
+		*bad_wr = wr;
+		return -EIO;
+	}
+	if (unlikely(!rq->log_depth || qp->state == IB_QPS_RESET)) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+
+	spin_lock_irqsave(&rq->lock, flags);
+	pi = rq->pi;
+	for (; wr; wr = wr->next) {
+		struct qrnic_recv_wqe *wqe;
+		struct qrnic_sge *sge;
+
+		if (pi - READ_ONCE(rq->ci) >= depth) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > rq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		wqe = qrnic_wqe(rq, pi);
+		sge = (struct qrnic_sge *)(wqe + 1);
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		pi++;
+	}
+	if (pi != rq->pi) {
+		rq->pi = pi;
+		dma_wmb();
+		writeq((qp->qpn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
+		       dev->kdb + QRNIC_DB_RQ);
+	}
+	spin_unlock_irqrestore(&rq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
+/* ---- async events ------------------------------------------------------------------------ */
+
+void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type type)
+{
+	struct qrnic_qp *qp = xa_load(&dev->qps, qpn);
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.event = type,
+	};
+
+	if (!qp) {
+		dev_warn_ratelimited(&dev->pdev->dev, "async event %s for unknown QP %u\n",
+				     ib_event_msg(type), qpn);
+		return;
+	}
+	if (type != IB_EVENT_SQ_DRAINED && type != IB_EVENT_COMM_EST)
+		dev_warn_ratelimited(&dev->pdev->dev, "QP %u: %s\n", qpn, ib_event_msg(type));
+	if (qp->ibqp.event_handler) {
+		ev.element.qp = &qp->ibqp;
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}

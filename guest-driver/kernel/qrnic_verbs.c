@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * qrnic ib_device: device and port queries, GID table, user contexts and
+ * mmap, protection domains, address handles, registration.  CQs, QPs and
+ * MRs live in qrnic_cq.c, qrnic_qp.c and qrnic_mr.c.
+ *
+ * The port is RoCE v2 only (RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP), so the RDMA
+ * core fills the GID table with RoCE v2 entries only, from the netdev's
+ * IP addresses, through add_gid/del_gid (SET_GID).
+ */
+#include <linux/dma-mapping.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "qrnic.h"
+
+/* ---- rings shared with the device (and possibly with user space) -------------- */
+
+int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t bytes,
+		     struct qrnic_ucontext *uctx)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	struct qrnic_mmap_entry *entry;
+	int err;
+
+	memset(ring, 0, sizeof(*ring));
+	ring->bytes = PAGE_ALIGN(bytes);
+	/* The device takes one bus address per ring: physically contiguous. */
+	if (get_order(ring->bytes) > MAX_PAGE_ORDER)
+		return -EINVAL;
+
+	if (!uctx) {
+		ring->buf = dma_alloc_coherent(dmadev, ring->bytes, &ring->dma,
+					       GFP_KERNEL | __GFP_NOWARN);
+		return ring->buf ? 0 : -ENOMEM;
+	}
+
+	ring->user = true;
+	ring->buf = alloc_pages_exact(ring->bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
+	if (!ring->buf)
+		return -ENOMEM;
+	ring->dma = dma_map_single(dmadev, ring->buf, ring->bytes, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(dmadev, ring->dma)) {
+		err = -ENOMEM;
+		goto err_free_pages;
+	}
+	if (!IS_ALIGNED(ring->dma, SZ_4K)) {
+		/* e.g. a bounce buffer: the device would not see our pages */
+		dev_err_ratelimited(dmadev, "ring DMA address %pad is not 4 KiB aligned\n",
+				    &ring->dma);
+		err = -EIO;
+		goto err_unmap;
+	}
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry) {
+		err = -ENOMEM;
+		goto err_unmap;
+	}
+	entry->type = QRNIC_MMAP_PAGES;
+	entry->cpu_addr = ring->buf;
+	entry->size = ring->bytes;
+	err = rdma_user_mmap_entry_insert(&uctx->ibucontext, &entry->rdma_entry,
+					  ring->bytes);
+	if (err) {
+		kfree(entry);
+		goto err_unmap;
+	}
+	/* From here on the pages belong to the mmap entry (qrnic_mmap_free). */
+	ring->mentry = entry;
+	return 0;
+
+err_unmap:
+	dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
+err_free_pages:
+	free_pages_exact(ring->buf, ring->bytes);
+	ring->buf = NULL;
+	return err;
+}
+
+/* Only after the device no longer uses the ring (its object destroyed, or reset). */
+void qrnic_ring_free(struct qrnic_dev *dev, struct qrnic_ring *ring)
+{
+	struct device *dmadev = &dev->pdev->dev;
+
+	if (!ring->buf)
+		return;
+	if (!ring->user) {
+		dma_free_coherent(dmadev, ring->bytes, ring->buf, ring->dma);
+	} else {
+		dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
+		/* pages are freed when the last user mapping is gone */
+		rdma_user_mmap_entry_remove(&ring->mentry->rdma_entry);
+		ring->mentry = NULL;
+	}
+	ring->buf = NULL;
+}
+
+u64 qrnic_ring_mmap_key(const struct qrnic_ring *ring)
+{
+	return rdma_user_mmap_get_offset(&ring->mentry->rdma_entry);
+}
+
+/* ---- device and port ------------------------------------------------------------ */
+
+static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *props,
+			      struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibdev);
+	const struct qrnic_device_attr *a = &dev->attr;
+
+	memset(props, 0, sizeof(*props));
+	props->fw_ver = a->fw_version;
+	props->sys_image_guid = ibdev->node_guid;
+	props->max_mr_size = a->max_mr_size;
+	props->page_size_cap = a->page_size_cap;
+	props->vendor_id = dev->pdev->vendor;
+	props->vendor_part_id = dev->pdev->device;
+	props->hw_ver = dev->pdev->revision;
+	props->max_qp = a->max_qp - 2;		/* QPN 0 reserved, 1 is the GSI QP */
+	props->max_qp_wr = a->max_qp_wr;
+	props->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_PORT_ACTIVE_EVENT |
+				  IB_DEVICE_SYS_IMAGE_GUID;
+	props->max_send_sge = a->max_sge;
+	props->max_recv_sge = a->max_sge;
+	props->max_sge_rd = a->max_sge;
+	props->max_cq = a->max_cq - 1;		/* cqn 0 is never valid */
+	props->max_cqe = a->max_cqe;
+	props->max_mr = a->max_mr - 1;
+	props->max_pd = a->max_pd - 1;
+	props->max_qp_rd_atom = a->max_qp_rd_atom;
+	props->max_qp_init_rd_atom = a->max_qp_init_rd_atom;
+	props->max_res_rd_atom = a->max_qp_rd_atom * props->max_qp;
+	props->atomic_cap = (dev->caps & QRNIC_CAP_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
+	props->masked_atomic_cap = IB_ATOMIC_NONE;
+	props->max_ah = a->max_ah - 1;
+	props->max_pkeys = 1;
+	props->local_ca_ack_delay = 15;
+	return 0;
+}
+
+static void qrnic_eth_speed(u32 mbps, u16 *speed, u8 *width)
+{
+	static const struct { u32 mbps; u16 speed; u8 width; } map[] = {
+		{ 2500, IB_SPEED_SDR, IB_WIDTH_1X },
+		{ 10000, IB_SPEED_FDR10, IB_WIDTH_1X },
+		{ 20000, IB_SPEED_DDR, IB_WIDTH_4X },
+		{ 25000, IB_SPEED_EDR, IB_WIDTH_1X },
+		{ 40000, IB_SPEED_FDR10, IB_WIDTH_4X },
+		{ 50000, IB_SPEED_HDR, IB_WIDTH_1X },
+		{ 100000, IB_SPEED_EDR, IB_WIDTH_4X },
+		{ 200000, IB_SPEED_HDR, IB_WIDTH_4X },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(map); i++) {
+		if (mbps <= map[i].mbps) {
+			*speed = map[i].speed;
+			*width = map[i].width;
+			return;
+		}
+	}
+	*speed = IB_SPEED_NDR;
+	*width = IB_WIDTH_4X;
+}
+
+static int qrnic_query_port(struct ib_device *ibdev, u32 port, struct ib_port_attr *pa)
+{
+	struct qrnic_dev *dev = to_qdev(ibdev);
+	struct net_device *ndev = READ_ONCE(dev->ndev);
+	struct qrnic_port_attr p;
+	bool active;
+
+	if (qrnic_dead(dev) || qrnic_cmd_query_port(dev, &p))
+		p = dev->port;	/* last known values */
+	else
+		dev->port = p;
+
+	active = !qrnic_dead(dev) && p.state == QRNIC_PORT_ACTIVE && ndev &&
+		 netif_running(ndev) && netif_carrier_ok(ndev);
+
+	memset(pa, 0, sizeof(*pa));
+	pa->state = active ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	pa->phys_state = active ? IB_PORT_PHYS_STATE_LINK_UP : IB_PORT_PHYS_STATE_DISABLED;
+	pa->max_mtu = p.max_mtu;
+	pa->active_mtu = p.active_mtu;
+	if (ndev)
+		pa->active_mtu = min_t(enum ib_mtu, pa->active_mtu, iboe_get_mtu(ndev->mtu));
+	pa->phys_mtu = ib_mtu_enum_to_int(p.max_mtu);
+	pa->gid_tbl_len = p.gid_tbl_len;
+	pa->ip_gids = 1;
+	pa->port_cap_flags = IB_PORT_CM_SUP;
+	pa->max_msg_sz = dev->attr.max_msg_size;
+	pa->pkey_tbl_len = 1;
+	pa->max_vl_num = 1;
+	qrnic_eth_speed(p.speed_mbps, &pa->active_speed, &pa->active_width);
+	return 0;
+}
+
+static int qrnic_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *immutable)
+{
+	struct qrnic_dev *dev = to_qdev(ibdev);
+
+	immutable->pkey_tbl_len = 1;
+	immutable->gid_tbl_len = dev->attr.gid_tbl_len;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer qrnic_get_link_layer(struct ib_device *ibdev, u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int qrnic_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static void qrnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	struct qrnic_dev *dev = to_qdev(ibdev);
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u", dev->attr.fw_version >> 16,
+		 dev->attr.fw_version & 0xffff);
+}
+
+void qrnic_dispatch_port_event(struct qrnic_dev *dev, bool active)
+{
+	struct ib_event ev = {
+		.device = &dev->ibdev,
+		.element.port_num = QRNIC_PORT,
+		.event = active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+	};
+
+	if (test_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags))
+		ib_dispatch_event(&ev);
+}
+
+/* ---- GID table ---------------------------------------------------------------- */
+
+static int qrnic_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct qrnic_dev *dev = to_qdev(attr->device);
+	u8 net_type;
+
+	/* The port is RoCE v2 only, so the core never asks for other types. */
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EOPNOTSUPP;
+	net_type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
+		   QRNIC_NET_IPV4 : QRNIC_NET_IPV6;
+	return qrnic_cmd_set_gid(dev, attr->index, true, net_type, attr->gid.raw);
+}
+
+static int qrnic_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct qrnic_dev *dev = to_qdev(attr->device);
+	int err;
+
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return 0;
+	err = qrnic_cmd_set_gid(dev, attr->index, false, 0, NULL);
+	return qrnic_dead(dev) ? 0 : err;
+}
+
+/* ---- user contexts and mmap ------------------------------------------------------ */
+
+static int qrnic_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *udata)
+{
+	struct qrnic_ucontext *uctx = to_quctx(ibuctx);
+	struct qrnic_dev *dev = to_qdev(ibuctx->device);
+	struct qrnic_alloc_ucontext_resp resp = {};
+	struct qrnic_mmap_entry *entry;
+	int err;
+
+	/* Each context maps exactly its own 4 KiB doorbell page. */
+	if (PAGE_SIZE != QRNIC_DB_PAGE_SIZE)
+		return -EOPNOTSUPP;
+
+	err = qrnic_cmd_alloc_uctx(dev, &uctx->uctx);
+	if (err)
+		return err;
+	if (!uctx->uctx || uctx->uctx >= dev->num_db_pages) {
+		dev_err(&dev->pdev->dev, "ALLOC_UCTX returned context %u of %u\n",
+			uctx->uctx, dev->num_db_pages);
+		err = -EIO;
+		goto err_dealloc;
+	}
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry) {
+		err = -ENOMEM;
+		goto err_dealloc;
+	}
+	entry->type = QRNIC_MMAP_DB;
+	entry->io_addr = dev->db_bar_start + (phys_addr_t)uctx->uctx * QRNIC_DB_PAGE_SIZE;
+	entry->size = QRNIC_DB_PAGE_SIZE;
+	err = rdma_user_mmap_entry_insert(ibuctx, &entry->rdma_entry, QRNIC_DB_PAGE_SIZE);
+	if (err) {
+		kfree(entry);
+		goto err_dealloc;
+	}
+	uctx->db_entry = &entry->rdma_entry;
+
+	resp.uctx = uctx->uctx;
+	resp.max_inline = dev->attr.max_inline;
+	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
+	resp.max_sge = dev->attr.max_sge;
+	resp.max_send_wqe_shift = QRNIC_MAX_SEND_WQE_SHIFT;
+	resp.max_recv_wqe_shift = QRNIC_MAX_RECV_WQE_SHIFT;
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (err)
+		goto err_remove;
+	return 0;
+
+err_remove:
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	uctx->db_entry = NULL;
+err_dealloc:
+	qrnic_cmd_dealloc_uctx(dev, uctx->uctx);
+	return err;
+}
+
+static void qrnic_dealloc_ucontext(struct ib_ucontext *ibuctx)
+{
+	struct qrnic_ucontext *uctx = to_quctx(ibuctx);
+	struct qrnic_dev *dev = to_qdev(ibuctx->device);
+
+	rdma_user_mmap_entry_remove(uctx->db_entry);
+	qrnic_cmd_dealloc_uctx(dev, uctx->uctx);
+}
+
+/*
+ * Nothing to do: the core zaps the doorbell mappings (rdma_user_mmap_io()),
+ * and ring pages mapped with vm_insert_page() stay valid memory until the
+ * process unmaps them.  Having this op lets ib_unregister_device() proceed
+ * while processes still hold the device open.
+ */
+static void qrnic_disassociate_ucontext(struct ib_ucontext *ibuctx)
+{
+}
+
+static int qrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	struct qrnic_mmap_entry *entry;
+	unsigned long off;
+	int err = 0;
+
+	/* Checks VM_SHARED and that the size matches the entry. */
+	rdma_entry = rdma_user_mmap_entry_get(ibuctx, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	entry = to_qmentry(rdma_entry);
+
+	switch (entry->type) {
+	case QRNIC_MMAP_DB:
+		err = rdma_user_mmap_io(ibuctx, vma, PHYS_PFN(entry->io_addr), entry->size,
+					pgprot_noncached(vma->vm_page_prot), rdma_entry);
+		break;
+	case QRNIC_MMAP_PAGES:
+		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+		for (off = 0; off < entry->size && !err; off += PAGE_SIZE)
+			err = vm_insert_page(vma, vma->vm_start + off,
+					     virt_to_page(entry->cpu_addr + off));
+		break;
+	default:
+		err = -EINVAL;
+		break;
+	}
+	rdma_user_mmap_entry_put(rdma_entry);
+	return err;
+}
+
+static void qrnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct qrnic_mmap_entry *entry = to_qmentry(rdma_entry);
+
+	if (entry->type == QRNIC_MMAP_PAGES)
+		free_pages_exact(entry->cpu_addr, entry->size);
+	kfree(entry);
+}
+
+/* ---- protection domains -------------------------------------------------------------- */
+
+static int qrnic_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibpd->device);
+	struct qrnic_pd *pd = to_qpd(ibpd);
+	struct qrnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
+	struct qrnic_alloc_pd_resp resp = {};
+	int err;
+
+	pd->uctx = uctx ? uctx->uctx : 0;
+	err = qrnic_cmd_create_pd(dev, pd->uctx, &pd->pdn);
+	if (err)
+		return err;
+	if (udata) {
+		resp.pdn = pd->pdn;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err) {
+			qrnic_cmd_destroy_pd(dev, pd->pdn);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int qrnic_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibpd->device);
+	int err;
+
+	err = qrnic_cmd_destroy_pd(dev, to_qpd(ibpd)->pdn);
+	return qrnic_dead(dev) ? 0 : err;
+}
+
+/* ---- address handles ------------------------------------------------------------------ */
+
+int qrnic_ah_attr_to_av(struct qrnic_dev *dev, const struct rdma_ah_attr *ah_attr,
+			struct qrnic_av *av)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sgid_attr;
+
+	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
+	    !(rdma_ah_get_ah_flags(ah_attr) & IB_AH_GRH))
+		return -EINVAL;
+	grh = rdma_ah_read_grh(ah_attr);
+	sgid_attr = grh->sgid_attr;
+	if (!sgid_attr || sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+
+	memset(av, 0, sizeof(*av));
+	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
+	av->flow_label = grh->flow_label & 0xfffff;
+	av->sgid_index = sgid_attr->index;
+	av->hop_limit = grh->hop_limit;
+	av->traffic_class = grh->traffic_class;
+	av->net_type = rdma_gid_attr_network_type(sgid_attr) == RDMA_NETWORK_IPV4 ?
+		       QRNIC_NET_IPV4 : QRNIC_NET_IPV6;
+	memcpy(av->dmac, ah_attr->roce.dmac, ETH_ALEN);
+	return 0;
+}
+
+static int qrnic_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
+			   struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibah->device);
+	struct qrnic_ah *ah = to_qah(ibah);
+	bool atomic = !(init_attr->flags & RDMA_CREATE_AH_SLEEPABLE);
+	struct qrnic_create_ah_resp resp = {};
+	int err;
+
+	err = qrnic_ah_attr_to_av(dev, init_attr->ah_attr, &ah->av);
+	if (err)
+		return err;
+	err = qrnic_cmd_create_ah(dev, to_qpd(ibah->pd)->pdn, &ah->av, &ah->ahn, atomic);
+	if (err)
+		return err;
+	if (udata) {
+		resp.ahn = ah->ahn;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err) {
+			qrnic_cmd_destroy_ah(dev, ah->ahn, atomic);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int qrnic_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	struct qrnic_dev *dev = to_qdev(ibah->device);
+	int err;
+
+	err = qrnic_cmd_destroy_ah(dev, to_qah(ibah)->ahn,
+				   !(flags & RDMA_DESTROY_AH_SLEEPABLE));
+	return qrnic_dead(dev) ? 0 : err;
+}
+
+static int qrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
+{
+	struct qrnic_ah *ah = to_qah(ibah);
+	union ib_gid dgid;
+
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(ah_attr, QRNIC_PORT);
+	memcpy(dgid.raw, ah->av.dgid, sizeof(dgid.raw));
+	rdma_ah_set_grh(ah_attr, &dgid, ah->av.flow_label, ah->av.sgid_index,
+			ah->av.hop_limit, ah->av.traffic_class);
+	memcpy(ah_attr->roce.dmac, ah->av.dmac, ETH_ALEN);
+	return 0;
+}
+
+/* ---- registration ------------------------------------------------------------------------ */
+
+static const struct ib_device_ops qrnic_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = QRNIC_UVERBS_ABI_VERSION,
+	/* no RDMA_DRIVER_QRNIC: rdma-core binds the provider by PCI ID */
+	.uverbs_no_driver_id_binding = 1,
+
+	.add_gid = qrnic_add_gid,
+	.alloc_hw_port_stats = qrnic_alloc_hw_port_stats,
+	.alloc_pd = qrnic_alloc_pd,
+	.alloc_ucontext = qrnic_alloc_ucontext,
+	.create_ah = qrnic_create_ah,
+	.create_cq = qrnic_create_cq,
+	.create_qp = qrnic_create_qp,
+	.create_user_ah = qrnic_create_ah,
+	.dealloc_pd = qrnic_dealloc_pd,
+	.dealloc_ucontext = qrnic_dealloc_ucontext,
+	.del_gid = qrnic_del_gid,
+	.dereg_mr = qrnic_dereg_mr,
+	.destroy_ah = qrnic_destroy_ah,
+	.destroy_cq = qrnic_destroy_cq,
+	.destroy_qp = qrnic_destroy_qp,
+	.disassociate_ucontext = qrnic_disassociate_ucontext,
+	.get_dev_fw_str = qrnic_get_dev_fw_str,
+	.get_dma_mr = qrnic_get_dma_mr,
+	.get_hw_stats = qrnic_get_hw_stats,
+	.get_link_layer = qrnic_get_link_layer,
+	.get_port_immutable = qrnic_get_port_immutable,
+	.mmap = qrnic_mmap,
+	.mmap_free = qrnic_mmap_free,
+	.modify_qp = qrnic_modify_qp,
+	.poll_cq = qrnic_poll_cq,
+	.post_recv = qrnic_post_recv,
+	.post_send = qrnic_post_send,
+	.query_ah = qrnic_query_ah,
+	.query_device = qrnic_query_device,
+	.query_pkey = qrnic_query_pkey,
+	.query_port = qrnic_query_port,
+	.query_qp = qrnic_query_qp,
+	.reg_user_mr = qrnic_reg_user_mr,
+	.req_notify_cq = qrnic_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, qrnic_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, qrnic_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, qrnic_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, qrnic_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, qrnic_ucontext, ibucontext),
+};
+
+int qrnic_ib_register(struct qrnic_dev *dev)
+{
+	struct ib_device *ibdev = &dev->ibdev;
+	int err;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = dev->num_ceqs;
+	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
+	strscpy(ibdev->node_desc, "qrnic RoCEv2 NIC", sizeof(ibdev->node_desc));
+	ib_set_device_ops(ibdev, &qrnic_dev_ops);
+
+	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
+	if (err)
+		return err;
+	dma_set_max_seg_size(&dev->pdev->dev, UINT_MAX);
+	err = ib_register_device(ibdev, "qrnic_%d", &dev->pdev->dev);
+	if (err) {
+		dev_err(&dev->pdev->dev, "ib_register_device failed: %d\n", err);
+		ib_device_set_netdev(ibdev, NULL, QRNIC_PORT);
+		return err;
+	}
+	set_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags);
+	return 0;
+}
+
+void qrnic_ib_unregister(struct qrnic_dev *dev)
+{
+	clear_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags);
+	/* destroys every object still open, then drops the netdev reference */
+	ib_unregister_device(&dev->ibdev);
+}
