@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic timing model: a cycle-approximate account of where an RNIC spends
+ * time.  The functional engines decide WHAT happens; this module decides
+ * WHEN each externally visible effect (a frame leaving the port, a CQE or
+ * EQE becoming visible in host memory, an interrupt) takes place.
+ *
+ * Resources, each with a "busy until" time: the PCIe link (bandwidth,
+ * latency, read credits, max read request / payload sizes), a pool of
+ * packet processing units, the Ethernet port (serialization at the port
+ * rate), and three set-associative LRU translation caches (QP context,
+ * MPT, MTT) whose misses cost a PCIe read.  All times are in ns of the
+ * host's virtual clock; costs given in device cycles are converted with
+ * the profile's clock.
+ */
+#ifndef QRNIC_TIMING_H
+#define QRNIC_TIMING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QRNIC_TM_MAX_PU		64
+#define QRNIC_TM_MAX_WAYS	16
+
+/* Every parameter, documented with its source in docs/timing.md. */
+#define QRNIC_TIMING_PARAMS(X)							\
+	X(clock_mhz,		"device core clock (MHz); converts cycles to ns")	\
+	X(doorbell_cycles,	"MMIO doorbell decode until the QP is scheduled")	\
+	X(wqe_cycles,		"WQE parse and validation")			\
+	X(req_pkt_cycles,	"requester per-packet processing")		\
+	X(resp_pkt_cycles,	"responder per-packet processing")		\
+	X(ack_cycles,		"ACK/NAK generation")				\
+	X(cqe_cycles,		"CQE formatting")				\
+	X(num_pu,		"packet processing units (parallel pipelines)")	\
+	X(pcie_read_ns,		"PCIe read round trip (request to completion)")	\
+	X(pcie_write_ns,	"PCIe posted write until visible in host memory")	\
+	X(pcie_mbps,		"PCIe payload bandwidth per direction (MB/s)")	\
+	X(pcie_mrrs,		"max read request size (bytes)")		\
+	X(pcie_mps,		"max payload size (bytes)")			\
+	X(pcie_tlp_overhead,	"bytes of TLP header+framing per TLP")		\
+	X(pcie_read_credits,	"outstanding read requests")			\
+	X(link_mbps,		"port rate (Mb/s)")				\
+	X(link_overhead,	"bytes per frame on the wire besides the frame (preamble, SFD, FCS, IPG)") \
+	X(prop_ns,		"propagation delay of the cable (ns)")		\
+	X(qpc_entries,		"QP context cache entries")			\
+	X(qpc_ways,		"QP context cache associativity")		\
+	X(mpt_entries,		"MPT cache entries")				\
+	X(mpt_ways,		"MPT cache associativity")			\
+	X(mtt_entries,		"MTT cache entries (one entry = 8 page addresses)") \
+	X(mtt_ways,		"MTT cache associativity")			\
+	X(atomic_ns,		"responder atomic unit occupancy per ATOMIC (read-modify-write)") \
+	X(irq_moderation_ns,	"minimum gap between interrupts on one vector")
+
+struct qrnic_timing_profile {
+	const char *name;
+#define QRNIC_TM_FIELD(n, doc) uint32_t n;
+	QRNIC_TIMING_PARAMS(QRNIC_TM_FIELD)
+#undef QRNIC_TM_FIELD
+};
+
+/* Named profiles: "functional" (no timing: every effect immediate),
+ * "cx5-100g" (calibrated to published ConnectX-5/6 figures), "teach" (slow:
+ * every stage microseconds long so a timeline shows each one). */
+const struct qrnic_timing_profile *qrnic_timing_profile_find(const char *name);
+const char *qrnic_timing_profile_names(void);	/* "functional, cx5-100g, teach" */
+/* Set one parameter by name; 0 or -1 (unknown name / out of range). */
+int qrnic_timing_param_set(struct qrnic_timing_profile *p, const char *name, uint64_t v);
+int qrnic_timing_param_get(const struct qrnic_timing_profile *p, const char *name, uint64_t *v);
+const char *qrnic_timing_param_name(unsigned i);	/* NULL past the end */
+const char *qrnic_timing_param_doc(unsigned i);
+int qrnic_timing_profile_check(const struct qrnic_timing_profile *p, char *err, size_t errlen);
+
+struct qrnic_tm_cache {
+	uint32_t sets, ways;
+	uint64_t *tag;		/* [sets * ways], UINT64_MAX = empty */
+	uint64_t *lru;		/* [sets * ways] last use stamp */
+	uint64_t stamp;
+	uint64_t hits, misses;
+};
+
+struct qrnic_timing {
+	struct qrnic_timing_profile p;
+	bool enabled;		/* false for "functional" */
+	uint64_t pu_free[QRNIC_TM_MAX_PU];
+	uint64_t pcie_rd_free;	/* read direction busy until */
+	uint64_t pcie_wr_free;	/* write direction busy until */
+	uint64_t link_free;	/* port transmitter busy until */
+	uint64_t atomic_free;	/* responder atomic unit busy until */
+	uint32_t rd_inflight_next;	/* round-robin over read credits */
+	uint64_t rd_credit_free[256];	/* each outstanding read slot busy until */
+	uint64_t last_irq[2048];
+	struct qrnic_tm_cache qpc, mpt, mtt;
+};
+
+int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile *p);
+void qrnic_timing_fini(struct qrnic_timing *t);
+void qrnic_timing_reset(struct qrnic_timing *t);	/* caches cold, resources idle */
+
+uint64_t qrnic_tm_cycles(const struct qrnic_timing *t, uint32_t cycles);
+/* Reserve a processing unit at or after 'ready' for 'cycles'; returns when
+ * the work finishes. */
+uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles);
+/* A DMA read of len bytes issued at 'ready': returns when the data is in. */
+uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len);
+/* A DMA write of len bytes issued at 'ready': returns when it is visible. */
+uint64_t qrnic_tm_dma_write(struct qrnic_timing *t, uint64_t ready, uint32_t len);
+/* A frame of len bytes ready at 'ready': returns when its last bit leaves. */
+uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len);
+/* Translation cache lookups: return the extra delay (0 on a hit). */
+uint64_t qrnic_tm_qpc(struct qrnic_timing *t, uint64_t ready, uint32_t qpn);
+uint64_t qrnic_tm_mpt(struct qrnic_timing *t, uint64_t ready, uint32_t mpt_index);
+uint64_t qrnic_tm_mtt(struct qrnic_timing *t, uint64_t ready, uint32_t mtt_index);
+/* The responder's atomic unit: returns when the read-modify-write is done. */
+uint64_t qrnic_tm_atomic(struct qrnic_timing *t, uint64_t ready);
+/* Interrupt moderation: when vector may fire, at or after 'ready'. */
+uint64_t qrnic_tm_irq(struct qrnic_timing *t, uint64_t ready, unsigned vector);
+
+#endif

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic timing model: profiles, resources and translation caches.
+ * See qrnic_timing.h for the model and docs/timing.md for the sources of
+ * every number.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qrnic_timing.h"
+
+static const struct qrnic_timing_profile profiles[] = {
+	{
+		/* No timing: effects are visible as soon as the engines
+		 * produce them (the model before the timing issue). */
+		.name = "functional",
+		.clock_mhz = 1000, .num_pu = 1, .pcie_mbps = 1, .pcie_mrrs = 512, .pcie_mps = 256,
+		.pcie_read_credits = 1, .link_mbps = 100000,
+		.qpc_entries = 1, .qpc_ways = 1, .mpt_entries = 1, .mpt_ways = 1,
+		.mtt_entries = 1, .mtt_ways = 1,
+	},
+	{
+		/* ConnectX-5 100 Gb/s class (docs/timing.md lists sources). */
+		.name = "cx5-100g",
+		.clock_mhz = 1000,
+		.doorbell_cycles = 40,
+		.wqe_cycles = 30,
+		.req_pkt_cycles = 50,
+		.resp_pkt_cycles = 50,
+		.ack_cycles = 20,
+		.cqe_cycles = 20,
+		.num_pu = 12,
+		.pcie_read_ns = 250,
+		.pcie_write_ns = 150,
+		.pcie_mbps = 13000,
+		.pcie_mrrs = 512,
+		.pcie_mps = 256,
+		.pcie_tlp_overhead = 24,
+		.pcie_read_credits = 64,
+		.link_mbps = 100000,
+		.link_overhead = 24,
+		.prop_ns = 50,
+		.qpc_entries = 1024, .qpc_ways = 8,
+		.mpt_entries = 1024, .mpt_ways = 8,
+		.mtt_entries = 2048, .mtt_ways = 8,
+		.atomic_ns = 200,
+		.irq_moderation_ns = 0,
+	},
+	{
+		/* Slow motion for teaching: every stage microseconds long. */
+		.name = "teach",
+		.clock_mhz = 1,
+		.doorbell_cycles = 1,
+		.wqe_cycles = 2,
+		.req_pkt_cycles = 3,
+		.resp_pkt_cycles = 3,
+		.ack_cycles = 1,
+		.cqe_cycles = 1,
+		.num_pu = 1,
+		.pcie_read_ns = 4000,
+		.pcie_write_ns = 2000,
+		.pcie_mbps = 200,
+		.pcie_mrrs = 512,
+		.pcie_mps = 256,
+		.pcie_tlp_overhead = 24,
+		.pcie_read_credits = 4,
+		.link_mbps = 1000,
+		.link_overhead = 24,
+		.prop_ns = 5000,
+		.qpc_entries = 4, .qpc_ways = 2,
+		.mpt_entries = 4, .mpt_ways = 2,
+		.mtt_entries = 8, .mtt_ways = 2,
+		.atomic_ns = 3000,
+		.irq_moderation_ns = 0,
+	},
+};
+
+const struct qrnic_timing_profile *qrnic_timing_profile_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
+		if (name && !strcmp(profiles[i].name, name))
+			return &profiles[i];
+	return NULL;
+}
+
+const char *qrnic_timing_profile_names(void)
+{
+	return "functional, cx5-100g, teach";
+}
+
+static const char *const param_names[] = {
+#define QRNIC_TM_NAME(n, doc) #n,
+	QRNIC_TIMING_PARAMS(QRNIC_TM_NAME)
+#undef QRNIC_TM_NAME
+};
+static const char *const param_docs[] = {
+#define QRNIC_TM_DOC(n, doc) doc,
+	QRNIC_TIMING_PARAMS(QRNIC_TM_DOC)
+#undef QRNIC_TM_DOC
+};
+#define NPARAMS (sizeof(param_names) / sizeof(param_names[0]))
+
+static uint32_t *param_ptr(struct qrnic_timing_profile *p, unsigned i)
+{
+	uint32_t *fields[] = {
+#define QRNIC_TM_PTR(n, doc) &p->n,
+		QRNIC_TIMING_PARAMS(QRNIC_TM_PTR)
+#undef QRNIC_TM_PTR
+	};
+	return i < NPARAMS ? fields[i] : NULL;
+}
+
+const char *qrnic_timing_param_name(unsigned i)
+{
+	return i < NPARAMS ? param_names[i] : NULL;
+}
+
+const char *qrnic_timing_param_doc(unsigned i)
+{
+	return i < NPARAMS ? param_docs[i] : NULL;
+}
+
+static int param_index(const char *name)
+{
+	for (unsigned i = 0; i < NPARAMS; i++) {
+		const char *a = param_names[i], *b = name;
+
+		/* accept '-' for '_' (QEMU property spelling) */
+		while (*a && (*a == *b || (*a == '_' && *b == '-'))) {
+			a++;
+			b++;
+		}
+		if (!*a && !*b)
+			return (int)i;
+	}
+	return -1;
+}
+
+int qrnic_timing_param_set(struct qrnic_timing_profile *p, const char *name, uint64_t v)
+{
+	int i = param_index(name);
+
+	if (i < 0 || v > UINT32_MAX)
+		return -1;
+	*param_ptr(p, (unsigned)i) = (uint32_t)v;
+	return 0;
+}
+
+int qrnic_timing_param_get(const struct qrnic_timing_profile *p, const char *name, uint64_t *v)
+{
+	int i = param_index(name);
+
+	if (i < 0)
+		return -1;
+	*v = *param_ptr((struct qrnic_timing_profile *)p, (unsigned)i);
+	return 0;
+}
+
+static bool pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int qrnic_timing_profile_check(const struct qrnic_timing_profile *p, char *err, size_t errlen)
+{
+#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+	if (p->clock_mhz < 1 || p->clock_mhz > 10000)
+		BAD("clock_mhz must be 1..10000");
+	if (p->num_pu < 1 || p->num_pu > QRNIC_TM_MAX_PU)
+		BAD("num_pu must be 1..%d", QRNIC_TM_MAX_PU);
+	if (p->pcie_mbps < 1 || p->link_mbps < 1)
+		BAD("pcie_mbps and link_mbps must be positive");
+	if (!pow2(p->pcie_mrrs) || p->pcie_mrrs < 64 || p->pcie_mrrs > 4096 ||
+	    !pow2(p->pcie_mps) || p->pcie_mps < 64 || p->pcie_mps > 4096)
+		BAD("pcie_mrrs and pcie_mps must be powers of two in 64..4096");
+	if (p->pcie_read_credits < 1 || p->pcie_read_credits > 256)
+		BAD("pcie_read_credits must be 1..256");
+	if (!p->qpc_ways || !p->mpt_ways || !p->mtt_ways || p->qpc_ways > QRNIC_TM_MAX_WAYS ||
+	    p->mpt_ways > QRNIC_TM_MAX_WAYS || p->mtt_ways > QRNIC_TM_MAX_WAYS)
+		BAD("cache ways must be 1..%d", QRNIC_TM_MAX_WAYS);
+	if (p->qpc_entries % p->qpc_ways || p->mpt_entries % p->mpt_ways ||
+	    p->mtt_entries % p->mtt_ways || !p->qpc_entries || !p->mpt_entries ||
+	    !p->mtt_entries || p->qpc_entries > (1u << 20) || p->mpt_entries > (1u << 20) ||
+	    p->mtt_entries > (1u << 20))
+		BAD("cache entries must be a nonzero multiple of the ways, at most 2^20");
+	return 0;
+#undef BAD
+}
+
+/* ---- caches -------------------------------------------------------------- */
+static int cache_init(struct qrnic_tm_cache *c, uint32_t entries, uint32_t ways)
+{
+	memset(c, 0, sizeof(*c));
+	c->ways = ways;
+	c->sets = entries / ways;
+	c->tag = malloc(sizeof(uint64_t) * entries);
+	c->lru = calloc(entries, sizeof(uint64_t));
+	if (!c->tag || !c->lru)
+		return -1;
+	memset(c->tag, 0xff, sizeof(uint64_t) * entries);
+	return 0;
+}
+
+static void cache_fini(struct qrnic_tm_cache *c)
+{
+	free(c->tag);
+	free(c->lru);
+	c->tag = c->lru = NULL;
+}
+
+static void cache_clear(struct qrnic_tm_cache *c)
+{
+	if (c->tag)
+		memset(c->tag, 0xff, sizeof(uint64_t) * c->sets * c->ways);
+	c->hits = c->misses = 0;
+}
+
+/* True on a hit; on a miss the LRU way of the set is replaced. */
+static bool cache_access(struct qrnic_tm_cache *c, uint64_t key)
+{
+	uint32_t set = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) % c->sets;
+	uint64_t *tag = c->tag + (size_t)set * c->ways;
+	uint64_t *lru = c->lru + (size_t)set * c->ways;
+	uint32_t victim = 0;
+
+	c->stamp++;
+	for (uint32_t w = 0; w < c->ways; w++) {
+		if (tag[w] == key) {
+			lru[w] = c->stamp;
+			c->hits++;
+			return true;
+		}
+		if (lru[w] < lru[victim])
+			victim = w;
+	}
+	tag[victim] = key;
+	lru[victim] = c->stamp;
+	c->misses++;
+	return false;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+void qrnic_timing_reset(struct qrnic_timing *t)
+{
+	memset(t->pu_free, 0, sizeof(t->pu_free));
+	memset(t->last_irq, 0, sizeof(t->last_irq));
+	memset(t->rd_credit_free, 0, sizeof(t->rd_credit_free));
+	t->pcie_rd_free = t->pcie_wr_free = t->link_free = t->atomic_free = 0;
+	t->rd_inflight_next = 0;
+	cache_clear(&t->qpc);
+	cache_clear(&t->mpt);
+	cache_clear(&t->mtt);
+}
+
+int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile *p)
+{
+	memset(t, 0, sizeof(*t));
+	t->p = *p;
+	t->enabled = strcmp(p->name ? p->name : "", "functional") != 0;
+	if (cache_init(&t->qpc, p->qpc_entries, p->qpc_ways) ||
+	    cache_init(&t->mpt, p->mpt_entries, p->mpt_ways) ||
+	    cache_init(&t->mtt, p->mtt_entries, p->mtt_ways)) {
+		qrnic_timing_fini(t);
+		return -1;
+	}
+	qrnic_timing_reset(t);
+	return 0;
+}
+
+void qrnic_timing_fini(struct qrnic_timing *t)
+{
+	cache_fini(&t->qpc);
+	cache_fini(&t->mpt);
+	cache_fini(&t->mtt);
+}
+
+/* ---- resources ---------------------------------------------------------------- */
+static inline uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+uint64_t qrnic_tm_cycles(const struct qrnic_timing *t, uint32_t cycles)
+{
+	return (uint64_t)cycles * 1000 / t->p.clock_mhz;
+}
+
+uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
+{
+	uint32_t best = 0;
+
+	for (uint32_t i = 1; i < t->p.num_pu; i++)
+		if (t->pu_free[i] < t->pu_free[best])
+			best = i;
+	t->pu_free[best] = max64(ready, t->pu_free[best]) + qrnic_tm_cycles(t, cycles);
+	return t->pu_free[best];
+}
+
+/* Bytes on the PCIe link for len bytes of payload split into TLPs of at
+ * most 'chunk' bytes, at pcie_mbps (MB/s = bytes/us). */
+static uint64_t pcie_xfer_ns(const struct qrnic_timing *t, uint32_t len, uint32_t chunk)
+{
+	uint64_t tlps = len ? (len + chunk - 1) / chunk : 1;
+	uint64_t bytes = len + tlps * t->p.pcie_tlp_overhead;
+
+	return bytes * 1000 / t->p.pcie_mbps;
+}
+
+uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+{
+	uint32_t nreq = len ? (len + t->p.pcie_mrrs - 1) / t->p.pcie_mrrs : 1;
+	uint64_t done = ready;
+
+	/* Each read request takes a credit for a round trip; the completion
+	 * data then occupies the read direction of the link. */
+	for (uint32_t i = 0; i < nreq; i++) {
+		uint32_t slot = t->rd_inflight_next++ % t->p.pcie_read_credits;
+		uint32_t chunk = len - i * t->p.pcie_mrrs < t->p.pcie_mrrs
+				 ? len - i * t->p.pcie_mrrs : t->p.pcie_mrrs;
+		uint64_t issue = max64(ready, t->rd_credit_free[slot]);
+		uint64_t data = max64(issue + t->p.pcie_read_ns, t->pcie_rd_free) +
+				pcie_xfer_ns(t, chunk, t->p.pcie_mps);
+
+		t->pcie_rd_free = data;
+		t->rd_credit_free[slot] = data;
+		done = max64(done, data);
+	}
+	return done;
+}
+
+uint64_t qrnic_tm_dma_write(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+{
+	uint64_t start = max64(ready, t->pcie_wr_free);
+
+	t->pcie_wr_free = start + pcie_xfer_ns(t, len, t->p.pcie_mps);
+	return t->pcie_wr_free + t->p.pcie_write_ns;
+}
+
+uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+{
+	uint64_t bits = (uint64_t)(len + t->p.link_overhead) * 8;
+	uint64_t start = max64(ready, t->link_free);
+
+	/* Mb/s = bits/us: ns = bits * 1000 / mbps, rounded up */
+	t->link_free = start + (bits * 1000 + t->p.link_mbps - 1) / t->p.link_mbps;
+	return t->link_free;
+}
+
+static uint64_t miss(struct qrnic_timing *t, uint64_t ready, bool hit)
+{
+	return hit ? 0 : qrnic_tm_dma_read(t, ready, 64) - ready;
+}
+
+uint64_t qrnic_tm_qpc(struct qrnic_timing *t, uint64_t ready, uint32_t qpn)
+{
+	return miss(t, ready, cache_access(&t->qpc, qpn));
+}
+
+uint64_t qrnic_tm_mpt(struct qrnic_timing *t, uint64_t ready, uint32_t idx)
+{
+	return miss(t, ready, cache_access(&t->mpt, idx));
+}
+
+uint64_t qrnic_tm_mtt(struct qrnic_timing *t, uint64_t ready, uint32_t idx)
+{
+	return miss(t, ready, cache_access(&t->mtt, idx / 8));
+}
+
+uint64_t qrnic_tm_atomic(struct qrnic_timing *t, uint64_t ready)
+{
+	t->atomic_free = max64(ready, t->atomic_free) + t->p.atomic_ns;
+	return t->atomic_free;
+}
+
+uint64_t qrnic_tm_irq(struct qrnic_timing *t, uint64_t ready, unsigned vector)
+{
+	uint64_t at = ready;
+
+	if (vector >= sizeof(t->last_irq) / sizeof(t->last_irq[0]))
+		return ready;
+	if (t->last_irq[vector] && t->p.irq_moderation_ns)
+		at = max64(ready, t->last_irq[vector] + t->p.irq_moderation_ns);
+	t->last_irq[vector] = at;
+	return at;
+}
