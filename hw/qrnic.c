@@ -236,6 +236,33 @@ static NetClientInfo qrnic_net_info = {
 };
 
 /* ---- realize ------------------------------------------------------------------ */
+/*
+ * qrnic_config_check() names struct qrnic_config fields; say which -device
+ * property the user has to change instead.
+ */
+static const struct {
+    const char *field, *prop;
+} qrnic_prop_names[] = {
+    { "eth_mtu", "mtu" }, { "max_qp_wr", "max-qp-wr" }, { "max_qp", "max-qp" },
+    { "max_cqe", "max-cqe" }, { "max_cq", "max-cq" }, { "max_mr_size", "max-mr-size" },
+    { "max_mr", "max-mr" }, { "max_pd", "max-pd" }, { "max_ah", "max-ah" },
+    { "max_eq", "max-eq" }, { "max_uctx", "max-uctx" }, { "max_mtt", "max-mtt" },
+    { "num_vectors", "num-vectors" }, { "gid_tbl_len", "gid-table-len" }, { "mac", "mac" },
+};
+
+static const char *qrnic_prop_of(const char *err)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(qrnic_prop_names); i++) {
+        size_t n = strlen(qrnic_prop_names[i].field);
+
+        if (strncmp(err, qrnic_prop_names[i].field, n) == 0 &&
+            strncmp(err + n, " must be", 8) == 0) {
+            return qrnic_prop_names[i].prop;
+        }
+    }
+    return NULL;
+}
+
 static void qrnic_realize(PCIDevice *pdev, Error **errp)
 {
     QrnicState *s = QRNIC(pdev);
@@ -250,6 +277,8 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     qrnic_config_defaults(c);
+    /* Like every QEMU NIC: no mac= gives a unique 52:54:00:12:34:xx address. */
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(c->mac, s->conf.macaddr.a, 6);
     c->max_qp = s->max_qp;
     c->max_cq = s->max_cq;
@@ -266,7 +295,13 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     c->eth_mtu = s->mtu;
     c->gid_tbl_len = s->gid_tbl_len;
     if (qrnic_config_check(c, err, sizeof(err)) != 0) {
-        error_setg(errp, "qrnic: %s", err);
+        const char *prop = qrnic_prop_of(err);
+
+        if (prop) {
+            error_setg(errp, "qrnic: invalid property '%s': %s", prop, err);
+        } else {
+            error_setg(errp, "qrnic: invalid configuration: %s", err);
+        }
         return;
     }
     if (c->num_vectors > 2048) {

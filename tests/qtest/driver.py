@@ -1,0 +1,987 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A mini qrnic driver over qtest: the same API as the C-harness driver of
+tests/qrnic_harness.py (Device, Pd, Cq, Eq, Mr, Qp), but every step is a
+guest-physical memory access, an MMIO access to the device's BARs or a PCI
+configuration access in a real QEMU process.
+
+    w = World.single(qemu_binary, ndev=2)      # one QEMU, two cabled devices
+    a, b = w.devs                               # brought up: AQ, EQs, GIDs
+    conn = qrnic_harness.connect_rc(a, b)       # the harness helper works as is
+    mr = a.reg_mr(conn.pda, 4096)
+    conn.qa.post_send('RDMA_WRITE', [(mr, 0, 100)], remote=(rmr, 0))
+    conn.cqa.wait(1)
+
+Time: the device's bottom half runs whenever QEMU's main loop iterates,
+which it does on its own; only the virtual clock (retransmission and RNR
+timers) needs clock_step.  World.run_until() polls a condition and
+advances every QEMU's virtual clock at about the pace of real time, so
+timers fire when they would on a real machine and never early in bulk.
+"""
+import ctypes
+import random
+import struct
+import time
+
+import qrnic_harness as h
+
+from . import abi
+from .pci import MmioAllocator, find_devices
+from .qemu import Qemu
+
+PAGE = 4096
+E_TIMEOUT = h.E_TIMEOUT
+RAM_ALLOC_BASE = 0x0100_0000        # above the legacy holes and ROM shadows
+
+
+class WaitTimeout(AssertionError):
+    pass
+
+
+class GuestMemory:
+    """Bump allocator for guest RAM of one QEMU (zeroes what it hands out)."""
+
+    def __init__(self, qemu, base=RAM_ALLOC_BASE, limit=None):
+        self.qemu = qemu
+        self.next = base
+        self.limit = limit if limit is not None else 0x2000_0000 - 0x10_0000
+
+    def mark(self):
+        """Remember the current end: release() frees everything allocated after it."""
+        self._mark = self.next
+
+    def release(self):
+        self.next = self._mark
+
+    def alloc(self, size, align=PAGE, zero=True):
+        size = max(size, 1)
+        a = (self.next + align - 1) & ~(align - 1)
+        if a + size > self.limit:
+            raise MemoryError(f'guest RAM exhausted ({size} bytes)')
+        self.next = a + size
+        if zero:
+            self.qemu.memset(a, size, 0)
+        return a
+
+
+# ---- the world: QEMU processes and their devices ------------------------------------
+class World:
+    """QEMU processes, their qrnic devices, and a run loop over all of them."""
+
+    def __init__(self, qemus, seed=0x9e1):
+        self.qemus = list(qemus)
+        self.devs = []
+        self.rng = random.Random(seed)
+        self.clock_rate = 1.0          # virtual ns per real ns while waiting
+        self.max_step_ns = 20_000_000
+
+    @classmethod
+    def single(cls, binary, ndev=2, dev_opts='', extra_args=(), init=True, name='qemu'):
+        """One QEMU, ndev qrnic devices on one hub (a back-to-back cable for 2)."""
+        args = []
+        for i in range(ndev):
+            args += ['-netdev', f'hubport,id=p{i},hubid=0',
+                     '-device', f'qrnic,netdev=p{i},mac={mac_of(i)},id=qrnic{i}'
+                     + (',' + dev_opts if dev_opts else '')]
+        q = Qemu(binary, args + list(extra_args), name=name)
+        w = cls([q])
+        try:
+            w.attach(q, ndev, first_idx=0)
+            if init:
+                for d in w.devs:
+                    d.init()
+        except BaseException:
+            w.close()
+            raise
+        return w
+
+    def attach(self, qemu, ndev, first_idx=None, bus=0, mmio=None):
+        """Find ndev qrnic devices on `bus` of qemu, map their BARs (from
+        `mmio`, default: the q35 PCI hole) and enable MSI-X."""
+        found = find_devices(qemu, abi.PCI_VENDOR_ID, abi.PCI_DEVICE_ID, bus=bus)
+        if len(found) != ndev:
+            raise AssertionError(f'{qemu.name}: found {len(found)} qrnic devices on bus {bus}, '
+                                 f'want {ndev}')
+        if getattr(qemu, 'mem', None) is None:
+            qemu.mem = GuestMemory(qemu)
+            qemu.mmio = MmioAllocator()
+        mem = qemu.mem
+        idx = len(self.devs) if first_idx is None else first_idx
+        out = []
+        for p in found:
+            d = Device(self, qemu, p, mem, idx)
+            d.setup_pci(mmio or qemu.mmio)
+            self.devs.append(d)
+            out.append(d)
+            idx += 1
+        mem.mark()
+        return out
+
+    def detach(self, dev):
+        self.devs.remove(dev)
+
+    def reset_devices(self, init=True):
+        """CTRL.RESET every device, free the guest memory used since attach(),
+        and bring the devices up again (a clean slate for the next test)."""
+        for d in self.devs:
+            d.function_reset()
+        for q in self.qemus:
+            q.mem.release()
+        if init:
+            for d in self.devs:
+                d.init()
+
+    def system_reset(self, qemu=None):
+        """QMP system_reset of one QEMU (default: all): PCI state is lost, so
+        BARs and MSI-X are programmed again; driver state is forgotten."""
+        for q in ([qemu] if qemu else self.qemus):
+            q.system_reset()
+            q.mem.release()
+            for d in self.devs:
+                if d.qemu is q:
+                    d.after_system_reset()
+
+    def close(self):
+        for q in self.qemus:
+            q.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def alive(self):
+        return all(q.alive() for q in self.qemus)
+
+    # -- time
+    def step(self, ns):
+        for q in self.qemus:
+            q.clock_step(ns)
+
+    def run_until(self, pred, timeout=30.0, what='condition'):
+        """Poll pred() until true; meanwhile advance the virtual clocks at
+        self.clock_rate x real time.  Returns True, or False on timeout."""
+        t0 = last = time.monotonic()
+        nap = 0.0
+        while True:
+            if pred():
+                return True
+            now = time.monotonic()
+            if now - t0 > timeout:
+                return False
+            step = int((now - last) * 1e9 * self.clock_rate)
+            if step >= 10_000:
+                step = min(step, self.max_step_ns)
+                for q in self.qemus:
+                    q.clock_step(step)
+                last = now
+            if nap:
+                time.sleep(nap)
+            nap = min(0.002, nap + 0.0001)
+
+    def wait(self, pred, timeout=30.0, what='condition'):
+        if not self.run_until(pred, timeout):
+            raise WaitTimeout(f'timed out after {timeout}s waiting for {what}')
+
+    def settle(self, rounds=20):
+        """Let queued device work (bottom halves, packets) drain a little."""
+        for _ in range(rounds):
+            for q in self.qemus:
+                q.clock()
+
+
+def mac_of(i):
+    return f'52:54:00:5e:00:{i + 1:02x}'
+
+
+# ---- objects ---------------------------------------------------------------------------
+class _Obj:
+    def __init__(self, dev, handle):
+        self.dev = dev
+        self.handle = handle
+
+    @property
+    def q(self):
+        return self.dev.qemu
+
+
+class Pd(_Obj):
+    def __init__(self, dev, pdn, uctx=0):
+        super().__init__(dev, pdn)
+        self.pdn = pdn
+        self.uctx = uctx
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_PD', self.pdn, check)
+
+
+class Ah(_Obj):
+    def __init__(self, dev, ahn):
+        super().__init__(dev, ahn)
+        self.ahn = ahn
+
+
+class Eq(_Obj):
+    def __init__(self, dev, eqn, log_depth, vector, ring):
+        super().__init__(dev, eqn)
+        self.eqn, self.log_depth, self.vector, self.ring = eqn, log_depth, vector, ring
+        self.ci = 0
+
+    def _ready(self, ci):
+        slot = self.ring + (ci & ((1 << self.log_depth) - 1)) * abi.EQE_SIZE
+        owner = self.q.readb(slot + abi.EQE_SIZE - 1)
+        return (owner & 1) == (((ci >> self.log_depth) & 1) ^ 1)
+
+    def poll(self, n=256):
+        out = []
+        while len(out) < n and self._ready(self.ci):
+            slot = self.ring + (self.ci & ((1 << self.log_depth) - 1)) * abi.EQE_SIZE
+            e = h.Eqe.from_buffer_copy(self.q.memread(slot, abi.EQE_SIZE))
+            d = h.to_dict(e)
+            d['type_name'] = 'COMPLETION' if e.type == 0 else 'ASYNC'
+            d['event'] = h.EV_NAME.get(e.subtype, str(e.subtype)) if e.type == 1 else None
+            out.append(d)
+            self.ci += 1
+        if out:
+            self.dev.eq_db(self.eqn, self.ci)
+        return out
+
+    def arm(self):
+        self.dev.eq_db(self.eqn, self.ci, arm=True)
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_EQ', self.eqn, check)
+
+
+class Cq(_Obj):
+    def __init__(self, dev, cqn, log_depth, ring, dbrec, uctx=0):
+        super().__init__(dev, cqn)
+        self.cqn, self.log_depth, self.ring, self.dbrec, self.uctx = \
+            cqn, log_depth, ring, dbrec, uctx
+        self.ci = 0
+
+    def __repr__(self):
+        return f'<Cq {self.cqn} dev{self.dev.idx}>'
+
+    def _slot(self, i):
+        return self.ring + (i & ((1 << self.log_depth) - 1)) * abi.CQE_SIZE
+
+    def _valid(self, raw, i):
+        return (raw[abi.CQE_SIZE - 1] & 1) == (((i >> self.log_depth) & 1) ^ 1)
+
+    def _read(self, n):
+        """Up to n consecutive valid CQEs from ci, without consuming them (raw bytes)."""
+        depth = 1 << self.log_depth
+        out = []
+        i = self.ci
+        while len(out) < n:
+            chunk = min(n - len(out), depth - (i & (depth - 1)), 64)
+            data = self.q.memread(self._slot(i), chunk * abi.CQE_SIZE)
+            for k in range(chunk):
+                raw = data[k * abi.CQE_SIZE:(k + 1) * abi.CQE_SIZE]
+                if not self._valid(raw, i):
+                    return out
+                out.append(raw)
+                i += 1
+        return out
+
+    def peek(self):
+        return len(self._read(1 << self.log_depth))
+
+    def poll(self, n=1024):
+        out = []
+        for raw in self._read(n):
+            c = h.Cqe.from_buffer_copy(raw)
+            out.append(h.cqe_dict(c))
+            self.ci += 1
+            self.dev._cqe_consumed(c)
+        if out:
+            self.update_ci()
+        return out
+
+    def update_ci(self, arm=False, solicited=False):
+        if self.dbrec:
+            self.q.writel(self.dbrec, self.ci)
+        v = (self.cqn & abi.DB_QN_MASK) | ((self.ci & 0xffffffff) << 32)
+        if arm:
+            v |= abi.DB_CQ_ARM | (abi.DB_CQ_SOLICITED if solicited else 0)
+        self.dev.db_write(self.uctx * h.DB_PAGE_SIZE + h.DB_CQ, v)
+
+    def arm(self, solicited=False):
+        self.update_ci(arm=True, solicited=solicited)
+
+    def wait(self, n=1, timeout=30.0):
+        """Wait until n CQEs are ready (or timeout) and poll them."""
+        out = []
+
+        def ready():
+            out.extend(self.poll(n - len(out)))
+            return len(out) >= n
+        self.dev.world.run_until(ready, timeout)
+        return out
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_CQ', self.cqn, check)
+
+
+class Mr(_Obj):
+    """Registered guest memory: `pages` are the guest-physical pages in MR order."""
+
+    def __init__(self, dev, key, pdn, iova, length, access, pages, page_shift, pbl_addr):
+        super().__init__(dev, key)
+        self.key = self.lkey = self.rkey = key
+        self.pdn, self.iova, self.length, self.access = pdn, iova, length, access
+        self.pages, self.page_shift, self.pbl_addr = pages, page_shift, pbl_addr
+
+    def __repr__(self):
+        return f'<Mr key={self.key:#x} iova={self.iova:#x} len={self.length} dev{self.dev.idx}>'
+
+    def addr(self, off=0):
+        return self.iova + off
+
+    def bus_addr(self, off=0):
+        ps = 1 << self.page_shift
+        x = (self.iova & (ps - 1)) + off
+        return self.pages[x >> self.page_shift] + (x & (ps - 1))
+
+    def _chunks(self, off, n):
+        ps = 1 << self.page_shift
+        if off < 0 or off + n > self.length:
+            raise ValueError(f'{self}: [{off}, {off + n}) outside the MR')
+        while n:
+            x = (self.iova & (ps - 1)) + off
+            inpage = x & (ps - 1)
+            k = min(n, ps - inpage)
+            yield off, self.pages[x >> self.page_shift] + inpage, k
+            off += k
+            n -= k
+
+    def write(self, off, data):
+        data = bytes(data)
+        pos = 0
+        for _, a, k in self._chunks(off, len(data)):
+            self.q.memwrite(a, data[pos:pos + k])
+            pos += k
+
+    def read(self, off=0, n=None):
+        if n is None:
+            n = self.length - off
+        return b''.join(self.q.memread(a, k) for _, a, k in self._chunks(off, n))
+
+    def fill_random(self, rng, off=0, n=None):
+        if n is None:
+            n = self.length - off
+        data = rng.randbytes(n)
+        self.write(off, data)
+        return data
+
+    def dereg(self, check=True):
+        return self.dev.destroy('DEREG_MR', self.key, check)
+
+
+class Qp(_Obj):
+    def __init__(self, dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log,
+                 rq_shift, sq_addr, rq_addr, uctx=0):
+        super().__init__(dev, qpn)
+        self.qpn, self.qp_type, self.pd = qpn, qp_type, pd
+        self.send_cq, self.recv_cq = send_cq, recv_cq
+        self.sq_log, self.sq_shift, self.rq_log, self.rq_shift = sq_log, sq_shift, rq_log, rq_shift
+        self.sq_addr, self.rq_addr, self.uctx = sq_addr, rq_addr, uctx
+        self.sq_pi = self.sq_ci = self.rq_pi = self.rq_ci = 0
+
+    def __repr__(self):
+        return f'<Qp {self.qpn} dev{self.dev.idx}>'
+
+    def modify(self, state=None, mask=None, check=True, **attrs):
+        """MODIFY_QP, as qrnic_harness.Qp.modify (mask computed from attrs)."""
+        a = h.QpAttr()
+        names = []
+        if state is not None:
+            a.qp_state = h.QPS[state] if isinstance(state, str) else state
+            names.append('STATE')
+        for k, v in attrs.items():
+            if k == 'av':
+                a.av = h.make_av(**v) if isinstance(v, dict) else v
+            else:
+                setattr(a, k, v)
+            names.append(h._ATTR_BIT[k])
+        if mask is None:
+            m = 0
+            for n in names:
+                m |= h.QP_ATTR[n]
+        elif isinstance(mask, int):
+            m = mask
+        else:
+            m = 0
+            for n in mask:
+                m |= h.QP_ATTR[n]
+        a.attr_mask = m
+        st, _ = self.dev.admin(abi.command('MODIFY_QP', abi.CmdModifyQp(qpn=self.qpn, attr=a)))
+        if st == 0 and (m & h.QP_ATTR['STATE']) and a.qp_state == h.QPS['RESET']:
+            self.sq_pi = self.sq_ci = self.rq_pi = self.rq_ci = 0
+        return self.dev._status(st, f'modify_qp {self.qpn} -> {state}', check)
+
+    def query(self, check=True):
+        out = self.dev._query_handle('QUERY_QP', self.qpn, h.QpAttr, check)
+        if out is not None:
+            out['state_name'] = h.QPS_NAME.get(out['qp_state'], str(out['qp_state']))
+        return out
+
+    @property
+    def state(self):
+        return self.query()['state_name']
+
+    # same transitions as the harness
+    def to_init(self, access=h.ACCESS_REMOTE, qkey=None, check=True):
+        if self.qp_type == h.QPT['RC']:
+            return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
+                               check=check)
+        return self.modify('INIT', pkey_index=0, port_num=1,
+                           qkey=0x11111111 if qkey is None else qkey, check=check)
+
+    def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
+               max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
+        if self.qp_type != h.QPT['RC']:
+            return self.modify('RTR', check=check)
+        gid, nt = remote_dev.gids[gid_index]
+        av = h.make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
+        return self.modify('RTR', av=av, path_mtu=h.MTU[mtu], dest_qpn=remote_qpn,
+                           rq_psn=rq_psn, max_dest_rd_atomic=max_dest_rd_atomic,
+                           min_rnr_timer=min_rnr_timer, check=check)
+
+    def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4,
+               check=True):
+        if self.qp_type != h.QPT['RC']:
+            return self.modify('RTS', sq_psn=sq_psn, check=check)
+        return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
+                           rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)
+
+    # -- data path
+    def _db(self, off, idx):
+        self.dev.db_write(self.uctx * h.DB_PAGE_SIZE + off,
+                          (self.qpn & abi.DB_QN_MASK) | ((idx & 0xffffffff) << 32))
+
+    def ring_sq(self):
+        self._db(h.DB_SQ, self.sq_pi)
+
+    def ring_rq(self):
+        self._db(h.DB_RQ, self.rq_pi)
+
+    def _put(self, slot, sq, ring):
+        log, shift, base = (self.sq_log, self.sq_shift, self.sq_addr) if sq else \
+            (self.rq_log, self.rq_shift, self.rq_addr)
+        pi, ci = (self.sq_pi, self.sq_ci) if sq else (self.rq_pi, self.rq_ci)
+        if pi - ci >= (1 << log):
+            raise h.HarnessError(f'{self}: {"SQ" if sq else "RQ"} full')
+        stride = 1 << shift
+        slot = bytearray(bytes(slot)[:stride].ljust(stride, b'\0'))
+        for off, val in self.dev._wqe_patch:
+            slot[off:off + len(val)] = val
+        self.dev._wqe_patch = []
+        self.q.memwrite(base + ((pi & ((1 << log) - 1)) << shift), bytes(slot[:stride]))
+        if sq:
+            self.sq_pi += 1
+            if ring:
+                self.ring_sq()
+        else:
+            self.rq_pi += 1
+            if ring:
+                self.ring_rq()
+        return pi
+
+    def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
+                  signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
+                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True):
+        """Post one send WQE and ring the SQ doorbell (arguments as in the harness)."""
+        op = h.WR[opcode] if isinstance(opcode, str) else opcode
+        if flags is None:
+            flags = (h.WQE_F_SIGNALED if signaled else 0) | \
+                (h.WQE_F_SOLICITED if solicited else 0) | (h.WQE_F_FENCE if fence else 0)
+        inl = b''
+        if inline is not None:
+            flags |= h.WQE_F_INLINE
+            inl = bytes(inline)
+        addrs, lens, keys = _sge_list(sges)
+        rkey = raddr = 0
+        if remote is not None:
+            if isinstance(remote[0], Mr):
+                rkey, raddr = remote[0].rkey, remote[0].addr(remote[1])
+            else:
+                rkey, raddr = remote
+        w = h.SendWqe(opcode=op, flags=flags, num_sge=len(addrs),
+                      inline_len=len(inl) if inline is not None else 0, wr_id=wr_id,
+                      imm_data=struct.unpack('<I', struct.pack('>I', imm & 0xffffffff))[0],
+                      rkey=rkey, remote_addr=raddr,
+                      compare_add=add if add is not None else compare, swap=swap,
+                      ah=ah.ahn if isinstance(ah, Ah) else (ah or 0), remote_qpn=remote_qpn,
+                      remote_qkey=qkey)
+        body = inl if inline is not None else b''.join(
+            bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
+        stride = 1 << self.sq_shift
+        if abi.SEND_WQE_SIZE + len(body) > stride:
+            if check:
+                raise h.HarnessError(f'post_send: WQE does not fit the {stride}-byte stride')
+            return -1
+        return self._put(bytes(w) + body, True, ring)
+
+    def post_send_raw(self, wqe_bytes, ring=True):
+        return self._put(wqe_bytes, True, ring)
+
+    def post_recv(self, sges=(), wr_id=0, ring=True, check=True):
+        addrs, lens, keys = _sge_list(sges)
+        body = bytes(h.RecvWqe(wr_id=wr_id, num_sge=len(addrs))) + b''.join(
+            bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
+        if len(body) > (1 << self.rq_shift):
+            if check:
+                raise h.HarnessError('post_recv: WQE does not fit the stride')
+            return -1
+        return self._put(body, False, ring)
+
+    def post_recv_raw(self, wqe_bytes, ring=True):
+        return self._put(wqe_bytes, False, ring)
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_QP', self.qpn, check)
+
+
+def _sge_list(sges):
+    """[(mr, off, len[, lkey])] or raw [(addr, len, lkey)] -> (addrs, lens, keys)."""
+    addrs, lens, keys = [], [], []
+    for s in sges:
+        if hasattr(s[0], 'lkey'):
+            addrs.append(s[0].addr(s[1]))
+            lens.append(s[2])
+            keys.append(s[3] if len(s) > 3 else s[0].lkey)
+        else:
+            addrs.append(s[0])
+            lens.append(s[1])
+            keys.append(s[2])
+    return addrs, lens, keys
+
+
+# ---- the device -------------------------------------------------------------------------
+class Device:
+    """One qrnic PCI function in one QEMU, and the driver state for it."""
+
+    def __init__(self, world, qemu, pci, mem, idx):
+        self.world, self.qemu, self.pci, self.mem, self.idx = world, qemu, pci, mem, idx
+        self.async_eq = self.comp_eq = None
+        self.attr = None
+        self.gids = {}
+        self.aq_log = 0
+        self.aq_sq = self.aq_cq = 0
+        self.aq_pi = self.aq_ci = 0
+        self.next_cmd_id = 1
+        self.last_cqe_d = None
+        self.admin_timeout = 20.0
+        self.qps = {}
+        self._wqe_patch = []
+        self._cmd_patch = []
+        self.scratch = 0
+        self.msi_base = 0
+
+    def __repr__(self):
+        return f'<qtest Device {self.idx} {self.qemu.name} {self.pci}>'
+
+    # -- PCI
+    def setup_pci(self, mmio):
+        self.pci.map_bars(mmio)
+        self.regs = self.pci.bar_addr(abi.BAR_REGS)
+        self.db = self.pci.bar_addr(abi.BAR_DB)
+        self.msi_base = self.mem.alloc(PAGE)
+        self.pci.msix_enable(self.msi_addr)
+
+    def after_system_reset(self):
+        self.pci.reprogram_bars()
+        self.irq_clear()
+        self.pci.msix_enable(self.msi_addr)
+        self.forget()
+
+    def function_reset(self):
+        """CTRL.RESET (full function reset) and forget the driver state."""
+        self.reg_write('CTRL', h.CTRL_RESET)
+        self.world.wait(lambda: self.reg_read('STATUS') == h.STATUS_READY, 10,
+                        'STATUS == READY after CTRL.RESET')
+        self.irq_clear()
+        self.forget()
+
+    def msi_addr(self, vector):
+        return self.msi_base + 16 * vector
+
+    def irq_fired(self, vector, clear=True):
+        """Whether MSI-X vector `vector` wrote its message since the last clear."""
+        v = self.qemu.readl(self.msi_addr(vector))
+        if v and clear:
+            self.qemu.writel(self.msi_addr(vector), 0)
+        return v != 0
+
+    def irq_clear(self, vector=None):
+        for v in ([vector] if vector is not None else range(self.pci.msix_vectors)):
+            self.qemu.writel(self.msi_addr(v), 0)
+
+    def irq_wait(self, vector, timeout=10.0):
+        return self.world.run_until(lambda: self.irq_fired(vector), timeout)
+
+    # -- registers and doorbells
+    def reg_read(self, off, size=4):
+        if isinstance(off, str):
+            off = h.REG[off]
+        return self.qemu.read_sized(self.regs + off, size)
+
+    def reg_write(self, off, val, size=4):
+        if isinstance(off, str):
+            off = h.REG[off]
+        self.qemu.write_sized(self.regs + off, val, size)
+
+    def db_read(self, off, size=8):
+        return self.qemu.read_sized(self.db + off, size)
+
+    def db_write(self, off, val, size=8):
+        self.qemu.write_sized(self.db + off, val, size)
+
+    def eq_db(self, eqn, ci, arm=False):
+        self.reg_write('EQ_DB', (eqn & 0xffff) | (abi.EQ_DB_ARM if arm else 0) |
+                       ((ci & 0xffffffff) << 32), 8)
+
+    @property
+    def mac(self):
+        lo, hi = self.reg_read('MAC_LO'), self.reg_read('MAC_HI')
+        return struct.pack('<IH', lo, hi & 0xffff)
+
+    # -- bring-up
+    def bringup(self, aq_log=5):
+        v = self.reg_read('VERSION')
+        assert v >> 16 == h.ABI_MAJOR, f'ABI version {v:#x}'
+        assert self.reg_read('STATUS') & h.STATUS_READY
+        self.aq_log = aq_log
+        self.aq_sq = self.mem.alloc(abi.AQ_SQE_SIZE << aq_log)
+        self.aq_cq = self.mem.alloc(abi.AQ_CQE_SIZE << aq_log)
+        self.aq_pi = self.aq_ci = 0
+        if not self.scratch:
+            self.scratch = self.mem.alloc(PAGE)
+        self.reg_write('AQ_CTRL', 0)
+        self.reg_write('AQ_SQ_BASE_LO', self.aq_sq & 0xffffffff)
+        self.reg_write('AQ_SQ_BASE_HI', self.aq_sq >> 32)
+        self.reg_write('AQ_CQ_BASE_LO', self.aq_cq & 0xffffffff)
+        self.reg_write('AQ_CQ_BASE_HI', self.aq_cq >> 32)
+        self.reg_write('AQ_CTRL', aq_log | h.AQ_CTRL_ENABLE)
+        self.reg_write('CTRL', h.CTRL_ENABLE)
+
+        def up():
+            st, aqs = self.reg_read('STATUS'), self.reg_read('AQ_STATUS')
+            return (st & h.STATUS_ENABLED and aqs & h.AQ_STATUS_ENABLED) or \
+                st & h.STATUS_FATAL or aqs & h.AQ_STATUS_ERROR
+        self.world.run_until(up, 10)
+        st, aqs = self.reg_read('STATUS'), self.reg_read('AQ_STATUS')
+        assert st & h.STATUS_ENABLED and not st & h.STATUS_FATAL, f'STATUS {st:#x}'
+        assert aqs == h.AQ_STATUS_ENABLED, f'AQ_STATUS {aqs:#x}'
+
+    def init(self, aq_log=5, eq_log=8):
+        """As qrnic_harness.Device.init: bring-up, QUERY_DEVICE, async EQ on
+        vector 1, completion EQ on vector 2, GID 0 = ::ffff:10.0.0.<idx+1>,
+        GID 1 = fd00::<idx+1>."""
+        self.bringup(aq_log)
+        self.attr = self.query_device()
+        nv = self.reg_read('NUM_VECTORS')
+        self.async_eq = self.create_eq(eq_log, vector=min(1, nv - 1), async_events=True)
+        self.comp_eq = self.create_eq(eq_log, vector=min(2, nv - 1))
+        self.async_eq.arm()
+        self.comp_eq.arm()
+        self.set_gid(0, h.gid_v4(f'10.0.0.{self.idx + 1}'), h.NET_IPV4)
+        self.set_gid(1, h.gid_v6(f'fd00::{self.idx + 1}'), h.NET_IPV6)
+        return self
+
+    def forget(self):
+        """Drop driver state (after a device reset)."""
+        self.async_eq = self.comp_eq = None
+        self.aq_pi = self.aq_ci = 0
+        self.aq_log = 0
+        self.scratch = 0
+        self.gids = {}
+        self.qps = {}
+        self._wqe_patch = []
+        self._cmd_patch = []
+
+    # -- admin queue
+    def patch_next_cmd(self, where, value):
+        """Overwrite bytes of the next admin command (offset or field path)."""
+        off = where if isinstance(where, int) else h.cmd_offset(where)
+        if isinstance(value, int):
+            size = 4 if isinstance(where, int) else h._cmd_field_size(where)
+            value = value.to_bytes(size, 'little')
+        self._cmd_patch.append((off, bytes(value)))
+
+    def patch_next_wqe(self, where, value):
+        size = 4
+        if isinstance(where, str):
+            f = getattr(h.SendWqe, where)
+            where, size = f.offset, f.size
+        if isinstance(value, int):
+            value = value.to_bytes(size, 'little')
+        self._wqe_patch.append((where, bytes(value)))
+
+    def _aq_ready(self):
+        mask = (1 << self.aq_log) - 1
+        owner = self.qemu.readb(self.aq_cq + (self.aq_ci & mask) * abi.AQ_CQE_SIZE + 31)
+        return (owner & 1) == (((self.aq_ci >> self.aq_log) & 1) ^ 1)
+
+    def admin_submit(self, cmd, raw=False):
+        """Write one command and ring AQ_SQ_DB; returns the cmd_id used."""
+        if not self.aq_log:
+            raise h.HarnessError('admin queue not set up')
+        mask = (1 << self.aq_log) - 1
+        buf = bytearray(bytes(cmd).ljust(abi.AQ_SQE_SIZE, b'\0')[:abi.AQ_SQE_SIZE])
+        if not raw:
+            cid = self.next_cmd_id
+            self.next_cmd_id = (self.next_cmd_id + 1) & 0xffff or 1
+            buf[2:4] = struct.pack('<H', cid)
+        for off, val in self._cmd_patch:
+            buf[off:off + len(val)] = val[:max(0, abi.AQ_SQE_SIZE - off)]
+        self._cmd_patch = []
+        self.qemu.memwrite(self.aq_sq + (self.aq_pi & mask) * abi.AQ_SQE_SIZE, bytes(buf))
+        self.aq_pi = (self.aq_pi + 1) & 0xffffffff
+        self.reg_write('AQ_SQ_DB', self.aq_pi)
+        return struct.unpack_from('<H', buf, 2)[0]
+
+    def admin_reap(self, timeout=None):
+        """Wait for the next admin CQE; returns its dict or None on timeout."""
+        if not self.world.run_until(self._aq_ready, self.admin_timeout if timeout is None
+                                    else timeout):
+            return None
+        mask = (1 << self.aq_log) - 1
+        raw = self.qemu.memread(self.aq_cq + (self.aq_ci & mask) * abi.AQ_CQE_SIZE,
+                                abi.AQ_CQE_SIZE)
+        self.aq_ci = (self.aq_ci + 1) & 0xffffffff
+        return h.to_dict(h.AqCqe.from_buffer_copy(raw))
+
+    def admin(self, cmd, raw=False, timeout=None):
+        """Submit 128 command bytes and wait for its completion: (status, cqe dict).
+        status is E_TIMEOUT (-1000) when no completion arrives."""
+        cid = self.admin_submit(cmd, raw)
+        while True:
+            cqe = self.admin_reap(timeout)
+            if cqe is None:
+                return E_TIMEOUT, None
+            if raw or cqe['cmd_id'] == cid:
+                break
+        self.last_cqe_d = cqe
+        return cqe['status'], cqe
+
+    def last_cqe(self):
+        return self.last_cqe_d
+
+    @property
+    def last_status(self):
+        return self.last_cqe_d['status']
+
+    def _status(self, st, what, check):
+        if st != 0 and check:
+            detail = self.last_cqe_d['detail'] if self.last_cqe_d and st > 0 else None
+            raise h.AdminError(what, st, detail)
+        return st
+
+    def _handle(self, st, cqe, what, check):
+        if st != 0:
+            self._status(st, what, check)
+            return None
+        return cqe['result'][0]
+
+    def query(self, opcode, struct_type, port=0, check=True):
+        n = ctypes.sizeof(struct_type)
+        self.qemu.memset(self.scratch, PAGE, 0)
+        st, _ = self.admin(abi.command(opcode, abi.CmdQuery(resp_addr=self.scratch,
+                                                            resp_len=n, port=port)))
+        if self._status(st, f'query {opcode}', check):
+            return None
+        return h.to_dict(struct_type.from_buffer_copy(self.qemu.memread(self.scratch, n)))
+
+    def query_device(self, check=True):
+        return self.query('QUERY_DEVICE', h.DeviceAttr, check=check)
+
+    def query_port(self, port=1, check=True):
+        return self.query('QUERY_PORT', h.PortAttr, port=port, check=check)
+
+    def query_stats(self, check=True):
+        n = len(abi.STAT_NAMES)
+        self.qemu.memset(self.scratch, PAGE, 0)
+        st, _ = self.admin(abi.command('QUERY_STATS', abi.CmdQuery(resp_addr=self.scratch,
+                                                                   resp_len=8 * n)))
+        if self._status(st, 'query_stats', check):
+            return None
+        vals = struct.unpack(f'<{n}Q', self.qemu.memread(self.scratch, 8 * n))
+        return dict(zip(abi.STAT_NAMES, vals))
+
+    def stat(self, name):
+        return self.query_stats()[name]
+
+    stats = query_stats
+
+    def _query_handle(self, opcode, handle, struct_type, check):
+        n = ctypes.sizeof(struct_type)
+        self.qemu.memset(self.scratch, PAGE, 0)
+        st, _ = self.admin(abi.command(opcode, abi.CmdQueryQp(handle=handle, resp_len=n,
+                                                              resp_addr=self.scratch)))
+        if self._status(st, f'{opcode} {handle}', check):
+            return None
+        return h.to_dict(struct_type.from_buffer_copy(self.qemu.memread(self.scratch, n)))
+
+    def query_mr(self, key, check=True):
+        return self._query_handle('QUERY_MR', key, h.MptEntry, check)
+
+    def set_gid(self, index, gid, net_type=None, valid=True, check=True):
+        if isinstance(gid, str):
+            gid = h.gid_v6(gid) if ':' in gid else h.gid_v4(gid)
+        if net_type is None:
+            net_type = h.NET_IPV4 if gid[:12] == b'\0' * 10 + b'\xff\xff' else h.NET_IPV6
+        body = abi.CmdGid(index=index, valid=1 if valid else 0, net_type=net_type)
+        ctypes.memmove(body.gid, bytes(gid), 16)
+        st, _ = self.admin(abi.command('SET_GID', body))
+        if st == 0:
+            if valid:
+                self.gids[index] = (bytes(gid), net_type)
+            else:
+                self.gids.pop(index, None)
+        return self._status(st, 'set_gid', check)
+
+    def query_gid(self, index, check=True):
+        st, cqe = self.admin(abi.command('QUERY_GID', abi.CmdGid(index=index)))
+        if self._status(st, 'query_gid', check):
+            return None
+        return struct.pack('<4I', *cqe['result'])
+
+    def alloc_uctx(self, check=True):
+        st, cqe = self.admin(abi.command('ALLOC_UCTX'))
+        return self._handle(st, cqe, 'alloc_uctx', check)
+
+    def destroy(self, opcode, handle, check=True):
+        st, _ = self.admin(abi.command(opcode, abi.CmdHandle(handle=handle)))
+        if st == 0 and opcode == 'DESTROY_QP':
+            self.qps.pop(handle, None)
+        return self._status(st, f'{opcode} {handle}', check)
+
+    def alloc_pd(self, uctx=0, check=True):
+        st, cqe = self.admin(abi.command('CREATE_PD', abi.CmdCreatePd(uctx=uctx)))
+        r = self._handle(st, cqe, 'create_pd', check)
+        return None if r is None else Pd(self, r, uctx)
+
+    def create_eq(self, log_depth=8, vector=2, async_events=False, ring=None, check=True):
+        if ring is None:
+            ring = self.mem.alloc(abi.EQE_SIZE << min(log_depth, 16))
+        st, cqe = self.admin(abi.command('CREATE_EQ', abi.CmdCreateEq(
+            log_depth=log_depth, vector=vector, flags=abi.EQ_F_ASYNC if async_events else 0,
+            ring_addr=ring)))
+        r = self._handle(st, cqe, 'create_eq', check)
+        return None if r is None else Eq(self, r, log_depth, vector, ring)
+
+    def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, ring=None, check=True):
+        eqn = eq.eqn if isinstance(eq, Eq) else (eq if eq is not None else
+                                                 (self.comp_eq.eqn if self.comp_eq else 0))
+        if ring is None:
+            ring = self.mem.alloc(abi.CQE_SIZE << min(log_depth, 16))
+        rec = self.mem.alloc(64, 64) if dbrec else 0
+        st, cqe = self.admin(abi.command('CREATE_CQ', abi.CmdCreateCq(
+            uctx=uctx, eqn=eqn, log_depth=log_depth, ring_addr=ring, dbrec_addr=rec)))
+        r = self._handle(st, cqe, 'create_cq', check)
+        return None if r is None else Cq(self, r, log_depth, ring, rec, uctx)
+
+    def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
+                  rq_log=6, rq_shift=9, uctx=0, flags=0, sq_addr=None, rq_addr=None,
+                  check=True):
+        recv_cq = recv_cq or send_cq
+        t = h.QPT[qp_type] if isinstance(qp_type, str) else qp_type
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
+        rcq = recv_cq.cqn if isinstance(recv_cq, Cq) else recv_cq
+        if sq_addr is None:
+            sq_addr = self.mem.alloc(1 << min(sq_log + sq_shift, 24))
+        if rq_addr is None:
+            rq_addr = self.mem.alloc(1 << min(rq_log + rq_shift, 24)) if rq_log else 0
+        st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
+            uctx=uctx, pdn=pdn, send_cqn=scq, recv_cqn=rcq, qp_type=t, sq_log_depth=sq_log,
+            sq_wqe_shift=sq_shift, rq_log_depth=rq_log, rq_wqe_shift=rq_shift if rq_log else 0,
+            flags=flags, sq_addr=sq_addr, rq_addr=rq_addr)))
+        r = self._handle(st, cqe, 'create_qp', check)
+        if r is None:
+            return None
+        qp = Qp(self, r, t, pd if isinstance(pd, Pd) else None, send_cq, recv_cq, sq_log,
+                sq_shift, rq_log, rq_shift, sq_addr, rq_addr, uctx)
+        self.qps[r] = qp
+        return qp
+
+    def reg_mr(self, pd, length, access=h.ACCESS_ALL, iova=None, page_shift=12, levels=None,
+               shuffle=True, contig=False, phys=False, check=True):
+        """Register `length` bytes of fresh guest RAM (zeroed): 4 KiB pages,
+        shuffled physical order behind a 1/2-level PBL by default."""
+        ps = 1 << page_shift
+        if phys:
+            base = self.mem.alloc(length, ps)
+            iova = base if iova is None else iova
+        elif iova is None:
+            iova = 0x7f00_0000_0000 + self.world.rng.randrange(0, 1 << 20) * PAGE \
+                + self.world.rng.randrange(0, 64) * 8
+        off = iova & (ps - 1)
+        npages = (off + length + ps - 1) >> page_shift if length else 0
+        if phys:
+            pages = [(iova & ~(ps - 1)) + i * ps for i in range(npages)]
+        else:
+            block = self.mem.alloc(npages * ps, ps)
+            pages = [block + i * ps for i in range(npages)]
+            if shuffle and not contig and levels != 0:
+                self.world.rng.shuffle(pages)
+        if levels is None:
+            levels = 0 if phys else (1 if npages <= abi.PBL_ENTRIES else 2)
+        if phys or levels == 0:
+            pbl = pages[0] if pages else 0
+            if levels == 0 and not phys and pages != sorted(pages):
+                raise ValueError('levels=0 needs contiguous pages')
+        else:
+            pbl = self._build_pbl(pages, levels)
+        st, cqe = self.admin(abi.command('REG_MR', abi.CmdRegMr(
+            pdn=pd.pdn if isinstance(pd, Pd) else pd, access=access,
+            flags=abi.MR_F_PHYS if phys else 0, page_shift=page_shift, pbl_levels=levels,
+            iova=iova, length=length, pbl_addr=pbl, npages=0 if phys else npages)))
+        k = self._handle(st, cqe, 'reg_mr', check)
+        if k is None:
+            return None
+        return Mr(self, k, pd.pdn if isinstance(pd, Pd) else pd, iova, length, access, pages,
+                  page_shift, pbl)
+
+    def _build_pbl(self, pages, levels):
+        per = abi.PBL_ENTRIES
+        if levels == 1:
+            top = self.mem.alloc(PAGE)
+            self.qemu.memwrite(top, struct.pack(f'<{min(len(pages), per)}Q', *pages[:per]))
+            return top
+        cover = per ** (levels - 1)
+        subs = [self._build_pbl(pages[i:i + cover], levels - 1)
+                for i in range(0, len(pages), cover)][:per]
+        top = self.mem.alloc(PAGE)
+        self.qemu.memwrite(top, struct.pack(f'<{len(subs)}Q', *subs))
+        return top
+
+    def create_ah(self, pd, dgid, dmac, net_type=None, sgid_index=0, hop_limit=0,
+                  traffic_class=0, flow_label=0, check=True):
+        av = h.make_av(dgid, dmac, net_type, sgid_index, hop_limit, traffic_class, flow_label)
+        st, cqe = self.admin(abi.command('CREATE_AH', abi.CmdCreateAh(
+            pdn=pd.pdn if isinstance(pd, Pd) else pd, av=av)))
+        r = self._handle(st, cqe, 'create_ah', check)
+        return None if r is None else Ah(self, r)
+
+    def ah_to(self, pd, peer, gid_index=0, **kw):
+        gid, nt = peer.gids[gid_index]
+        return self.create_ah(pd, gid, peer.mac, nt, sgid_index=gid_index, **kw)
+
+    # -- CQE bookkeeping: free SQ/RQ slots as completions come back
+    def _cqe_consumed(self, c):
+        qp = self.qps.get(c.qpn)
+        if not qp:
+            return
+        send = (c.flags & h.CQE_F_SEND) or c.opcode < 128
+        if send:
+            m = (1 << qp.sq_log) - 1
+            idx = qp.sq_ci + ((c.wqe_index - qp.sq_ci) & m)
+            if idx - qp.sq_ci < qp.sq_pi - qp.sq_ci:
+                qp.sq_ci = idx + 1
+        elif qp.rq_ci != qp.rq_pi:
+            qp.rq_ci += 1
+
