@@ -2,9 +2,10 @@
 # Build qrnic and run its tests.
 #
 # Usage: scripts/test.sh [pytest args...]
-#   QRNIC_TIERS   comma list of test tiers to run (default: unit).
+#   QRNIC_TIERS   comma list of test tiers to run (default: unit,qemu).
 #                 unit = model + firmware through the C harness;
-#                 qemu, guest = later tiers (pytest markers, see tests/conftest.py)
+#                 qemu = QEMU device through qtest (builds QEMU, cached);
+#                 guest = booted Linux guests (pytest markers, see tests/conftest.py)
 #   QRNIC_BUILD_DIR  build directory (default: build)
 #
 # Installs the Debian packages it needs when missing, configures (always
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
-export QRNIC_TIERS=${QRNIC_TIERS:-unit}
+export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu}
 
 # ---- packages ------------------------------------------------------------------
 PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark)
@@ -47,6 +48,14 @@ else
     rm -f /tmp/qrnic-meson-setup.$$.log
 fi
 ninja -C "$BUILD"
+
+# ---- QEMU for the qemu tier (cached build; see scripts/build-qemu.sh) ------------
+if [[ ",$QRNIC_TIERS," == *",qemu,"* ]] && [ -z "${QRNIC_QEMU:-}" ]; then
+    echo "test.sh: building/locating QEMU with qrnic (cold build ~7 min, then cached)" >&2
+    QRNIC_QEMU=$(bash "$ROOT/scripts/build-qemu.sh" | tail -n 1) \
+        || { echo "test.sh: scripts/build-qemu.sh failed" >&2; exit 1; }
+    export QRNIC_QEMU
+fi
 
 # ---- tests -------------------------------------------------------------------------
 export QRNIC_NO_BUILD=1 QRNIC_BUILD_DIR="$BUILD"
