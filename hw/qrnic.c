@@ -21,6 +21,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
+#include "system/system.h"
 #include "trace.h"
 
 #include "qrnic_model.h"
