@@ -150,6 +150,9 @@ struct hx_world {
 
 	/* wire */
 	uint64_t latency;
+	uint64_t rate_bps;			/* 0: infinite (no serialization delay) */
+	uint32_t rate_overhead;			/* bytes added to each frame for the rate */
+	uint64_t tx_free_ps[HX_MAX_DEV];	/* when each device's port is free again */
 	struct hx_frame *fl_head, *fl_tail;	/* in flight, sorted by deliver_at */
 	struct hx_frame *held;			/* held (reorder) frames */
 	struct hx_rule rules[HX_MAX_RULES];
@@ -544,6 +547,30 @@ void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t r
 	w->rng = seed;
 }
 
+void hx_wire_set_rate(hx_world *w, uint64_t bits_per_s, uint32_t overhead_bytes)
+{
+	w->rate_bps = bits_per_s;
+	w->rate_overhead = overhead_bytes;
+}
+
+/* When a frame from 'src' put on the wire now arrives: after the frames
+ * already queued on src's port, its serialization time and the latency. */
+static uint64_t wire_arrival(hx_world *w, int src, uint32_t len)
+{
+	uint64_t start, ser, done;
+
+	if (!w->rate_bps || src < 0 || src >= HX_MAX_DEV)
+		return w->now + w->latency;
+	start = w->now * 1000ull;
+	if (w->tx_free_ps[src] > start)
+		start = w->tx_free_ps[src];
+	ser = (uint64_t)(((unsigned __int128)(len + (uint64_t)w->rate_overhead) * 8u *
+			  1000000000000ull + w->rate_bps - 1) / w->rate_bps);
+	done = start + ser;
+	w->tx_free_ps[src] = done;
+	return (done + 999) / 1000 + w->latency;
+}
+
 static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
 {
 	struct hx_frame *fr = malloc(sizeof(*fr) + (len ? len : 1));
@@ -581,7 +608,7 @@ static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
 
 static void held_release(hx_world *w, struct hx_frame *fr)
 {
-	inflight_insert(w, fr, w->now + w->latency);
+	inflight_insert(w, fr, wire_arrival(w, fr->src, fr->len));
 }
 
 /* After a frame from 'src' entered the wire: count down held frames. */
@@ -711,14 +738,14 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 		held_add(w, fr, (int)arg);
 		return;
 	}
-	inflight_insert(w, fr, w->now + w->latency);
+	inflight_insert(w, fr, wire_arrival(w, src, fr->len));
 	if (action == HX_ACT_DUP) {
 		uint32_t n = arg ? arg : 1;
 
 		for (uint32_t i = 0; i < n; i++) {
 			struct hx_frame *c = frame_new(fr->data, fr->len, src, dst, li);
 
-			inflight_insert(w, c, w->now + w->latency);
+			inflight_insert(w, c, wire_arrival(w, src, c->len));
 			w->ws[HX_WS_DUPLICATED]++;
 		}
 		fate(w, li, HX_F_DUPLICATED);
@@ -1181,6 +1208,16 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
 {
 	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL);
+}
+
+uint64_t hx_next_event(hx_world *w)
+{
+	uint64_t next = w->fl_head ? w->fl_head->deliver_at : UINT64_MAX;
+
+	for (int i = 0; i < w->ndev; i++)
+		if (w->dev[i]->deadline < next)
+			next = w->dev[i]->deadline;
+	return next;
 }
 
 /* ---- device level ---------------------------------------------------------------- */

@@ -97,6 +97,10 @@ int hx_cable(hx_world *w, int a, int b);
 uint64_t hx_now(hx_world *w);
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
 uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
+/* Earliest pending event (frame arrival, timer deadline) in ns, UINT64_MAX if
+ * none.  hx_run(w, 0, 0) settles the current instant; hx_run(w, next - now, 0)
+ * then advances to exactly that event and settles it. */
+uint64_t hx_next_event(hx_world *w);
 uint64_t hx_timer_deadline(hx_world *w, int d);
 int hx_sched_pending(hx_world *w, int d);
 uint64_t hx_wire_stat(hx_world *w, int s);
@@ -142,6 +146,11 @@ uint64_t hx_dma_stat(hx_world *w, int d, int which);	/* 0 reads 1 writes 2 rbyte
 
 /* ---- the wire ------------------------------------------------------------- */
 void hx_wire_set_latency(hx_world *w, uint64_t ns);
+/* Link rate (default 0: infinite).  Each device's port sends its frames one
+ * after the other: a frame takes (len + overhead_bytes) * 8 / bits_per_s to
+ * serialize (store and forward), then the latency.  overhead_bytes models
+ * preamble, FCS and inter-frame gap (24 for Ethernet) if wanted. */
+void hx_wire_set_rate(hx_world *w, uint64_t bits_per_s, uint32_t overhead_bytes);
 int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t psn,
 		     int64_t dqpn, uint32_t skip, int64_t count, int action,
 		     uint32_t arg, uint32_t arg2);

@@ -1,0 +1,1895 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic-sim: the standalone simulator.  No QEMU: N model instances (hosts
+ * with simulated memory) in one harness world, cabled in pairs, run a
+ * workload of RDMA operations and report latency, bandwidth and message
+ * rate in simulated time, plus how fast the host simulated it.
+ *
+ *   qrnic-sim --op write --size 4096 --qps 4 --depth 16 --count 10000 \
+ *             --rate 100G --latency 500ns --loss 0.001 --seed 1
+ *
+ * See docs/simulator.md.  Every number here is *measured* on the virtual
+ * clock (hx_now() when a WQE is posted, hx_now() when the poller sees its
+ * CQE), never computed from the link parameters: when the model gains a
+ * timing model the numbers change and this file does not.
+ *
+ * Structure: options/workload file -> struct cfg; setup() builds the world
+ * (devices, QPs, MRs); run() is the poster/poller loop that steps the world
+ * one simulated instant at a time; verify_end() checks the destination
+ * bytes; report_*() print.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+/* Fault plans: the harness wrappers of model/qrnic_fault.h (grammar:
+ * docs/faults.md).  Referenced weakly, so that a harness without the fault
+ * engine still links; --plan then says it is not available. */
+int hx_fault_load_plan(hx_world *w, int d, const char *text) __attribute__((weak));
+int hx_fault_check_plan(hx_world *w, const char *text) __attribute__((weak));
+
+#define SIM_QKEY	0x11111111u
+#define SIM_EXIT_OK	0
+#define SIM_EXIT_FAIL	1	/* data mismatch, error completion, stall */
+#define SIM_EXIT_USAGE	2	/* bad options, setup failure, unavailable feature */
+#define TRACE_CAP	(1u << 18)	/* trace ring records, drained after each run step */
+#define RUN_ITERS	256		/* event-loop iterations per hx_run call */
+#define TRACE_ITERS	8		/* ... when tracing (bounded events per drain) */
+
+/* ---- operations ------------------------------------------------------------- */
+enum sim_op { OP_WRITE, OP_READ, OP_SEND, OP_CAS, OP_FAA, OP_UD_SEND, OP_COUNT };
+
+static const char *const op_name[OP_COUNT] = {
+	[OP_WRITE] = "write", [OP_READ] = "read", [OP_SEND] = "send",
+	[OP_CAS] = "cas", [OP_FAA] = "faa", [OP_UD_SEND] = "ud-send",
+};
+
+static bool op_atomic(int op) { return op == OP_CAS || op == OP_FAA; }
+static bool op_recv(int op) { return op == OP_SEND || op == OP_UD_SEND; }
+
+enum { VERIFY_OFF, VERIFY_END, VERIFY_EACH };
+static const char *const verify_name[] = { "off", "end", "each" };
+
+/* ---- configuration -------------------------------------------------------------- */
+struct cfg {
+	char name[64];
+	int op;
+	uint64_t size;
+	unsigned qps, depth, hosts;
+	uint64_t count;		/* messages per QP; 0 with duration: unlimited */
+	uint64_t duration_ns;	/* stop posting after this much simulated time */
+	uint64_t rate_bps;	/* 0: infinite */
+	uint32_t overhead;	/* framing bytes per frame counted by the rate */
+	uint64_t latency_ns;
+	double loss;		/* probability */
+	uint64_t seed;
+	unsigned mtu;		/* path MTU in bytes */
+	unsigned ack_timeout;	/* IB local ACK timeout exponent */
+	unsigned retry_cnt;
+	int verify;
+	uint64_t inject;	/* testing the checker: corrupt message inject - 1 of QP 0 */
+	const char *trace, *trace_format, *pcap, *plan, *profile;
+	const char *plan_hosts;	/* "all" or a comma list of host indexes */
+	bool json, deterministic, quiet;
+	bool count_set;
+};
+
+static void cfg_defaults(struct cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->op = OP_WRITE;
+	c->size = 4096;
+	c->qps = 1;
+	c->depth = 16;
+	c->hosts = 2;
+	c->count = 1000;
+	c->rate_bps = 100000000000ull;
+	c->latency_ns = 500;
+	c->seed = 1;
+	c->mtu = 4096;
+	c->ack_timeout = 14;
+	c->retry_cnt = 7;
+	c->verify = VERIFY_EACH;
+	c->profile = "functional";
+	c->plan_hosts = "all";
+}
+
+static const char usage_text[] =
+"usage: qrnic-sim [options]\n"
+"  workload\n"
+"    --op OP             write | read | send | cas | faa | ud-send   (write)\n"
+"    --size BYTES        message size, K/M/G suffixes = KiB/MiB/GiB    (4096; atomics: 8)\n"
+"    --qps N             QPs per host pair                              (1)\n"
+"    --depth N           outstanding WQEs per QP                        (16)\n"
+"    --count N           messages per QP                                (1000)\n"
+"    --duration T        post for T of simulated time instead (e.g. 100us)\n"
+"    --hosts N           hosts, even: N/2 cabled pairs each run the workload (2)\n"
+"    --mtu BYTES         RC path MTU 256..4096                          (4096)\n"
+"    --ack-timeout E     RC local ACK timeout 4.096us * 2^E             (14)\n"
+"    --retry-cnt N       RC retry count 0..7                            (7)\n"
+"  link\n"
+"    --rate R            link rate per direction, e.g. 100G, 25Gbps, 0 = infinite (100G)\n"
+"    --overhead BYTES    framing bytes per frame counted by --rate      (0; Ethernet: 24)\n"
+"    --latency T         one-way wire latency, e.g. 500ns, 1.5us        (500ns)\n"
+"    --loss P            random frame loss, 0.001 or 0.1%               (0)\n"
+"    --seed N            seed of data patterns and loss                 (1)\n"
+"  checking and output\n"
+"    --verify MODE       each | end | off                               (each)\n"
+"    --json              one JSON object per run on stdout\n"
+"    --deterministic     leave out host (wall-clock) figures: same seed, same bytes\n"
+"    --trace FILE        per-stage trace: JSON lines, or CSV if FILE ends in .csv\n"
+"    --trace-format F    jsonl | csv (overrides the file name)\n"
+"    --pcap FILE         the wire as nanosecond pcap\n"
+"    --plan FILE         fault plan (docs/faults.md), loaded into every host ...\n"
+"    --plan-hosts LIST   ... or only these: comma list of host indexes, or all   (all)\n"
+"    --profile NAME      timing profile (placeholder: the model is functional today)\n"
+"    --workload FILE     options from a file (\"key value\" lines, [name] sections = runs)\n"
+"    --quiet             no table (errors only)\n"
+"    --inject-mismatch N test the checker: flip a destination byte of QP 0's message N\n"
+"    -h, --help\n";
+
+/* option table: name, takes a value */
+static const struct { const char *name; bool arg; } opt_tab[] = {
+	{ "op", true }, { "size", true }, { "qps", true }, { "depth", true }, { "count", true },
+	{ "duration", true }, { "hosts", true }, { "mtu", true }, { "ack-timeout", true },
+	{ "retry-cnt", true }, { "rate", true }, { "overhead", true }, { "latency", true },
+	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
+	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
+	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "quiet", false },
+	{ "name", true }, { "inject-mismatch", true },
+};
+
+static int opt_find(const char *k)
+{
+	for (size_t i = 0; i < sizeof(opt_tab) / sizeof(opt_tab[0]); i++)
+		if (!strcmp(opt_tab[i].name, k))
+			return (int)i;
+	return -1;
+}
+
+static char errbuf[512];
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* number with an optional suffix; mult(c) gives the multiplier of suffix c */
+static int parse_num(const char *s, double *out, char **rest)
+{
+	char *e;
+
+	errno = 0;
+	*out = strtod(s, &e);
+	if (e == s || errno || !isfinite(*out) || *out < 0)
+		return -1;
+	while (*e == ' ')
+		e++;
+	*rest = e;
+	return 0;
+}
+
+static int parse_u64(const char *k, const char *s, uint64_t *out)
+{
+	double v, m = 1;
+	char *r;
+
+	if (parse_num(s, &v, &r))
+		return bad("--%s: not a number: '%s'", k, s);
+	if (!strcasecmp(r, "k"))
+		m = 1e3;
+	else if (!strcasecmp(r, "m"))
+		m = 1e6;
+	else if (!strcasecmp(r, "g"))
+		m = 1e9;
+	else if (*r)
+		return bad("--%s: bad suffix in '%s'", k, s);
+	v *= m;
+	if (v != floor(v) || v > 1.8e19)
+		return bad("--%s: not a whole number: '%s'", k, s);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int parse_bytes(const char *k, const char *s, uint64_t *out)
+{
+	double v, m = 1;
+	char *r;
+
+	if (parse_num(s, &v, &r))
+		return bad("--%s: not a size: '%s'", k, s);
+	if (!strcasecmp(r, "k") || !strcasecmp(r, "kib") || !strcasecmp(r, "kb"))
+		m = 1024;
+	else if (!strcasecmp(r, "m") || !strcasecmp(r, "mib") || !strcasecmp(r, "mb"))
+		m = 1024 * 1024;
+	else if (!strcasecmp(r, "g") || !strcasecmp(r, "gib") || !strcasecmp(r, "gb"))
+		m = 1024.0 * 1024 * 1024;
+	else if (*r && strcasecmp(r, "b"))
+		return bad("--%s: bad size suffix in '%s' (K, M, G = KiB, MiB, GiB)", k, s);
+	v *= m;
+	if (v != floor(v) || v > 1e15)
+		return bad("--%s: bad size '%s'", k, s);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int parse_time(const char *k, const char *s, uint64_t *out)
+{
+	double v, m = 1;
+	char *r;
+
+	if (parse_num(s, &v, &r))
+		return bad("--%s: not a time: '%s'", k, s);
+	if (!*r || !strcmp(r, "ns"))
+		m = 1;
+	else if (!strcmp(r, "us"))
+		m = 1e3;
+	else if (!strcmp(r, "ms"))
+		m = 1e6;
+	else if (!strcmp(r, "s"))
+		m = 1e9;
+	else
+		return bad("--%s: bad time unit in '%s' (ns, us, ms, s)", k, s);
+	v = v * m;
+	if (v > 1e18)
+		return bad("--%s: too long: '%s'", k, s);
+	*out = (uint64_t)llround(v);
+	return 0;
+}
+
+static int parse_rate(const char *k, const char *s, uint64_t *out)
+{
+	double v, m = 1;
+	char *r;
+	char u[16];
+	size_t n;
+
+	if (!strcasecmp(s, "inf") || !strcasecmp(s, "infinite")) {
+		*out = 0;
+		return 0;
+	}
+	if (parse_num(s, &v, &r))
+		return bad("--%s: not a rate: '%s'", k, s);
+	n = strlen(r);
+	if (n >= sizeof(u))
+		return bad("--%s: bad rate unit in '%s'", k, s);
+	memcpy(u, r, n + 1);
+	/* strip a trailing bps, b/s or bit/s */
+	for (const char *suf[] = { "bps", "b/s", "bit/s", NULL }, **p = suf; *p; p++) {
+		size_t l = strlen(*p);
+
+		if (n >= l && !strcasecmp(u + n - l, *p)) {
+			u[n - l] = 0;
+			break;
+		}
+	}
+	if (!*u)
+		m = 1;
+	else if (!strcasecmp(u, "k"))
+		m = 1e3;
+	else if (!strcasecmp(u, "m"))
+		m = 1e6;
+	else if (!strcasecmp(u, "g"))
+		m = 1e9;
+	else if (!strcasecmp(u, "t"))
+		m = 1e12;
+	else
+		return bad("--%s: bad rate unit in '%s' (e.g. 100G, 25Gbps, 400Mb/s)", k, s);
+	v *= m;
+	if (v > 1e16 || (v > 0 && v < 1e3))
+		return bad("--%s: rate out of range: '%s'", k, s);
+	*out = (uint64_t)llround(v);
+	return 0;
+}
+
+static int parse_small(const char *k, const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	uint64_t v;
+
+	if (parse_u64(k, s, &v))
+		return -1;
+	if (v < lo || v > hi)
+		return bad("--%s: %s is out of range %u..%u", k, s, lo, hi);
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int cfg_set(struct cfg *c, const char *k, const char *v)
+{
+	int i = opt_find(k);
+
+	if (i < 0)
+		return bad("unknown option '%s'", k);
+	if (opt_tab[i].arg && !v)
+		return bad("--%s needs a value", k);
+	if (!strcmp(k, "op")) {
+		for (int o = 0; o < OP_COUNT; o++) {
+			if (!strcmp(v, op_name[o]) || (o == OP_UD_SEND && !strcmp(v, "ud"))) {
+				c->op = o;
+				return 0;
+			}
+		}
+		return bad("--op: unknown operation '%s' (write, read, send, cas, faa, ud-send)", v);
+	}
+	if (!strcmp(k, "size"))
+		return parse_bytes(k, v, &c->size);
+	if (!strcmp(k, "qps"))
+		return parse_small(k, v, 1, 256, &c->qps);
+	if (!strcmp(k, "depth"))
+		return parse_small(k, v, 1, 4096, &c->depth);
+	if (!strcmp(k, "count")) {
+		c->count_set = true;
+		return parse_u64(k, v, &c->count);
+	}
+	if (!strcmp(k, "duration"))
+		return parse_time(k, v, &c->duration_ns);
+	if (!strcmp(k, "hosts")) {
+		if (parse_small(k, v, 2, HX_MAX_DEV, &c->hosts))
+			return -1;
+		if (c->hosts % 2)
+			return bad("--hosts: %u is odd (hosts are cabled in pairs)", c->hosts);
+		return 0;
+	}
+	if (!strcmp(k, "mtu")) {
+		if (parse_small(k, v, 256, 4096, &c->mtu))
+			return -1;
+		if (c->mtu & (c->mtu - 1))
+			return bad("--mtu: %u is not one of 256, 512, 1024, 2048, 4096", c->mtu);
+		return 0;
+	}
+	if (!strcmp(k, "ack-timeout"))
+		return parse_small(k, v, 0, 31, &c->ack_timeout);
+	if (!strcmp(k, "retry-cnt"))
+		return parse_small(k, v, 0, 7, &c->retry_cnt);
+	if (!strcmp(k, "rate"))
+		return parse_rate(k, v, &c->rate_bps);
+	if (!strcmp(k, "overhead")) {
+		unsigned o = 0;
+
+		if (parse_small(k, v, 0, 1000, &o))
+			return -1;
+		c->overhead = o;
+		return 0;
+	}
+	if (!strcmp(k, "latency"))
+		return parse_time(k, v, &c->latency_ns);
+	if (!strcmp(k, "loss")) {
+		double p;
+		char *r;
+
+		if (parse_num(v, &p, &r) || (*r && strcmp(r, "%")))
+			return bad("--loss: not a probability: '%s'", v);
+		if (*r)
+			p /= 100;
+		if (p >= 1)
+			return bad("--loss: %s is not below 1", v);
+		c->loss = p;
+		return 0;
+	}
+	if (!strcmp(k, "seed"))
+		return parse_u64(k, v, &c->seed);
+	if (!strcmp(k, "inject-mismatch")) {
+		if (parse_u64(k, v, &c->inject))
+			return -1;
+		c->inject++;
+		return 0;
+	}
+	if (!strcmp(k, "verify")) {
+		for (int m = 0; m < 3; m++) {
+			if (!strcmp(v, verify_name[m])) {
+				c->verify = m;
+				return 0;
+			}
+		}
+		return bad("--verify: '%s' is not each, end or off", v);
+	}
+	if (!strcmp(k, "trace-format")) {
+		if (strcmp(v, "jsonl") && strcmp(v, "csv") && strcmp(v, "json"))
+			return bad("--trace-format: '%s' is not jsonl or csv", v);
+		c->trace_format = strdup(v);
+		return 0;
+	}
+#define STR(f) if (!strcmp(k, #f)) { c->f = strdup(v); return 0; }
+	STR(trace) STR(pcap) STR(plan) STR(profile)
+	if (!strcmp(k, "plan-hosts")) {
+		if (strcmp(v, "all") && (!*v || strspn(v, "0123456789,") != strlen(v)))
+			return bad("--plan-hosts: '%s' is not 'all' or a comma list of host indexes", v);
+		c->plan_hosts = strdup(v);
+		return 0;
+	}
+#undef STR
+	if (!strcmp(k, "name")) {
+		snprintf(c->name, sizeof(c->name), "%s", v);
+		return 0;
+	}
+	/* flags: no value, or a boolean in a workload file */
+	{
+		bool on = !v || !strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes");
+
+		if (v && !on && strcmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "no"))
+			return bad("--%s: '%s' is not a boolean", k, v);
+		if (!strcmp(k, "json"))
+			c->json = on;
+		else if (!strcmp(k, "deterministic"))
+			c->deterministic = on;
+		else if (!strcmp(k, "quiet"))
+			c->quiet = on;
+	}
+	return 0;
+}
+
+/* ---- option lists: command line, workload file ------------------------------------ */
+struct kv { char *k, *v; };
+struct kvlist { struct kv *a; int n, cap; };
+struct section { char name[64]; struct kvlist kv; };
+
+static void kv_add(struct kvlist *l, const char *k, const char *v)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->a = realloc(l->a, (size_t)l->cap * sizeof(*l->a));
+		if (!l->a)
+			abort();
+	}
+	l->a[l->n].k = strdup(k);
+	l->a[l->n].v = v ? strdup(v) : NULL;
+	l->n++;
+}
+
+static int kv_apply(struct cfg *c, const struct kvlist *l)
+{
+	for (int i = 0; i < l->n; i++)
+		if (cfg_set(c, l->a[i].k, l->a[i].v))
+			return -1;
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+/* Workload file: "key value" or "key = value" lines (keys are the long
+ * option names, with or without "--"), '#' comments, and optional "[name]"
+ * sections.  Lines before the first section apply to every section; each
+ * section is one run.  No sections: one run. */
+static int load_workload(const char *path, struct kvlist *global, struct section **secs, int *nsec)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int lineno = 0;
+	struct kvlist *cur = global;
+
+	if (!f)
+		return bad("--workload %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *s, *k, *v, *h = strchr(line, '#');
+
+		lineno++;
+		if (h)
+			*h = 0;
+		s = trim(line);
+		if (!*s)
+			continue;
+		if (*s == '[') {
+			char *e = strchr(s, ']');
+
+			if (!e || e[1]) {
+				fclose(f);
+				return bad("%s:%d: bad section header", path, lineno);
+			}
+			*e = 0;
+			*secs = realloc(*secs, (size_t)(*nsec + 1) * sizeof(**secs));
+			if (!*secs)
+				abort();
+			memset(&(*secs)[*nsec], 0, sizeof(**secs));
+			snprintf((*secs)[*nsec].name, sizeof((*secs)[*nsec].name), "%s", trim(s + 1));
+			cur = &(*secs)[*nsec].kv;
+			(*nsec)++;
+			continue;
+		}
+		k = s;
+		while (*k == '-')
+			k++;
+		v = k + strcspn(k, " \t=");
+		if (*v) {
+			*v++ = 0;
+			v = trim(v);
+			if (*v == '=')
+				v = trim(v + 1);
+		}
+		if (!strcmp(k, "workload")) {
+			fclose(f);
+			return bad("%s:%d: workload files do not nest", path, lineno);
+		}
+		if (opt_find(k) < 0) {
+			fclose(f);
+			return bad("%s:%d: unknown key '%s'", path, lineno, k);
+		}
+		kv_add(cur, k, *v ? v : NULL);
+	}
+	fclose(f);
+	return 0;
+}
+
+/* ---- deterministic data --------------------------------------------------------------- */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t key3(uint64_t seed, uint64_t flow, uint64_t msg, uint64_t salt)
+{
+	return mix64(seed * 0x9e3779b97f4a7c15ull ^ mix64((flow << 40) ^ salt) ^ mix64(msg + salt));
+}
+
+/* payload of message 'msg' of flow 'flow' */
+static void pattern(uint8_t *p, uint64_t len, uint64_t seed, unsigned flow, uint64_t msg)
+{
+	uint64_t s = key3(seed, flow, msg, 0x5ca1ab1e), i = 0, z;
+
+	for (; i + 8 <= len; i += 8) {
+		s += 0x9e3779b97f4a7c15ull;
+		z = mix64(s);
+		memcpy(p + i, &z, 8);
+	}
+	if (i < len) {
+		z = mix64(s + 0x9e3779b97f4a7c15ull);
+		memcpy(p + i, &z, len - i);
+	}
+}
+
+/* CAS: value of the target after k successful swaps */
+static uint64_t cas_value(uint64_t seed, unsigned flow, uint64_t k)
+{
+	return key3(seed, flow, k, 0xca5ca5);
+}
+
+/* FAA: initial value and the addend of message i */
+static uint64_t faa_init(uint64_t seed, unsigned flow)
+{
+	return key3(seed, flow, 0, 0xfaa0);
+}
+
+static uint64_t faa_add(uint64_t seed, unsigned flow, uint64_t i)
+{
+	return key3(seed, flow, i, 0xfaa1) >> 16;
+}
+
+/* ---- simulator state -------------------------------------------------------------------- */
+struct flow {
+	unsigned id;		/* global index: pair * qps + qp */
+	int a, b;		/* requester, responder device */
+	uint32_t qp[2], cq[2], pd[2], mr[2];
+	uint64_t iova[2];
+	uint32_t ah;		/* UD: address handle on a towards b */
+	uint64_t stride;	/* slot size in the data buffers */
+	unsigned sq_n, rq_n;	/* ring entries */
+	unsigned nslot_a, nslot_b;
+
+	uint64_t posted;	/* messages posted */
+	uint64_t done;		/* RC: completed; UD: resolved (received or lost) */
+	uint64_t sq_done;	/* send CQEs seen */
+	uint64_t recv_posted, recv_done;
+	uint64_t lost;		/* UD */
+	uint64_t *post_t;	/* [depth] post time of message i at i % depth */
+	uint64_t *atom_expect;	/* [depth] value the atomic of that slot must return */
+	uint64_t atom_next;	/* CAS: swaps posted; FAA: expected value after the posted adds */
+	uint64_t *slot_msg;	/* destination slot -> last message placed there */
+	bool stop;
+};
+
+struct sim {
+	struct cfg c;
+	hx_world *w;
+	struct flow *f;
+	unsigned nflows;
+	uint64_t size;		/* effective message size (atomics: 8) */
+	uint64_t t0, t_last;	/* first post, last completion */
+	uint64_t *lat;
+	size_t nlat, caplat;
+	uint64_t msgs, bytes, lost, posted;
+	uint64_t late;		/* UD: arrived after a later message (counted lost) */
+	uint64_t v_msgs, v_bytes, v_atomics, errors;	/* checked at completion */
+	uint64_t v_final, v_final_bytes;		/* final buffer contents */
+	bool final_pass;
+	uint8_t *buf1, *buf2;	/* scratch, one slot each */
+	FILE *trace;
+	bool trace_csv;
+	uint64_t trace_seq, trace_lost, trace_written;
+	double host_s;
+	int fail;		/* SIM_EXIT_* once something went wrong */
+	char why[512];
+};
+
+static int sim_fail(struct sim *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sim_fail(struct sim *s, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->fail)
+		return -1;	/* keep the first reason */
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+	s->fail = code;
+	return -1;
+}
+
+static const char *wc_status_name(unsigned st)
+{
+	static const char *const n[] = {
+		"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",
+		"WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR",
+		"REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR",
+		"LOC_RDD_VIOL_ERR", "REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR",
+		"INV_EEC_STATE_ERR", "FATAL_ERR", "RESP_TIMEOUT_ERR", "GENERAL_ERR",
+	};
+	return st < sizeof(n) / sizeof(n[0]) ? n[st] : "?";
+}
+
+static unsigned log2_ceil(uint64_t n)
+{
+	unsigned l = 0;
+
+	while ((1ull << l) < n)
+		l++;
+	return l;
+}
+
+static unsigned ib_mtu(unsigned bytes)
+{
+	return log2_ceil(bytes) - 7;	/* 256 -> QRNIC_MTU_256 (1) ... 4096 -> 5 */
+}
+
+static void gid_v4(uint8_t *g, int dev)
+{
+	memset(g, 0, 16);
+	g[10] = g[11] = 0xff;
+	g[12] = 10;
+	g[13] = 0;
+	g[14] = (uint8_t)(dev / 250);
+	g[15] = (uint8_t)(dev % 250 + 1);
+}
+
+/* ---- setup -------------------------------------------------------------------------------- */
+static int modify(struct sim *s, int d, uint32_t qpn, struct qrnic_qp_attr *a, const char *what)
+{
+	int r = hx_modify_qp(s->w, d, qpn, a);
+
+	if (r)
+		return sim_fail(s, SIM_EXIT_USAGE, "dev %d QP %u: modify to %s failed (%d) %s", d,
+				qpn, what, r, hx_world_error(s->w));
+	return 0;
+}
+
+static int connect_rc(struct sim *s, struct flow *f)
+{
+	for (int side = 0; side < 2; side++) {
+		int d = side ? f->b : f->a, o = side ? f->a : f->b;
+		struct qrnic_qp_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_PKEY_INDEX | QRNIC_QP_ATTR_PORT |
+			      QRNIC_QP_ATTR_ACCESS_FLAGS;
+		a.qp_state = QRNIC_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_READ |
+				    QRNIC_ACCESS_REMOTE_ATOMIC;
+		if (modify(s, d, f->qp[side], &a, "INIT"))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_AV | QRNIC_QP_ATTR_PATH_MTU |
+			      QRNIC_QP_ATTR_DEST_QPN | QRNIC_QP_ATTR_RQ_PSN |
+			      QRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC | QRNIC_QP_ATTR_MIN_RNR_TIMER;
+		a.qp_state = QRNIC_QPS_RTR;
+		a.path_mtu = (uint8_t)ib_mtu(s->c.mtu);
+		a.dest_qpn = f->qp[!side];
+		a.rq_psn = 100;
+		a.max_dest_rd_atomic = 16;
+		a.min_rnr_timer = 1;
+		gid_v4(a.av.dgid, o);
+		memcpy(a.av.dmac, hx_mac(s->w, o), 6);
+		a.av.net_type = QRNIC_NET_IPV4;
+		if (modify(s, d, f->qp[side], &a, "RTR"))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_TIMEOUT | QRNIC_QP_ATTR_RETRY_CNT |
+			      QRNIC_QP_ATTR_RNR_RETRY | QRNIC_QP_ATTR_SQ_PSN |
+			      QRNIC_QP_ATTR_MAX_QP_RD_ATOMIC;
+		a.qp_state = QRNIC_QPS_RTS;
+		a.timeout = (uint8_t)s->c.ack_timeout;
+		a.retry_cnt = (uint8_t)s->c.retry_cnt;
+		a.rnr_retry = 7;
+		a.sq_psn = 100;
+		a.max_rd_atomic = 16;
+		if (modify(s, d, f->qp[side], &a, "RTS"))
+			return -1;
+	}
+	return 0;
+}
+
+static int connect_ud(struct sim *s, struct flow *f)
+{
+	struct qrnic_av av;
+	int64_t ah;
+
+	for (int side = 0; side < 2; side++) {
+		int d = side ? f->b : f->a;
+		struct qrnic_qp_attr a;
+
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_PKEY_INDEX | QRNIC_QP_ATTR_PORT |
+			      QRNIC_QP_ATTR_QKEY;
+		a.qp_state = QRNIC_QPS_INIT;
+		a.port_num = 1;
+		a.qkey = SIM_QKEY;
+		if (modify(s, d, f->qp[side], &a, "INIT"))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE;
+		a.qp_state = QRNIC_QPS_RTR;
+		if (modify(s, d, f->qp[side], &a, "RTR"))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.attr_mask = QRNIC_QP_ATTR_STATE | QRNIC_QP_ATTR_SQ_PSN;
+		a.qp_state = QRNIC_QPS_RTS;
+		a.sq_psn = 100;
+		if (modify(s, d, f->qp[side], &a, "RTS"))
+			return -1;
+	}
+	memset(&av, 0, sizeof(av));
+	gid_v4(av.dgid, f->b);
+	memcpy(av.dmac, hx_mac(s->w, f->b), 6);
+	av.net_type = QRNIC_NET_IPV4;
+	ah = hx_create_ah(s->w, f->a, f->pd[0], &av);
+	if (ah < 0)
+		return sim_fail(s, SIM_EXIT_USAGE, "create_ah failed (%lld) %s", (long long)ah,
+				hx_world_error(s->w));
+	f->ah = (uint32_t)ah;
+	return 0;
+}
+
+/* Buffers: side a holds the source slots (write, send, ud-send), the
+ * destination slots (read) or the atomic result slots; side b the matching
+ * remote slots, the receive slots, or the 8-byte atomic target. */
+static void flow_geometry(struct sim *s, struct flow *f)
+{
+	unsigned depth = s->c.depth;
+
+	f->sq_n = 1u << log2_ceil(depth < 2 ? 2 : depth);
+	f->rq_n = op_recv(s->c.op) ? 1u << log2_ceil(2 * depth) : 2;
+	f->nslot_a = depth;
+	if (op_atomic(s->c.op)) {
+		f->stride = 8;
+		f->nslot_b = 1;
+	} else if (op_recv(s->c.op)) {
+		uint64_t len = s->size + (s->c.op == OP_UD_SEND ? QRNIC_GRH_BYTES : 0);
+
+		f->stride = (len + 63) & ~63ull;
+		f->nslot_b = f->rq_n;
+	} else {
+		f->stride = (s->size + 63) & ~63ull;
+		f->nslot_b = depth;
+	}
+	if (!f->stride)
+		f->stride = 64;
+}
+
+static uint64_t flow_mem(struct sim *s)
+{
+	struct flow g;
+	uint64_t buf;
+
+	memset(&g, 0, sizeof(g));
+	flow_geometry(s, &g);
+	buf = g.stride * (g.nslot_a > g.nslot_b ? g.nslot_a : g.nslot_b);
+	/* data pages + PBL + rings (512-byte WQEs, 32-byte CQEs) */
+	return buf + buf / 256 + 2 * 4096 + ((uint64_t)g.sq_n + g.rq_n) * 512 +
+	       ((uint64_t)g.sq_n + g.rq_n) * 64 + 4 * 4096;
+}
+
+static int setup(struct sim *s)
+{
+	struct cfg *c = &s->c;
+	unsigned pairs = c->hosts / 2;
+	uint64_t mem;
+	uint32_t eqn[HX_MAX_DEV], pdn[HX_MAX_DEV];
+
+	s->size = op_atomic(c->op) ? 8 : c->size;
+	if (c->op == OP_UD_SEND && s->size > 4096)
+		return sim_fail(s, SIM_EXIT_USAGE, "ud-send: size %" PRIu64 " exceeds the UD MTU (4096)",
+				s->size);
+	if (s->size > (1ull << 31))
+		return sim_fail(s, SIM_EXIT_USAGE, "size %" PRIu64 " exceeds 2 GiB", s->size);
+	if (c->duration_ns && !c->latency_ns && !c->rate_bps)
+		return sim_fail(s, SIM_EXIT_USAGE,
+				"--duration needs --latency or --rate: with neither, simulated time never advances");
+	if (!c->count && !c->duration_ns)
+		return sim_fail(s, SIM_EXIT_USAGE, "--count 0 needs --duration");
+	if (c->loss > 0 && c->loss * 1e6 < 1)
+		return sim_fail(s, SIM_EXIT_USAGE, "--loss below 1e-6 (the wire works in ppm)");
+
+	mem = (uint64_t)c->qps * flow_mem(s);
+	mem = 2 * mem + (32ull << 20);
+	mem = (mem + 0xfffff) & ~0xfffffull;
+	/* calloc'ed lazily, but buffers and rings are touched: about half of it */
+	if ((mem / 2) * c->hosts > (12ull << 30))
+		return sim_fail(s, SIM_EXIT_USAGE,
+				"workload needs about %" PRIu64 " MiB of simulated host memory (limit 12 GiB): "
+				"fewer QPs, shallower queues or smaller messages", (mem / 2) * c->hosts >> 20);
+	s->w = hx_world_new(mem, c->seed);
+	if (!s->w)
+		return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
+	for (unsigned d = 0; d < c->hosts; d++) {
+		uint8_t gid[16];
+		int64_t eq, pd;
+
+		if (hx_dev_add(s->w, "") != (int)d || hx_drv_bringup(s->w, (int)d, 5))
+			return sim_fail(s, SIM_EXIT_USAGE, "dev %u: bring-up failed: %s", d,
+					hx_world_error(s->w));
+		gid_v4(gid, (int)d);
+		if (hx_set_gid(s->w, (int)d, 0, 1, QRNIC_NET_IPV4, gid))
+			return sim_fail(s, SIM_EXIT_USAGE, "dev %u: set_gid failed", d);
+		eq = hx_create_eq(s->w, (int)d, 6, 1, 0);
+		pd = hx_create_pd(s->w, (int)d, 0);
+		if (eq <= 0 || pd <= 0)
+			return sim_fail(s, SIM_EXIT_USAGE, "dev %u: EQ/PD failed: %s", d,
+					hx_world_error(s->w));
+		eqn[d] = (uint32_t)eq;
+		pdn[d] = (uint32_t)pd;
+	}
+	for (unsigned p = 0; p < pairs; p++)
+		if (hx_cable(s->w, 2 * (int)p, 2 * (int)p + 1))
+			return sim_fail(s, SIM_EXIT_USAGE, "cable failed");
+
+	s->nflows = pairs * c->qps;
+	s->f = calloc(s->nflows, sizeof(*s->f));
+	if (!s->f)
+		return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
+	for (unsigned i = 0; i < s->nflows; i++) {
+		struct flow *f = &s->f[i];
+		unsigned cq_log;
+
+		f->id = i;
+		f->a = 2 * (int)(i / c->qps);
+		f->b = f->a + 1;
+		flow_geometry(s, f);
+		cq_log = log2_ceil((uint64_t)f->sq_n + f->rq_n);
+		for (int side = 0; side < 2; side++) {
+			int d = side ? f->b : f->a;
+			int64_t cq, qp, mr;
+			uint64_t len = f->stride * (side ? f->nslot_b : f->nslot_a);
+
+			f->pd[side] = pdn[d];
+			cq = hx_create_cq(s->w, d, 0, eqn[d], cq_log, 1);
+			qp = cq > 0 ? hx_create_qp(s->w, d, 0, pdn[d], (uint32_t)cq, (uint32_t)cq,
+						   c->op == OP_UD_SEND ? QRNIC_QPT_UD : QRNIC_QPT_RC,
+						   log2_ceil(f->sq_n), 9, log2_ceil(f->rq_n), 9, 0)
+				    : -1;
+			if (qp <= 1)
+				return sim_fail(s, SIM_EXIT_USAGE, "dev %d: CQ/QP %u failed (%lld/%lld): %s",
+						d, i, (long long)cq, (long long)qp, hx_world_error(s->w));
+			f->cq[side] = (uint32_t)cq;
+			f->qp[side] = (uint32_t)qp;
+			f->iova[side] = (uint64_t)(i + 1) << 36;
+			mr = hx_reg_mr(s->w, d, pdn[d], QRNIC_ACCESS_ALL, f->iova[side], len, 12, -1, 0);
+			if (mr < 0)
+				return sim_fail(s, SIM_EXIT_USAGE, "dev %d: reg_mr of %" PRIu64 " bytes failed (%lld): %s",
+						d, len, (long long)mr, hx_world_error(s->w));
+			f->mr[side] = (uint32_t)mr;
+		}
+		if (c->op == OP_UD_SEND ? connect_ud(s, f) : connect_rc(s, f))
+			return -1;
+		f->post_t = calloc(c->depth, sizeof(uint64_t));
+		f->atom_expect = calloc(c->depth, sizeof(uint64_t));
+		f->slot_msg = malloc(sizeof(uint64_t) * (f->nslot_a > f->nslot_b ? f->nslot_a : f->nslot_b));
+		if (!f->post_t || !f->atom_expect || !f->slot_msg)
+			return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
+		memset(f->slot_msg, 0xff, sizeof(uint64_t) * (f->nslot_a > f->nslot_b ? f->nslot_a : f->nslot_b));
+		/* atomic targets start at a known value */
+		if (c->op == OP_CAS || c->op == OP_FAA) {
+			uint64_t v = c->op == OP_CAS ? cas_value(c->seed, f->id, 0) : faa_init(c->seed, f->id);
+
+			hx_mr_write(s->w, f->b, f->mr[1], 0, &v, 8);
+			f->atom_next = c->op == OP_CAS ? 0 : v;
+		}
+	}
+	s->buf1 = malloc(s->size + QRNIC_GRH_BYTES + 64);
+	s->buf2 = malloc(s->size + QRNIC_GRH_BYTES + 64);
+	if (!s->buf1 || !s->buf2)
+		return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
+	/* the link: only now, setup had no frames */
+	hx_wire_set_latency(s->w, c->latency_ns);
+	hx_wire_set_rate(s->w, c->rate_bps, c->overhead);
+	hx_wire_random(s->w, (uint32_t)llround(c->loss * 1e6), 0, 0, 0, c->seed);
+	return 0;
+}
+
+/* ---- fault plans, timing profiles -------------------------------------------------------------- */
+static char *read_file(const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!f) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (cap - n < 4096) {
+			cap = cap ? 2 * cap : 8192;
+			buf = realloc(buf, cap + 1);
+			if (!buf)
+				abort();
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+
+		n += r;
+		if (r == 0)
+			break;
+	}
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+static bool plan_host(const char *list, int d)
+{
+	const char *p = list;
+
+	if (!strcmp(list, "all"))
+		return true;
+	while (*p) {
+		char *e;
+		long v = strtol(p, &e, 10);
+
+		if (e != p && v == d)
+			return true;
+		p = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+static bool fault_api(void)
+{
+	return hx_fault_load_plan != NULL && hx_fault_check_plan != NULL;
+}
+
+/* Load --plan into the selected hosts, after setup (so that the plan sees
+ * only the workload's traffic) and before the first WQE. */
+static int load_plan(struct sim *s)
+{
+	char err[256];
+	char *text;
+	int hosts = 0;
+
+	if (!s->c.plan)
+		return 0;
+	if (!fault_api())
+		return sim_fail(s, SIM_EXIT_USAGE,
+				"--plan %s: fault plans are not available yet (this build's model has no fault engine)",
+				s->c.plan);
+	text = read_file(s->c.plan, err, sizeof(err));
+	if (!text)
+		return sim_fail(s, SIM_EXIT_USAGE, "--plan %s: %s", s->c.plan, err);
+	if (hx_fault_check_plan(s->w, text) < 0) {
+		free(text);
+		return sim_fail(s, SIM_EXIT_USAGE, "--plan %s: %s", s->c.plan, hx_world_error(s->w));
+	}
+	for (int d = 0; d < hx_num_devs(s->w); d++) {
+		if (!plan_host(s->c.plan_hosts, d))
+			continue;
+		if (hx_fault_load_plan(s->w, d, text) < 0) {
+			free(text);
+			return sim_fail(s, SIM_EXIT_USAGE, "--plan %s: host %d: %s", s->c.plan, d,
+					hx_world_error(s->w));
+		}
+		hosts++;
+	}
+	free(text);
+	if (!hosts)
+		return sim_fail(s, SIM_EXIT_USAGE, "--plan-hosts %s: no such host", s->c.plan_hosts);
+	return 0;
+}
+
+static bool profile_is_functional(const char *p)
+{
+	return !strcmp(p, "functional");
+}
+
+/* ---- trace and pcap ---------------------------------------------------------------------------- */
+static int trace_open(struct sim *s)
+{
+	const char *fmt = s->c.trace_format;
+	size_t n;
+
+	if (!s->c.trace)
+		return 0;
+	n = strlen(s->c.trace);
+	s->trace_csv = fmt ? !strcmp(fmt, "csv") : (n >= 4 && !strcasecmp(s->c.trace + n - 4, ".csv"));
+	s->trace = strcmp(s->c.trace, "-") ? fopen(s->c.trace, "w") : stdout;
+	if (!s->trace)
+		return sim_fail(s, SIM_EXIT_USAGE, "--trace %s: %s", s->c.trace, strerror(errno));
+	if (s->trace_csv)
+		fprintf(s->trace, "seq,dev,t_ns,type,qpn,psn,a,b,addr\n");
+	hx_trace_enable(s->w, TRACE_CAP);
+	s->trace_seq = hx_trace_total(s->w);
+	return 0;
+}
+
+static void trace_drain(struct sim *s)
+{
+	static struct hx_trace_rec rec[4096];
+	uint64_t first;
+	uint32_t n;
+
+	if (!s->trace)
+		return;
+	while ((n = hx_trace_read(s->w, s->trace_seq, rec, 4096, &first)) > 0) {
+		if (first > s->trace_seq)
+			s->trace_lost += first - s->trace_seq;
+		for (uint32_t i = 0; i < n; i++) {
+			const struct hx_trace_rec *r = &rec[i];
+			const struct qrnic_trace_ev *e = &r->ev;
+
+			if (s->trace_csv)
+				fprintf(s->trace, "%" PRIu64 ",%u,%" PRIu64 ",%s,%u,%u,%u,%u,0x%" PRIx64 "\n",
+					first + i, r->dev, e->t_ns, hx_trace_name(e->type), e->qpn, e->psn,
+					e->a, e->b, e->addr);
+			else
+				fprintf(s->trace,
+					"{\"seq\":%" PRIu64 ",\"dev\":%u,\"t_ns\":%" PRIu64 ",\"type\":\"%s\","
+					"\"qpn\":%u,\"psn\":%u,\"a\":%u,\"b\":%u,\"addr\":%" PRIu64 "}\n",
+					first + i, r->dev, e->t_ns, hx_trace_name(e->type), e->qpn, e->psn,
+					e->a, e->b, e->addr);
+		}
+		s->trace_written += n;
+		s->trace_seq = first + n;
+	}
+}
+
+/* ---- the run loop ------------------------------------------------------------------------------- */
+static void lat_add(struct sim *s, uint64_t ns)
+{
+	if (s->nlat == s->caplat) {
+		s->caplat = s->caplat ? 2 * s->caplat : 4096;
+		s->lat = realloc(s->lat, s->caplat * sizeof(*s->lat));
+		if (!s->lat)
+			abort();
+	}
+	s->lat[s->nlat++] = ns;
+}
+
+/* Step the world: settle the current instant (target == now) or advance to
+ * target and settle it.  The trace ring is drained between bounded steps. */
+static void step(struct sim *s, uint64_t target)
+{
+	uint64_t iters = s->trace ? TRACE_ITERS : RUN_ITERS;
+	int rc;
+
+	do {
+		uint64_t now = hx_now(s->w);
+
+		rc = hx_run(s->w, target > now ? target - now : 0, iters);
+		trace_drain(s);
+	} while (rc == HX_RUN_ITER);
+}
+
+static bool flow_may_post(struct sim *s, struct flow *f, uint64_t now)
+{
+	if (f->stop)
+		return false;
+	if ((s->c.count && f->posted >= s->c.count) ||
+	    (s->c.duration_ns && now - s->t0 >= s->c.duration_ns)) {
+		f->stop = true;
+		return false;
+	}
+	if (f->posted - f->done >= s->c.depth)
+		return false;
+	if (f->posted - f->sq_done >= f->sq_n)
+		return false;
+	return true;
+}
+
+static uint64_t slot_addr(struct flow *f, int side, uint64_t slot)
+{
+	return f->iova[side] + slot * f->stride;
+}
+
+static int post_one(struct sim *s, struct flow *f, uint64_t now)
+{
+	struct cfg *c = &s->c;
+	uint64_t i = f->posted, slot = i % c->depth, la, ra = 0, cmp = 0, swp = 0;
+	uint32_t len = (uint32_t)s->size, lk = f->mr[0], rk = f->mr[1], imm = 0;
+	unsigned opc = 0;
+	int64_t r;
+
+	la = slot_addr(f, 0, slot);
+	switch (c->op) {
+	case OP_WRITE:
+		opc = QRNIC_WR_RDMA_WRITE;
+		ra = slot_addr(f, 1, slot);
+		break;
+	case OP_READ:
+		opc = QRNIC_WR_RDMA_READ;
+		ra = slot_addr(f, 1, slot);
+		break;
+	case OP_SEND:
+		opc = QRNIC_WR_SEND;
+		break;
+	case OP_UD_SEND:
+		opc = QRNIC_WR_SEND_WITH_IMM;
+		imm = (uint32_t)i;	/* identifies the message at the receiver */
+		break;
+	case OP_CAS:
+		opc = QRNIC_WR_ATOMIC_CMP_AND_SWP;
+		ra = f->iova[1];
+		cmp = cas_value(c->seed, f->id, f->atom_next);
+		swp = cas_value(c->seed, f->id, f->atom_next + 1);
+		f->atom_expect[slot] = cmp;
+		f->atom_next++;
+		break;
+	case OP_FAA:
+		opc = QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+		ra = f->iova[1];
+		cmp = faa_add(c->seed, f->id, i);
+		f->atom_expect[slot] = f->atom_next;
+		f->atom_next += cmp;
+		break;
+	}
+	/* source data: the requester's slot, or the responder's for READ */
+	if (c->verify != VERIFY_OFF && !op_atomic(c->op) && s->size) {
+		pattern(s->buf1, s->size, c->seed, f->id, i);
+		if (c->op == OP_READ)
+			hx_mr_write(s->w, f->b, f->mr[1], slot * f->stride, s->buf1, s->size);
+		else
+			hx_mr_write(s->w, f->a, f->mr[0], slot * f->stride, s->buf1, s->size);
+	}
+	f->post_t[slot] = now;
+	r = hx_post_send(s->w, f->a, f->qp[0], opc, QRNIC_WQE_F_SIGNALED, i, 1, &la, &len, &lk,
+			 NULL, 0, imm, rk, ra, cmp, swp, f->ah, f->qp[1], SIM_QKEY, 0);
+	if (r < 0)
+		return sim_fail(s, SIM_EXIT_FAIL, "QP %u: post_send %" PRIu64 " failed (%lld)", f->id, i,
+				(long long)r);
+	f->posted++;
+	s->posted++;
+	return 0;
+}
+
+static int post_recvs(struct sim *s, struct flow *f)
+{
+	bool any = false;
+
+	while (f->recv_posted - f->recv_done < f->rq_n) {
+		uint64_t j = f->recv_posted, addr = slot_addr(f, 1, j % f->rq_n);
+		uint32_t len = (uint32_t)f->stride, key = f->mr[1];
+
+		if (hx_post_recv(s->w, f->b, f->qp[1], j, 1, &addr, &len, &key, 0) < 0)
+			return sim_fail(s, SIM_EXIT_FAIL, "QP %u: post_recv failed", f->id);
+		f->recv_posted++;
+		any = true;
+	}
+	if (any)
+		hx_ring_rq(s->w, f->b, f->qp[1]);
+	return 0;
+}
+
+/* compare 'len' bytes of MR 'mr' at 'off' on device d with message msg's pattern */
+static int check_data(struct sim *s, struct flow *f, int d, uint32_t mr, uint64_t off, uint64_t msg,
+		      const char *what)
+{
+	if (!s->size)
+		return 0;
+	pattern(s->buf1, s->size, s->c.seed, f->id, msg);
+	if (hx_mr_read(s->w, d, mr, off, s->buf2, s->size))
+		return sim_fail(s, SIM_EXIT_FAIL, "QP %u: cannot read back %s", f->id, what);
+	if (memcmp(s->buf1, s->buf2, s->size)) {
+		uint64_t k = 0;
+
+		while (s->buf1[k] == s->buf2[k])
+			k++;
+		s->errors++;
+		return sim_fail(s, SIM_EXIT_FAIL,
+				"QP %u message %" PRIu64 ": %s differs at byte %" PRIu64
+				" (0x%02x, expected 0x%02x)", f->id, msg, what, k, s->buf2[k], s->buf1[k]);
+	}
+	if (s->final_pass) {
+		s->v_final++;
+		s->v_final_bytes += s->size;
+	} else {
+		s->v_msgs++;
+		s->v_bytes += s->size;
+	}
+	return 0;
+}
+
+/* --inject-mismatch: flip one destination byte of QP 0's chosen message
+ * as it completes, before any check; the run must then fail. */
+static void maybe_inject(struct sim *s, struct flow *f, int d, uint32_t mr, uint64_t off, uint64_t msg)
+{
+	uint8_t b;
+
+	if (!s->c.inject || f->id != 0 || msg != s->c.inject - 1 || !s->size)
+		return;
+	off += s->size / 2;
+	hx_mr_read(s->w, d, mr, off, &b, 1);
+	b ^= 0x01;
+	hx_mr_write(s->w, d, mr, off, &b, 1);
+}
+
+static int check_atomic(struct sim *s, struct flow *f, uint64_t slot, uint64_t msg)
+{
+	uint64_t v;
+
+	hx_mr_read(s->w, f->a, f->mr[0], slot * 8, &v, 8);
+	if (v != f->atom_expect[slot]) {
+		s->errors++;
+		return sim_fail(s, SIM_EXIT_FAIL, "QP %u atomic %" PRIu64 ": returned 0x%" PRIx64
+				", expected 0x%" PRIx64, f->id, msg, v, f->atom_expect[slot]);
+	}
+	s->v_atomics++;
+	return 0;
+}
+
+static void complete(struct sim *s, struct flow *f, uint64_t msg, uint64_t now)
+{
+	lat_add(s, now - f->post_t[msg % s->c.depth]);
+	s->msgs++;
+	s->bytes += s->size;
+	s->t_last = now;
+}
+
+/* Poll both CQs of a flow; returns 1 if anything was seen, -1 on failure. */
+static int poll_flow(struct sim *s, struct flow *f, uint64_t now)
+{
+	struct qrnic_cqe cqe[64];
+	bool each = s->c.verify == VERIFY_EACH;
+	int n, any = 0;
+
+	/* receiver first, so that its receive WQEs are back before the sender goes on */
+	while (op_recv(s->c.op) && (n = hx_poll_cq(s->w, f->b, f->cq[1], cqe, 64)) > 0) {
+		any = 1;
+		for (int k = 0; k < n; k++) {
+			struct qrnic_cqe *e = &cqe[k];
+			uint64_t j = f->recv_done, slot = j % f->rq_n, msg = j, want = s->size;
+
+			if (e->status != QRNIC_WC_SUCCESS)
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: receive completion %s (vendor_err %u)",
+						f->id, wc_status_name(e->status), e->vendor_err);
+			if (e->wr_id != j)
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: receive %" PRIu64 " completed out of order (wr_id %" PRIu64 ")",
+						f->id, j, (uint64_t)e->wr_id);
+			if (s->c.op == OP_UD_SEND) {
+				uint32_t imm = __builtin_bswap32(e->imm_data);
+
+				want += QRNIC_GRH_BYTES;
+				if (!(e->flags & QRNIC_CQE_F_WITH_IMM))
+					return sim_fail(s, SIM_EXIT_FAIL, "QP %u: UD receive without immediate", f->id);
+				int32_t ahead = (int32_t)(imm - (uint32_t)f->done);
+
+				msg = f->done + (uint64_t)(int64_t)ahead;
+				if (ahead >= 0 && msg >= f->posted)
+					return sim_fail(s, SIM_EXIT_FAIL, "QP %u: UD message %" PRIu64 " was never sent",
+							f->id, msg);
+				if (ahead < 0) {
+					/* behind a later one (fault plans: reorder, duplicate):
+					 * already counted lost; data still checked */
+					s->late++;
+				} else {
+					/* one cable, in order: a gap means loss */
+					f->lost += msg - f->done;
+					s->lost += msg - f->done;
+					f->done = msg + 1;
+					complete(s, f, msg, now);
+				}
+			}
+			if (e->byte_len != want)
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: received %u bytes, expected %" PRIu64,
+						f->id, e->byte_len, want);
+			maybe_inject(s, f, f->b, f->mr[1],
+				     slot * f->stride + (s->c.op == OP_UD_SEND ? QRNIC_GRH_BYTES : 0), msg);
+			if (each && check_data(s, f, f->b, f->mr[1],
+					       slot * f->stride + (s->c.op == OP_UD_SEND ? QRNIC_GRH_BYTES : 0),
+					       msg, "received data"))
+				return -1;
+			f->slot_msg[slot] = msg;
+			f->recv_done++;
+		}
+	}
+	if (op_recv(s->c.op) && post_recvs(s, f))
+		return -1;
+
+	while ((n = hx_poll_cq(s->w, f->a, f->cq[0], cqe, 64)) > 0) {
+		any = 1;
+		for (int k = 0; k < n; k++) {
+			struct qrnic_cqe *e = &cqe[k];
+			uint64_t msg = f->sq_done, slot = msg % s->c.depth;
+
+			if (e->status != QRNIC_WC_SUCCESS)
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u message %" PRIu64 ": completion %s (vendor_err %u)",
+						f->id, msg, wc_status_name(e->status), e->vendor_err);
+			if (e->wr_id != msg)
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: completion for %" PRIu64 " while expecting %" PRIu64,
+						f->id, (uint64_t)e->wr_id, msg);
+			f->sq_done++;
+			if (s->c.op == OP_UD_SEND)
+				continue;	/* UD completes at the receiver */
+			switch (s->c.op) {
+			case OP_WRITE:
+				maybe_inject(s, f, f->b, f->mr[1], slot * f->stride, msg);
+				if (each && check_data(s, f, f->b, f->mr[1], slot * f->stride, msg,
+						       "remote WRITE data"))
+					return -1;
+				f->slot_msg[slot] = msg;
+				break;
+			case OP_READ:
+				maybe_inject(s, f, f->a, f->mr[0], slot * f->stride, msg);
+				if (each && check_data(s, f, f->a, f->mr[0], slot * f->stride, msg,
+						       "READ data"))
+					return -1;
+				f->slot_msg[slot] = msg;
+				break;
+			case OP_CAS:
+			case OP_FAA:
+				maybe_inject(s, f, f->a, f->mr[0], slot * 8, msg);
+				if (s->c.verify != VERIFY_OFF && check_atomic(s, f, slot, msg))
+					return -1;
+				break;
+			default:
+				break;
+			}
+			f->done++;
+			complete(s, f, msg, now);
+		}
+	}
+	return any;
+}
+
+static bool flow_finished(struct sim *s, struct flow *f)
+{
+	return (f->stop || (s->c.count && f->posted >= s->c.count)) && f->done == f->posted &&
+	       f->sq_done == f->posted;
+}
+
+static int run(struct sim *s)
+{
+	struct timespec h0, h1;
+
+	clock_gettime(CLOCK_MONOTONIC, &h0);
+	s->t0 = s->t_last = hx_now(s->w);
+	for (unsigned i = 0; i < s->nflows; i++)
+		if (op_recv(s->c.op) && post_recvs(s, &s->f[i]))
+			return -1;
+	for (;;) {
+		bool progress = true, finished;
+		uint64_t next;
+
+		/* at this instant: poll, post, let the devices work, until quiet */
+		while (progress) {
+			uint64_t now = hx_now(s->w);
+
+			progress = false;
+			for (unsigned i = 0; i < s->nflows; i++) {
+				struct flow *f = &s->f[i];
+				int r = poll_flow(s, f, now);
+				bool posted = false;
+
+				if (r < 0)
+					return -1;
+				while (flow_may_post(s, f, now)) {
+					if (post_one(s, f, now))
+						return -1;
+					posted = true;
+				}
+				if (posted)
+					hx_ring_sq(s->w, f->a, f->qp[0]);
+				if (r || posted)
+					progress = true;
+			}
+			if (progress)
+				step(s, hx_now(s->w));
+		}
+		finished = true;
+		for (unsigned i = 0; i < s->nflows; i++)
+			if (!flow_finished(s, &s->f[i]))
+				finished = false;
+		if (finished)
+			break;
+		next = hx_next_event(s->w);
+		if (next == UINT64_MAX) {
+			bool lost = false;
+
+			/* nothing in flight and no timer: UD messages not received are lost */
+			for (unsigned i = 0; i < s->nflows && s->c.op == OP_UD_SEND; i++) {
+				struct flow *f = &s->f[i];
+
+				if (f->sq_done == f->posted && f->done < f->posted) {
+					f->lost += f->posted - f->done;
+					s->lost += f->posted - f->done;
+					f->done = f->posted;
+					lost = true;
+				}
+			}
+			if (lost)
+				continue;
+			return sim_fail(s, SIM_EXIT_FAIL,
+					"stalled: %" PRIu64 " messages outstanding and nothing left to happen",
+					s->posted - s->msgs - s->lost);
+		}
+		step(s, next);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &h1);
+	s->host_s = (double)(h1.tv_sec - h0.tv_sec) + (double)(h1.tv_nsec - h0.tv_nsec) / 1e9;
+	return 0;
+}
+
+/* Final contents of every destination slot and atomic target. */
+static int verify_end(struct sim *s)
+{
+	if (s->c.verify == VERIFY_OFF)
+		return 0;
+	s->final_pass = true;
+	for (unsigned i = 0; i < s->nflows; i++) {
+		struct flow *f = &s->f[i];
+
+		switch (s->c.op) {
+		case OP_WRITE:
+		case OP_READ: {
+			int side = s->c.op == OP_WRITE;
+
+			for (unsigned k = 0; k < s->c.depth; k++) {
+				if (f->slot_msg[k] == UINT64_MAX)
+					continue;
+				if (check_data(s, f, side ? f->b : f->a, f->mr[side], k * f->stride,
+					       f->slot_msg[k], "final destination data"))
+					return -1;
+			}
+			break;
+		}
+		case OP_SEND:
+		case OP_UD_SEND:
+			for (unsigned k = 0; k < f->rq_n; k++) {
+				if (f->slot_msg[k] == UINT64_MAX)
+					continue;
+				if (check_data(s, f, f->b, f->mr[1],
+					       k * f->stride + (s->c.op == OP_UD_SEND ? QRNIC_GRH_BYTES : 0),
+					       f->slot_msg[k], "final receive buffer"))
+					return -1;
+			}
+			break;
+		case OP_CAS:
+		case OP_FAA: {
+			uint64_t v, want = s->c.op == OP_CAS ? cas_value(s->c.seed, f->id, f->atom_next)
+							    : f->atom_next;
+
+			hx_mr_read(s->w, f->b, f->mr[1], 0, &v, 8);
+			if (v != want) {
+				s->errors++;
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: atomic target is 0x%" PRIx64
+						", expected 0x%" PRIx64, f->id, v, want);
+			}
+			s->v_final++;
+			s->v_final_bytes += 8;
+			break;
+		}
+		}
+	}
+	return 0;
+}
+
+/* ---- results ------------------------------------------------------------------------------------ */
+struct results {
+	uint64_t sim_ns;
+	uint64_t p50, p90, p99, p999, min, max;
+	double mean;
+	double bw_bps, msg_rate;	/* < 0: undefined (no simulated time elapsed) */
+	uint64_t frames, dropped, delivered;
+	uint64_t stats[QRNIC_STAT_COUNT];
+	uint64_t guest_errors, busy_unscheduled;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(const uint64_t *v, size_t n, double p)
+{
+	size_t k;
+
+	if (!n)
+		return 0;
+	k = (size_t)ceil(p / 100.0 * (double)n);	/* nearest rank */
+	return v[k ? k - 1 : 0];
+}
+
+static void compute(struct sim *s, struct results *r)
+{
+	double sum = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->sim_ns = s->t_last - s->t0;
+	qsort(s->lat, s->nlat, sizeof(*s->lat), cmp_u64);
+	r->p50 = pct(s->lat, s->nlat, 50);
+	r->p90 = pct(s->lat, s->nlat, 90);
+	r->p99 = pct(s->lat, s->nlat, 99);
+	r->p999 = pct(s->lat, s->nlat, 99.9);
+	r->min = s->nlat ? s->lat[0] : 0;
+	r->max = s->nlat ? s->lat[s->nlat - 1] : 0;
+	for (size_t i = 0; i < s->nlat; i++)
+		sum += (double)s->lat[i];
+	r->mean = s->nlat ? sum / (double)s->nlat : 0;
+	r->bw_bps = r->sim_ns ? (double)s->bytes * 8e9 / (double)r->sim_ns : -1;
+	r->msg_rate = r->sim_ns ? (double)s->msgs * 1e9 / (double)r->sim_ns : -1;
+	r->frames = hx_wire_stat(s->w, HX_WS_TX);
+	r->dropped = hx_wire_stat(s->w, HX_WS_DROP_RANDOM) + hx_wire_stat(s->w, HX_WS_DROP_RULE);
+	r->delivered = hx_wire_stat(s->w, HX_WS_DELIVERED);
+	r->busy_unscheduled = hx_wire_stat(s->w, HX_WS_BUSY_UNSCHEDULED);
+	for (int d = 0; d < hx_num_devs(s->w); d++) {
+		for (int k = 0; k < QRNIC_STAT_COUNT; k++)
+			r->stats[k] += hx_dev_stat(s->w, d, k);
+		r->guest_errors += hx_log_total(s->w, d, QRNIC_LOG_GUEST_ERROR);
+	}
+}
+
+static void fmt_time(char *b, size_t n, double ns)
+{
+	if (ns < 1e4)
+		snprintf(b, n, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(b, n, "%.3f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(b, n, "%.3f ms", ns / 1e6);
+	else
+		snprintf(b, n, "%.3f s", ns / 1e9);
+}
+
+static void fmt_rate(char *b, size_t n, double bps)
+{
+	if (bps < 0)
+		snprintf(b, n, "n/a (no simulated time elapsed)");
+	else if (bps >= 1e9)
+		snprintf(b, n, "%.4g Gb/s", bps / 1e9);
+	else if (bps >= 1e6)
+		snprintf(b, n, "%.4g Mb/s", bps / 1e6);
+	else
+		snprintf(b, n, "%.0f b/s", bps);
+}
+
+static const char *timing_note(const struct cfg *c)
+{
+	(void)c;
+	return "the model has no internal timing yet: simulated time advances only through "
+	       "wire latency, link serialization and timers";
+}
+
+static void report_table(struct sim *s, const struct results *r)
+{
+	const struct cfg *c = &s->c;
+	char t1[64], t2[64];
+
+	printf("qrnic-sim%s%s: %s", *c->name ? " " : "", c->name, op_name[c->op]);
+	if (!op_atomic(c->op))
+		printf(" %" PRIu64 " B", s->size);
+	printf(", %u hosts (%u link%s), %u QP%s x depth %u, ", c->hosts, c->hosts / 2,
+	       c->hosts > 2 ? "s" : "", c->qps, c->qps > 1 ? "s" : "", c->depth);
+	if (c->count)
+		printf("%" PRIu64 " msgs/QP", c->count);
+	if (c->duration_ns) {
+		fmt_time(t1, sizeof(t1), (double)c->duration_ns);
+		printf("%s%s", c->count ? ", at most " : "for ", t1);
+	}
+	printf("\n");
+	fmt_rate(t1, sizeof(t1), (double)c->rate_bps);
+	fmt_time(t2, sizeof(t2), (double)c->latency_ns);
+	printf("  link %s, latency %s, loss %g%%, seed %" PRIu64 ", path MTU %u, profile %s\n",
+	       c->rate_bps ? t1 : "infinite", t2, c->loss * 100, c->seed,
+	       c->op == OP_UD_SEND ? 4096 : c->mtu, c->profile);
+	printf("  note: %s%s\n", profile_is_functional(c->profile) ? "" : "no timing profiles yet, running functional; ",
+	       timing_note(c));
+	printf("\n");
+	printf("  %-22s %" PRIu64 " of %" PRIu64 " posted", "messages completed", s->msgs, s->posted);
+	if (c->op == OP_UD_SEND)
+		printf(" (%" PRIu64 " lost%s", s->lost, s->late ? "" : ")");
+	if (s->late)
+		printf(", %" PRIu64 " of them late)", s->late);
+	printf("\n");
+	if (c->verify == VERIFY_OFF)
+		printf("  %-22s off\n", "data verified");
+	else if (op_atomic(c->op))
+		printf("  %-22s %" PRIu64 " returned values, %" PRIu64 " final targets%s\n",
+		       "data verified", s->v_atomics, s->v_final, s->errors ? "" : ": OK");
+	else
+		printf("  %-22s %" PRIu64 " messages (%" PRIu64 " bytes) at completion, %" PRIu64
+		       " final buffers%s\n", "data verified", s->v_msgs, s->v_bytes, s->v_final,
+		       s->errors ? "" : ": OK");
+	fmt_time(t1, sizeof(t1), (double)r->sim_ns);
+	printf("  %-22s %s\n", "simulated time", t1);
+	fmt_rate(t1, sizeof(t1), r->bw_bps);
+	printf("  %-22s %s", "bandwidth (payload)", t1);
+	if (r->bw_bps >= 0 && c->rate_bps)
+		printf("  (%.1f%% of link%s)", 100.0 * r->bw_bps / (double)c->rate_bps / (c->hosts / 2),
+		       c->hosts > 2 ? "s" : "");
+	printf("\n");
+	if (r->msg_rate >= 1e6)
+		printf("  %-22s %.4g M msg/s\n", "message rate", r->msg_rate / 1e6);
+	else if (r->msg_rate >= 0)
+		printf("  %-22s %.4g k msg/s\n", "message rate", r->msg_rate / 1e3);
+	else
+		printf("  %-22s n/a\n", "message rate");
+	printf("  %-22s %" PRIu64 " (dropped %" PRIu64 ", retransmitted %" PRIu64 ", timeouts %" PRIu64 ")\n",
+	       "frames on the wire", r->frames, r->dropped, r->stats[QRNIC_STAT_RETRANSMITTED_PACKETS],
+	       r->stats[QRNIC_STAT_RETRANSMIT_TIMEOUTS]);
+	if (c->plan)
+		printf("  %-22s %" PRIu64 " (plan %s)\n", "faults injected",
+		       r->stats[QRNIC_STAT_FAULTS_INJECTED], c->plan);
+	printf("\n  latency, post to CQE%s (simulated ns)\n",
+	       c->op == OP_UD_SEND ? " at the receiver" : "");
+	printf("  %10s %10s %10s %10s %10s %10s %12s\n", "min", "p50", "p90", "p99", "p99.9", "max", "mean");
+	printf("  %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %12.1f\n",
+	       r->min, r->p50, r->p90, r->p99, r->p999, r->max, r->mean);
+	if (!c->deterministic && s->host_s > 0) {
+		printf("\n  host: %.3f s, %.0f simulated packets/s, %.0f messages/s\n", s->host_s,
+		       (double)r->frames / s->host_s, (double)s->msgs / s->host_s);
+	}
+	if (s->trace)
+		printf("  trace: %" PRIu64 " events to %s%s\n", s->trace_written, c->trace,
+		       s->trace_lost ? " (some lost: ring overrun)" : "");
+	if (r->guest_errors || r->busy_unscheduled)
+		printf("  WARNING: model reported %" PRIu64 " guest errors, %" PRIu64 " unscheduled busy devices\n",
+		       r->guest_errors, r->busy_unscheduled);
+	if (s->fail)
+		printf("\n  FAILED: %s\n", s->why);
+}
+
+static void json_str(FILE *o, const char *v)
+{
+	fputc('"', o);
+	for (const char *p = v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(o, "\\%c", *p);
+		else if ((unsigned char)*p < 0x20)
+			fprintf(o, "\\u%04x", *p);
+		else
+			fputc(*p, o);
+	}
+	fputc('"', o);
+}
+
+static void json_num(FILE *o, double v)
+{
+	if (v < 0)
+		fputs("null", o);
+	else
+		fprintf(o, "%.3f", v);
+}
+
+static void report_json(struct sim *s, const struct results *r)
+{
+	const struct cfg *c = &s->c;
+	FILE *o = stdout;
+	bool first = true;
+
+	fputs("{\"name\":", o);
+	json_str(o, c->name);
+	fputs(",\"ok\":", o);
+	fputs(s->fail ? "false" : "true", o);
+	fputs(",\"error\":", o);
+	if (s->fail)
+		json_str(o, s->why);
+	else
+		fputs("null", o);
+	fprintf(o, ",\"config\":{\"op\":\"%s\",\"size\":%" PRIu64 ",\"hosts\":%u,\"qps\":%u,"
+		"\"depth\":%u,\"count\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"rate_bps\":%" PRIu64
+		",\"overhead\":%u,\"latency_ns\":%" PRIu64 ",\"loss\":%.9g,\"seed\":%" PRIu64
+		",\"mtu\":%u,\"ack_timeout\":%u,\"retry_cnt\":%u,\"verify\":\"%s\",\"profile\":",
+		op_name[c->op], s->size, c->hosts, c->qps, c->depth, c->count, c->duration_ns,
+		c->rate_bps, c->overhead, c->latency_ns, c->loss, c->seed,
+		c->op == OP_UD_SEND ? 4096 : c->mtu, c->ack_timeout, c->retry_cnt,
+		verify_name[c->verify]);
+	json_str(o, c->profile);
+	fputs("},\"timing\":\"functional\",\"note\":", o);
+	json_str(o, timing_note(c));
+	fprintf(o, ",\"links\":%u,\"qps_total\":%u,\"posted\":%" PRIu64 ",\"messages\":%" PRIu64 ",\"lost\":%" PRIu64
+		",\"late\":%" PRIu64 ",\"bytes\":%" PRIu64, c->hosts / 2, s->nflows, s->posted, s->msgs,
+		s->lost, s->late, s->bytes);
+	fprintf(o, ",\"verified\":{\"mode\":\"%s\",\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
+		",\"atomics\":%" PRIu64 ",\"final_buffers\":%" PRIu64 ",\"final_bytes\":%" PRIu64
+		",\"errors\":%" PRIu64 "}", verify_name[c->verify], s->v_msgs, s->v_bytes, s->v_atomics,
+		s->v_final, s->v_final_bytes, s->errors);
+	fprintf(o, ",\"sim_ns\":%" PRIu64, r->sim_ns);
+	fprintf(o, ",\"latency_ns\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
+		",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":%.1f}",
+		r->min, r->p50, r->p90, r->p99, r->p999, r->max, r->mean);
+	fputs(",\"bandwidth_bps\":", o);
+	json_num(o, r->bw_bps);
+	fputs(",\"msg_rate\":", o);
+	json_num(o, r->msg_rate);
+	fprintf(o, ",\"wire\":{\"frames\":%" PRIu64 ",\"delivered\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+		r->frames, r->delivered, r->dropped);
+	fputs(",\"stats\":{", o);
+	for (int k = 0; k < QRNIC_STAT_COUNT; k++) {
+		if (!r->stats[k])
+			continue;
+		fprintf(o, "%s\"%s\":%" PRIu64, first ? "" : ",", hx_stat_name(k), r->stats[k]);
+		first = false;
+	}
+	fputs("}", o);
+	fprintf(o, ",\"warnings\":{\"guest_errors\":%" PRIu64 ",\"busy_unscheduled\":%" PRIu64 "}",
+		r->guest_errors, r->busy_unscheduled);
+	if (s->trace)
+		fprintf(o, ",\"trace\":{\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", s->trace_written,
+			s->trace_lost);
+	if (!c->deterministic) {
+		fprintf(o, ",\"host\":{\"seconds\":%.6f,\"packets_per_s\":", s->host_s);
+		json_num(o, s->host_s > 0 ? (double)r->frames / s->host_s : -1);
+		fputs(",\"messages_per_s\":", o);
+		json_num(o, s->host_s > 0 ? (double)s->msgs / s->host_s : -1);
+		fputs("}", o);
+	}
+	fputs("}\n", o);
+	fflush(o);
+}
+
+static void sim_free(struct sim *s)
+{
+	if (s->w) {
+		hx_pcap_close(s->w);
+		hx_world_free(s->w);
+	}
+	if (s->trace && s->trace != stdout)
+		fclose(s->trace);
+	for (unsigned i = 0; s->f && i < s->nflows; i++) {
+		free(s->f[i].post_t);
+		free(s->f[i].atom_expect);
+		free(s->f[i].slot_msg);
+	}
+	free(s->f);
+	free(s->lat);
+	free(s->buf1);
+	free(s->buf2);
+}
+
+/* One workload: returns a SIM_EXIT_* code. */
+static int simulate(const struct cfg *c)
+{
+	struct sim s;
+	struct results r;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.c = *c;
+	if (setup(&s) || load_plan(&s) || trace_open(&s))
+		goto out;
+	if (c->pcap && hx_pcap_open(s.w, c->pcap)) {
+		sim_fail(&s, SIM_EXIT_USAGE, "--pcap: %s", hx_world_error(s.w));
+		goto out;
+	}
+	if (!profile_is_functional(c->profile) && !c->json && !c->quiet)
+		fprintf(stderr, "qrnic-sim: note: profile '%s': no timing model yet, running the functional model\n",
+			c->profile);
+	if (run(&s) == 0)
+		verify_end(&s);
+	trace_drain(&s);
+	compute(&s, &r);
+	if (c->json)
+		report_json(&s, &r);
+	else if (!c->quiet)
+		report_table(&s, &r);
+out:
+	if (s.fail)
+		fprintf(stderr, "qrnic-sim%s%s: %s\n", *c->name ? " " : "", c->name, s.why);
+	rc = s.fail;
+	sim_free(&s);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct kvlist cli = { 0 }, global = { 0 };
+	struct section *secs = NULL;
+	int nsec = 0, worst = 0;
+	const char *workload = NULL;
+
+	/* the harness copies every frame; keep freed memory in the process */
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i], *k, *v = NULL, *eq;
+		int o;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (strncmp(a, "--", 2)) {
+			fprintf(stderr, "qrnic-sim: unexpected argument '%s' (see --help)\n", a);
+			return SIM_EXIT_USAGE;
+		}
+		k = strdup(a + 2);
+		eq = strchr(k, '=');
+		if (eq) {
+			*eq = 0;
+			v = eq + 1;
+		}
+		if (!strcmp(k, "workload")) {
+			if (!v && i + 1 < argc)
+				v = argv[++i];
+			if (!v) {
+				fprintf(stderr, "qrnic-sim: --workload needs a file\n");
+				return SIM_EXIT_USAGE;
+			}
+			workload = v;
+			continue;
+		}
+		o = opt_find(k);
+		if (o < 0) {
+			fprintf(stderr, "qrnic-sim: unknown option '--%s' (see --help)\n", k);
+			return SIM_EXIT_USAGE;
+		}
+		if (opt_tab[o].arg && !v) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "qrnic-sim: --%s needs a value\n", k);
+				return SIM_EXIT_USAGE;
+			}
+			v = argv[++i];
+		}
+		kv_add(&cli, k, v);
+	}
+	if (workload && load_workload(workload, &global, &secs, &nsec)) {
+		fprintf(stderr, "qrnic-sim: %s\n", errbuf);
+		return SIM_EXIT_USAGE;
+	}
+	for (int r = 0; r < (nsec ? nsec : 1); r++) {
+		struct cfg c;
+		int rc;
+
+		cfg_defaults(&c);
+		if (nsec)
+			snprintf(c.name, sizeof(c.name), "%s", secs[r].name);
+		if (kv_apply(&c, &global) || (nsec && kv_apply(&c, &secs[r].kv)) || kv_apply(&c, &cli)) {
+			fprintf(stderr, "qrnic-sim: %s\n", errbuf);
+			return SIM_EXIT_USAGE;
+		}
+		/* --duration alone means "for that long", not "count or duration" */
+		if (c.duration_ns && !c.count_set)
+			c.count = 0;
+		if (r && !c.json && !c.quiet)
+			printf("\n");
+		rc = simulate(&c);
+		if (rc == SIM_EXIT_USAGE)
+			return rc;
+		if (rc > worst)
+			worst = rc;
+	}
+	return worst;
+}
