@@ -8,8 +8,10 @@
  * 0..30 first, the owner byte last), then MSI-X vector QRNIC_AQ_VECTOR is
  * raised.  qrnic_fw_exec() checks the generic header rules, dispatches
  * through fw_ops[] and finalizes the status in fw_finalize(), the single
- * place every command's status passes through (fault injection hooks go
- * there).
+ * place every command's status passes through.  Fault injection
+ * (model/fault.c) fails a command just before its handler runs, in
+ * qrnic_fw_exec(), so an injected failure has no side effects, and can hang
+ * the queue in qrnic_fw_admin_run().
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -250,8 +252,8 @@ static uint8_t fw_check_common(const struct qrnic_aq_cmd *cmd, struct qrnic_aq_c
 }
 
 /*
- * fw_finalize: THE place where every admin command's status is decided.
- * Fault injection (forcing QRNIC_AQ_INJECTED) belongs here.
+ * fw_finalize: THE place where every admin command's status is decided
+ * (an injected failure, from qrnic_fault_admin(), passes through here too).
  */
 static void fw_finalize(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			struct qrnic_aq_cqe *cqe, uint8_t status)
@@ -307,6 +309,8 @@ void qrnic_fw_exec(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct q
 		status = qrnic_fw_fail(cqe, QRNIC_AQ_BAD_OPCODE, QRNIC_FW_OFF(hdr.opcode));
 	else {
 		status = fw_check_common(cmd, cqe);
+		if (status == QRNIC_AQ_OK && d->fault)
+			status = qrnic_fault_admin(d, cmd->hdr.opcode);	/* injected: not executed */
 		if (status == QRNIC_AQ_OK)
 			status = op->fn(d, cmd, cqe);
 	}
@@ -356,6 +360,8 @@ bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget)
 			aq_fail(d, true, "SQ read failed");
 			return false;
 		}
+		if (d->fault && qrnic_fault_admin_hang(d, cmd.hdr.opcode))
+			return false;	/* injected admin timeout: hung until reset */
 		qrnic_fw_exec(d, &cmd, &cqe);	/* the one and only copy */
 		d->aq_sq_ci++;
 		cqe.sq_ci = d->aq_sq_ci;

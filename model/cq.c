@@ -19,7 +19,7 @@ int qrnic_eq_post(struct qrnic_dev *d, struct qrnic_eq *eq, uint8_t type, uint8_
 	uint64_t slot;
 	uint32_t eqn = (uint32_t)(eq - d->eq);
 
-	if (eq->pi - eq->ci >= depth) {
+	if (eq->pi - eq->ci >= depth || (d->fault && qrnic_fault_eqe(d, eq))) {
 		if (!eq->overflow)
 			qrnic_guest_error(d, "qrnic: EQ %u overflow, event lost", eqn);
 		eq->overflow = true;
@@ -127,7 +127,7 @@ int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cq
 		if (qrnic_dma_read(d, cq->dbrec, &ci, sizeof(ci)) == 0 && cq->pi - ci <= depth)
 			cq->ci = ci;
 	}
-	if (cq->pi - cq->ci >= depth) {
+	if (cq->pi - cq->ci >= depth || (d->fault && qrnic_fault_cqe(d, cq, cqe))) {
 		cq_overrun(d, cq);
 		return -1;
 	}

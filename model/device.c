@@ -175,7 +175,8 @@ int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
 	if (len == 0)
 		return 0;
 	qrnic_trace(d, QRNIC_TR_DMA_READ, 0, 0, (uint32_t)len, 0, addr);
-	if (addr + len < addr || d->ops->dma_read(d->opaque, addr, buf, len) != 0) {
+	if (addr + len < addr || (d->fault && qrnic_fault_dma(d, false, addr, len)) ||
+	    d->ops->dma_read(d->opaque, addr, buf, len) != 0) {
 		memset(buf, 0, len);
 		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
 		return -1;
@@ -188,7 +189,8 @@ int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t 
 	if (len == 0)
 		return 0;
 	qrnic_trace(d, QRNIC_TR_DMA_WRITE, 0, 0, (uint32_t)len, 0, addr);
-	if (addr + len < addr || d->ops->dma_write(d->opaque, addr, buf, len) != 0) {
+	if (addr + len < addr || (d->fault && qrnic_fault_dma(d, true, addr, len)) ||
+	    d->ops->dma_write(d->opaque, addr, buf, len) != 0) {
 		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
 		return -1;
 	}
@@ -201,6 +203,8 @@ void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_TX_PACKETS, (uint32_t)len, 0);
 		return;
 	}
+	if (d->fault && qrnic_fault_tx(d, frame, len))
+		return;		/* fault injection dropped, held or sent it */
 	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
 	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
 	d->ops->tx_frame(d->opaque, frame, len);
@@ -355,6 +359,8 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 
 		if (ev.kind == QRNIC_EVK_RETRY || ev.kind == QRNIC_EVK_RNR)
 			qrnic_qp_event(d, &ev);
+		else if (ev.kind == QRNIC_EVK_FAULT)
+			qrnic_fault_event(d, &ev);
 	}
 	d->in_run = false;
 	timer_update(d);
@@ -436,6 +442,8 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		qrnic_stat_add(d, QRNIC_STAT_ETH_RX_DROPS, 1);
 		return false;
 	}
+	if (d->fault && qrnic_fault_rx(d, frame, len))
+		return true;	/* fault injection dropped, held or queued it */
 	f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
 	memcpy(f->data, frame, len);
 	f->len = (uint32_t)len;
@@ -910,6 +918,8 @@ static void reset_state(struct qrnic_dev *d)
 void qrnic_dev_reset(struct qrnic_dev *d)
 {
 	reset_state(d);
+	if (d->fault)
+		qrnic_fault_reset(d);
 	timer_update(d);
 }
 
@@ -951,6 +961,7 @@ void qrnic_dev_free(struct qrnic_dev *d)
 	for (uint32_t i = 0; i < QRNIC_RXQ_DEPTH; i++)
 		free(d->rxq[i].data);
 	free(d->events);
+	qrnic_fault_free(d);
 	free(d);
 }
 

@@ -218,6 +218,7 @@ struct qrnic_qp {
 enum qrnic_event_kind {
 	QRNIC_EVK_RETRY = 1,	/* id = qpn, gen = req.timer_gen */
 	QRNIC_EVK_RNR,		/* id = qpn, gen = req.timer_gen */
+	QRNIC_EVK_FAULT,	/* id, gen: fault.c's (held frame, timed rule, link-up, flush) */
 };
 
 struct qrnic_event {
@@ -283,6 +284,7 @@ struct qrnic_dev {
 
 	uint8_t txbuf[QRNIC_MAX_FRAME];	/* frame being built */
 	uint64_t stats[QRNIC_STAT_COUNT];
+	struct qrnic_fault_state *fault;	/* fault.c; NULL: no fault rules ever added */
 };
 
 /* ---- device.c: the choke points ------------------------------------------ */
@@ -400,6 +402,28 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v);
 bool qrnic_eth_tx_run(struct qrnic_dev *d);
 void qrnic_eth_rx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+
+/* ---- fault.c: fault injection hooks (qrnic_fault.h, docs/faults.md) -------- */
+/* Each is called only when d->fault != NULL. */
+/* Wire faults on a frame leaving (tx) or entering (rx) the device.  true:
+ * fault.c took the frame (dropped, held, or sent on itself). */
+bool qrnic_fault_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+bool qrnic_fault_rx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* true: this host memory access fails (as if the host refused it). */
+bool qrnic_fault_dma(struct qrnic_dev *d, bool write, uint64_t addr, size_t len);
+/* Before a CQE is written: may rewrite its status; true: take the overrun path. */
+bool qrnic_fault_cqe(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cqe);
+/* Before an EQE is written.  true: take the overflow path (the EQE is lost). */
+bool qrnic_fault_eqe(struct qrnic_dev *d, struct qrnic_eq *eq);
+/* Before an admin command executes: QRNIC_AQ_OK, or the status to fail it
+ * with (the command is then not executed). */
+uint8_t qrnic_fault_admin(struct qrnic_dev *d, uint8_t opcode);
+/* Before an admin command is taken from the ring: true = the admin queue
+ * hangs (no completion, nothing more processed until a device reset). */
+bool qrnic_fault_admin_hang(struct qrnic_dev *d, uint8_t opcode);
+void qrnic_fault_event(struct qrnic_dev *d, const struct qrnic_event *ev);
+void qrnic_fault_reset(struct qrnic_dev *d);	/* after the reset emptied the event heap */
+void qrnic_fault_free(struct qrnic_dev *d);
 
 /* ---- firmware/ ------------------------------------------------------------ */
 /* Process up to 'budget' admin commands; returns true if more are pending. */

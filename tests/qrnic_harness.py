@@ -1551,3 +1551,112 @@ def create_ud(dev, pd=None, cq=None, qkey=0x11111111, sq_log=6, rq_log=6, sq_psn
     qp.to_rtr()
     qp.to_rts(sq_psn=sq_psn)
     return Side(dev, pd, cq, qp)
+
+
+# ---- fault injection (model/fault.c; rule grammar: docs/faults.md) -----------------
+_SIGS.update({
+    'hx_fault_add': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p]),
+    'hx_fault_load_plan': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p]),
+    'hx_fault_check_plan': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    'hx_fault_del': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_fault_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_fault_info': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                     ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_fault_ids': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int]),
+    'hx_fault_list': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_fault_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_drv_ring_addr': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint32]),
+})
+
+FAULT_TOTALS = ('injected', 'held', 'held_overflow', 'held_flushed', 'aq_hung')
+
+
+class FaultError(HarnessError):
+    """A fault rule or plan was rejected; str() is the parser's message."""
+
+
+def _fault_add(self, rule):
+    """Add one fault rule (docs/faults.md) to this device; returns its id."""
+    r = self._l.hx_fault_add(self.w, self.idx, rule.encode())
+    if r < 0:
+        raise FaultError(self.world.error())
+    return r
+
+
+def _fault_plan(self, text):
+    """Load a plan (one rule per line, all or nothing); returns the rule ids."""
+    before = set(self.fault_ids())
+    n = self._l.hx_fault_load_plan(self.w, self.idx, text.encode())
+    if n < 0:
+        raise FaultError(self.world.error())
+    return [i for i in self.fault_ids() if i not in before]
+
+
+def _fault_ids(self):
+    n = self._l.hx_fault_ids(self.w, self.idx, None, 0)
+    arr = (ctypes.c_int * max(1, n))()
+    self._l.hx_fault_ids(self.w, self.idx, arr, n)
+    return list(arr[:n])
+
+
+def _fault_stats(self, rid):
+    """{'matched', 'fired', 'done', 'text'} of rule rid."""
+    out = (ctypes.c_uint64 * 3)()
+    text = ctypes.create_string_buffer(512)
+    _check(self._l.hx_fault_info(self.w, self.idx, rid, out, text, len(text)), 'fault_info')
+    return {'matched': out[0], 'fired': out[1], 'done': bool(out[2]),
+            'text': text.value.decode()}
+
+
+def _fault_fired(self, rid):
+    return self.fault_stats(rid)['fired']
+
+
+def _fault_del(self, rid):
+    _check(self._l.hx_fault_del(self.w, self.idx, rid), 'fault_del')
+
+
+def _fault_clear(self):
+    self._l.hx_fault_clear(self.w, self.idx)
+
+
+def _fault_list(self):
+    n = self._l.hx_fault_list(self.w, self.idx, None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    self._l.hx_fault_list(self.w, self.idx, buf, n + 1)
+    return buf.value.decode()
+
+
+def _fault_totals(self):
+    return {n: self._l.hx_fault_total(self.w, self.idx, i) for i, n in enumerate(FAULT_TOTALS)}
+
+
+def check_fault_plan(text):
+    """Parse a plan without a device: number of rules, or FaultError."""
+    w = World(0, mem_mb=1, init=False, framelog=0)
+    try:
+        n = w._l.hx_fault_check_plan(w.w, text.encode())
+        if n < 0:
+            raise FaultError(w.error())
+        return n
+    finally:
+        w.close()
+
+
+for _n, _f in (('fault', _fault_add), ('fault_plan', _fault_plan), ('fault_ids', _fault_ids),
+               ('fault_stats', _fault_stats), ('fault_fired', _fault_fired),
+               ('fault_del', _fault_del), ('fault_clear', _fault_clear),
+               ('fault_list', _fault_list), ('fault_totals', _fault_totals)):
+    setattr(Device, _n, _f)
+
+RING_KIND = {'cq': 0, 'eq': 1, 'sq': 2, 'rq': 3}
+
+
+def _ring_addr(obj, kind):
+    return obj._l.hx_drv_ring_addr(obj._w, obj._i, RING_KIND[kind], obj.handle)
+
+
+Cq.ring_addr = property(lambda self: _ring_addr(self, 'cq'))
+Eq.ring_addr = property(lambda self: _ring_addr(self, 'eq'))
+Qp.sq_addr = property(lambda self: _ring_addr(self, 'sq'))
+Qp.rq_addr = property(lambda self: _ring_addr(self, 'rq'))

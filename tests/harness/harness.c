@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "qrnic_fault.h"
 
 #define HX_LOG_KEEP	64
 #define HX_LOG_LEN	256
@@ -2575,4 +2576,121 @@ int hx_setup_rc_pair(hx_world *w, unsigned ib_mtu, unsigned sq_log, unsigned cq_
 			return HX_E_DEV;
 	}
 	return 0;
+}
+
+/* ---- fault injection (model/fault.c; rule grammar: docs/faults.md) -------------- */
+int hx_fault_add(hx_world *w, int d, const char *rule)
+{
+	struct hx_dev *h = D(w, d);
+	int id;
+
+	if (!h)
+		return HX_E_INVAL;
+	id = qrnic_fault_add(h->dev, rule, w->err, sizeof(w->err));
+	return id < 0 ? HX_E_INVAL : id;
+}
+
+int hx_fault_load_plan(hx_world *w, int d, const char *text)
+{
+	struct hx_dev *h = D(w, d);
+	int n;
+
+	if (!h)
+		return HX_E_INVAL;
+	n = qrnic_fault_load_plan(h->dev, text, w->err, sizeof(w->err));
+	return n < 0 ? HX_E_INVAL : n;
+}
+
+int hx_fault_check_plan(hx_world *w, const char *text)
+{
+	int n = qrnic_fault_check_plan(text, w->err, sizeof(w->err));
+
+	return n < 0 ? HX_E_INVAL : n;
+}
+
+int hx_fault_del(hx_world *w, int d, int id)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h && qrnic_fault_del(h->dev, id) == 0 ? 0 : HX_E_NOOBJ;
+}
+
+void hx_fault_clear(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h)
+		qrnic_fault_clear(h->dev);
+}
+
+int hx_fault_info(hx_world *w, int d, int id, uint64_t *out3, char *text, uint32_t textlen)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_fault_info fi;
+
+	if (!h || qrnic_fault_info(h->dev, id, &fi))
+		return HX_E_NOOBJ;
+	if (out3) {
+		out3[0] = fi.matched;
+		out3[1] = fi.fired;
+		out3[2] = fi.done;
+	}
+	if (text && textlen)
+		snprintf(text, textlen, "%s", fi.text);
+	return 0;
+}
+
+int hx_fault_ids(hx_world *w, int d, int *ids, int max)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? qrnic_fault_ids(h->dev, ids, max) : HX_E_INVAL;
+}
+
+int64_t hx_fault_list(hx_world *w, int d, char *buf, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? (int64_t)qrnic_fault_list(h->dev, buf, len) : HX_E_INVAL;
+}
+
+uint64_t hx_fault_total(hx_world *w, int d, int which)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_fault_totals t;
+
+	if (!h)
+		return 0;
+	qrnic_fault_totals(h->dev, &t);
+	switch (which) {
+	case 0: return t.injected;
+	case 1: return t.held;
+	case 2: return t.held_overflow;
+	case 3: return t.held_flushed;
+	case 4: return t.aq_hung;
+	default: return 0;
+	}
+}
+
+uint64_t hx_drv_ring_addr(hx_world *w, int d, int kind, uint32_t handle)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_cq_rec *c;
+	struct hx_qp_rec *q;
+
+	if (!h)
+		return 0;
+	switch (kind) {
+	case 0:
+		c = cq_find(h, handle);
+		return c ? c->ring : 0;
+	case 1:
+		return handle < h->neqs && h->eqs[handle].valid ? h->eqs[handle].ring : 0;
+	case 2:
+	case 3:
+		q = qp_find(h, handle);
+		return q ? (kind == 2 ? q->sq_addr : q->rq_addr) : 0;
+	default:
+		return 0;
+	}
 }

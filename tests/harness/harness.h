@@ -245,4 +245,21 @@ int hx_setup_rc_pair(hx_world *w, unsigned ib_mtu, unsigned sq_log, unsigned cq_
 /* layout table "struct field offset size\n..." for the Python mirror check */
 const char *hx_layout(void);
 
+/* ---- fault injection (model/qrnic_fault.h; grammar: docs/faults.md) ------------ */
+/* Add one rule / a whole plan to device d: rule id / number of rules, or
+ * HX_E_INVAL with the parser's message in hx_world_error(). */
+int hx_fault_add(hx_world *w, int d, const char *rule);
+int hx_fault_load_plan(hx_world *w, int d, const char *text);
+int hx_fault_check_plan(hx_world *w, const char *text);	/* parse only */
+int hx_fault_del(hx_world *w, int d, int id);
+void hx_fault_clear(hx_world *w, int d);
+/* out3: matched, fired, done; text: the rule */
+int hx_fault_info(hx_world *w, int d, int id, uint64_t *out3, char *text, uint32_t textlen);
+int hx_fault_ids(hx_world *w, int d, int *ids, int max);
+int64_t hx_fault_list(hx_world *w, int d, char *buf, uint32_t len);
+/* which: 0 injected, 1 held now, 2 held overflow, 3 held flushed by reset, 4 AQ hung */
+uint64_t hx_fault_total(hx_world *w, int d, int which);
+/* Ring base the driver gave the device: kind 0 CQ, 1 EQ, 2 SQ, 3 RQ (0 = none). */
+uint64_t hx_drv_ring_addr(hx_world *w, int d, int kind, uint32_t handle);
+
 #endif

@@ -1,0 +1,744 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""VM runner: QEMU command lines, boot, agent client, shutdown (see __init__.py)."""
+import atexit
+import base64
+import json
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+CACHE = os.environ.get('QRNIC_CACHE', '/var/cache/qrnic')
+RUNS = os.environ.get('QRNIC_RUNS', '/tmp/qrnic-runs')
+QEMU_DATA_ARGS = ['-L', '/usr/share/seabios', '-L', '/usr/share/qemu', '-L', '/usr/lib/ipxe/qemu']
+AGENT_PORT = 'org.qrnic.agent'
+QRNIC_PCI = ('0x1af4', '0x10f7')
+TOPOLOGIES = ('T1', 'T2', 'T3')
+# Extra seconds the host waits for an agent reply beyond the command's own timeout.
+REPLY_GRACE = 30
+
+_live = set()          # every QEMU we started, killed at interpreter exit if still running
+
+
+class VMError(RuntimeError):
+    """A VM failed to start, died, or misbehaved."""
+
+
+class PrereqError(VMError):
+    """Something to build first; the message names the script to run."""
+
+
+class AgentError(VMError):
+    """The agent did not answer, or answered with a protocol error."""
+
+
+class CommandFailed(VMError):
+    def __init__(self, res):
+        self.result = res
+        tail = '\n'.join(res.output.rstrip().splitlines()[-40:])
+        why = 'timed out after %ss' % res.timeout if res.timed_out else 'exit status %s' % res.rc
+        super().__init__('[%s] `%s` failed (%s, %.1fs):\n%s' % (res.vm, res.cmd, why, res.dt, tail))
+
+
+class Result(str):
+    """A finished guest command.  The string value is its stdout."""
+
+    def __new__(cls, rep, cmd, vm, timeout):
+        self = str.__new__(cls, rep.get('out', ''))
+        self.cmd, self.vm, self.timeout = cmd, vm, timeout
+        self.rc = rep.get('rc')
+        self.out = rep.get('out', '')
+        self.err = rep.get('err', '')
+        self.dt = rep.get('dt', 0.0)
+        self.timed_out = bool(rep.get('timed_out'))
+        self.pid = rep.get('pid')
+        return self
+
+    @property
+    def ok(self):
+        return self.rc == 0 and not self.timed_out
+
+    @property
+    def output(self):
+        """stdout followed by stderr."""
+        if self.err and not self.out.endswith('\n') and self.out:
+            return self.out + '\n' + self.err
+        return self.out + self.err
+
+    def check(self):
+        if not self.ok:
+            raise CommandFailed(self)
+        return self
+
+
+class Job:
+    """A command started with VM.spawn (e.g. a perftest server)."""
+
+    def __init__(self, vm, jid, pid, cmd):
+        self.vm, self.id, self.pid, self.cmd = vm, jid, pid, cmd
+        self.result = None
+
+    def wait(self, timeout=60, kill=False, check=False):
+        """Wait up to timeout s.  Returns a Result (rc None and .running if still running)."""
+        rep = self.vm.request({'op': 'wait', 'job': self.id, 'timeout': timeout, 'kill': kill},
+                              timeout=timeout + REPLY_GRACE)
+        res = Result(rep, self.cmd, self.vm.name, timeout)
+        res.running = rep.get('running', False)
+        if not res.running:
+            self.result = res
+        if check:
+            res.check()
+        return res
+
+    def poll(self):
+        return self.wait(timeout=0)
+
+    def kill(self, sig=9):
+        self.vm.request({'op': 'signal', 'job': self.id, 'sig': sig}, timeout=REPLY_GRACE)
+
+    def stop(self, timeout=10):
+        """SIGTERM, then SIGKILL after timeout; returns the final Result."""
+        if self.result is not None:
+            return self.result
+        self.kill(15)
+        res = self.wait(timeout)
+        if res.running:
+            self.kill(9)
+            res = self.wait(REPLY_GRACE)
+        return res
+
+
+class Endpoint:
+    """One qrnic port as seen from its guest: RDMA device, netdev, IPv4 address, RoCEv2 GID index."""
+
+    def __init__(self, vm, ibdev, netdev, ip, gid):
+        self.vm, self.ibdev, self.netdev, self.ip, self.gid = vm, ibdev, netdev, ip, gid
+
+    def __repr__(self):
+        return 'Endpoint(%s, ibdev=%s, netdev=%s, ip=%s, gid=%s)' % (
+            self.vm.name, self.ibdev, self.netdev, self.ip, self.gid)
+
+
+# ---- prerequisites ------------------------------------------------------------------
+def _script(name):
+    return os.path.join(REPO, 'scripts', name)
+
+
+def _run_build_script(name, args=(), quiet=False):
+    """Run scripts/NAME; return the last stdout line.  stderr passes through unless quiet."""
+    cmd = ['bash', _script(name)] + list(args)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE if quiet else None, text=True)
+    if p.returncode:
+        msg = (p.stderr or '').strip().splitlines()[-15:] if quiet else []
+        raise PrereqError('scripts/%s failed (exit %d)%s' % (name, p.returncode, ':\n' + '\n'.join(msg) if msg else ''))
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    if not lines:
+        raise PrereqError('scripts/%s printed no path' % name)
+    return lines[-1].strip()
+
+
+def find_qemu(build=False, quiet=False):
+    """qemu-system-x86_64 with the qrnic device: $QRNIC_QEMU, else scripts/build-qemu.sh
+    (build=True; cheap when up to date), else the newest cached build."""
+    q = os.environ.get('QRNIC_QEMU')
+    if q:
+        if not os.access(q, os.X_OK):
+            raise PrereqError('QRNIC_QEMU=%s is not executable' % q)
+        return q
+    if build:
+        q = _run_build_script('build-qemu.sh', quiet=quiet)
+        if not os.access(q, os.X_OK):
+            raise PrereqError('scripts/build-qemu.sh printed %r, which is not executable' % q)
+        return q
+    out = os.path.join(CACHE, 'qemu-10.0.2-out')
+    cands = []
+    if os.path.isdir(out):
+        for k in os.listdir(out):
+            p = os.path.join(out, k, 'qemu-system-x86_64')
+            if os.access(p, os.X_OK):
+                cands.append((os.path.getmtime(p), p))
+    if not cands:
+        raise PrereqError('QEMU with the qrnic device is not built: run scripts/build-qemu.sh '
+                          '(or set QRNIC_QEMU=/path/to/qemu-system-x86_64)')
+    return max(cands)[1]
+
+
+class Image:
+    def __init__(self, path):
+        self.path = path
+        self.kernel = os.path.join(path, 'vmlinuz')
+        self.initrd = os.path.join(path, 'initrd.img')
+        self.rootfs = os.path.join(path, 'rootfs.img')
+        for f in (self.kernel, self.initrd, self.rootfs):
+            if not os.path.isfile(f):
+                raise PrereqError('guest image %s is incomplete (%s missing): run scripts/guest-image.sh'
+                                  % (path, os.path.basename(f)))
+        try:
+            with open(os.path.join(path, 'info.txt')) as f:
+                self.info = f.read()
+        except OSError:
+            self.info = ''
+        self.driver_note = self._field('qrnic.ko:')
+        self.provider_note = self._field('provider:')
+        self.has_driver = self.driver_note.startswith('included')
+        self.has_provider = self.provider_note.startswith('included')
+
+    def _field(self, key):
+        for ln in self.info.splitlines():
+            if ln.startswith(key):
+                return ln[len(key):].strip()
+        return 'unknown (no info.txt)'
+
+    def require_driver(self, provider=True):
+        if not self.has_driver:
+            raise PrereqError('the guest image has no qrnic.ko (%s): fix the driver build '
+                              '(scripts/build-kmod.sh), then run scripts/guest-image.sh' % self.driver_note)
+        if provider and not self.has_provider:
+            raise PrereqError('the guest image has no qrnic provider (%s): fix scripts/build-provider.sh, '
+                              'then run scripts/guest-image.sh' % self.provider_note)
+
+
+def find_image(build=False, quiet=False, args=()):
+    """The guest image directory: $QRNIC_GUEST_IMAGE, else scripts/guest-image.sh (build=True;
+    cheap when up to date), else <cache>/guest/images/latest."""
+    p = os.environ.get('QRNIC_GUEST_IMAGE')
+    if not p and build:
+        p = _run_build_script('guest-image.sh', args, quiet=quiet)
+    if not p:
+        p = os.path.join(CACHE, 'guest', 'images', 'latest')
+        if not os.path.isdir(p):
+            raise PrereqError('no guest image: run scripts/guest-image.sh')
+        p = os.path.realpath(p)
+    return Image(p)
+
+
+def _free_udp_ports(n):
+    socks, ports = [], []
+    try:
+        while len(ports) < n:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(('127.0.0.1', 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def new_run_dir(keep=30):
+    os.makedirs(RUNS, exist_ok=True)
+    old = sorted(d for d in os.listdir(RUNS) if not d.startswith('.'))
+    for d in old[:max(0, len(old) - keep + 1)]:
+        shutil.rmtree(os.path.join(RUNS, d), ignore_errors=True)
+    base = os.path.join(RUNS, time.strftime('%Y%m%d-%H%M%S') + '-%d' % os.getpid())
+    path, i = base, 1
+    while os.path.exists(path):
+        i += 1
+        path = '%s.%d' % (base, i)
+    os.makedirs(path)
+    return path
+
+
+def _kill_leftovers():
+    for p in list(_live):
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+atexit.register(_kill_leftovers)
+
+
+# ---- one VM ----------------------------------------------------------------------------
+class VM:
+    """One QEMU guest.  nics: list of (model, netdev_args, mac), model 'qrnic' or 'virtio-net-pci'."""
+
+    def __init__(self, name, qemu, image, rundir, nics, append=(), mem=1024, smp=1, cpu=None,
+                 progress=True, qrnic_props=''):
+        self.name, self.qemu, self.image, self.rundir = name, qemu, image, rundir
+        self.nics, self.append, self.mem, self.smp, self.cpu = nics, list(append), mem, smp, cpu
+        self.qrnic_props = qrnic_props
+        self.progress = progress
+        self.console_log = os.path.join(rundir, name + '-console.log')
+        self.qemu_log = os.path.join(rundir, name + '-qemu.log')
+        self.agent_log = os.path.join(rundir, name + '-agent.log')
+        self.agent_sock = os.path.join(rundir, name + '-agent.sock')
+        self.qmp_sock = os.path.join(rundir, name + '-qmp.sock')
+        self.proc = None
+        self.boot_time = None
+        self.ready_info = None
+        self._sock = None
+        self._lsock = None
+        self._wlock = threading.Lock()
+        self._plock = threading.Lock()
+        self._pending = {}
+        self._next_id = 1
+        self._ready = threading.Event()
+        self._dead = None
+        self._t0 = None
+        self._stop_tail = threading.Event()
+        self._alog = None
+
+    # -- command line --
+    def kernel_cmdline(self):
+        base = ['console=ttyS0,115200', 'root=/dev/vda', 'rootfstype=ext4', 'rw', 'init=/sbin/qrnic-init',
+                'panic=-1', 'nokaslr', 'loglevel=4', 'log_buf_len=4M', 'kfence.sample_interval=100',
+                'tsc=reliable', 'no_timer_check', 'mitigations=off', 'qrnicvm.host=' + self.name]
+        extra = os.environ.get('QRNIC_GUEST_APPEND', '').split()
+        return ' '.join(base + self.append + extra)
+
+    def qemu_args(self):
+        a = [self.qemu, '-name', '%s,process=qrnic-%s' % (self.name, self.name),
+             '-M', 'q35', '-accel', 'tcg', '-m', str(self.mem), '-smp', str(self.smp),
+             '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot']
+        if self.cpu:
+            a += ['-cpu', self.cpu]
+        a += QEMU_DATA_ARGS
+        a += ['-kernel', self.image.kernel, '-initrd', self.image.initrd, '-append', self.kernel_cmdline()]
+        a += ['-drive', 'file=%s,if=none,id=root,format=raw,snapshot=on,cache=unsafe' % self.image.rootfs,
+              '-device', 'virtio-blk-pci,drive=root']
+        a += ['-chardev', 'file,id=con,path=%s' % self.console_log, '-serial', 'chardev:con']
+        a += ['-device', 'virtio-serial-pci,id=vser0',
+              '-chardev', 'socket,id=agent,path=%s' % self.agent_sock,
+              '-device', 'virtserialport,bus=vser0.0,chardev=agent,name=%s' % AGENT_PORT]
+        a += ['-qmp', 'unix:%s,server=on,wait=off' % self.qmp_sock]
+        a += ['-device', 'virtio-rng-pci']
+        for i, (model, netdev, mac) in enumerate(self.nics):
+            nid = 'n%d' % i
+            a += ['-netdev', '%s,id=%s' % (netdev, nid)]
+            props = ',' + self.qrnic_props if model == 'qrnic' and self.qrnic_props else ''
+            a += ['-device', '%s,netdev=%s,mac=%s,id=%s-%d%s' % (model, nid, mac, model.split('-')[0], i, props)]
+        return a
+
+    # -- life cycle --
+    def log(self, msg):
+        if self.progress:
+            dt = time.monotonic() - self._t0 if self._t0 else 0.0
+            print('[%s +%5.1fs] %s' % (self.name, dt, msg), file=sys.stderr, flush=True)
+
+    def start(self):
+        """Start QEMU (non-blocking); wait_ready() waits for the agent."""
+        for p in (self.agent_sock, self.qmp_sock):
+            if os.path.exists(p):
+                os.unlink(p)
+        # The host listens and QEMU connects to it at start-up, before the guest runs, so
+        # nothing the agent writes can be lost.
+        self._lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._lsock.bind(self.agent_sock)
+        self._lsock.listen(1)
+        args = self.qemu_args()
+        with open(os.path.join(self.rundir, self.name + '-cmdline.txt'), 'w') as f:
+            f.write(' '.join(shlex.quote(x) for x in args) + '\n')
+        open(self.console_log, 'w').close()
+        self._t0 = time.monotonic()
+        self.log('starting QEMU (console log %s)' % self.console_log)
+        qlog = open(self.qemu_log, 'wb')
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        qlog.close()
+        _live.add(self.proc)
+        self._lsock.settimeout(0.2)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._sock, _ = self._lsock.accept()
+                break
+            except socket.timeout:
+                if self.proc.poll() is not None:
+                    raise VMError('%s: QEMU exited at start-up (status %s):\n%s'
+                                  % (self.name, self.proc.returncode, self._tail(self.qemu_log, 20)))
+                if time.monotonic() > deadline:
+                    raise VMError('%s: QEMU did not connect to the agent socket' % self.name)
+        self._sock.settimeout(None)
+        self._alog = open(self.agent_log, 'a')
+        threading.Thread(target=self._reader, name=self.name + '-agent', daemon=True).start()
+        threading.Thread(target=self._tail_console, name=self.name + '-console', daemon=True).start()
+
+    def wait_ready(self, timeout=180):
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(0.25):
+            if self._dead:
+                raise VMError('%s: died while booting (%s); console log %s:\n%s'
+                              % (self.name, self._dead, self.console_log, self._tail(self.console_log, 30)))
+            if time.monotonic() > deadline:
+                raise VMError('%s: agent not ready after %ds; console log %s:\n%s'
+                              % (self.name, timeout, self.console_log, self._tail(self.console_log, 30)))
+        return self.boot_time
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None and not self._dead
+
+    def shutdown(self, timeout=30):
+        """Power off from inside; then QMP quit; then SIGKILL.  Returns how it ended."""
+        if self.proc is None:
+            return 'not started'
+        how = None
+        if self.proc.poll() is None and not self._dead:
+            self.save_dmesg()
+            try:
+                self.request({'op': 'poweroff'}, timeout=10)
+                self.proc.wait(timeout)
+                how = 'poweroff'
+            except (VMError, subprocess.TimeoutExpired):
+                pass
+        if self.proc.poll() is None:
+            try:
+                self._qmp('quit')
+                self.proc.wait(10)
+                how = how or 'qmp quit'
+            except (OSError, subprocess.TimeoutExpired, ValueError):
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+            how = 'killed'
+        how = how or 'exited (status %s)' % self.proc.returncode
+        self._stop_tail.set()
+        _live.discard(self.proc)
+        for s in (self._sock, self._lsock):
+            try:
+                s and s.close()
+            except OSError:
+                pass
+        self.log('stopped: %s' % how)
+        return how
+
+    def save_dmesg(self, path=None):
+        """Write the guest's whole kernel log to <rundir>/<vm>-dmesg.log (the console log has only
+        what was printed after boot at every level, and warnings and worse during boot)."""
+        path = path or os.path.join(self.rundir, self.name + '-dmesg.log')
+        try:
+            recs = self.kmsg()
+        except VMError:
+            return None
+        with open(path, 'w') as f:
+            for seq, lvl, usec, text in recs:
+                f.write('[%5d.%06d] <%d> %s\n' % (usec // 1000000, usec % 1000000, lvl, text))
+        return path
+
+    def _qmp(self, cmd):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect(self.qmp_sock)
+        f = s.makefile('rw')
+        f.readline()
+        for c in ('qmp_capabilities', cmd):
+            f.write(json.dumps({'execute': c}) + '\n')
+            f.flush()
+            f.readline()
+        s.close()
+
+    # -- agent I/O --
+    def _reader(self):
+        f = self._sock.makefile('rb')
+        try:
+            for line in f:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    self._alog.write('<< (bad line) %r\n' % line[:200])
+                    continue
+                if msg.get('event') == 'ready':
+                    self.boot_time = time.monotonic() - self._t0
+                    self.ready_info = msg
+                    self._alog.write('<< ready %s\n' % json.dumps(msg))
+                    self._alog.flush()
+                    self.log('agent ready (guest uptime %.1fs, %.1fs since QEMU start)'
+                             % (msg.get('uptime', 0), self.boot_time))
+                    self._ready.set()
+                    continue
+                with self._plock:
+                    slot = self._pending.get(msg.get('id'))
+                if slot is None:
+                    self._alog.write('<< (unexpected) %s\n' % line[:500])
+                    continue
+                slot[1] = msg
+                slot[0].set()
+        except (OSError, ValueError) as e:
+            self._dead = 'agent connection error: %s' % e
+        else:
+            self._dead = 'agent connection closed (QEMU exited?)'
+        with self._plock:
+            for slot in self._pending.values():
+                slot[0].set()
+
+    def request(self, req, timeout):
+        """Send one request, wait for its reply; raises AgentError on protocol failure."""
+        if self._dead:
+            raise AgentError('%s: %s' % (self.name, self._dead))
+        with self._plock:
+            rid = self._next_id
+            self._next_id += 1
+            slot = [threading.Event(), None]
+            self._pending[rid] = slot
+        req = dict(req, id=rid)
+        data = (json.dumps(req) + '\n').encode()
+        try:
+            with self._wlock:
+                self._sock.sendall(data)
+            if self._alog:
+                self._alog.write('>> %s\n' % (json.dumps(req)[:1000]))
+                self._alog.flush()
+            if not slot[0].wait(timeout):
+                raise AgentError('%s: no reply to %s within %ss (guest hung? console log %s)'
+                                 % (self.name, req.get('op'), timeout, self.console_log))
+        finally:
+            with self._plock:
+                self._pending.pop(rid, None)
+        rep = slot[1]
+        if rep is None:
+            raise AgentError('%s: %s (during %s %r); console log tail:\n%s' % (
+                self.name, self._dead, req.get('op'), req.get('cmd', ''), self._tail(self.console_log, 20)))
+        if self._alog:
+            self._alog.write('<< %s\n' % json.dumps(rep)[:2000])
+            self._alog.flush()
+        if not rep.get('ok'):
+            raise AgentError('%s: agent error for %s: %s' % (self.name, req.get('op'), rep.get('error')))
+        return rep
+
+    # -- commands --
+    def run(self, cmd, timeout=60, check=True, env=None, merge=False, stdin=None):
+        """Run CMD under /bin/sh -c in the guest; returns a Result (str = stdout).
+        check=True raises CommandFailed on a non-zero status or timeout."""
+        req = {'op': 'run', 'cmd': cmd, 'timeout': timeout, 'env': env or {}, 'merge': merge}
+        if stdin is not None:
+            req['stdin'] = stdin
+        rep = self.request(req, timeout=timeout + REPLY_GRACE)
+        res = Result(rep, cmd, self.name, timeout)
+        return res.check() if check else res
+
+    def spawn(self, cmd, env=None, merge=False):
+        """Start CMD in the background; returns a Job (wait/kill/stop)."""
+        rep = self.request({'op': 'spawn', 'cmd': cmd, 'env': env or {}, 'merge': merge}, timeout=REPLY_GRACE)
+        return Job(self, rep['job'], rep['pid'], cmd)
+
+    run_bg = spawn
+
+    def put(self, path, data, mode=None):
+        if isinstance(data, str):
+            data = data.encode()
+        self.request({'op': 'put', 'path': path, 'data': base64.b64encode(data).decode(), 'mode': mode},
+                     timeout=REPLY_GRACE)
+
+    def get(self, path):
+        return base64.b64decode(self.request({'op': 'get', 'path': path}, timeout=REPLY_GRACE)['data'])
+
+    def kmsg(self, since=-1):
+        """Kernel log records after sequence number since: [(seq, level, usec, text)]."""
+        return [tuple(r) for r in self.request({'op': 'kmsg', 'since': since}, timeout=REPLY_GRACE)['records']]
+
+    def ping(self, timeout=REPLY_GRACE):
+        return self.request({'op': 'ping'}, timeout=timeout)
+
+    # -- console --
+    @staticmethod
+    def _tail(path, n):
+        try:
+            with open(path, 'rb') as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - 65536))
+                lines = f.read().decode('utf-8', 'replace').splitlines()
+            return '\n'.join('    ' + ln for ln in lines[-n:])
+        except OSError:
+            return '    (no %s)' % path
+
+    def console(self):
+        with open(self.console_log, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+
+    def _tail_console(self):
+        """Echo boot milestones from the serial log as progress messages."""
+        marks = ('qrnic-initramfs:', 'qrnic-init:', 'qrnic-netup:', 'QRNIC-INITRAMFS-FAIL', 'Kernel panic', 'BUG:',
+                 'Oops', 'WARNING:', 'Call Trace', 'qrnic-agent:')
+        pos, buf, seen_linux = 0, b'', False
+        while not self._stop_tail.is_set():
+            try:
+                with open(self.console_log, 'rb') as f:
+                    f.seek(pos)
+                    chunk = f.read()
+            except OSError:
+                chunk = b''
+            if chunk:
+                pos += len(chunk)
+                buf += chunk
+                *lines, buf = buf.split(b'\n')
+                for ln in lines:
+                    s = ln.decode('utf-8', 'replace').rstrip('\r')
+                    text = s.split('] ', 1)[1] if s.startswith('[') and '] ' in s else s
+                    if not seen_linux and text.startswith('Linux version'):
+                        seen_linux = True
+                        self.log('kernel started')
+                    elif any(m in text for m in marks) and (not self._ready.is_set() or not text.startswith('qrnic-')):
+                        self.log(text.strip())
+            else:
+                if self.proc is not None and self.proc.poll() is not None:
+                    if not self._dead:
+                        self._dead = 'QEMU exited (status %s)' % self.proc.returncode
+                    with self._plock:
+                        for slot in self._pending.values():
+                            slot[0].set()
+                    if self._stop_tail.wait(0.5):
+                        break
+                    continue
+                time.sleep(0.2)
+
+    # -- guest facts --
+    def rdma_endpoints(self):
+        """[Endpoint] for every RDMA device in the guest, in PCI order of their netdevs."""
+        script = r'''
+for d in /sys/class/infiniband/*; do
+  [ -e "$d" ] || continue
+  dev=$(basename "$d"); pci=$(basename "$(readlink -f "$d/device")")
+  nd=-
+  for n in /sys/class/net/*; do
+    [ -e "$n/device" ] && [ "$(readlink -f "$n/device")" = "$(readlink -f "$d/device")" ] && nd=$(basename "$n")
+  done
+  if [ "$nd" = - ]; then
+    nd=$(rdma link show "$dev/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p'); [ -n "$nd" ] || nd=-
+  fi
+  ip=-; [ "$nd" != - ] && ip=$(ip -4 -o addr show dev "$nd" | awk '{print $4}' | head -n1 | cut -d/ -f1)
+  gid=-
+  for g in "$d"/ports/1/gids/*; do
+    i=$(basename "$g"); t=$(cat "$d/ports/1/gid_attrs/types/$i" 2>/dev/null)
+    [ "$t" = "RoCE v2" ] || continue
+    v=$(cat "$g" 2>/dev/null)
+    case "$v" in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac
+    h=${v#0000:0000:0000:0000:0000:ffff:}
+    a=$(printf '%d.%d.%d.%d' 0x$(echo $h | cut -c1-2) 0x$(echo $h | cut -c3-4) 0x$(echo $h | cut -c6-7) 0x$(echo $h | cut -c8-9))
+    [ "$a" = "$ip" ] && { gid=$i; break; }
+  done
+  echo "$pci $dev $nd ${ip:--} $gid"
+done | sort
+'''
+        eps = []
+        for ln in self.run(script, timeout=60).splitlines():
+            f = ln.split()
+            if len(f) == 5:
+                eps.append(Endpoint(self, f[1], None if f[2] == '-' else f[2], None if f[3] == '-' else f[3],
+                                    None if f[4] == '-' else int(f[4])))
+        return eps
+
+
+# ---- topologies ----------------------------------------------------------------------
+class Topology:
+    """A set of VMs and the cables between their NICs.
+
+    name       'T1' (default), 'T2' or 'T3'
+    link       T1 only: 'hub' (default, -netdev hubport) or 'dgram' (UDP pair on 127.0.0.1)
+    mem, smp   per VM (MiB, vCPUs); cpu: QEMU -cpu model (default: QEMU's)
+    append     extra kernel command line words (all VMs); env QRNIC_GUEST_APPEND too
+    build      run scripts/build-qemu.sh and scripts/guest-image.sh first (cheap when up to date)
+    require_driver  raise PrereqError before booting if the image lacks qrnic.ko/the provider
+    ips        addresses, one per qrnic port in topology order (default 10.0.0.1/24, 10.0.0.2/24)
+    """
+
+    def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
+                 require_driver=False, progress=True, rundir=None, ips=None, boot_timeout=300,
+                 qrnic_props='', image=None, qemu=None):
+        if name not in TOPOLOGIES:
+            raise ValueError('unknown topology %r (choose from %s)' % (name, ', '.join(TOPOLOGIES)))
+        self.name, self.link = name, link
+        self.progress = progress
+        self.boot_timeout = boot_timeout
+        self.qemu = qemu or find_qemu(build=build)
+        self.image = image if isinstance(image, Image) else (Image(image) if image else find_image(build=build))
+        if require_driver:
+            self.image.require_driver()
+        self.rundir = rundir or new_run_dir()
+        ips = list(ips or ('10.0.0.1/24', '10.0.0.2/24'))
+        self.ips = ips
+        self.vms = []
+        kw = dict(qemu=self.qemu, image=self.image, rundir=self.rundir, mem=mem, smp=smp, cpu=cpu,
+                  progress=progress, qrnic_props=qrnic_props)
+        if name == 'T1':
+            if link == 'hub':
+                nets = ['hubport,hubid=0', 'hubport,hubid=0']
+            elif link == 'dgram':
+                p0, p1 = _free_udp_ports(2)
+                nets = [_dgram(p0, p1), _dgram(p1, p0)]
+            else:
+                raise ValueError('link must be hub or dgram')
+            nics = [('qrnic', nets[0], _mac(0, 0)), ('qrnic', nets[1], _mac(0, 1))]
+            self.vms.append(VM('vm0', nics=nics, append=list(append) + ['qrnicvm.ip=' + ','.join(ips[:2])], **kw))
+        else:
+            p0, p1 = _free_udp_ports(2)
+            self.vms.append(VM('vm0', nics=[('qrnic', _dgram(p0, p1), _mac(0, 0))],
+                               append=list(append) + ['qrnicvm.ip=' + ips[0]], **kw))
+            if name == 'T2':
+                self.vms.append(VM('vm1', nics=[('qrnic', _dgram(p1, p0), _mac(1, 0))],
+                                   append=list(append) + ['qrnicvm.ip=' + ips[1]], **kw))
+            else:
+                self.vms.append(VM('vm1', nics=[('virtio-net-pci', _dgram(p1, p0), _mac(1, 0))],
+                                   append=list(append) + ['qrnicvm.vnet_ip=' + ips[1], 'qrnicvm.rxe=1'], **kw))
+        self._eps = None
+
+    def vm(self, i):
+        return self.vms[i]
+
+    def start(self):
+        if self.progress:
+            print('qrnic_vm: topology %s, run dir %s, image %s' % (self.name, self.rundir, self.image.path),
+                  file=sys.stderr, flush=True)
+        try:
+            for v in self.vms:
+                v.start()
+            for v in self.vms:
+                v.wait_ready(self.boot_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        threads = [threading.Thread(target=v.shutdown) for v in self.vms if v.proc is not None]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def endpoints(self, refresh=False):
+        """All qrnic/rxe RDMA endpoints, VM order then PCI order."""
+        if self._eps is None or refresh:
+            self._eps = [e for v in self.vms for e in v.rdma_endpoints()]
+        return self._eps
+
+    def pair(self, refresh=False):
+        """(server, client) Endpoints: T1 = port 0 / port 1 of vm0; T2/T3 = vm0 / vm1.
+        Raises VMError when there are not two endpoints with an IPv4 address and RoCEv2 GID."""
+        eps = self.endpoints(refresh)
+        usable = [e for e in eps if e.ip and e.gid is not None]
+        if len(usable) < 2:
+            raise VMError('topology %s needs two RDMA endpoints with an IPv4 address and a RoCEv2 GID; found: %s'
+                          % (self.name, eps or 'no RDMA devices'))
+        if self.name == 'T1':
+            return usable[0], usable[1]
+        srv = next((e for e in usable if e.vm is self.vms[0]), None)
+        cli = next((e for e in usable if e.vm is self.vms[1]), None)
+        if not srv or not cli:
+            raise VMError('topology %s: need an endpoint in each VM; found %s' % (self.name, usable))
+        return srv, cli
+
+
+def _dgram(local, remote):
+    return ('dgram,local.type=inet,local.host=127.0.0.1,local.port=%d,'
+            'remote.type=inet,remote.host=127.0.0.1,remote.port=%d' % (local, remote))
+
+
+def _mac(vm, port):
+    return '52:54:00:7a:%02x:%02x' % (vm, port)
