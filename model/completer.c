@@ -75,6 +75,18 @@ static bool ack_through(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
 	return missing;
 }
 
+/* A READ/ATOMIC response was lost (a later one, or an ACK past it, came
+ * in): ask again from una_psn, once per gap, since the rest of the old
+ * burst is still arriving. */
+static void resync(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	if (qp->req.resync && qp->req.resync_psn == qp->req.una_psn)
+		return;
+	qp->req.resync = true;
+	qp->req.resync_psn = qp->req.una_psn;
+	qrnic_req_retry(d, qp, 1);
+}
+
 static void fail_at(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t status)
 {
 	qrnic_req_fail_head(d, qp, status, QRNIC_VERR_NAK);
@@ -90,7 +102,7 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	case 0:		/* ACK */
 		qrnic_trace(d, QRNIC_TR_ACK, qp->qpn, psn, syn, p->aeth_msn, 0);
 		if (ack_through(d, qp, psn))
-			qrnic_req_retry(d, qp, 1);
+			resync(d, qp);
 		break;
 	case 1: {	/* RNR NAK */
 		uint64_t wait = qrnic_rnr_timer_ns(syn & 0x1f);
@@ -98,7 +110,7 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		qrnic_trace(d, QRNIC_TR_NAK, qp->qpn, psn, syn, p->aeth_msn, 0);
 		qrnic_stat_add(d, QRNIC_STAT_RNR_NAKS_RCVD, 1);
 		if (ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK))) {
-			qrnic_req_retry(d, qp, 1);
+			resync(d, qp);
 			break;
 		}
 		if (qp->req.rnr_left == 0) {
@@ -115,11 +127,12 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	}
 	case 3: {	/* NAK */
 		uint8_t code = syn & 0x1f;
+		bool missing;
 
 		qrnic_trace(d, QRNIC_TR_NAK, qp->qpn, psn, syn, p->aeth_msn, 0);
-		/* Everything before the NAKed PSN arrived.  A sequence NAK
-		 * retransmits from it anyway; other NAKs end the QP. */
-		ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK));
+		/* Everything before the NAKed PSN arrived, except READ or
+		 * ATOMIC responses that were lost: go back to those. */
+		missing = ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK));
 		switch (code) {
 		case 0:
 			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_RCVD, 1);
@@ -130,7 +143,7 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 				break;
 			}
 			qp->req.retry_left--;
-			if (qrnic_psn_diff(psn, qp->req.una_psn) > 0)
+			if (!missing && qrnic_psn_diff(psn, qp->req.una_psn) > 0)
 				qp->req.una_psn = psn;
 			qrnic_req_retry(d, qp, 1);
 			break;
@@ -172,17 +185,9 @@ static void handle_read_resp(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 	}
 	exp = qrnic_psn_add(w->first_psn, w->done_bytes / mtu);
 	if (p->psn != exp) {
-		if (qrnic_psn_diff(p->psn, exp) < 0)
-			return;		/* duplicate response */
-		/* A response was lost: ask again from the missing one, once
-		 * per gap (the rest of the old burst is still arriving). */
-		if (!qp->req.resync || qp->req.resync_psn != exp) {
-			qp->req.resync = true;
-			qp->req.resync_psn = exp;
-			qp->req.una_psn = exp;
-			qrnic_req_retry(d, qp, 1);
-		}
-		return;
+		if (qrnic_psn_diff(p->psn, exp) > 0)
+			resync(d, qp);	/* a response was lost */
+		return;		/* (or a duplicate) */
 	}
 	if ((w->done_bytes == 0) != !!(fl & QRNIC_HDR_FIRST) ||
 	    ((fl & QRNIC_HDR_LAST) ? p->paylen != w->total_len - w->done_bytes
@@ -214,7 +219,8 @@ static void handle_atomic_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const st
 	uint64_t orig = p->atomic_ack_orig;
 	int verr;
 
-	ack_through(d, qp, qrnic_psn_add(p->psn, QRNIC_PSN_MASK));
+	if (ack_through(d, qp, qrnic_psn_add(p->psn, QRNIC_PSN_MASK)))
+		resync(d, qp);	/* an earlier READ/ATOMIC response was lost */
 	w = head_unacked(qp);
 	if (!w || !w->rd_atomic || w->wqe.opcode == QRNIC_WR_RDMA_READ || p->psn != w->first_psn) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);

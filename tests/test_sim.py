@@ -221,11 +221,10 @@ def test_loss_1pct_still_verifies(op):
         assert j['stats']['retransmitted_packets'] > 0
 
 
-@pytest.mark.xfail(strict=False, reason='model: a sequence NAK moves una_psn past an unanswered '
-                   'READ/ATOMIC whose response was lost (completer.c handle_ack), so it is never '
-                   're-requested and the QP ends in RETRY_EXC_ERR; reported to the lead')
 @pytest.mark.parametrize('op', ['read', 'cas', 'faa'])
 def test_loss_read_atomic_pipelined(op):
+    """Regression: a sequence NAK must not move una_psn past a READ/ATOMIC
+    whose response was lost (it was never re-requested: RETRY_EXC_ERR)."""
     for seed in (1, 2, 3, 4):
         j = sim_json('--op', op, '--size', 3000, '--mtu', 1024, '--depth', 8, '--count', 1000,
                      '--loss', '1%', '--seed', seed)
