@@ -6,6 +6,12 @@
  * executes it and writes a 32-byte completion into the admin CQ ring, then
  * raises MSI-X vector 0.  At most (ring depth) commands may be outstanding
  * (submitted and their completion not yet consumed).
+ *
+ * Strictness: hdr.flags, hdr.rsvd and every payload field named rsvd (and
+ * MODIFY_QP's attr.sq_draining) must be 0, else QRNIC_AQ_BAD_PARAM.  Bytes
+ * after the opcode's payload structure and fields the opcode does not use
+ * are ignored (write them as 0).  A failing command has no side effect.
+ * docs/spec.md section 6 is the full reference.
  */
 #ifndef QRNIC_ADMIN_H
 #define QRNIC_ADMIN_H
@@ -49,11 +55,13 @@
 #define QRNIC_AQ_BAD_HANDLE		3	/* -EINVAL: no such PD/CQ/QP/MR/AH/EQ/uctx */
 #define QRNIC_AQ_NO_RESOURCES		4	/* -ENOMEM: table full or MTT exhausted */
 #define QRNIC_AQ_BAD_STATE		5	/* -EINVAL: QP transition not allowed */
-#define QRNIC_AQ_BUSY			6	/* -EBUSY: object still in use */
+#define QRNIC_AQ_BUSY			6	/* -EBUSY: object still in use, or a
+						 * second GSI QP / async EQ */
 #define QRNIC_AQ_DMA_ERROR		7	/* -EIO: reading/writing host memory failed */
 #define QRNIC_AQ_BAD_ATTR_MASK		8	/* -EINVAL: attr mask wrong for transition */
-#define QRNIC_AQ_NOT_SUPPORTED		9	/* -EOPNOTSUPP: valid but not implemented */
-#define QRNIC_AQ_INJECTED		10	/* -EIO: fault injection */
+#define QRNIC_AQ_NOT_SUPPORTED		9	/* -EOPNOTSUPP: valid but not implemented
+						 * (MODIFY_QP ALT_PATH, PATH_MIG_STATE, CAP) */
+#define QRNIC_AQ_INJECTED		10	/* -EIO: fault injection (tests only) */
 #define QRNIC_AQ_STATUS_MAX		10
 
 /* ---- Command and completion entries ------------------------------------- */
@@ -68,13 +76,13 @@ QRNIC_ASSERT_SIZE(struct qrnic_aq_hdr, 8);
 struct qrnic_cmd_query {	/* QUERY_DEVICE, QUERY_PORT, QUERY_STATS */
 	uint64_t resp_addr;	/* device DMA-writes the answer here */
 	uint32_t resp_len;	/* bytes available; the answer is truncated to it */
-	uint32_t port;		/* QUERY_PORT: 1 */
+	uint32_t port;		/* QUERY_PORT: 1; ignored by QUERY_DEVICE/_STATS */
 };
 
-struct qrnic_cmd_gid {		/* SET_GID, QUERY_GID (answer in result[0..3]) */
-	uint32_t index;
-	uint8_t  valid;		/* SET_GID: 0 clears the entry */
-	uint8_t  net_type;	/* QRNIC_NET_* */
+struct qrnic_cmd_gid {		/* SET_GID, QUERY_GID (answer in result[0..3] and detail) */
+	uint32_t index;		/* < gid_tbl_len */
+	uint8_t  valid;		/* SET_GID: 1 sets, 0 clears the entry; QUERY_GID: ignored */
+	uint8_t  net_type;	/* QRNIC_NET_*; SET_GID with valid = 1 only */
 	uint16_t rsvd;
 	uint8_t  gid[16];
 };
@@ -157,8 +165,8 @@ struct qrnic_qp_attr {
 	uint8_t  min_rnr_timer;	/* 0..31, IBTA RNR timer encoding */
 	uint8_t  max_rd_atomic;	/* outstanding READ/ATOMIC as requester */
 	uint8_t  max_dest_rd_atomic; /* as responder */
-	uint8_t  sq_draining;	/* QUERY_QP only */
-	uint8_t  en_sqd_async_notify;
+	uint8_t  sq_draining;	/* QUERY_QP only: always 0 in ABI 1.0; MODIFY_QP: 0 */
+	uint8_t  en_sqd_async_notify;	/* 0/1; reads 0 once SQ_DRAINED was raised */
 	uint8_t  port_num;	/* 1 */
 	uint16_t pkey_index;	/* 0 */
 	uint16_t rsvd;
@@ -194,8 +202,9 @@ struct qrnic_cmd_reg_mr {
 	uint16_t rsvd;
 	uint64_t iova;
 	uint64_t length;	/* 1..max_mr_size */
-	uint64_t pbl_addr;
-	uint32_t npages;	/* must equal the pages [iova, iova+length) spans */
+	uint64_t pbl_addr;	/* ignored with QRNIC_MR_F_PHYS */
+	uint32_t npages;	/* must equal the pages [iova, iova+length) spans;
+				 * ignored with QRNIC_MR_F_PHYS */
 	uint32_t rsvd2;
 };
 
@@ -205,7 +214,8 @@ struct qrnic_cmd_create_ah {
 	struct qrnic_av av;
 };
 
-#define QRNIC_EQ_F_ASYNC		(1u << 0)	/* receives async events */
+#define QRNIC_EQ_F_ASYNC		(1u << 0)	/* receives async events; at most one
+							 * such EQ (a second: QRNIC_AQ_BUSY) */
 
 struct qrnic_cmd_create_eq {
 	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
@@ -241,14 +251,26 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_reg_mr, 48);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
 
-/* Completion: written with owner last, same owner rule as the CQE. */
+/*
+ * Completion: written with owner last, same owner rule as the CQE.
+ * result[]: all 0 on failure.  CREATE_* / ALLOC_UCTX / REG_MR: result[0] =
+ * the new handle or key.  Commands with resp_addr (QUERY_DEVICE, _PORT,
+ * _STATS, _QP, _MR): result[0] = size of the full answer, result[1] =
+ * bytes written = min(resp_len, size); resp_addr 0 or a failed write is
+ * QRNIC_AQ_DMA_ERROR.  QUERY_GID: result[0..3] = the GID bytes (0 if the
+ * entry is invalid).
+ * detail: on BAD_PARAM, BAD_HANDLE, BAD_STATE, BAD_ATTR_MASK and
+ * NOT_SUPPORTED the byte offset, within the 128-byte command, of the
+ * offending field; 0 on every other failure.  On success 0, except
+ * QUERY_GID: [0] valid, [15:8] net_type.
+ */
 struct qrnic_aq_cqe {
-	uint32_t result[4];	/* command specific: new handle, key, GID ... */
+	uint32_t result[4];	/* command specific, see above */
 	uint16_t cmd_id;
 	uint8_t  opcode;
 	uint8_t  status;	/* QRNIC_AQ_* */
 	uint32_t sq_ci;		/* admin SQ consumer index after this command */
-	uint32_t detail;	/* finer reason for a failure (offending field offset) */
+	uint32_t detail;	/* see above: offending field offset, or QUERY_GID data */
 	uint8_t  rsvd[3];
 	uint8_t  owner;
 };
@@ -302,7 +324,10 @@ struct qrnic_port_attr {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 
-/* QUERY_STATS answers uint64_t counters[QRNIC_STAT_COUNT], in this order. */
+/* QUERY_STATS answers uint64_t counters[QRNIC_STAT_COUNT], in this order.
+ * late_events and late_ns_total are not maintained in ABI 1.0 (always 0);
+ * faults_injected is 0 unless the host configured fault injection for
+ * tests.  docs/spec.md section 15 says what each one counts. */
 #define QRNIC_STATS(X)						\
 	X(TX_PACKETS, "tx_packets")				\
 	X(TX_BYTES, "tx_bytes")					\

@@ -3,7 +3,8 @@
  * qrnic ABI: work queue entries, completion queue entries and event queue
  * entries.  Numeric values of opcodes, statuses, QP types, states, access
  * flags and attribute masks are those of libibverbs (enum ibv_*), so the
- * provider and the kernel driver pass them through unchanged.
+ * provider and the kernel driver pass them through unchanged.  Exception:
+ * QRNIC_QPT_GSI is a qrnic value with no ibv_qp_type counterpart.
  */
 #ifndef QRNIC_QUEUE_H
 #define QRNIC_QUEUE_H
@@ -13,17 +14,19 @@
 /* ---- Limits fixed by the ABI -------------------------------------------- */
 #define QRNIC_MAX_SGE			16	/* per send or receive WQE */
 #define QRNIC_MIN_WQE_SHIFT		6	/* 64-byte send WQE stride minimum */
-#define QRNIC_MAX_SEND_WQE_SHIFT	9	/* 512 bytes: header + 28 SGE / 448 inline */
+#define QRNIC_MAX_SEND_WQE_SHIFT	9	/* 512 bytes: 64-byte header + up to 16 SGEs
+						 * (QRNIC_MAX_SGE) or up to 448 bytes inline */
 #define QRNIC_MIN_RECV_WQE_SHIFT	5	/* 32 bytes: header + 1 SGE */
 #define QRNIC_MAX_RECV_WQE_SHIFT	9
 #define QRNIC_MAX_QUEUE_LOG		15	/* at most 32768 entries per ring */
-#define QRNIC_MAX_MSG_SIZE		(1u << 31)
+#define QRNIC_MAX_MSG_SIZE		(1u << 31)	/* RC; UD/GSI: the port MTU */
 #define QRNIC_GRH_BYTES			40	/* UD receive buffers start with a GRH */
 
 /* ---- QP types, states, access flags (ibv values) ------------------------ */
 #define QRNIC_QPT_RC			2
 #define QRNIC_QPT_UD			4
-#define QRNIC_QPT_GSI			0xf1	/* QP1, UD semantics, qpn fixed to 1 */
+#define QRNIC_QPT_GSI			0xf1	/* qrnic value, not an ibv one: QP1, UD
+						 * semantics, qpn fixed to 1, kernel only */
 
 #define QRNIC_QPS_RESET			0
 #define QRNIC_QPS_INIT			1
@@ -52,6 +55,7 @@
 #define QRNIC_WQE_F_SOLICITED		(1u << 1)	/* set SE in the last packet */
 #define QRNIC_WQE_F_INLINE		(1u << 2)	/* payload follows the header */
 #define QRNIC_WQE_F_FENCE		(1u << 3)	/* wait for prior READ/ATOMIC */
+/* flags bits 7:4 are reserved and must be 0 (else QRNIC_VERR_BAD_WQE) */
 
 /*
  * Send WQE: this 64-byte header, then num_sge struct qrnic_sge or, with
@@ -63,7 +67,7 @@ struct qrnic_send_wqe {
 	uint8_t  flags;		/* QRNIC_WQE_F_* */
 	uint8_t  num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
 	uint8_t  rsvd0;
-	uint32_t inline_len;	/* bytes of inline payload, must fit the stride */
+	uint32_t inline_len;	/* INLINE: bytes of inline payload, must fit the stride */
 	uint64_t wr_id;		/* returned in the CQE */
 	uint32_t imm_data;	/* *_WITH_IMM: sent as is (network byte order) */
 	uint32_t rkey;		/* RDMA and ATOMIC */
@@ -72,7 +76,7 @@ struct qrnic_send_wqe {
 	uint64_t swap;		/* CMP_AND_SWP: swap */
 	uint32_t ah;		/* UD: address handle number */
 	uint32_t remote_qpn;	/* UD: destination QP */
-	uint32_t remote_qkey;	/* UD: Q_Key */
+	uint32_t remote_qkey;	/* UD: Q_Key; bit 31 set: send the QP's own qkey */
 	uint32_t rsvd1;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_send_wqe, 64);
@@ -143,15 +147,19 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
  */
 struct qrnic_cqe {
 	uint64_t wr_id;
-	uint32_t byte_len;	/* bytes received (RECV) or transferred (READ) */
+	uint32_t byte_len;	/* RECV: bytes received (UD: + 40 GRH bytes);
+				 * RECV_RDMA_WITH_IMM: RETH length; send CQE of
+				 * READ: its length, ATOMIC: 8; else 0 */
 	uint32_t imm_data;	/* with QRNIC_CQE_F_WITH_IMM, network byte order */
 	uint32_t qpn;		/* local QP */
-	uint32_t src_qp;	/* UD: sender's QP */
+	uint32_t src_qp;	/* receive CQEs: sender's QP (UD: DETH SrcQP;
+				 * RC: the peer's QPN, attr.dest_qpn); else 0 */
 	uint8_t  status;	/* QRNIC_WC_* */
 	uint8_t  opcode;	/* QRNIC_WC_OP_* */
 	uint8_t  flags;		/* QRNIC_CQE_F_* */
 	uint8_t  vendor_err;	/* QRNIC_VERR_*: finer cause of an error status */
-	uint16_t wqe_index;	/* index of the WQE in its ring */
+	uint16_t wqe_index;	/* low 16 bits of the WQE's free-running queue
+				 * index; slot = wqe_index & (depth - 1) */
 	uint8_t  rsvd;
 	uint8_t  owner;		/* bit 0: owner/phase; written last */
 };
@@ -168,12 +176,18 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 #define QRNIC_VERR_ACCESS		5	/* access flag missing */
 #define QRNIC_VERR_DMA			6	/* host DMA failed */
 #define QRNIC_VERR_LENGTH		7	/* message longer than buffers / limit */
-#define QRNIC_VERR_NAK			8	/* peer NAKed */
-#define QRNIC_VERR_RETRY		9	/* retries exhausted */
+#define QRNIC_VERR_NAK			8	/* peer NAKed (RNR and sequence NAK
+						 * retries exhausted, bad READ
+						 * response: also this) */
+#define QRNIC_VERR_RETRY		9	/* retries exhausted after a timeout */
 #define QRNIC_VERR_FLUSH		10	/* QP in error */
-#define QRNIC_VERR_INJECTED		11	/* fault injection */
-#define QRNIC_VERR_BAD_AH		12	/* UD: no such address handle */
-#define QRNIC_VERR_ALIGN		13	/* atomic target not 8-byte aligned */
+#define QRNIC_VERR_INJECTED		11	/* fault injection (tests only) */
+#define QRNIC_VERR_BAD_AH		12	/* UD: no such address handle; UD/RC:
+						 * source GID of the AV no longer valid */
+#define QRNIC_VERR_ALIGN		13	/* atomic target not 8-byte aligned:
+						 * reserved, not generated in ABI 1.0
+						 * (the responder NAKs, giving
+						 * REM_INV_REQ_ERR + QRNIC_VERR_NAK) */
 
 /* ---- EQE (16 bytes) ----------------------------------------------------- */
 #define QRNIC_EQE_COMPLETION		0	/* handle = cqn */
@@ -181,15 +195,15 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 
 /* enum ibv_event_type values used in async EQEs */
 #define QRNIC_EV_CQ_ERR			0	/* handle = cqn (overrun) */
-#define QRNIC_EV_QP_FATAL		1	/* handle = qpn */
+#define QRNIC_EV_QP_FATAL		1	/* handle = qpn (QP events below too) */
 #define QRNIC_EV_QP_REQ_ERR		2
 #define QRNIC_EV_QP_ACCESS_ERR		3
-#define QRNIC_EV_COMM_EST		4
+#define QRNIC_EV_COMM_EST		4	/* reserved, not generated in ABI 1.0 */
 #define QRNIC_EV_SQ_DRAINED		5
 #define QRNIC_EV_DEVICE_FATAL		8	/* data = QRNIC_FATAL_* */
 #define QRNIC_EV_PORT_ACTIVE		9	/* handle = port (1) */
 #define QRNIC_EV_PORT_ERR		10
-#define QRNIC_EV_QP_LAST_WQE_REACHED	16
+#define QRNIC_EV_QP_LAST_WQE_REACHED	16	/* reserved, not generated in ABI 1.0 (no SRQ) */
 
 struct qrnic_eqe {
 	uint8_t  type;		/* QRNIC_EQE_* */

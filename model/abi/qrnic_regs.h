@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
  * qrnic ABI: PCI identity, BAR map, control registers and doorbells.
- * docs/spec.md sections 1-3 describe the same thing in prose.
+ * docs/spec.md sections 1-4, 7.3 and 14 describe the same thing in prose.
  */
 #ifndef QRNIC_REGS_H
 #define QRNIC_REGS_H
@@ -36,7 +36,7 @@
 
 /* ---- BAR0 control registers (32-bit unless marked 64) ------------------ */
 #define QRNIC_REG_VERSION		0x000	/* RO  QRNIC_ABI_VERSION */
-#define QRNIC_REG_CAPS			0x004	/* RO  QRNIC_CAP_* */
+#define QRNIC_REG_CAPS			0x004	/* RO  QRNIC_CAP_*, fixed (not from config) */
 #define QRNIC_REG_CTRL			0x008	/* RW  QRNIC_CTRL_* */
 #define QRNIC_REG_STATUS		0x00c	/* RO  QRNIC_STATUS_* */
 #define QRNIC_REG_FATAL_CODE		0x010	/* RO  QRNIC_FATAL_* when STATUS.FATAL */
@@ -67,8 +67,11 @@
 #define QRNIC_REG_PORT_STATUS		0x0b8	/* RO  QRNIC_PORT_STATUS_* */
 #define QRNIC_REG_ETH_MTU		0x0bc	/* RO  port Ethernet MTU (payload bytes) */
 
-/* Reset values: CTRL=0, STATUS=READY, AQ_*=0, AQ_STATUS=0, ETH_*=0,
- * SCRATCH=0.  VERSION, CAPS, NUM_*, MAC, MTU come from the device config. */
+/* Reset values: CTRL=0, STATUS=READY, FATAL_CODE=0, AQ_*=0, AQ_STATUS=0,
+ * ETH_*=0, SCRATCH=0.  VERSION and CAPS are constants of the device
+ * revision (CAPS = all five QRNIC_CAP_* bits); NUM_*, MAC and ETH_MTU come
+ * from the device config; PORT_STATUS follows the link (not reset).
+ * While STATUS.FATAL is set, writes other than CTRL and SCRATCH are ignored. */
 
 #define QRNIC_CAP_RC			(1u << 0)
 #define QRNIC_CAP_UD			(1u << 1)
@@ -76,7 +79,7 @@
 #define QRNIC_CAP_IPV6			(1u << 3)
 #define QRNIC_CAP_ETH			(1u << 4)
 
-#define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues */
+#define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */
 
 #define QRNIC_STATUS_READY		(1u << 0)  /* registers may be programmed */
@@ -85,7 +88,7 @@
 
 #define QRNIC_FATAL_NONE		0
 #define QRNIC_FATAL_DMA			1	/* a device-internal DMA failed */
-#define QRNIC_FATAL_INJECTED		2	/* fault injection */
+#define QRNIC_FATAL_INJECTED		2	/* fault injection (tests only) */
 #define QRNIC_FATAL_AQ			3	/* admin queue ring unreachable */
 
 /* AQ_CTRL: [3:0] log2 of entries in both admin rings (1..12); [31] enable. */
@@ -94,10 +97,15 @@
 #define QRNIC_AQ_MAX_LOG_DEPTH		12
 /* AQ_STATUS */
 #define QRNIC_AQ_STATUS_ENABLED		(1u << 0)
-#define QRNIC_AQ_STATUS_ERROR		(1u << 1)  /* bad base/depth; cleared by disable */
+#define QRNIC_AQ_STATUS_ERROR		(1u << 1)  /* bad base/depth at enable, producer index
+						    * more than depth ahead, or ring DMA
+						    * failure; cleared by disable or by a
+						    * successful enable */
 
 /* ETH_CTRL: [3:0] log2 TX entries, [7:4] log2 RX entries (1..12),
- * [30] RX enable, [31] TX enable. */
+ * [30] RX enable, [31] TX enable.  An enable bit with a bad log size or
+ * base is dropped; enabling or disabling a ring restarts its indexes at 0;
+ * ring bases are read-only while their ring is enabled. */
 #define QRNIC_ETH_CTRL_TX_LOG_MASK	0xfu
 #define QRNIC_ETH_CTRL_RX_LOG_SHIFT	4
 #define QRNIC_ETH_CTRL_RX_ENABLE	(1u << 30)
@@ -108,7 +116,9 @@
 /*
  * EQ_DB (64-bit write): [15:0] eqn, [16] arm, [63:32] consumer index
  * (free-running).  Arming with a consumer index behind the producer
- * raises the vector at once.
+ * raises the vector at once.  Ignored and counted while CTRL.ENABLE is 0 or
+ * STATUS.FATAL is set, for an unknown eqn, or for a consumer index outside
+ * [pi - depth, pi].
  */
 #define QRNIC_EQ_DB_EQN_MASK		0xffffull
 #define QRNIC_EQ_DB_ARM			(1ull << 16)
@@ -117,7 +127,9 @@
 /* ---- Doorbell pages (BAR2): page N belongs to user context N ------------
  * Page 0 is the kernel's.  Every doorbell is one 64-bit write; other
  * access sizes are ignored and counted.  A doorbell naming a queue that
- * belongs to another context is ignored and counted.
+ * belongs to another context is ignored and counted, and so are doorbells
+ * while CTRL.ENABLE is 0 or STATUS.FATAL is set, doorbells on the page of
+ * an unallocated user context, and indexes out of range (spec 3.2).
  */
 #define QRNIC_DB_SQ			0x00	/* [23:0] qpn, [63:32] SQ producer index */
 #define QRNIC_DB_RQ			0x08	/* [23:0] qpn, [63:32] RQ producer index */
@@ -137,7 +149,9 @@ struct qrnic_eth_desc {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_eth_desc, 16);
 #define QRNIC_ETH_DESC_DONE		(1u << 0)
-#define QRNIC_ETH_DESC_ERR		(1u << 1)  /* DMA failed or frame too big */
-#define QRNIC_ETH_MAX_FRAME		9018
+#define QRNIC_ETH_DESC_ERR		(1u << 1)  /* TX: bad len or buffer unreadable;
+						    * RX: frame larger than the buffer or
+						    * write failed (len = 0) */
+#define QRNIC_ETH_MAX_FRAME		9018	/* 9000 + 14 + 4; TX also <= ETH_MTU + 18 */
 
 #endif
