@@ -157,6 +157,7 @@ struct qrnic_rsrc {
 	bool     valid;
 	bool     atomic;
 	bool     pending;	/* response packets still to send */
+	bool     replay;	/* pending only to answer a duplicate again */
 	uint32_t psn;		/* PSN of the request */
 	uint32_t npkts;		/* response packets (READ) */
 	uint32_t next;		/* READ: next response packet to send */

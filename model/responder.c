@@ -297,8 +297,12 @@ static struct qrnic_rsrc *rsrc_alloc(struct qrnic_qp *qp)
 	if (n > QRNIC_MAX_RD_ATOMIC)
 		n = QRNIC_MAX_RD_ATOMIC;
 	r = &qp->resp.rsrc[qp->resp.rsrc_head % n];
-	if (r->valid && r->pending)
-		return NULL;	/* more outstanding than max_dest_rd_atomic */
+	/* A slot still answering a new request means more outstanding than
+	 * max_dest_rd_atomic.  A slot only replaying an answer for a late
+	 * duplicate is not outstanding: the new request takes it (the
+	 * requester retries the old one again if it still needs it). */
+	if (r->valid && r->pending && !r->replay)
+		return NULL;
 	qp->resp.rsrc_head = (qp->resp.rsrc_head + 1) % n;
 	memset(r, 0, sizeof(*r));
 	return r;
@@ -315,6 +319,8 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 		if (r) {
 			/* Re-execute from the requested packet on. */
 			r->next = (uint32_t)qrnic_psn_diff(p->psn, r->psn);
+			if (!r->pending)
+				r->replay = true;
 			r->pending = true;
 			qrnic_qp_kick(d, qp);
 		}
@@ -324,6 +330,8 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 		r = rsrc_find(qp, p->psn, true);
 		if (r) {
 			qrnic_stat_add(d, QRNIC_STAT_ATOMICS_REPLAYED, 1);
+			if (!r->pending)
+				r->replay = true;
 			r->pending = true;	/* answered again, in order */
 			qrnic_qp_kick(d, qp);
 		}
@@ -623,7 +631,7 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		if (r->valid && r->pending && r->atomic && budget) {
 			send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, r->psn, NULL, 0,
 				  r->atomic_orig);
-			r->pending = false;
+			r->pending = r->replay = false;
 			budget--;
 		}
 		while (r->valid && r->pending && !r->atomic && budget) {
@@ -652,7 +660,7 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			r->next++;
 			budget--;
 			if (r->next >= r->npkts)
-				r->pending = false;
+				r->pending = r->replay = false;
 		}
 		if (r->valid && r->pending)
 			return true;

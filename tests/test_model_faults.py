@@ -512,9 +512,6 @@ def test_lossy_write_read_atomics(world, rate, mtu):
     assert a.fault_totals()['held'] == b.fault_totals()['held'] == 0
 
 
-@pytest.mark.xfail(strict=True, reason='model bug (responder.c rsrc_alloc): a replay pending '
-                   'for a late duplicate of an answered atomic makes the slot "busy", so the '
-                   'next new READ/atomic is NAKed as an invalid request')
 def test_late_duplicate_atomic_does_not_block_new_one(world):
     conn = pair(world)
     a, b = world.devs
