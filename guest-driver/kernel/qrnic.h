@@ -154,6 +154,8 @@ struct qrnic_dev {
 	struct qrnic_eth *eth;
 	struct net_device *ndev;
 
+	struct dentry *debugfs;
+
 	struct xarray cqs;		/* cqn -> struct qrnic_cq (kernel and user) */
 	struct xarray qps;		/* qpn -> struct qrnic_qp */
 };

@@ -8,6 +8,7 @@
  * and the ib_device.  Remove and every probe failure unwind in reverse
  * order; the device is reset before any ring it may still use is freed.
  */
+#include <linux/debugfs.h>
 #include <linux/iopoll.h>
 #include <linux/module.h>
 
@@ -68,6 +69,42 @@ void qrnic_set_fatal(struct qrnic_dev *dev, const char *why)
 	 * dead and must be re-opened).  Until then the device stays dead
 	 * until the driver is unbound.
 	 */
+}
+
+/*
+ * debugfs: /sys/kernel/debug/qrnic/<pci address>/inject_fatal.  Writing 1
+ * declares the device dead as a fatal error would (tests of the fatal
+ * path: IB_EVENT_DEVICE_FATAL, destroy paths and unbind on a dead device).
+ */
+static struct dentry *qrnic_debugfs_root;
+
+static ssize_t qrnic_inject_fatal_write(struct file *file, const char __user *buf,
+				       size_t count, loff_t *ppos)
+{
+	struct qrnic_dev *dev = file->private_data;
+	bool val;
+	int err;
+
+	err = kstrtobool_from_user(buf, count, &val);
+	if (err)
+		return err;
+	if (val)
+		qrnic_set_fatal(dev, "injected through debugfs");
+	return count;
+}
+
+static const struct file_operations qrnic_inject_fatal_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = qrnic_inject_fatal_write,
+	.llseek = noop_llseek,
+};
+
+static void qrnic_debugfs_add(struct qrnic_dev *dev)
+{
+	dev->debugfs = debugfs_create_dir(pci_name(dev->pdev), qrnic_debugfs_root);
+	debugfs_create_file("inject_fatal", 0200, dev->debugfs, dev, &qrnic_inject_fatal_fops);
+	debugfs_create_u32("fatal_code", 0400, dev->debugfs, &dev->fatal_code);
 }
 
 static int qrnic_hw_reset(struct qrnic_dev *dev)
@@ -235,6 +272,7 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = qrnic_ib_register(dev);
 	if (err)
 		goto err_netdev;
+	qrnic_debugfs_add(dev);
 
 	dev_info(&pdev->dev,
 		 "%s: ABI %u.%u fw 0x%x, %s, %pM, MTU %u, %d vectors, %d completion EQs, %u user contexts\n",
@@ -271,6 +309,7 @@ static void qrnic_remove(struct pci_dev *pdev)
 {
 	struct qrnic_dev *dev = pci_get_drvdata(pdev);
 
+	debugfs_remove_recursive(dev->debugfs);
 	qrnic_ib_unregister(dev);
 	qrnic_netdev_destroy(dev);
 	qrnic_eqs_destroy(dev);
@@ -310,7 +349,26 @@ static struct pci_driver qrnic_pci_driver = {
 	.remove = qrnic_remove,
 	.shutdown = qrnic_shutdown,
 };
-module_pci_driver(qrnic_pci_driver);
+
+static int __init qrnic_init(void)
+{
+	int err;
+
+	qrnic_debugfs_root = debugfs_create_dir(QRNIC_DRV_NAME, NULL);
+	err = pci_register_driver(&qrnic_pci_driver);
+	if (err)
+		debugfs_remove_recursive(qrnic_debugfs_root);
+	return err;
+}
+
+static void __exit qrnic_exit(void)
+{
+	pci_unregister_driver(&qrnic_pci_driver);
+	debugfs_remove_recursive(qrnic_debugfs_root);
+}
+
+module_init(qrnic_init);
+module_exit(qrnic_exit);
 
 MODULE_DESCRIPTION("qrnic RoCEv2 RDMA NIC driver");
 MODULE_AUTHOR("qrnic developers");
