@@ -129,6 +129,7 @@ uint8_t qrnic_fw_destroy_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	eq = qrnic_fw_eq(d, cq->eqn);
 	if (eq && eq->refcnt)
 		eq->refcnt--;
+	qrnic_fx_cancel_cq(d, cmd->u.handle.handle);	/* timed CQEs not yet written */
 	memset(cq, 0, sizeof(*cq));
 	return QRNIC_AQ_OK;
 }

@@ -113,7 +113,6 @@ static void cq_overrun(struct qrnic_dev *d, struct qrnic_cq *cq)
 int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cqe)
 {
 	uint32_t depth = 1u << cq->log_depth;
-	bool solicited = cqe->rsvd == QRNIC_CQE_RSVD_SOLICITED;
 	uint64_t slot;
 
 	if (cq->error) {
@@ -131,22 +130,35 @@ int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cq
 		cq_overrun(d, cq);
 		return -1;
 	}
-	cqe->rsvd = 0;
 	cqe->owner = owner_bit(cq->pi, cq->log_depth);
 	slot = cq->ring + (uint64_t)(cq->pi & (depth - 1)) * sizeof(*cqe);
+	cq->pi++;	/* the slot is ours from now on */
+	if (qrnic_timed(d) && qrnic_fx_cqe(d, (uint32_t)(cq - d->cq), slot, cqe) == 0)
+		return 0;	/* written at its modelled time */
+	qrnic_cq_write_now(d, cq, slot, cqe);
+	return 0;
+}
+
+void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
+			struct qrnic_cqe *cqe)
+{
+	bool solicited = cqe->rsvd == QRNIC_CQE_RSVD_SOLICITED;
+
+	cqe->rsvd = 0;
+	if (cq->error)
+		return;
 	if (qrnic_dma_write(d, slot, cqe, sizeof(*cqe) - 1) ||
 	    qrnic_dma_write(d, slot + sizeof(*cqe) - 1, &cqe->owner, 1)) {
 		cq_overrun(d, cq);
-		return -1;
+		return;
 	}
-	cq->pi++;
+	cq->vis++;
 	qrnic_stat_add(d, QRNIC_STAT_CQES, 1);
 	if (cqe->status != QRNIC_WC_SUCCESS)
 		qrnic_stat_add(d, QRNIC_STAT_CQE_ERRORS, 1);
 	qrnic_trace(d, QRNIC_TR_CQE, cqe->qpn, 0, (uint32_t)(cq - d->cq), cqe->status, cqe->wr_id);
 	if (cq->armed && (!cq->armed_solicited || solicited || cqe->status != QRNIC_WC_SUCCESS))
 		cq_event(d, cq);
-	return 0;
 }
 
 void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bool arm, bool solicited)
@@ -162,7 +174,7 @@ void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bo
 	cq->ci = ci;
 	if (!arm)
 		return;
-	if (cq->ci != cq->pi) {
+	if (cq->ci != cq->vis) {
 		cq_event(d, cq);	/* unconsumed CQEs: no lost wake-up */
 		return;
 	}

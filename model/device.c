@@ -181,6 +181,8 @@ int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
 		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
 		return -1;
 	}
+	if (qrnic_timed(d))	/* the step waits for the data */
+		d->tm_t = qrnic_tm_dma_read(&d->tm, d->tm_t, (uint32_t)len);
 	return 0;
 }
 
@@ -194,10 +196,24 @@ int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t 
 		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
 		return -1;
 	}
+	if (qrnic_timed(d)) {	/* posted: the step goes on, later CQEs wait */
+		uint64_t vis = qrnic_tm_dma_write(&d->tm, d->tm_t, (uint32_t)len);
+
+		if (vis > d->tm_wr_vis)
+			d->tm_wr_vis = vis;
+	}
 	return 0;
 }
 
 void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	if (qrnic_timed(d))
+		qrnic_fx_tx(d, frame, len);
+	else
+		qrnic_tx_now(d, frame, len);
+}
+
+void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 {
 	if (!d->link_up) {
 		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_TX_PACKETS, (uint32_t)len, 0);
@@ -214,6 +230,8 @@ void qrnic_irq(struct qrnic_dev *d, unsigned vector)
 {
 	if (vector >= d->cfg.num_vectors)
 		return;
+	if (qrnic_fx_irq(d, vector))
+		return;		/* moderated: raised later */
 	qrnic_stat_add(d, QRNIC_STAT_INTERRUPTS, 1);
 	qrnic_trace(d, QRNIC_TR_IRQ, 0, 0, vector, 0, 0);
 	d->ops->irq(d->opaque, vector);
@@ -270,6 +288,8 @@ static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
 {
 	struct qrnic_qp *qp;
 
+	if (ev->kind == QRNIC_EVK_EFFECT)
+		return ev->id >= d->fx_cap || d->fx[ev->id].gen != ev->gen;
 	if (ev->kind != QRNIC_EVK_RETRY && ev->kind != QRNIC_EVK_RNR)
 		return false;
 	qp = qrnic_qp_get(d, ev->id);
@@ -359,6 +379,8 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 
 		if (ev.kind == QRNIC_EVK_RETRY || ev.kind == QRNIC_EVK_RNR)
 			qrnic_qp_event(d, &ev);
+		else if (ev.kind == QRNIC_EVK_EFFECT)
+			qrnic_fx_fire(d, &ev);
 		else if (ev.kind == QRNIC_EVK_FAULT)
 			qrnic_fault_event(d, &ev);
 	}
@@ -504,10 +526,21 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
 		return;
 	}
+	/* timing: the packet is parsed on a processing unit after its QP
+	 * context is looked up */
+	qrnic_tm_begin(d, 0);
+	if (qrnic_timed(d)) {
+		d->tm_t += qrnic_tm_qpc(&d->tm, d->tm_t, qp->qpn);
+		d->tm_t = qrnic_tm_pu(&d->tm, d->tm_t, d->tm.p.resp_pkt_cycles);
+		d->tm_cycles = d->tm.p.ack_cycles;	/* what it sends back: ACK/NAK */
+	}
 	if (fl & QRNIC_HDR_RESPONSE)
 		qrnic_comp_packet(d, qp, &p);
 	else
 		qrnic_resp_packet(d, qp, &p);
+	if (qrnic_timed(d) && d->tm_t > qp->tm_resp && !(fl & QRNIC_HDR_RESPONSE))
+		qp->tm_resp = d->tm_t;
+	qrnic_tm_end(d);
 }
 
 /* ---- the work loop ------------------------------------------------------------ */
@@ -912,6 +945,8 @@ static void reset_state(struct qrnic_dev *d)
 	d->rxq_head = d->rxq_tail = 0;
 	d->nevents = 0;
 	d->in_run = false;
+	d->tm_on = false;
+	qrnic_fx_reset(d);
 	memset(d->stats, 0, sizeof(d->stats));
 }
 
@@ -944,7 +979,8 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 		if (!d->rxq[i].data)
 			goto fail;
 	}
-	if (alloc_tables(d) != 0)
+	if (alloc_tables(d) != 0 ||
+	    qrnic_timing_init(&d->tm, qrnic_timing_profile_find("functional")) != 0)
 		goto fail;
 	reset_state(d);
 	return d;
@@ -962,6 +998,11 @@ void qrnic_dev_free(struct qrnic_dev *d)
 		free(d->rxq[i].data);
 	free(d->events);
 	qrnic_fault_free(d);
+	if (d->fx) {
+		qrnic_fx_reset(d);
+		free(d->fx);
+	}
+	qrnic_timing_fini(&d->tm);
 	free(d);
 }
 

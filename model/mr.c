@@ -88,6 +88,8 @@ static int mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t v
 	}
 	if ((m->access & access) != access)
 		return QRNIC_VERR_ACCESS;
+	if (qrnic_timed(d))	/* MPT cache */
+		d->tm_t += qrnic_tm_mpt(&d->tm, d->tm_t, idx);
 	if (out)
 		*out = m;
 	return QRNIC_VERR_NONE;
@@ -132,6 +134,8 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 			    page >= d->cfg.max_mtt - m->mtt_base)
 				return QRNIC_VERR_BOUNDS;	/* cannot happen either */
 			addr = d->mtt[m->mtt_base + page] + within;
+			if (qrnic_timed(d))	/* MTT cache */
+				d->tm_t += qrnic_tm_mtt(&d->tm, d->tm_t, m->mtt_base + (uint32_t)page);
 		}
 		chunk = psz - within;
 		if (chunk > len)

@@ -201,19 +201,36 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 				  qp->qpn, sq ? "SQ" : "RQ", pi, ci, depth);
 		return;
 	}
-	if (sq)
+	if (sq) {
 		qp->sq_pi = pi;
-	else
+		if (d->tm.enabled)
+			qp->tm_db = qrnic_now(d) + qrnic_tm_cycles(&d->tm, d->tm.p.doorbell_cycles);
+	} else {
 		qp->rq_pi = pi;
+	}
 	qrnic_qp_kick(d, qp);
 }
 
+static bool qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);
+
 bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	bool more = false;
+	bool more;
 
 	if (!qp->valid)
 		return false;
+	qrnic_tm_begin(d, 0);
+	if (qrnic_timed(d))
+		d->tm_t += qrnic_tm_qpc(&d->tm, d->tm_t, qp->qpn);
+	more = qp_service(d, qp);
+	qrnic_tm_end(d);
+	return more;
+}
+
+static bool qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	bool more = false;
+
 	switch (qp->attr.qp_state) {
 	case QRNIC_QPS_ERR:
 		qrnic_qp_flush(d, qp);

@@ -17,6 +17,7 @@
 
 #include "qrnic_model.h"
 #include "qrnic_wire.h"
+#include "qrnic_timing.h"
 
 #define QRNIC_FW_VERSION	0x00010000u
 
@@ -98,6 +99,8 @@ struct qrnic_cq {
 	uint32_t pi;		/* next CQE slot, free running */
 	uint32_t ci;		/* last consumer index the device knows */
 	uint32_t refcnt;	/* QPs using it */
+	uint64_t tm_last;	/* timing: last CQE visible at (keeps CQEs in order) */
+	uint32_t vis;		/* CQEs written (pi counts reserved ones too) */
 };
 
 /* A validated private copy of one send WQE in flight. */
@@ -117,6 +120,7 @@ struct qrnic_swqe {
 	bool     rd_atomic;	/* READ or ATOMIC */
 	bool     counted;	/* counted in req.rd_atomic_out */
 	uint64_t atomic_orig;
+	uint64_t tm_issue;	/* timing: payload reads may start */
 };
 
 /* A validated private copy of one receive WQE. */
@@ -165,6 +169,7 @@ struct qrnic_rsrc {
 	uint32_t rkey;
 	uint32_t len;
 	uint64_t atomic_orig;
+	uint64_t tm_issue;	/* timing: response payload reads may start */
 };
 
 struct qrnic_resp {
@@ -213,12 +218,18 @@ struct qrnic_qp {
 	struct qrnic_resp resp;
 	bool on_worklist;
 	uint32_t next_work;	/* singly linked work list (qpn), 0 = end */
+	/* timing: when this QP's pipelines are free */
+	uint64_t tm_db;		/* requester: last doorbell processed */
+	uint64_t tm_req;	/* requester: last WQE issued (keeps WQEs in order) */
+	uint64_t tm_pkt;	/* requester: previous packet processed */
+	uint64_t tm_resp;	/* responder: last request processed */
 };
 
 /* Timed events (retransmission, RNR wait, later: timing model). */
 enum qrnic_event_kind {
 	QRNIC_EVK_RETRY = 1,	/* id = qpn, gen = req.timer_gen */
 	QRNIC_EVK_RNR,		/* id = qpn, gen = req.timer_gen */
+	QRNIC_EVK_EFFECT,	/* id = effect slot, gen = its generation (timing) */
 	QRNIC_EVK_FAULT,	/* id, gen: fault.c's (held frame, timed rule, link-up, flush) */
 };
 
@@ -228,6 +239,20 @@ struct qrnic_event {
 	uint32_t id;
 	uint32_t gen;
 	uint64_t seq;		/* FIFO among equal deadlines */
+};
+
+/* An externally visible effect held until its modelled time (timing). */
+enum qrnic_effect_kind { QRNIC_FX_FREE, QRNIC_FX_TX, QRNIC_FX_CQE, QRNIC_FX_IRQ };
+
+struct qrnic_effect {
+	uint8_t  kind;
+	uint32_t gen;
+	uint32_t next_free;
+	uint32_t len;		/* TX: frame length; CQE: cqn; IRQ: vector */
+	uint64_t when;
+	uint64_t slot;		/* CQE: ring slot bus address */
+	struct qrnic_cqe cqe;
+	uint8_t *frame;		/* TX: malloc'd copy */
 };
 
 struct qrnic_frame {
@@ -284,6 +309,15 @@ struct qrnic_dev {
 	bool in_run;
 
 	uint8_t txbuf[QRNIC_MAX_FRAME];	/* frame being built */
+
+	/* timing (timing.c resources, effects.c scheduling) */
+	struct qrnic_timing tm;
+	bool tm_on;			/* in a data-path step: account time */
+	uint64_t tm_t;			/* modelled time of the work being done */
+	uint64_t tm_wr_vis;		/* when the step's posted DMA writes are visible */
+	uint32_t tm_cycles;		/* processing cycles of the next packet sent */
+	struct qrnic_effect *fx;
+	uint32_t fx_cap, fx_free, fx_used, fx_gen;
 	uint64_t stats[QRNIC_STAT_COUNT];
 	struct qrnic_fault_state *fault;	/* fault.c; NULL: no fault rules ever added */
 };
@@ -398,6 +432,31 @@ int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrn
 /* Build and send a frame through qrnic_tx. */
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen);
+
+/* ---- effects.c: timing glue ---------------------------------------------- */
+/* True while a data-path step runs with a timing profile other than
+ * "functional": the choke points then account time and defer effects. */
+static inline bool qrnic_timed(const struct qrnic_dev *d)
+{
+	return d->tm_on && d->tm.enabled;
+}
+/* Start a data-path step whose work can begin at 'ready' (or now). */
+void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready);
+void qrnic_tm_end(struct qrnic_dev *d);
+/* Defer a frame (copied) to leave at its modelled departure time. */
+void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* Defer writing a CQE into 'slot' of CQ cqn until its modelled time. */
+int qrnic_fx_cqe(struct qrnic_dev *d, uint32_t cqn, uint64_t slot, const struct qrnic_cqe *cqe);
+/* Defer an interrupt for moderation. */
+bool qrnic_fx_irq(struct qrnic_dev *d, unsigned vector);
+void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev);
+void qrnic_fx_reset(struct qrnic_dev *d);
+void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn);	/* CQ destroyed */
+/* Send a frame now (what a due TX effect does). */
+void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* Write a reserved CQE now and raise its event (what a due CQE effect does). */
+void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
+			struct qrnic_cqe *cqe);
 
 /* ---- eth.c: the plain Ethernet rings ------------------------------------- */
 void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v);

@@ -128,6 +128,17 @@ void qrnic_dev_timer_fire(struct qrnic_dev *dev);
 /* True if qrnic_dev_run() has work to do now. */
 bool qrnic_dev_busy(const struct qrnic_dev *dev);
 
+/*
+ * Timing model (docs/timing.md).  profile: "functional" (the default: every
+ * effect visible at once), "cx5-100g" or "teach"; overrides: NULL or
+ * "param=value,..." with the parameter names of QRNIC_TIMING_PARAMS
+ * (qrnic_timing.h; '-' may stand for '_').  Resets the timing state.
+ * 0, or -1 with a message in err.
+ */
+int qrnic_dev_set_timing(struct qrnic_dev *dev, const char *profile, const char *overrides,
+			 char *err, size_t errlen);
+const char *qrnic_dev_timing_profile(const struct qrnic_dev *dev);
+
 void qrnic_dev_set_link(struct qrnic_dev *dev, bool up);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
 const char *qrnic_stat_name(enum qrnic_stat s);

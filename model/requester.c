@@ -6,6 +6,11 @@
  */
 #include "qrnic_internal.h"
 
+static inline uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
 static inline struct qrnic_swqe *slot(struct qrnic_qp *qp, uint32_t idx)
 {
 	return &qp->req.win[idx % QRNIC_REQ_WINDOW];
@@ -370,6 +375,8 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	}
 	p.dqpn = qp->type == QRNIC_QPT_RC ? qp->attr.dest_qpn : w->wqe.remote_qpn & QRNIC_PSN_MASK;
 	p.psn = qp->req.cur_psn;
+	if (qrnic_timed(d))	/* payload reads were issued with the WQE */
+		d->tm_t = max64(qrnic_now(d), w->tm_issue);
 
 	switch (w->wqe.opcode) {
 	case QRNIC_WR_RDMA_READ: {
@@ -449,7 +456,13 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		p.ackreq = false;
 	if (qrnic_psn_diff(p.psn, qp->req.high_psn) < 0)
 		qrnic_stat_add(d, QRNIC_STAT_RETRANSMITTED_PACKETS, 1);
+	if (qrnic_timed(d)) {	/* packets of a QP leave in order */
+		d->tm_t = max64(d->tm_t, qp->tm_pkt);
+		d->tm_cycles = d->tm.p.req_pkt_cycles;
+	}
 	qrnic_send_pkt(d, &p, payload, len);
+	if (qrnic_timed(d))
+		qp->tm_pkt = d->tm_t;
 	/* A READ request occupies the PSNs of all its response packets. */
 	if (w->wqe.opcode == QRNIC_WR_RDMA_READ)
 		qp->req.cur_psn = qrnic_psn_add(w->first_psn, w->npkts);
@@ -488,7 +501,14 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 				  QRNIC_MAX_UNACKED_PKTS)
 				break;
 			w = slot(qp, qp->req.sq_next);
+			if (qrnic_timed(d))	/* fetched once the doorbell is decoded */
+				d->tm_t = max64(qrnic_now(d), qp->tm_db);
 			fetch_wqe(d, qp, qp->req.sq_next);
+			if (qrnic_timed(d)) {
+				d->tm_t += qrnic_tm_cycles(&d->tm, d->tm.p.wqe_cycles);
+				w->tm_issue = max64(d->tm_t, qp->tm_req);
+				qp->tm_req = w->tm_issue;
+			}
 			if (w->status == QRNIC_WC_SUCCESS && rc) {
 				if ((w->wqe.flags & QRNIC_WQE_F_FENCE) && qp->req.rd_atomic_out)
 					break;	/* re-fetched when the fence clears */

@@ -494,6 +494,7 @@ static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	}
 	r->valid = true;
 	r->pending = true;
+	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
 	r->npkts = p->reth_len ? (p->reth_len + mtu - 1) / mtu : 1;
 	r->next = 0;
@@ -539,9 +540,12 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 		}
 	}
 	qrnic_stat_add(d, QRNIC_STAT_ATOMICS_EXECUTED, 1);
+	if (qrnic_timed(d))	/* the read-modify-write unit */
+		d->tm_t = qrnic_tm_atomic(&d->tm, d->tm_t);
 	r->valid = true;
 	r->atomic = true;
 	r->pending = true;
+	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
 	r->npkts = 1;
 	r->atomic_orig = orig;
@@ -614,6 +618,26 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	}
 }
 
+/* timing: a response packet is processed once its data is in and after
+ * the QP's previous response. */
+static void tm_resp_pkt(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t ready, uint32_t cycles)
+{
+	if (!qrnic_timed(d))
+		return;
+	if (ready < d->tm_t)
+		ready = d->tm_t;
+	if (ready < qp->tm_resp)
+		ready = qp->tm_resp;
+	d->tm_t = ready;
+	d->tm_cycles = cycles;
+}
+
+static void tm_resp_done(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	if (qrnic_timed(d))
+		qp->tm_resp = d->tm_t;
+}
+
 /* Send pending READ responses and the coalesced ACK.  READ responses go
  * first: an ACK for a later PSN would tell the requester they were lost. */
 bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
@@ -629,8 +653,10 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		struct qrnic_rsrc *r = &qp->resp.rsrc[(qp->resp.rsrc_head + k) % n];
 
 		if (r->valid && r->pending && r->atomic && budget) {
+			tm_resp_pkt(d, qp, r->tm_issue, d->tm.p.ack_cycles);
 			send_aeth(d, qp, QRNIC_OP_RC_ATOMIC_ACK, AETH_ACK, r->psn, NULL, 0,
 				  r->atomic_orig);
+			tm_resp_done(d, qp);
 			r->pending = r->replay = false;
 			budget--;
 		}
@@ -643,6 +669,8 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 
 			if (r->len == 0)
 				len = 0;
+			if (qrnic_timed(d))	/* response reads were issued with the request */
+				d->tm_t = r->tm_issue > qrnic_now(d) ? r->tm_issue : qrnic_now(d);
 			if (len) {
 				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, buf, len,
 						     QRNIC_ACCESS_REMOTE_READ);
@@ -656,7 +684,9 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
 			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
 			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
+			tm_resp_pkt(d, qp, d->tm_t, d->tm.p.resp_pkt_cycles);
 			send_aeth(d, qp, op, AETH_ACK, qrnic_psn_add(r->psn, r->next), buf, len, 0);
+			tm_resp_done(d, qp);
 			r->next++;
 			budget--;
 			if (r->next >= r->npkts)
@@ -669,7 +699,9 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		qp->resp.ack_pending = false;
 		if (qp->resp.ack_syndrome == AETH_ACK)
 			qrnic_stat_add(d, QRNIC_STAT_ACKS_SENT, 1);
+		tm_resp_pkt(d, qp, 0, d->tm.p.ack_cycles);
 		send_nak(d, qp, qp->resp.ack_syndrome, qp->resp.ack_psn);
+		tm_resp_done(d, qp);
 	}
 	return false;
 }

@@ -316,6 +316,7 @@ _SIGS = {
     'hx_db_write': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]),
     'hx_dev_reset': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_stat_name': (ctypes.c_char_p, [ctypes.c_int]),
@@ -855,6 +856,12 @@ class Device:
 
     def set_link(self, up):
         self._l.hx_set_link(self.w, self.idx, 1 if up else 0)
+
+    def set_timing(self, profile='functional', **overrides):
+        """Select a timing profile (functional, cx5-100g, teach) with
+        parameter overrides, e.g. set_timing('cx5-100g', mtt_entries=64)."""
+        ov = ','.join(f'{k}={v}' for k, v in overrides.items())
+        _check(self._l.hx_set_timing(self.w, self.idx, profile.encode(), ov.encode()), 'set_timing')
 
     def busy(self):
         return bool(self._l.hx_dev_busy(self.w, self.idx))

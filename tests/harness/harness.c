@@ -2694,3 +2694,18 @@ uint64_t hx_drv_ring_addr(hx_world *w, int d, int kind, uint32_t handle)
 		return 0;
 	}
 }
+
+/* ---- timing model ------------------------------------------------------------ */
+int hx_set_timing(hx_world *w, int d, const char *profile, const char *overrides)
+{
+	struct hx_dev *h = D(w, d);
+	char err[256];
+
+	if (!h)
+		return HX_E_INVAL;
+	if (qrnic_dev_set_timing(h->dev, profile, overrides, err, sizeof(err)) != 0) {
+		hx_err(w, "dev %d: %s", d, err);
+		return HX_E_INVAL;
+	}
+	return 0;
+}

@@ -232,6 +232,10 @@ uint32_t hx_cq_ci(hx_world *w, int d, uint32_t cqn);
 int hx_poll_eq(hx_world *w, int d, uint32_t eqn, void *out, int max);	/* 16-byte EQEs */
 int hx_arm_eq(hx_world *w, int d, uint32_t eqn);
 
+/* Timing profile and overrides ("param=value,...") of device d; see
+ * qrnic_dev_set_timing(). */
+int hx_set_timing(hx_world *w, int d, const char *profile, const char *overrides);
+
 /* ---- a ready RC connection (C users) ----------------------------------------- */
 struct hx_pair {
 	int64_t pd[2], cq[2], qp[2], eq[2];

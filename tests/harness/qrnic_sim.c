@@ -79,7 +79,7 @@ struct cfg {
 	unsigned retry_cnt;
 	int verify;
 	uint64_t inject;	/* testing the checker: corrupt message inject - 1 of QP 0 */
-	const char *trace, *trace_format, *pcap, *plan, *profile;
+	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
 	bool json, deterministic, quiet;
 	bool count_set;
@@ -133,7 +133,8 @@ static const char usage_text[] =
 "    --pcap FILE         the wire as nanosecond pcap\n"
 "    --plan FILE         fault plan (docs/faults.md), loaded into every host ...\n"
 "    --plan-hosts LIST   ... or only these: comma list of host indexes, or all   (all)\n"
-"    --profile NAME      timing profile (placeholder: the model is functional today)\n"
+"    --profile NAME      timing profile: functional (default), cx5-100g, teach\n"
+"    --timing K=V,...    override timing parameters (docs/timing.md), e.g. mtt_entries=64\n"
 "    --workload FILE     options from a file (\"key value\" lines, [name] sections = runs)\n"
 "    --quiet             no table (errors only)\n"
 "    --inject-mismatch N test the checker: flip a destination byte of QP 0's message N\n"
@@ -146,7 +147,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "retry-cnt", true }, { "rate", true }, { "overhead", true }, { "latency", true },
 	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
-	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "quiet", false },
+	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
 	{ "name", true }, { "inject-mismatch", true },
 };
 
@@ -407,7 +408,7 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return 0;
 	}
 #define STR(f) if (!strcmp(k, #f)) { c->f = strdup(v); return 0; }
-	STR(trace) STR(pcap) STR(plan) STR(profile)
+	STR(trace) STR(pcap) STR(plan) STR(profile) STR(timing)
 	if (!strcmp(k, "plan-hosts")) {
 		if (strcmp(v, "all") && (!*v || strspn(v, "0123456789,") != strlen(v)))
 			return bad("--plan-hosts: '%s' is not 'all' or a comma list of host indexes", v);
@@ -853,6 +854,9 @@ static int setup(struct sim *s)
 
 		if (hx_dev_add(s->w, "") != (int)d || hx_drv_bringup(s->w, (int)d, 5))
 			return sim_fail(s, SIM_EXIT_USAGE, "dev %u: bring-up failed: %s", d,
+					hx_world_error(s->w));
+		if (hx_set_timing(s->w, (int)d, c->profile, c->timing ? c->timing : ""))
+			return sim_fail(s, SIM_EXIT_USAGE, "--profile/--timing: %s",
 					hx_world_error(s->w));
 		gid_v4(gid, (int)d);
 		if (hx_set_gid(s->w, (int)d, 0, 1, QRNIC_NET_IPV4, gid))
@@ -1587,9 +1591,10 @@ static void fmt_rate(char *b, size_t n, double bps)
 
 static const char *timing_note(const struct cfg *c)
 {
-	(void)c;
-	return "the model has no internal timing yet: simulated time advances only through "
-	       "wire latency, link serialization and timers";
+	if (profile_is_functional(c->profile))
+		return "functional profile: the device takes no time; simulated time advances "
+		       "only through wire latency, link serialization and timers";
+	return "timed profile: device pipeline, PCIe, caches and port modelled (docs/timing.md)";
 }
 
 static void report_table(struct sim *s, const struct results *r)
@@ -1614,8 +1619,7 @@ static void report_table(struct sim *s, const struct results *r)
 	printf("  link %s, latency %s, loss %g%%, seed %" PRIu64 ", path MTU %u, profile %s\n",
 	       c->rate_bps ? t1 : "infinite", t2, c->loss * 100, c->seed,
 	       c->op == OP_UD_SEND ? 4096 : c->mtu, c->profile);
-	printf("  note: %s%s\n", profile_is_functional(c->profile) ? "" : "no timing profiles yet, running functional; ",
-	       timing_note(c));
+	printf("  note: %s\n", timing_note(c));
 	printf("\n");
 	printf("  %-22s %" PRIu64 " of %" PRIu64 " posted", "messages completed", s->msgs, s->posted);
 	if (c->op == OP_UD_SEND)
@@ -1794,9 +1798,6 @@ static int simulate(const struct cfg *c)
 		sim_fail(&s, SIM_EXIT_USAGE, "--pcap: %s", hx_world_error(s.w));
 		goto out;
 	}
-	if (!profile_is_functional(c->profile) && !c->json && !c->quiet)
-		fprintf(stderr, "qrnic-sim: note: profile '%s': no timing model yet, running the functional model\n",
-			c->profile);
 	if (run(&s) == 0)
 		verify_end(&s);
 	trace_drain(&s);

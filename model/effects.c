@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: timing glue.  The engines run functionally at host
+ * time; while a data-path step runs (qrnic_tm_begin/end) the choke points
+ * account modelled time in d->tm_t, and the effects a host can observe --
+ * frames leaving the port, CQEs (with their EQEs) appearing in host memory,
+ * moderated interrupts -- are held here and released by the event heap at
+ * their modelled time.  Functional results do not change; only when they
+ * become visible.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "qrnic_internal.h"
+
+static inline uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+int qrnic_dev_set_timing(struct qrnic_dev *d, const char *profile, const char *overrides,
+			 char *err, size_t errlen)
+{
+	const struct qrnic_timing_profile *base =
+		qrnic_timing_profile_find(profile && *profile ? profile : "functional");
+	struct qrnic_timing_profile p;
+	char buf[512];
+
+	if (!base) {
+		snprintf(err, errlen, "unknown timing profile '%s' (available: %s)", profile,
+			 qrnic_timing_profile_names());
+		return -1;
+	}
+	p = *base;
+	if (overrides && *overrides) {
+		char *save = NULL, *tok;
+
+		if (strlen(overrides) >= sizeof(buf)) {
+			snprintf(err, errlen, "timing overrides too long");
+			return -1;
+		}
+		strcpy(buf, overrides);
+		for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '='), *end;
+			unsigned long long v;
+
+			if (!eq) {
+				snprintf(err, errlen, "timing override '%s' is not name=value", tok);
+				return -1;
+			}
+			*eq = 0;
+			v = strtoull(eq + 1, &end, 0);
+			if (end == eq + 1 || *end || qrnic_timing_param_set(&p, tok, v) != 0) {
+				snprintf(err, errlen, "bad timing override '%s=%s'", tok, eq + 1);
+				return -1;
+			}
+		}
+	}
+	if (qrnic_timing_profile_check(&p, err, errlen) != 0)
+		return -1;
+	qrnic_fx_reset(d);
+	qrnic_timing_fini(&d->tm);
+	if (qrnic_timing_init(&d->tm, &p) != 0) {
+		snprintf(err, errlen, "cannot allocate the timing model");
+		qrnic_timing_init(&d->tm, qrnic_timing_profile_find("functional"));
+		return -1;
+	}
+	return 0;
+}
+
+const char *qrnic_dev_timing_profile(const struct qrnic_dev *d)
+{
+	return d->tm.p.name;
+}
+
+void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready)
+{
+	d->tm_on = true;
+	d->tm_t = max64(ready, qrnic_now(d));
+	d->tm_wr_vis = d->tm_t;
+	d->tm_cycles = 0;
+}
+
+void qrnic_tm_end(struct qrnic_dev *d)
+{
+	d->tm_on = false;
+}
+
+/* ---- the effect pool --------------------------------------------------------- */
+static struct qrnic_effect *fx_alloc(struct qrnic_dev *d, uint32_t *idx)
+{
+	struct qrnic_effect *e;
+
+	if (!d->fx_free) {
+		uint32_t cap = d->fx_cap ? d->fx_cap * 2 : 256;
+		struct qrnic_effect *n;
+
+		if (cap > (1u << 20))
+			return NULL;
+		n = realloc(d->fx, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		memset(n + d->fx_cap, 0, (cap - d->fx_cap) * sizeof(*n));
+		/* slot 0 is never used, so 0 can end the free list */
+		for (uint32_t i = cap - 1; i >= (d->fx_cap ? d->fx_cap : 1); i--) {
+			n[i].next_free = d->fx_free;
+			d->fx_free = i;
+		}
+		d->fx = n;
+		d->fx_cap = cap;
+	}
+	*idx = d->fx_free;
+	e = &d->fx[*idx];
+	d->fx_free = e->next_free;
+	e->gen = ++d->fx_gen;
+	d->fx_used++;
+	return e;
+}
+
+static void fx_release(struct qrnic_dev *d, uint32_t idx)
+{
+	struct qrnic_effect *e = &d->fx[idx];
+
+	free(e->frame);
+	e->frame = NULL;
+	e->kind = QRNIC_FX_FREE;
+	e->gen = ++d->fx_gen;	/* events naming it become stale */
+	e->next_free = d->fx_free;
+	d->fx_free = idx;
+	d->fx_used--;
+}
+
+void qrnic_fx_reset(struct qrnic_dev *d)
+{
+	for (uint32_t i = 1; i < d->fx_cap; i++)
+		if (d->fx[i].kind != QRNIC_FX_FREE)
+			fx_release(d, i);
+	qrnic_timing_reset(&d->tm);
+}
+
+void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn)
+{
+	for (uint32_t i = 1; i < d->fx_cap; i++)
+		if (d->fx[i].kind == QRNIC_FX_CQE && d->fx[i].len == cqn)
+			fx_release(d, i);
+}
+
+static void fx_schedule(struct qrnic_dev *d, struct qrnic_effect *e, uint32_t idx)
+{
+	qrnic_event_add(d, e->when, QRNIC_EVK_EFFECT, idx, e->gen);
+}
+
+/* A frame leaves after processing on a PU and serialization at the port
+ * rate, and reaches the cable's far end prop_ns later. */
+void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	struct qrnic_effect *e;
+	uint64_t done, depart;
+	uint32_t idx;
+
+	done = qrnic_tm_pu(&d->tm, d->tm_t, d->tm_cycles);
+	depart = qrnic_tm_link(&d->tm, done, (uint32_t)len);
+	d->tm_t = done;
+	e = fx_alloc(d, &idx);
+	if (e)
+		e->frame = malloc(len);
+	if (!e || !e->frame) {
+		if (e)
+			fx_release(d, idx);
+		qrnic_tx_now(d, frame, len);	/* out of memory: untimed */
+		return;
+	}
+	memcpy(e->frame, frame, len);
+	e->kind = QRNIC_FX_TX;
+	e->len = (uint32_t)len;
+	e->when = depart + d->tm.p.prop_ns;
+	fx_schedule(d, e, idx);
+}
+
+/* A CQE is formatted after the step's work and becomes visible after its
+ * posted write, never before the data writes of the same step, and never
+ * before an earlier CQE of the same CQ. */
+int qrnic_fx_cqe(struct qrnic_dev *d, uint32_t cqn, uint64_t slot, const struct qrnic_cqe *cqe)
+{
+	struct qrnic_cq *cq = &d->cq[cqn];
+	struct qrnic_effect *e;
+	uint64_t t;
+	uint32_t idx;
+
+	t = max64(d->tm_t + qrnic_tm_cycles(&d->tm, d->tm.p.cqe_cycles), d->tm_wr_vis);
+	t = qrnic_tm_dma_write(&d->tm, t, sizeof(*cqe));
+	t = max64(t, cq->tm_last);
+	e = fx_alloc(d, &idx);
+	if (!e)
+		return -1;
+	cq->tm_last = t;
+	e->kind = QRNIC_FX_CQE;
+	e->len = cqn;
+	e->slot = slot;
+	e->cqe = *cqe;
+	e->when = t;
+	fx_schedule(d, e, idx);
+	return 0;
+}
+
+bool qrnic_fx_irq(struct qrnic_dev *d, unsigned vector)
+{
+	uint64_t now = qrnic_now(d);
+	uint64_t at;
+	struct qrnic_effect *e;
+	uint32_t idx;
+
+	if (!d->tm.enabled || !d->tm.p.irq_moderation_ns)
+		return false;
+	at = qrnic_tm_irq(&d->tm, now, vector);
+	if (at <= now)
+		return false;
+	/* one deferred interrupt per vector is enough */
+	for (uint32_t i = 1; i < d->fx_cap; i++)
+		if (d->fx[i].kind == QRNIC_FX_IRQ && d->fx[i].len == vector)
+			return true;
+	e = fx_alloc(d, &idx);
+	if (!e)
+		return false;
+	e->kind = QRNIC_FX_IRQ;
+	e->len = vector;
+	e->when = at;
+	fx_schedule(d, e, idx);
+	return true;
+}
+
+void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	struct qrnic_effect *e;
+	uint64_t now = qrnic_now(d);
+
+	if (ev->id == 0 || ev->id >= d->fx_cap)
+		return;
+	e = &d->fx[ev->id];
+	if (e->kind == QRNIC_FX_FREE || e->gen != ev->gen)
+		return;
+	if (now > e->when) {
+		qrnic_stat_add(d, QRNIC_STAT_LATE_EVENTS, 1);
+		qrnic_stat_add(d, QRNIC_STAT_LATE_NS_TOTAL, now - e->when);
+	}
+	switch (e->kind) {
+	case QRNIC_FX_TX:
+		qrnic_tx_now(d, e->frame, e->len);
+		break;
+	case QRNIC_FX_CQE: {
+		struct qrnic_cq *cq = qrnic_cq_get(d, e->len);
+
+		if (cq)
+			qrnic_cq_write_now(d, cq, e->slot, &e->cqe);
+		break;
+	}
+	case QRNIC_FX_IRQ:
+		qrnic_stat_add(d, QRNIC_STAT_INTERRUPTS, 1);
+		qrnic_trace(d, QRNIC_TR_IRQ, 0, 0, e->len, 0, 0);
+		d->ops->irq(d->opaque, e->len);
+		break;
+	}
+	fx_release(d, ev->id);
+}
