@@ -310,6 +310,9 @@ static void qrnic_remove(struct pci_dev *pdev)
 	struct qrnic_dev *dev = pci_get_drvdata(pdev);
 
 	debugfs_remove_recursive(dev->debugfs);
+	/* Surprise removal: do not wait for admin timeouts on every destroy. */
+	if (!pci_device_is_present(pdev))
+		qrnic_set_fatal(dev, "device no longer present");
 	qrnic_ib_unregister(dev);
 	qrnic_netdev_destroy(dev);
 	qrnic_eqs_destroy(dev);
