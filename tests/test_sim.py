@@ -103,7 +103,7 @@ def test_readable_table():
     r = run_sim('--op', 'read', '--size', '2K', '--count', 50, json_out=False, deterministic=False)
     out = r.stdout
     for word in ('messages completed', 'data verified', 'simulated time', 'bandwidth',
-                 'message rate', 'p50', 'p99.9', 'max', 'host:', 'no internal timing'):
+                 'message rate', 'p50', 'p99.9', 'max', 'host:', 'functional profile'):
         assert word in out, out
 
 
@@ -246,11 +246,13 @@ def test_duration_needs_time_to_advance():
     assert 'never advances' in r.stderr
 
 
-def test_profile_placeholder_notes_functional_model():
-    j = sim_json('--profile', 'asic-v1', '--count', 10)
-    assert j['ok'] and j['config']['profile'] == 'asic-v1' and j['timing'] == 'functional'
-    r = run_sim('--profile', 'asic-v1', '--count', 10, json_out=False)
-    assert 'no timing' in r.stdout and 'asic-v1' in r.stderr
+def test_profile_selects_timing_and_rejects_unknown():
+    j = sim_json('--profile', 'cx5-100g', '--count', 10)
+    assert j['ok'] and j['config']['profile'] == 'cx5-100g' and j['timing'] == 'timed'
+    r = run_sim('--profile', 'asic-v1', '--count', 10, expect_rc=2)
+    assert 'unknown timing profile' in r.stderr and 'asic-v1' in r.stderr
+    r = run_sim('--profile', 'cx5-100g', '--timing', 'no_such=1', '--count', 10, expect_rc=2)
+    assert 'no_such' in r.stderr
 
 
 @pytest.mark.parametrize('op', OPS)

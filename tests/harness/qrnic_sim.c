@@ -1721,7 +1721,9 @@ static void report_json(struct sim *s, const struct results *r)
 		c->op == OP_UD_SEND ? 4096 : c->mtu, c->ack_timeout, c->retry_cnt,
 		verify_name[c->verify]);
 	json_str(o, c->profile);
-	fputs("},\"timing\":\"functional\",\"note\":", o);
+	fputs("},\"timing\":", o);
+	json_str(o, profile_is_functional(c->profile) ? "functional" : "timed");
+	fputs(",\"note\":", o);
 	json_str(o, timing_note(c));
 	fprintf(o, ",\"links\":%u,\"qps_total\":%u,\"posted\":%" PRIu64 ",\"messages\":%" PRIu64 ",\"lost\":%" PRIu64
 		",\"late\":%" PRIu64 ",\"bytes\":%" PRIu64, c->hosts / 2, s->nflows, s->posted, s->msgs,
