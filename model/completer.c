@@ -176,8 +176,16 @@ static void handle_read_resp(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 	uint32_t exp;
 	int verr;
 
-	/* A response implicitly acknowledges every request before it. */
-	ack_through(d, qp, qrnic_psn_add(p->psn, QRNIC_PSN_MASK));
+	/* A response implicitly acknowledges every request before it; an
+	 * earlier READ/ATOMIC still unanswered lost its response. */
+	if (ack_through(d, qp, qrnic_psn_add(p->psn, QRNIC_PSN_MASK)) &&
+	    qrnic_psn_diff(p->psn, qp->req.una_psn) > 0) {
+		w = head_unacked(qp);
+		if (w && w->wqe.opcode != QRNIC_WR_RDMA_READ) {
+			resync(d, qp);
+			return;
+		}
+	}
 	w = head_unacked(qp);
 	if (!w || w->wqe.opcode != QRNIC_WR_RDMA_READ) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);

@@ -67,10 +67,36 @@ void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
 	if (eq->pi - eq->ci < (1u << eq->log_depth))
 		eq->overflow = false;
 	if (arm) {
-		if (eq->ci != eq->pi)
-			qrnic_irq(d, eq->vector);
-		else
+		if (eq->ci != eq->pi) {
+			eq->irq_pending = true;	/* raised from the run loop */
+			d->arm_pending = true;
+			qrnic_schedule(d);
+		} else {
 			eq->armed = true;
+		}
+	}
+}
+
+static void cq_event(struct qrnic_dev *d, struct qrnic_cq *cq);
+
+void qrnic_arm_run(struct qrnic_dev *d)
+{
+	d->arm_pending = false;
+	for (uint32_t i = 1; i < d->cfg.max_cq; i++) {
+		struct qrnic_cq *cq = &d->cq[i];
+
+		if (cq->valid && cq->event_pending) {
+			cq->event_pending = false;
+			cq_event(d, cq);
+		}
+	}
+	for (uint32_t i = 1; i < d->cfg.max_eq; i++) {
+		struct qrnic_eq *eq = &d->eq[i];
+
+		if (eq->valid && eq->irq_pending) {
+			eq->irq_pending = false;
+			qrnic_irq(d, eq->vector);
+		}
 	}
 }
 
@@ -175,7 +201,10 @@ void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bo
 	if (!arm)
 		return;
 	if (cq->ci != cq->vis) {
-		cq_event(d, cq);	/* unconsumed CQEs: no lost wake-up */
+		/* unconsumed CQEs: no lost wake-up (EQE from the run loop) */
+		cq->event_pending = true;
+		d->arm_pending = true;
+		qrnic_schedule(d);
 		return;
 	}
 	cq->armed = true;

@@ -376,7 +376,13 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 	d->in_run = true;
 	while (d->nevents && d->events[0].when <= now && n++ < 4096) {
 		struct qrnic_event ev = event_pop(d);
+		bool stopped = !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL);
 
+		/* A disabled or fatal device keeps only fault-injection events
+		 * (e.g. a timed link-up); its transport timers and timed
+		 * effects are dropped. */
+		if (stopped && ev.kind != QRNIC_EVK_FAULT)
+			continue;
 		if (ev.kind == QRNIC_EVK_RETRY || ev.kind == QRNIC_EVK_RNR)
 			qrnic_qp_event(d, &ev);
 		else if (ev.kind == QRNIC_EVK_EFFECT)
@@ -451,7 +457,7 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 {
 	struct qrnic_frame *f;
 
-	if (!d->link_up || !(d->ctrl & QRNIC_CTRL_ENABLE)) {
+	if (!d->link_up || !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return false;
 	}
@@ -546,9 +552,9 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 /* ---- the work loop ------------------------------------------------------------ */
 bool qrnic_dev_busy(const struct qrnic_dev *d)
 {
-	if (!(d->ctrl & QRNIC_CTRL_ENABLE))
+	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL))
 		return false;
-	return d->rxq_tail != d->rxq_head || d->work_head || d->eth_pending ||
+	return d->rxq_tail != d->rxq_head || d->work_head || d->eth_pending || d->arm_pending ||
 	       (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 		!(d->aq_status & QRNIC_AQ_STATUS_ERROR));
 }
@@ -558,9 +564,14 @@ bool qrnic_dev_run(struct qrnic_dev *d)
 	bool did = false;
 	uint32_t n;
 
-	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || d->in_run)
-		return false;
+	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL) || d->in_run)
+		return false;	/* a fatal device does nothing until reset */
 	d->in_run = true;
+
+	if (d->arm_pending) {
+		qrnic_arm_run(d);
+		did = true;
+	}
 
 	if (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 	    !(d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
@@ -823,7 +834,6 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		db_ignored(d, "doorbell page of no user context", off, val);
 		return;
 	}
-	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
 	switch (reg) {
 	case QRNIC_DB_SQ:
 	case QRNIC_DB_RQ: {
@@ -833,6 +843,7 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 			db_ignored(d, "no such QP in this context", off, val);
 			return;
 		}
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
 		qrnic_trace(d, QRNIC_TR_DOORBELL, qn, 0, reg == QRNIC_DB_SQ ? 0 : 1, idx, 0);
 		qrnic_qp_doorbell(d, qp, reg == QRNIC_DB_SQ, idx);
 		break;
@@ -844,6 +855,7 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 			db_ignored(d, "no such CQ in this context", off, val);
 			return;
 		}
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
 		qrnic_trace(d, QRNIC_TR_DOORBELL, 0, 0, 2, idx, qn);
 		qrnic_cq_doorbell(d, cq, idx, val & QRNIC_DB_CQ_ARM, val & QRNIC_DB_CQ_SOLICITED);
 		break;

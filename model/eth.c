@@ -66,10 +66,12 @@ void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v)
 		}
 		v &= QRNIC_ETH_CTRL_TX_ENABLE | QRNIC_ETH_CTRL_RX_ENABLE |
 		     QRNIC_ETH_CTRL_TX_LOG_MASK | (0xfu << QRNIC_ETH_CTRL_RX_LOG_SHIFT);
-		/* Enabling (or disabling) a ring restarts its indexes. */
-		if (!tx_on || !(v & QRNIC_ETH_CTRL_TX_ENABLE))
+		/* Enabling, disabling or resizing a ring restarts its indexes. */
+		if (!tx_on || !(v & QRNIC_ETH_CTRL_TX_ENABLE) ||
+		    txlog != (d->eth_ctrl & QRNIC_ETH_CTRL_TX_LOG_MASK))
 			d->eth_tx_pi = d->eth_tx_ci = 0;
-		if (!rx_on || !(v & QRNIC_ETH_CTRL_RX_ENABLE))
+		if (!rx_on || !(v & QRNIC_ETH_CTRL_RX_ENABLE) ||
+		    rxlog != ((d->eth_ctrl >> QRNIC_ETH_CTRL_RX_LOG_SHIFT) & 0xf))
 			d->eth_rx_pi = d->eth_rx_ci = 0;
 		d->eth_ctrl = v;
 		return;

@@ -161,6 +161,14 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 	case QRNIC_QPS_ERR:
 		qrnic_qp_flush(d, qp);
 		break;
+	case QRNIC_QPS_SQD:
+		/* Already drained (nothing in flight): say so now. */
+		if (qp->req.sq_ci == qp->req.sq_next && qp->attr.en_sqd_async_notify) {
+			qp->attr.en_sqd_async_notify = 0;
+			qrnic_async_event(d, QRNIC_EV_SQ_DRAINED, qp->qpn, 0);
+		}
+		qrnic_qp_kick(d, qp);
+		break;
 	default:
 		qrnic_qp_kick(d, qp);
 		break;

@@ -78,6 +78,7 @@ struct qrnic_eq {
 	bool async;
 	bool armed;
 	bool overflow;
+	bool irq_pending;	/* armed with entries pending: raise from the run loop */
 	uint16_t vector;
 	uint8_t log_depth;
 	uint64_t ring;
@@ -91,6 +92,7 @@ struct qrnic_cq {
 	bool armed;
 	bool armed_solicited;
 	bool error;		/* overrun: no more CQEs are written */
+	bool event_pending;	/* armed with CQEs pending: EQE from the run loop */
 	uint32_t uctx;
 	uint32_t eqn;
 	uint8_t log_depth;
@@ -298,6 +300,7 @@ struct qrnic_dev {
 	/* work */
 	bool aq_pending;
 	bool eth_pending;
+	bool arm_pending;		/* some EQ/CQ has irq_pending/event_pending */
 	uint32_t work_head, work_tail;	/* qpn list of QPs to service */
 	struct qrnic_frame rxq[QRNIC_RXQ_DEPTH];
 	uint32_t rxq_head, rxq_tail;	/* free running */
@@ -367,6 +370,8 @@ void qrnic_async_event(struct qrnic_dev *d, uint8_t subtype, uint32_t handle, ui
 int qrnic_eq_post(struct qrnic_dev *d, struct qrnic_eq *eq, uint8_t type, uint8_t subtype,
 		  uint32_t handle, uint32_t data);
 void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm);
+/* Raise what arming doorbells found pending (never inside the MMIO write). */
+void qrnic_arm_run(struct qrnic_dev *d);
 
 /* ---- mr.c: memory protection and translation ----------------------------- */
 /* Allocate/free MTT entries; returns first index or UINT32_MAX. */

@@ -433,8 +433,12 @@ static void rc_write(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
 		return;
 	}
-	/* WRITE with immediate consumes a receive WQE: check before placing. */
+	/* WRITE with immediate consumes a receive WQE: check before placing.
+	 * The retry starts again from this packet, so a WRITE_ONLY forgets
+	 * the state it set up above. */
 	if ((fl & QRNIC_HDR_IMMDT) && !qp->resp.recv_active && rq_empty(qp)) {
+		if (fl & QRNIC_HDR_FIRST)
+			qp->resp.write_active = false;
 		rnr_nak(d, qp, p->psn);
 		return;
 	}
