@@ -94,7 +94,9 @@ uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pbl_levels));
 	if (c->rsvd)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd));
-	if (c->length == 0 || c->length > d->cfg.max_mr_size ||
+	/* A DMA MR maps bus addresses 1:1 and uses no MTT: max_mr_size (the
+	 * MTT-backed limit) does not apply, so it can cover all guest RAM. */
+	if (c->length == 0 || (!phys && c->length > d->cfg.max_mr_size) ||
 	    c->length - 1 > UINT64_MAX - c->iova)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(length));
 	if (c->rsvd2)

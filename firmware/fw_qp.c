@@ -294,9 +294,16 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, F(qp_type));
 		qp = &d->qp[1];
 	} else {
-		for (qpn = 2; qpn < d->cfg.max_qp && qpn <= QRNIC_PSN_MASK; qpn++) {
+		/* Round robin from the last QPN handed out, so a QPN is not
+		 * reused at once: CQEs a destroyed QP left in a shared CQ are
+		 * not taken for the new QP's. */
+		uint32_t span = d->cfg.max_qp - 2;
+
+		for (uint32_t i = 0; i < span; i++) {
+			qpn = 2 + (d->next_qpn - 2 + i) % span;
 			if (!d->qp[qpn].valid) {
 				qp = &d->qp[qpn];
+				d->next_qpn = qpn + 1 < d->cfg.max_qp ? qpn + 1 : 2;
 				break;
 			}
 		}

@@ -940,6 +940,7 @@ static void reset_state(struct qrnic_dev *d)
 	memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
 	memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
 	d->mtt_free = c->max_mtt;
+	d->next_qpn = 2;
 	d->uctx_valid[0] = true;
 
 	d->ctrl = 0;

@@ -296,6 +296,7 @@ struct qrnic_dev {
 	uint64_t *mtt;			/* [max_mtt] page bus addresses */
 	uint8_t *mtt_used;		/* [max_mtt] allocator map (mr.c) */
 	uint32_t mtt_free;		/* entries free */
+	uint32_t next_qpn;		/* firmware: where the QPN search starts (2..max_qp-1) */
 
 	/* work */
 	bool aq_pending;

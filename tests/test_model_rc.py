@@ -451,3 +451,39 @@ def test_rc_many_qps(world):
     for c, (la, rb, src) in zip(conns, bufs):
         assert [x['status_name'] for x in c.cqa.poll()] == ['SUCCESS']
         assert rb.read() == src
+
+
+def test_dma_mr_may_exceed_max_mr_size(world):
+    """A DMA (PHYS) MR maps bus addresses 1:1 with no MTT: the kernel's local
+    DMA key must cover all RAM, so max_mr_size does not limit it; an MTT MR
+    of the same length is still refused."""
+    import struct
+    a = world.devs[0]
+    pd = a.alloc_pd()
+    big = (1 << 32) + 4096      # above the default max_mr_size of 4 GiB
+
+    def reg(flags, npages):
+        body = struct.pack('<IIIBBHQQQII', pd.pdn, q.ACCESS_ALL, flags, 12, 0, 0,
+                           0, big, 0, npages, 0)
+        return a.admin(struct.pack('<BBHI', q.CMD['REG_MR'], 0, 0, 0) + body)
+
+    st, cqe = reg(1, 0)             # QRNIC_MR_F_PHYS
+    assert st == 0 and cqe['result'][0] != 0
+    st, _ = reg(0, big >> 12)       # same length through the MTT
+    assert st == 2                  # BAD_PARAM (length > max_mr_size)
+
+
+def test_qpn_not_reused_immediately(world):
+    """QPNs are handed out round robin: a destroyed QP's number is not given
+    to the next QP, so its leftover CQEs in a shared CQ cannot be taken for
+    the new QP's."""
+    a = world.devs[0]
+    pd = a.alloc_pd()
+    cq = a.create_cq(6)
+    q1 = a.create_qp(pd, cq)
+    n1 = q1.qpn
+    q1.destroy()
+    q2 = a.create_qp(pd, cq)
+    assert q2.qpn != n1
+    q3 = a.create_qp(pd, cq)
+    assert len({n1, q2.qpn, q3.qpn}) == 3
