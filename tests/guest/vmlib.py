@@ -1,0 +1,272 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Helpers and fixtures for the guest tests (tests/test_guest_*.py).
+
+Import the fixtures into a test module with
+    from guest.vmlib import topo, guest_dmesg  # noqa: F401  (pytest fixtures)
+and mark the tests @pytest.mark.guest (they run only when QRNIC_TIERS includes
+"guest").  `topo` is parametrized indirectly:
+    @pytest.mark.parametrize('topo', ['T1', 'T2'], indirect=True)
+
+Booted topologies are shared by every test of the session (one at a time is
+alive: asking for another powers the current one off).  Environment:
+    QRNIC_GUEST_NO_BUILD=1   do not run build-qemu.sh / guest-image.sh first
+                             (use the newest cached QEMU and images/latest)
+    QRNIC_GUEST_IMAGE=DIR    use this image directory; QRNIC_QEMU=PATH this QEMU
+    QRNIC_GUEST_SMP, QRNIC_GUEST_MEM   vCPUs / MiB per VM (default 1 / 1024)
+    QRNIC_GUEST_APPEND       extra kernel command line words
+Logs of every boot: /tmp/qrnic-runs/<time>-<pid>/ (path printed at boot and
+in failure messages).
+"""
+import itertools
+import json
+import os
+import re
+import sys
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, 'scripts'))
+
+from qrnic_vm import PrereqError, Topology, VMError  # noqa: E402
+
+# ---- dmesg -------------------------------------------------------------------------
+# Kernel log lines that fail a test (they mean a kernel or driver bug, or a
+# user-space crash of a verbs program).
+DMESG_BAD = re.compile(
+    r'WARNING:|\bBUG[: ]|Oops|general protection fault|Call Trace|kernel BUG|UBSAN|KFENCE|KASAN|'
+    r'list_(add|del) corruption|refcount_t:|INFO: task .* blocked|soft lockup|hard LOCKUP|'
+    r'rcu: INFO|rcu_preempt detected stalls|Kernel panic|stack-protector|Unable to handle|'
+    r'DMA-API|segfault at|traps:.*trap|double free|use-after-free|Bad page|BUG kmalloc|'
+    r'Object already free|Poison overwritten|Redzone|unreferenced object')
+
+
+class DmesgWatch:
+    """Kernel log records of the guests since the last mark, checked against DMESG_BAD."""
+
+    def __init__(self, topology):
+        self.t = topology
+        self.allowed = []
+        self.marks = {}
+        self.mark()
+
+    def mark(self):
+        for v in self.t.vms:
+            recs = v.kmsg(self.marks.get(v.name, -1))
+            if recs:
+                self.marks[v.name] = recs[-1][0]
+
+    def allow(self, regex):
+        """Do not fail on lines matching regex (for tests that provoke a kernel message)."""
+        self.allowed.append(re.compile(regex))
+
+    def new(self):
+        """{vm name: [(level, text)]} since the mark; moves the mark."""
+        out = {}
+        for v in self.t.vms:
+            if not v.alive():
+                continue
+            recs = v.kmsg(self.marks.get(v.name, -1))
+            if recs:
+                self.marks[v.name] = recs[-1][0]
+            out[v.name] = [(r[1], r[3]) for r in recs]
+        return out
+
+    def problems(self, new=None):
+        bad = []
+        for name, recs in (new if new is not None else self.new()).items():
+            for lvl, text in recs:
+                if (DMESG_BAD.search(text) or lvl <= 2) and not any(a.search(text) for a in self.allowed):
+                    bad.append('%s: <%d> %s' % (name, lvl, text))
+        return bad
+
+
+# ---- topologies (shared, one alive at a time) -----------------------------------------
+_topos = {}
+_cleanup_registered = [False]
+
+
+def _stop_all(keep=None):
+    for name, t in list(_topos.items()):
+        if name != keep:
+            t.stop()
+            del _topos[name]
+
+
+def _healthy(t):
+    try:
+        for v in t.vms:
+            if not v.alive():
+                return False
+            v.ping(timeout=20)
+        return True
+    except VMError:
+        return False
+
+
+def ensure_driver(t):
+    """qrnic loaded and interfaces addressed in every qrnic VM (tests may leave it unloaded)."""
+    if not t.image.has_driver:
+        return
+    for v in t.vms:
+        if any(n[0] == 'qrnic' for n in v.nics):
+            v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
+
+
+def get_topology(name, config=None):
+    t = _topos.get(name)
+    if t is not None and not _healthy(t):
+        print('vmlib: %s is not healthy any more; rebooting it (logs of the old one: %s)' % (name, t.rundir),
+              file=sys.stderr)
+        t.stop()
+        del _topos[name]
+        t = None
+    if t is None:
+        _stop_all()
+        t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
+                     smp=int(os.environ.get('QRNIC_GUEST_SMP', '1')),
+                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')))
+        t.start()
+        _topos[name] = t
+        if config is not None and not _cleanup_registered[0]:
+            config.add_cleanup(_stop_all)
+            _cleanup_registered[0] = True
+    ensure_driver(t)
+    t.endpoints(refresh=True)
+    return t
+
+
+@pytest.fixture(scope='module')
+def topo(request):
+    """A booted Topology; param 'T1' (default), 'T2' or 'T3'."""
+    name = getattr(request, 'param', 'T1')
+    try:
+        return get_topology(name, request.config)
+    except PrereqError as e:
+        pytest.fail('guest prerequisites: %s' % e, pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def guest_dmesg(request):
+    """For tests that use `topo`: fail the test if the guests' kernel log shows a
+    WARN/BUG/Oops/... during it.  Yields a DmesgWatch (call .allow(regex))."""
+    if 'topo' not in request.fixturenames:
+        yield None
+        return
+    t = request.getfixturevalue('topo')
+    w = DmesgWatch(t)
+    yield w
+    if not all(v.alive() for v in t.vms):
+        pytest.fail('a guest died during the test; logs in %s' % t.rundir, pytrace=False)
+    bad = w.problems()
+    if bad:
+        pytest.fail('kernel log shows problems during the test (logs in %s):\n  %s'
+                    % (t.rundir, '\n  '.join(bad[:40])), pytrace=False)
+
+
+def need_driver(t, provider=True):
+    if not t.image.has_driver:
+        pytest.fail('the guest image has no qrnic.ko: %s' % t.image.driver_note, pytrace=False)
+    if provider and not t.image.has_provider:
+        pytest.fail('the guest image has no qrnic provider: %s' % t.image.provider_note, pytrace=False)
+
+
+def pair(t):
+    need_driver(t)
+    try:
+        return t.pair()
+    except VMError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+# ---- client/server runs --------------------------------------------------------------
+_ports = itertools.count(18600)
+
+
+def next_port():
+    return next(_ports)
+
+
+def wait_until(vm, cmd, timeout=30, what=None):
+    """Poll the guest command until it succeeds; False on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if vm.run(cmd, timeout=20, check=False).ok:
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def wait_tcp_listen(vm, port, timeout=30):
+    return wait_until(vm, "ss -Hltn 'sport = :%d' | grep -q LISTEN" % port, timeout)
+
+
+def wait_cm_listen(vm, port, timeout=30):
+    return wait_until(vm, "rdma res show cm_id | grep LISTEN | grep -q ':%d '" % port, timeout)
+
+
+def client_server(server_vm, server_cmd, client_vm, client_cmd, port, listen='tcp', timeout=120,
+                  server_timeout=60):
+    """Start server_cmd, wait until it listens on port, run client_cmd; returns
+    (server Result, client Result).  The server is killed if it outlives the client by server_timeout s."""
+    job = server_vm.spawn(server_cmd)
+    try:
+        waiter = wait_tcp_listen if listen == 'tcp' else wait_cm_listen
+        if not waiter(server_vm, port):
+            res = job.stop()
+            pytest.fail('server `%s` did not listen on port %d within 30 s; its output:\n%s'
+                        % (server_cmd, port, res.output[-3000:]), pytrace=False)
+        cli = client_vm.run(client_cmd, timeout=timeout, check=False)
+        srv = job.wait(server_timeout)
+        if srv.running:
+            srv = job.stop()
+            srv.timed_out = True
+    except BaseException:
+        job.stop()
+        raise
+    return srv, cli
+
+
+def check_pair(srv, cli):
+    msgs = []
+    for who, r in (('client', cli), ('server', srv)):
+        if not r.ok:
+            why = 'timed out' if r.timed_out else 'exit status %s' % r.rc
+            msgs.append('%s `%s` %s:\n%s' % (who, r.cmd, why, r.output[-3000:]))
+    if msgs:
+        pytest.fail('\n'.join(msgs), pytrace=False)
+
+
+def perftest_table(out):
+    """Parse a perftest result table: {column: value} of the first data row under the '#bytes'
+    header.  Columns as printed, with inner spaces replaced by '_': '#bytes', '#iterations',
+    'BW_peak[MiB/sec]', 'BW_average[MiB/sec]', 'MsgRate[Mpps]' / 't_min[usec]', 't_avg[usec]',
+    't_typical[usec]', '99%_percentile[usec]', ..."""
+    lines = out.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.strip().startswith('#bytes'):
+            h = re.sub(r'(BW|%) (peak|average|percentile)', r'\1_\2', ln.strip())
+            hdr = h.split()
+            for row in lines[i + 1:]:
+                f = row.split()
+                if f and f[0].isdigit():
+                    return dict(zip(hdr, f))
+    return None
+
+
+def rdma_res(vm, kind):
+    """`rdma -j res show KIND` entries that belong to user processes."""
+    r = vm.run('rdma -j res show %s' % kind, timeout=30)
+    try:
+        data = json.loads(r.out or '[]')
+    except ValueError:
+        pytest.fail('rdma -j res show %s: not JSON: %r' % (kind, r.out[:500]), pytrace=False)
+    if isinstance(data, dict):          # older iproute2: {"<kind>": [...]}
+        data = next(iter(data.values()), [])
+    return [e for e in data if isinstance(e, dict) and (e.get('pid') or not str(e.get('comm', '[')).startswith('['))]
+
+
+def meminfo(vm):
+    out = vm.run('sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; cat /proc/meminfo', timeout=60)
+    return {k.strip(): int(v.split()[0]) for k, v in (ln.split(':', 1) for ln in out.splitlines() if ':' in ln)}
