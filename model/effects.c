@@ -187,8 +187,12 @@ int qrnic_fx_cqe(struct qrnic_dev *d, uint32_t cqn, uint64_t slot, const struct 
 	uint64_t t;
 	uint32_t idx;
 
-	t = max64(d->tm_t + qrnic_tm_cycles(&d->tm, d->tm.p.cqe_cycles), d->tm_wr_vis);
+	/* The CQE's posted write follows the step's data writes on the link
+	 * (PCIe keeps posted writes in order), so it becomes visible after
+	 * them; it need not wait for them to be visible before it is sent. */
+	t = d->tm_t + qrnic_tm_cycles(&d->tm, d->tm.p.cqe_cycles);
 	t = qrnic_tm_dma_write(&d->tm, t, sizeof(*cqe));
+	t = max64(t, d->tm_wr_vis);
 	t = max64(t, cq->tm_last);
 	e = fx_alloc(d, &idx);
 	if (!e)

@@ -84,6 +84,8 @@ struct qrnic_timing {
 	bool enabled;		/* false for "functional" */
 	uint64_t pu_free[QRNIC_TM_MAX_PU];
 	uint64_t pcie_rd_free;	/* read direction busy until */
+	/* latest ready time booked in time order (timing.c: book()) */
+	uint64_t pu_last, pcie_rd_last, rd_credit_last;
 	uint64_t pcie_wr_free;	/* write direction busy until */
 	uint64_t link_free;	/* port transmitter busy until */
 	uint64_t atomic_free;	/* responder atomic unit busy until */

@@ -33,11 +33,11 @@ static const struct qrnic_timing_profile profiles[] = {
 		.num_pu = 12,
 		.pcie_read_ns = 250,
 		.pcie_write_ns = 150,
-		.pcie_mbps = 13000,
+		.pcie_mbps = 15000,
 		.pcie_mrrs = 512,
 		.pcie_mps = 256,
 		.pcie_tlp_overhead = 24,
-		.pcie_read_credits = 64,
+		.pcie_read_credits = 128,
 		.link_mbps = 100000,
 		.link_overhead = 24,
 		.prop_ns = 50,
@@ -247,6 +247,7 @@ void qrnic_timing_reset(struct qrnic_timing *t)
 	memset(t->last_irq, 0, sizeof(t->last_irq));
 	memset(t->rd_credit_free, 0, sizeof(t->rd_credit_free));
 	t->pcie_rd_free = t->pcie_wr_free = t->link_free = t->atomic_free = 0;
+	t->pu_last = t->pcie_rd_last = t->rd_credit_last = 0;
 	t->rd_inflight_next = 0;
 	cache_clear(&t->qpc);
 	cache_clear(&t->mpt);
@@ -286,15 +287,37 @@ uint64_t qrnic_tm_cycles(const struct qrnic_timing *t, uint32_t cycles)
 	return (uint64_t)cycles * 1000 / t->p.clock_mhz;
 }
 
+/*
+ * Book 'cost' ns of a resource busy until *free for work ready at 'ready';
+ * returns when the work starts.  The engines run in program order, not in
+ * time order, so work can be ready earlier than work already booked (an
+ * ACK received now while the requester has booked its packets microseconds
+ * ahead).  Such work does not queue behind the later booking -- it fits in
+ * the idle time before it -- but its cost still delays whatever comes after
+ * it, so the resource's throughput is kept.  *last is the latest ready time
+ * booked in time order.
+ */
+static uint64_t book(uint64_t *free, uint64_t *last, uint64_t ready, uint64_t cost)
+{
+	uint64_t start = ready;
+
+	if (*free > ready && ready >= *last)
+		start = *free;		/* in time order: wait for the resource */
+	if (ready > *last)
+		*last = ready;
+	*free = max64(*free, ready) + cost;
+	return start;
+}
+
 uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
 {
+	uint64_t cost = qrnic_tm_cycles(t, cycles);
 	uint32_t best = 0;
 
 	for (uint32_t i = 1; i < t->p.num_pu; i++)
 		if (t->pu_free[i] < t->pu_free[best])
 			best = i;
-	t->pu_free[best] = max64(ready, t->pu_free[best]) + qrnic_tm_cycles(t, cycles);
-	return t->pu_free[best];
+	return book(&t->pu_free[best], &t->pu_last, ready, cost) + cost;
 }
 
 /* Bytes on the PCIe link for len bytes of payload split into TLPs of at
@@ -304,7 +327,7 @@ static uint64_t pcie_xfer_ns(const struct qrnic_timing *t, uint32_t len, uint32_
 	uint64_t tlps = len ? (len + chunk - 1) / chunk : 1;
 	uint64_t bytes = len + tlps * t->p.pcie_tlp_overhead;
 
-	return bytes * 1000 / t->p.pcie_mbps;
+	return (bytes * 1000 + t->p.pcie_mbps / 2) / t->p.pcie_mbps;	/* nearest ns */
 }
 
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
@@ -312,18 +335,24 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 	uint32_t nreq = len ? (len + t->p.pcie_mrrs - 1) / t->p.pcie_mrrs : 1;
 	uint64_t done = ready;
 
-	/* Each read request takes a credit for a round trip; the completion
-	 * data then occupies the read direction of the link. */
+	/* Each read request takes a credit (the first free one) for a round
+	 * trip; the completion data then occupies the read direction of the
+	 * link.  The credit is held until the data is in. */
 	for (uint32_t i = 0; i < nreq; i++) {
-		uint32_t slot = t->rd_inflight_next++ % t->p.pcie_read_credits;
+		uint32_t slot = 0;
 		uint32_t chunk = len - i * t->p.pcie_mrrs < t->p.pcie_mrrs
 				 ? len - i * t->p.pcie_mrrs : t->p.pcie_mrrs;
-		uint64_t issue = max64(ready, t->rd_credit_free[slot]);
-		uint64_t data = max64(issue + t->p.pcie_read_ns, t->pcie_rd_free) +
-				pcie_xfer_ns(t, chunk, t->p.pcie_mps);
+		uint64_t xfer = pcie_xfer_ns(t, chunk, t->p.pcie_mps);
+		uint64_t credit, issue, data;
 
-		t->pcie_rd_free = data;
-		t->rd_credit_free[slot] = data;
+		for (uint32_t c = 1; c < t->p.pcie_read_credits; c++)
+			if (t->rd_credit_free[c] < t->rd_credit_free[slot])
+				slot = c;
+		credit = t->rd_credit_free[slot];
+		issue = book(&credit, &t->rd_credit_last, ready, 0);
+		data = book(&t->pcie_rd_free, &t->pcie_rd_last, issue + t->p.pcie_read_ns, xfer) +
+		       xfer;
+		t->rd_credit_free[slot] = max64(t->rd_credit_free[slot], issue) + (data - issue);
 		done = max64(done, data);
 	}
 	return done;
