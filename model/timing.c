@@ -335,19 +335,16 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 	uint32_t nreq = len ? (len + t->p.pcie_mrrs - 1) / t->p.pcie_mrrs : 1;
 	uint64_t done = ready;
 
-	/* Each read request takes a credit (the first free one) for a round
-	 * trip; the completion data then occupies the read direction of the
-	 * link.  The credit is held until the data is in. */
+	/* Each read request takes a credit for a round trip; the completion
+	 * data then occupies the read direction of the link.  The credit is
+	 * held until the data is in. */
 	for (uint32_t i = 0; i < nreq; i++) {
-		uint32_t slot = 0;
+		uint32_t slot = t->rd_inflight_next++ % t->p.pcie_read_credits;
 		uint32_t chunk = len - i * t->p.pcie_mrrs < t->p.pcie_mrrs
 				 ? len - i * t->p.pcie_mrrs : t->p.pcie_mrrs;
 		uint64_t xfer = pcie_xfer_ns(t, chunk, t->p.pcie_mps);
 		uint64_t credit, issue, data;
 
-		for (uint32_t c = 1; c < t->p.pcie_read_credits; c++)
-			if (t->rd_credit_free[c] < t->rd_credit_free[slot])
-				slot = c;
 		credit = t->rd_credit_free[slot];
 		issue = book(&credit, &t->rd_credit_last, ready, 0);
 		data = book(&t->pcie_rd_free, &t->pcie_rd_last, issue + t->p.pcie_read_ns, xfer) +
