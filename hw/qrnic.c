@@ -3,8 +3,10 @@
  *
  * The device itself lives in model/ and firmware/ (QEMU-free C).  This file
  * only connects it to QEMU: BARs, MSI-X, DMA through the PCI address space
- * (so an IOMMU is honoured), the net layer, a virtual-clock timer, a bottom
- * half in which all device work runs, properties and trace events.
+ * (so an IOMMU is honoured), the net layer, virtual-clock timers and a
+ * bottom half in which all device work runs, properties and trace events, and
+ * the QOM/QMP side of the timing model, its counters and fault injection
+ * (docs/qemu.md sections 3 and 11, docs/faults.md section 11).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -15,6 +17,7 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -25,6 +28,8 @@
 #include "trace.h"
 
 #include "qrnic_model.h"
+#include "qrnic_fault.h"
+#include "qrnic_timing.h"
 
 #define TYPE_QRNIC "qrnic"
 OBJECT_DECLARE_SIMPLE_TYPE(QrnicState, QRNIC)
@@ -38,6 +43,8 @@ struct QrnicState {
     NICConf conf;
     QEMUBH *bh;
     QEMUTimer *timer;
+    QEMUTimer *kick;        /* device work at the current virtual time (see qrnic_kick_cb) */
+    bool in_kick;
 
     struct qrnic_config cfg;
     struct qrnic_dev *dev;
@@ -45,7 +52,30 @@ struct QrnicState {
     uint32_t max_qp, max_cq, max_mr, max_pd, max_ah, max_eq, max_uctx;
     uint32_t max_qp_wr, max_cqe, max_mtt, num_vectors, mtu, gid_tbl_len;
     uint64_t max_mr_size;
+
+    /* Timing: one property per QRNIC_TIMING_PARAMS entry; UINT32_MAX =
+     * unset (the profile's value).  tm_eff: what the model runs with. */
+    struct qrnic_timing_profile tm_props;
+    struct qrnic_timing_profile tm_eff;
+
+    /* Fault injection: fault-plan=FILE, and fault=RULES given before
+     * realize (-device ...,fault=...), loaded at realize. */
+    char *fault_plan;
+    GString *fault_pending;
 };
+
+/* Offsets of the timing properties, in QRNIC_TIMING_PARAMS order. */
+static const size_t qrnic_tm_offsets[] = {
+#define QRNIC_TM_OFF(n, doc) offsetof(QrnicState, tm_props.n),
+    QRNIC_TIMING_PARAMS(QRNIC_TM_OFF)
+#undef QRNIC_TM_OFF
+};
+#define QRNIC_TM_NPARAMS ARRAY_SIZE(qrnic_tm_offsets)
+
+static uint32_t *qrnic_tm_prop(QrnicState *s, unsigned i)
+{
+    return (uint32_t *)((char *)s + qrnic_tm_offsets[i]);
+}
 
 /* ---- host operations for the model ----------------------------------------- */
 static int qrnic_host_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
@@ -111,6 +141,18 @@ static void qrnic_host_schedule(void *opaque)
     QrnicState *s = opaque;
 
     qemu_bh_schedule(s->bh);
+    /*
+     * Also a virtual-clock timer due now: when the clock jumps (qtest
+     * clock_step, icount warps) timers run at each deadline on the way but
+     * bottom halves only afterwards, so a frame that arrived from a peer's
+     * timer would otherwise be handled at the end of the jump.  The timer
+     * runs one budget of work at the right virtual time; the bottom half
+     * does the rest (in_kick: no re-arming from inside the timer, so a long
+     * burst cannot keep the timer list busy).
+     */
+    if (!s->in_kick && !timer_pending(s->kick)) {
+        timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+    }
 }
 
 static void qrnic_host_log(void *opaque, enum qrnic_log_level level, const char *msg)
@@ -156,11 +198,34 @@ static void qrnic_bh(void *opaque)
     qrnic_dev_run(s->dev);
 }
 
+/*
+ * Timer callbacks do device work (DMA) like the bottom half, so they engage
+ * the device's re-entrancy guard the same way (aio_bh_call does it for the
+ * guarded bottom half): a DMA that hits the device's own BARs then fails
+ * instead of re-entering the model.
+ */
 static void qrnic_timer_cb(void *opaque)
 {
     QrnicState *s = opaque;
+    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
+    bool engaged = g->engaged_in_io;
 
+    g->engaged_in_io = true;
     qrnic_dev_timer_fire(s->dev);
+    g->engaged_in_io = engaged;
+}
+
+static void qrnic_kick_cb(void *opaque)
+{
+    QrnicState *s = opaque;
+    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
+    bool engaged = g->engaged_in_io;
+
+    g->engaged_in_io = true;
+    s->in_kick = true;
+    qrnic_dev_run(s->dev);
+    s->in_kick = false;
+    g->engaged_in_io = engaged;
 }
 
 /* ---- BARs --------------------------------------------------------------------- */
@@ -264,6 +329,194 @@ static const char *qrnic_prop_of(const char *err)
     return NULL;
 }
 
+/* ---- timing ------------------------------------------------------------------- */
+/*
+ * "name=value,..." (the model's parameter names) for every timing property
+ * that was set, and the effective parameters in s->tm_eff.  The model checks
+ * the values; qrnic_tm_explain() turns its parameter names into property
+ * names for the error message.
+ */
+static char *qrnic_tm_overrides(QrnicState *s)
+{
+    GString *o = g_string_new("");
+
+    for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
+        uint32_t v = *qrnic_tm_prop(s, i);
+
+        if (v != UINT32_MAX) {
+            g_string_append_printf(o, "%s%s=%" PRIu32, o->len ? "," : "",
+                                   qrnic_timing_param_name(i), v);
+        }
+    }
+    return g_string_free(o, false);
+}
+
+static char *qrnic_prop_name_of(const char *param)
+{
+    return g_strdelimit(g_strdup(param), "_", '-');
+}
+
+/*
+ * The model's message, plus which -device properties it is about: those it
+ * names, else the timing properties that were set.
+ */
+static char *qrnic_tm_explain(QrnicState *s, const char *err)
+{
+    GString *props = g_string_new("");
+    unsigned nprops = 0;
+    char *out;
+
+    for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
+        const char *n = qrnic_timing_param_name(i);
+        const char *hit = strstr(err, n);
+        size_t len = strlen(n);
+
+        /* a whole word: not "mtt_entries" inside "mtt_entries_x" */
+        if (hit && (hit == err || !(g_ascii_isalnum(hit[-1]) || hit[-1] == '_')) &&
+            !(g_ascii_isalnum(hit[len]) || hit[len] == '_')) {
+            g_autofree char *pn = qrnic_prop_name_of(n);
+
+            g_string_append_printf(props, "%s'%s'", props->len ? ", " : "", pn);
+            nprops++;
+        }
+    }
+    if (!props->len) {
+        for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
+            uint32_t v = *qrnic_tm_prop(s, i);
+
+            if (v != UINT32_MAX) {
+                g_autofree char *pn = qrnic_prop_name_of(qrnic_timing_param_name(i));
+
+                g_string_append_printf(props, "%s%s=%" PRIu32, props->len ? ", " : "",
+                                       pn, v);
+            }
+        }
+        if (props->len) {
+            out = g_strdup_printf("%s (timing properties given: %s)", err, props->str);
+        } else {
+            out = g_strdup(err);
+        }
+    } else {
+        out = g_strdup_printf("%s (%s %s)", err, nprops > 1 ? "properties" : "property",
+                              props->str);
+    }
+    g_string_free(props, true);
+    return out;
+}
+
+static bool qrnic_setup_timing(QrnicState *s, Error **errp)
+{
+    const char *profile = s->profile && *s->profile ? s->profile : "functional";
+    g_autofree char *ov = qrnic_tm_overrides(s);
+    const struct qrnic_timing_profile *base;
+    char err[256];
+
+    if (*ov && strcmp(profile, "functional") == 0) {
+        g_autofree char *first = NULL;
+
+        for (unsigned i = 0; i < QRNIC_TM_NPARAMS && !first; i++) {
+            if (*qrnic_tm_prop(s, i) != UINT32_MAX) {
+                first = qrnic_prop_name_of(qrnic_timing_param_name(i));
+            }
+        }
+        error_setg(errp, "qrnic: timing property '%s' has no effect with profile=functional "
+                   "(no timing model); choose profile=cx5-100g or profile=teach", first);
+        return false;
+    }
+    if (qrnic_dev_set_timing(s->dev, profile, ov, err, sizeof(err)) != 0) {
+        g_autofree char *msg = qrnic_tm_explain(s, err);
+
+        error_setg(errp, "qrnic: %s", msg);
+        return false;
+    }
+    base = qrnic_timing_profile_find(profile);
+    s->tm_eff = *base;
+    for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
+        uint32_t v = *qrnic_tm_prop(s, i);
+
+        if (v != UINT32_MAX) {
+            qrnic_timing_param_set(&s->tm_eff, qrnic_timing_param_name(i), v);
+        }
+    }
+    trace_qrnic_timing(profile, ov);
+    return true;
+}
+
+/* ---- fault injection ------------------------------------------------------------ */
+/*
+ * The model says "line N: reason" for plans.  Plans from a file become
+ * "FILE:N: reason"; a single line set through QMP just "reason".
+ */
+static char *qrnic_fault_msg(const char *err, const char *file, bool one_line)
+{
+    unsigned line;
+    int used = 0;
+
+    if (sscanf(err, "line %u: %n", &line, &used) == 1 && used > 0) {
+        if (file) {
+            return g_strdup_printf("%s:%u: %s", file, line, err + used);
+        }
+        if (one_line) {
+            return g_strdup(err + used);
+        }
+    }
+    return g_strdup(err);
+}
+
+/* Add the rules of `text` (one or more, '\n' or ';' separated): all or none. */
+static bool qrnic_fault_load(QrnicState *s, const char *text, const char *file, Error **errp)
+{
+    int ids[QRNIC_FAULT_MAX_RULES];
+    char err[512];
+    int n, total;
+
+    n = qrnic_fault_load_plan(s->dev, text, err, sizeof(err));
+    if (n < 0) {
+        g_autofree char *msg = qrnic_fault_msg(err, file, !strchr(text, '\n'));
+
+        trace_qrnic_err_fault(msg);
+        if (file) {
+            error_setg(errp, "qrnic: fault-plan %s", msg);
+        } else {
+            error_setg(errp, "qrnic: fault: %s", msg);
+        }
+        return false;
+    }
+    total = qrnic_fault_ids(s->dev, ids, ARRAY_SIZE(ids));
+    trace_qrnic_fault_load(n, n > 0 && total >= n ? ids[total - n] : -1, text);
+    return true;
+}
+
+static bool qrnic_setup_faults(QrnicState *s, Error **errp)
+{
+    if (s->fault_plan && *s->fault_plan) {
+        g_autofree char *text = NULL;
+        g_autoptr(GError) gerr = NULL;
+        char err[512];
+
+        if (!g_file_get_contents(s->fault_plan, &text, NULL, &gerr)) {
+            error_setg(errp, "qrnic: fault-plan: %s", gerr->message);
+            return false;
+        }
+        if (qrnic_fault_check_plan(text, err, sizeof(err)) < 0) {
+            g_autofree char *msg = qrnic_fault_msg(err, s->fault_plan, false);
+
+            error_setg(errp, "qrnic: fault-plan %s", msg);
+            return false;
+        }
+        if (!qrnic_fault_load(s, text, s->fault_plan, errp)) {
+            return false;
+        }
+    }
+    if (s->fault_pending && s->fault_pending->len) {
+        if (!qrnic_fault_load(s, s->fault_pending->str, NULL, errp)) {
+            return false;
+        }
+        g_string_truncate(s->fault_pending, 0);
+    }
+    return true;
+}
+
 static void qrnic_realize(PCIDevice *pdev, Error **errp)
 {
     QrnicState *s = QRNIC(pdev);
@@ -272,11 +525,6 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     uint64_t db_size;
     int ret;
 
-    if (s->profile && strcmp(s->profile, "functional") != 0) {
-        error_setg(errp, "qrnic: unknown timing profile '%s' (available: functional)",
-                   s->profile);
-        return;
-    }
     qrnic_config_defaults(c);
     /* Like every QEMU NIC: no mac= gives a unique 52:54:00:12:34:xx address. */
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
@@ -310,10 +558,17 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
+    /* before the model: loading a timed fault rule arms the timer */
+    s->bh = qemu_bh_new_guarded(qrnic_bh, s, &DEVICE(pdev)->mem_reentrancy_guard);
+    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_timer_cb, s);
+    s->kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_kick_cb, s);
     s->dev = qrnic_dev_new(c, &qrnic_host_ops, s);
     if (!s->dev) {
         error_setg(errp, "qrnic: cannot allocate the device model");
-        return;
+        goto fail;
+    }
+    if (!qrnic_setup_timing(s, errp) || !qrnic_setup_faults(s, errp)) {
+        goto fail;
     }
 
     pci_config_set_vendor_id(pdev->config, QRNIC_PCI_VENDOR_ID);
@@ -345,8 +600,6 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
         goto fail_msix;
     }
 
-    s->bh = qemu_bh_new_guarded(qrnic_bh, s, &DEVICE(pdev)->mem_reentrancy_guard);
-    s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_timer_cb, s);
     s->nic = qemu_new_nic(&qrnic_net_info, &s->conf, object_get_typename(OBJECT(s)),
                           DEVICE(pdev)->id, &DEVICE(pdev)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), s->conf.macaddr.a);
@@ -358,6 +611,11 @@ fail_msix:
 fail:
     qrnic_dev_free(s->dev);
     s->dev = NULL;
+    timer_free(s->timer);
+    timer_free(s->kick);
+    qemu_bh_delete(s->bh);
+    s->timer = s->kick = NULL;
+    s->bh = NULL;
 }
 
 static void qrnic_exit(PCIDevice *pdev)
@@ -366,6 +624,7 @@ static void qrnic_exit(PCIDevice *pdev)
 
     qemu_del_nic(s->nic);
     timer_free(s->timer);
+    timer_free(s->kick);
     qemu_bh_delete(s->bh);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -378,10 +637,14 @@ static void qrnic_reset_hold(Object *obj, ResetType type)
     QrnicState *s = QRNIC(obj);
 
     trace_qrnic_reset();
+    /*
+     * The model re-arms or cancels its timer itself (ops->timer_arm) during
+     * the reset.  Fault-injection events survive a reset (a link-down's
+     * for= restore, timed rules), so the timer must not be cancelled here.
+     */
     if (s->dev) {
         qrnic_dev_reset(s->dev);
     }
-    timer_del(s->timer);
 }
 
 /*
@@ -393,7 +656,16 @@ static const VMStateDescription qrnic_vmstate = {
     .unmigratable = 1,
 };
 
-static const Property qrnic_properties[] = {
+/*
+ * Not const: class_init renames the timing properties (generated from
+ * QRNIC_TIMING_PARAMS with the model's names) to QEMU's spelling, '-' for
+ * '_'.  They have no default; instance_init sets them to UINT32_MAX
+ * ("unset": the profile's value).
+ */
+#define QRNIC_TM_PROP(n, doc) \
+    DEFINE_PROP_UNSIGNED_NODEFAULT(#n, QrnicState, tm_props.n, qdev_prop_uint32, uint32_t),
+
+static Property qrnic_properties[] = {
     DEFINE_NIC_PROPERTIES(QrnicState, conf),
     DEFINE_PROP_STRING("profile", QrnicState, profile),
     DEFINE_PROP_UINT32("max-qp", QrnicState, max_qp, 1024),
@@ -410,7 +682,250 @@ static const Property qrnic_properties[] = {
     DEFINE_PROP_UINT32("num-vectors", QrnicState, num_vectors, 8),
     DEFINE_PROP_UINT32("gid-table-len", QrnicState, gid_tbl_len, 16),
     DEFINE_PROP_UINT32("mtu", QrnicState, mtu, 4200),
+    DEFINE_PROP_STRING("fault-plan", QrnicState, fault_plan),
+    QRNIC_TIMING_PARAMS(QRNIC_TM_PROP)
 };
+
+/* ---- QOM: fault control, counters, timing (docs/qemu.md section 11) ---------------- */
+static char *qrnic_get_fault(Object *obj, Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    size_t n;
+    char *buf;
+
+    if (!s->dev) {
+        return g_strdup(s->fault_pending ? s->fault_pending->str : "");
+    }
+    n = qrnic_fault_list(s->dev, NULL, 0);
+    buf = g_malloc(n + 1);
+    qrnic_fault_list(s->dev, buf, n + 1);
+    return buf;
+}
+
+static void qrnic_set_fault(Object *obj, const char *value, Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    char err[512];
+
+    if (s->dev) {
+        qrnic_fault_load(s, value, NULL, errp);
+        return;
+    }
+    /* -device qrnic,fault=...: checked now, loaded at realize */
+    if (qrnic_fault_check_plan(value, err, sizeof(err)) < 0) {
+        g_autofree char *msg = qrnic_fault_msg(err, NULL, !strchr(value, '\n'));
+
+        error_setg(errp, "qrnic: fault: %s", msg);
+        return;
+    }
+    if (!s->fault_pending) {
+        s->fault_pending = g_string_new("");
+    }
+    g_string_append_printf(s->fault_pending, "%s\n", value);
+}
+
+static void qrnic_set_fault_del(Object *obj, Visitor *v, const char *name, void *opaque,
+                                Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    int64_t id;
+
+    if (!visit_type_int(v, name, &id, errp)) {
+        return;
+    }
+    if (!s->dev || id < 0 || id > INT_MAX || qrnic_fault_del(s->dev, (int)id) != 0) {
+        error_setg(errp, "qrnic: fault-del: no fault rule %" PRId64, id);
+        return;
+    }
+    trace_qrnic_fault_del((int)id);
+}
+
+static void qrnic_set_fault_clear(Object *obj, Visitor *v, const char *name, void *opaque,
+                                  Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    bool clear;
+
+    if (!visit_type_bool(v, name, &clear, errp) || !clear) {
+        return;
+    }
+    if (s->dev) {
+        qrnic_fault_clear(s->dev);
+    } else if (s->fault_pending) {
+        g_string_truncate(s->fault_pending, 0);
+    }
+    trace_qrnic_fault_clear();
+}
+
+static void qrnic_get_fault_rules(Object *obj, Visitor *v, const char *name, void *opaque,
+                                  Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    int ids[QRNIC_FAULT_MAX_RULES];
+    int n = s->dev ? qrnic_fault_ids(s->dev, ids, ARRAY_SIZE(ids)) : 0;
+
+    if (!visit_start_list(v, name, NULL, 0, errp)) {
+        return;
+    }
+    for (int i = 0; i < n && i < (int)ARRAY_SIZE(ids); i++) {
+        struct qrnic_fault_info fi;
+        int64_t id;
+        char *text;
+        bool ok;
+
+        if (qrnic_fault_info(s->dev, ids[i], &fi) != 0) {
+            continue;
+        }
+        id = fi.id;
+        text = fi.text;
+        ok = visit_start_struct(v, NULL, NULL, 0, errp) &&
+             visit_type_int(v, "id", &id, errp) &&
+             visit_type_str(v, "rule", &text, errp) &&
+             visit_type_uint64(v, "matched", &fi.matched, errp) &&
+             visit_type_uint64(v, "fired", &fi.fired, errp) &&
+             visit_type_bool(v, "done", &fi.done, errp);
+        if (ok) {
+            ok = visit_check_struct(v, errp);
+        }
+        visit_end_struct(v, NULL);
+        if (!ok) {
+            break;
+        }
+    }
+    visit_end_list(v, NULL);
+}
+
+static void qrnic_get_fault_totals(Object *obj, Visitor *v, const char *name, void *opaque,
+                                   Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    struct qrnic_fault_totals t = { 0 };
+    bool ok;
+
+    if (s->dev) {
+        qrnic_fault_totals(s->dev, &t);
+    }
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    ok = visit_type_uint64(v, "injected", &t.injected, errp) &&
+         visit_type_uint64(v, "held", &t.held, errp) &&
+         visit_type_uint64(v, "held-overflow", &t.held_overflow, errp) &&
+         visit_type_uint64(v, "held-flushed", &t.held_flushed, errp) &&
+         visit_type_uint64(v, "aq-hung", &t.aq_hung, errp);
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+    visit_end_struct(v, NULL);
+}
+
+/* One device counter (opaque: enum qrnic_stat); 0 before realize. */
+static void qrnic_get_stat(Object *obj, Visitor *v, const char *name, void *opaque,
+                           Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    uint64_t val = s->dev ? qrnic_dev_stat(s->dev, (enum qrnic_stat)(uintptr_t)opaque) : 0;
+
+    visit_type_uint64(v, name, &val, errp);
+}
+
+/* Every counter of QUERY_STATS, by its name there. */
+static void qrnic_get_stats(Object *obj, Visitor *v, const char *name, void *opaque,
+                            Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    bool ok = true;
+
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    for (unsigned i = 0; i < QRNIC_STAT_COUNT && ok; i++) {
+        uint64_t val = s->dev ? qrnic_dev_stat(s->dev, (enum qrnic_stat)i) : 0;
+
+        ok = visit_type_uint64(v, qrnic_stat_name((enum qrnic_stat)i), &val, errp);
+    }
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+    visit_end_struct(v, NULL);
+}
+
+/* The profile and every parameter the model runs with (after overrides). */
+static void qrnic_get_timing(Object *obj, Visitor *v, const char *name, void *opaque,
+                             Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    const struct qrnic_timing_profile *p = s->dev ? &s->tm_eff :
+        qrnic_timing_profile_find(s->profile && *s->profile ? s->profile : "functional");
+    char *pname = (char *)(p ? p->name : (s->profile ? s->profile : ""));
+    bool ok;
+
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    ok = visit_type_str(v, "profile", &pname, errp);
+    for (unsigned i = 0; i < QRNIC_TM_NPARAMS && ok && p; i++) {
+        g_autofree char *pn = qrnic_prop_name_of(qrnic_timing_param_name(i));
+        uint64_t val = 0;
+
+        qrnic_timing_param_get(p, qrnic_timing_param_name(i), &val);
+        ok = visit_type_uint64(v, pn, &val, errp);
+    }
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+    visit_end_struct(v, NULL);
+}
+
+static void qrnic_class_add_qom(ObjectClass *klass)
+{
+    static const struct {
+        const char *name;
+        enum qrnic_stat stat;
+        const char *desc;
+    } counters[] = {
+        { "late-events", QRNIC_STAT_LATE_EVENTS,
+          "timed effects released after their modelled time (host timer late)" },
+        { "late-ns-total", QRNIC_STAT_LATE_NS_TOTAL,
+          "sum of how late those effects were, in ns of the virtual clock" },
+        { "faults-injected", QRNIC_STAT_FAULTS_INJECTED,
+          "faults injected by fault rules since the last device reset" },
+    };
+
+    object_class_property_add_str(klass, "fault", qrnic_get_fault, qrnic_set_fault);
+    object_class_property_set_description(klass, "fault",
+        "fault rules (docs/faults.md): setting adds the rules of the string ('\\n' or ';' "
+        "separated, all or none); reading lists them");
+    object_class_property_add(klass, "fault-del", "int", NULL, qrnic_set_fault_del,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "fault-del",
+                                          "write-only: remove the fault rule with this id");
+    object_class_property_add(klass, "fault-clear", "bool", NULL, qrnic_set_fault_clear,
+                              NULL, NULL);
+    object_class_property_set_description(klass, "fault-clear",
+                                          "write-only: true removes every fault rule");
+    object_class_property_add(klass, "fault-rules", "qrnic-fault-rules",
+                              qrnic_get_fault_rules, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "fault-rules",
+        "read-only: the fault rules as a list of {id, rule, matched, fired, done}");
+    object_class_property_add(klass, "fault-totals", "qrnic-fault-totals",
+                              qrnic_get_fault_totals, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "fault-totals",
+        "read-only: {injected, held, held-overflow, held-flushed, aq-hung}; survives resets");
+    for (size_t i = 0; i < ARRAY_SIZE(counters); i++) {
+        object_class_property_add(klass, counters[i].name, "uint64", qrnic_get_stat, NULL,
+                                  NULL, (void *)(uintptr_t)counters[i].stat);
+        object_class_property_set_description(klass, counters[i].name, counters[i].desc);
+    }
+    object_class_property_add(klass, "stats", "qrnic-stats", qrnic_get_stats, NULL, NULL,
+                              NULL);
+    object_class_property_set_description(klass, "stats",
+        "read-only: every device counter, as QUERY_STATS reports them");
+    object_class_property_add(klass, "timing", "qrnic-timing", qrnic_get_timing, NULL, NULL,
+                              NULL);
+    object_class_property_set_description(klass, "timing",
+        "read-only: the timing profile and the parameters in effect");
+}
 
 static void qrnic_class_init(ObjectClass *klass, void *data)
 {
@@ -429,7 +944,24 @@ static void qrnic_class_init(ObjectClass *klass, void *data)
     rc->phases.hold = qrnic_reset_hold;
     dc->desc = "qrnic RoCEv2 RDMA NIC (software model)";
     dc->vmsd = &qrnic_vmstate;
-    device_class_set_props(dc, qrnic_properties);
+    for (size_t i = 0; i < ARRAY_SIZE(qrnic_properties); i++) {
+        if (strchr(qrnic_properties[i].name, '_')) {
+            qrnic_properties[i].name = qrnic_prop_name_of(qrnic_properties[i].name);
+        }
+    }
+    device_class_set_props_n(dc, qrnic_properties, ARRAY_SIZE(qrnic_properties));
+    object_class_property_set_description(klass, "profile",
+        "timing profile: functional (default: no timing model), cx5-100g or teach");
+    object_class_property_set_description(klass, "fault-plan",
+        "file of fault rules loaded at realize (docs/faults.md)");
+    for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
+        g_autofree char *pn = qrnic_prop_name_of(qrnic_timing_param_name(i));
+        g_autofree char *desc = g_strdup_printf("timing: %s (default: the profile's value)",
+                                                qrnic_timing_param_doc(i));
+
+        object_class_property_set_description(klass, pn, desc);
+    }
+    qrnic_class_add_qom(klass);
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 
@@ -439,6 +971,19 @@ static void qrnic_instance_init(Object *obj)
 
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
+    for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
+        *qrnic_tm_prop(s, i) = UINT32_MAX;
+    }
+}
+
+static void qrnic_instance_finalize(Object *obj)
+{
+    QrnicState *s = QRNIC(obj);
+
+    if (s->fault_pending) {
+        g_string_free(s->fault_pending, true);
+        s->fault_pending = NULL;
+    }
 }
 
 static const TypeInfo qrnic_info = {
@@ -447,6 +992,7 @@ static const TypeInfo qrnic_info = {
     .instance_size = sizeof(QrnicState),
     .class_init = qrnic_class_init,
     .instance_init = qrnic_instance_init,
+    .instance_finalize = qrnic_instance_finalize,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_PCIE_DEVICE },
         { }

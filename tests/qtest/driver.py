@@ -73,19 +73,30 @@ class World:
         self.rng = random.Random(seed)
         self.clock_rate = 1.0          # virtual ns per real ns while waiting
         self.max_step_ns = 20_000_000
+        # Deterministic mode: run_until() advances the clocks by exactly this
+        # many ns per poll instead of following real time, so the same test
+        # gives the same virtual timeline every run (tests/test_qemu_timing.py).
+        self.fixed_step_ns = None
 
     @classmethod
-    def single(cls, binary, ndev=2, dev_opts='', extra_args=(), init=True, name='qemu'):
-        """One QEMU, ndev qrnic devices on one hub (a back-to-back cable for 2)."""
+    def single(cls, binary, ndev=2, dev_opts='', extra_args=(), init=True, name='qemu',
+               fixed_step_ns=None):
+        """One QEMU, ndev qrnic devices on one hub (a back-to-back cable for 2).
+        dev_opts: extra -device options for every device, or a list with
+        one string per device.  Device i has id qrnic<i> (Device.qom_path)."""
         args = []
         for i in range(ndev):
+            opts = dev_opts[i] if isinstance(dev_opts, (list, tuple)) else dev_opts
             args += ['-netdev', f'hubport,id=p{i},hubid=0',
                      '-device', f'qrnic,netdev=p{i},mac={mac_of(i)},id=qrnic{i}'
-                     + (',' + dev_opts if dev_opts else '')]
+                     + (',' + opts if opts else '')]
         q = Qemu(binary, args + list(extra_args), name=name)
         w = cls([q])
+        w.fixed_step_ns = fixed_step_ns
         try:
             w.attach(q, ndev, first_idx=0)
+            for i, d in enumerate(w.devs):
+                d.qom_path = f'/machine/peripheral/qrnic{i}'
             if init:
                 for d in w.devs:
                     d.init()
@@ -169,6 +180,10 @@ class World:
             now = time.monotonic()
             if now - t0 > timeout:
                 return False
+            if self.fixed_step_ns is not None:
+                for q in self.qemus:
+                    q.clock_step(self.fixed_step_ns)
+                continue
             step = int((now - last) * 1e9 * self.clock_rate)
             if step >= 10_000:
                 step = min(step, self.max_step_ns)
@@ -579,9 +594,27 @@ class Device:
         self._cmd_patch = []
         self.scratch = 0
         self.msi_base = 0
+        self.qom_path = None        # /machine/peripheral/<id> when the device has an id
 
     def __repr__(self):
         return f'<qtest Device {self.idx} {self.qemu.name} {self.pci}>'
+
+    # -- QOM (QMP qom-get / qom-set on the device object)
+    def qom_get(self, prop):
+        return self.qemu.qmp('qom-get', path=self.qom_path, property=prop)
+
+    def qom_set(self, prop, value):
+        return self.qemu.qmp('qom-set', path=self.qom_path, property=prop, value=value)
+
+    def fault(self, rules):
+        """Add fault rules through QMP (qom-set fault); returns the new rules'
+        ids (as the harness's Device.fault / fault_plan)."""
+        before = {r['id'] for r in self.qom_get('fault-rules')}
+        self.qom_set('fault', rules)
+        return [r['id'] for r in self.qom_get('fault-rules') if r['id'] not in before]
+
+    def fault_rule(self, rid):
+        return next((r for r in self.qom_get('fault-rules') if r['id'] == rid), None)
 
     # -- PCI
     def setup_pci(self, mmio):
