@@ -24,7 +24,7 @@ int qrnic_dev_set_timing(struct qrnic_dev *d, const char *profile, const char *o
 	const struct qrnic_timing_profile *base =
 		qrnic_timing_profile_find(profile && *profile ? profile : "functional");
 	struct qrnic_timing_profile p;
-	char buf[512];
+	char buf[4096];
 
 	if (!base) {
 		snprintf(err, errlen, "unknown timing profile '%s' (available: %s)", profile,
