@@ -505,6 +505,10 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		qrnic_eth_rx(d, frame, len);
 		return;
 	}
+	if (rc == QRNIC_WIRE_E_ICRC && !gid_is_local(d, p.dgid)) {
+		qrnic_eth_rx(d, frame, len);	/* not ours: its ICRC is not our business */
+		return;
+	}
 	if (rc != QRNIC_WIRE_OK) {
 		rx_drop(d, rc == QRNIC_WIRE_E_ICRC ? QRNIC_STAT_RX_DROP_ICRC
 						   : QRNIC_STAT_RX_DROP_MALFORMED, 0, 0, len);

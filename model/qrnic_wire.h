@@ -131,6 +131,7 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
  * pad count fits and payload+pad is a multiple of 4, no payload on a
  * non-payload opcode (BAD_BTH), ICRC (ICRC).  Bytes after the IP datagram
  * (Ethernet minimum-size padding) are ignored.  Never reads beyond len. */
+/* On QRNIC_WIRE_E_ICRC, p->ipv6 and p->dgid are filled in (nothing else). */
 int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p);
 enum { QRNIC_WIRE_OK = 0, QRNIC_WIRE_E_NOT_ROCE = 1, QRNIC_WIRE_E_TRUNCATED, QRNIC_WIRE_E_BAD_IP,
        QRNIC_WIRE_E_BAD_UDP, QRNIC_WIRE_E_BAD_BTH, QRNIC_WIRE_E_BAD_OPCODE, QRNIC_WIRE_E_ICRC };

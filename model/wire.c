@@ -1025,9 +1025,17 @@ int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p)
 		return QRNIC_WIRE_E_BAD_BTH;
 	}
 
-	/* ICRC */
-	if (icrc_calc(ip, ipv6, ip_len) != rd32le(ip + ip_len - QRNIC_ICRC_LEN))
+	/* ICRC.  On failure the destination is still reported, so the
+	 * caller can tell RoCE traffic for someone else (Ethernet path) from
+	 * a corrupted packet for us. */
+	if (icrc_calc(ip, ipv6, ip_len) != rd32le(ip + ip_len - QRNIC_ICRC_LEN)) {
+		p->ipv6 = ipv6;
+		if (ipv6)
+			memcpy(p->dgid, ip + 24, 16);
+		else
+			qrnic_gid_set_v4mapped(p->dgid, ip + 16);
 		return QRNIC_WIRE_E_ICRC;
+	}
 
 	/* Accepted: fill in */
 	memcpy(p->dmac, frame, 6);
