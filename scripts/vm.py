@@ -7,6 +7,7 @@
   scripts/vm.py shell [opts]                boot, then read commands from stdin
                                             (":vm N" switches VM, ":eps" lists endpoints, ":q" quits)
   scripts/vm.py boot-time [opts] [-n N]     boot N times, report seconds to agent ready
+  scripts/vm.py demo [opts]                 boot, run the demo of scripts/run-demo.sh, print a table
 
 Common options: -t T1|T2|T3 (default T1), --link hub|dgram (T1), --mem MiB,
 --smp N, --cpu MODEL, --append 'k=v ...', --build (run build-qemu.sh and
@@ -114,6 +115,14 @@ def cmd_boot_time(a):
     return 0
 
 
+def cmd_demo(a):
+    from qrnic_vm.tools import demo
+    with _topo(a) as t:
+        t.image.require_driver()
+        ok = demo(t)
+    return 0 if ok else 1
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -145,6 +154,9 @@ def main(argv=None):
     common(sp)
     sp.add_argument('-n', type=int, default=3)
     sp.set_defaults(fn=cmd_boot_time)
+    sp = sub.add_parser('demo')
+    common(sp)
+    sp.set_defaults(fn=cmd_demo)
     a = p.parse_args(argv)
     try:
         return a.fn(a)

@@ -17,7 +17,6 @@ alive: asking for another powers the current one off).  Environment:
 Logs of every boot: /tmp/qrnic-runs/<time>-<pid>/ (path printed at boot and
 in failure messages).
 """
-import itertools
 import json
 import os
 import re
@@ -30,6 +29,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, 'scripts'))
 
 from qrnic_vm import PrereqError, Topology, VMError  # noqa: E402
+from qrnic_vm import tools as _tools  # noqa: E402
+from qrnic_vm.tools import next_port, perftest_table, wait_cm_listen, wait_tcp_listen, wait_until  # noqa: E402,F401
 
 # ---- dmesg -------------------------------------------------------------------------
 # Kernel log lines that fail a test (they mean a kernel or driver bug, or a
@@ -181,51 +182,12 @@ def pair(t):
 
 
 # ---- client/server runs --------------------------------------------------------------
-_ports = itertools.count(18600)
-
-
-def next_port():
-    return next(_ports)
-
-
-def wait_until(vm, cmd, timeout=30, what=None):
-    """Poll the guest command until it succeeds; False on timeout."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if vm.run(cmd, timeout=20, check=False).ok:
-            return True
-        time.sleep(0.3)
-    return False
-
-
-def wait_tcp_listen(vm, port, timeout=30):
-    return wait_until(vm, "ss -Hltn 'sport = :%d' | grep -q LISTEN" % port, timeout)
-
-
-def wait_cm_listen(vm, port, timeout=30):
-    return wait_until(vm, "rdma res show cm_id | grep LISTEN | grep -q ':%d '" % port, timeout)
-
-
-def client_server(server_vm, server_cmd, client_vm, client_cmd, port, listen='tcp', timeout=120,
-                  server_timeout=60):
-    """Start server_cmd, wait until it listens on port, run client_cmd; returns
-    (server Result, client Result).  The server is killed if it outlives the client by server_timeout s."""
-    job = server_vm.spawn(server_cmd)
+def client_server(*args, **kw):
+    """qrnic_vm.tools.client_server; a server that never listens fails the test."""
     try:
-        waiter = wait_tcp_listen if listen == 'tcp' else wait_cm_listen
-        if not waiter(server_vm, port):
-            res = job.stop()
-            pytest.fail('server `%s` did not listen on port %d within 30 s; its output:\n%s'
-                        % (server_cmd, port, res.output[-3000:]), pytrace=False)
-        cli = client_vm.run(client_cmd, timeout=timeout, check=False)
-        srv = job.wait(server_timeout)
-        if srv.running:
-            srv = job.stop()
-            srv.timed_out = True
-    except BaseException:
-        job.stop()
-        raise
-    return srv, cli
+        return _tools.client_server(*args, **kw)
+    except _tools.ListenTimeout as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 def check_pair(srv, cli):
@@ -236,23 +198,6 @@ def check_pair(srv, cli):
             msgs.append('%s `%s` %s:\n%s' % (who, r.cmd, why, r.output[-3000:]))
     if msgs:
         pytest.fail('\n'.join(msgs), pytrace=False)
-
-
-def perftest_table(out):
-    """Parse a perftest result table: {column: value} of the first data row under the '#bytes'
-    header.  Columns as printed, with inner spaces replaced by '_': '#bytes', '#iterations',
-    'BW_peak[MiB/sec]', 'BW_average[MiB/sec]', 'MsgRate[Mpps]' / 't_min[usec]', 't_avg[usec]',
-    't_typical[usec]', '99%_percentile[usec]', ..."""
-    lines = out.splitlines()
-    for i, ln in enumerate(lines):
-        if ln.strip().startswith('#bytes'):
-            h = re.sub(r'(BW|%) (peak|average|percentile)', r'\1_\2', ln.strip())
-            hdr = h.split()
-            for row in lines[i + 1:]:
-                f = row.split()
-                if f and f[0].isdigit():
-                    return dict(zip(hdr, f))
-    return None
 
 
 def rdma_res(vm, kind):
