@@ -187,6 +187,12 @@ struct qrnic_resp {
 	uint64_t write_va;
 	uint32_t write_rkey;
 	uint32_t write_resid;
+	/* A fatal responder error waiting for earlier READ/ATOMIC responses
+	 * to leave first (responses go in PSN order): its NAK and async event. */
+	bool     fatal_pending;
+	uint8_t  fatal_syn;
+	uint8_t  fatal_ev;
+	uint32_t fatal_psn;
 	/* ACK to send: */
 	bool     ack_pending;
 	uint8_t  ack_syndrome;

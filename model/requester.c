@@ -502,7 +502,7 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 				break;
 			w = slot(qp, qp->req.sq_next);
 			if (qrnic_timed(d))	/* fetched once the doorbell is decoded */
-				d->tm_t = max64(qrnic_now(d), qp->tm_db);
+				d->tm_t = max64(d->tm_t, qp->tm_db);
 			fetch_wqe(d, qp, qp->req.sq_next);
 			if (qrnic_timed(d)) {
 				d->tm_t += qrnic_tm_cycles(&d->tm, d->tm.p.wqe_cycles);

@@ -50,8 +50,10 @@ static void send_nak(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint
 
 /* A fatal responder error: NAK it, complete a receive in progress with an
  * error, move the QP to ERROR with an async event. */
-static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn,
-		       uint8_t async_ev, uint8_t recv_status, uint8_t verr)
+static bool rsrc_pending(const struct qrnic_qp *qp);
+
+static void fatal_now(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn,
+		      uint8_t async_ev)
 {
 	switch (syn) {
 	case AETH_NAK_ACCESS:
@@ -62,6 +64,16 @@ static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, ui
 		break;
 	}
 	send_nak(d, qp, syn, psn);
+	qrnic_qp_error(d, qp, async_ev);
+}
+
+/* A fatal responder error: complete a receive in progress with an error,
+ * NAK it and move the QP to ERROR with an async event.  READ and ATOMIC
+ * responses still queued for earlier PSNs leave first (PSN order); until
+ * then new requests are dropped. */
+static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn,
+		       uint8_t async_ev, uint8_t recv_status, uint8_t verr)
+{
 	if (qp->resp.recv_active && recv_status != QRNIC_WC_SUCCESS) {
 		struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
 		struct qrnic_cqe cqe;
@@ -78,7 +90,16 @@ static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, ui
 		qp->resp.recv_active = false;
 		qp->resp.rq_ci++;
 	}
-	qrnic_qp_error(d, qp, async_ev);
+	if (rsrc_pending(qp)) {
+		qp->resp.fatal_pending = true;
+		qp->resp.fatal_syn = syn;
+		qp->resp.fatal_psn = psn;
+		qp->resp.fatal_ev = async_ev;
+		qp->resp.ack_pending = false;
+		qrnic_qp_kick(d, qp);
+		return;
+	}
+	fatal_now(d, qp, syn, psn, async_ev);
 }
 
 /* Copy the next receive WQE once and validate it.  Returns QRNIC_VERR_*;
@@ -574,6 +595,10 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		ud_receive(d, qp, p);
 		return;
 	}
+	if (qp->resp.fatal_pending) {	/* on the way to ERROR */
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_QP_STATE, 1);
+		return;
+	}
 	diff = qrnic_psn_diff(p->psn, qp->resp.epsn);
 	if (diff < 0) {
 		handle_duplicate(d, qp, p);
@@ -698,6 +723,12 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		}
 		if (r->valid && r->pending)
 			return true;
+	}
+	if (qp->resp.fatal_pending) {	/* every earlier response is out */
+		qp->resp.fatal_pending = false;
+		tm_resp_pkt(d, qp, 0, d->tm.p.ack_cycles);
+		fatal_now(d, qp, qp->resp.fatal_syn, qp->resp.fatal_psn, qp->resp.fatal_ev);
+		return false;
 	}
 	if (qp->resp.ack_pending && budget) {
 		qp->resp.ack_pending = false;

@@ -283,3 +283,25 @@ def test_remote_dma_failure_is_an_error_not_success(world):
     c = conn.cqa.poll()
     assert len(c) == 1 and c[0]['status_name'] != 'SUCCESS'
     assert b.stat('dma_errors') >= 1
+
+
+def test_access_nak_waits_for_earlier_read_response(world):
+    """Responses leave in PSN order: a READ answered before a later WRITE that
+    hits a remote access error still completes with its data; only the bad
+    WRITE gets REM_ACCESS_ERR (then the rest is flushed)."""
+    a, b = world.devs
+    conn = q.connect_rc(a, b, mtu=1024)
+    la = a.reg_mr(conn.pda, 1 << 16)
+    lb = b.reg_mr(conn.pdb, 1 << 16)
+    ro = b.reg_mr(conn.pdb, 4096, access=q.ACCESS_LOCAL_WRITE)   # no remote access
+    src = lb.fill_random(random.Random(7), 0, 8192)
+    before = ro.read()
+    conn.qa.post_send('RDMA_READ', [(la, 0, 8192)], remote=(lb, 0), wr_id=1)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, 64)], remote=(lb, 0x4000), wr_id=2)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, 64)], remote=(ro, 0), wr_id=3)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, 64)], remote=(lb, 0x5000), wr_id=4)
+    assert world.run() == 'idle'
+    got = [(c['wr_id'], c['status_name']) for c in conn.cqa.poll(8)]
+    assert got == [(1, 'SUCCESS'), (2, 'SUCCESS'), (3, 'REM_ACCESS_ERR'), (4, 'WR_FLUSH_ERR')]
+    assert la.read(0, 8192) == src
+    assert ro.read() == before
