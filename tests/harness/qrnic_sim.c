@@ -1379,8 +1379,11 @@ static int poll_flow(struct sim *s, struct flow *f, uint64_t now)
 
 static bool flow_finished(struct sim *s, struct flow *f)
 {
+	/* RC SEND: the receiver's CQE may become visible after the sender's
+	 * (the ACK can beat the receive CQE write): wait for both. */
 	return (f->stop || (s->c.count && f->posted >= s->c.count)) && f->done == f->posted &&
-	       f->sq_done == f->posted;
+	       f->sq_done == f->posted &&
+	       (s->c.op != OP_SEND || f->recv_done == f->posted);
 }
 
 static int run(struct sim *s)
