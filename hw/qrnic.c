@@ -6,12 +6,14 @@
  * (so an IOMMU is honoured), the net layer, virtual-clock timers and a
  * bottom half in which all device work runs, properties and trace events, and
  * the QOM/QMP side of the timing model, its counters and fault injection
- * (docs/qemu.md sections 3 and 11, docs/faults.md section 11).
+ * (docs/qemu.md sections 3 and 11, docs/faults.md section 11), and the
+ * port capture pcap=FILE (docs/qemu.md section 12).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
 
 #include "qemu/osdep.h"
+#include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
@@ -62,6 +64,12 @@ struct QrnicState {
      * realize (-device ...,fault=...), loaded at realize. */
     char *fault_plan;
     GString *fault_pending;
+
+    /* pcap=FILE: every frame the port sends or receives (docs/qemu.md
+     * section 12); -1 when not capturing (or after a write error). */
+    char *pcap_path;
+    int pcap_fd;
+    uint64_t pcap_frames;
 };
 
 /* Offsets of the timing properties, in QRNIC_TIMING_PARAMS order. */
@@ -112,11 +120,95 @@ static void qrnic_host_irq(void *opaque, unsigned vector)
     }
 }
 
+/* ---- pcap=FILE --------------------------------------------------------------- */
+/*
+ * A classic pcap file with nanosecond timestamps (magic 0xa1b23c4d, what
+ * tshark and Wireshark read as "nanosecond libpcap"), link type 1
+ * (Ethernet), stamped with QEMU_CLOCK_VIRTUAL: the same clock as the t= of
+ * the qrnic_event trace.  Each frame is one writev() of its record header
+ * and bytes, so nothing is buffered in QEMU: the file is complete at every
+ * moment (at exit, reset or even after a kill).  Little endian explicitly.
+ */
+#define QRNIC_PCAP_MAGIC_NS 0xa1b23c4du
+#define QRNIC_PCAP_SNAPLEN  65535u
+
+static bool qrnic_pcap_open(QrnicState *s, Error **errp)
+{
+    Error *local_err = NULL;
+    uint8_t hdr[24];
+
+    s->pcap_fd = -1;
+    if (!s->pcap_path || !*s->pcap_path) {
+        return true;
+    }
+    s->pcap_fd = qemu_create(s->pcap_path, O_WRONLY | O_TRUNC | O_BINARY, 0644, &local_err);
+    if (s->pcap_fd < 0) {
+        /* "qrnic: pcap: Could not create 'FILE': No such file or directory" */
+        error_propagate_prepend(errp, local_err, "qrnic: pcap: ");
+        return false;
+    }
+    stl_le_p(hdr, QRNIC_PCAP_MAGIC_NS);
+    stw_le_p(hdr + 4, 2);                   /* version 2.4 */
+    stw_le_p(hdr + 6, 4);
+    stl_le_p(hdr + 8, 0);             /* thiszone */
+    stl_le_p(hdr + 12, 0);            /* sigfigs */
+    stl_le_p(hdr + 16, QRNIC_PCAP_SNAPLEN);
+    stl_le_p(hdr + 20, 1);            /* LINKTYPE_ETHERNET */
+    if (qemu_write_full(s->pcap_fd, hdr, sizeof(hdr)) != sizeof(hdr)) {
+        error_setg_errno(errp, errno, "qrnic: pcap: cannot write '%s'", s->pcap_path);
+        close(s->pcap_fd);
+        s->pcap_fd = -1;
+        return false;
+    }
+    s->pcap_frames = 0;
+    return true;
+}
+
+static void qrnic_pcap_close(QrnicState *s)
+{
+    if (s->pcap_fd >= 0) {
+        close(s->pcap_fd);
+        s->pcap_fd = -1;
+    }
+}
+
+static void qrnic_pcap_frame(QrnicState *s, const uint8_t *frame, size_t len)
+{
+    uint64_t t = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint32_t cap = len > QRNIC_PCAP_SNAPLEN ? QRNIC_PCAP_SNAPLEN : (uint32_t)len;
+    uint8_t rec[16];
+    struct iovec iov[2] = {
+        { .iov_base = rec, .iov_len = sizeof(rec) },
+        { .iov_base = (void *)frame, .iov_len = cap },
+    };
+    ssize_t n;
+
+    if (s->pcap_fd < 0) {
+        return;
+    }
+    stl_le_p(rec, (uint32_t)(t / NANOSECONDS_PER_SECOND));
+    stl_le_p(rec + 4, (uint32_t)(t % NANOSECONDS_PER_SECOND));
+    stl_le_p(rec + 8, cap);
+    stl_le_p(rec + 12, (uint32_t)len);
+    do {
+        n = writev(s->pcap_fd, iov, 2);
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)(sizeof(rec) + cap)) {
+        error_report("qrnic: pcap: write error on '%s' (%s) - capture stopped after "
+                     "%" PRIu64 " frames", s->pcap_path,
+                     n < 0 ? strerror(errno) : "short write", s->pcap_frames);
+        qrnic_pcap_close(s);
+        return;
+    }
+    s->pcap_frames++;
+}
+
 static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
 
     trace_qrnic_tx(len);
+    qrnic_pcap_frame(s, frame, len);
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
@@ -283,6 +375,7 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     QrnicState *s = qemu_get_nic_opaque(nc);
 
     trace_qrnic_rx(size);
+    qrnic_pcap_frame(s, buf, size);     /* also a frame the device then drops */
     qrnic_dev_rx_frame(s->dev, buf, size);
     return size;    /* a full device queue drops, as a real port would */
 }
@@ -557,6 +650,9 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "qrnic: num-vectors must be at most 2048");
         return;
     }
+    if (!qrnic_pcap_open(s, errp)) {
+        return;
+    }
 
     /* before the model: loading a timed fault rule arms the timer */
     s->bh = qemu_bh_new_guarded(qrnic_bh, s, &DEVICE(pdev)->mem_reentrancy_guard);
@@ -609,6 +705,7 @@ fail_msix:
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
 fail:
+    qrnic_pcap_close(s);
     qrnic_dev_free(s->dev);
     s->dev = NULL;
     timer_free(s->timer);
@@ -630,6 +727,7 @@ static void qrnic_exit(PCIDevice *pdev)
     msix_uninit_exclusive_bar(pdev);
     qrnic_dev_free(s->dev);
     s->dev = NULL;
+    qrnic_pcap_close(s);
 }
 
 static void qrnic_reset_hold(Object *obj, ResetType type)
@@ -683,6 +781,7 @@ static Property qrnic_properties[] = {
     DEFINE_PROP_UINT32("gid-table-len", QrnicState, gid_tbl_len, 16),
     DEFINE_PROP_UINT32("mtu", QrnicState, mtu, 4200),
     DEFINE_PROP_STRING("fault-plan", QrnicState, fault_plan),
+    DEFINE_PROP_STRING("pcap", QrnicState, pcap_path),
     QRNIC_TIMING_PARAMS(QRNIC_TM_PROP)
 };
 
@@ -954,6 +1053,9 @@ static void qrnic_class_init(ObjectClass *klass, void *data)
         "timing profile: functional (default: no timing model), cx5-100g or teach");
     object_class_property_set_description(klass, "fault-plan",
         "file of fault rules loaded at realize (docs/faults.md)");
+    object_class_property_set_description(klass, "pcap",
+        "write every frame the port sends and receives to this pcap file "
+        "(Ethernet, nanosecond timestamps of the virtual clock)");
     for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
         g_autofree char *pn = qrnic_prop_name_of(qrnic_timing_param_name(i));
         g_autofree char *desc = g_strdup_printf("timing: %s (default: the profile's value)",
@@ -971,6 +1073,7 @@ static void qrnic_instance_init(Object *obj)
 
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
+    s->pcap_fd = -1;
     for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
         *qrnic_tm_prop(s, i) = UINT32_MAX;
     }
