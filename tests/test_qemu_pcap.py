@@ -21,6 +21,7 @@ injects a plain Ethernet frame.  Then:
 * an uncreatable file stops QEMU with a clear error.
 """
 import random
+import re
 import shutil
 import socket
 import struct
@@ -246,3 +247,33 @@ def test_pcap_survives_reset_and_stays_valid(qemu_binary, tmp_path):  # noqa: F8
     frames = read_pcap(p)
     assert len(frames) == n and all(is_roce(f) for _, f in frames)
     assert [ref_icrc(f) for _, f in frames] == [wire_icrc(f) for _, f in frames]
+
+
+def test_pcap_times_are_the_virtual_clock(qemu_binary, tmp_path):  # noqa: F811
+    """profile=teach: a frame is stamped when the device hands it to the
+    netdev (its modelled departure plus the cable) and the peer's copy at the
+    same virtual time; the peer's qrnic_event `rx` of it, and the timestamps
+    of QEMU's trace, are on the same clock."""
+    pa, pb, log = tmp_path / 'a.pcap', tmp_path / 'b.pcap', tmp_path / 'ev.log'
+    w = World.single(qemu_binary, 2, dev_opts=[f'profile=teach,pcap={pa}',
+                                               f'profile=teach,pcap={pb}'],
+                     fixed_step_ns=1000, name='pcap-teach',
+                     extra_args=['-trace', f'qrnic_event,file={log}'])
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024, cq_log=6)
+        la, rb = a.reg_mr(conn.pda, 8192), b.reg_mr(conn.pdb, 8192)
+        t0 = w.qemus[0].clock()
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 1024)], remote=(rb, 0), wr_id=9)
+        scenarios.expect_success(scenarios.one_cqe(conn.cqa), 'RDMA_WRITE', 9, conn.qa.qpn)
+    finally:
+        w.close()
+    fa, fb = read_pcap(pa), read_pcap(pb)
+    assert [f for _, f in fa] == [f for _, f in fb]          # WRITE_ONLY, then the ACK
+    assert [f[14 + 20 + 8] for _, f in fa] == [0x0a, 0x11]
+    assert [t for t, _ in fa] == [t for t, _ in fb]
+    (t_data, _), (t_ack, _) = fa
+    # teach: the WQE and payload reads (4 us each at least) and the cable (5 us)
+    assert t_data - t0 >= 2 * 4000 + 5000 and t_ack - t_data >= 5000
+    rx = [int(m.group(1)) for m in re.finditer(r'qrnic_event rx t=(\d+) ', log.read_text())]
+    assert rx == [t_data, t_ack], (rx, t_data, t_ack)

@@ -236,7 +236,7 @@ def test_png(tmp_path):
     assert (tmp_path / 'w.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
-def test_docs_example_svg_is_current():
+def test_docs_example_svg():
     """docs/img/ holds the example of docs/timeline.md: valid, with both panels."""
     path = os.path.join(ROOT, 'docs', 'img', 'timeline-write-vs-read.svg')
     root = ET.parse(path).getroot()
@@ -289,3 +289,38 @@ def test_real_qemu_trace(tmp_path, qemu_binary):  # noqa: F811
     assert [g.get('data-name') for g in packets(pw)] == ['WRITE_FIRST', 'WRITE_LAST', 'ACK']
     assert [g.get('data-name') for g in packets(pr)] == \
         ['READ_REQ', 'READ_RESP_FIRST', 'READ_RESP_LAST']
+
+
+# ---- the examples of docs/timeline.md ----------------------------------------------------
+def doc_blocks(lang):
+    text = open(os.path.join(ROOT, 'docs', 'timeline.md'), encoding='utf-8').read()
+    return re.findall(rf'^```{lang}\n(.*?)^```', text, re.S | re.M)
+
+
+def run_block(block, env=None):
+    r = subprocess.run(['bash', '-euo', 'pipefail', '-c', block], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, env=env)
+    assert r.returncode == 0, f'{block}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n' \
+                              f'{r.stderr[-3000:]}'
+    return r
+
+
+def test_docs_sh_examples_run():
+    """Every `sh` block of docs/timeline.md runs as written, and each SVG it
+    names is valid."""
+    blocks = doc_blocks('sh')
+    assert len(blocks) >= 6
+    for b in blocks:
+        run_block(b)
+        for svg in re.findall(r'-o (/tmp/\S+\.svg)', b):
+            ET.parse(svg)
+
+
+@pytest.mark.qemu
+def test_docs_qemu_example_runs(qemu_binary):  # noqa: F811
+    (block,) = doc_blocks('bash')
+    env = dict(os.environ, QRNIC_QEMU=qemu_binary)
+    r = run_block(block.replace('$(scripts/build-qemu.sh | tail -1)', '"$QRNIC_QEMU"'), env)
+    assert 'RDMA WRITE' in r.stdout and 'RDMA READ' in r.stdout
+    (p1, p2) = panels(ET.parse('/tmp/qrnic-qemu.svg').getroot())
+    assert (p1.get('data-kind'), p2.get('data-kind')) == ('RDMA WRITE', 'RDMA READ')
