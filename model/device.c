@@ -107,14 +107,14 @@ void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
 	va_end(ap);
 }
 
-void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
-		 uint32_t a, uint32_t b, uint64_t addr)
+void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn, uint32_t psn,
+		    uint32_t a, uint32_t b, uint64_t addr)
 {
 	struct qrnic_trace_ev ev;
 
 	if (!d->ops->trace)
 		return;
-	ev.t_ns = qrnic_now(d);
+	ev.t_ns = t;
 	ev.type = type;
 	ev.qpn = qpn;
 	ev.psn = psn;
@@ -122,6 +122,15 @@ void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
 	ev.b = b;
 	ev.addr = addr;
 	d->ops->trace(d->opaque, &ev);
+}
+
+/* Stamped with the modelled time of the stage when a timed step runs. */
+void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+		 uint32_t a, uint32_t b, uint64_t addr)
+{
+	if (!d->ops->trace)
+		return;
+	qrnic_trace_at(d, qrnic_timed(d) ? d->tm_t : qrnic_now(d), type, qpn, psn, a, b, addr);
 }
 
 const char *qrnic_trace_name(uint32_t type)

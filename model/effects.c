@@ -161,6 +161,7 @@ void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	done = qrnic_tm_pu(&d->tm, d->tm_t, d->tm_cycles);
 	depart = qrnic_tm_link(&d->tm, done, (uint32_t)len);
 	d->tm_t = done;
+	d->tm_depart = depart;
 	e = fx_alloc(d, &idx);
 	if (e)
 		e->frame = malloc(len);

@@ -32,6 +32,8 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
 		return;
 	}
-	qrnic_trace(d, QRNIC_TR_TX, p->dqpn, p->psn, p->opcode, (uint32_t)len, 0);
 	qrnic_tx(d, d->txbuf, len);
+	/* traced when it leaves the port (timed) or now */
+	qrnic_trace_at(d, qrnic_timed(d) ? d->tm_depart : qrnic_now(d), QRNIC_TR_TX, p->dqpn, p->psn,
+		       p->opcode, (uint32_t)len, 0);
 }

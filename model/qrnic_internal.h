@@ -326,6 +326,7 @@ struct qrnic_dev {
 	uint64_t tm_t;			/* modelled time of the work being done */
 	uint64_t tm_wr_vis;		/* when the step's posted DMA writes are visible */
 	uint32_t tm_cycles;		/* processing cycles of the next packet sent */
+	uint64_t tm_depart;		/* when the last timed frame leaves the port */
 	struct qrnic_effect *fx;
 	uint32_t fx_cap, fx_free, fx_used, fx_gen;
 	uint64_t stats[QRNIC_STAT_COUNT];
@@ -350,6 +351,8 @@ void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
 		 uint32_t a, uint32_t b, uint64_t addr);
+void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn, uint32_t psn,
+		    uint32_t a, uint32_t b, uint64_t addr);
 static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64_t n)
 {
 	d->stats[s] += n;

@@ -19,7 +19,7 @@ BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
 export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu}
 
 # ---- packages ------------------------------------------------------------------
-PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark)
+PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin)
 missing=()
 for p in "${PKGS[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
