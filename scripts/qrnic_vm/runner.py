@@ -169,6 +169,22 @@ def find_qemu(build=False, quiet=False):
     return max(cands)[1]
 
 
+_checked_qemu = {}
+
+
+def check_qemu_devices(qemu, need=('qrnic', 'virtio-blk-pci', 'virtio-serial-pci', 'virtserialport')):
+    """PrereqError unless `qemu -device help` lists every device the runner uses."""
+    if qemu not in _checked_qemu:
+        p = subprocess.run([qemu, '-device', 'help'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=60)
+        _checked_qemu[qemu] = p.stdout
+    have = _checked_qemu[qemu]
+    missing = [d for d in need if 'name "%s"' % d not in have]
+    if missing:
+        raise PrereqError('%s lacks the device(s) %s: rebuild it with scripts/build-qemu.sh'
+                          % (qemu, ', '.join(missing)))
+
+
 class Image:
     def __init__(self, path):
         self.path = path
@@ -651,6 +667,8 @@ class Topology:
         self.progress = progress
         self.boot_timeout = boot_timeout
         self.qemu = qemu or find_qemu(build=build)
+        check_qemu_devices(self.qemu, ('qrnic', 'virtio-blk-pci', 'virtio-serial-pci', 'virtserialport')
+                           + (('virtio-net-pci',) if name == 'T3' else ()))
         self.image = image if isinstance(image, Image) else (Image(image) if image else find_image(build=build))
         if require_driver:
             self.image.require_driver()
