@@ -549,9 +549,15 @@ class VM:
     def get(self, path):
         return base64.b64decode(self.request({'op': 'get', 'path': path}, timeout=REPLY_GRACE)['data'])
 
-    def kmsg(self, since=-1):
-        """Kernel log records after sequence number since: [(seq, level, usec, text)]."""
-        return [tuple(r) for r in self.request({'op': 'kmsg', 'since': since}, timeout=REPLY_GRACE)['records']]
+    def kmsg(self, since=-1, limit=None):
+        """Kernel log records after sequence number since: [(seq, level, usec, text)]
+        (limit=N: only the last N)."""
+        rep = self.request({'op': 'kmsg', 'since': since, 'limit': limit}, timeout=REPLY_GRACE)
+        return [tuple(r) for r in rep['records']]
+
+    def kmsg_last_seq(self):
+        """Sequence number of the newest kernel log record (-1 if none)."""
+        return self.request({'op': 'kmsg', 'since': -1, 'limit': 0}, timeout=REPLY_GRACE)['last_seq']
 
     def ping(self, timeout=REPLY_GRACE):
         return self.request({'op': 'ping'}, timeout=timeout)
