@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
-export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu}
+export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu}   # guest: opt in (see README)
 
 # ---- packages ------------------------------------------------------------------
 PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin)
