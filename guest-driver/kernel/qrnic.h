@@ -13,6 +13,7 @@
 #include <linux/pci.h>
 #include <linux/semaphore.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -30,6 +31,9 @@
 /* ---- module parameters (qrnic_main.c) ----------------------------------- */
 extern unsigned int qrnic_admin_timeout_ms;
 extern unsigned int qrnic_eth_ring_log;
+
+/* Consecutive failed recoveries after which the driver leaves the device dead. */
+#define QRNIC_MAX_RECOVERY_FAILURES	5
 
 /* ---- interrupt vectors ------------------------------------------------- */
 #define QRNIC_IRQ_AQ		BIT(0)	/* admin CQ */
@@ -117,11 +121,23 @@ struct qrnic_eth {
 /* ---- device ------------------------------------------------------------ */
 enum {
 	QRNIC_FLAG_FATAL,		/* device dead: admin fails fast, destroys succeed */
-	QRNIC_FLAG_IB_REGISTERED,
+	QRNIC_FLAG_IB_REGISTERED,	/* dev->ib is registered (under ib_lock) */
+	QRNIC_FLAG_GONE,		/* surprise removal: no recovery */
+};
+
+/*
+ * The ib_device is allocated separately from struct qrnic_dev: after a
+ * device fatal error the driver unregisters it (the RDMA core tears down
+ * every user context and kernel ULP on it), resets the PCI function, brings
+ * it up again and registers a fresh ib_device.  The PCI function, its
+ * vectors and the net_device stay.
+ */
+struct qrnic_ib {
+	struct ib_device ibdev;		/* first: ib_alloc_device() */
+	struct qrnic_dev *dev;
 };
 
 struct qrnic_dev {
-	struct ib_device ibdev;
 	struct pci_dev *pdev;
 	void __iomem *regs;		/* BAR0 */
 	void __iomem *kdb;		/* BAR2 page 0: the kernel's doorbells */
@@ -139,6 +155,21 @@ struct qrnic_dev {
 
 	unsigned long flags;		/* QRNIC_FLAG_* */
 	u32 fatal_code;
+
+	/*
+	 * The registered ib_device, or NULL (during recovery, or after a
+	 * failed one).  ib_lock orders event dispatch (any context) against
+	 * unregistration (recovery work, remove).
+	 */
+	struct qrnic_ib *ib;
+	spinlock_t ib_lock;
+
+	/* Recovery after a fatal error (qrnic_main.c). */
+	struct delayed_work recovery_work;
+	struct delayed_work health_work;	/* polls STATUS.FATAL */
+	u32 fatal_count;		/* fatal errors seen */
+	u32 recoveries;			/* successful recoveries */
+	u32 recovery_failures;		/* consecutive failed attempts */
 
 	struct qrnic_aq aq;
 
@@ -162,7 +193,7 @@ struct qrnic_dev {
 
 static inline struct qrnic_dev *to_qdev(struct ib_device *ibdev)
 {
-	return container_of(ibdev, struct qrnic_dev, ibdev);
+	return container_of(ibdev, struct qrnic_ib, ibdev)->dev;
 }
 
 static inline bool qrnic_dead(struct qrnic_dev *dev)
@@ -305,12 +336,14 @@ to_qmentry(struct rdma_user_mmap_entry *e)
 
 /* ---- qrnic_main.c -------------------------------------------------------- */
 void qrnic_set_fatal(struct qrnic_dev *dev, const char *why);
+void qrnic_check_health(struct qrnic_dev *dev);
 
 #include "qrnic_admin_cmds.h"
 
 /* ---- qrnic_eq.c ---------------------------------------------------------- */
 int qrnic_irqs_setup(struct qrnic_dev *dev);
 void qrnic_irqs_teardown(struct qrnic_dev *dev);
+void qrnic_irqs_sync(struct qrnic_dev *dev);
 int qrnic_eqs_create(struct qrnic_dev *dev);
 void qrnic_eqs_destroy(struct qrnic_dev *dev);
 void qrnic_eq_sync(struct qrnic_dev *dev, struct qrnic_eq *eq);
@@ -318,6 +351,8 @@ void qrnic_eq_sync(struct qrnic_dev *dev, struct qrnic_eq *eq);
 /* ---- qrnic_netdev.c ------------------------------------------------------ */
 int qrnic_netdev_create(struct qrnic_dev *dev);
 void qrnic_netdev_destroy(struct qrnic_dev *dev);
+void qrnic_netdev_suspend(struct qrnic_dev *dev);
+void qrnic_netdev_resume(struct qrnic_dev *dev);
 void qrnic_netdev_irq(struct qrnic_dev *dev);
 void qrnic_netdev_link_event(struct qrnic_dev *dev, bool up);
 bool qrnic_link_up(struct qrnic_dev *dev);
@@ -326,6 +361,7 @@ bool qrnic_link_up(struct qrnic_dev *dev);
 int qrnic_ib_register(struct qrnic_dev *dev);
 void qrnic_ib_unregister(struct qrnic_dev *dev);
 void qrnic_dispatch_port_event(struct qrnic_dev *dev, bool active);
+void qrnic_dispatch_dev_event(struct qrnic_dev *dev, enum ib_event_type type);
 int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring,
 		     size_t bytes, struct qrnic_ucontext *uctx);
 void qrnic_ring_free(struct qrnic_dev *dev, struct qrnic_ring *ring);

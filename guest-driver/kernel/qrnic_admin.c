@@ -101,10 +101,27 @@ const char *qrnic_aq_opcode_name(u8 opcode)
 
 /* ---- ring set-up ---------------------------------------------------------- */
 
+/* Once per device, before the first qrnic_aq_init(). */
+void qrnic_aq_setup(struct qrnic_dev *dev)
+{
+	spin_lock_init(&dev->aq.sq_lock);
+	spin_lock_init(&dev->aq.cq_lock);
+}
+
+/*
+ * Allocate the rings and enable the admin queue (at probe, and after every
+ * reset of a recovery).  The rings and contexts are published under both
+ * locks, since qrnic_aq_abort_all() may run at any time.
+ */
 int qrnic_aq_init(struct qrnic_dev *dev, u32 log_depth)
 {
 	struct qrnic_aq *aq = &dev->aq;
 	struct device *dmadev = &dev->pdev->dev;
+	struct qrnic_aq_cqe *cq;
+	struct qrnic_aq_cmd *sq;
+	struct qrnic_aq_ctx *ctx;
+	dma_addr_t sq_dma, cq_dma;
+	unsigned long flags;
 	u32 st, i;
 	int err;
 
@@ -112,29 +129,34 @@ int qrnic_aq_init(struct qrnic_dev *dev, u32 log_depth)
 	aq->depth = 1U << log_depth;
 	aq->sq_pi = 0;
 	aq->cq_ci = 0;
-	spin_lock_init(&aq->sq_lock);
-	spin_lock_init(&aq->cq_lock);
 	sema_init(&aq->avail, aq->depth);
 
-	aq->ctx = kcalloc(aq->depth, sizeof(*aq->ctx), GFP_KERNEL);
-	if (!aq->ctx)
+	ctx = kcalloc(aq->depth, sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
 		return -ENOMEM;
 	for (i = 0; i < aq->depth; i++)
-		init_completion(&aq->ctx[i].done);
+		init_completion(&ctx[i].done);
 
 	/* dma_alloc_coherent() memory is zeroed and at least page aligned. */
-	aq->sq = dma_alloc_coherent(dmadev, QRNIC_AQ_SQE_SIZE << log_depth,
-				    &aq->sq_dma, GFP_KERNEL);
-	if (!aq->sq) {
+	sq = dma_alloc_coherent(dmadev, QRNIC_AQ_SQE_SIZE << log_depth, &sq_dma, GFP_KERNEL);
+	if (!sq) {
 		err = -ENOMEM;
 		goto err_free_ctx;
 	}
-	aq->cq = dma_alloc_coherent(dmadev, QRNIC_AQ_CQE_SIZE << log_depth,
-				    &aq->cq_dma, GFP_KERNEL);
-	if (!aq->cq) {
+	cq = dma_alloc_coherent(dmadev, QRNIC_AQ_CQE_SIZE << log_depth, &cq_dma, GFP_KERNEL);
+	if (!cq) {
 		err = -ENOMEM;
 		goto err_free_sq;
 	}
+	spin_lock_irqsave(&aq->sq_lock, flags);
+	spin_lock(&aq->cq_lock);
+	aq->ctx = ctx;
+	aq->sq = sq;
+	aq->sq_dma = sq_dma;
+	aq->cq = cq;
+	aq->cq_dma = cq_dma;
+	spin_unlock(&aq->cq_lock);
+	spin_unlock_irqrestore(&aq->sq_lock, flags);
 
 	qrnic_wr(dev, QRNIC_REG_AQ_SQ_BASE_LO, lower_32_bits(aq->sq_dma));
 	qrnic_wr(dev, QRNIC_REG_AQ_SQ_BASE_HI, upper_32_bits(aq->sq_dma));
@@ -145,22 +167,17 @@ int qrnic_aq_init(struct qrnic_dev *dev, u32 log_depth)
 	if (!(st & QRNIC_AQ_STATUS_ENABLED) || (st & QRNIC_AQ_STATUS_ERROR)) {
 		dev_err(dmadev, "admin queue did not come up (AQ_STATUS 0x%x, log depth %u)\n",
 			st, log_depth);
-		err = -EIO;
-		goto err_disable;
+		qrnic_wr(dev, QRNIC_REG_AQ_CTRL, 0);
+		qrnic_aq_free(dev);
+		return -EIO;
 	}
 	aq->enabled = true;
 	return 0;
 
-err_disable:
-	qrnic_wr(dev, QRNIC_REG_AQ_CTRL, 0);
-	dma_free_coherent(dmadev, QRNIC_AQ_CQE_SIZE << log_depth, aq->cq, aq->cq_dma);
-	aq->cq = NULL;
 err_free_sq:
-	dma_free_coherent(dmadev, QRNIC_AQ_SQE_SIZE << log_depth, aq->sq, aq->sq_dma);
-	aq->sq = NULL;
+	dma_free_coherent(dmadev, QRNIC_AQ_SQE_SIZE << log_depth, sq, sq_dma);
 err_free_ctx:
-	kfree(aq->ctx);
-	aq->ctx = NULL;
+	kfree(ctx);
 	return err;
 }
 
@@ -173,21 +190,33 @@ void qrnic_aq_disable(struct qrnic_dev *dev)
 	dev->aq.enabled = false;
 }
 
+/* Only once the device no longer uses the rings (disabled or reset). */
 void qrnic_aq_free(struct qrnic_dev *dev)
 {
 	struct qrnic_aq *aq = &dev->aq;
 	struct device *dmadev = &dev->pdev->dev;
+	struct qrnic_aq_cqe *cq;
+	struct qrnic_aq_cmd *sq;
+	struct qrnic_aq_ctx *ctx;
+	unsigned long flags;
 
-	if (aq->cq)
-		dma_free_coherent(dmadev, QRNIC_AQ_CQE_SIZE << aq->log_depth,
-				  aq->cq, aq->cq_dma);
-	if (aq->sq)
-		dma_free_coherent(dmadev, QRNIC_AQ_SQE_SIZE << aq->log_depth,
-				  aq->sq, aq->sq_dma);
-	kfree(aq->ctx);
+	spin_lock_irqsave(&aq->sq_lock, flags);
+	spin_lock(&aq->cq_lock);
+	cq = aq->cq;
+	sq = aq->sq;
+	ctx = aq->ctx;
 	aq->cq = NULL;
 	aq->sq = NULL;
 	aq->ctx = NULL;
+	aq->enabled = false;
+	spin_unlock(&aq->cq_lock);
+	spin_unlock_irqrestore(&aq->sq_lock, flags);
+
+	if (cq)
+		dma_free_coherent(dmadev, QRNIC_AQ_CQE_SIZE << aq->log_depth, cq, aq->cq_dma);
+	if (sq)
+		dma_free_coherent(dmadev, QRNIC_AQ_SQE_SIZE << aq->log_depth, sq, aq->sq_dma);
+	kfree(ctx);
 }
 
 /* ---- completions ------------------------------------------------------------ */
@@ -198,11 +227,8 @@ void qrnic_aq_process_cq(struct qrnic_dev *dev)
 	struct qrnic_aq *aq = &dev->aq;
 	unsigned long flags;
 
-	if (!aq->cq)
-		return;
-
 	spin_lock_irqsave(&aq->cq_lock, flags);
-	for (;;) {
+	while (aq->cq) {
 		u32 ci = aq->cq_ci;
 		u32 slot = ci & (aq->depth - 1);
 		struct qrnic_aq_cqe *e = &aq->cq[slot];
@@ -236,11 +262,9 @@ void qrnic_aq_abort_all(struct qrnic_dev *dev)
 	unsigned long flags;
 	u32 i;
 
-	if (!aq->ctx)
-		return;
 	spin_lock_irqsave(&aq->sq_lock, flags);
 	spin_lock(&aq->cq_lock);
-	for (i = 0; i < aq->depth; i++) {
+	for (i = 0; aq->ctx && i < aq->depth; i++) {
 		struct qrnic_aq_ctx *ctx = &aq->ctx[i];
 
 		if (ctx->state != QRNIC_AQ_CTX_PENDING)
@@ -322,7 +346,7 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 	}
 
 	spin_lock_irqsave(&aq->sq_lock, flags);
-	if (qrnic_dead(dev)) {
+	if (qrnic_dead(dev) || !aq->sq) {
 		spin_unlock_irqrestore(&aq->sq_lock, flags);
 		up(&aq->avail);
 		return -EIO;

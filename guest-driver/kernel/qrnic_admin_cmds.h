@@ -14,6 +14,7 @@
 
 struct qrnic_dev;
 
+void qrnic_aq_setup(struct qrnic_dev *dev);
 int qrnic_aq_init(struct qrnic_dev *dev, u32 log_depth);
 void qrnic_aq_disable(struct qrnic_dev *dev);
 void qrnic_aq_free(struct qrnic_dev *dev);

@@ -248,7 +248,6 @@ void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type typ
 {
 	struct qrnic_cq *cq = xa_load(&dev->cqs, cqn);
 	struct ib_event ev = {
-		.device = &dev->ibdev,
 		.event = type,
 	};
 
@@ -259,6 +258,7 @@ void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type typ
 	}
 	dev_warn_ratelimited(&dev->pdev->dev, "CQ %u: %s\n", cqn, ib_event_msg(type));
 	if (cq->ibcq.event_handler) {
+		ev.device = cq->ibcq.device;
 		ev.element.cq = &cq->ibcq;
 		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 	}

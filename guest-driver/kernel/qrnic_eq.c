@@ -110,6 +110,18 @@ void qrnic_irqs_teardown(struct qrnic_dev *dev)
 	dev->nvec = 0;
 }
 
+/* Wait until no interrupt handler of the device is running. */
+void qrnic_irqs_sync(struct qrnic_dev *dev)
+{
+	int i;
+
+	if (!dev->irqs)
+		return;
+	for (i = 0; i < dev->nvec; i++)
+		if (dev->irqs[i].requested)
+			synchronize_irq(dev->irqs[i].irq);
+}
+
 /* Wait until no handler of @eq's vector (and of the async EQ) is running. */
 void qrnic_eq_sync(struct qrnic_dev *dev, struct qrnic_eq *eq)
 {

@@ -1,16 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * qrnic: PCI probe and remove, device reset, fatal state.
+ * qrnic: PCI probe and remove, device reset, fatal state and recovery.
  *
  * Bring-up follows docs/spec.md 5.1: enable the function, check VERSION,
  * reset, read the identity registers, set up MSI-X and the admin queue,
  * enable the device, query it, create the event queues, then the netdev
  * and the ib_device.  Remove and every probe failure unwind in reverse
  * order; the device is reset before any ring it may still use is freed.
+ *
+ * Recovery: when the device reports a fatal error (async DEVICE_FATAL
+ * event, STATUS.FATAL seen by the health check, an admin command timing
+ * out), qrnic_set_fatal() marks it dead, resets it at once (no more DMA,
+ * no more interrupts), fails the admin commands in flight, dispatches
+ * IB_EVENT_DEVICE_FATAL and queues the recovery work.  That work
+ * unregisters the ib_device (the RDMA core destroys every object on it:
+ * user contexts are disassociated, their processes see the fatal event and
+ * -EIO), detaches the net_device and frees its rings, resets the function,
+ * runs the bring-up from the admin queue on again, restarts the rings and
+ * registers a fresh ib_device.  The PCI function, its MSI-X vectors and
+ * the net_device (with its addresses) stay.  A fatal error during probe is
+ * retried by probe itself; remove stops the health check and waits for a
+ * recovery in progress, after which no new one can start.
  */
 #include <linux/debugfs.h>
 #include <linux/iopoll.h>
 #include <linux/module.h>
+#include <linux/seq_file.h>
 
 #include "qrnic.h"
 
@@ -27,23 +42,40 @@ unsigned int qrnic_eth_ring_log = 8;
 module_param_named(eth_ring_log, qrnic_eth_ring_log, uint, 0444);
 MODULE_PARM_DESC(eth_ring_log, "log2 of the Ethernet TX and RX ring sizes, 1..12 (default 8)");
 
+static unsigned int qrnic_health_poll_ms = 1000;
+module_param_named(health_poll_ms, qrnic_health_poll_ms, uint, 0444);
+MODULE_PARM_DESC(health_poll_ms,
+		 "Interval of the STATUS.FATAL health check in ms, 0 = off (default 1000)");
+
+static bool qrnic_recovery = true;
+module_param_named(recovery, qrnic_recovery, bool, 0644);
+MODULE_PARM_DESC(recovery,
+		 "Reset and re-initialise the device after a fatal error (default on); off: it stays dead until unbound");
+
+#define QRNIC_PROBE_ATTEMPTS	3
+
+/* Recovery works: not ib_wq (unregistration flushes it), no WQ_MEM_RECLAIM. */
+static struct workqueue_struct *qrnic_wq;
+
 /*
  * The device is dead: a fatal error was reported or the admin queue stopped
  * answering.  From now on admin commands fail with -EIO and destroy paths
  * only release host resources.  The device is reset right away, which
  * stops all its DMA and interrupts, so that memory freed by those destroy
- * paths can no longer be written by it.  Any context.
+ * paths can no longer be written by it.  Any context.  Returns false if
+ * the device was dead already.
  */
-void qrnic_set_fatal(struct qrnic_dev *dev, const char *why)
+static bool qrnic_mark_dead(struct qrnic_dev *dev, const char *why)
 {
 	u32 status, code;
 
 	if (test_and_set_bit(QRNIC_FLAG_FATAL, &dev->flags))
-		return;
+		return false;
 
 	status = qrnic_rd(dev, QRNIC_REG_STATUS);
 	code = qrnic_rd(dev, QRNIC_REG_FATAL_CODE);
 	dev->fatal_code = code;
+	dev->fatal_count++;
 	dev_err(&dev->pdev->dev,
 		"device is dead (%s): STATUS 0x%x FATAL_CODE %u; resetting it to stop DMA\n",
 		why, status, code);
@@ -52,29 +84,61 @@ void qrnic_set_fatal(struct qrnic_dev *dev, const char *why)
 	qrnic_aq_abort_all(dev);
 	if (dev->ndev)
 		netif_carrier_off(dev->ndev);
+	qrnic_dispatch_dev_event(dev, IB_EVENT_DEVICE_FATAL);
+	return true;
+}
 
-	if (test_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags)) {
-		struct ib_event ev = {
-			.device = &dev->ibdev,
-			.element.port_num = QRNIC_PORT,
-			.event = IB_EVENT_DEVICE_FATAL,
-		};
-
-		ib_dispatch_event(&ev);
-	}
-	/*
-	 * TODO(recovery): reset and re-initialise the device here (schedule a
-	 * work that re-runs bring-up from the admin queue on and re-creates
-	 * the EQs, the GID table and the Ethernet rings; user contexts stay
-	 * dead and must be re-opened).  Until then the device stays dead
-	 * until the driver is unbound.
-	 */
+static void qrnic_queue_recovery(struct qrnic_dev *dev, unsigned long delay)
+{
+	if (READ_ONCE(qrnic_recovery) && !test_bit(QRNIC_FLAG_GONE, &dev->flags))
+		queue_delayed_work(qrnic_wq, &dev->recovery_work, delay);
 }
 
 /*
- * debugfs: /sys/kernel/debug/qrnic/<pci address>/inject_fatal.  Writing 1
- * declares the device dead as a fatal error would (tests of the fatal
- * path: IB_EVENT_DEVICE_FATAL, destroy paths and unbind on a dead device).
+ * Declare the device dead (qrnic_mark_dead()) and have the recovery work
+ * reset and re-initialise it.  Any context.  Until probe is complete and
+ * once remove has begun the work is disabled: queueing it does nothing.
+ */
+void qrnic_set_fatal(struct qrnic_dev *dev, const char *why)
+{
+	if (qrnic_mark_dead(dev, why))
+		qrnic_queue_recovery(dev, 0);
+}
+
+/* Look at STATUS: a fatal error the async EQ could not report, or a vanished device. */
+void qrnic_check_health(struct qrnic_dev *dev)
+{
+	u32 status;
+
+	if (qrnic_dead(dev))
+		return;
+	status = qrnic_rd(dev, QRNIC_REG_STATUS);
+	if (status == ~0U && !pci_device_is_present(dev->pdev)) {
+		set_bit(QRNIC_FLAG_GONE, &dev->flags);
+		qrnic_set_fatal(dev, "device no longer present");
+	} else if (status & QRNIC_STATUS_FATAL) {
+		qrnic_set_fatal(dev, "STATUS.FATAL set");
+	}
+}
+
+static void qrnic_health_work(struct work_struct *work)
+{
+	struct qrnic_dev *dev = container_of(to_delayed_work(work), struct qrnic_dev,
+					     health_work);
+
+	qrnic_check_health(dev);
+	queue_delayed_work(system_wq, &dev->health_work,
+			   msecs_to_jiffies(qrnic_health_poll_ms));
+}
+
+/*
+ * debugfs: /sys/kernel/debug/qrnic/<pci address>/
+ *   inject_fatal  write 1: declare the device dead as a fatal error would
+ *                 (IB_EVENT_DEVICE_FATAL, then recovery)
+ *   recover       write 1: if the device is dead (e.g. recovery gave up),
+ *                 try to recover it again
+ *   fatal_code, fatal_count, recoveries   read
+ *   rings         the admin and event queue rings: bus address, bytes
  */
 static struct dentry *qrnic_debugfs_root;
 
@@ -100,11 +164,60 @@ static const struct file_operations qrnic_inject_fatal_fops = {
 	.llseek = noop_llseek,
 };
 
+static ssize_t qrnic_recover_write(struct file *file, const char __user *buf,
+				   size_t count, loff_t *ppos)
+{
+	struct qrnic_dev *dev = file->private_data;
+	bool val;
+	int err;
+
+	err = kstrtobool_from_user(buf, count, &val);
+	if (err)
+		return err;
+	if (!val)
+		return count;
+	if (!qrnic_dead(dev))
+		return -EINVAL;
+	WRITE_ONCE(dev->recovery_failures, 0);
+	qrnic_queue_recovery(dev, 0);
+	return count;
+}
+
+static const struct file_operations qrnic_recover_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = qrnic_recover_write,
+	.llseek = noop_llseek,
+};
+
+/* The rings' bus addresses (tests aim DMA faults at them). */
+static int qrnic_rings_show(struct seq_file *m, void *v)
+{
+	struct qrnic_dev *dev = m->private;
+	int i;
+
+	seq_printf(m, "admin-sq 0x%llx %u\n", (u64)dev->aq.sq_dma,
+		   QRNIC_AQ_SQE_SIZE << dev->aq.log_depth);
+	seq_printf(m, "admin-cq 0x%llx %u\n", (u64)dev->aq.cq_dma,
+		   QRNIC_AQ_CQE_SIZE << dev->aq.log_depth);
+	seq_printf(m, "async-eq 0x%llx %zu eqn %u\n", (u64)dev->async_eq.ring_dma,
+		   dev->async_eq.ring_bytes, dev->async_eq.eqn);
+	for (i = 0; dev->ceqs && i < dev->num_ceqs; i++)
+		seq_printf(m, "comp-eq%d 0x%llx %zu eqn %u\n", i, (u64)dev->ceqs[i].ring_dma,
+			   dev->ceqs[i].ring_bytes, dev->ceqs[i].eqn);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(qrnic_rings);
+
 static void qrnic_debugfs_add(struct qrnic_dev *dev)
 {
 	dev->debugfs = debugfs_create_dir(pci_name(dev->pdev), qrnic_debugfs_root);
 	debugfs_create_file("inject_fatal", 0200, dev->debugfs, dev, &qrnic_inject_fatal_fops);
+	debugfs_create_file("recover", 0200, dev->debugfs, dev, &qrnic_recover_fops);
 	debugfs_create_u32("fatal_code", 0400, dev->debugfs, &dev->fatal_code);
+	debugfs_create_u32("fatal_count", 0400, dev->debugfs, &dev->fatal_count);
+	debugfs_create_u32("recoveries", 0400, dev->debugfs, &dev->recoveries);
+	debugfs_create_file("rings", 0400, dev->debugfs, dev, &qrnic_rings_fops);
 }
 
 static int qrnic_hw_reset(struct qrnic_dev *dev)
@@ -197,27 +310,144 @@ static int qrnic_query_caps(struct qrnic_dev *dev)
 	return qrnic_cmd_query_port(dev, &dev->port);
 }
 
+/* Undo qrnic_hw_start(), or any part of it: reset, no DMA, no interrupts, rings freed. */
+static void qrnic_hw_stop(struct qrnic_dev *dev)
+{
+	qrnic_eqs_destroy(dev);
+	qrnic_hw_reset(dev);
+	qrnic_irqs_sync(dev);
+	qrnic_aq_free(dev);
+}
+
+/*
+ * Bring-up from the admin queue on (docs/spec.md 5.1 steps 5..7), on a
+ * function that was just reset: admin queue, enable, QUERY_DEVICE and
+ * QUERY_PORT, event queues.  Cleans up after itself on failure.
+ */
+static int qrnic_hw_start(struct qrnic_dev *dev)
+{
+	int err;
+
+	err = qrnic_aq_init(dev, qrnic_aq_log_depth);
+	if (err)
+		return err;
+	err = qrnic_hw_enable(dev);
+	if (err)
+		goto err_stop;
+	err = qrnic_query_caps(dev);
+	if (err)
+		goto err_stop;
+	err = qrnic_eqs_create(dev);
+	if (err)
+		goto err_stop;
+	return 0;
+
+err_stop:
+	qrnic_hw_stop(dev);
+	return err;
+}
+
+static const char *qrnic_ib_name(struct qrnic_dev *dev)
+{
+	return dev->ib ? dev_name(&dev->ib->ibdev.dev) : "no ib_device";
+}
+
+/*
+ * The recovery work (qrnic_wq).  Only one runs per device at a time, none
+ * before probe is complete, none after remove has begun.
+ */
+static void qrnic_recovery_work(struct work_struct *work)
+{
+	struct qrnic_dev *dev = container_of(to_delayed_work(work), struct qrnic_dev,
+					     recovery_work);
+	struct device *d = &dev->pdev->dev;
+	ktime_t t0 = ktime_get();
+	int err;
+
+	if (!qrnic_dead(dev))
+		return;		/* a second request, and an earlier run recovered */
+	if (test_bit(QRNIC_FLAG_GONE, &dev->flags) || !pci_device_is_present(dev->pdev)) {
+		dev_err(d, "device no longer present: not recovering\n");
+		return;
+	}
+	if (dev->recovery_failures >= QRNIC_MAX_RECOVERY_FAILURES)
+		return;
+
+	dev_warn(d, "recovering from fatal error %u (FATAL_CODE %u): unregistering %s\n",
+		 dev->fatal_count, dev->fatal_code, qrnic_ib_name(dev));
+
+	/*
+	 * The RDMA core destroys every object of the old ib_device (all
+	 * destroy paths succeed on a dead device) and lets go of it ...
+	 */
+	qrnic_ib_unregister(dev);
+	/* ... the net_device lets go of its rings ... */
+	qrnic_netdev_suspend(dev);
+	/* ... the function is reset and every host-side ring freed ... */
+	qrnic_hw_stop(dev);
+	clear_bit(QRNIC_FLAG_FATAL, &dev->flags);
+	/* ... and brought up again, with a new ib_device. */
+	err = qrnic_hw_start(dev);
+	if (!err) {
+		qrnic_netdev_resume(dev);
+		err = qrnic_ib_register(dev);
+	}
+	if (!err && !qrnic_dead(dev)) {
+		dev->recovery_failures = 0;
+		dev->recoveries++;
+		dev_info(d, "recovered from fatal error %u in %lld ms: %s registered\n",
+			 dev->fatal_count, ktime_ms_delta(ktime_get(), t0), qrnic_ib_name(dev));
+		return;
+	}
+
+	dev->recovery_failures++;
+	if (!err) {
+		/* Another fatal error during the bring-up: its recovery is queued. */
+		dev_warn(d, "fatal error during recovery (attempt %u)\n", dev->recovery_failures);
+		return;
+	}
+	qrnic_mark_dead(dev, "recovery failed");
+	if (dev->recovery_failures < QRNIC_MAX_RECOVERY_FAILURES) {
+		unsigned int delay = 100U << dev->recovery_failures;
+
+		dev_err(d, "recovery attempt %u failed (%d); trying again in %u ms\n",
+			dev->recovery_failures, err, delay);
+		/* replaces an immediate run queued by the failure itself */
+		if (READ_ONCE(qrnic_recovery))
+			mod_delayed_work(qrnic_wq, &dev->recovery_work, msecs_to_jiffies(delay));
+	} else {
+		dev_err(d, "recovery failed %u times (%d): the device stays dead; reload the driver or write 1 to debugfs qrnic/%s/recover\n",
+			dev->recovery_failures, err, pci_name(dev->pdev));
+	}
+}
+
 static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct qrnic_dev *dev;
-	int err;
+	int attempt, err;
 
 	if (qrnic_aq_log_depth < 1 || qrnic_aq_log_depth > QRNIC_AQ_MAX_LOG_DEPTH)
 		qrnic_aq_log_depth = 6;
 	if (qrnic_eth_ring_log < 1 || qrnic_eth_ring_log > 12)
 		qrnic_eth_ring_log = 8;
 
-	dev = ib_alloc_device(qrnic_dev, ibdev);
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return -ENOMEM;
 	dev->pdev = pdev;
+	spin_lock_init(&dev->ib_lock);
+	qrnic_aq_setup(dev);
+	INIT_DELAYED_WORK(&dev->recovery_work, qrnic_recovery_work);
+	INIT_DELAYED_WORK(&dev->health_work, qrnic_health_work);
+	/* No recovery work until probe is complete: probe retries by itself. */
+	disable_delayed_work(&dev->recovery_work);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
 	pci_set_drvdata(pdev, dev);
 
 	err = pci_enable_device_mem(pdev);
 	if (err)
-		goto err_dealloc;
+		goto err_free;
 	err = pci_request_mem_regions(pdev, QRNIC_DRV_NAME);
 	if (err)
 		goto err_disable;
@@ -254,39 +484,46 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = qrnic_irqs_setup(dev);
 	if (err)
 		goto err_unmap_db;
-	err = qrnic_aq_init(dev, qrnic_aq_log_depth);
-	if (err)
-		goto err_irqs;
-	err = qrnic_hw_enable(dev);
-	if (err)
-		goto err_reset;
-	err = qrnic_query_caps(dev);
-	if (err)
-		goto err_reset;
-	err = qrnic_eqs_create(dev);
-	if (err)
-		goto err_reset;
+	for (attempt = 1; ; attempt++) {
+		err = qrnic_hw_start(dev);
+		if (!err)
+			break;
+		/* A fatal error (or admin timeout) while bringing it up: again. */
+		if (!qrnic_dead(dev) || attempt >= QRNIC_PROBE_ATTEMPTS)
+			goto err_irqs;
+		dev_warn(&pdev->dev, "fatal error during bring-up (attempt %d of %d): starting again\n",
+			 attempt, QRNIC_PROBE_ATTEMPTS);
+		clear_bit(QRNIC_FLAG_FATAL, &dev->flags);	/* hw_stop reset it */
+	}
 	err = qrnic_netdev_create(dev);
 	if (err)
-		goto err_eqs;
+		goto err_hw;
 	err = qrnic_ib_register(dev);
-	if (err)
+	/* Failed because the device died meanwhile: the recovery work retries. */
+	if (err && !qrnic_dead(dev))
 		goto err_netdev;
 	qrnic_debugfs_add(dev);
 
+	enable_delayed_work(&dev->recovery_work);
+	if (qrnic_dead(dev)) {
+		dev_warn(&pdev->dev, "fatal error during probe: recovering\n");
+		qrnic_queue_recovery(dev, 0);
+	}
+	if (qrnic_health_poll_ms)
+		queue_delayed_work(system_wq, &dev->health_work,
+				   msecs_to_jiffies(qrnic_health_poll_ms));
+
 	dev_info(&pdev->dev,
 		 "%s: ABI %u.%u fw 0x%x, %s, %pM, MTU %u, %d vectors, %d completion EQs, %u user contexts\n",
-		 dev_name(&dev->ibdev.dev), dev->version >> 16, dev->version & 0xffff,
+		 qrnic_ib_name(dev), dev->version >> 16, dev->version & 0xffff,
 		 dev->attr.fw_version, netdev_name(dev->ndev), dev->mac, dev->eth_mtu,
 		 dev->nvec, dev->num_ceqs, dev->num_db_pages - 1);
 	return 0;
 
 err_netdev:
 	qrnic_netdev_destroy(dev);
-err_eqs:
-	qrnic_eqs_destroy(dev);
-err_reset:
-	qrnic_hw_reset(dev);		/* no DMA and no interrupt from here on */
+err_hw:
+	qrnic_hw_stop(dev);		/* no DMA and no interrupt from here on */
 err_irqs:
 	qrnic_irqs_teardown(dev);
 	qrnic_aq_free(dev);
@@ -298,10 +535,10 @@ err_release:
 	pci_release_mem_regions(pdev);
 err_disable:
 	pci_disable_device(pdev);
-err_dealloc:
+err_free:
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
-	ib_dealloc_device(&dev->ibdev);
+	kfree(dev);
 	return err;
 }
 
@@ -309,16 +546,24 @@ static void qrnic_remove(struct pci_dev *pdev)
 {
 	struct qrnic_dev *dev = pci_get_drvdata(pdev);
 
+	/*
+	 * No health check and no recovery from here on; a recovery in
+	 * progress finishes first.  A fatal error during the teardown below
+	 * only marks the device dead (the destroy paths then free host memory
+	 * and succeed).
+	 */
+	disable_delayed_work_sync(&dev->health_work);
+	disable_delayed_work_sync(&dev->recovery_work);
 	debugfs_remove_recursive(dev->debugfs);
 	/* Surprise removal: do not wait for admin timeouts on every destroy. */
-	if (!pci_device_is_present(pdev))
+	if (!pci_device_is_present(pdev)) {
+		set_bit(QRNIC_FLAG_GONE, &dev->flags);
 		qrnic_set_fatal(dev, "device no longer present");
+	}
 	qrnic_ib_unregister(dev);
 	qrnic_netdev_destroy(dev);
-	qrnic_eqs_destroy(dev);
-	qrnic_hw_reset(dev);
+	qrnic_hw_stop(dev);
 	qrnic_irqs_teardown(dev);
-	qrnic_aq_free(dev);
 	iounmap(dev->kdb);
 	pci_iounmap(pdev, dev->regs);
 	pci_release_mem_regions(pdev);
@@ -327,7 +572,7 @@ static void qrnic_remove(struct pci_dev *pdev)
 	WARN_ON(!xa_empty(&dev->cqs));
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
-	ib_dealloc_device(&dev->ibdev);
+	kfree(dev);
 }
 
 /* Reboot and kexec: make sure the device stops DMA into memory. */
@@ -335,8 +580,11 @@ static void qrnic_shutdown(struct pci_dev *pdev)
 {
 	struct qrnic_dev *dev = pci_get_drvdata(pdev);
 
-	if (dev && dev->regs)
-		qrnic_wr(dev, QRNIC_REG_CTRL, QRNIC_CTRL_RESET);
+	if (!dev || !dev->regs)
+		return;
+	disable_delayed_work_sync(&dev->health_work);
+	disable_delayed_work_sync(&dev->recovery_work);
+	qrnic_wr(dev, QRNIC_REG_CTRL, QRNIC_CTRL_RESET);
 }
 
 static const struct pci_device_id qrnic_pci_ids[] = {
@@ -357,10 +605,15 @@ static int __init qrnic_init(void)
 {
 	int err;
 
+	qrnic_wq = alloc_workqueue("qrnic_recovery", WQ_UNBOUND, 0);
+	if (!qrnic_wq)
+		return -ENOMEM;
 	qrnic_debugfs_root = debugfs_create_dir(QRNIC_DRV_NAME, NULL);
 	err = pci_register_driver(&qrnic_pci_driver);
-	if (err)
+	if (err) {
 		debugfs_remove_recursive(qrnic_debugfs_root);
+		destroy_workqueue(qrnic_wq);
+	}
 	return err;
 }
 
@@ -368,6 +621,7 @@ static void __exit qrnic_exit(void)
 {
 	pci_unregister_driver(&qrnic_pci_driver);
 	debugfs_remove_recursive(qrnic_debugfs_root);
+	destroy_workqueue(qrnic_wq);
 }
 
 module_init(qrnic_init);

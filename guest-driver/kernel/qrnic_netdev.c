@@ -16,6 +16,7 @@
 #include <linux/etherdevice.h>
 #include <linux/ethtool.h>
 #include <linux/if_vlan.h>
+#include <linux/rtnetlink.h>
 
 #include "qrnic.h"
 
@@ -30,14 +31,17 @@ bool qrnic_link_up(struct qrnic_dev *dev)
 void qrnic_netdev_link_event(struct qrnic_dev *dev, bool up)
 {
 	struct net_device *ndev = READ_ONCE(dev->ndev);
+	struct qrnic_eth *eth = READ_ONCE(dev->eth);
+	bool rings = eth && READ_ONCE(eth->up);
 
-	if (ndev) {
+	/* Without rings (netdev down, or recovering) the carrier stays off. */
+	if (ndev && rings) {
 		if (up)
 			netif_carrier_on(ndev);
 		else
 			netif_carrier_off(ndev);
 	}
-	qrnic_dispatch_port_event(dev, up && ndev && netif_running(ndev));
+	qrnic_dispatch_port_event(dev, up && rings && netif_running(ndev));
 }
 
 void qrnic_netdev_irq(struct qrnic_dev *dev)
@@ -260,12 +264,13 @@ static int qrnic_eth_poll(struct napi_struct *napi, int budget)
 	return work;
 }
 
-/* ---- net_device_ops ----------------------------------------------------------- */
+/* ---- ring bring-up and teardown (RTNL) ------------------------------------------- */
 
-static int qrnic_eth_open(struct net_device *ndev)
+/* Allocate and program the rings, enable them and NAPI.  RTNL held. */
+static int qrnic_eth_rings_up(struct qrnic_eth *eth)
 {
-	struct qrnic_eth *eth = netdev_priv(ndev);
 	struct qrnic_dev *dev = eth->dev;
+	struct net_device *ndev = eth->ndev;
 	u32 ctrl, want;
 	int err;
 
@@ -310,12 +315,19 @@ err_disable:
 	return err;
 }
 
-static int qrnic_eth_stop(struct net_device *ndev)
+/*
+ * Stop the rings and free them.  RTNL held.  On a dead device the function
+ * was reset already, which stopped its DMA to the rings.
+ */
+static void qrnic_eth_rings_down(struct qrnic_eth *eth)
 {
-	struct qrnic_eth *eth = netdev_priv(ndev);
 	struct qrnic_dev *dev = eth->dev;
+	struct net_device *ndev = eth->ndev;
 
 	netif_tx_disable(ndev);
+	netif_carrier_off(ndev);
+	if (!eth->up)
+		return;
 	WRITE_ONCE(eth->up, false);
 	/* Disabling the rings stops the device's DMA to them. */
 	qrnic_wr(dev, QRNIC_REG_ETH_IRQ, 0);
@@ -323,9 +335,24 @@ static int qrnic_eth_stop(struct net_device *ndev)
 	(void)qrnic_rd(dev, QRNIC_REG_STATUS);
 	synchronize_irq(dev->irqs[dev->eth_vector].irq);
 	napi_disable(&eth->napi);
-	netif_carrier_off(ndev);
 	qrnic_eth_free_rings(eth);
-	qrnic_dispatch_port_event(dev, false);
+}
+
+/* ---- net_device_ops ----------------------------------------------------------- */
+
+static int qrnic_eth_open(struct net_device *ndev)
+{
+	struct qrnic_eth *eth = netdev_priv(ndev);
+
+	return qrnic_eth_rings_up(eth);
+}
+
+static int qrnic_eth_stop(struct net_device *ndev)
+{
+	struct qrnic_eth *eth = netdev_priv(ndev);
+
+	qrnic_eth_rings_down(eth);
+	qrnic_dispatch_port_event(eth->dev, false);
 	return 0;
 }
 
@@ -340,7 +367,7 @@ static netdev_tx_t qrnic_eth_xmit(struct sk_buff *skb, struct net_device *ndev)
 	struct qrnic_eth_buf *b = &eth->tx_buf[slot];
 	dma_addr_t dma;
 
-	if (unlikely(qrnic_dead(dev)))
+	if (unlikely(qrnic_dead(dev) || !READ_ONCE(eth->up)))
 		goto drop;
 	if (skb_put_padto(skb, ETH_ZLEN)) {
 		ndev->stats.tx_dropped++;
@@ -479,6 +506,43 @@ err_napi:
 err_free:
 	free_netdev(ndev);
 	return err;
+}
+
+/*
+ * Recovery (qrnic_main.c): before the function is reset and brought up
+ * again, detach the net_device (no transmit, no open) and free its rings;
+ * it stays registered with its addresses and routes.
+ */
+void qrnic_netdev_suspend(struct qrnic_dev *dev)
+{
+	struct qrnic_eth *eth = dev->eth;
+
+	if (!eth)
+		return;
+	rtnl_lock();
+	netif_device_detach(eth->ndev);
+	qrnic_eth_rings_down(eth);
+	rtnl_unlock();
+}
+
+/* ... and after the bring-up: new rings if the interface is up, attach. */
+void qrnic_netdev_resume(struct qrnic_dev *dev)
+{
+	struct qrnic_eth *eth = dev->eth;
+	int err;
+
+	if (!eth)
+		return;
+	rtnl_lock();
+	if (netif_running(eth->ndev) && !eth->up) {
+		err = qrnic_eth_rings_up(eth);
+		if (err)
+			netdev_err(eth->ndev,
+				   "cannot restart the Ethernet rings after reset: %d (take the interface down and up)\n",
+				   err);
+	}
+	netif_device_attach(eth->ndev);
+	rtnl_unlock();
 }
 
 void qrnic_netdev_destroy(struct qrnic_dev *dev)

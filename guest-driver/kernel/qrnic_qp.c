@@ -606,7 +606,6 @@ void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type typ
 {
 	struct qrnic_qp *qp = xa_load(&dev->qps, qpn);
 	struct ib_event ev = {
-		.device = &dev->ibdev,
 		.event = type,
 	};
 
@@ -618,6 +617,7 @@ void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type typ
 	if (type != IB_EVENT_SQ_DRAINED && type != IB_EVENT_COMM_EST)
 		dev_warn_ratelimited(&dev->pdev->dev, "QP %u: %s\n", qpn, ib_event_msg(type));
 	if (qp->ibqp.event_handler) {
+		ev.device = qp->ibqp.device;
 		ev.element.qp = &qp->ibqp;
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}

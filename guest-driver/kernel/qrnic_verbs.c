@@ -233,16 +233,30 @@ static void qrnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
 		 dev->attr.fw_version & 0xffff);
 }
 
-void qrnic_dispatch_port_event(struct qrnic_dev *dev, bool active)
+/*
+ * Port and device events go to the registered ib_device only.  ib_lock keeps
+ * it from being unregistered meanwhile; ib_dispatch_event() only queues the
+ * event (on ib_wq, which unregistration flushes), so any context will do.
+ */
+void qrnic_dispatch_dev_event(struct qrnic_dev *dev, enum ib_event_type type)
 {
 	struct ib_event ev = {
-		.device = &dev->ibdev,
 		.element.port_num = QRNIC_PORT,
-		.event = active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR,
+		.event = type,
 	};
+	unsigned long flags;
 
-	if (test_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags))
+	spin_lock_irqsave(&dev->ib_lock, flags);
+	if (test_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags)) {
+		ev.device = &dev->ib->ibdev;
 		ib_dispatch_event(&ev);
+	}
+	spin_unlock_irqrestore(&dev->ib_lock, flags);
+}
+
+void qrnic_dispatch_port_event(struct qrnic_dev *dev, bool active)
+{
+	qrnic_dispatch_dev_event(dev, active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
 }
 
 /* ---- GID table ---------------------------------------------------------------- */
@@ -554,11 +568,22 @@ static const struct ib_device_ops qrnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, qrnic_ucontext, ibucontext),
 };
 
+/*
+ * Allocate and register a fresh ib_device for @dev (at probe, and after
+ * every recovery from a fatal error).  On failure nothing is left behind.
+ */
 int qrnic_ib_register(struct qrnic_dev *dev)
 {
-	struct ib_device *ibdev = &dev->ibdev;
+	struct ib_device *ibdev;
+	struct qrnic_ib *ib;
+	unsigned long flags;
 	int err;
 
+	ib = ib_alloc_device(qrnic_ib, ibdev);
+	if (!ib)
+		return -ENOMEM;
+	ib->dev = dev;
+	ibdev = &ib->ibdev;
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = dev->num_ceqs;
@@ -568,21 +593,43 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)
-		return err;
+		goto err_dealloc;
 	dma_set_max_seg_size(&dev->pdev->dev, UINT_MAX);
 	err = ib_register_device(ibdev, "qrnic_%d", &dev->pdev->dev);
 	if (err) {
 		dev_err(&dev->pdev->dev, "ib_register_device failed: %d\n", err);
 		ib_device_set_netdev(ibdev, NULL, QRNIC_PORT);
-		return err;
+		goto err_dealloc;
 	}
+	spin_lock_irqsave(&dev->ib_lock, flags);
+	dev->ib = ib;
 	set_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags);
+	spin_unlock_irqrestore(&dev->ib_lock, flags);
 	return 0;
+
+err_dealloc:
+	ib_dealloc_device(ibdev);
+	return err;
 }
 
+/*
+ * Unregister and free the ib_device, if there is one.  Sleeps: the core
+ * destroys every object still open (user contexts are disassociated: their
+ * processes get IB_EVENT_DEVICE_FATAL and -EIO from then on), waits for the
+ * kernel ULPs to let go, flushes queued events, then drops the netdev.
+ */
 void qrnic_ib_unregister(struct qrnic_dev *dev)
 {
+	unsigned long flags;
+	struct qrnic_ib *ib;
+
+	spin_lock_irqsave(&dev->ib_lock, flags);
+	ib = dev->ib;
 	clear_bit(QRNIC_FLAG_IB_REGISTERED, &dev->flags);
-	/* destroys every object still open, then drops the netdev reference */
-	ib_unregister_device(&dev->ibdev);
+	dev->ib = NULL;
+	spin_unlock_irqrestore(&dev->ib_lock, flags);
+	if (!ib)
+		return;
+	ib_unregister_device(&ib->ibdev);
+	ib_dealloc_device(&ib->ibdev);
 }
