@@ -221,8 +221,12 @@ void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp)
 			if (cq)
 				qrnic_cq_post(d, cq, &cqe);
 		}
-		if (qp->req.cur == qp->req.sq_ci)
+		if (qp->req.cur == qp->req.sq_ci) {
+			/* a rewind pointed here: go on with the next WQE's PSN */
 			qp->req.cur++;
+			qp->req.cur_psn = qp->req.cur != qp->req.sq_next
+					  ? slot(qp, qp->req.cur)->first_psn : qp->req.next_psn;
+		}
 		qp->req.sq_ci++;
 		if (!ok) {
 			qrnic_qp_error(d, qp, 0xff);
@@ -527,6 +531,8 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 				w->npkts = 0;
 			}
 			qp->req.sq_next++;
+			if (w->status == QRNIC_WC_SUCCESS)
+				qp->req.cur_psn = w->first_psn;	/* it starts now */
 			if (w->status != QRNIC_WC_SUCCESS) {
 				qp->req.stopped = true;
 				qp->req.cur = qp->req.sq_next;

@@ -316,3 +316,24 @@ def test_link_down_then_up(world):
     assert world.run() == 'idle'
     assert statuses(conn.cqa) == ['SUCCESS']
     assert rb.read() == src
+
+
+def test_ack_racing_the_retry_timer_keeps_psns(world):
+    """Regression (seen in a guest with ib_write_lat): the retry timer fires
+    and rewinds to an unacknowledged WRITE just before its ACK is processed.
+    The next WQE must still go out as WRITE_ONLY with the next PSN (it went
+    out with the old PSN, then as an empty WRITE_LAST -> invalid request)."""
+    a, b = world.devs
+    conn = q.connect_rc(a, b, mtu=1024, timeout=14)
+    la, lb = a.reg_mr(conn.pda, 4096), b.reg_mr(conn.pdb, 4096)
+    world.set_latency(4096 << 13)        # round trip = the ACK timeout (4.096 us << 14)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, 2)], remote=(lb, 0), wr_id=1)
+    assert world.run() == 'idle'
+    world.clear_frames()
+    conn.qa.post_send('RDMA_WRITE', [(la, 8, 2)], remote=(lb, 8), wr_id=2)
+    assert world.run() == 'idle'
+    assert [(c['wr_id'], c['status_name']) for c in conn.cqa.poll(4)] == [(1, 'SUCCESS'), (2, 'SUCCESS')]
+    reqs = [f for f in world.frames(roce_only=True) if f.src == 0]
+    assert reqs and all(f.opname == 'RC_WRITE_ONLY' for f in reqs), reqs
+    assert reqs[0].psn == (conn.psn_a + 1) & 0xffffff
+    assert b.stat('inv_req_naks_sent') == 0
