@@ -102,7 +102,7 @@ int main(int argc, char **argv)
 	printf("  payload bytes/host-s %.0f (%.2f Gb/s)\n", bytes / (t1 - t0),
 	       bytes * 8 / (t1 - t0) / 1e9);
 	printf("  messages/host-s    %.0f\n", count / (t1 - t0));
-	printf("  simulated time     %llu ns (functional model: no timing yet)\n",
+	printf("  simulated time     %llu ns (functional profile: the device takes no time)\n",
 	       (unsigned long long)sim_ns);
 	hx_world_free(w);
 	return 0;
