@@ -280,7 +280,7 @@ def test_wire_fields(topo):
 @pytest.mark.parametrize('direction', [
     'qrnic-srv',
     pytest.param('rxe-srv', marks=pytest.mark.xfail(strict=False, reason=(
-        'known interop issue (docs/interop.md "RNR NAK followed by a sequence NAK"): rxe sends a '
+        'known interop issue (docs/interop.md section 4.2): rxe sends a '
         'sequence NAK after each RNR NAK of a multi-packet SEND; the qrnic requester counts those '
         'arriving after its RNR wait as transport retries and may fail with RETRY_EXC_ERR')))])
 def test_rnr_multi_packet(topo, direction):
@@ -357,3 +357,18 @@ def test_loss_recovery(topo, direction, rule, qctr, rctr):
     assert q1[qctr] > q0[qctr], (qctr, q0[qctr], q1[qctr])
     if rctr:
         assert r1.get(rctr, 0) > r0.get(rctr, 0), (rctr, r0, r1)
+
+
+# ---- the tutorial ------------------------------------------------------------------------------
+def test_tutorial_runs_as_written():
+    """docs/tutorial/run-steps: every command of every lesson, as written (its own guests in
+    /tmp/qrnic-lab; the shared topologies of this session are powered off first)."""
+    import subprocess
+    lab = os.path.join(vmlib.REPO, 'docs', 'tutorial', 'lab')
+    if os.path.exists('/tmp/qrnic-lab/lab.sock') and subprocess.run([lab, 'info'], capture_output=True).returncode == 0:
+        pytest.skip('a tutorial lab is up in /tmp/qrnic-lab (someone is using it)')
+    vmlib._stop_all()
+    r = subprocess.run([os.path.join(vmlib.REPO, 'docs', 'tutorial', 'run-steps')], cwd=vmlib.REPO,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-6000:]
+    assert 'all lessons ran' in r.stdout
