@@ -2120,6 +2120,17 @@ int hx_ring_rq(hx_world *w, int d, uint32_t qpn)
 	return 0;
 }
 
+/* The SGE array of a WQE being built. */
+static void put_sges(uint8_t *dst, unsigned nsge, const uint64_t *addr, const uint32_t *len,
+		     const uint32_t *key)
+{
+	for (unsigned i = 0; i < nsge; i++) {
+		struct qrnic_sge s = { addr[i], len[i], key[i] };
+
+		memcpy(dst + i * sizeof(s), &s, sizeof(s));
+	}
+}
+
 static int64_t put_sq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_t *slot, int ring)
 {
 	uint32_t stride = 1u << q->sq_shift, mask = (1u << q->sq_log) - 1;
@@ -2180,11 +2191,7 @@ int64_t hx_post_send(hx_world *w, int d, uint32_t qpn, unsigned opcode, unsigned
 		if (inl_len)
 			memcpy(slot + sizeof(wqe), inl, inl_len);
 	} else {
-		for (unsigned i = 0; i < nsge; i++) {
-			struct qrnic_sge s = { sge_addr[i], sge_len[i], sge_key[i] };
-
-			memcpy(slot + sizeof(wqe) + i * sizeof(s), &s, sizeof(s));
-		}
+		put_sges(slot + sizeof(wqe), nsge, sge_addr, sge_len, sge_key);
 	}
 	return put_sq(w, h, q, slot, ring);
 }
@@ -2244,11 +2251,7 @@ int64_t hx_post_recv(hx_world *w, int d, uint32_t qpn, uint64_t wr_id, unsigned 
 	r.wr_id = wr_id;
 	r.num_sge = (uint8_t)nsge;
 	memcpy(slot, &r, sizeof(r));
-	for (unsigned i = 0; i < nsge; i++) {
-		struct qrnic_sge s = { sge_addr[i], sge_len[i], sge_key[i] };
-
-		memcpy(slot + sizeof(r) + i * sizeof(s), &s, sizeof(s));
-	}
+	put_sges(slot + sizeof(r), nsge, sge_addr, sge_len, sge_key);
 	return put_rq(w, h, q, slot, ring);
 }
 
