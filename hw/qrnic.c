@@ -54,6 +54,7 @@ struct QrnicState {
     uint32_t max_qp, max_cq, max_mr, max_pd, max_ah, max_eq, max_uctx;
     uint32_t max_qp_wr, max_cqe, max_mtt, num_vectors, mtu, gid_tbl_len;
     uint64_t max_mr_size;
+    bool loss_window;
 
     /* Timing: one property per QRNIC_TIMING_PARAMS entry; UINT32_MAX =
      * unset (the profile's value).  tm_eff: what the model runs with. */
@@ -636,6 +637,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     c->num_vectors = s->num_vectors;
     c->eth_mtu = s->mtu;
     c->gid_tbl_len = s->gid_tbl_len;
+    c->loss_window = s->loss_window;
     if (qrnic_config_check(c, err, sizeof(err)) != 0) {
         const char *prop = qrnic_prop_of(err);
 
@@ -780,6 +782,7 @@ static Property qrnic_properties[] = {
     DEFINE_PROP_UINT32("num-vectors", QrnicState, num_vectors, 8),
     DEFINE_PROP_UINT32("gid-table-len", QrnicState, gid_tbl_len, 16),
     DEFINE_PROP_UINT32("mtu", QrnicState, mtu, 4200),
+    DEFINE_PROP_BOOL("loss-window", QrnicState, loss_window, true),
     DEFINE_PROP_STRING("fault-plan", QrnicState, fault_plan),
     DEFINE_PROP_STRING("pcap", QrnicState, pcap_path),
     QRNIC_TIMING_PARAMS(QRNIC_TM_PROP)

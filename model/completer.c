@@ -69,7 +69,11 @@ static bool ack_through(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
 			break;
 	}
 	if (qrnic_psn_diff(new_una, qp->req.una_psn) > 0) {
+		uint32_t n = (uint32_t)qrnic_psn_diff(new_una, qp->req.una_psn);
+
 		qp->req.una_psn = new_una;
+		qp->req.rnr_echo = false;
+		qrnic_req_cwnd_grow(d, qp, n);
 		progress(d, qp);
 	}
 	return missing;
@@ -121,6 +125,8 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 			qp->req.rnr_left--;
 		qp->req.una_psn = psn;
 		qp->req.rnr_wait = true;
+		qp->req.rnr_echo = true;
+		qp->req.rnr_psn = psn;
 		qrnic_req_stop_retry(d, qp);
 		qrnic_event_add(d, qrnic_now(d) + wait, QRNIC_EVK_RNR, qp->qpn, qp->req.timer_gen);
 		break;
@@ -138,6 +144,13 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_RCVD, 1);
 			if (qp->req.rnr_wait)
 				break;	/* the RNR retry will resend from there */
+			if (qp->req.rnr_echo && psn == qp->req.rnr_psn && !missing) {
+				/* The responder's echo of the last RNR NAK
+				 * (later packets of the same burst): the RNR
+				 * retry has resent from there; not a loss. */
+				qp->req.rnr_echo = false;
+				break;
+			}
 			if (qp->req.retry_left == 0) {
 				fail_at(d, qp, QRNIC_WC_RETRY_EXC_ERR);
 				break;
@@ -145,6 +158,7 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 			qp->req.retry_left--;
 			if (!missing && qrnic_psn_diff(psn, qp->req.una_psn) > 0)
 				qp->req.una_psn = psn;
+			qrnic_req_cwnd_cut(d, qp);
 			qrnic_req_retry(d, qp, 1);
 			break;
 		case 1:

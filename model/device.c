@@ -32,6 +32,7 @@ void qrnic_config_defaults(struct qrnic_config *cfg)
 	cfg->num_vectors = 8;
 	cfg->gid_tbl_len = 16;
 	cfg->max_rd_atomic = 16;
+	cfg->loss_window = true;
 }
 
 #define CHECK_RANGE(field, lo, hi)						\
@@ -144,6 +145,7 @@ const char *qrnic_trace_name(uint32_t type)
 		[QRNIC_TR_CQE] = "cqe", [QRNIC_TR_EQE] = "eqe", [QRNIC_TR_IRQ] = "irq",
 		[QRNIC_TR_DROP] = "drop", [QRNIC_TR_QP_STATE] = "qp_state",
 		[QRNIC_TR_ADMIN] = "admin",
+		[QRNIC_TR_WINDOW] = "window",
 	};
 	return type < QRNIC_TR_COUNT && names[type] ? names[type] : "unknown";
 }

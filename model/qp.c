@@ -153,6 +153,10 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 
 			qp->req.next_psn = qp->req.cur_psn = qp->req.una_psn = psn;
 			qp->req.high_psn = psn;
+			qp->req.cwnd = QRNIC_MAX_UNACKED_PKTS;
+			qp->req.cwnd_acc = 0;
+			qp->req.cc_recovering = false;
+			qp->req.rnr_echo = false;
 		}
 		qp->req.retry_left = qp->attr.retry_cnt;
 		qp->req.rnr_left = qp->attr.rnr_retry;

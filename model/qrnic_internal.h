@@ -23,7 +23,8 @@
 
 #define QRNIC_MAX_INLINE	((1u << QRNIC_MAX_SEND_WQE_SHIFT) - sizeof(struct qrnic_send_wqe))
 #define QRNIC_REQ_WINDOW	64	/* send WQEs in flight per QP (power of 2) */
-#define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP */
+#define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP (window cap) */
+#define QRNIC_CWND_MIN		4	/* loss window floor, packets */
 #define QRNIC_ACKREQ_INTERVAL	64	/* AckReq at least every N packets */
 #define QRNIC_MAX_RD_ATOMIC	16	/* responder resources per QP */
 #define QRNIC_RXQ_DEPTH		1024	/* frames queued between rx and run */
@@ -155,6 +156,17 @@ struct qrnic_req {
 	bool     stopped;	/* a WQE failed: fetch nothing more */
 	bool     resync;	/* READ re-requested after a response gap at resync_psn */
 	uint32_t resync_psn;
+	/* Loss window (spec 12.6): PSNs [una_psn, una_psn + cwnd) may be in
+	 * flight.  Halved once per loss episode (retry timeout or sequence
+	 * NAK), grown by one packet per window of acknowledged packets. */
+	uint32_t cwnd;
+	uint32_t cwnd_acc;	/* packets acknowledged towards the next +1 */
+	bool     cc_recovering;	/* reduced; no further cut until una_psn passes */
+	uint32_t cc_recover_psn;	/* ... this PSN (high_psn at the cut) */
+	/* RNR NAK echo (spec 12.5): a sequence NAK naming rnr_psn before any
+	 * progress is the responder's echo of that RNR NAK, not a loss. */
+	bool     rnr_echo;
+	uint32_t rnr_psn;
 };
 
 /* Responder resource: one READ or ATOMIC request being answered, kept for
@@ -433,6 +445,8 @@ void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind);
 void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp);
 bool qrnic_req_outstanding(const struct qrnic_qp *qp);
+void qrnic_req_cwnd_cut(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_req_cwnd_grow(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkts);
 void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_req_rewind(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_req_retry(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t reason);

@@ -45,6 +45,7 @@ enum qrnic_trace_type {
 	QRNIC_TR_DROP,		/* a = reason (QRNIC_STAT_*), b = frame length */
 	QRNIC_TR_QP_STATE,	/* a = old state, b = new state */
 	QRNIC_TR_ADMIN,		/* a = opcode, b = status */
+	QRNIC_TR_WINDOW,	/* a = new loss window (packets), psn = una */
 	QRNIC_TR_COUNT
 };
 
@@ -98,6 +99,8 @@ struct qrnic_config {
 	uint32_t num_vectors;	/* MSI-X vectors, 1..2048 */
 	uint32_t gid_tbl_len;
 	uint32_t max_rd_atomic;	/* per QP, as requester and responder */
+	bool     loss_window;	/* default true: halve a QP's window on loss
+				 * (spec 12.6); false: fixed window of 512 */
 };
 
 void qrnic_config_defaults(struct qrnic_config *cfg);

@@ -278,6 +278,43 @@ void qrnic_req_rewind(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qp->req.cur_psn = qp->req.next_psn;
 }
 
+/* A loss (retry timeout, sequence NAK): halve the window, once per
+ * episode -- until una_psn passes what had been sent when it began. */
+void qrnic_req_cwnd_cut(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	struct qrnic_req *r = &qp->req;
+
+	if (!d->cfg.loss_window)
+		return;
+	if (r->cc_recovering && qrnic_psn_diff(r->una_psn, r->cc_recover_psn) < 0)
+		return;
+	r->cc_recovering = true;
+	r->cc_recover_psn = r->high_psn;
+	r->cwnd = r->cwnd / 2 > QRNIC_CWND_MIN ? r->cwnd / 2 : QRNIC_CWND_MIN;
+	r->cwnd_acc = 0;
+	qrnic_stat_add(d, QRNIC_STAT_WINDOW_CUTS, 1);
+	qrnic_trace(d, QRNIC_TR_WINDOW, qp->qpn, r->una_psn, r->cwnd, 0, 0);
+}
+
+/* npkts more packets acknowledged: one more packet of window per window. */
+void qrnic_req_cwnd_grow(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkts)
+{
+	struct qrnic_req *r = &qp->req;
+
+	if (r->cc_recovering && qrnic_psn_diff(r->una_psn, r->cc_recover_psn) >= 0)
+		r->cc_recovering = false;
+	if (r->cwnd >= QRNIC_MAX_UNACKED_PKTS)
+		return;
+	r->cwnd_acc += npkts;
+	while (r->cwnd_acc >= r->cwnd && r->cwnd < QRNIC_MAX_UNACKED_PKTS) {
+		r->cwnd_acc -= r->cwnd;
+		r->cwnd++;
+	}
+	if (r->cwnd >= QRNIC_MAX_UNACKED_PKTS)
+		r->cwnd_acc = 0;
+	(void)d;
+}
+
 void qrnic_req_retry(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t reason)
 {
 	qrnic_trace(d, QRNIC_TR_RETRANSMIT, qp->qpn, qp->req.una_psn, reason, 0, 0);
@@ -329,6 +366,7 @@ void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind)
 		return;
 	}
 	qp->req.retry_left--;
+	qrnic_req_cwnd_cut(d, qp);
 	qrnic_req_retry(d, qp, 0);
 }
 
@@ -354,6 +392,15 @@ static uint8_t rc_opcode(uint8_t wr, bool first, bool last)
 	if (last)
 		return imm ? QRNIC_OP_RC_WRITE_LAST_IMM : QRNIC_OP_RC_WRITE_LAST;
 	return QRNIC_OP_RC_WRITE_MIDDLE;
+}
+
+/* AckReq every 64 packets, or every half window when the loss window is
+ * smaller, so that ACKs keep a cut window moving. */
+static uint32_t ackreq_interval(const struct qrnic_qp *qp)
+{
+	uint32_t half = qp->req.cwnd / 2 ? qp->req.cwnd / 2 : 1;
+
+	return half < QRNIC_ACKREQ_INTERVAL ? half : QRNIC_ACKREQ_INTERVAL;
 }
 
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
@@ -445,7 +492,9 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 			p.imm = w->wqe.imm_data;
 			p.se = !!(w->wqe.flags & QRNIC_WQE_F_SOLICITED);
 		}
-		p.ackreq = last || ++qp->req.pkts_since_ackreq >= QRNIC_ACKREQ_INTERVAL;
+		p.ackreq = last || ++qp->req.pkts_since_ackreq >= ackreq_interval(qp) ||
+			   qrnic_psn_diff(qrnic_psn_add(p.psn, 1), qp->req.una_psn) >=
+			   (int32_t)qp->req.cwnd;
 		w->sent += len;
 		if (!len)
 			w->sent = w->total_len;	/* zero-length message: one packet */
@@ -502,7 +551,7 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			if (qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW)
 				break;
 			if (rc && qrnic_psn_diff(qp->req.next_psn, qp->req.una_psn) >=
-				  QRNIC_MAX_UNACKED_PKTS)
+				  (int32_t)qp->req.cwnd)
 				break;
 			w = slot(qp, qp->req.sq_next);
 			if (qrnic_timed(d))	/* fetched once the doorbell is decoded */
@@ -545,7 +594,7 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			qp->req.cur++;
 			continue;
 		}
-		if (rc && qrnic_psn_diff(qp->req.cur_psn, qp->req.una_psn) >= QRNIC_MAX_UNACKED_PKTS)
+		if (rc && qrnic_psn_diff(qp->req.cur_psn, qp->req.una_psn) >= (int32_t)qp->req.cwnd)
 			break;
 		if (!send_one(d, qp, w)) {
 			qp->req.stopped = true;

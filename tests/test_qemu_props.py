@@ -19,7 +19,8 @@ PROPS = {  # property -> default shown by -device qrnic,help
     'max-qp': '1024', 'max-qp-wr': '8192', 'max-cq': '1024', 'max-cqe': '32768',
     'max-mr': '4096', 'max-mr-size': '4294967296', 'max-mtt': '1048576', 'max-pd': '1024',
     'max-ah': '1024', 'max-eq': '64', 'max-uctx': '64', 'num-vectors': '8',
-    'gid-table-len': '16', 'mtu': '4200', 'profile': None, 'netdev': None, 'mac': None}
+    'gid-table-len': '16', 'mtu': '4200', 'loss-window': 'on', 'profile': None,
+    'netdev': None, 'mac': None}
 
 
 def test_device_help_lists_properties(qemu_binary):  # noqa: F811
@@ -42,7 +43,7 @@ def test_device_help_lists_properties(qemu_binary):  # noqa: F811
     ('max-mr=1', "'max-mr'"), ('max-mr-size=4095', "'max-mr-size'"),
     ('max-mtt=0', "'max-mtt'"), ('max-eq=1', "'max-eq'"), ('max-pd=1', "'max-pd'"),
     ('max-ah=1', "'max-ah'"), ('max-cq=1', "'max-cq'"),
-    ('mac=01:00:5e:00:00:01', "'mac'"), ('max-qp=abc', 'max-qp'),
+    ('mac=01:00:5e:00:00:01', "'mac'"), ('max-qp=abc', 'max-qp'), ('loss-window=maybe', 'loss-window'),
 ])
 def test_invalid_property_rejected(qemu_binary, opt, msg):  # noqa: F811
     rc, out = try_start(qemu_binary, ['-device', f'qrnic,{opt}'])

@@ -289,7 +289,8 @@ def test_help():
 # ---- trace and pcap ---------------------------------------------------------------------------
 TRACE_FIELDS = ['seq', 'dev', 't_ns', 'type', 'qpn', 'psn', 'a', 'b', 'addr']
 TRACE_TYPES = {'doorbell', 'wqe_fetch', 'translate', 'tx', 'rx', 'dma_read', 'dma_write', 'ack',
-               'nak', 'retransmit', 'cqe', 'eqe', 'irq', 'drop', 'qp_state', 'admin'}
+               'nak', 'retransmit', 'cqe', 'eqe', 'irq', 'drop', 'qp_state', 'admin',
+               'window'}
 
 
 def test_trace_jsonl(tmp_path):
@@ -409,3 +410,19 @@ def test_docs_example_runs_as_written(i, tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
                        env=dict(os.environ, QRNIC_BUILD_DIR=q.build_dir(), TMPDIR=str(tmp_path)))
     assert r.returncode == 0, f'example {i}:\n{script}\n---\n{r.stdout[-4000:]}'
+
+
+def test_loss_window_vs_fixed_window():
+    """--loss with the loss window (default) and with --fixed-window: both
+    deliver every byte (--verify each); only the default cuts windows, and
+    go-back-N then resends fewer packets (spec 12.3)."""
+    args = ('--op', 'write', '--size', '64K', '--mtu', 1024, '--depth', 16, '--count', 300,
+            '--loss', '1%', '--seed', 3, '--verify', 'each')
+    win = sim_json(*args)
+    fixed = sim_json(*args, '--fixed-window')
+    for j in (win, fixed):
+        check_sane(j, 'write', 65536, 1, 300)
+        assert j['wire']['dropped'] > 0
+    assert win['stats']['window_cuts'] >= 1
+    assert fixed['stats'].get('window_cuts', 0) == 0   # zero counters are left out
+    assert win['stats']['retransmitted_packets'] < fixed['stats']['retransmitted_packets']

@@ -325,7 +325,6 @@ struct qrnic_port_attr {
 QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 
 /* QUERY_STATS answers uint64_t counters[QRNIC_STAT_COUNT], in this order.
- * late_events and late_ns_total are not maintained in ABI 1.0 (always 0);
  * faults_injected is 0 unless the host configured fault injection for
  * tests.  docs/spec.md section 15 says what each one counts. */
 #define QRNIC_STATS(X)						\
@@ -367,7 +366,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(ETH_RX_DROPS, "eth_rx_drops")				\
 	X(LATE_EVENTS, "late_events")				\
 	X(LATE_NS_TOTAL, "late_ns_total")			\
-	X(FAULTS_INJECTED, "faults_injected")
+	X(FAULTS_INJECTED, "faults_injected")			\
+	X(WINDOW_CUTS, "window_cuts")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

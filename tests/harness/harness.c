@@ -963,6 +963,10 @@ static int cfg_set(struct qrnic_config *c, const char *k, const char *v)
 	}
 	if (!strcmp(k, "mac"))
 		return parse_mac(v, c->mac);
+	if (!strcmp(k, "loss_window")) {
+		c->loss_window = x != 0;
+		return 0;
+	}
 	return -1;
 }
 

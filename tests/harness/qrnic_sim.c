@@ -81,7 +81,7 @@ struct cfg {
 	uint64_t inject;	/* testing the checker: corrupt message inject - 1 of QP 0 */
 	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
-	bool json, deterministic, quiet;
+	bool json, deterministic, quiet, fixed_window;
 	bool count_set;
 };
 
@@ -124,6 +124,7 @@ static const char usage_text[] =
 "    --latency T         one-way wire latency, e.g. 500ns, 1.5us        (500ns)\n"
 "    --loss P            random frame loss, 0.001 or 0.1%               (0)\n"
 "    --seed N            seed of data patterns and loss                 (1)\n"
+"    --fixed-window      no loss window: 512 packets in flight per QP even after loss\n"
 "  checking and output\n"
 "    --verify MODE       each | end | off                               (each)\n"
 "    --json              one JSON object per run on stdout\n"
@@ -148,6 +149,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
 	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
+	{ "fixed-window", false },
 	{ "name", true }, { "inject-mismatch", true },
 };
 
@@ -432,6 +434,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 			c->deterministic = on;
 		else if (!strcmp(k, "quiet"))
 			c->quiet = on;
+		else if (!strcmp(k, "fixed-window"))
+			c->fixed_window = on;
 	}
 	return 0;
 }
@@ -852,7 +856,8 @@ static int setup(struct sim *s)
 		uint8_t gid[16];
 		int64_t eq, pd;
 
-		if (hx_dev_add(s->w, "") != (int)d || hx_drv_bringup(s->w, (int)d, 5))
+		if (hx_dev_add(s->w, c->fixed_window ? "loss_window=0" : "") != (int)d ||
+		    hx_drv_bringup(s->w, (int)d, 5))
 			return sim_fail(s, SIM_EXIT_USAGE, "dev %u: bring-up failed: %s", d,
 					hx_world_error(s->w));
 		if (hx_set_timing(s->w, (int)d, c->profile, c->timing ? c->timing : ""))
