@@ -352,6 +352,12 @@ class VM:
         self._lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._lsock.bind(self.agent_sock)
         self._lsock.listen(1)
+        links = [n for _m, n, _mac in self.nics if isinstance(n, DgramNet)]
+        fds = [fd for fd in (n.open() for n in links) if fd is not None]
+        for n in links:
+            if n.got_rcvbuf is not None:
+                self.log('dgram link :%d -> :%d, socket receive buffer %d bytes'
+                         % (n.local, n.remote, n.got_rcvbuf))
         args = self.qemu_args()
         with open(os.path.join(self.rundir, self.name + '-cmdline.txt'), 'w') as f:
             f.write(' '.join(shlex.quote(x) for x in args) + '\n')
@@ -359,9 +365,13 @@ class VM:
         self._t0 = time.monotonic()
         self.log('starting QEMU (console log %s)' % self.console_log)
         qlog = open(self.qemu_log, 'wb')
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        qlog.close()
+        try:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
+                                         start_new_session=True, pass_fds=fds)
+        finally:
+            qlog.close()
+            for n in links:     # QEMU has its own copy now
+                n.close()
         _live.add(self.proc)
         self._lsock.settimeout(0.2)
         deadline = time.monotonic() + 30
@@ -759,9 +769,60 @@ class Topology:
         return srv, cli
 
 
+# Receive buffer of each end of a dgram link.  QEMU sets none on its dgram socket, so it would
+# get the host's net.core.rmem_default (212992 bytes on Debian, ~50 frames of 4 KiB): a burst of
+# RoCE packets overflows it while the receiving QEMU runs its guest, and the host drops frames
+# (docs/interop.md section 6).  RoCE assumes a lossless fabric, so the runner makes the UDP socket
+# itself, with this buffer (SO_RCVBUFFORCE as root, else SO_RCVBUF up to net.core.rmem_max), and
+# hands it to QEMU as local.type=fd.  QRNIC_LINK_RCVBUF=0: let QEMU make a plain socket (the lossy
+# host default).
+LINK_RCVBUF = int(os.environ.get('QRNIC_LINK_RCVBUF', str(8 << 20)))
+SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
+
+
+class DgramNet:
+    """One end of a -netdev dgram link on 127.0.0.1: str() is the -netdev argument."""
+
+    def __init__(self, local, remote, rcvbuf=None):
+        self.local, self.remote = local, remote
+        self.rcvbuf = LINK_RCVBUF if rcvbuf is None else rcvbuf
+        self.sock = None
+        self.got_rcvbuf = None
+
+    def open(self):
+        """Create the connected UDP socket QEMU will use (no-op with rcvbuf 0)."""
+        self.close()
+        if not self.rcvbuf:
+            return None
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, self.rcvbuf)
+            except PermissionError:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
+            s.bind(('127.0.0.1', self.local))
+            s.connect(('127.0.0.1', self.remote))
+        except OSError as e:
+            s.close()
+            raise VMError('dgram link 127.0.0.1:%d -> :%d: %s' % (self.local, self.remote, e))
+        self.got_rcvbuf = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        self.sock = s
+        return s.fileno()
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def __str__(self):
+        if self.sock is not None:
+            return 'dgram,local.type=fd,local.str=%d' % self.sock.fileno()
+        return ('dgram,local.type=inet,local.host=127.0.0.1,local.port=%d,'
+                'remote.type=inet,remote.host=127.0.0.1,remote.port=%d' % (self.local, self.remote))
+
+
 def _dgram(local, remote):
-    return ('dgram,local.type=inet,local.host=127.0.0.1,local.port=%d,'
-            'remote.type=inet,remote.host=127.0.0.1,remote.port=%d' % (local, remote))
+    return DgramNet(local, remote)
 
 
 def _mac(vm, port):
