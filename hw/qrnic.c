@@ -55,6 +55,8 @@ struct QrnicState {
     uint32_t max_qp_wr, max_cqe, max_mtt, num_vectors, mtu, gid_tbl_len;
     uint64_t max_mr_size;
     bool loss_window;
+    /* "dev N" of the qrnic_event trace: the Nth qrnic realized in this QEMU */
+    unsigned trace_dev;
 
     /* Timing: one property per QRNIC_TIMING_PARAMS entry; UINT32_MAX =
      * unset (the profile's value).  tm_eff: what the model runs with. */
@@ -267,7 +269,9 @@ static void qrnic_host_log(void *opaque, enum qrnic_log_level level, const char 
 
 static void qrnic_host_trace(void *opaque, const struct qrnic_trace_ev *ev)
 {
-    trace_qrnic_event(qrnic_trace_name(ev->type), ev->t_ns, ev->qpn, ev->psn,
+    QrnicState *s = opaque;
+
+    trace_qrnic_event(s->trace_dev, qrnic_trace_name(ev->type), ev->t_ns, ev->qpn, ev->psn,
                       ev->a, ev->b, ev->addr);
 }
 
@@ -613,6 +617,7 @@ static bool qrnic_setup_faults(QrnicState *s, Error **errp)
 
 static void qrnic_realize(PCIDevice *pdev, Error **errp)
 {
+    static unsigned instances;
     QrnicState *s = QRNIC(pdev);
     struct qrnic_config *c = &s->cfg;
     char err[160];
@@ -638,6 +643,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     c->eth_mtu = s->mtu;
     c->gid_tbl_len = s->gid_tbl_len;
     c->loss_window = s->loss_window;
+    s->trace_dev = instances++;
     if (qrnic_config_check(c, err, sizeof(err)) != 0) {
         const char *prop = qrnic_prop_of(err);
 

@@ -275,5 +275,5 @@ def test_pcap_times_are_the_virtual_clock(qemu_binary, tmp_path):  # noqa: F811
     (t_data, _), (t_ack, _) = fa
     # teach: the WQE and payload reads (4 us each at least) and the cable (5 us)
     assert t_data - t0 >= 2 * 4000 + 5000 and t_ack - t_data >= 5000
-    rx = [int(m.group(1)) for m in re.finditer(r'qrnic_event rx t=(\d+) ', log.read_text())]
+    rx = [int(m.group(1)) for m in re.finditer(r'qrnic_event dev \d+ rx t=(\d+) ', log.read_text())]
     assert rx == [t_data, t_ack], (rx, t_data, t_ack)

@@ -166,25 +166,28 @@ def test_side_by_side_same_scale(tmp_path):
     assert c.get('data-op-index') == '1'
 
 
-def qemu_lines(evs, prefix):
+def qemu_lines(evs, prefix, dev=True):
     out = ['qemu-system-x86_64: some other line', 'qrnic_tx frame of 62 bytes']
     for i, e in enumerate(evs):
         p = f'{4242}@{1700000000 + i}.{i:06d}:' if prefix else ''
-        out.append(f'{p}qrnic_event {e["type"]} t={e["t_ns"]} qpn {e["qpn"]} psn {e["psn"]} '
+        d = f'dev {e["dev"]} ' if dev else ''
+        out.append(f'{p}qrnic_event {d}{e["type"]} t={e["t_ns"]} qpn {e["qpn"]} psn {e["psn"]} '
                    f'a 0x{e["a"]:x} b 0x{e["b"]:x} addr 0x{e["addr"]:x}')
     return '\n'.join(out) + '\n'
 
 
 @pytest.mark.parametrize('op', ['write', 'read', 'send'])
 @pytest.mark.parametrize('prefix', [False, True])
-def test_qemu_log_format(tmp_path, op, prefix):
-    """The QEMU `log` backend's lines (hw/trace-events: "qrnic_event %s t=%"PRIu64" qpn
+@pytest.mark.parametrize('dev', [True, False], ids=['dev', 'nodev'])
+def test_qemu_log_format(tmp_path, op, prefix, dev):
+    """The QEMU `log` backend's lines (hw/trace-events: "qrnic_event dev %u %s t=%"PRIu64" qpn
     %u psn %u a 0x%x b 0x%x addr 0x%"PRIx64, behind "PID@SEC.USEC:" with -msg
-    timestamp=on) give the same picture; the devices are worked out."""
+    timestamp=on) give the same picture; without the dev field (QEMU builds before it
+    had one) the devices are worked out."""
     t = sim_trace(tmp_path, op, op)
     evs = read_events(t)
     log = tmp_path / f'{op}.log'
-    log.write_text(qemu_lines(evs, prefix))
+    log.write_text(qemu_lines(evs, prefix, dev))
     (p,) = panels(render(tmp_path, log, name='q'))
     (ref,) = panels(render(tmp_path, t, name='ref'))
     key = ('data-type', 'data-dev', 'data-t-ns', 'data-rel-ns', 'data-label')
@@ -265,11 +268,15 @@ def test_real_qemu_trace(tmp_path, qemu_binary):  # noqa: F811
     finally:
         w.close()
     lines = [ln for ln in log.read_text().splitlines() if ln.startswith('qrnic_event ')]
-    ev = [re.match(r'qrnic_event (\w+) t=(\d+) qpn (\d+) psn (\d+) a 0x(\w+)', ln).groups()
-          for ln in lines]
+    ev = [re.match(r'qrnic_event dev (\d+) (\w+) t=(\d+) qpn (\d+) psn (\d+) a 0x(\w+)',
+                   ln).groups()[1:] for ln in lines]
     dbs = [int(e[1]) for e in ev if e[0] == 'doorbell' and e[4] == '0']
     cqes = [int(e[1]) for e in ev if e[0] == 'cqe']
     assert len(dbs) == 2 and len(cqes) == 2
+    # the trace names the device: the first qrnic realized is dev 0 (the requester here)
+    devs = [re.match(r'qrnic_event dev (\d+) (\w+)', ln).groups() for ln in lines]
+    assert {d for d, t in devs if t == 'wqe_fetch'} == {'0'}
+    assert {d for d, _ in devs} == {'0', '1'}
     root = render(tmp_path, log, '--op', '0', '--op', '1', name='qemu')
     pw, pr = panels(root)
     assert (pw.get('data-kind'), pr.get('data-kind')) == ('RDMA WRITE', 'RDMA READ')
