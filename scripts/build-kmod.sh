@@ -28,6 +28,7 @@
 #   QRNIC_KMOD_ALLOW_WARNINGS   1: do not fail on compiler warnings
 #   QRNIC_JOBS                  make -j (default: nproc)
 set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
 
 KVER=6.12.95+deb12-amd64
 KABI=6.12.95+deb12
@@ -77,35 +78,20 @@ if ((${#missing[@]})); then
 fi
 
 # ---- kernel headers and kbuild (private apt list, unpacked, not installed) --
-debian_mirror() {
-    local m
-    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-          | awk '$1=="deb" {for (i=2;i<=NF;i++) if ($i !~ /^\[/ && $i ~ /^https?:\/\//) {print $i; break}}' \
-          | sed 's:/*$::' | grep -E '/debian$' | head -n1 || true)
-    if [ -z "$m" ]; then
-        m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-              | awk 'tolower($1)=="uris:" {for (i=2;i<=NF;i++) print $i}' \
-              | sed 's:/*$::' | grep -E '^https?://.*/debian$' | head -n1 || true)
-    fi
-    echo "${m:-http://deb.debian.org/debian}"
-}
 
 prepare_kroot() {
     local pkgs=("linux-headers-$KVER" "linux-headers-$KABI-common" "linux-kbuild-$KABI")
-    local priv=(-o "Dir::Etc::SourceList=$APTDIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-                -o "Dir::State::Lists=$APTDIR/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
     local p f need=0
     mkdir -p "$DEBDIR"
     for p in "${pkgs[@]}"; do
         compgen -G "$DEBDIR/${p}_${KPKGVER}_*.deb" >/dev/null || need=1
     done
     if ((need)); then
-        mkdir -p "$APTDIR/lists/partial"
-        echo "deb $(debian_mirror) bookworm-backports main" >"$APTDIR/sources.list"
+        priv_apt "$APTDIR" "deb $(debian_mirror) bookworm-backports main"
         say "apt-get update (private list $APTDIR/sources.list)"
-        apt-get -q "${priv[@]}" update >&2 || die "apt-get update of the private list failed"
+        apt-get -q "${PRIV_APT[@]}" update >&2 || die "apt-get update of the private list failed"
         say "downloading ${pkgs[*]} ($KPKGVER)"
-        (cd "$DEBDIR" && apt-get -q "${priv[@]}" download "${pkgs[@]/%/=$KPKGVER}" >&2) \
+        (cd "$DEBDIR" && apt-get -q "${PRIV_APT[@]}" download "${pkgs[@]/%/=$KPKGVER}" >&2) \
             || die "apt-get download failed (is $KPKGVER still on the mirror?)"
     fi
     say "unpacking into $KROOT"
@@ -131,6 +117,7 @@ if [ -n "${QRNIC_KDIR:-}" ]; then
 else
     KDIR=$KROOT/usr/src/linux-headers-$KVER
     if [ ! -e "$KROOT/.complete" ]; then
+        mkdir -p "$CACHE"
         exec 9>"$CACHE/.build-kmod.lock"
         flock 9
         [ -e "$KROOT/.complete" ] || prepare_kroot

@@ -45,6 +45,7 @@
 #
 # Exit status is non-zero, with a message naming the log, on any failure.
 set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
 
 RDMA_VERSION=56.1
 RDMA_DEB_VERSION=56.1-1
@@ -140,13 +141,6 @@ export DEBIAN_FRONTEND=noninteractive
 APT_OPTS=(-y -q -o Dpkg::Use-Pty=0 -o DPkg::Lock::Timeout=300
           -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
-pkg_installed() {  # pkg_installed PKG... -> 0 if all installed
-    local p st
-    for p in "$@"; do
-        st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) || return 1
-        [ "$st" = installed ] || return 1
-    done
-}
 
 ensure_packages() {
     local missing=() p
@@ -164,28 +158,12 @@ ensure_packages() {
 }
 ensure_packages
 
-# The Debian mirror the host already uses (default deb.debian.org).
-debian_mirror() {
-    local m
-    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-          | awk '$1=="deb" {for (i=2;i<=NF;i++) if ($i !~ /^\[/ && $i ~ /^https?:\/\//) {print $i; break}}' \
-          | sed 's:/*$::' | grep -E '/debian$' | head -n1 || true)
-    if [ -z "$m" ]; then
-        m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-              | awk 'tolower($1)=="uris:" {for (i=2;i<=NF;i++) print $i}' \
-              | sed 's:/*$::' | grep -E '^https?://.*/debian$' | head -n1 || true)
-    fi
-    echo "${m:-http://deb.debian.org/debian}"
-}
 MIRROR=$(debian_mirror)
 
 # Private apt configuration: own source list (deb-src trixie) and own lists
 # under $APTDIR; the host's sources and lists are not touched.
-PRIV_APT=(-o "Dir::Etc::SourceList=$APTDIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-          -o "Dir::State::Lists=$APTDIR/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+priv_apt "$APTDIR" "deb-src $MIRROR trixie main"
 priv_apt_update() {
-    mkdir -p "$APTDIR/lists/partial"
-    echo "deb-src $MIRROR trixie main" >"$APTDIR/sources.list"
     say "apt-get update (private list: deb-src $MIRROR trixie main)"
     run apt-get -q "${PRIV_APT[@]}" update
 }

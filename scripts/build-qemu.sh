@@ -34,6 +34,7 @@
 #
 # Exit status is non-zero, with a message naming the log, on any failure.
 set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
 
 QEMU_VERSION=10.0.2
 QEMU_TARBALL=qemu_10.0.2+ds.orig.tar.xz
@@ -196,13 +197,6 @@ PYEOF
 SALT="qemu-$QEMU_VERSION $(sha256sum "$SCRIPT_PATH" | cut -c1-64)"
 compute_key() { "$PY" -c "$SYNC_PY" key "$REPO" "$SRC/hw/qrnic" "$SALT"; }
 
-pkg_installed() {  # pkg_installed PKG... -> 0 if all installed
-    local p st
-    for p in "$@"; do
-        st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) || return 1
-        [ "$st" = installed ] || return 1
-    done
-}
 
 cached_result() {  # prints the cached binary for the current key, if any
     local key bin
@@ -248,29 +242,12 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 APT_OPTS=(-y -q -o Dpkg::Use-Pty=0 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
-# The Debian mirror the host already uses (default deb.debian.org).
-debian_mirror() {
-    local m
-    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-          | awk '$1=="deb" {for (i=2;i<=NF;i++) if ($i !~ /^\[/ && $i ~ /^https?:\/\//) {print $i; break}}' \
-          | sed 's:/*$::' | grep -E '/debian$' | head -n1 || true)
-    if [ -z "$m" ]; then
-        m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-              | awk 'tolower($1)=="uris:" {for (i=2;i<=NF;i++) print $i}' \
-              | sed 's:/*$::' | grep -E '^https?://.*/debian$' | head -n1 || true)
-    fi
-    echo "${m:-http://deb.debian.org/debian}"
-}
 MIRROR=$(debian_mirror)
 
 # Private apt configuration for bookworm-backports: own source list and own
 # package lists under $APTDIR; the host's sources and lists are not touched.
-PRIV_APT=(-o "Dir::Etc::SourceList=$APTDIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-          -o "Dir::State::Lists=$APTDIR/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+priv_apt "$APTDIR" "deb $MIRROR bookworm-backports main" "deb-src $MIRROR bookworm-backports main"
 priv_apt_update() {
-    mkdir -p "$APTDIR/lists/partial"
-    printf '%s\n' "deb $MIRROR bookworm-backports main" "deb-src $MIRROR bookworm-backports main" \
-        >"$APTDIR/sources.list"
     say "apt-get update (private list: $MIRROR bookworm-backports)"
     run apt-get -q "${PRIV_APT[@]}" update || die "apt-get update of the private bookworm-backports list failed"
 }

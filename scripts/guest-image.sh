@@ -42,6 +42,7 @@
 # Progress goes to stderr and to $QRNIC_CACHE/guest/logs/; stdout carries only
 # the image directory.
 set -Eeuo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
 
 KVER=6.12.95+deb12-amd64
 KPKG=linux-image-$KVER
@@ -133,13 +134,6 @@ if ! flock -n 9; then
 fi
 
 # ---- host packages ---------------------------------------------------------------
-pkg_installed() {
-    local p st
-    for p in "$@"; do
-        st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) || return 1
-        [ "$st" = installed ] || return 1
-    done
-}
 missing=()
 for p in "${HOST_PKGS[@]}"; do pkg_installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -158,19 +152,6 @@ BUSYBOX=/bin/busybox
 file -L "$BUSYBOX" 2>/dev/null | grep -q 'dynamically linked' \
     && die "$BUSYBOX is dynamically linked; install busybox-static"
 
-# The Debian mirror the host already uses (same logic as build-qemu.sh).
-debian_mirror() {
-    local m
-    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-          | awk '$1=="deb" {for (i=2;i<=NF;i++) if ($i !~ /^\[/ && $i ~ /^https?:\/\//) {print $i; break}}' \
-          | sed 's:/*$::' | grep -E '/debian$' | head -n1 || true)
-    if [ -z "$m" ]; then
-        m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-              | awk 'tolower($1)=="uris:" {for (i=2;i<=NF;i++) print $i}' \
-              | sed 's:/*$::' | grep -E '^https?://.*/debian$' | head -n1 || true)
-    fi
-    echo "${m:-http://deb.debian.org/debian}"
-}
 MIRROR=$(debian_mirror)
 
 # ---- kernel ----------------------------------------------------------------------
