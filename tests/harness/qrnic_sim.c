@@ -1160,11 +1160,13 @@ static uint64_t slot_addr(struct flow *f, int side, uint64_t slot)
 }
 
 /* Remote slot of write/read message i: i modulo the slots, or with
- * --offsets random a slot drawn from the seed, the flow and i, never one a
- * message still in flight uses (its data is checked at its completion). */
+ * --offsets random a slot drawn from the seed, the flow and i, never one of
+ * the depth - 1 messages before it uses (those may still be in flight, and
+ * a message's data is checked at its completion).  Only the workload
+ * decides it, not the timing: every profile writes the same slots. */
 static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 {
-	uint64_t n = f->nslot_b, r = i % n;
+	uint64_t n = f->nslot_b, r = i % n, first = i >= s->c.depth ? i - s->c.depth + 1 : 0;
 
 	if (!s->c.random_offsets)
 		return r;
@@ -1175,7 +1177,7 @@ static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 			r = key3(s->c.seed, f->id, i, 0x0ff5e7 + attempt) % n;
 		else
 			r = (r + 1) % n;	/* nearly every slot in flight: the next free one */
-		for (uint64_t j = f->sq_done; j < f->posted && !busy; j++)
+		for (uint64_t j = first; j < i && !busy; j++)
 			busy = f->rslot[j % s->c.depth] == r;
 		if (!busy)
 			return r;
