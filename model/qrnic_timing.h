@@ -106,6 +106,7 @@ struct qrnic_timing {
 	uint64_t miss_last;	/* latest ready time booked on them in time order */
 	uint64_t mtt_recent[QRNIC_TM_STREAMS];	/* last MTT lines looked up (stream detector) */
 	uint32_t mtt_recent_next;
+	uint64_t mtt_last;	/* line of the last MTT lookup */
 	uint64_t prefetches;	/* MTT lines prefetched */
 	struct qrnic_tm_cache qpc, mpt, mtt;
 };

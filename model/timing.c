@@ -272,6 +272,7 @@ void qrnic_timing_reset(struct qrnic_timing *t)
 	t->miss_last = 0;
 	memset(t->mtt_recent, 0xff, sizeof(t->mtt_recent));
 	t->mtt_recent_next = 0;
+	t->mtt_last = UINT64_MAX;
 	t->prefetches = 0;
 	cache_clear(&t->qpc);
 	cache_clear(&t->mpt);
@@ -437,10 +438,11 @@ static bool mtt_recent(const struct qrnic_timing *t, uint64_t line)
  * MTT lookup of line 'line' (8 pages) at 'ready'.  A miss waits for the
  * fill.  A line still being filled (by an earlier miss or a prefetch) is a
  * hit that waits for the rest of the fill.  Sequential streams: when a
- * lookup enters a line whose predecessor was one of the last
- * QRNIC_TM_STREAMS lines looked up, the next line is prefetched in the
- * background (mtt_prefetch): a stream through a large buffer then never
- * waits for its translations, random accesses hardly ever trigger it.
+ * lookup enters a line (another line than the previous lookup's) whose
+ * predecessor is one of the last QRNIC_TM_STREAMS distinct lines looked
+ * up, the next line is prefetched in the background unless cached
+ * (mtt_prefetch): a stream through a large buffer then never waits for its
+ * translations; random accesses hardly ever trigger it.
  */
 static uint64_t mtt_lookup(struct qrnic_timing *t, uint64_t ready, uint64_t line, bool *hit)
 {
@@ -455,7 +457,7 @@ static uint64_t mtt_lookup(struct qrnic_timing *t, uint64_t ready, uint64_t line
 		t->mtt.ready[w] = mtt_fill(t, ready);
 		delay = t->mtt.ready[w] - ready;
 	}
-	if (!mtt_recent(t, line)) {
+	if (line != t->mtt_last) {	/* entering another line */
 		if (t->p.mtt_prefetch && line && mtt_recent(t, line - 1)) {
 			size_t pw;
 
@@ -468,7 +470,9 @@ static uint64_t mtt_lookup(struct qrnic_timing *t, uint64_t ready, uint64_t line
 				t->mtt.hits--;
 			}
 		}
-		t->mtt_recent[t->mtt_recent_next++ % QRNIC_TM_STREAMS] = line;
+		if (!mtt_recent(t, line))
+			t->mtt_recent[t->mtt_recent_next++ % QRNIC_TM_STREAMS] = line;
+		t->mtt_last = line;
 	}
 	return delay;
 }
