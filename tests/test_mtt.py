@@ -195,3 +195,12 @@ def test_stat_names_match_spec_and_abi_mirror():
         f'({len(names)} counters, {8 * len(names)} bytes)' in sec.replace('\n', ' ')
     from qtest import abi
     assert abi.STAT_NAMES == names
+
+
+@pytest.mark.parametrize('bad, msg', [
+    ('mtt_miss_slots=65', 'mtt_miss_slots must be 0 (unlimited)..64'),
+    ('mtt_prefetch=2', 'mtt_prefetch must be 0 or 1'),
+])
+def test_bad_miss_parameters(bad, msg):
+    r = run_sim('--profile', 'cx5-100g', '--count', 1, '--timing', bad, expect_rc=2)
+    assert msg in r.stdout + r.stderr
