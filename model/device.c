@@ -551,7 +551,7 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	 * context is looked up */
 	qrnic_tm_begin(d, 0);
 	if (qrnic_timed(d)) {
-		d->tm_t += qrnic_tm_qpc(&d->tm, d->tm_t, qp->qpn);
+		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
 		d->tm_t = qrnic_tm_pu(&d->tm, d->tm_t, d->tm.p.resp_pkt_cycles);
 		d->tm_cycles = d->tm.p.ack_cycles;	/* what it sends back: ACK/NAK */
 	}

@@ -65,6 +65,20 @@ void qrnic_mtt_free(struct qrnic_dev *d, uint32_t base, uint32_t n)
 	}
 }
 
+/* ---- Translation caches (timing model) ------------------------------------ */
+void qrnic_tm_xlate(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key)
+{
+	static const enum qrnic_stat st[3][2] = {	/* [cache][hit] */
+		[QRNIC_TM_QPC] = { QRNIC_STAT_QPC_CACHE_MISSES, QRNIC_STAT_QPC_CACHE_HITS },
+		[QRNIC_TM_MPT] = { QRNIC_STAT_MPT_CACHE_MISSES, QRNIC_STAT_MPT_CACHE_HITS },
+		[QRNIC_TM_MTT] = { QRNIC_STAT_MTT_CACHE_MISSES, QRNIC_STAT_MTT_CACHE_HITS },
+	};
+	bool hit;
+
+	d->tm_t += qrnic_tm_lookup(&d->tm, c, d->tm_t, key, &hit);
+	qrnic_stat_add(d, st[c][hit], 1);
+}
+
 /* ---- Protection ----------------------------------------------------------- */
 static int mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		     uint64_t len, uint32_t access, const struct qrnic_mpt_entry **out)
@@ -89,7 +103,7 @@ static int mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t v
 	if ((m->access & access) != access)
 		return QRNIC_VERR_ACCESS;
 	if (qrnic_timed(d))	/* MPT cache */
-		d->tm_t += qrnic_tm_mpt(&d->tm, d->tm_t, idx);
+		qrnic_tm_xlate(d, QRNIC_TM_MPT, idx);
 	if (out)
 		*out = m;
 	return QRNIC_VERR_NONE;
@@ -135,7 +149,7 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 				return QRNIC_VERR_BOUNDS;	/* cannot happen either */
 			addr = d->mtt[m->mtt_base + page] + within;
 			if (qrnic_timed(d))	/* MTT cache */
-				d->tm_t += qrnic_tm_mtt(&d->tm, d->tm_t, m->mtt_base + (uint32_t)page);
+				qrnic_tm_xlate(d, QRNIC_TM_MTT, m->mtt_base + (uint32_t)page);
 		}
 		chunk = psz - within;
 		if (chunk > len)

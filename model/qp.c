@@ -233,7 +233,7 @@ bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 		return false;
 	qrnic_tm_begin(d, 0);
 	if (qrnic_timed(d))
-		d->tm_t += qrnic_tm_qpc(&d->tm, d->tm_t, qp->qpn);
+		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
 	more = qp_service(d, qp);
 	qrnic_tm_end(d);
 	return more;

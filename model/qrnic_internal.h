@@ -415,6 +415,10 @@ int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
  * per SGE (LOCAL_WRITE for writes).  Returns QRNIC_VERR_*. */
 int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		   uint32_t nsge, uint32_t off, void *buf, uint32_t len);
+/* Timed steps only: look 'key' up in translation cache 'c', add the miss
+ * cost to the step's time (d->tm_t) and count the hit or miss in the
+ * device statistics. */
+void qrnic_tm_xlate(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key);
 int qrnic_sgl_write(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		    uint32_t nsge, uint32_t off, const void *buf, uint32_t len);
 /* Validate a whole SGE list up front: keys, PD, bounds, access; sums the

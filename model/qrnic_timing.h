@@ -9,7 +9,11 @@
  * latency, read credits, max read request / payload sizes), a pool of
  * packet processing units, the Ethernet port (serialization at the port
  * rate), and three set-associative LRU translation caches (QP context,
- * MPT, MTT) whose misses cost a PCIe read.  All times are in ns of the
+ * MPT, MTT) whose misses cost a PCIe read.  MTT misses are served by
+ * mtt_miss_slots miss handlers, each busy for the fill read plus
+ * mtt_miss_ns: when every handler is busy a missing packet waits, so
+ * under many misses the handlers, not the port, bound the throughput.
+ * Sequential streams have their next MTT line prefetched (mtt_prefetch).  All times are in ns of the
  * host's virtual clock; costs given in device cycles are converted with
  * the profile's clock.
  */
@@ -22,6 +26,8 @@
 
 #define QRNIC_TM_MAX_PU		64
 #define QRNIC_TM_MAX_WAYS	16
+#define QRNIC_TM_MAX_MISS	64	/* mtt_miss_slots */
+#define QRNIC_TM_STREAMS	16	/* recent MTT lines the stream detector remembers */
 
 /* Every parameter, documented with its source in docs/timing.md. */
 #define QRNIC_TIMING_PARAMS(X)							\
@@ -49,6 +55,9 @@
 	X(mpt_ways,		"MPT cache associativity")			\
 	X(mtt_entries,		"MTT cache entries (one entry = 8 page addresses)") \
 	X(mtt_ways,		"MTT cache associativity")			\
+	X(mtt_miss_slots,	"MTT misses in service at once (miss handlers); 0 = unlimited") \
+	X(mtt_miss_ns,		"miss handler occupancy per MTT miss besides its 64-byte PCIe read") \
+	X(mtt_prefetch,		"1: prefetch the next MTT line of a sequential stream; 0: off") \
 	X(atomic_ns,		"responder atomic unit occupancy per ATOMIC (read-modify-write)") \
 	X(irq_moderation_ns,	"minimum gap between interrupts on one vector")
 
@@ -75,6 +84,7 @@ struct qrnic_tm_cache {
 	uint32_t sets, ways;
 	uint64_t *tag;		/* [sets * ways], UINT64_MAX = empty */
 	uint64_t *lru;		/* [sets * ways] last use stamp */
+	uint64_t *ready;	/* [sets * ways] when the entry's fill completes */
 	uint64_t stamp;
 	uint64_t hits, misses;
 };
@@ -92,8 +102,17 @@ struct qrnic_timing {
 	uint32_t rd_inflight_next;	/* round-robin over read credits */
 	uint64_t rd_credit_free[256];	/* each outstanding read slot busy until */
 	uint64_t last_irq[2048];
+	uint64_t miss_free[QRNIC_TM_MAX_MISS];	/* each MTT miss handler busy until */
+	uint64_t miss_last;	/* latest ready time booked on them in time order */
+	uint64_t mtt_recent[QRNIC_TM_STREAMS];	/* last MTT lines looked up (stream detector) */
+	uint32_t mtt_recent_next;
+	uint64_t mtt_last;	/* line of the last MTT lookup */
+	uint64_t prefetches;	/* MTT lines prefetched */
 	struct qrnic_tm_cache qpc, mpt, mtt;
 };
+
+/* The translation caches, for qrnic_tm_lookup(). */
+enum qrnic_tm_cache_id { QRNIC_TM_QPC, QRNIC_TM_MPT, QRNIC_TM_MTT };
 
 int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile *p);
 void qrnic_timing_fini(struct qrnic_timing *t);
@@ -109,7 +128,12 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 uint64_t qrnic_tm_dma_write(struct qrnic_timing *t, uint64_t ready, uint32_t len);
 /* A frame of len bytes ready at 'ready': returns when its last bit leaves. */
 uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len);
-/* Translation cache lookups: return the extra delay (0 on a hit). */
+/* Translation cache lookups: return the extra delay (0 on a hit); *hit
+ * (may be NULL) says whether the key was cached.  An MTT miss waits for a
+ * free miss handler (mtt_miss_slots), then holds it for a 64-byte PCIe read
+ * and mtt_miss_ns; the delay includes the wait. */
+uint64_t qrnic_tm_lookup(struct qrnic_timing *t, enum qrnic_tm_cache_id c, uint64_t ready,
+			 uint32_t key, bool *hit);
 uint64_t qrnic_tm_qpc(struct qrnic_timing *t, uint64_t ready, uint32_t qpn);
 uint64_t qrnic_tm_mpt(struct qrnic_timing *t, uint64_t ready, uint32_t mpt_index);
 uint64_t qrnic_tm_mtt(struct qrnic_timing *t, uint64_t ready, uint32_t mtt_index);

@@ -18,7 +18,7 @@ static const struct qrnic_timing_profile profiles[] = {
 		.clock_mhz = 1000, .num_pu = 1, .pcie_mbps = 1, .pcie_mrrs = 512, .pcie_mps = 256,
 		.pcie_read_credits = 1, .link_mbps = 100000,
 		.qpc_entries = 1, .qpc_ways = 1, .mpt_entries = 1, .mpt_ways = 1,
-		.mtt_entries = 1, .mtt_ways = 1,
+		.mtt_entries = 1, .mtt_ways = 1, .mtt_miss_slots = 1,
 	},
 	{
 		/* ConnectX-5 100 Gb/s class (docs/timing.md lists sources). */
@@ -44,6 +44,9 @@ static const struct qrnic_timing_profile profiles[] = {
 		.qpc_entries = 1024, .qpc_ways = 8,
 		.mpt_entries = 1024, .mpt_ways = 8,
 		.mtt_entries = 2048, .mtt_ways = 8,
+		.mtt_miss_slots = 1,
+		.mtt_miss_ns = 1100,
+		.mtt_prefetch = 1,
 		.atomic_ns = 200,
 		.irq_moderation_ns = 0,
 	},
@@ -71,6 +74,9 @@ static const struct qrnic_timing_profile profiles[] = {
 		.qpc_entries = 4, .qpc_ways = 2,
 		.mpt_entries = 4, .mpt_ways = 2,
 		.mtt_entries = 8, .mtt_ways = 2,
+		.mtt_miss_slots = 1,
+		.mtt_miss_ns = 0,
+		.mtt_prefetch = 1,
 		.atomic_ns = 3000,
 		.irq_moderation_ns = 0,
 	},
@@ -184,6 +190,10 @@ int qrnic_timing_profile_check(const struct qrnic_timing_profile *p, char *err, 
 	    !p->mtt_entries || p->qpc_entries > (1u << 20) || p->mpt_entries > (1u << 20) ||
 	    p->mtt_entries > (1u << 20))
 		BAD("cache entries must be a nonzero multiple of the ways, at most 2^20");
+	if (p->mtt_prefetch > 1)
+		BAD("mtt_prefetch must be 0 or 1");
+	if (p->mtt_miss_slots > QRNIC_TM_MAX_MISS)
+		BAD("mtt_miss_slots must be 0 (unlimited)..%d", QRNIC_TM_MAX_MISS);
 	return 0;
 #undef BAD
 }
@@ -196,7 +206,8 @@ static int cache_init(struct qrnic_tm_cache *c, uint32_t entries, uint32_t ways)
 	c->sets = entries / ways;
 	c->tag = malloc(sizeof(uint64_t) * entries);
 	c->lru = calloc(entries, sizeof(uint64_t));
-	if (!c->tag || !c->lru)
+	c->ready = calloc(entries, sizeof(uint64_t));
+	if (!c->tag || !c->lru || !c->ready)
 		return -1;
 	memset(c->tag, 0xff, sizeof(uint64_t) * entries);
 	return 0;
@@ -206,18 +217,22 @@ static void cache_fini(struct qrnic_tm_cache *c)
 {
 	free(c->tag);
 	free(c->lru);
-	c->tag = c->lru = NULL;
+	free(c->ready);
+	c->tag = c->lru = c->ready = NULL;
 }
 
 static void cache_clear(struct qrnic_tm_cache *c)
 {
 	if (c->tag)
 		memset(c->tag, 0xff, sizeof(uint64_t) * c->sets * c->ways);
+	if (c->ready)
+		memset(c->ready, 0, sizeof(uint64_t) * c->sets * c->ways);
 	c->hits = c->misses = 0;
 }
 
-/* True on a hit; on a miss the LRU way of the set is replaced. */
-static bool cache_access(struct qrnic_tm_cache *c, uint64_t key)
+/* True on a hit; on a miss the LRU way of the set is replaced.  *where
+ * (may be NULL) is the way's index in tag[]/ready[]. */
+static bool cache_access(struct qrnic_tm_cache *c, uint64_t key, size_t *where)
 {
 	uint32_t set = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) % c->sets;
 	uint64_t *tag = c->tag + (size_t)set * c->ways;
@@ -229,6 +244,8 @@ static bool cache_access(struct qrnic_tm_cache *c, uint64_t key)
 		if (tag[w] == key) {
 			lru[w] = c->stamp;
 			c->hits++;
+			if (where)
+				*where = (size_t)set * c->ways + w;
 			return true;
 		}
 		if (lru[w] < lru[victim])
@@ -237,6 +254,8 @@ static bool cache_access(struct qrnic_tm_cache *c, uint64_t key)
 	tag[victim] = key;
 	lru[victim] = c->stamp;
 	c->misses++;
+	if (where)
+		*where = (size_t)set * c->ways + victim;
 	return false;
 }
 
@@ -249,6 +268,12 @@ void qrnic_timing_reset(struct qrnic_timing *t)
 	t->pcie_rd_free = t->pcie_wr_free = t->link_free = t->atomic_free = 0;
 	t->pu_last = t->pcie_rd_last = t->rd_credit_last = 0;
 	t->rd_inflight_next = 0;
+	memset(t->miss_free, 0, sizeof(t->miss_free));
+	t->miss_last = 0;
+	memset(t->mtt_recent, 0xff, sizeof(t->mtt_recent));
+	t->mtt_recent_next = 0;
+	t->mtt_last = UINT64_MAX;
+	t->prefetches = 0;
 	cache_clear(&t->qpc);
 	cache_clear(&t->mpt);
 	cache_clear(&t->mtt);
@@ -378,19 +403,118 @@ static uint64_t miss(struct qrnic_timing *t, uint64_t ready, bool hit)
 	return hit ? 0 : qrnic_tm_dma_read(t, ready, 64) - ready;
 }
 
+/*
+ * An MTT line is fetched by one of mtt_miss_slots miss handlers (0: as many
+ * as needed).  The least busy handler takes the fill when it is free
+ * (booked like the other resources, book()); it reads the 64-byte line
+ * over PCIe and stays busy mtt_miss_ns more (docs/timing.md section 3 says
+ * what that stands for).  Returns when the line is in the cache.
+ */
+static uint64_t mtt_fill(struct qrnic_timing *t, uint64_t ready)
+{
+	uint32_t best = 0;
+	uint64_t start, done;
+
+	if (!t->p.mtt_miss_slots)
+		return qrnic_tm_dma_read(t, ready, 64) + t->p.mtt_miss_ns;
+	for (uint32_t i = 1; i < t->p.mtt_miss_slots; i++)
+		if (t->miss_free[i] < t->miss_free[best])
+			best = i;
+	start = book(&t->miss_free[best], &t->miss_last, ready, 0);
+	done = qrnic_tm_dma_read(t, start, 64) + t->p.mtt_miss_ns;
+	t->miss_free[best] += done - start;
+	return done;
+}
+
+static bool mtt_recent(const struct qrnic_timing *t, uint64_t line)
+{
+	for (unsigned i = 0; i < QRNIC_TM_STREAMS; i++)
+		if (t->mtt_recent[i] == line)
+			return true;
+	return false;
+}
+
+/*
+ * MTT lookup of line 'line' (8 pages) at 'ready'.  A miss waits for the
+ * fill.  A line still being filled (by an earlier miss or a prefetch) is a
+ * hit that waits for the rest of the fill.  Sequential streams: when a
+ * lookup enters a line (another line than the previous lookup's) whose
+ * predecessor is one of the last QRNIC_TM_STREAMS distinct lines looked
+ * up, the next line is prefetched in the background unless cached
+ * (mtt_prefetch): a stream through a large buffer then never waits for its
+ * translations; random accesses hardly ever trigger it.
+ */
+static uint64_t mtt_lookup(struct qrnic_timing *t, uint64_t ready, uint64_t line, bool *hit)
+{
+	size_t w;
+	uint64_t delay = 0;
+
+	*hit = cache_access(&t->mtt, line, &w);
+	if (*hit) {
+		if (t->mtt.ready[w] > ready)
+			delay = t->mtt.ready[w] - ready;
+	} else {
+		t->mtt.ready[w] = mtt_fill(t, ready);
+		delay = t->mtt.ready[w] - ready;
+	}
+	if (line != t->mtt_last) {	/* entering another line */
+		if (t->p.mtt_prefetch && line && mtt_recent(t, line - 1)) {
+			size_t pw;
+
+			/* a prefetch is not a lookup: no hit or miss counted */
+			if (!cache_access(&t->mtt, line + 1, &pw)) {
+				t->mtt.misses--;
+				t->mtt.ready[pw] = mtt_fill(t, ready);
+				t->prefetches++;
+			} else {
+				t->mtt.hits--;
+			}
+		}
+		if (!mtt_recent(t, line))
+			t->mtt_recent[t->mtt_recent_next++ % QRNIC_TM_STREAMS] = line;
+		t->mtt_last = line;
+	}
+	return delay;
+}
+
+uint64_t qrnic_tm_lookup(struct qrnic_timing *t, enum qrnic_tm_cache_id c, uint64_t ready,
+			 uint32_t key, bool *hit)
+{
+	bool h;
+
+	switch (c) {
+	case QRNIC_TM_QPC:
+		h = cache_access(&t->qpc, key, NULL);
+		break;
+	case QRNIC_TM_MPT:
+		h = cache_access(&t->mpt, key, NULL);
+		break;
+	default: {
+		uint64_t delay = mtt_lookup(t, ready, key / 8, &h);	/* 8 pages a line */
+
+		if (hit)
+			*hit = h;
+		return delay;
+	}
+	}
+	if (hit)
+		*hit = h;
+	return miss(t, ready, h);
+}
+
 uint64_t qrnic_tm_qpc(struct qrnic_timing *t, uint64_t ready, uint32_t qpn)
 {
-	return miss(t, ready, cache_access(&t->qpc, qpn));
+	return qrnic_tm_lookup(t, QRNIC_TM_QPC, ready, qpn, NULL);
 }
 
 uint64_t qrnic_tm_mpt(struct qrnic_timing *t, uint64_t ready, uint32_t idx)
 {
-	return miss(t, ready, cache_access(&t->mpt, idx));
+	return qrnic_tm_lookup(t, QRNIC_TM_MPT, ready, idx, NULL);
 }
 
 uint64_t qrnic_tm_mtt(struct qrnic_timing *t, uint64_t ready, uint32_t idx)
 {
-	return miss(t, ready, cache_access(&t->mtt, idx / 8));
+	return qrnic_tm_lookup(t, QRNIC_TM_MTT, ready, idx, NULL);
 }
 
 uint64_t qrnic_tm_atomic(struct qrnic_timing *t, uint64_t ready)

@@ -16,8 +16,8 @@ through qrnic-sim's JSON and trace and through the harness API:
 * late events: the harness clock jumps exactly to each deadline, so no
   held effect ever fires late (late_events stays 0).
 
-The device has no hit/miss counters for the caches (not in the statistics
-ABI): misses are seen by their cost only.
+MTT miss handlers, the cache hit/miss counters and the calibration against
+Husky's MTT-miss figures are tested in tests/test_mtt.py.
 """
 import json
 import os

@@ -326,7 +326,9 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 
 /* QUERY_STATS answers uint64_t counters[QRNIC_STAT_COUNT], in this order.
  * faults_injected is 0 unless the host configured fault injection for
- * tests.  docs/spec.md section 15 says what each one counts. */
+ * tests.  The six translation cache counters are maintained only under a
+ * timing profile (the functional profile has no caches: always 0).
+ * docs/spec.md section 15 says what each one counts. */
 #define QRNIC_STATS(X)						\
 	X(TX_PACKETS, "tx_packets")				\
 	X(TX_BYTES, "tx_bytes")					\
@@ -367,7 +369,13 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(LATE_EVENTS, "late_events")				\
 	X(LATE_NS_TOTAL, "late_ns_total")			\
 	X(FAULTS_INJECTED, "faults_injected")			\
-	X(WINDOW_CUTS, "window_cuts")
+	X(WINDOW_CUTS, "window_cuts")			\
+	X(QPC_CACHE_HITS, "qpc_cache_hits")			\
+	X(QPC_CACHE_MISSES, "qpc_cache_misses")			\
+	X(MPT_CACHE_HITS, "mpt_cache_hits")			\
+	X(MPT_CACHE_MISSES, "mpt_cache_misses")			\
+	X(MTT_CACHE_HITS, "mtt_cache_hits")			\
+	X(MTT_CACHE_MISSES, "mtt_cache_misses")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

@@ -78,6 +78,8 @@ struct cfg {
 	unsigned ack_timeout;	/* IB local ACK timeout exponent */
 	unsigned retry_cnt;
 	int verify;
+	uint64_t mr_size;	/* write/read: bytes of the remote region (0: depth slots) */
+	bool random_offsets;	/* write/read: remote slot of each message at random */
 	uint64_t inject;	/* testing the checker: corrupt message inject - 1 of QP 0 */
 	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
@@ -118,6 +120,8 @@ static const char usage_text[] =
 "    --mtu BYTES         RC path MTU 256..4096                          (4096)\n"
 "    --ack-timeout E     RC local ACK timeout 4.096us * 2^E             (14)\n"
 "    --retry-cnt N       RC retry count 0..7                            (7)\n"
+"    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
+"    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
 "  link\n"
 "    --rate R            link rate per direction, e.g. 100G, 25Gbps, 0 = infinite (100G)\n"
 "    --overhead BYTES    framing bytes per frame counted by --rate      (0; Ethernet: 24)\n"
@@ -150,7 +154,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
 	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
 	{ "fixed-window", false },
-	{ "name", true }, { "inject-mismatch", true },
+	{ "name", true }, { "inject-mismatch", true }, { "mr-size", true }, { "offsets", true },
 };
 
 static int opt_find(const char *k)
@@ -388,6 +392,14 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 	}
 	if (!strcmp(k, "seed"))
 		return parse_u64(k, v, &c->seed);
+	if (!strcmp(k, "mr-size"))
+		return parse_bytes(k, v, &c->mr_size);
+	if (!strcmp(k, "offsets")) {
+		if (strcmp(v, "seq") && strcmp(v, "random"))
+			return bad("--offsets: '%s' is not seq or random", v);
+		c->random_offsets = !strcmp(v, "random");
+		return 0;
+	}
 	if (!strcmp(k, "inject-mismatch")) {
 		if (parse_u64(k, v, &c->inject))
 			return -1;
@@ -607,6 +619,7 @@ struct flow {
 	uint64_t *atom_expect;	/* [depth] value the atomic of that slot must return */
 	uint64_t atom_next;	/* CAS: swaps posted; FAA: expected value after the posted adds */
 	uint64_t *slot_msg;	/* destination slot -> last message placed there */
+	uint64_t *rslot;	/* [depth] write/read: remote slot of the message at i % depth */
 	bool stop;
 };
 
@@ -781,6 +794,12 @@ static int connect_ud(struct sim *s, struct flow *f)
 	return 0;
 }
 
+/* write/read slot size: the message rounded up to 64 bytes, at least 64 */
+static uint64_t slot_bytes(uint64_t size)
+{
+	return size ? (size + 63) & ~63ull : 64;
+}
+
 /* Buffers: side a holds the source slots (write, send, ud-send), the
  * destination slots (read) or the atomic result slots; side b the matching
  * remote slots, the receive slots, or the 8-byte atomic target. */
@@ -800,8 +819,11 @@ static void flow_geometry(struct sim *s, struct flow *f)
 		f->stride = (len + 63) & ~63ull;
 		f->nslot_b = f->rq_n;
 	} else {
-		f->stride = (s->size + 63) & ~63ull;
+		f->stride = slot_bytes(s->size);
 		f->nslot_b = depth;
+		/* --mr-size: more remote slots than messages in flight */
+		if (s->c.mr_size / f->stride > depth)
+			f->nslot_b = (unsigned)(s->c.mr_size / f->stride);
 	}
 	if (!f->stride)
 		f->stride = 64;
@@ -838,6 +860,14 @@ static int setup(struct sim *s)
 				"--duration needs --latency or --rate: with neither, simulated time never advances");
 	if (!c->count && !c->duration_ns)
 		return sim_fail(s, SIM_EXIT_USAGE, "--count 0 needs --duration");
+	if ((c->mr_size || c->random_offsets) && c->op != OP_WRITE && c->op != OP_READ)
+		return sim_fail(s, SIM_EXIT_USAGE, "--mr-size and --offsets are for write and read");
+	if (c->mr_size && c->mr_size < (uint64_t)c->depth * slot_bytes(s->size))
+		return sim_fail(s, SIM_EXIT_USAGE,
+				"--mr-size %" PRIu64 " is below --depth x the 64-byte aligned size (%" PRIu64 ")",
+				c->mr_size, (uint64_t)c->depth * slot_bytes(s->size));
+	if (c->mr_size / slot_bytes(s->size) > (1u << 24))
+		return sim_fail(s, SIM_EXIT_USAGE, "--mr-size: more than 2^24 message slots");
 	if (c->loss > 0 && c->loss * 1e6 < 1)
 		return sim_fail(s, SIM_EXIT_USAGE, "--loss below 1e-6 (the wire works in ppm)");
 
@@ -917,9 +947,10 @@ static int setup(struct sim *s)
 		if (c->op == OP_UD_SEND ? connect_ud(s, f) : connect_rc(s, f))
 			return -1;
 		f->post_t = calloc(c->depth, sizeof(uint64_t));
+		f->rslot = calloc(c->depth, sizeof(uint64_t));
 		f->atom_expect = calloc(c->depth, sizeof(uint64_t));
 		f->slot_msg = malloc(sizeof(uint64_t) * (f->nslot_a > f->nslot_b ? f->nslot_a : f->nslot_b));
-		if (!f->post_t || !f->atom_expect || !f->slot_msg)
+		if (!f->post_t || !f->rslot || !f->atom_expect || !f->slot_msg)
 			return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
 		memset(f->slot_msg, 0xff, sizeof(uint64_t) * (f->nslot_a > f->nslot_b ? f->nslot_a : f->nslot_b));
 		/* atomic targets start at a known value */
@@ -1133,6 +1164,31 @@ static uint64_t slot_addr(struct flow *f, int side, uint64_t slot)
 	return f->iova[side] + slot * f->stride;
 }
 
+/* Remote slot of write/read message i: i modulo the slots, or with
+ * --offsets random a slot drawn from the seed, the flow and i, never one of
+ * the depth - 1 messages before it uses (those may still be in flight, and
+ * a message's data is checked at its completion).  Only the workload
+ * decides it, not the timing: every profile writes the same slots. */
+static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
+{
+	uint64_t n = f->nslot_b, r = i % n, first = i >= s->c.depth ? i - s->c.depth + 1 : 0;
+
+	if (!s->c.random_offsets)
+		return r;
+	for (uint64_t attempt = 0;; attempt++) {
+		bool busy = false;
+
+		if (attempt < 64)
+			r = key3(s->c.seed, f->id, i, 0x0ff5e7 + attempt) % n;
+		else
+			r = (r + 1) % n;	/* nearly every slot in flight: the next free one */
+		for (uint64_t j = first; j < i && !busy; j++)
+			busy = f->rslot[j % s->c.depth] == r;
+		if (!busy)
+			return r;
+	}
+}
+
 static int post_one(struct sim *s, struct flow *f, uint64_t now)
 {
 	struct cfg *c = &s->c;
@@ -1145,11 +1201,13 @@ static int post_one(struct sim *s, struct flow *f, uint64_t now)
 	switch (c->op) {
 	case OP_WRITE:
 		opc = QRNIC_WR_RDMA_WRITE;
-		ra = slot_addr(f, 1, slot);
+		f->rslot[slot] = remote_slot(s, f, i);
+		ra = slot_addr(f, 1, f->rslot[slot]);
 		break;
 	case OP_READ:
 		opc = QRNIC_WR_RDMA_READ;
-		ra = slot_addr(f, 1, slot);
+		f->rslot[slot] = remote_slot(s, f, i);
+		ra = slot_addr(f, 1, f->rslot[slot]);
 		break;
 	case OP_SEND:
 		opc = QRNIC_WR_SEND;
@@ -1178,7 +1236,7 @@ static int post_one(struct sim *s, struct flow *f, uint64_t now)
 	if (c->verify != VERIFY_OFF && !op_atomic(c->op) && s->size) {
 		pattern(s->buf1, s->size, c->seed, f->id, i);
 		if (c->op == OP_READ)
-			hx_mr_write(s->w, f->b, f->mr[1], slot * f->stride, s->buf1, s->size);
+			hx_mr_write(s->w, f->b, f->mr[1], f->rslot[slot] * f->stride, s->buf1, s->size);
 		else
 			hx_mr_write(s->w, f->a, f->mr[0], slot * f->stride, s->buf1, s->size);
 	}
@@ -1352,13 +1410,16 @@ static int poll_flow(struct sim *s, struct flow *f, uint64_t now)
 			if (s->c.op == OP_UD_SEND)
 				continue;	/* UD completes at the receiver */
 			switch (s->c.op) {
-			case OP_WRITE:
-				maybe_inject(s, f, f->b, f->mr[1], slot * f->stride, msg);
-				if (each && check_data(s, f, f->b, f->mr[1], slot * f->stride, msg,
+			case OP_WRITE: {
+				uint64_t rs = f->rslot[slot];
+
+				maybe_inject(s, f, f->b, f->mr[1], rs * f->stride, msg);
+				if (each && check_data(s, f, f->b, f->mr[1], rs * f->stride, msg,
 						       "remote WRITE data"))
 					return -1;
-				f->slot_msg[slot] = msg;
+				f->slot_msg[rs] = msg;
 				break;
+			}
 			case OP_READ:
 				maybe_inject(s, f, f->a, f->mr[0], slot * f->stride, msg);
 				if (each && check_data(s, f, f->a, f->mr[0], slot * f->stride, msg,
@@ -1477,7 +1538,7 @@ static int verify_end(struct sim *s)
 		case OP_READ: {
 			int side = s->c.op == OP_WRITE;
 
-			for (unsigned k = 0; k < s->c.depth; k++) {
+			for (unsigned k = 0; k < (side ? f->nslot_b : s->c.depth); k++) {
 				if (f->slot_msg[k] == UINT64_MAX)
 					continue;
 				if (check_data(s, f, side ? f->b : f->a, f->mr[side], k * f->stride,
@@ -1525,8 +1586,11 @@ struct results {
 	double bw_bps, msg_rate;	/* < 0: undefined (no simulated time elapsed) */
 	uint64_t frames, dropped, delivered;
 	uint64_t stats[QRNIC_STAT_COUNT];
+	uint64_t role[2][6];	/* [requesters, responders] QPC/MPT/MTT cache hits, misses */
 	uint64_t guest_errors, busy_unscheduled;
 };
+
+#define CACHE_STAT0 QRNIC_STAT_QPC_CACHE_HITS	/* the six cache counters follow it */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -1569,6 +1633,8 @@ static void compute(struct sim *s, struct results *r)
 	for (int d = 0; d < hx_num_devs(s->w); d++) {
 		for (int k = 0; k < QRNIC_STAT_COUNT; k++)
 			r->stats[k] += hx_dev_stat(s->w, d, k);
+		for (int k = 0; k < 6; k++)	/* host 2k requests, 2k+1 responds */
+			r->role[d % 2][k] += hx_dev_stat(s->w, d, CACHE_STAT0 + k);
 		r->guest_errors += hx_log_total(s->w, d, QRNIC_LOG_GUEST_ERROR);
 	}
 }
@@ -1627,6 +1693,10 @@ static void report_table(struct sim *s, const struct results *r)
 	printf("  link %s, latency %s, loss %g%%, seed %" PRIu64 ", path MTU %u, profile %s\n",
 	       c->rate_bps ? t1 : "infinite", t2, c->loss * 100, c->seed,
 	       c->op == OP_UD_SEND ? 4096 : c->mtu, c->profile);
+	if (c->mr_size || c->random_offsets)
+		printf("  remote region %" PRIu64 " bytes per QP, offsets %s\n",
+		       s->nflows ? s->f[0].stride * s->f[0].nslot_b : c->mr_size,
+		       c->random_offsets ? "random" : "seq");
 	printf("  note: %s\n", timing_note(c));
 	printf("\n");
 	printf("  %-22s %" PRIu64 " of %" PRIu64 " posted", "messages completed", s->msgs, s->posted);
@@ -1661,6 +1731,19 @@ static void report_table(struct sim *s, const struct results *r)
 	printf("  %-22s %" PRIu64 " (dropped %" PRIu64 ", retransmitted %" PRIu64 ", timeouts %" PRIu64 ")\n",
 	       "frames on the wire", r->frames, r->dropped, r->stats[QRNIC_STAT_RETRANSMITTED_PACKETS],
 	       r->stats[QRNIC_STAT_RETRANSMIT_TIMEOUTS]);
+	if (!profile_is_functional(c->profile)) {
+		static const char *const cn[3] = { "QPC", "MPT", "MTT" };
+
+		for (int role = 0; role < 2; role++) {
+			printf("  %-22s", role ? "  responder" : "cache misses requester");
+			for (int k = 0; k < 3; k++) {
+				uint64_t h = r->role[role][2 * k], m = r->role[role][2 * k + 1];
+
+				printf(" %s %" PRIu64 "/%" PRIu64 " (%.1f%%)%s", cn[k], m, h + m,
+				       h + m ? 100.0 * (double)m / (double)(h + m) : 0.0, k < 2 ? "," : "\n");
+			}
+		}
+	}
 	if (c->plan)
 		printf("  %-22s %" PRIu64 " (plan %s)\n", "faults injected",
 		       r->stats[QRNIC_STAT_FAULTS_INJECTED], c->plan);
@@ -1729,6 +1812,9 @@ static void report_json(struct sim *s, const struct results *r)
 		c->op == OP_UD_SEND ? 4096 : c->mtu, c->ack_timeout, c->retry_cnt,
 		verify_name[c->verify]);
 	json_str(o, c->profile);
+	fprintf(o, ",\"mr_size\":%" PRIu64 ",\"offsets\":\"%s\"",
+		s->nflows && (c->op == OP_WRITE || c->op == OP_READ) ? s->f[0].stride * s->f[0].nslot_b : 0,
+		c->random_offsets ? "random" : "seq");
 	fputs("},\"timing\":", o);
 	json_str(o, profile_is_functional(c->profile) ? "functional" : "timed");
 	fputs(",\"note\":", o);
@@ -1756,6 +1842,18 @@ static void report_json(struct sim *s, const struct results *r)
 			continue;
 		fprintf(o, "%s\"%s\":%" PRIu64, first ? "" : ",", hx_stat_name(k), r->stats[k]);
 		first = false;
+	}
+	fputs("}", o);
+	/* translation caches by role: misses and lookups (hits + misses) */
+	fputs(",\"caches\":{", o);
+	for (int role = 0; role < 2; role++) {
+		static const char *const cn[3] = { "qpc", "mpt", "mtt" };
+
+		fprintf(o, "%s\"%s\":{", role ? "," : "", role ? "responder" : "requester");
+		for (int k = 0; k < 3; k++)
+			fprintf(o, "%s\"%s_hits\":%" PRIu64 ",\"%s_misses\":%" PRIu64, k ? "," : "",
+				cn[k], r->role[role][2 * k], cn[k], r->role[role][2 * k + 1]);
+		fputs("}", o);
 	}
 	fputs("}", o);
 	fprintf(o, ",\"warnings\":{\"guest_errors\":%" PRIu64 ",\"busy_unscheduled\":%" PRIu64 "}",
@@ -1786,6 +1884,7 @@ static void sim_free(struct sim *s)
 		free(s->f[i].post_t);
 		free(s->f[i].atom_expect);
 		free(s->f[i].slot_msg);
+		free(s->f[i].rslot);
 	}
 	free(s->f);
 	free(s->lat);
