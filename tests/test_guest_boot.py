@@ -48,6 +48,20 @@ def test_ibv_devices(topo):
         assert len(devs) == qrnic_count(v), out
 
 
+def test_sysfs_parent_is_the_pci_function(topo):
+    """/sys/class/infiniband/<dev>/device is the qrnic PCI function (ib_device's parent), so
+    tools that look for the device's PCI identity (rdma-core's PCI match, udev, rdma link)
+    find it."""
+    need_driver(topo, provider=False)
+    for e in topo.endpoints():
+        d = '/sys/class/infiniband/%s/device' % e.ibdev
+        link = e.vm.run('readlink -f %s' % d).strip()
+        assert re.search(r'/0000:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$', link), link
+        ids = e.vm.run('cat %s/vendor %s/device' % (d, d)).split()
+        assert ids == ['0x1af4', '0x10f7'], ids
+        assert e.vm.run('basename $(readlink %s/driver)' % d).strip() == 'qrnic'
+
+
 def test_ibv_devinfo_verbose(topo):
     need_driver(topo)
     for e in topo.endpoints():

@@ -584,6 +584,7 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 		return -ENOMEM;
 	ib->dev = dev;
 	ibdev = &ib->ibdev;
+	ibdev->dev.parent = &dev->pdev->dev;	/* sysfs: .../qrnic_0/device -> the PCI function */
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = dev->num_ceqs;
