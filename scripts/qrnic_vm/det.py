@@ -130,8 +130,9 @@ def _qmp_session(path, cmds, timeout=30):
 
 
 def det_args(qemu, kernel, initrd, rundir, ports=2, smp=2, mem=1024, icount=ICOUNT, seed=1, rtc=RTC_BASE,
-             profile=None, pcap=True, dev_props='', ips=('10.0.0.1/24', '10.0.0.2/24'), append=()):
-    """(QEMU argv, {device id: pcap path})."""
+             profile=None, pcap=True, dev_props='', ips=('10.0.0.1/24', '10.0.0.2/24'), append=(), extra=()):
+    """(QEMU argv, {device id: pcap path}).  extra: more QEMU arguments (experiments: what
+    breaks determinism, e.g. ['-device', 'virtio-rng-pci'])."""
     cmdline = ['console=ttyS0,115200', 'panic=-1', 'nokaslr', 'loglevel=4', 'log_buf_len=4M',
                'tsc=reliable', 'no_timer_check', 'mitigations=off', 'qrnicvm.host=vm0',
                'qrnicvm.ip=' + ','.join(ips[:ports])] + list(append)
@@ -159,14 +160,14 @@ def det_args(qemu, kernel, initrd, rundir, ports=2, smp=2, mem=1024, icount=ICOU
             props.append(dev_props)
         a += ['-netdev', 'hubport,hubid=0,id=n%d' % i,
               '-device', ','.join(['qrnic', 'netdev=n%d' % i, 'mac=' + _mac(0, i), 'id=qrnic-%d' % i] + props)]
-    return a, pcaps
+    return a + list(extra), pcaps
 
 
 def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=900, rundir=None, progress=True,
             qom_props=QOM_PROPS, **kw):
     """Boot, run WORKLOAD (a /bin/sh script; EP<i>_DEV/_NETDEV/_IP/_GID set), wait for the poweroff,
     read qom_props of every qrnic device.  kw: det_args (smp, mem, icount, seed, rtc, profile, pcap,
-    dev_props, ips, append, ports).  Returns a DetResult (also .pcaps, .args)."""
+    dev_props, ips, append, extra, ports).  Returns a DetResult (also .pcaps, .args)."""
     qemu = qemu or find_qemu(build=build)
     check_qemu_devices(qemu, ('qrnic',))
     if detdir is None:
