@@ -206,6 +206,9 @@ def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=90
                 text = f.read()
             if b'QRNIC-DET-DONE' in text:
                 break
+            if b'Kernel panic' in text:     # panic=-1 + -no-reboot: the VM stops without DONE
+                time.sleep(1)
+                raise VMError('the guest kernel panicked; logs in %s:\n%s' % (rundir, _tail(console, 40)))
             if proc.poll() is not None:
                 raise VMError('QEMU exited (status %s) before the guest finished; logs in %s:\n%s'
                               % (proc.returncode, rundir, _tail(console, 30) + '\n' +
