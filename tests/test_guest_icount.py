@@ -57,9 +57,11 @@ function of virtual time alone.  Removed, and why:
 * RDRAND under TCG returns host randomness: -seed 1.  QEMU's default CPU
   model has no RDRAND, so without -seed two boots still agree; with
   -cpu max and no -seed they differed from the first console line on.
-* the RTC: with QEMU's default (host clock) it starts at the host's time of
-  day and the kernel's first read waits for the next seconds edge; two boots
-  differed from the first console line on.  -rtc base=<fixed>,clock=vm.
+* the RTC: with QEMU's default (host clock) the guest's wall clock starts at
+  the host's time of day and the RTC's update cycle follows the host's
+  clock (the kernel mixes the wall time into its random pool at boot, for
+  one); two boots differed from the first console line on.
+  -rtc base=<fixed>,clock=vm.
 * QMP: the host connects only after the guest printed QRNIC-DET-DONE and
   stopped the VM (ACPI soft-off, -action shutdown=pause).  Not `poweroff`:
   the kernel shuts the devices down first and the qrnic driver resets its
