@@ -26,6 +26,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
+#include "system/cpu-timers.h"
 #include "system/system.h"
 #include "trace.h"
 
@@ -235,6 +236,20 @@ static void qrnic_host_schedule(void *opaque)
 {
     QrnicState *s = opaque;
 
+    /*
+     * Under -icount all work goes through the kick timer, which runs in the
+     * vCPU thread at a definite instruction (the bottom half would run in the
+     * main loop whenever the host schedules it, and read a virtual clock that
+     * lags behind the vCPU there): the run then depends on nothing but the
+     * guest.  Work left after one budget is picked up by the timer again one
+     * ns later (qrnic_kick_cb).
+     */
+    if (icount_enabled()) {
+        if (!s->in_kick && !timer_pending(s->kick)) {
+            timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
+        }
+        return;
+    }
     qemu_bh_schedule(s->bh);
     /*
      * Also a virtual-clock timer due now: when the clock jumps (qtest
@@ -322,6 +337,10 @@ static void qrnic_kick_cb(void *opaque)
     s->in_kick = true;
     qrnic_dev_run(s->dev);
     s->in_kick = false;
+    if (icount_enabled() && qrnic_dev_busy(s->dev)) {
+        /* no bottom half under icount (qrnic_host_schedule): the rest, one ns on */
+        timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + 1);
+    }
     g->engaged_in_io = engaged;
 }
 

@@ -8,6 +8,9 @@
                                             (":vm N" switches VM, ":eps" lists endpoints, ":q" quits)
   scripts/vm.py boot-time [opts] [-n N]     boot N times, report seconds to agent ready
   scripts/vm.py demo [opts]                 boot, run the demo of scripts/run-demo.sh, print a table
+  scripts/vm.py det-run [det opts] SCRIPT   deterministic run (T1 from an initramfs, -icount, no
+                                            host input): /init runs SCRIPT (a file, or - for stdin)
+                                            and powers off; prints its output (qrnic_vm/det.py)
 
 Common options: -t T1|T2|T3 (default T1), --link hub|dgram (T1), --mem MiB,
 --smp N, --cpu MODEL, --append 'k=v ...', --build (run build-qemu.sh and
@@ -123,6 +126,22 @@ def cmd_demo(a):
     return 0 if ok else 1
 
 
+def cmd_det_run(a):
+    from qrnic_vm.det import ICOUNT, det_run
+    script = sys.stdin.read() if a.script == '-' else open(a.script).read()
+    r = det_run(script, build=a.build, smp=a.smp, mem=a.mem, profile=a.profile,
+                icount=None if a.icount == 'off' else (a.icount or ICOUNT),
+                seed=None if a.seed == 'off' else int(a.seed), timeout=a.timeout, progress=not a.quiet)
+    sys.stdout.write(r.output)
+    if r.failure:
+        print(r.failure, file=sys.stderr)
+    for dev, q in sorted(r.qom.items()):
+        print('%s: late-events %s, late-ns-total %s' % (dev, q.get('late-events'), q.get('late-ns-total')),
+              file=sys.stderr)
+    print('det-run: workload rc %s, %.1f s, logs in %s' % (r.rc, r.wall, r.rundir), file=sys.stderr)
+    return 0 if r.ok else (r.rc or 1)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -157,6 +176,17 @@ def main(argv=None):
     sp = sub.add_parser('demo')
     common(sp)
     sp.set_defaults(fn=cmd_demo)
+    sp = sub.add_parser('det-run', help='deterministic run of a guest script (see docs/guest.md)')
+    sp.add_argument('--smp', type=int, default=2)
+    sp.add_argument('--mem', type=int, default=1024)
+    sp.add_argument('--profile', default=None, help='timing profile of both qrnic devices (cx5-100g, teach...)')
+    sp.add_argument('--icount', default=None, help="-icount value (default shift=0,sleep=off,align=off; 'off': none)")
+    sp.add_argument('--seed', default='1', help="-seed value ('off': none)")
+    sp.add_argument('--timeout', type=int, default=900)
+    sp.add_argument('--build', action='store_true', help='run build-qemu.sh and guest-image.sh first')
+    sp.add_argument('--quiet', action='store_true')
+    sp.add_argument('script')
+    sp.set_defaults(fn=cmd_det_run)
     a = p.parse_args(argv)
     try:
         return a.fn(a)
