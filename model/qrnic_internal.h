@@ -313,12 +313,14 @@ struct qrnic_dev {
 	uint32_t rxq_head, rxq_tail;	/* free running */
 	struct qrnic_event *events;	/* binary min-heap */
 	uint32_t nevents, events_cap;
+	uint32_t events_compact_at;	/* purge cancelled events at this size */
 	uint64_t event_seq;
 	uint32_t timer_gen;		/* source of unique qrnic_req.timer_gen values */
 	uint64_t timer_deadline;	/* armed host timer, UINT64_MAX = none */
 	bool in_run;
 
-	uint8_t txbuf[QRNIC_MAX_FRAME];	/* frame being built */
+	uint8_t *txbuf;			/* frame being built (a frame buffer), or NULL */
+	uint8_t txbuf_spare[QRNIC_MAX_FRAME];	/* ... when none could be allocated */
 
 	/* timing (timing.c resources, effects.c scheduling) */
 	struct qrnic_timing tm;
@@ -444,9 +446,13 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
 /* Fill the L2/L3 part of a packet from an address vector. Returns 0 or VERR. */
 int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
 		      uint32_t src_qpn);
-/* Build and send a frame through qrnic_tx. */
+/* Build and send a frame through qrnic_tx.  The payload may already sit
+ * where it belongs in the frame: at qrnic_tx_payload(d, p). */
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen);
+/* Where the payload of the next frame built by qrnic_send_pkt goes, given
+ * p->ipv6 and p->opcode: read it there and the build copies nothing. */
+uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p);
 
 /* ---- effects.c: timing glue ---------------------------------------------- */
 /* True while a data-path step runs with a timing profile other than
@@ -460,6 +466,8 @@ void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready);
 void qrnic_tm_end(struct qrnic_dev *d);
 /* Defer a frame (copied) to leave at its modelled departure time. */
 void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* The same, taking a frame buffer. */
+void qrnic_fx_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
 /* Defer writing a CQE into 'slot' of CQ cqn until its modelled time. */
 int qrnic_fx_cqe(struct qrnic_dev *d, uint32_t cqn, uint64_t slot, const struct qrnic_cqe *cqe);
 /* Defer an interrupt for moderation. */
@@ -469,6 +477,9 @@ void qrnic_fx_reset(struct qrnic_dev *d);
 void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn);	/* CQ destroyed */
 /* Send a frame now (what a due TX effect does). */
 void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* The same, taking a frame buffer (qrnic_frame_buf_alloc) instead of copying. */
+void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
+void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
 /* Write a reserved CQE now and raise its event (what a due CQE effect does). */
 void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
 			struct qrnic_cqe *cqe);

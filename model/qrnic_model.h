@@ -77,7 +77,19 @@ struct qrnic_host_ops {
 	void (*log)(void *opaque, enum qrnic_log_level level, const char *msg);
 	/* Optional (may be NULL). */
 	void (*trace)(void *opaque, const struct qrnic_trace_ev *ev);
+	/* Optional (may be NULL): like tx_frame, but the host takes the
+	 * buffer (from qrnic_frame_buf_alloc) instead of copying it, and
+	 * releases it with qrnic_frame_buf_free (or hands it on, e.g. to
+	 * qrnic_dev_rx_frame_buf).  Without it the model calls tx_frame. */
+	void (*tx_frame_buf)(void *opaque, uint8_t *frame, size_t len);
 };
+
+/* Frame buffers that change hands without a copy (ops->tx_frame_buf,
+ * qrnic_dev_rx_frame_buf): room for len <= QRNIC_FRAME_BUF_MAX bytes, or
+ * NULL.  Whoever holds a buffer last frees it; any device, any thread. */
+#define QRNIC_FRAME_BUF_MAX	QRNIC_ETH_MAX_FRAME
+uint8_t *qrnic_frame_buf_alloc(size_t len);
+void qrnic_frame_buf_free(uint8_t *buf);
 
 /* Device configuration (QEMU properties map onto this). */
 struct qrnic_config {
@@ -119,6 +131,9 @@ void qrnic_dev_db_write(struct qrnic_dev *dev, uint64_t off, uint64_t val, unsig
 /* A frame arrived from the wire.  The model copies it; it is processed in
  * qrnic_dev_run().  Returns false if the receive queue was full (dropped). */
 bool qrnic_dev_rx_frame(struct qrnic_dev *dev, const uint8_t *frame, size_t len);
+/* The same without a copy: the model takes buf (from qrnic_frame_buf_alloc)
+ * whatever the outcome, and frees it when done with it. */
+bool qrnic_dev_rx_frame_buf(struct qrnic_dev *dev, uint8_t *buf, size_t len);
 
 /* Do pending work with a bounded budget; calls ops->schedule() again if
  * work remains.  Returns true if anything was done. */

@@ -116,8 +116,13 @@ struct qrnic_pkt {
  * ignored: the payload is the (payload, paylen) argument, which may be NULL
  * when paylen is 0.
  * Returns the frame length, or 0 if bufsz is too small, the opcode unknown,
- * or paylen != 0 for an opcode without payload (READ_REQ, ACK, atomics). */
+ * or paylen != 0 for an opcode without payload (READ_REQ, ACK, atomics).
+ * The payload may already be in place (payload == buf +
+ * qrnic_wire_payload_off(...)): it is then not copied. */
 size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t paylen, uint8_t *buf, size_t bufsz);
+/* Offset of the payload in a frame built for (ipv6, opcode); 0 for an
+ * unknown opcode. */
+size_t qrnic_wire_payload_off(bool ipv6, uint8_t opcode);
 
 /* Parse and validate a frame.  Returns 0 and fills *p on success, or a QRNIC_WIRE_E_* reason (>0).
  * *p is zeroed first; on success fields not carried by the opcode stay 0, and

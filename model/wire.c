@@ -800,6 +800,16 @@ const char *qrnic_wire_strerror(int err)
 	}
 }
 
+size_t qrnic_wire_payload_off(bool ipv6, uint8_t opcode)
+{
+	uint32_t fl = qrnic_opcode_flags(opcode);
+
+	if (!fl)
+		return 0;
+	return QRNIC_ETH_HLEN + (ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN) + QRNIC_UDP_HLEN +
+	       QRNIC_BTH_LEN + ext_len(fl);
+}
+
 /* ---- Build ---------------------------------------------------------------- */
 size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t paylen,
 			uint8_t *buf, size_t bufsz)
@@ -904,8 +914,8 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
 		h += QRNIC_IMMDT_LEN;
 	}
 
-	/* payload + pad */
-	if (paylen)
+	/* payload + pad (nothing to copy when it was read in place) */
+	if (paylen && h != (const uint8_t *)payload)
 		memmove(h, payload, paylen);
 	h += paylen;
 	memset(h, 0, pad);

@@ -30,7 +30,7 @@ struct hx_frame {
 	int hold_left;
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
-	uint8_t data[];
+	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
 };
 
 struct hx_rule {
@@ -572,19 +572,36 @@ static uint64_t wire_arrival(hx_world *w, int src, uint32_t len)
 	return (done + 999) / 1000 + w->latency;
 }
 
-static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+/* A frame on the wire, carrying buf (a frame buffer, taken). */
+static struct hx_frame *frame_take(uint8_t *buf, uint32_t len, int src, int dst, int64_t li)
 {
-	struct hx_frame *fr = malloc(sizeof(*fr) + (len ? len : 1));
+	struct hx_frame *fr = malloc(sizeof(*fr));
 
-	if (!fr)
+	if (!fr || !buf)
 		abort();
 	memset(fr, 0, sizeof(*fr));
-	memcpy(fr->data, f, len);
+	fr->data = buf;
 	fr->len = len;
 	fr->src = src;
 	fr->dst = dst;
 	fr->log_idx = li;
 	return fr;
+}
+
+static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+{
+	uint8_t *buf = qrnic_frame_buf_alloc(len);
+
+	if (!buf)
+		abort();
+	memcpy(buf, f, len);
+	return frame_take(buf, len, src, dst, li);
+}
+
+static void frame_free(struct hx_frame *fr)
+{
+	qrnic_frame_buf_free(fr->data);
+	free(fr);
 }
 
 static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
@@ -658,9 +675,10 @@ static bool rule_matches(struct hx_rule *r, int src, uint64_t src_seq, uint64_t 
 	return true;
 }
 
-static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
+/* A frame put on the wire: f, which is 'owned' (a frame buffer the wire
+ * takes) or to be copied (owned NULL). */
+static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t len)
 {
-	struct hx_dev *h = opaque;
 	hx_world *w = h->w;
 	int src = h->idx, dst = h->peer;
 	uint64_t src_seq = h->tx_seq++, gseq = w->tx_seq;
@@ -701,6 +719,7 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 			w->ws[HX_WS_DROP_RANDOM]++;
 			fate(w, li, HX_F_DROP_RANDOM);
 			held_tick(w, src);
+			qrnic_frame_buf_free(owned);
 			return;
 		}
 		x -= w->loss_ppm;
@@ -718,15 +737,18 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 	if (dst < 0) {
 		w->ws[HX_WS_NO_CABLE]++;
 		fate(w, li, HX_F_NO_CABLE);
+		qrnic_frame_buf_free(owned);
 		return;
 	}
 	if (action == HX_ACT_DROP) {
 		w->ws[HX_WS_DROP_RULE]++;
 		fate(w, li, HX_F_DROP_RULE);
 		held_tick(w, src);
+		qrnic_frame_buf_free(owned);
 		return;
 	}
-	fr = frame_new(f, (uint32_t)len, src, dst, li);
+	fr = owned ? frame_take(owned, (uint32_t)len, src, dst, li)
+		   : frame_new(f, (uint32_t)len, src, dst, li);
 	if (action == HX_ACT_CORRUPT) {
 		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
 		w->ws[HX_WS_CORRUPTED]++;
@@ -752,6 +774,16 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 		fate(w, li, HX_F_DUPLICATED);
 	}
 	held_tick(w, src);
+}
+
+static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
+{
+	tx_frame(opaque, f, NULL, len);
+}
+
+static void op_tx_frame_buf(void *opaque, uint8_t *buf, size_t len)
+{
+	tx_frame(opaque, buf, buf, len);
 }
 
 int hx_rx_inject(hx_world *w, int d, const void *frame, uint32_t len)
@@ -834,6 +866,7 @@ static const struct qrnic_host_ops hx_ops = {
 	.schedule = op_schedule,
 	.log = op_log,
 	.trace = op_trace,
+	.tx_frame_buf = op_tx_frame_buf,
 };
 
 void hx_trace_enable(hx_world *w, uint32_t capacity)
@@ -920,11 +953,11 @@ void hx_world_free(hx_world *w)
 		dev_free(w->dev[i]);
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
-		free(f);
+		frame_free(f);
 	}
 	for (f = w->held; f; f = n) {
 		n = f->next;
-		free(f);
+		frame_free(f);
 	}
 	hx_pcap_close(w);
 	hx_framelog_enable(w, 0);
@@ -1105,7 +1138,10 @@ static bool deliver(hx_world *w)
 			w->fl_tail = prev;
 		if (h) {
 			burst[fr->dst]++;
-			if (qrnic_dev_rx_frame(h->dev, fr->data, fr->len)) {
+			uint8_t *buf = fr->data;
+
+			fr->data = NULL;	/* the device takes it */
+			if (qrnic_dev_rx_frame_buf(h->dev, buf, fr->len)) {
 				w->ws[HX_WS_DELIVERED]++;
 				fate(w, fr->log_idx, HX_F_DELIVERED);
 			} else {
@@ -1113,7 +1149,7 @@ static bool deliver(hx_world *w)
 				fate(w, fr->log_idx, HX_F_RX_FULL);
 			}
 		}
-		free(fr);
+		frame_free(fr);
 		did = true;
 	}
 	return did;
