@@ -7,6 +7,7 @@
  * independent of host endianness and alignment.  No allocation, no mutable
  * globals.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "qrnic_wire.h"
@@ -444,23 +445,19 @@ static const uint32_t crc32_tab[8][256] = {
  * PCLMULQDQ", Intel, 2009; constants for the bit-reflected domain).
  * Takes and returns the raw register; n >= 64 and a multiple of 16.
  */
+/* The four lanes x1..x4 hold the folded data so far; b/n (n a multiple
+ * of 16) the rest. */
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
+static inline uint32_t crc_clmul_lanes(__m128i x1, __m128i x2, __m128i x3, __m128i x4,
+				       const uint8_t *b, size_t n)
 {
 	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
 	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
 	const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124);
 	const __m128i poly = _mm_set_epi64x(0x01f7011641, 0x01db710641);
 	const __m128i mask32 = _mm_setr_epi32(~0, 0, ~0, 0);
-	__m128i x1 = _mm_loadu_si128((const __m128i *)(b + 0x00));
-	__m128i x2 = _mm_loadu_si128((const __m128i *)(b + 0x10));
-	__m128i x3 = _mm_loadu_si128((const __m128i *)(b + 0x20));
-	__m128i x4 = _mm_loadu_si128((const __m128i *)(b + 0x30));
 	__m128i x5, x6, x7, x8;
 
-	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
-	b += 64;
-	n -= 64;
 	while (n >= 64) {
 		x5 = _mm_clmulepi64_si128(x1, k1k2, 0x00);
 		x6 = _mm_clmulepi64_si128(x2, k1k2, 0x00);
@@ -506,6 +503,65 @@ static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
 	return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
+{
+	__m128i x1 = _mm_loadu_si128((const __m128i *)(b + 0x00));
+
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	return crc_clmul_lanes(x1, _mm_loadu_si128((const __m128i *)(b + 0x10)),
+			       _mm_loadu_si128((const __m128i *)(b + 0x20)),
+			       _mm_loadu_si128((const __m128i *)(b + 0x30)), b + 64, n - 64);
+}
+
+/*
+ * The same with 512-bit VPCLMULQDQ (AVX-512): four 512-bit accumulators
+ * fold 256 bytes per round (distance 2048 bits: constants x^(2048+32) and
+ * x^(2048-32) mod P, bit-reflected and shifted as k1/k2), are folded into
+ * one (distance 512 bits: k1/k2), whose four 128-bit lanes are the four
+ * lanes of crc_clmul.  n >= 256 and a multiple of 16.
+ */
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static uint32_t crc_vpclmul(uint32_t crc, const uint8_t *b, size_t n)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430, 0x011542778a));
+	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
+	__m512i z1 = _mm512_loadu_si512((const void *)(b + 0x00));
+	__m512i z2 = _mm512_loadu_si512((const void *)(b + 0x40));
+	__m512i z3 = _mm512_loadu_si512((const void *)(b + 0x80));
+	__m512i z4 = _mm512_loadu_si512((const void *)(b + 0xc0));
+
+	z1 = _mm512_xor_si512(z1, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	b += 256;
+	n -= 256;
+	while (n >= 256) {
+		z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z1, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0x00)), 0x96);
+		z2 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z2, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z2, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0x40)), 0x96);
+		z3 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z3, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z3, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0x80)), 0x96);
+		z4 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z4, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z4, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0xc0)), 0x96);
+		b += 256;
+		n -= 256;
+	}
+	/* four accumulators into one, 512 bits apart */
+	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
+				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z2, 0x96);
+	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
+				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z3, 0x96);
+	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
+				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z4, 0x96);
+	return crc_clmul_lanes(_mm512_castsi512_si128(z1), _mm512_extracti32x4_epi32(z1, 1),
+			       _mm512_extracti32x4_epi32(z1, 2), _mm512_extracti32x4_epi32(z1, 3),
+			       b, n);
+}
+
 static bool have_clmul(void)
 {
 	static int cached = -1;
@@ -513,6 +569,23 @@ static bool have_clmul(void)
 	if (cached < 0) {
 		__builtin_cpu_init();
 		cached = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	}
+	return cached;
+}
+
+/* QRNIC_NO_VPCLMUL=1 in the environment: the 128-bit code only (tests
+ * compare the two). */
+static bool have_vpclmul(void)
+{
+	static int cached = -1;
+
+	if (cached < 0) {
+		const char *e = getenv("QRNIC_NO_VPCLMUL");
+
+		__builtin_cpu_init();
+		cached = have_clmul() && __builtin_cpu_supports("avx512f") &&
+			 __builtin_cpu_supports("avx512vl") &&
+			 __builtin_cpu_supports("vpclmulqdq") && !(e && *e && *e != '0');
 	}
 	return cached;
 }
@@ -525,7 +598,10 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *b, size_t n)
 	if (n >= 64 && have_clmul()) {
 		size_t chunk = n & ~(size_t)15;
 
-		crc = crc_clmul(crc, b, chunk);
+		if (chunk >= 256 && have_vpclmul())
+			crc = crc_vpclmul(crc, b, chunk);
+		else
+			crc = crc_clmul(crc, b, chunk);
 		b += chunk;
 		n -= chunk;
 	}

@@ -115,8 +115,9 @@ def capture(selftest, tmp_path_factory):
     return pcap, meta, frames
 
 
-def run_roundtrip(exe):
-    r = subprocess.run([str(exe), "roundtrip"], capture_output=True, text=True, env=SAN_ENV, timeout=600)
+def run_roundtrip(exe, **env):
+    r = subprocess.run([str(exe), "roundtrip"], capture_output=True, text=True, env=dict(SAN_ENV, **env),
+                       timeout=600)
     out = r.stdout + r.stderr
     m = re.search(r"^(\d+) passed, (\d+) failed$", r.stdout, re.M)
     assert r.returncode == 0 and m and m.group(2) == "0", out[-4000:]
@@ -130,6 +131,11 @@ def test_roundtrip_sanitized(selftest):
 def test_roundtrip_o2(tmp_path):
     # the exact build line the brief documents, optimised, no sanitizers
     run_roundtrip(compile_selftest(tmp_path, ["-O2"]))
+
+
+def test_roundtrip_no_vpclmul(selftest):
+    # the 128-bit PCLMUL CRC path even on a CPU with 512-bit VPCLMULQDQ
+    run_roundtrip(selftest, QRNIC_NO_VPCLMUL="1")
 
 
 def test_wire_c_warning_free(tmp_path):
