@@ -2324,14 +2324,17 @@ int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4)
 static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct qrnic_cqe *out)
 {
 	uint32_t mask = (1u << c->log) - 1;
-	struct qrnic_cqe cqe;
+	uint64_t addr = c->ring + (uint64_t)(ci & mask) * sizeof(struct qrnic_cqe);
+	const uint8_t *cqe;
 
-	if (hx_mem_read(h->w, h->idx, c->ring + (uint64_t)(ci & mask) * sizeof(cqe), &cqe, sizeof(cqe)))
+	if (!mem_range_ok(h, addr, sizeof(struct qrnic_cqe)))
 		return false;
-	if ((cqe.owner & 1) != (((ci >> c->log) & 1) ^ 1))
+	/* look at the owner bit in place; copy only a valid CQE */
+	cqe = mem_ptr(h, addr);
+	if ((cqe[offsetof(struct qrnic_cqe, owner)] & 1) != (((ci >> c->log) & 1) ^ 1))
 		return false;
 	if (out)
-		*out = cqe;
+		memcpy(out, cqe, sizeof(*out));
 	return true;
 }
 
