@@ -503,6 +503,17 @@ static inline uint32_t crc_clmul_lanes(__m128i x1, __m128i x2, __m128i x3, __m12
 	return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
+/* The first 64 bytes of the stream (register already folded in) at
+ * first, the rest (n a multiple of 16) at b. */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc_clmul_first(const uint8_t *first, const uint8_t *b, size_t n)
+{
+	return crc_clmul_lanes(_mm_loadu_si128((const __m128i *)(first + 0x00)),
+			       _mm_loadu_si128((const __m128i *)(first + 0x10)),
+			       _mm_loadu_si128((const __m128i *)(first + 0x20)),
+			       _mm_loadu_si128((const __m128i *)(first + 0x30)), b, n);
+}
+
 __attribute__((target("pclmul,sse4.1")))
 static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
 {
@@ -522,18 +533,12 @@ static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
  * lanes of crc_clmul.  n >= 256 and a multiple of 16.
  */
 __attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
-static uint32_t crc_vpclmul(uint32_t crc, const uint8_t *b, size_t n)
+static inline uint32_t crc_vpclmul_acc(__m512i z1, __m512i z2, __m512i z3, __m512i z4,
+				       const uint8_t *b, size_t n)
 {
 	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430, 0x011542778a));
 	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
-	__m512i z1 = _mm512_loadu_si512((const void *)(b + 0x00));
-	__m512i z2 = _mm512_loadu_si512((const void *)(b + 0x40));
-	__m512i z3 = _mm512_loadu_si512((const void *)(b + 0x80));
-	__m512i z4 = _mm512_loadu_si512((const void *)(b + 0xc0));
 
-	z1 = _mm512_xor_si512(z1, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
-	b += 256;
-	n -= 256;
 	while (n >= 256) {
 		z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k2048, 0x00),
 					       _mm512_clmulepi64_epi128(z1, k2048, 0x11),
@@ -562,19 +567,43 @@ static uint32_t crc_vpclmul(uint32_t crc, const uint8_t *b, size_t n)
 			       b, n);
 }
 
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static uint32_t crc_vpclmul(uint32_t crc, const uint8_t *b, size_t n)
+{
+	__m512i z1 = _mm512_loadu_si512((const void *)(b + 0x00));
+
+	z1 = _mm512_xor_si512(z1, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	return crc_vpclmul_acc(z1, _mm512_loadu_si512((const void *)(b + 0x40)),
+			       _mm512_loadu_si512((const void *)(b + 0x80)),
+			       _mm512_loadu_si512((const void *)(b + 0xc0)), b + 256, n - 256);
+}
+
+/* Like crc_clmul_first; n >= 192. */
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static uint32_t crc_vpclmul_first(const uint8_t *first, const uint8_t *b, size_t n)
+{
+	return crc_vpclmul_acc(_mm512_loadu_si512((const void *)first),
+			       _mm512_loadu_si512((const void *)(b + 0x00)),
+			       _mm512_loadu_si512((const void *)(b + 0x40)),
+			       _mm512_loadu_si512((const void *)(b + 0x80)), b + 192, n - 192);
+}
+
 static bool have_clmul(void)
 {
 	static int cached = -1;
 
 	if (cached < 0) {
+		const char *e = getenv("QRNIC_NO_CLMUL");
+
 		__builtin_cpu_init();
-		cached = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+		cached = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
+			 !(e && *e && *e != '0');
 	}
 	return cached;
 }
 
-/* QRNIC_NO_VPCLMUL=1 in the environment: the 128-bit code only (tests
- * compare the two). */
+/* QRNIC_NO_VPCLMUL=1 in the environment: the 128-bit code only;
+ * QRNIC_NO_CLMUL=1: table-driven only (tests compare them). */
 static bool have_vpclmul(void)
 {
 	static int cached = -1;
@@ -641,14 +670,13 @@ uint32_t qrnic_crc32(uint32_t crc, const void *buf, size_t len)
  * ICRC field inclusive; the caller guarantees
  * ip_len >= iphlen + UDP + BTH + ICRC.
  */
-static uint32_t icrc_calc(const uint8_t *ip, bool ipv6, size_t ip_len)
+static void icrc_mask(uint8_t *ps, const uint8_t *ip, bool ipv6, size_t iphl)
 {
-	uint8_t ps[QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN];
-	size_t iphl = ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN;
-	size_t hl = iphl + QRNIC_UDP_HLEN + QRNIC_BTH_LEN;
-	uint32_t crc;
-
-	memcpy(ps, ip, hl);
+	/* constant sizes: plain vector moves, not a string instruction */
+	if (ipv6)
+		memcpy(ps, ip, QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN);
+	else
+		memcpy(ps, ip, QRNIC_IPV4_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN);
 	if (ipv6) {
 		ps[0] |= 0x0f;			/* traffic class [7:4] */
 		ps[1] = 0xff;			/* traffic class [3:0], flow label [19:16] */
@@ -664,10 +692,64 @@ static uint32_t icrc_calc(const uint8_t *ip, bool ipv6, size_t ip_len)
 	ps[iphl + 6] = 0xff;			/* UDP checksum */
 	ps[iphl + 7] = 0xff;
 	ps[iphl + QRNIC_UDP_HLEN + 4] = 0xff;	/* BTH FECN, BECN, resv6 */
+}
 
-	crc = crc_update(ICRC_SEED, ps, hl);
-	crc = crc_update(crc, ip + hl, ip_len - hl - QRNIC_ICRC_LEN);
-	return ~crc;
+static uint32_t icrc_calc(const uint8_t *ip, bool ipv6, size_t ip_len)
+{
+	size_t iphl = ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN;
+	size_t hl = iphl + QRNIC_UDP_HLEN + QRNIC_BTH_LEN;
+	const uint8_t *body = ip + hl;
+	size_t blen = ip_len - hl - QRNIC_ICRC_LEN;
+	uint32_t crc;
+
+#ifdef QRNIC_HAVE_CLMUL
+	/*
+	 * All by carry-less multiplication, the masked headers included: they
+	 * go into a block behind leading zero bytes, with the seed XORed into
+	 * their first four bytes (from a zero register, leading zeros change
+	 * nothing, and CRC(seed, d) = CRC(0, d ^ seed)).  A small frame fits
+	 * the block whole; a large one has its first 64 bytes there, the
+	 * zeros chosen (IPv4) so that the rest is a multiple of 16 bytes.
+	 */
+	if (have_clmul()) {
+		uint8_t blk[192];
+		size_t total = hl + blen, pad, k, rest, n16;
+
+		if (total <= 176) {
+			pad = (16 - total % 16) % 16;
+			if (total + pad < 64)
+				pad = 64 - total;
+			memset(blk, 0, 64);	/* pad < 64 */
+			icrc_mask(blk + pad, ip, ipv6, iphl);
+			for (int i = 0; i < 4; i++)
+				blk[pad + i] ^= (uint8_t)(ICRC_SEED >> (8 * i));
+			memcpy(blk + pad + hl, body, blen);
+			return ~crc_clmul(0, blk, total + pad);
+		}
+		pad = ipv6 ? 64 - hl : (16 - total % 16) % 16;
+		k = 64 - pad - hl;
+		memset(blk, 0, 64);
+		icrc_mask(blk + pad, ip, ipv6, iphl);
+		for (int i = 0; i < 4; i++)
+			blk[pad + i] ^= (uint8_t)(ICRC_SEED >> (8 * i));
+		memcpy(blk + pad + hl, body, k);
+		rest = blen - k;
+		n16 = rest & ~(size_t)15;
+		if (n16 >= 192 && have_vpclmul())
+			crc = crc_vpclmul_first(blk, body + k, n16);
+		else
+			crc = crc_clmul_first(blk, body + k, n16);
+		return ~crc_update(crc, body + k + n16, rest - n16);
+	}
+#endif
+	{
+		uint8_t ps[QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN];
+
+		icrc_mask(ps, ip, ipv6, iphl);
+		crc = crc_update(ICRC_SEED, ps, hl);
+		crc = crc_update(crc, body, blen);
+		return ~crc;
+	}
 }
 
 uint32_t qrnic_icrc(const uint8_t *frame, size_t len)
