@@ -677,9 +677,11 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 
 	if (n > QRNIC_MAX_RD_ATOMIC)
 		n = QRNIC_MAX_RD_ATOMIC;
-	for (uint32_t k = 0; k < n && budget; k++) {
-		/* oldest first: start after the newest allocated slot */
-		struct qrnic_rsrc *r = &qp->resp.rsrc[(qp->resp.rsrc_head + k) % n];
+	/* oldest first: start after the newest allocated slot (no division
+	 * per slot: this runs for every packet the QP receives) */
+	for (uint32_t k = 0, i = qp->resp.rsrc_head % n; k < n && budget;
+	     k++, i = i + 1 == n ? 0 : i + 1) {
+		struct qrnic_rsrc *r = &qp->resp.rsrc[i];
 
 		if (r->valid && r->pending && r->atomic && budget) {
 			tm_resp_pkt(d, qp, r->tm_issue, d->tm.p.ack_cycles);
