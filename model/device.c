@@ -112,7 +112,7 @@ void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn
 {
 	struct qrnic_trace_ev ev;
 
-	if (!d->ops->trace)
+	if (!d->ops->trace || d->trace_off)
 		return;
 	ev.t_ns = t;
 	ev.type = type;
@@ -128,7 +128,7 @@ void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn
 void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
 		 uint32_t a, uint32_t b, uint64_t addr)
 {
-	if (!d->ops->trace)
+	if (!d->ops->trace || d->trace_off)
 		return;
 	qrnic_trace_at(d, qrnic_timed(d) ? d->tm_t : qrnic_now(d), type, qpn, psn, a, b, addr);
 }
@@ -171,6 +171,11 @@ uint8_t qrnic_port_ib_mtu(const struct qrnic_dev *d)
 	while (m > QRNIC_MTU_256 && qrnic_mtu_bytes(m) > room)
 		m--;
 	return m;
+}
+
+void qrnic_dev_set_trace(struct qrnic_dev *d, bool on)
+{
+	d->trace_off = !on;
 }
 
 uint64_t qrnic_now(struct qrnic_dev *d)

@@ -289,6 +289,7 @@ struct qrnic_dev {
 	uint64_t eth_tx_base, eth_rx_base;
 	uint32_t eth_ctrl, eth_tx_pi, eth_rx_pi, eth_tx_ci, eth_rx_ci, eth_irq;
 	bool link_up;
+	bool trace_off;		/* qrnic_dev_set_trace(d, false) */
 
 	/* resources */
 	bool *uctx_valid;		/* [max_uctx] */

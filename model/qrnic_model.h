@@ -135,6 +135,10 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *dev, const uint8_t *frame, size_t len)
  * whatever the outcome, and frees it when done with it. */
 bool qrnic_dev_rx_frame_buf(struct qrnic_dev *dev, uint8_t *buf, size_t len);
 
+/* Trace events go to ops->trace while on (the default).  A host that
+ * would discard them turns them off and saves the model the work. */
+void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
+
 /* Do pending work with a bounded budget; calls ops->schedule() again if
  * work remains.  Returns true if anything was done. */
 bool qrnic_dev_run(struct qrnic_dev *dev);

@@ -880,6 +880,9 @@ void hx_trace_enable(hx_world *w, uint32_t capacity)
 		if (w->trace)
 			w->trace_cap = capacity;
 	}
+	/* op_trace drops everything without a ring: spare the model the work */
+	for (int i = 0; i < w->ndev; i++)
+		qrnic_dev_set_trace(w->dev[i]->dev, w->trace_cap != 0);
 }
 
 uint64_t hx_trace_total(hx_world *w)
@@ -951,6 +954,7 @@ void hx_world_free(hx_world *w)
 		return;
 	for (int i = 0; i < w->ndev; i++)
 		dev_free(w->dev[i]);
+	w->ndev = 0;
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
 		frame_free(f);
@@ -1063,6 +1067,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 		free(h);
 		return HX_E_DEV;
 	}
+	qrnic_dev_set_trace(h->dev, w->trace_cap != 0);
 	w->dev[w->ndev] = h;
 	return w->ndev++;
 }
