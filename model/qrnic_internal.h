@@ -200,6 +200,8 @@ struct qrnic_resp {
 	/* responder resources for READ/ATOMIC, ring of max_dest_rd_atomic */
 	struct qrnic_rsrc rsrc[QRNIC_MAX_RD_ATOMIC];
 	uint32_t rsrc_head;	/* next slot to use */
+	bool rsrc_maybe;	/* set with every rsrc[].pending = true; false:
+				 * none is pending (qrnic_resp_step skips the scan) */
 	uint32_t rq_ci;		/* next RQ index to consume */
 };
 

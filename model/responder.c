@@ -343,6 +343,7 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 			if (!r->pending)
 				r->replay = true;
 			r->pending = true;
+			qp->resp.rsrc_maybe = true;
 			qrnic_qp_kick(d, qp);
 		}
 		return;
@@ -354,6 +355,7 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 			if (!r->pending)
 				r->replay = true;
 			r->pending = true;	/* answered again, in order */
+			qp->resp.rsrc_maybe = true;
 			qrnic_qp_kick(d, qp);
 		}
 		return;
@@ -519,6 +521,7 @@ static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	}
 	r->valid = true;
 	r->pending = true;
+	qp->resp.rsrc_maybe = true;
 	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
 	r->npkts = p->reth_len ? (p->reth_len + mtu - 1) / mtu : 1;
@@ -570,6 +573,7 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 	r->valid = true;
 	r->atomic = true;
 	r->pending = true;
+	qp->resp.rsrc_maybe = true;
 	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
 	r->npkts = 1;
@@ -673,13 +677,15 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 {
 	static uint8_t buf[4096];
 	uint32_t mtu = path_mtu(qp);
-	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1;
+	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1, k;
 
 	if (n > QRNIC_MAX_RD_ATOMIC)
 		n = QRNIC_MAX_RD_ATOMIC;
 	/* oldest first: start after the newest allocated slot (no division
-	 * per slot: this runs for every packet the QP receives) */
-	for (uint32_t k = 0, i = qp->resp.rsrc_head % n; k < n && budget;
+	 * per slot: this runs for every packet the QP receives; and no scan
+	 * at all when nothing was made pending since the last full one) */
+	k = 0;
+	for (uint32_t i = qp->resp.rsrc_head % n; qp->resp.rsrc_maybe && k < n && budget;
 	     k++, i = i + 1 == n ? 0 : i + 1) {
 		struct qrnic_rsrc *r = &qp->resp.rsrc[i];
 
@@ -725,6 +731,15 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		}
 		if (r->valid && r->pending)
 			return true;
+	}
+	if (k == n) {
+		/* every slot in use seen, none pending: clear the hint unless
+		 * a slot beyond n is (should max_dest_rd_atomic grow again) */
+		bool any = false;
+
+		for (uint32_t i = 0; i < QRNIC_MAX_RD_ATOMIC; i++)
+			any |= qp->resp.rsrc[i].valid && qp->resp.rsrc[i].pending;
+		qp->resp.rsrc_maybe = any;
 	}
 	if (qp->resp.fatal_pending) {	/* every earlier response is out */
 		qp->resp.fatal_pending = false;
