@@ -178,6 +178,11 @@ void qrnic_dev_set_trace(struct qrnic_dev *d, bool on)
 	d->trace_off = !on;
 }
 
+void qrnic_dev_set_trusted_wire(struct qrnic_dev *d, bool on)
+{
+	d->trusted_wire = on;
+}
+
 uint64_t qrnic_now(struct qrnic_dev *d)
 {
 	return d->ops->now_ns(d->opaque);
@@ -599,7 +604,7 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	struct qrnic_pkt p;
 	struct qrnic_qp *qp;
 	uint32_t fl;
-	int rc = qrnic_wire_parse(frame, len, &p);
+	int rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
 
 	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
 		qrnic_eth_rx(d, frame, len);

@@ -44,7 +44,7 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		    uint32_t paylen)
 {
 	uint8_t *buf = txbuf(d);
-	size_t len = qrnic_wire_build(p, payload, paylen, buf, QRNIC_MAX_FRAME);
+	size_t len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
 
 	if (!len) {
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);

@@ -292,6 +292,7 @@ struct qrnic_dev {
 	uint32_t eth_ctrl, eth_tx_pi, eth_rx_pi, eth_tx_ci, eth_rx_ci, eth_irq;
 	bool link_up;
 	bool trace_off;		/* qrnic_dev_set_trace(d, false) */
+	bool trusted_wire;	/* qrnic_dev_set_trusted_wire(d, true) */
 
 	/* resources */
 	bool *uctx_valid;		/* [max_uctx] */
@@ -449,6 +450,13 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
 /* Fill the L2/L3 part of a packet from an address vector. Returns 0 or VERR. */
 int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
 		      uint32_t src_qpn);
+/* Whether frames get (and are checked for) an ICRC: always, but on a
+ * trusted simulated wire without a fault plan. */
+static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
+{
+	return !d->trusted_wire || d->fault;
+}
+
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,

@@ -139,6 +139,14 @@ bool qrnic_dev_rx_frame_buf(struct qrnic_dev *dev, uint8_t *buf, size_t len);
  * would discard them turns them off and saves the model the work. */
 void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
 
+/* Simulators only: a trusted wire.  The device neither computes the ICRC
+ * of the RoCEv2 frames it sends (the field is 0) nor checks it on the
+ * frames it receives -- every other check stays.  For a simulated wire
+ * that corrupts nothing and is not captured, with the same setting at
+ * both ends.  Off by default (and after reset it stays as set); while a
+ * fault plan is loaded the device computes and checks the ICRC anyway. */
+void qrnic_dev_set_trusted_wire(struct qrnic_dev *dev, bool on);
+
 /* Do pending work with a bounded budget; calls ops->schedule() again if
  * work remains.  Returns true if anything was done. */
 bool qrnic_dev_run(struct qrnic_dev *dev);

@@ -972,6 +972,12 @@ size_t qrnic_wire_payload_off(bool ipv6, uint8_t opcode)
 size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t paylen,
 			uint8_t *buf, size_t bufsz)
 {
+	return qrnic_wire_build_icrc(p, payload, paylen, buf, bufsz, true);
+}
+
+size_t qrnic_wire_build_icrc(const struct qrnic_pkt *p, const void *payload, uint32_t paylen,
+			     uint8_t *buf, size_t bufsz, bool icrc)
+{
 	uint32_t fl, udp_len, pad;
 	size_t iphl, total;
 	uint8_t *ip, *udp, *h;
@@ -1080,7 +1086,7 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
 	h += pad;
 
 	/* ICRC, then (IPv6) the UDP checksum, which covers the ICRC */
-	wr32le(h, icrc_calc(ip, p->ipv6, iphl + udp_len));
+	wr32le(h, icrc ? icrc_calc(ip, p->ipv6, iphl + udp_len) : 0);
 	if (p->ipv6) {
 		uint16_t c = (uint16_t)~udp_sum(ip, true, udp, udp_len);
 
@@ -1091,6 +1097,11 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
 
 /* ---- Parse ---------------------------------------------------------------- */
 int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p)
+{
+	return qrnic_wire_parse_icrc(frame, len, p, true);
+}
+
+int qrnic_wire_parse_icrc(const uint8_t *frame, size_t len, struct qrnic_pkt *p, bool icrc)
 {
 	const uint8_t *ip, *udp, *h;
 	size_t avail, iphl, ip_len, udp_len, l4, data;
@@ -1196,7 +1207,7 @@ int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p)
 	/* ICRC.  On failure the destination is still reported, so the
 	 * caller can tell RoCE traffic for someone else (Ethernet path) from
 	 * a corrupted packet for us. */
-	if (icrc_calc(ip, ipv6, ip_len) != rd32le(ip + ip_len - QRNIC_ICRC_LEN)) {
+	if (icrc && icrc_calc(ip, ipv6, ip_len) != rd32le(ip + ip_len - QRNIC_ICRC_LEN)) {
 		p->ipv6 = ipv6;
 		if (ipv6)
 			memcpy(p->dgid, ip + 24, 16);

@@ -163,6 +163,8 @@ struct hx_world {
 	uint64_t tx_seq;
 	uint64_t ws[HX_WS_COUNT];
 	FILE *pcap;
+	bool trusted;				/* hx_wire_trusted() asked for it */
+	bool faults_used;			/* a fault rule or plan was ever added */
 
 	/* frame log */
 	uint32_t fl_max, fl_count;
@@ -386,6 +388,34 @@ int hx_parse_bth(const uint8_t *f, uint32_t len, int *opcode, uint32_t *dqpn, ui
 }
 
 /* ---- pcap and frame log --------------------------------------------------------- */
+/* The devices skip the ICRC (qrnic_dev_set_trusted_wire) only while the
+ * wire is trusted: asked for, nothing corrupts frames (no corrupting wire
+ * rule, no fault rule on any device, ever), nothing captures them. */
+static bool trust_effective(hx_world *w)
+{
+	if (!w->trusted || w->corrupt_ppm || w->pcap || w->faults_used)
+		return false;
+	for (int i = 0; i < w->nrules; i++)
+		if (w->rules[i].action == HX_ACT_CORRUPT)
+			return false;
+	return true;
+}
+
+static void trust_apply(hx_world *w)
+{
+	bool on = trust_effective(w);
+
+	for (int i = 0; i < w->ndev; i++)
+		qrnic_dev_set_trusted_wire(w->dev[i]->dev, on);
+}
+
+int hx_wire_trusted(hx_world *w, int on)
+{
+	w->trusted = on != 0;
+	trust_apply(w);
+	return trust_effective(w);
+}
+
 int hx_pcap_open(hx_world *w, const char *path)
 {
 	struct {
@@ -402,6 +432,7 @@ int hx_pcap_open(hx_world *w, const char *path)
 		return HX_E_INVAL;
 	}
 	fwrite(&gh, sizeof(gh), 1, w->pcap);
+	trust_apply(w);
 	return 0;
 }
 
@@ -411,6 +442,7 @@ void hx_pcap_close(hx_world *w)
 		fclose(w->pcap);
 		w->pcap = NULL;
 	}
+	trust_apply(w);
 }
 
 static void pcap_write(hx_world *w, const uint8_t *f, uint32_t len)
@@ -523,7 +555,9 @@ int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t ps
 	r->action = action;
 	r->arg = arg;
 	r->arg2 = arg2;
-	return w->nrules++;
+	w->nrules++;
+	trust_apply(w);
+	return w->nrules - 1;
 }
 
 uint64_t hx_wire_rule_fired(hx_world *w, int id)
@@ -536,6 +570,7 @@ uint64_t hx_wire_rule_fired(hx_world *w, int id)
 void hx_wire_rules_clear(hx_world *w)
 {
 	w->nrules = 0;
+	trust_apply(w);
 }
 
 void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t reorder_ppm,
@@ -546,6 +581,7 @@ void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t r
 	w->reorder_ppm = reorder_ppm;
 	w->corrupt_ppm = corrupt_ppm;
 	w->rng = seed;
+	trust_apply(w);
 }
 
 void hx_wire_set_rate(hx_world *w, uint64_t bits_per_s, uint32_t overhead_bytes)
@@ -1069,7 +1105,9 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	}
 	qrnic_dev_set_trace(h->dev, w->trace_cap != 0);
 	w->dev[w->ndev] = h;
-	return w->ndev++;
+	w->ndev++;
+	trust_apply(w);
+	return w->ndev - 1;
 }
 
 int hx_num_devs(hx_world *w)
@@ -2633,6 +2671,8 @@ int hx_fault_add(hx_world *w, int d, const char *rule)
 
 	if (!h)
 		return HX_E_INVAL;
+	w->faults_used = true;
+	trust_apply(w);
 	id = qrnic_fault_add(h->dev, rule, w->err, sizeof(w->err));
 	return id < 0 ? HX_E_INVAL : id;
 }
@@ -2644,6 +2684,8 @@ int hx_fault_load_plan(hx_world *w, int d, const char *text)
 
 	if (!h)
 		return HX_E_INVAL;
+	w->faults_used = true;
+	trust_apply(w);
 	n = qrnic_fault_load_plan(h->dev, text, w->err, sizeof(w->err));
 	return n < 0 ? HX_E_INVAL : n;
 }

@@ -82,6 +82,7 @@ struct cfg {
 	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
 	bool json, deterministic, quiet;
+	bool trusted_wire;	/* skip ICRCs: never with --plan or --pcap */
 	bool count_set;
 };
 
@@ -124,6 +125,8 @@ static const char usage_text[] =
 "    --latency T         one-way wire latency, e.g. 500ns, 1.5us        (500ns)\n"
 "    --loss P            random frame loss, 0.001 or 0.1%               (0)\n"
 "    --seed N            seed of data patterns and loss                 (1)\n"
+"    --trusted-wire      speed: no ICRC computed or checked (the wire corrupts\n"
+"                        nothing); ignored with --plan or --pcap        (off)\n"
 "  checking and output\n"
 "    --verify MODE       each | end | off                               (each)\n"
 "    --json              one JSON object per run on stdout\n"
@@ -148,7 +151,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
 	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
-	{ "name", true }, { "inject-mismatch", true },
+	{ "name", true }, { "inject-mismatch", true }, { "trusted-wire", false },
 };
 
 static int opt_find(const char *k)
@@ -432,6 +435,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 			c->deterministic = on;
 		else if (!strcmp(k, "quiet"))
 			c->quiet = on;
+		else if (!strcmp(k, "trusted-wire"))
+			c->trusted_wire = on;
 	}
 	return 0;
 }
@@ -621,6 +626,7 @@ struct sim {
 	uint64_t v_msgs, v_bytes, v_atomics, errors;	/* checked at completion */
 	uint64_t v_final, v_final_bytes;		/* final buffer contents */
 	bool final_pass;
+	bool trusted;		/* --trusted-wire in effect: no ICRCs */
 	uint8_t *buf1, *buf2;	/* scratch, one slot each */
 	FILE *trace;
 	bool trace_csv;
@@ -1670,6 +1676,9 @@ static void report_table(struct sim *s, const struct results *r)
 	if (c->plan)
 		printf("  %-22s %" PRIu64 " (plan %s)\n", "faults injected",
 		       r->stats[QRNIC_STAT_FAULTS_INJECTED], c->plan);
+	if (c->trusted_wire)
+		printf("  %-22s %s\n", "ICRC", s->trusted ? "skipped (--trusted-wire)"
+						  : "on: --trusted-wire ignored with --plan/--pcap");
 	printf("\n  latency, post to CQE%s (simulated ns)\n",
 	       c->op == OP_UD_SEND ? " at the receiver" : "");
 	printf("  %10s %10s %10s %10s %10s %10s %12s\n", "min", "p50", "p90", "p99", "p99.9", "max", "mean");
@@ -1735,6 +1744,7 @@ static void report_json(struct sim *s, const struct results *r)
 		c->op == OP_UD_SEND ? 4096 : c->mtu, c->ack_timeout, c->retry_cnt,
 		verify_name[c->verify]);
 	json_str(o, c->profile);
+	fprintf(o, ",\"trusted_wire\":%s", s->trusted ? "true" : "false");
 	fputs("},\"timing\":", o);
 	json_str(o, profile_is_functional(c->profile) ? "functional" : "timed");
 	fputs(",\"note\":", o);
@@ -1814,6 +1824,9 @@ static int simulate(const struct cfg *c)
 		sim_fail(&s, SIM_EXIT_USAGE, "--pcap: %s", hx_world_error(s.w));
 		goto out;
 	}
+	/* after the plan and the pcap, which keep the ICRC on */
+	if (c->trusted_wire)
+		s.trusted = hx_wire_trusted(s.w, 1) != 0;
 	if (run(&s) == 0)
 		verify_end(&s);
 	trace_drain(&s);
