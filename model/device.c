@@ -107,8 +107,8 @@ void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
 	va_end(ap);
 }
 
-void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn, uint32_t psn,
-		    uint32_t a, uint32_t b, uint64_t addr)
+void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
+			 uint32_t psn, uint32_t a, uint32_t b, uint64_t addr)
 {
 	struct qrnic_trace_ev ev;
 
@@ -125,8 +125,8 @@ void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn
 }
 
 /* Stamped with the modelled time of the stage when a timed step runs. */
-void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
-		 uint32_t a, uint32_t b, uint64_t addr)
+void qrnic_trace_emit(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+		      uint32_t a, uint32_t b, uint64_t addr)
 {
 	if (!d->ops->trace || d->trace_off)
 		return;
