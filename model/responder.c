@@ -675,7 +675,6 @@ static void tm_resp_done(struct qrnic_dev *d, struct qrnic_qp *qp)
  * first: an ACK for a later PSN would tell the requester they were lost. */
 bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 {
-	static uint8_t buf[4096];
 	uint32_t mtu = path_mtu(qp);
 	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1, k;
 
@@ -704,12 +703,22 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			uint8_t op;
 			int verr;
 
+			uint8_t *payload = NULL;
+
 			if (r->len == 0)
 				len = 0;
 			if (qrnic_timed(d))	/* response reads were issued with the request */
 				d->tm_t = r->tm_issue > qrnic_now(d) ? r->tm_issue : qrnic_now(d);
+			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
+			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
+			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
 			if (len) {
-				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, buf, len,
+				/* straight into the frame, where the payload goes */
+				struct qrnic_pkt where = {
+					.ipv6 = qp->attr.av.net_type == QRNIC_NET_IPV6, .opcode = op };
+
+				payload = qrnic_tx_payload(d, &where);
+				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, payload, len,
 						     QRNIC_ACCESS_REMOTE_READ);
 				if (verr != QRNIC_VERR_NONE) {
 					r->pending = false;
@@ -718,11 +727,8 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 					return false;
 				}
 			}
-			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
-			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
-			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
 			tm_resp_pkt(d, qp, d->tm_t, d->tm.p.resp_pkt_cycles);
-			send_aeth(d, qp, op, AETH_ACK, qrnic_psn_add(r->psn, r->next), buf, len, 0);
+			send_aeth(d, qp, op, AETH_ACK, qrnic_psn_add(r->psn, r->next), payload, len, 0);
 			tm_resp_done(d, qp);
 			r->next++;
 			budget--;
