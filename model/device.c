@@ -108,12 +108,12 @@ void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
 	va_end(ap);
 }
 
-void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn, uint32_t psn,
-		    uint32_t a, uint32_t b, uint64_t addr)
+void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
+			 uint32_t psn, uint32_t a, uint32_t b, uint64_t addr)
 {
 	struct qrnic_trace_ev ev;
 
-	if (!d->ops->trace)
+	if (!d->ops->trace || d->trace_off)
 		return;
 	ev.t_ns = t;
 	ev.type = type;
@@ -126,10 +126,10 @@ void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn
 }
 
 /* Stamped with the modelled time of the stage when a timed step runs. */
-void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
-		 uint32_t a, uint32_t b, uint64_t addr)
+void qrnic_trace_emit(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+		      uint32_t a, uint32_t b, uint64_t addr)
 {
-	if (!d->ops->trace)
+	if (!d->ops->trace || d->trace_off)
 		return;
 	qrnic_trace_at(d, qrnic_timed(d) ? d->tm_t : qrnic_now(d), type, qpn, psn, a, b, addr);
 }
@@ -173,6 +173,16 @@ uint8_t qrnic_port_ib_mtu(const struct qrnic_dev *d)
 	while (m > QRNIC_MTU_256 && qrnic_mtu_bytes(m) > room)
 		m--;
 	return m;
+}
+
+void qrnic_dev_set_trace(struct qrnic_dev *d, bool on)
+{
+	d->trace_off = !on;
+}
+
+void qrnic_dev_set_trusted_wire(struct qrnic_dev *d, bool on)
+{
+	d->trusted_wire = on;
 }
 
 uint64_t qrnic_now(struct qrnic_dev *d)
@@ -222,6 +232,26 @@ void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		qrnic_fx_tx(d, frame, len);
 	else
 		qrnic_tx_now(d, frame, len);
+}
+
+void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	if (qrnic_timed(d))
+		qrnic_fx_tx_buf(d, buf, len);
+	else
+		qrnic_tx_now_buf(d, buf, len);
+}
+
+void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	if (!d->ops->tx_frame_buf || !d->link_up || d->fault) {
+		qrnic_tx_now(d, buf, len);
+		qrnic_frame_buf_free(buf);
+		return;
+	}
+	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
+	d->ops->tx_frame_buf(d->opaque, buf, len);
 }
 
 void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len)
@@ -323,12 +353,59 @@ static void timer_update(struct qrnic_dev *d)
 	}
 }
 
+static void event_sift_down(struct qrnic_dev *d, uint32_t i)
+{
+	struct qrnic_event ev = d->events[i];
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct qrnic_event *best = &ev;
+
+		if (l < d->nevents && ev_before(&d->events[l], best)) {
+			m = l;
+			best = &d->events[l];
+		}
+		if (r < d->nevents && ev_before(&d->events[r], best))
+			m = r;
+		if (m == i)
+			break;
+		d->events[i] = d->events[m];
+		i = m;
+	}
+	d->events[i] = ev;
+}
+
+/*
+ * Cancelled events (a re-armed retransmission timer, a released effect)
+ * stay in the heap until they reach the top: every ACK re-arms the timer
+ * of its QP, so with a long ACK timeout the heap would grow by one event
+ * per packet for the whole timeout.  When the heap has doubled since the
+ * last purge, drop the stale events and rebuild it.  A stale event never
+ * fires and staleness is permanent (generations only grow), and the pop
+ * order is the strict (when, seq) order, so this changes nothing but the
+ * heap's size.
+ */
+static void event_purge(struct qrnic_dev *d)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < d->nevents; i++)
+		if (!event_stale(d, &d->events[i]))
+			d->events[n++] = d->events[i];
+	d->nevents = n;
+	for (uint32_t i = n / 2; i-- > 0;)
+		event_sift_down(d, i);
+	d->events_compact_at = n * 2 > 64 ? n * 2 : 64;
+}
+
 void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen)
 {
 	struct qrnic_event ev = { .when = when, .kind = kind, .id = id, .gen = gen,
 				  .seq = d->event_seq++ };
 	uint32_t i;
 
+	if (d->nevents >= d->events_compact_at)
+		event_purge(d);
 	if (d->nevents == d->events_cap) {
 		uint32_t cap = d->events_cap ? d->events_cap * 2 : 64;
 		struct qrnic_event *n = realloc(d->events, cap * sizeof(*n));
@@ -355,26 +432,11 @@ void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t
 static struct qrnic_event event_pop(struct qrnic_dev *d)
 {
 	struct qrnic_event top = d->events[0];
-	struct qrnic_event last = d->events[--d->nevents];
-	uint32_t i = 0;
 
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-		const struct qrnic_event *best = &last;
-
-		if (l < d->nevents && ev_before(&d->events[l], best)) {
-			m = l;
-			best = &d->events[l];
-		}
-		if (r < d->nevents && ev_before(&d->events[r], best))
-			m = r;
-		if (m == i)
-			break;
-		d->events[i] = d->events[m];
-		i = m;
+	if (--d->nevents) {
+		d->events[0] = d->events[d->nevents];
+		event_sift_down(d, 0);
 	}
-	if (d->nevents)
-		d->events[i] = last;
 	return top;
 }
 
@@ -464,30 +526,64 @@ void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp)
 }
 
 /* ---- receive path ------------------------------------------------------------ */
-bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+/* Whether a frame arriving now is queued: 1 yes, 0 the fault engine took
+ * it, -1 dropped. */
+static int rx_admit(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 {
-	struct qrnic_frame *f;
-
 	if (!d->link_up || !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
-		return false;
+		return -1;
 	}
 	if (d->rxq_tail - d->rxq_head >= QRNIC_RXQ_DEPTH) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_RX_DROP_OTHER, (uint32_t)len, 0);
-		return false;
+		return -1;
 	}
 	if (len > QRNIC_RX_FRAME_MAX) {
 		qrnic_stat_add(d, QRNIC_STAT_ETH_RX_DROPS, 1);
-		return false;
+		return -1;
 	}
 	if (d->fault && qrnic_fault_rx(d, frame, len))
-		return true;	/* fault injection dropped, held or queued it */
-	f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
-	memcpy(f->data, frame, len);
+		return 0;	/* fault injection dropped, held or queued it */
+	return 1;
+}
+
+static void rx_enqueue(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	struct qrnic_frame *f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
+
+	f->data = buf;
 	f->len = (uint32_t)len;
 	d->rxq_tail++;
 	qrnic_schedule(d);
+}
+
+bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	int rc = rx_admit(d, frame, len);
+	uint8_t *buf;
+
+	if (rc <= 0)
+		return rc == 0;
+	buf = qrnic_frame_buf_alloc(len);
+	if (!buf) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		return false;
+	}
+	memcpy(buf, frame, len);
+	rx_enqueue(d, buf, len);
+	return true;
+}
+
+bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	int rc = rx_admit(d, buf, len);
+
+	if (rc <= 0) {
+		qrnic_frame_buf_free(buf);
+		return rc == 0;
+	}
+	rx_enqueue(d, buf, len);
 	return true;
 }
 
@@ -510,7 +606,7 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	struct qrnic_pkt p;
 	struct qrnic_qp *qp;
 	uint32_t fl;
-	int rc = qrnic_wire_parse(frame, len, &p);
+	int rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
 
 	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
 		qrnic_eth_rx(d, frame, len);
@@ -602,8 +698,12 @@ bool qrnic_dev_run(struct qrnic_dev *d)
 	for (n = 0; n < QRNIC_RUN_RX_BUDGET && d->rxq_head != d->rxq_tail; n++) {
 		struct qrnic_frame *f = &d->rxq[d->rxq_head % QRNIC_RXQ_DEPTH];
 
-		rx_dispatch(d, f->data, f->len);
+		uint8_t *buf = f->data;
+
+		rx_dispatch(d, buf, f->len);
+		f->data = NULL;
 		d->rxq_head++;
+		qrnic_frame_buf_free(buf);
 		did = true;
 	}
 
@@ -931,6 +1031,17 @@ static int alloc_tables(struct qrnic_dev *d)
 }
 
 /* Put every resource and register back to its reset value. */
+static void rxq_clear(struct qrnic_dev *d)
+{
+	while (d->rxq_head != d->rxq_tail) {
+		struct qrnic_frame *f = &d->rxq[d->rxq_head++ % QRNIC_RXQ_DEPTH];
+
+		qrnic_frame_buf_free(f->data);
+		f->data = NULL;
+	}
+	d->rxq_head = d->rxq_tail = 0;
+}
+
 static void reset_state(struct qrnic_dev *d)
 {
 	const struct qrnic_config *c = &d->cfg;
@@ -970,8 +1081,9 @@ static void reset_state(struct qrnic_dev *d)
 	d->eth_irq = 0;
 	d->aq_pending = d->eth_pending = false;
 	d->work_head = d->work_tail = 0;
-	d->rxq_head = d->rxq_tail = 0;
+	rxq_clear(d);
 	d->nevents = 0;
+	d->events_compact_at = 64;
 	d->in_run = false;
 	d->tm_on = false;
 	qrnic_fx_reset(d);
@@ -1002,11 +1114,6 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 	d->opaque = opaque;
 	d->link_up = true;
 	d->timer_deadline = UINT64_MAX;
-	for (uint32_t i = 0; i < QRNIC_RXQ_DEPTH; i++) {
-		d->rxq[i].data = malloc(QRNIC_RX_FRAME_MAX);
-		if (!d->rxq[i].data)
-			goto fail;
-	}
 	if (alloc_tables(d) != 0 ||
 	    qrnic_timing_init(&d->tm, qrnic_timing_profile_find("functional")) != 0)
 		goto fail;
@@ -1022,8 +1129,8 @@ void qrnic_dev_free(struct qrnic_dev *d)
 	if (!d)
 		return;
 	free_tables(d);
-	for (uint32_t i = 0; i < QRNIC_RXQ_DEPTH; i++)
-		free(d->rxq[i].data);
+	rxq_clear(d);
+	qrnic_frame_buf_free(d->txbuf);
 	free(d->events);
 	qrnic_fault_free(d);
 	if (d->fx) {

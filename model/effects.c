@@ -121,7 +121,7 @@ static void fx_release(struct qrnic_dev *d, uint32_t idx)
 {
 	struct qrnic_effect *e = &d->fx[idx];
 
-	free(e->frame);
+	qrnic_frame_buf_free(e->frame);
 	e->frame = NULL;
 	e->kind = QRNIC_FX_FREE;
 	e->gen = ++d->fx_gen;	/* events naming it become stale */
@@ -151,8 +151,9 @@ static void fx_schedule(struct qrnic_dev *d, struct qrnic_effect *e, uint32_t id
 }
 
 /* A frame leaves after processing on a PU and serialization at the port
- * rate, and reaches the cable's far end prop_ns later. */
-void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+ * rate, and reaches the cable's far end prop_ns later.  The effect takes
+ * the frame buffer. */
+void qrnic_fx_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	struct qrnic_effect *e;
 	uint64_t done, depart;
@@ -163,19 +164,30 @@ void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	d->tm_t = done;
 	d->tm_depart = depart;
 	e = fx_alloc(d, &idx);
-	if (e)
-		e->frame = malloc(len);
-	if (!e || !e->frame) {
-		if (e)
-			fx_release(d, idx);
-		qrnic_tx_now(d, frame, len);	/* out of memory: untimed */
+	if (!e) {
+		qrnic_tx_now_buf(d, buf, len);	/* out of memory: untimed */
 		return;
 	}
-	memcpy(e->frame, frame, len);
+	e->frame = buf;
 	e->kind = QRNIC_FX_TX;
 	e->len = (uint32_t)len;
 	e->when = depart + d->tm.p.prop_ns;
 	fx_schedule(d, e, idx);
+}
+
+void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	uint8_t *buf = qrnic_frame_buf_alloc(len);
+
+	if (!buf) {
+		/* out of memory: untimed, as before the effect was made */
+		d->tm_t = qrnic_tm_pu(&d->tm, d->tm_t, d->tm_cycles);
+		d->tm_depart = qrnic_tm_link(&d->tm, d->tm_t, (uint32_t)len);
+		qrnic_tx_now(d, frame, len);
+		return;
+	}
+	memcpy(buf, frame, len);
+	qrnic_fx_tx_buf(d, buf, len);
 }
 
 /* A CQE is formatted after the step's work and becomes visible after its
@@ -249,9 +261,13 @@ void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev)
 		qrnic_stat_add(d, QRNIC_STAT_LATE_NS_TOTAL, now - e->when);
 	}
 	switch (e->kind) {
-	case QRNIC_FX_TX:
-		qrnic_tx_now(d, e->frame, e->len);
+	case QRNIC_FX_TX: {
+		uint8_t *buf = e->frame;
+
+		e->frame = NULL;	/* it leaves with the frame */
+		qrnic_tx_now_buf(d, buf, e->len);
 		break;
+	}
 	case QRNIC_FX_CQE: {
 		struct qrnic_cq *cq = qrnic_cq_get(d, e->len);
 

@@ -23,16 +23,39 @@ int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrn
 	return QRNIC_VERR_NONE;
 }
 
+/* The buffer the next frame is built in: a frame buffer that goes out with
+ * the frame, or the spare one inside the device if none could be had. */
+static uint8_t *txbuf(struct qrnic_dev *d)
+{
+	if (!d->txbuf)
+		d->txbuf = qrnic_frame_buf_alloc(QRNIC_MAX_FRAME);
+	return d->txbuf ? d->txbuf : d->txbuf_spare;
+}
+
+uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
+{
+	size_t off = qrnic_wire_payload_off(p->ipv6, p->opcode);
+
+	/* an unknown opcode: anywhere that fits, the build will refuse it */
+	return txbuf(d) + (off ? off : QRNIC_MAX_HDR_LEN);
+}
+
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen)
 {
-	size_t len = qrnic_wire_build(p, payload, paylen, d->txbuf, sizeof(d->txbuf));
+	uint8_t *buf = txbuf(d);
+	size_t len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
 
 	if (!len) {
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
 		return;
 	}
-	qrnic_tx(d, d->txbuf, len);
+	if (buf == d->txbuf) {
+		d->txbuf = NULL;	/* it leaves with the frame */
+		qrnic_tx_buf(d, buf, len);
+	} else {
+		qrnic_tx(d, buf, len);
+	}
 	/* traced when it leaves the port (timed) or now */
 	qrnic_trace_at(d, qrnic_timed(d) ? d->tm_depart : qrnic_now(d), QRNIC_TR_TX, p->dqpn, p->psn,
 		       p->opcode, (uint32_t)len, 0);

@@ -212,6 +212,8 @@ struct qrnic_resp {
 	/* responder resources for READ/ATOMIC, ring of max_dest_rd_atomic */
 	struct qrnic_rsrc rsrc[QRNIC_MAX_RD_ATOMIC];
 	uint32_t rsrc_head;	/* next slot to use */
+	bool rsrc_maybe;	/* set with every rsrc[].pending = true; false:
+				 * none is pending (qrnic_resp_step skips the scan) */
 	uint32_t rq_ci;		/* next RQ index to consume */
 };
 
@@ -301,6 +303,8 @@ struct qrnic_dev {
 	uint64_t eth_tx_base, eth_rx_base;
 	uint32_t eth_ctrl, eth_tx_pi, eth_rx_pi, eth_tx_ci, eth_rx_ci, eth_irq;
 	bool link_up;
+	bool trace_off;		/* qrnic_dev_set_trace(d, false) */
+	bool trusted_wire;	/* qrnic_dev_set_trusted_wire(d, true) */
 
 	/* resources */
 	bool *uctx_valid;		/* [max_uctx] */
@@ -325,12 +329,14 @@ struct qrnic_dev {
 	uint32_t rxq_head, rxq_tail;	/* free running */
 	struct qrnic_event *events;	/* binary min-heap */
 	uint32_t nevents, events_cap;
+	uint32_t events_compact_at;	/* purge cancelled events at this size */
 	uint64_t event_seq;
 	uint32_t timer_gen;		/* source of unique qrnic_req.timer_gen values */
 	uint64_t timer_deadline;	/* armed host timer, UINT64_MAX = none */
 	bool in_run;
 
-	uint8_t txbuf[QRNIC_MAX_FRAME];	/* frame being built */
+	uint8_t *txbuf;			/* frame being built (a frame buffer), or NULL */
+	uint8_t txbuf_spare[QRNIC_MAX_FRAME];	/* ... when none could be allocated */
 
 	/* timing (timing.c resources, effects.c scheduling) */
 	struct qrnic_timing tm;
@@ -361,10 +367,24 @@ void qrnic_guest_error(struct qrnic_dev *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
-		 uint32_t a, uint32_t b, uint64_t addr);
-void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn, uint32_t psn,
-		    uint32_t a, uint32_t b, uint64_t addr);
+void qrnic_trace_emit(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+		      uint32_t a, uint32_t b, uint64_t addr);
+void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
+			 uint32_t psn, uint32_t a, uint32_t b, uint64_t addr);
+/* Trace points: inline, so that they cost a test while tracing is off. */
+static inline void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
+			       uint32_t a, uint32_t b, uint64_t addr)
+{
+	if (d->ops->trace && !d->trace_off)
+		qrnic_trace_emit(d, type, qpn, psn, a, b, addr);
+}
+
+static inline void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
+				  uint32_t psn, uint32_t a, uint32_t b, uint64_t addr)
+{
+	if (d->ops->trace && !d->trace_off)
+		qrnic_trace_at_emit(d, t, type, qpn, psn, a, b, addr);
+}
 static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64_t n)
 {
 	d->stats[s] += n;
@@ -462,9 +482,20 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
 /* Fill the L2/L3 part of a packet from an address vector. Returns 0 or VERR. */
 int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
 		      uint32_t src_qpn);
-/* Build and send a frame through qrnic_tx. */
+/* Whether frames get (and are checked for) an ICRC: always, but on a
+ * trusted simulated wire without a fault plan. */
+static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
+{
+	return !d->trusted_wire || d->fault;
+}
+
+/* Build and send a frame through qrnic_tx.  The payload may already sit
+ * where it belongs in the frame: at qrnic_tx_payload(d, p). */
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen);
+/* Where the payload of the next frame built by qrnic_send_pkt goes, given
+ * p->ipv6 and p->opcode: read it there and the build copies nothing. */
+uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p);
 
 /* ---- effects.c: timing glue ---------------------------------------------- */
 /* True while a data-path step runs with a timing profile other than
@@ -478,6 +509,8 @@ void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready);
 void qrnic_tm_end(struct qrnic_dev *d);
 /* Defer a frame (copied) to leave at its modelled departure time. */
 void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* The same, taking a frame buffer. */
+void qrnic_fx_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
 /* Defer writing a CQE into 'slot' of CQ cqn until its modelled time. */
 int qrnic_fx_cqe(struct qrnic_dev *d, uint32_t cqn, uint64_t slot, const struct qrnic_cqe *cqe);
 /* Defer an interrupt for moderation. */
@@ -487,6 +520,9 @@ void qrnic_fx_reset(struct qrnic_dev *d);
 void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn);	/* CQ destroyed */
 /* Send a frame now (what a due TX effect does). */
 void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len);
+/* The same, taking a frame buffer (qrnic_frame_buf_alloc) instead of copying. */
+void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
+void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
 /* Write a reserved CQE now and raise its event (what a due CQE effect does). */
 void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
 			struct qrnic_cqe *cqe);

@@ -78,7 +78,19 @@ struct qrnic_host_ops {
 	void (*log)(void *opaque, enum qrnic_log_level level, const char *msg);
 	/* Optional (may be NULL). */
 	void (*trace)(void *opaque, const struct qrnic_trace_ev *ev);
+	/* Optional (may be NULL): like tx_frame, but the host takes the
+	 * buffer (from qrnic_frame_buf_alloc) instead of copying it, and
+	 * releases it with qrnic_frame_buf_free (or hands it on, e.g. to
+	 * qrnic_dev_rx_frame_buf).  Without it the model calls tx_frame. */
+	void (*tx_frame_buf)(void *opaque, uint8_t *frame, size_t len);
 };
+
+/* Frame buffers that change hands without a copy (ops->tx_frame_buf,
+ * qrnic_dev_rx_frame_buf): room for len <= QRNIC_FRAME_BUF_MAX bytes, or
+ * NULL.  Whoever holds a buffer last frees it; any device, any thread. */
+#define QRNIC_FRAME_BUF_MAX	QRNIC_ETH_MAX_FRAME
+uint8_t *qrnic_frame_buf_alloc(size_t len);
+void qrnic_frame_buf_free(uint8_t *buf);
 
 /* Device configuration (QEMU properties map onto this). */
 struct qrnic_config {
@@ -122,6 +134,21 @@ void qrnic_dev_db_write(struct qrnic_dev *dev, uint64_t off, uint64_t val, unsig
 /* A frame arrived from the wire.  The model copies it; it is processed in
  * qrnic_dev_run().  Returns false if the receive queue was full (dropped). */
 bool qrnic_dev_rx_frame(struct qrnic_dev *dev, const uint8_t *frame, size_t len);
+/* The same without a copy: the model takes buf (from qrnic_frame_buf_alloc)
+ * whatever the outcome, and frees it when done with it. */
+bool qrnic_dev_rx_frame_buf(struct qrnic_dev *dev, uint8_t *buf, size_t len);
+
+/* Trace events go to ops->trace while on (the default).  A host that
+ * would discard them turns them off and saves the model the work. */
+void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
+
+/* Simulators only: a trusted wire.  The device neither computes the ICRC
+ * of the RoCEv2 frames it sends (the field is 0) nor checks it on the
+ * frames it receives -- every other check stays.  For a simulated wire
+ * that corrupts nothing and is not captured, with the same setting at
+ * both ends.  Off by default (and after reset it stays as set); while a
+ * fault plan is loaded the device computes and checks the ICRC anyway. */
+void qrnic_dev_set_trusted_wire(struct qrnic_dev *dev, bool on);
 
 /* Do pending work with a bounded budget; calls ops->schedule() again if
  * work remains.  Returns true if anything was done. */

@@ -116,8 +116,17 @@ struct qrnic_pkt {
  * ignored: the payload is the (payload, paylen) argument, which may be NULL
  * when paylen is 0.
  * Returns the frame length, or 0 if bufsz is too small, the opcode unknown,
- * or paylen != 0 for an opcode without payload (READ_REQ, ACK, atomics). */
+ * or paylen != 0 for an opcode without payload (READ_REQ, ACK, atomics).
+ * The payload may already be in place (payload == buf +
+ * qrnic_wire_payload_off(...)): it is then not copied. */
 size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t paylen, uint8_t *buf, size_t bufsz);
+/* The same, with icrc false: the ICRC field is written as 0 instead of
+ * computed (a trusted simulated wire: qrnic_dev_set_trusted_wire). */
+size_t qrnic_wire_build_icrc(const struct qrnic_pkt *p, const void *payload, uint32_t paylen,
+			     uint8_t *buf, size_t bufsz, bool icrc);
+/* Offset of the payload in a frame built for (ipv6, opcode); 0 for an
+ * unknown opcode. */
+size_t qrnic_wire_payload_off(bool ipv6, uint8_t opcode);
 
 /* Parse and validate a frame.  Returns 0 and fills *p on success, or a QRNIC_WIRE_E_* reason (>0).
  * *p is zeroed first; on success fields not carried by the opcode stay 0, and
@@ -133,6 +142,9 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
  * (Ethernet minimum-size padding) are ignored.  Never reads beyond len. */
 /* On QRNIC_WIRE_E_ICRC, p->ipv6 and p->dgid are filled in (nothing else). */
 int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p);
+/* The same, with icrc false: every check but the ICRC's (a trusted
+ * simulated wire: qrnic_dev_set_trusted_wire). */
+int qrnic_wire_parse_icrc(const uint8_t *frame, size_t len, struct qrnic_pkt *p, bool icrc);
 enum { QRNIC_WIRE_OK = 0, QRNIC_WIRE_E_NOT_ROCE = 1, QRNIC_WIRE_E_TRUNCATED, QRNIC_WIRE_E_BAD_IP,
        QRNIC_WIRE_E_BAD_UDP, QRNIC_WIRE_E_BAD_BTH, QRNIC_WIRE_E_BAD_OPCODE, QRNIC_WIRE_E_ICRC };
 

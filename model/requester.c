@@ -406,7 +406,7 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
 static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
 {
-	static uint8_t payload[4096];
+	uint8_t *payload = NULL;
 	struct qrnic_pkt p;
 	uint32_t mtu = path_mtu(d, qp);
 	uint32_t len = 0;
@@ -461,18 +461,6 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		if (len > mtu)
 			len = mtu;
 		last = w->sent + len >= w->total_len;
-		if (len) {
-			if (w->wqe.flags & QRNIC_WQE_F_INLINE)
-				memcpy(payload, w->inline_data + w->sent, len);
-			else {
-				verr = qrnic_sgl_read(d, qp->pdn, w->sge, w->wqe.num_sge, w->sent,
-						      payload, len);
-				if (verr != QRNIC_VERR_NONE) {
-					wqe_fail(w, wc_status_for(verr), (uint8_t)verr);
-					return false;
-				}
-			}
-		}
 		if (qp->type != QRNIC_QPT_RC) {
 			p.opcode = w->wqe.opcode == QRNIC_WR_SEND_WITH_IMM ? QRNIC_OP_UD_SEND_ONLY_IMM
 									   : QRNIC_OP_UD_SEND_ONLY;
@@ -486,6 +474,20 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 				p.reth_va = w->wqe.remote_addr;
 				p.reth_rkey = w->wqe.rkey;
 				p.reth_len = w->total_len;
+			}
+		}
+		if (len) {
+			/* straight into the frame, where the payload goes */
+			payload = qrnic_tx_payload(d, &p);
+			if (w->wqe.flags & QRNIC_WQE_F_INLINE)
+				memcpy(payload, w->inline_data + w->sent, len);
+			else {
+				verr = qrnic_sgl_read(d, qp->pdn, w->sge, w->wqe.num_sge, w->sent,
+						      payload, len);
+				if (verr != QRNIC_VERR_NONE) {
+					wqe_fail(w, wc_status_for(verr), (uint8_t)verr);
+					return false;
+				}
 			}
 		}
 		if (last) {

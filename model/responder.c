@@ -343,6 +343,7 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 			if (!r->pending)
 				r->replay = true;
 			r->pending = true;
+			qp->resp.rsrc_maybe = true;
 			qrnic_qp_kick(d, qp);
 		}
 		return;
@@ -354,6 +355,7 @@ static void handle_duplicate(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 			if (!r->pending)
 				r->replay = true;
 			r->pending = true;	/* answered again, in order */
+			qp->resp.rsrc_maybe = true;
 			qrnic_qp_kick(d, qp);
 		}
 		return;
@@ -519,6 +521,7 @@ static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	}
 	r->valid = true;
 	r->pending = true;
+	qp->resp.rsrc_maybe = true;
 	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
 	r->npkts = p->reth_len ? (p->reth_len + mtu - 1) / mtu : 1;
@@ -570,6 +573,7 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 	r->valid = true;
 	r->atomic = true;
 	r->pending = true;
+	qp->resp.rsrc_maybe = true;
 	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
 	r->npkts = 1;
@@ -671,15 +675,18 @@ static void tm_resp_done(struct qrnic_dev *d, struct qrnic_qp *qp)
  * first: an ACK for a later PSN would tell the requester they were lost. */
 bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 {
-	static uint8_t buf[4096];
 	uint32_t mtu = path_mtu(qp);
-	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1;
+	uint32_t n = qp->attr.max_dest_rd_atomic ? qp->attr.max_dest_rd_atomic : 1, k;
 
 	if (n > QRNIC_MAX_RD_ATOMIC)
 		n = QRNIC_MAX_RD_ATOMIC;
-	for (uint32_t k = 0; k < n && budget; k++) {
-		/* oldest first: start after the newest allocated slot */
-		struct qrnic_rsrc *r = &qp->resp.rsrc[(qp->resp.rsrc_head + k) % n];
+	/* oldest first: start after the newest allocated slot (no division
+	 * per slot: this runs for every packet the QP receives; and no scan
+	 * at all when nothing was made pending since the last full one) */
+	k = 0;
+	for (uint32_t i = qp->resp.rsrc_head % n; qp->resp.rsrc_maybe && k < n && budget;
+	     k++, i = i + 1 == n ? 0 : i + 1) {
+		struct qrnic_rsrc *r = &qp->resp.rsrc[i];
 
 		if (r->valid && r->pending && r->atomic && budget) {
 			tm_resp_pkt(d, qp, r->tm_issue, d->tm.p.ack_cycles);
@@ -696,12 +703,22 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			uint8_t op;
 			int verr;
 
+			uint8_t *payload = NULL;
+
 			if (r->len == 0)
 				len = 0;
 			if (qrnic_timed(d))	/* response reads were issued with the request */
 				d->tm_t = r->tm_issue > qrnic_now(d) ? r->tm_issue : qrnic_now(d);
+			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
+			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
+			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
 			if (len) {
-				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, buf, len,
+				/* straight into the frame, where the payload goes */
+				struct qrnic_pkt where = {
+					.ipv6 = qp->attr.av.net_type == QRNIC_NET_IPV6, .opcode = op };
+
+				payload = qrnic_tx_payload(d, &where);
+				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, payload, len,
 						     QRNIC_ACCESS_REMOTE_READ);
 				if (verr != QRNIC_VERR_NONE) {
 					r->pending = false;
@@ -710,11 +727,8 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 					return false;
 				}
 			}
-			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
-			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
-			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
 			tm_resp_pkt(d, qp, d->tm_t, d->tm.p.resp_pkt_cycles);
-			send_aeth(d, qp, op, AETH_ACK, qrnic_psn_add(r->psn, r->next), buf, len, 0);
+			send_aeth(d, qp, op, AETH_ACK, qrnic_psn_add(r->psn, r->next), payload, len, 0);
 			tm_resp_done(d, qp);
 			r->next++;
 			budget--;
@@ -723,6 +737,15 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		}
 		if (r->valid && r->pending)
 			return true;
+	}
+	if (k == n) {
+		/* every slot in use seen, none pending: clear the hint unless
+		 * a slot beyond n is (should max_dest_rd_atomic grow again) */
+		bool any = false;
+
+		for (uint32_t i = 0; i < QRNIC_MAX_RD_ATOMIC; i++)
+			any |= qp->resp.rsrc[i].valid && qp->resp.rsrc[i].pending;
+		qp->resp.rsrc_maybe = any;
 	}
 	if (qp->resp.fatal_pending) {	/* every earlier response is out */
 		qp->resp.fatal_pending = false;

@@ -234,7 +234,8 @@ static void cache_clear(struct qrnic_tm_cache *c)
  * (may be NULL) is the way's index in tag[]/ready[]. */
 static bool cache_access(struct qrnic_tm_cache *c, uint64_t key, size_t *where)
 {
-	uint32_t set = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) % c->sets;
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32);
+	uint32_t set = (c->sets & (c->sets - 1)) ? h % c->sets : h & (c->sets - 1);
 	uint64_t *tag = c->tag + (size_t)set * c->ways;
 	uint64_t *lru = c->lru + (size_t)set * c->ways;
 	uint32_t victim = 0;
@@ -357,17 +358,22 @@ static uint64_t pcie_xfer_ns(const struct qrnic_timing *t, uint32_t len, uint32_
 
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
-	uint32_t nreq = len ? (len + t->p.pcie_mrrs - 1) / t->p.pcie_mrrs : 1;
+	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
+	uint32_t nreq = len ? (len + mrrs - 1) / mrrs : 1;
+	uint32_t slot = t->rd_inflight_next % credits;
+	/* every request but the last moves mrrs bytes: their transfer time
+	 * once (no divisions per request, this runs for every DMA read) */
+	uint64_t xfer_full = nreq > 1 ? pcie_xfer_ns(t, mrrs, t->p.pcie_mps) : 0;
 	uint64_t done = ready;
 
 	/* Each read request takes a credit for a round trip; the completion
 	 * data then occupies the read direction of the link.  The credit is
 	 * held until the data is in. */
-	for (uint32_t i = 0; i < nreq; i++) {
-		uint32_t slot = t->rd_inflight_next++ % t->p.pcie_read_credits;
-		uint32_t chunk = len - i * t->p.pcie_mrrs < t->p.pcie_mrrs
-				 ? len - i * t->p.pcie_mrrs : t->p.pcie_mrrs;
-		uint64_t xfer = pcie_xfer_ns(t, chunk, t->p.pcie_mps);
+	t->rd_inflight_next += nreq;
+	for (uint32_t i = 0, off = 0; i < nreq; i++, off += mrrs) {
+		uint32_t chunk = len - off < mrrs ? len - off : mrrs;
+		uint64_t xfer = chunk == mrrs && xfer_full ? xfer_full
+							   : pcie_xfer_ns(t, chunk, t->p.pcie_mps);
 		uint64_t credit, issue, data;
 
 		credit = t->rd_credit_free[slot];
@@ -376,6 +382,8 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 		       xfer;
 		t->rd_credit_free[slot] = max64(t->rd_credit_free[slot], issue) + (data - issue);
 		done = max64(done, data);
+		if (++slot == credits)
+			slot = 0;
 	}
 	return done;
 }

@@ -7,6 +7,7 @@
  * independent of host endianness and alignment.  No allocation, no mutable
  * globals.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "qrnic_wire.h"
@@ -444,23 +445,19 @@ static const uint32_t crc32_tab[8][256] = {
  * PCLMULQDQ", Intel, 2009; constants for the bit-reflected domain).
  * Takes and returns the raw register; n >= 64 and a multiple of 16.
  */
+/* The four lanes x1..x4 hold the folded data so far; b/n (n a multiple
+ * of 16) the rest. */
 __attribute__((target("pclmul,sse4.1")))
-static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
+static inline uint32_t crc_clmul_lanes(__m128i x1, __m128i x2, __m128i x3, __m128i x4,
+				       const uint8_t *b, size_t n)
 {
 	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
 	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
 	const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124);
 	const __m128i poly = _mm_set_epi64x(0x01f7011641, 0x01db710641);
 	const __m128i mask32 = _mm_setr_epi32(~0, 0, ~0, 0);
-	__m128i x1 = _mm_loadu_si128((const __m128i *)(b + 0x00));
-	__m128i x2 = _mm_loadu_si128((const __m128i *)(b + 0x10));
-	__m128i x3 = _mm_loadu_si128((const __m128i *)(b + 0x20));
-	__m128i x4 = _mm_loadu_si128((const __m128i *)(b + 0x30));
 	__m128i x5, x6, x7, x8;
 
-	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
-	b += 64;
-	n -= 64;
 	while (n >= 64) {
 		x5 = _mm_clmulepi64_si128(x1, k1k2, 0x00);
 		x6 = _mm_clmulepi64_si128(x2, k1k2, 0x00);
@@ -506,13 +503,118 @@ static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
 	return (uint32_t)_mm_extract_epi32(x1, 1);
 }
 
+/* The first 64 bytes of the stream (register already folded in) at
+ * first, the rest (n a multiple of 16) at b. */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc_clmul_first(const uint8_t *first, const uint8_t *b, size_t n)
+{
+	return crc_clmul_lanes(_mm_loadu_si128((const __m128i *)(first + 0x00)),
+			       _mm_loadu_si128((const __m128i *)(first + 0x10)),
+			       _mm_loadu_si128((const __m128i *)(first + 0x20)),
+			       _mm_loadu_si128((const __m128i *)(first + 0x30)), b, n);
+}
+
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
+{
+	__m128i x1 = _mm_loadu_si128((const __m128i *)(b + 0x00));
+
+	x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+	return crc_clmul_lanes(x1, _mm_loadu_si128((const __m128i *)(b + 0x10)),
+			       _mm_loadu_si128((const __m128i *)(b + 0x20)),
+			       _mm_loadu_si128((const __m128i *)(b + 0x30)), b + 64, n - 64);
+}
+
+/*
+ * The same with 512-bit VPCLMULQDQ (AVX-512): four 512-bit accumulators
+ * fold 256 bytes per round (distance 2048 bits: constants x^(2048+32) and
+ * x^(2048-32) mod P, bit-reflected and shifted as k1/k2), are folded into
+ * one (distance 512 bits: k1/k2), whose four 128-bit lanes are the four
+ * lanes of crc_clmul.  n >= 256 and a multiple of 16.
+ */
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static inline uint32_t crc_vpclmul_acc(__m512i z1, __m512i z2, __m512i z3, __m512i z4,
+				       const uint8_t *b, size_t n)
+{
+	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430, 0x011542778a));
+	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
+
+	while (n >= 256) {
+		z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z1, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0x00)), 0x96);
+		z2 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z2, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z2, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0x40)), 0x96);
+		z3 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z3, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z3, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0x80)), 0x96);
+		z4 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z4, k2048, 0x00),
+					       _mm512_clmulepi64_epi128(z4, k2048, 0x11),
+					       _mm512_loadu_si512((const void *)(b + 0xc0)), 0x96);
+		b += 256;
+		n -= 256;
+	}
+	/* four accumulators into one, 512 bits apart */
+	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
+				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z2, 0x96);
+	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
+				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z3, 0x96);
+	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
+				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z4, 0x96);
+	return crc_clmul_lanes(_mm512_castsi512_si128(z1), _mm512_extracti32x4_epi32(z1, 1),
+			       _mm512_extracti32x4_epi32(z1, 2), _mm512_extracti32x4_epi32(z1, 3),
+			       b, n);
+}
+
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static uint32_t crc_vpclmul(uint32_t crc, const uint8_t *b, size_t n)
+{
+	__m512i z1 = _mm512_loadu_si512((const void *)(b + 0x00));
+
+	z1 = _mm512_xor_si512(z1, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+	return crc_vpclmul_acc(z1, _mm512_loadu_si512((const void *)(b + 0x40)),
+			       _mm512_loadu_si512((const void *)(b + 0x80)),
+			       _mm512_loadu_si512((const void *)(b + 0xc0)), b + 256, n - 256);
+}
+
+/* Like crc_clmul_first; n >= 192. */
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static uint32_t crc_vpclmul_first(const uint8_t *first, const uint8_t *b, size_t n)
+{
+	return crc_vpclmul_acc(_mm512_loadu_si512((const void *)first),
+			       _mm512_loadu_si512((const void *)(b + 0x00)),
+			       _mm512_loadu_si512((const void *)(b + 0x40)),
+			       _mm512_loadu_si512((const void *)(b + 0x80)), b + 192, n - 192);
+}
+
 static bool have_clmul(void)
 {
 	static int cached = -1;
 
 	if (cached < 0) {
+		const char *e = getenv("QRNIC_NO_CLMUL");
+
 		__builtin_cpu_init();
-		cached = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+		cached = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1") &&
+			 !(e && *e && *e != '0');
+	}
+	return cached;
+}
+
+/* QRNIC_NO_VPCLMUL=1 in the environment: the 128-bit code only;
+ * QRNIC_NO_CLMUL=1: table-driven only (tests compare them). */
+static bool have_vpclmul(void)
+{
+	static int cached = -1;
+
+	if (cached < 0) {
+		const char *e = getenv("QRNIC_NO_VPCLMUL");
+
+		__builtin_cpu_init();
+		cached = have_clmul() && __builtin_cpu_supports("avx512f") &&
+			 __builtin_cpu_supports("avx512vl") &&
+			 __builtin_cpu_supports("vpclmulqdq") && !(e && *e && *e != '0');
 	}
 	return cached;
 }
@@ -525,7 +627,10 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *b, size_t n)
 	if (n >= 64 && have_clmul()) {
 		size_t chunk = n & ~(size_t)15;
 
-		crc = crc_clmul(crc, b, chunk);
+		if (chunk >= 256 && have_vpclmul())
+			crc = crc_vpclmul(crc, b, chunk);
+		else
+			crc = crc_clmul(crc, b, chunk);
 		b += chunk;
 		n -= chunk;
 	}
@@ -565,14 +670,13 @@ uint32_t qrnic_crc32(uint32_t crc, const void *buf, size_t len)
  * ICRC field inclusive; the caller guarantees
  * ip_len >= iphlen + UDP + BTH + ICRC.
  */
-static uint32_t icrc_calc(const uint8_t *ip, bool ipv6, size_t ip_len)
+static void icrc_mask(uint8_t *ps, const uint8_t *ip, bool ipv6, size_t iphl)
 {
-	uint8_t ps[QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN];
-	size_t iphl = ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN;
-	size_t hl = iphl + QRNIC_UDP_HLEN + QRNIC_BTH_LEN;
-	uint32_t crc;
-
-	memcpy(ps, ip, hl);
+	/* constant sizes: plain vector moves, not a string instruction */
+	if (ipv6)
+		memcpy(ps, ip, QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN);
+	else
+		memcpy(ps, ip, QRNIC_IPV4_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN);
 	if (ipv6) {
 		ps[0] |= 0x0f;			/* traffic class [7:4] */
 		ps[1] = 0xff;			/* traffic class [3:0], flow label [19:16] */
@@ -588,10 +692,64 @@ static uint32_t icrc_calc(const uint8_t *ip, bool ipv6, size_t ip_len)
 	ps[iphl + 6] = 0xff;			/* UDP checksum */
 	ps[iphl + 7] = 0xff;
 	ps[iphl + QRNIC_UDP_HLEN + 4] = 0xff;	/* BTH FECN, BECN, resv6 */
+}
 
-	crc = crc_update(ICRC_SEED, ps, hl);
-	crc = crc_update(crc, ip + hl, ip_len - hl - QRNIC_ICRC_LEN);
-	return ~crc;
+static uint32_t icrc_calc(const uint8_t *ip, bool ipv6, size_t ip_len)
+{
+	size_t iphl = ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN;
+	size_t hl = iphl + QRNIC_UDP_HLEN + QRNIC_BTH_LEN;
+	const uint8_t *body = ip + hl;
+	size_t blen = ip_len - hl - QRNIC_ICRC_LEN;
+	uint32_t crc;
+
+#ifdef QRNIC_HAVE_CLMUL
+	/*
+	 * All by carry-less multiplication, the masked headers included: they
+	 * go into a block behind leading zero bytes, with the seed XORed into
+	 * their first four bytes (from a zero register, leading zeros change
+	 * nothing, and CRC(seed, d) = CRC(0, d ^ seed)).  A small frame fits
+	 * the block whole; a large one has its first 64 bytes there, the
+	 * zeros chosen (IPv4) so that the rest is a multiple of 16 bytes.
+	 */
+	if (have_clmul()) {
+		uint8_t blk[192];
+		size_t total = hl + blen, pad, k, rest, n16;
+
+		if (total <= 176) {
+			pad = (16 - total % 16) % 16;
+			if (total + pad < 64)
+				pad = 64 - total;
+			memset(blk, 0, 64);	/* pad < 64 */
+			icrc_mask(blk + pad, ip, ipv6, iphl);
+			for (int i = 0; i < 4; i++)
+				blk[pad + i] ^= (uint8_t)(ICRC_SEED >> (8 * i));
+			memcpy(blk + pad + hl, body, blen);
+			return ~crc_clmul(0, blk, total + pad);
+		}
+		pad = ipv6 ? 64 - hl : (16 - total % 16) % 16;
+		k = 64 - pad - hl;
+		memset(blk, 0, 64);
+		icrc_mask(blk + pad, ip, ipv6, iphl);
+		for (int i = 0; i < 4; i++)
+			blk[pad + i] ^= (uint8_t)(ICRC_SEED >> (8 * i));
+		memcpy(blk + pad + hl, body, k);
+		rest = blen - k;
+		n16 = rest & ~(size_t)15;
+		if (n16 >= 192 && have_vpclmul())
+			crc = crc_vpclmul_first(blk, body + k, n16);
+		else
+			crc = crc_clmul_first(blk, body + k, n16);
+		return ~crc_update(crc, body + k + n16, rest - n16);
+	}
+#endif
+	{
+		uint8_t ps[QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN];
+
+		icrc_mask(ps, ip, ipv6, iphl);
+		crc = crc_update(ICRC_SEED, ps, hl);
+		crc = crc_update(crc, body, blen);
+		return ~crc;
+	}
 }
 
 uint32_t qrnic_icrc(const uint8_t *frame, size_t len)
@@ -800,9 +958,25 @@ const char *qrnic_wire_strerror(int err)
 	}
 }
 
+size_t qrnic_wire_payload_off(bool ipv6, uint8_t opcode)
+{
+	uint32_t fl = qrnic_opcode_flags(opcode);
+
+	if (!fl)
+		return 0;
+	return QRNIC_ETH_HLEN + (ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN) + QRNIC_UDP_HLEN +
+	       QRNIC_BTH_LEN + ext_len(fl);
+}
+
 /* ---- Build ---------------------------------------------------------------- */
 size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t paylen,
 			uint8_t *buf, size_t bufsz)
+{
+	return qrnic_wire_build_icrc(p, payload, paylen, buf, bufsz, true);
+}
+
+size_t qrnic_wire_build_icrc(const struct qrnic_pkt *p, const void *payload, uint32_t paylen,
+			     uint8_t *buf, size_t bufsz, bool icrc)
 {
 	uint32_t fl, udp_len, pad;
 	size_t iphl, total;
@@ -904,15 +1078,15 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
 		h += QRNIC_IMMDT_LEN;
 	}
 
-	/* payload + pad */
-	if (paylen)
+	/* payload + pad (nothing to copy when it was read in place) */
+	if (paylen && h != (const uint8_t *)payload)
 		memmove(h, payload, paylen);
 	h += paylen;
 	memset(h, 0, pad);
 	h += pad;
 
 	/* ICRC, then (IPv6) the UDP checksum, which covers the ICRC */
-	wr32le(h, icrc_calc(ip, p->ipv6, iphl + udp_len));
+	wr32le(h, icrc ? icrc_calc(ip, p->ipv6, iphl + udp_len) : 0);
 	if (p->ipv6) {
 		uint16_t c = (uint16_t)~udp_sum(ip, true, udp, udp_len);
 
@@ -923,6 +1097,11 @@ size_t qrnic_wire_build(const struct qrnic_pkt *p, const void *payload, uint32_t
 
 /* ---- Parse ---------------------------------------------------------------- */
 int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p)
+{
+	return qrnic_wire_parse_icrc(frame, len, p, true);
+}
+
+int qrnic_wire_parse_icrc(const uint8_t *frame, size_t len, struct qrnic_pkt *p, bool icrc)
 {
 	const uint8_t *ip, *udp, *h;
 	size_t avail, iphl, ip_len, udp_len, l4, data;
@@ -1028,7 +1207,7 @@ int qrnic_wire_parse(const uint8_t *frame, size_t len, struct qrnic_pkt *p)
 	/* ICRC.  On failure the destination is still reported, so the
 	 * caller can tell RoCE traffic for someone else (Ethernet path) from
 	 * a corrupted packet for us. */
-	if (icrc_calc(ip, ipv6, ip_len) != rd32le(ip + ip_len - QRNIC_ICRC_LEN)) {
+	if (icrc && icrc_calc(ip, ipv6, ip_len) != rd32le(ip + ip_len - QRNIC_ICRC_LEN)) {
 		p->ipv6 = ipv6;
 		if (ipv6)
 			memcpy(p->dgid, ip + 24, 16);

@@ -350,6 +350,7 @@ _SIGS = {
     'hx_wire_random': (None, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
                               ctypes.c_uint32, ctypes.c_uint64]),
     'hx_pcap_open': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    'hx_wire_trusted': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_pcap_close': (None, [ctypes.c_void_p]),
     'hx_framelog_enable': (None, [ctypes.c_void_p, ctypes.c_uint32]),
     'hx_framelog_count': (ctypes.c_uint32, [ctypes.c_void_p]),
@@ -759,6 +760,10 @@ class World:
     def random_impairments(self, loss=0.0, dup=0.0, reorder=0.0, corrupt=0.0, seed=1):
         ppm = lambda p: int(p * 1_000_000)
         self._l.hx_wire_random(self.w, ppm(loss), ppm(dup), ppm(reorder), ppm(corrupt), seed)
+
+    def trusted_wire(self, on=True):
+        """Ask for a trusted wire (no ICRCs); returns whether it is in effect."""
+        return bool(self._l.hx_wire_trusted(self.w, 1 if on else 0))
 
     def pcap(self, path):
         _check(self._l.hx_pcap_open(self.w, str(path).encode()), 'pcap')

@@ -337,3 +337,38 @@ def test_ack_racing_the_retry_timer_keeps_psns(world):
     assert reqs and all(f.opname == 'RC_WRITE_ONLY' for f in reqs), reqs
     assert reqs[0].psn == (conn.psn_a + 1) & 0xffffff
     assert b.stat('inv_req_naks_sent') == 0
+
+
+def test_trusted_wire_skips_icrc_only_while_nothing_corrupts(world, tmp_path):
+    # hx_wire_trusted (qrnic-sim --trusted-wire): no ICRC computed or checked,
+    # same data; any corrupting wire setting, fault rule or pcap turns it off
+    rng = random.Random(11)
+    conn = pair(world)
+    n = 4 * MTU
+    la, rb, src, _ = mrs(conn, n, rng)
+    assert world.trusted_wire(True)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, n)], remote=(rb, 0))
+    assert world.run() == 'idle'
+    assert statuses(conn.cqa) == ['SUCCESS'] and rb.read() == src
+    roce = world.frames(roce_only=True)
+    assert roce and all(f.icrc == b'\0\0\0\0' for f in roce)
+    # a corrupting rule: ICRCs again, and the corrupted packet is dropped
+    rid = world.rule('corrupt', src=0, psn=(conn.psn_a + 5) & 0xffffff, arg=200, arg2=0x10)
+    assert not world.trusted_wire(True)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, n)], remote=(rb, 0))
+    assert world.run() == 'idle'
+    assert world.rule_fired(rid) == 1 and world.devs[1].stat('rx_drop_icrc') == 1
+    assert statuses(conn.cqa) == ['SUCCESS'] and rb.read() == src
+    world.clear_rules()
+    assert world.trusted_wire(True)
+    world.random_impairments(corrupt=0.01)
+    assert not world.trusted_wire(True)
+    world.random_impairments()
+    assert world.trusted_wire(True)
+    world.pcap(tmp_path / 'w.pcap')
+    assert not world.trusted_wire(True)
+    world.pcap_close()
+    assert world.trusted_wire(True)
+    world.devs[0].fault('drop dir=tx op=write nth=1000')
+    assert not world.trusted_wire(True)
+    assert not world.trusted_wire(False)

@@ -426,3 +426,24 @@ def test_loss_window_vs_fixed_window():
     assert win['stats']['window_cuts'] >= 1
     assert fixed['stats'].get('window_cuts', 0) == 0   # zero counters are left out
     assert win['stats']['retransmitted_packets'] < fixed['stats']['retransmitted_packets']
+
+
+@pytest.mark.parametrize('profile', ['functional', 'cx5-100g'])
+def test_trusted_wire_changes_nothing_but_the_icrc(profile, tmp_path):
+    # --trusted-wire only skips ICRC work: same simulated results, same
+    # checks; off by default, and ignored with --plan or --pcap
+    args = ['--op', 'write', '--qps', 2, '--count', 300, '--loss', '1%', '--ack-timeout', 8,
+            '--profile', profile] + (['--rate', 0, '--latency', 0] if profile != 'functional' else [])
+    plain = sim_json(*args)
+    trusted = sim_json(*args, '--trusted-wire')
+    assert plain['config']['trusted_wire'] is False and trusted['config']['trusted_wire'] is True
+    trusted['config']['trusted_wire'] = False
+    assert trusted == plain
+    plan = tmp_path / 'plan.txt'
+    plan.write_text('corrupt dir=rx prob=2% seed=3\n')
+    j = sim_json(*args, '--trusted-wire', '--plan', plan)
+    assert j['ok'] and j['config']['trusted_wire'] is False and j['stats']['rx_drop_icrc'] > 0
+    j = sim_json(*args, '--trusted-wire', '--pcap', tmp_path / 'w.pcap')
+    assert j['ok'] and j['config']['trusted_wire'] is False
+    out = run_sim(*args, '--trusted-wire', '--plan', plan, json_out=False).stdout
+    assert 'ICRC                   on: --trusted-wire ignored' in out

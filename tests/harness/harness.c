@@ -30,7 +30,7 @@ struct hx_frame {
 	int hold_left;
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
-	uint8_t data[];
+	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
 };
 
 struct hx_rule {
@@ -163,6 +163,8 @@ struct hx_world {
 	uint64_t tx_seq;
 	uint64_t ws[HX_WS_COUNT];
 	FILE *pcap;
+	bool trusted;				/* hx_wire_trusted() asked for it */
+	bool faults_used;			/* a fault rule or plan was ever added */
 
 	/* frame log */
 	uint32_t fl_max, fl_count;
@@ -386,6 +388,34 @@ int hx_parse_bth(const uint8_t *f, uint32_t len, int *opcode, uint32_t *dqpn, ui
 }
 
 /* ---- pcap and frame log --------------------------------------------------------- */
+/* The devices skip the ICRC (qrnic_dev_set_trusted_wire) only while the
+ * wire is trusted: asked for, nothing corrupts frames (no corrupting wire
+ * rule, no fault rule on any device, ever), nothing captures them. */
+static bool trust_effective(hx_world *w)
+{
+	if (!w->trusted || w->corrupt_ppm || w->pcap || w->faults_used)
+		return false;
+	for (int i = 0; i < w->nrules; i++)
+		if (w->rules[i].action == HX_ACT_CORRUPT)
+			return false;
+	return true;
+}
+
+static void trust_apply(hx_world *w)
+{
+	bool on = trust_effective(w);
+
+	for (int i = 0; i < w->ndev; i++)
+		qrnic_dev_set_trusted_wire(w->dev[i]->dev, on);
+}
+
+int hx_wire_trusted(hx_world *w, int on)
+{
+	w->trusted = on != 0;
+	trust_apply(w);
+	return trust_effective(w);
+}
+
 int hx_pcap_open(hx_world *w, const char *path)
 {
 	struct {
@@ -402,6 +432,7 @@ int hx_pcap_open(hx_world *w, const char *path)
 		return HX_E_INVAL;
 	}
 	fwrite(&gh, sizeof(gh), 1, w->pcap);
+	trust_apply(w);
 	return 0;
 }
 
@@ -411,6 +442,7 @@ void hx_pcap_close(hx_world *w)
 		fclose(w->pcap);
 		w->pcap = NULL;
 	}
+	trust_apply(w);
 }
 
 static void pcap_write(hx_world *w, const uint8_t *f, uint32_t len)
@@ -523,7 +555,9 @@ int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t ps
 	r->action = action;
 	r->arg = arg;
 	r->arg2 = arg2;
-	return w->nrules++;
+	w->nrules++;
+	trust_apply(w);
+	return w->nrules - 1;
 }
 
 uint64_t hx_wire_rule_fired(hx_world *w, int id)
@@ -536,6 +570,7 @@ uint64_t hx_wire_rule_fired(hx_world *w, int id)
 void hx_wire_rules_clear(hx_world *w)
 {
 	w->nrules = 0;
+	trust_apply(w);
 }
 
 void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t reorder_ppm,
@@ -546,6 +581,7 @@ void hx_wire_random(hx_world *w, uint32_t loss_ppm, uint32_t dup_ppm, uint32_t r
 	w->reorder_ppm = reorder_ppm;
 	w->corrupt_ppm = corrupt_ppm;
 	w->rng = seed;
+	trust_apply(w);
 }
 
 void hx_wire_set_rate(hx_world *w, uint64_t bits_per_s, uint32_t overhead_bytes)
@@ -572,19 +608,36 @@ static uint64_t wire_arrival(hx_world *w, int src, uint32_t len)
 	return (done + 999) / 1000 + w->latency;
 }
 
-static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+/* A frame on the wire, carrying buf (a frame buffer, taken). */
+static struct hx_frame *frame_take(uint8_t *buf, uint32_t len, int src, int dst, int64_t li)
 {
-	struct hx_frame *fr = malloc(sizeof(*fr) + (len ? len : 1));
+	struct hx_frame *fr = malloc(sizeof(*fr));
 
-	if (!fr)
+	if (!fr || !buf)
 		abort();
 	memset(fr, 0, sizeof(*fr));
-	memcpy(fr->data, f, len);
+	fr->data = buf;
 	fr->len = len;
 	fr->src = src;
 	fr->dst = dst;
 	fr->log_idx = li;
 	return fr;
+}
+
+static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+{
+	uint8_t *buf = qrnic_frame_buf_alloc(len);
+
+	if (!buf)
+		abort();
+	memcpy(buf, f, len);
+	return frame_take(buf, len, src, dst, li);
+}
+
+static void frame_free(struct hx_frame *fr)
+{
+	qrnic_frame_buf_free(fr->data);
+	free(fr);
 }
 
 static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
@@ -658,9 +711,10 @@ static bool rule_matches(struct hx_rule *r, int src, uint64_t src_seq, uint64_t 
 	return true;
 }
 
-static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
+/* A frame put on the wire: f, which is 'owned' (a frame buffer the wire
+ * takes) or to be copied (owned NULL). */
+static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t len)
 {
-	struct hx_dev *h = opaque;
 	hx_world *w = h->w;
 	int src = h->idx, dst = h->peer;
 	uint64_t src_seq = h->tx_seq++, gseq = w->tx_seq;
@@ -672,7 +726,8 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 	int64_t li;
 	struct hx_frame *fr;
 
-	parsed = hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
+	/* only rules look at the headers */
+	parsed = w->nrules && hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
 	pcap_write(w, f, (uint32_t)len);
 	li = framelog_add(w, src, dst, src_seq, f, (uint32_t)len);
 	w->tx_seq++;
@@ -701,6 +756,7 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 			w->ws[HX_WS_DROP_RANDOM]++;
 			fate(w, li, HX_F_DROP_RANDOM);
 			held_tick(w, src);
+			qrnic_frame_buf_free(owned);
 			return;
 		}
 		x -= w->loss_ppm;
@@ -718,15 +774,18 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 	if (dst < 0) {
 		w->ws[HX_WS_NO_CABLE]++;
 		fate(w, li, HX_F_NO_CABLE);
+		qrnic_frame_buf_free(owned);
 		return;
 	}
 	if (action == HX_ACT_DROP) {
 		w->ws[HX_WS_DROP_RULE]++;
 		fate(w, li, HX_F_DROP_RULE);
 		held_tick(w, src);
+		qrnic_frame_buf_free(owned);
 		return;
 	}
-	fr = frame_new(f, (uint32_t)len, src, dst, li);
+	fr = owned ? frame_take(owned, (uint32_t)len, src, dst, li)
+		   : frame_new(f, (uint32_t)len, src, dst, li);
 	if (action == HX_ACT_CORRUPT) {
 		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
 		w->ws[HX_WS_CORRUPTED]++;
@@ -752,6 +811,16 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 		fate(w, li, HX_F_DUPLICATED);
 	}
 	held_tick(w, src);
+}
+
+static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
+{
+	tx_frame(opaque, f, NULL, len);
+}
+
+static void op_tx_frame_buf(void *opaque, uint8_t *buf, size_t len)
+{
+	tx_frame(opaque, buf, buf, len);
 }
 
 int hx_rx_inject(hx_world *w, int d, const void *frame, uint32_t len)
@@ -834,6 +903,7 @@ static const struct qrnic_host_ops hx_ops = {
 	.schedule = op_schedule,
 	.log = op_log,
 	.trace = op_trace,
+	.tx_frame_buf = op_tx_frame_buf,
 };
 
 void hx_trace_enable(hx_world *w, uint32_t capacity)
@@ -847,6 +917,9 @@ void hx_trace_enable(hx_world *w, uint32_t capacity)
 		if (w->trace)
 			w->trace_cap = capacity;
 	}
+	/* op_trace drops everything without a ring: spare the model the work */
+	for (int i = 0; i < w->ndev; i++)
+		qrnic_dev_set_trace(w->dev[i]->dev, w->trace_cap != 0);
 }
 
 uint64_t hx_trace_total(hx_world *w)
@@ -918,13 +991,14 @@ void hx_world_free(hx_world *w)
 		return;
 	for (int i = 0; i < w->ndev; i++)
 		dev_free(w->dev[i]);
+	w->ndev = 0;
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
-		free(f);
+		frame_free(f);
 	}
 	for (f = w->held; f; f = n) {
 		n = f->next;
-		free(f);
+		frame_free(f);
 	}
 	hx_pcap_close(w);
 	hx_framelog_enable(w, 0);
@@ -1034,8 +1108,11 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 		free(h);
 		return HX_E_DEV;
 	}
+	qrnic_dev_set_trace(h->dev, w->trace_cap != 0);
 	w->dev[w->ndev] = h;
-	return w->ndev++;
+	w->ndev++;
+	trust_apply(w);
+	return w->ndev - 1;
 }
 
 int hx_num_devs(hx_world *w)
@@ -1109,7 +1186,10 @@ static bool deliver(hx_world *w)
 			w->fl_tail = prev;
 		if (h) {
 			burst[fr->dst]++;
-			if (qrnic_dev_rx_frame(h->dev, fr->data, fr->len)) {
+			uint8_t *buf = fr->data;
+
+			fr->data = NULL;	/* the device takes it */
+			if (qrnic_dev_rx_frame_buf(h->dev, buf, fr->len)) {
 				w->ws[HX_WS_DELIVERED]++;
 				fate(w, fr->log_idx, HX_F_DELIVERED);
 			} else {
@@ -1117,7 +1197,7 @@ static bool deliver(hx_world *w)
 				fate(w, fr->log_idx, HX_F_RX_FULL);
 			}
 		}
-		free(fr);
+		frame_free(fr);
 		did = true;
 	}
 	return did;
@@ -2292,14 +2372,17 @@ int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4)
 static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct qrnic_cqe *out)
 {
 	uint32_t mask = (1u << c->log) - 1;
-	struct qrnic_cqe cqe;
+	uint64_t addr = c->ring + (uint64_t)(ci & mask) * sizeof(struct qrnic_cqe);
+	const uint8_t *cqe;
 
-	if (hx_mem_read(h->w, h->idx, c->ring + (uint64_t)(ci & mask) * sizeof(cqe), &cqe, sizeof(cqe)))
+	if (!mem_range_ok(h, addr, sizeof(struct qrnic_cqe)))
 		return false;
-	if ((cqe.owner & 1) != (((ci >> c->log) & 1) ^ 1))
+	/* look at the owner bit in place; copy only a valid CQE */
+	cqe = mem_ptr(h, addr);
+	if ((cqe[offsetof(struct qrnic_cqe, owner)] & 1) != (((ci >> c->log) & 1) ^ 1))
 		return false;
 	if (out)
-		*out = cqe;
+		memcpy(out, cqe, sizeof(*out));
 	return true;
 }
 
@@ -2593,6 +2676,8 @@ int hx_fault_add(hx_world *w, int d, const char *rule)
 
 	if (!h)
 		return HX_E_INVAL;
+	w->faults_used = true;
+	trust_apply(w);
 	id = qrnic_fault_add(h->dev, rule, w->err, sizeof(w->err));
 	return id < 0 ? HX_E_INVAL : id;
 }
@@ -2604,6 +2689,8 @@ int hx_fault_load_plan(hx_world *w, int d, const char *text)
 
 	if (!h)
 		return HX_E_INVAL;
+	w->faults_used = true;
+	trust_apply(w);
 	n = qrnic_fault_load_plan(h->dev, text, w->err, sizeof(w->err));
 	return n < 0 ? HX_E_INVAL : n;
 }

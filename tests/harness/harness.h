@@ -151,6 +151,13 @@ void hx_wire_set_latency(hx_world *w, uint64_t ns);
  * serialize (store and forward), then the latency.  overhead_bytes models
  * preamble, FCS and inter-frame gap (24 for Ethernet) if wanted. */
 void hx_wire_set_rate(hx_world *w, uint64_t bits_per_s, uint32_t overhead_bytes);
+/* A trusted wire (off by default): the devices neither compute nor check
+ * ICRCs (qrnic_dev_set_trusted_wire), which saves two CRC passes over every
+ * frame.  Only while nothing corrupts frames (hx_wire_random corrupt_ppm,
+ * HX_ACT_CORRUPT rules, any fault rule or plan ever added to any device)
+ * and no pcap is open: otherwise, and whenever that changes, the ICRC is on
+ * again.  Returns whether the wire is trusted now. */
+int hx_wire_trusted(hx_world *w, int on);
 int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t psn,
 		     int64_t dqpn, uint32_t skip, int64_t count, int action,
 		     uint32_t arg, uint32_t arg2);

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: frame buffers that change hands without a copy.
+ *
+ * A frame is built in such a buffer, held by a timed transmit effect,
+ * handed to the host (ops->tx_frame_buf), carried by its wire and handed
+ * to the receiving device (qrnic_dev_rx_frame_buf), which frees it after
+ * dispatch.  Two size classes (a RoCE frame of up to 4 KiB payload, and
+ * the largest Ethernet frame); freed buffers are kept on small per-thread
+ * free lists, so a steady stream of frames allocates nothing.  A buffer
+ * may be freed by any thread and any device of the process.
+ */
+#include <stdlib.h>
+
+#include "qrnic_internal.h"
+
+#define FB_HDR		64u	/* hidden header: keeps data cache-line aligned */
+#define FB_KEEP		512u	/* free buffers kept per class and thread */
+
+struct fb_hdr {
+	struct fb_hdr *next;
+	uint32_t cls;
+};
+
+static const size_t fb_cap[2] = {
+	(QRNIC_MAX_FRAME + 63) & ~(size_t)63,
+	(QRNIC_FRAME_BUF_MAX + 63) & ~(size_t)63,
+};
+
+static __thread struct fb_hdr *fb_free[2];
+static __thread uint32_t fb_nfree[2];
+
+uint8_t *qrnic_frame_buf_alloc(size_t len)
+{
+	uint32_t cls = len <= fb_cap[0] ? 0 : 1;
+	struct fb_hdr *h;
+
+	if (len > fb_cap[1])
+		return NULL;
+	h = fb_free[cls];
+	if (h) {
+		fb_free[cls] = h->next;
+		fb_nfree[cls]--;
+	} else {
+		h = aligned_alloc(64, FB_HDR + fb_cap[cls]);
+		if (!h)
+			return NULL;
+		h->cls = cls;
+	}
+	h->next = NULL;
+	return (uint8_t *)h + FB_HDR;
+}
+
+void qrnic_frame_buf_free(uint8_t *buf)
+{
+	struct fb_hdr *h;
+	uint32_t cls;
+
+	if (!buf)
+		return;
+	h = (struct fb_hdr *)(buf - FB_HDR);
+	cls = h->cls;
+	if (fb_nfree[cls] >= FB_KEEP) {
+		free(h);
+		return;
+	}
+	h->next = fb_free[cls];
+	fb_free[cls] = h;
+	fb_nfree[cls]++;
+}
