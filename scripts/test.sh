@@ -2,7 +2,7 @@
 # Build qrnic and run its tests.
 #
 # Usage: scripts/test.sh [pytest args...]
-#   QRNIC_TIERS   comma list of test tiers to run (default: unit,qemu).
+#   QRNIC_TIERS   comma list of test tiers to run (default: unit,qemu,guest).
 #                 unit = model + firmware through the C harness;
 #                 qemu = QEMU device through qtest (builds QEMU, cached);
 #                 guest = booted Linux guests (pytest markers, see tests/conftest.py)
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
-export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu}   # guest: opt in (see README)
+export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu,guest}
 
 # ---- packages ------------------------------------------------------------------
 PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin)
