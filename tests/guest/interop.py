@@ -835,8 +835,11 @@ def serve(lab, sock_path, ready_path):
             threading.Thread(target=handle, args=(conn,), daemon=True).start()
     finally:
         ls.close()
-        os.unlink(sock_path)
+        # Stop the VMs before the socket goes: `lab down` returns when it is gone, and a
+        # QEMU still shutting down would unlink the QMP socket of the next lab's QEMU at
+        # the same path when it exits.
         lab.stop()
+        os.unlink(sock_path)
     return 0
 
 
