@@ -314,7 +314,7 @@ class VM:
         return ' '.join(base + self.append + extra)
 
     def qemu_args(self):
-        a = [self.qemu, '-name', '%s,process=qrnic-%s' % (self.name, self.name),
+        a = [self.qemu, '-name', '%s,process=qrnic-%s,debug-threads=on' % (self.name, self.name),
              '-M', 'q35', '-accel', 'tcg', '-m', str(self.mem), '-smp', str(self.smp),
              '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot']
         if self.cpu:
@@ -399,7 +399,29 @@ class VM:
             if time.monotonic() > deadline:
                 raise VMError('%s: agent not ready after %ds; console log %s:\n%s'
                               % (self.name, timeout, self.console_log, self._tail(self.console_log, 30)))
+        self._nice_vcpus()
         return self.boot_time
+
+    def _nice_vcpus(self):
+        """Lower the vCPU threads' priority (VCPU_NICE) below QEMU's main loop, where the
+        devices (qrnic's model, virtio-net) and the netdevs run: a frame that arrives while the
+        guest spins in a polling loop then wakes the main loop at once instead of waiting for
+        the vCPU's time slice."""
+        if not VCPU_NICE or self.proc is None:
+            return
+        task = '/proc/%d/task' % self.proc.pid
+        n = 0
+        try:
+            for tid in os.listdir(task):
+                with open('%s/%s/comm' % (task, tid)) as f:
+                    comm = f.read().strip()
+                if comm.startswith('CPU ') and comm.endswith('/TCG'):
+                    os.setpriority(os.PRIO_PROCESS, int(tid), VCPU_NICE)
+                    n += 1
+        except OSError as e:
+            self.log('cannot renice the vCPU threads: %s' % e)
+            return
+        self.log('%d vCPU thread(s) at nice %d (QRNIC_VCPU_NICE)' % (n, VCPU_NICE))
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None and not self._dead
@@ -777,6 +799,8 @@ class Topology:
 # hands it to QEMU as local.type=fd.  QRNIC_LINK_RCVBUF=0: let QEMU make a plain socket (the lossy
 # host default).
 LINK_RCVBUF = int(os.environ.get('QRNIC_LINK_RCVBUF', str(8 << 20)))
+# Nice value of the vCPU threads (VM._nice_vcpus); 0 leaves them as QEMU made them.
+VCPU_NICE = int(os.environ.get('QRNIC_VCPU_NICE', '0'))
 SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
 
 
