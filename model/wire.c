@@ -532,6 +532,15 @@ static uint32_t crc_clmul(uint32_t crc, const uint8_t *b, size_t n)
  * one (distance 512 bits: k1/k2), whose four 128-bit lanes are the four
  * lanes of crc_clmul.  n >= 256 and a multiple of 16.
  */
+/* One folding step: z * x^(distance) (the two 64-bit halves of each lane
+ * times k) xor d. */
+__attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
+static inline __m512i fold512(__m512i z, __m512i k, __m512i d)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
+					 _mm512_clmulepi64_epi128(z, k, 0x11), d, 0x96);
+}
+
 __attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
 static inline uint32_t crc_vpclmul_acc(__m512i z1, __m512i z2, __m512i z3, __m512i z4,
 				       const uint8_t *b, size_t n)
@@ -539,29 +548,18 @@ static inline uint32_t crc_vpclmul_acc(__m512i z1, __m512i z2, __m512i z3, __m51
 	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430, 0x011542778a));
 	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
 
-	while (n >= 256) {
-		z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k2048, 0x00),
-					       _mm512_clmulepi64_epi128(z1, k2048, 0x11),
-					       _mm512_loadu_si512((const void *)(b + 0x00)), 0x96);
-		z2 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z2, k2048, 0x00),
-					       _mm512_clmulepi64_epi128(z2, k2048, 0x11),
-					       _mm512_loadu_si512((const void *)(b + 0x40)), 0x96);
-		z3 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z3, k2048, 0x00),
-					       _mm512_clmulepi64_epi128(z3, k2048, 0x11),
-					       _mm512_loadu_si512((const void *)(b + 0x80)), 0x96);
-		z4 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z4, k2048, 0x00),
-					       _mm512_clmulepi64_epi128(z4, k2048, 0x11),
-					       _mm512_loadu_si512((const void *)(b + 0xc0)), 0x96);
+	while (n >= 256) {	/* four independent accumulators */
+		z1 = fold512(z1, k2048, _mm512_loadu_si512((const void *)(b + 0x00)));
+		z2 = fold512(z2, k2048, _mm512_loadu_si512((const void *)(b + 0x40)));
+		z3 = fold512(z3, k2048, _mm512_loadu_si512((const void *)(b + 0x80)));
+		z4 = fold512(z4, k2048, _mm512_loadu_si512((const void *)(b + 0xc0)));
 		b += 256;
 		n -= 256;
 	}
 	/* four accumulators into one, 512 bits apart */
-	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
-				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z2, 0x96);
-	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
-				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z3, 0x96);
-	z1 = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z1, k512, 0x00),
-				       _mm512_clmulepi64_epi128(z1, k512, 0x11), z4, 0x96);
+	z1 = fold512(z1, k512, z2);
+	z1 = fold512(z1, k512, z3);
+	z1 = fold512(z1, k512, z4);
 	return crc_clmul_lanes(_mm512_castsi512_si128(z1), _mm512_extracti32x4_epi32(z1, 1),
 			       _mm512_extracti32x4_epi32(z1, 2), _mm512_extracti32x4_epi32(z1, 3),
 			       b, n);
