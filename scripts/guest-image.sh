@@ -161,15 +161,12 @@ fetch_kernel() {
     local deb
     deb=$(ls -1 "$APTDIR/archives/${KPKG}_"*_amd64.deb 2>/dev/null | tail -n1 || true)
     if [ -z "$deb" ]; then
-        local A=(-o "Dir::Etc::SourceList=$APTDIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-                 -o "Dir::State::Lists=$APTDIR/lists" -o "Dir::Cache::archives=$APTDIR/archives"
-                 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
-        mkdir -p "$APTDIR/lists/partial" "$APTDIR/archives/partial"
-        echo "deb $MIRROR bookworm-backports main" >"$APTDIR/sources.list"
+        mkdir -p "$APTDIR/archives"
+        priv_apt "$APTDIR" "deb $MIRROR bookworm-backports main"
         say "apt-get update (private list $APTDIR/sources.list: $MIRROR bookworm-backports)"
-        run apt-get -q "${A[@]}" update || die "apt-get update of the private bookworm-backports list failed"
+        run apt-get -q "${PRIV_APT[@]}" update || die "apt-get update of the private bookworm-backports list failed"
         say "downloading $KPKG"
-        (cd "$APTDIR/archives" && run apt-get -q "${A[@]}" download "$KPKG") \
+        (cd "$APTDIR/archives" && run apt-get -q "${PRIV_APT[@]}" download "$KPKG") \
             || die "apt-get download $KPKG failed (is it still in bookworm-backports on $MIRROR?)"
         deb=$(ls -1 "$APTDIR/archives/${KPKG}_"*_amd64.deb | tail -n1)
     fi
