@@ -46,6 +46,7 @@
 # Exit status is non-zero, with a message naming the log, on any failure.
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
+. "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"     # say, die, run
 
 RDMA_VERSION=56.1
 RDMA_DEB_VERSION=56.1-1
@@ -101,21 +102,6 @@ while [ $# -gt 0 ]; do
 done
 case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
 
-say() { echo "$PROG: $*" | tee -a "$LOG" >&2; }
-die() {
-    DIED=1
-    echo "$PROG: ERROR: $*" | tee -a "$LOG" >&2
-    [ "$LOG" != /dev/null ] && echo "$PROG: full log: $LOG" >&2
-    exit 1
-}
-# run CMD...: show output on stderr and append it to the log; keep CMD's status.
-run() {
-    local rc=0 cmd="$*"
-    [ ${#cmd} -le 300 ] || cmd="${cmd:0:300}..."
-    echo "+ $cmd" >>"$LOG"
-    "$@" 2>&1 | tee -a "$LOG" >&2 || rc=${PIPESTATUS[0]}
-    return "$rc"
-}
 DIED=0 ERR_LINE=?
 trap 'ERR_LINE=$LINENO' ERR
 trap 'rc=$?; if [ $rc -ne 0 ] && [ $DIED = 0 ]; then echo "$PROG: FAILED (exit $rc, line $ERR_LINE of $SCRIPT_PATH); log: $LOG" >&2; fi' EXIT

@@ -35,6 +35,7 @@
 # Exit status is non-zero, with a message naming the log, on any failure.
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
+. "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"     # say, die, run
 
 QEMU_VERSION=10.0.2
 QEMU_TARBALL=qemu_10.0.2+ds.orig.tar.xz
@@ -87,21 +88,6 @@ for arg in "$@"; do
     esac
 done
 
-say() { echo "$PROG: $*" | tee -a "$LOG" >&2; }
-die() {
-    DIED=1
-    echo "$PROG: ERROR: $*" | tee -a "$LOG" >&2
-    [ "$LOG" != /dev/null ] && echo "$PROG: full log: $LOG" >&2
-    exit 1
-}
-# run CMD...: show output on stderr and append it to the log; keep CMD's status.
-run() {
-    local rc=0 cmd="$*"
-    [ ${#cmd} -le 300 ] || cmd="${cmd:0:300}..."
-    echo "+ $cmd" >>"$LOG"
-    "$@" 2>&1 | tee -a "$LOG" >&2 || rc=${PIPESTATUS[0]}
-    return "$rc"
-}
 DIED=0 ERR_LINE='?'
 trap 'ERR_LINE=$LINENO' ERR
 trap 'rc=$?; if [ $rc -ne 0 ] && [ $DIED = 0 ]; then echo "$PROG: FAILED (exit $rc, line $ERR_LINE of $SCRIPT_PATH); log: $LOG" >&2; fi' EXIT

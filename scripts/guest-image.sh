@@ -43,6 +43,7 @@
 # the image directory.
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
+. "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"     # say, die, run
 
 KVER=6.12.95+deb12-amd64
 KPKG=linux-image-$KVER
@@ -95,13 +96,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-say() { echo "$PROG: $*" | tee -a "$LOG" >&2; }
-die() {
-    DIED=1
-    echo "$PROG: ERROR: $*" | tee -a "$LOG" >&2
-    [ "$LOG" != /dev/null ] && echo "$PROG: full log: $LOG" >&2
-    exit 1
-}
 run() {  # run CMD...: output to the log only; keep CMD's status
     echo "+ $*" >>"$LOG"
     "$@" >>"$LOG" 2>&1
