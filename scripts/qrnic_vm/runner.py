@@ -798,9 +798,22 @@ class Topology:
 # itself, with this buffer (SO_RCVBUFFORCE as root, else SO_RCVBUF up to net.core.rmem_max), and
 # hands it to QEMU as local.type=fd.  QRNIC_LINK_RCVBUF=0: let QEMU make a plain socket (the lossy
 # host default).
-LINK_RCVBUF = int(os.environ.get('QRNIC_LINK_RCVBUF', str(8 << 20)))
+def _env_int(name, default, lo, hi, what):
+    v = os.environ.get(name, '').strip()
+    if not v:
+        return default
+    try:
+        n = int(v, 0)
+    except ValueError:
+        n = None
+    if n is None or not lo <= n <= hi:
+        raise ValueError('%s=%r: must be %s, %d..%d' % (name, v, what, lo, hi))
+    return n
+
+
+LINK_RCVBUF = _env_int('QRNIC_LINK_RCVBUF', 8 << 20, 0, 1 << 30, 'a receive buffer size in bytes (0: QEMU\'s socket)')
 # Nice value of the vCPU threads (VM._nice_vcpus); 0 leaves them as QEMU made them.
-VCPU_NICE = int(os.environ.get('QRNIC_VCPU_NICE', '0'))
+VCPU_NICE = _env_int('QRNIC_VCPU_NICE', 0, 0, 19, 'a nice value')
 SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
 
 
