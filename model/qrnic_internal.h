@@ -26,6 +26,7 @@
 #define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP (window cap) */
 #define QRNIC_CWND_MIN		4	/* loss window floor, packets */
 #define QRNIC_ACKREQ_INTERVAL	64	/* AckReq at least every N packets */
+#define QRNIC_ACKREQ_WQES	16	/* ... and every N messages (a quarter of the WQE window) */
 #define QRNIC_MAX_RD_ATOMIC	16	/* responder resources per QP */
 #define QRNIC_RXQ_DEPTH		1024	/* frames queued between rx and run */
 #define QRNIC_RUN_RX_BUDGET	256	/* frames per qrnic_dev_run() */
@@ -148,6 +149,7 @@ struct qrnic_req {
 	uint32_t high_psn;	/* one past the highest PSN ever sent */
 	uint32_t rd_atomic_out;	/* READ/ATOMIC requests outstanding */
 	uint32_t pkts_since_ackreq;
+	uint32_t msgs_since_ackreq;	/* messages ended without AckReq since the last */
 	uint8_t  retry_left;
 	uint8_t  rnr_left;
 	bool     rnr_wait;	/* stopped until the RNR timer fires */

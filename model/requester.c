@@ -403,6 +403,26 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
 	return half < QRNIC_ACKREQ_INTERVAL ? half : QRNIC_ACKREQ_INTERVAL;
 }
 
+/*
+ * AckReq on the last packet of a SEND/WRITE message (spec 12.1) when
+ * somebody waits for its acknowledgement: the WQE is signaled (its CQE), it
+ * is the last WQE posted or the last the WQE window lets the requester
+ * fetch (nothing else would ask before the requester goes idle), or
+ * QRNIC_ACKREQ_WQES messages went without one (their SQ slots).  An
+ * unsignaled message in a stream is acknowledged by a later ACK, as ACKs
+ * are cumulative: a stream of unsignaled 4 KiB WRITEs (perftest's default,
+ * one CQE per 100 WQEs) then costs one ACK per 16 messages, not one each.
+ */
+static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
+{
+	uint32_t next = qp->req.cur + 1;
+
+	if (++qp->req.msgs_since_ackreq >= QRNIC_ACKREQ_WQES)
+		return true;
+	return (w->wqe.flags & QRNIC_WQE_F_SIGNALED) || next == qp->sq_pi ||
+	       (next == qp->req.sq_next && qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW);
+}
+
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
 static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
 {
@@ -494,7 +514,8 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 			p.imm = w->wqe.imm_data;
 			p.se = !!(w->wqe.flags & QRNIC_WQE_F_SOLICITED);
 		}
-		p.ackreq = last || ++qp->req.pkts_since_ackreq >= ackreq_interval(qp) ||
+		p.ackreq = (last && last_wants_ack(qp, w)) ||
+			   ++qp->req.pkts_since_ackreq >= ackreq_interval(qp) ||
 			   qrnic_psn_diff(qrnic_psn_add(p.psn, 1), qp->req.una_psn) >=
 			   (int32_t)qp->req.cwnd;
 		w->sent += len;
@@ -506,7 +527,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	}
 	}
 	if (p.ackreq)
-		qp->req.pkts_since_ackreq = 0;
+		qp->req.pkts_since_ackreq = qp->req.msgs_since_ackreq = 0;
 	if (qp->type != QRNIC_QPT_RC)
 		p.ackreq = false;
 	if (qrnic_psn_diff(p.psn, qp->req.high_psn) < 0)

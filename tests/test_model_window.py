@@ -151,3 +151,61 @@ def test_window_grows_back_and_data_intact():
         assert all(4 <= e['a'] <= 256 for e in cuts)
     finally:
         w.close()
+
+
+# ---- AckReq policy (docs/spec.md 12.1) --------------------------------------------------
+def ackreq_run(signaled, n_msgs, drop_acks=False, sq_log=7):
+    """n_msgs one-packet WRITEs posted at once (one doorbell), signaled per the
+    set of indexes given.  Returns ({message index: AckReq bit of its first
+    transmission}, A's completions, the ACKs B sent)."""
+    w = q.World(2)
+    try:
+        a, b = w.devs
+        conn = q.connect_rc(a, b, mtu=MTU, sq_log=sq_log, cq_log=10, retry_cnt=0, timeout=10)
+        la, rb = a.reg_mr(conn.pda, MTU), b.reg_mr(conn.pdb, n_msgs * MTU)
+        la.fill_random(random.Random(5))
+        if drop_acks:
+            w.rule('drop', src=1, opcode='RC_ACK', count=-1)
+        for i in range(n_msgs):
+            conn.qa.post_send('RDMA_WRITE', [(la, 0, MTU)], remote=(rb, i * MTU), wr_id=i,
+                              signaled=i in signaled, ring=i == n_msgs - 1)
+        w.run()
+        frames = w.frames(roce_only=True)
+        bits = {}
+        for f in frames:
+            if f.src == 0 and f.opname == 'RC_WRITE_ONLY':
+                bits.setdefault(psn_off(f.psn, conn.psn_a), f.ackreq)
+        acks = [psn_off(f.psn, conn.psn_a) for f in frames if f.src == 1 and f.opname == 'RC_ACK']
+        assert drop_acks or a.stat('retransmitted_packets') == 0
+        return bits, conn.cqa.poll(), acks
+    finally:
+        w.close()
+
+
+def test_ackreq_every_16_unsignaled_messages_and_the_last_posted():
+    """40 unsignaled WRITEs: AckReq on the 16th and 32nd message and on the
+    last one posted (nothing else would ask before the requester goes idle),
+    so the last ACK covers all 40 and nothing is resent."""
+    bits, cqes, acks = ackreq_run(set(), 40)
+    assert sorted(bits) == list(range(40))
+    assert [i for i in range(40) if bits[i]] == [15, 31, 39]
+    assert cqes == [] and acks and acks[-1] == 39
+
+
+def test_ackreq_on_signaled_message_restarts_the_count():
+    """A signaled message asks for its ACK (its CQE waits for it), and the next
+    16-message count starts after it."""
+    bits, cqes, acks = ackreq_run({4, 10}, 40)
+    assert [i for i in range(40) if bits[i]] == [4, 10, 26, 39]
+    assert [(c['wr_id'], c['status_name']) for c in cqes] == [(4, 'SUCCESS'), (10, 'SUCCESS')]
+
+
+def test_ackreq_when_the_wqe_window_fills():
+    """ACKs lost: the requester stops after 64 WQEs (the WQE window); the 64th,
+    the last it can send, asks for an ACK even though it is neither signaled
+    nor the last posted nor the 16th since the previous AckReq."""
+    bits, cqes, _ = ackreq_run({2}, 100, drop_acks=True)
+    assert sorted(bits) == list(range(64))      # nothing past the window left
+    assert [i for i in range(64) if bits[i]] == [2, 18, 34, 50, 63]
+    # retries exhausted: the oldest WQE completes in error, signaled or not
+    assert [(c['wr_id'], c['status_name']) for c in cqes][:1] == [(0, 'RETRY_EXC_ERR')]
