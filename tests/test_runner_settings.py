@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Unit tier: the VM runner's host settings from the environment
-(QRNIC_LINK_RCVBUF, QRNIC_VCPU_NICE, docs/guest.md) and the dgram link
+(QRNIC_LINK_RCVBUF, QRNIC_VCPU_NICE, QRNIC_CPU_PLACEMENT, docs/guest.md) and the dgram link
 socket it hands to QEMU; garbage gives a clear error naming the variable."""
 import os
 import subprocess
@@ -18,20 +18,23 @@ from qrnic_vm import runner  # noqa: E402
 def settings(**env):
     e = dict(os.environ, **env)
     r = subprocess.run([sys.executable, '-c', 'import qrnic_vm.runner as r; '
-                        'print(r.LINK_RCVBUF, r.VCPU_NICE)'],
+                        'print(r.LINK_RCVBUF, r.VCPU_NICE, r.CPU_PLACEMENT)'],
                        cwd=SCRIPTS, env=e, capture_output=True, text=True)
     return r.returncode, r.stdout.split(), r.stderr
 
 
 def test_defaults_and_values():
-    assert settings(QRNIC_LINK_RCVBUF='', QRNIC_VCPU_NICE='')[1] == [str(8 << 20), '0']
-    assert settings(QRNIC_LINK_RCVBUF='0', QRNIC_VCPU_NICE='10')[1] == ['0', '10']
+    assert settings(QRNIC_LINK_RCVBUF='', QRNIC_VCPU_NICE='', QRNIC_CPU_PLACEMENT='')[1] == \
+        [str(8 << 20), '0', 'none']
+    assert settings(QRNIC_LINK_RCVBUF='0', QRNIC_VCPU_NICE='10', QRNIC_CPU_PLACEMENT='split')[1] == \
+        ['0', '10', 'split']
     assert settings(QRNIC_LINK_RCVBUF='0x10000')[1][0] == '65536'
 
 
 @pytest.mark.parametrize('var,val', [('QRNIC_LINK_RCVBUF', 'abc'), ('QRNIC_LINK_RCVBUF', '-1'),
                                      ('QRNIC_LINK_RCVBUF', str(1 << 31)),
-                                     ('QRNIC_VCPU_NICE', '20'), ('QRNIC_VCPU_NICE', 'x')])
+                                     ('QRNIC_VCPU_NICE', '20'), ('QRNIC_VCPU_NICE', 'x'),
+                                     ('QRNIC_CPU_PLACEMENT', 'pinned'), ('QRNIC_CPU_PLACEMENT', '1')])
 def test_garbage_is_refused_by_name(var, val):
     rc, _, err = settings(**{var: val})
     assert rc != 0 and '%s=%r' % (var, val) in err
@@ -57,3 +60,39 @@ def test_dgram_link_socket():
     assert plain.open() is None
     assert str(plain) == ('dgram,local.type=inet,local.host=127.0.0.1,local.port=%d,'
                           'remote.type=inet,remote.host=127.0.0.1,remote.port=%d' % (p0, p1))
+
+
+def test_cpu_placement_sets():
+    """(vCPU CPUs, other threads' CPUs) per placement; [] = left to the scheduler."""
+    assert runner.place_cpus('none', 0, [0, 1]) == ([], [])
+    assert runner.place_cpus('split', 0, [0, 1]) == ([0], [1])
+    assert runner.place_cpus('split', 1, [0, 1]) == ([0], [1])      # same for every VM
+    assert runner.place_cpus('split', 0, [2, 3, 5, 7]) == ([2, 3], [5, 7])
+    assert runner.place_cpus('split', 0, [4, 5, 6]) == ([4], [5, 6])
+    assert [runner.place_cpus('spread', i, [0, 1]) for i in range(3)] == [([0], []), ([1], []), ([0], [])]
+    assert runner.place_cpus('split', 0, [3]) == ([], [])            # one CPU: nothing to place
+    with pytest.raises(ValueError, match='unknown CPU placement'):
+        runner.place_cpus('pinned', 0, [0, 1])
+
+
+def test_place_threads_pins_a_process():
+    """_place_threads on a stand-in process: its threads (none named like a vCPU) all go
+    to the 'other' CPUs under split."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip('needs two CPUs')
+    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])
+    try:
+        vm = runner.VM.__new__(runner.VM)
+        vm.proc, vm.name, vm.place_index = p, 'vmX', 0
+        vm.log = lambda msg: None
+        old = runner.CPU_PLACEMENT
+        runner.CPU_PLACEMENT = 'split'
+        try:
+            vm._place_threads()
+        finally:
+            runner.CPU_PLACEMENT = old
+        _v, other = runner.place_cpus('split', 0, sorted(os.sched_getaffinity(0)))
+        assert os.sched_getaffinity(p.pid) == set(other)
+    finally:
+        p.kill()
+        p.wait()

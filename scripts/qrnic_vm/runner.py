@@ -306,6 +306,8 @@ class VM:
         self._alog = None
 
     # -- command line --
+    place_index = 0     # this VM's number in its topology (CPU placement 'spread')
+
     def kernel_cmdline(self):
         base = ['console=ttyS0,115200', 'root=/dev/vda', 'rootfstype=ext4', 'rw', 'init=/sbin/qrnic-init',
                 'panic=-1', 'nokaslr', 'loglevel=4', 'log_buf_len=4M', 'kfence.sample_interval=100',
@@ -400,6 +402,7 @@ class VM:
                 raise VMError('%s: agent not ready after %ds; console log %s:\n%s'
                               % (self.name, timeout, self.console_log, self._tail(self.console_log, 30)))
         self._nice_vcpus()
+        self._place_threads()
         return self.boot_time
 
     def _nice_vcpus(self):
@@ -415,13 +418,34 @@ class VM:
             for tid in os.listdir(task):
                 with open('%s/%s/comm' % (task, tid)) as f:
                     comm = f.read().strip()
-                if comm.startswith('CPU ') and comm.endswith('/TCG'):
+                if _is_vcpu_thread(comm):
                     os.setpriority(os.PRIO_PROCESS, int(tid), VCPU_NICE)
                     n += 1
         except OSError as e:
             self.log('cannot renice the vCPU threads: %s' % e)
             return
         self.log('%d vCPU thread(s) at nice %d (QRNIC_VCPU_NICE)' % (n, VCPU_NICE))
+
+    def _place_threads(self):
+        """Pin QEMU's threads to host CPUs as CPU_PLACEMENT says (place_cpus())."""
+        if CPU_PLACEMENT == 'none' or self.proc is None:
+            return
+        task = '/proc/%d/task' % self.proc.pid
+        try:
+            threads = []
+            for tid in os.listdir(task):
+                with open('%s/%s/comm' % (task, tid)) as f:
+                    threads.append((int(tid), _is_vcpu_thread(f.read().strip())))
+            vcpu_cpus, other_cpus = place_cpus(CPU_PLACEMENT, self.place_index, sorted(os.sched_getaffinity(0)))
+            for tid, vcpu in threads:
+                cpus = vcpu_cpus if vcpu else other_cpus
+                if cpus:
+                    os.sched_setaffinity(tid, cpus)
+        except OSError as e:
+            self.log('cannot place the QEMU threads (%s): %s' % (CPU_PLACEMENT, e))
+            return
+        self.log('threads placed (QRNIC_CPU_PLACEMENT=%s): vCPUs on CPUs %s, the others on %s'
+                 % (CPU_PLACEMENT, _cpulist(vcpu_cpus), _cpulist(other_cpus)))
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None and not self._dead
@@ -745,6 +769,8 @@ class Topology:
         if self.progress:
             print('qrnic_vm: topology %s, run dir %s, image %s' % (self.name, self.rundir, self.image.path),
                   file=sys.stderr, flush=True)
+        for i, v in enumerate(self.vms):
+            v.place_index = i
         try:
             for v in self.vms:
                 v.start()
@@ -814,6 +840,50 @@ def _env_int(name, default, lo, hi, what):
 LINK_RCVBUF = _env_int('QRNIC_LINK_RCVBUF', 8 << 20, 0, 1 << 30, 'a receive buffer size in bytes (0: QEMU\'s socket)')
 # Nice value of the vCPU threads (VM._nice_vcpus); 0 leaves them as QEMU made them.
 VCPU_NICE = _env_int('QRNIC_VCPU_NICE', 0, 0, 19, 'a nice value')
+
+# Where QEMU's threads run (VM._place_threads, docs/guest.md "Host CPU placement"):
+#   none    the host scheduler decides (default)
+#   split   every VM's vCPU threads on the first half of the CPUs the runner may use, every
+#           other QEMU thread (main loop: devices, netdevs; I/O) on the second half
+#   spread  VM i's vCPU threads on CPU i (mod the CPU count); the other threads float
+# A TCG vCPU that polls a CQ is always runnable; with no placement the scheduler tends to put
+# the QEMU main loop that the vCPU wakes (doorbell) on the vCPU's own CPU, and the two then
+# take turns on one CPU while the other idles (docs/interop.md section 6 has the figures).
+CPU_PLACEMENTS = ('none', 'split', 'spread')
+
+
+def _env_choice(name, default, choices):
+    v = os.environ.get(name, '').strip()
+    if not v:
+        return default
+    if v not in choices:
+        raise ValueError('%s=%r: must be one of %s' % (name, v, ', '.join(choices)))
+    return v
+
+
+CPU_PLACEMENT = _env_choice('QRNIC_CPU_PLACEMENT', 'none', CPU_PLACEMENTS)
+
+
+def _is_vcpu_thread(comm):
+    return comm.startswith('CPU ') and comm.endswith('/TCG')
+
+
+def _cpulist(cpus):
+    return ','.join(str(c) for c in cpus) if cpus else 'any'
+
+
+def place_cpus(placement, vm_index, cpus):
+    """(CPUs for the vCPU threads, CPUs for the other threads) of VM number vm_index under a
+    placement, given the host CPUs available (sorted); an empty list = leave as is.  With a
+    single CPU there is nothing to place."""
+    if placement not in CPU_PLACEMENTS:
+        raise ValueError('unknown CPU placement %r (choose from %s)' % (placement, ', '.join(CPU_PLACEMENTS)))
+    if placement == 'none' or len(cpus) < 2:
+        return [], []
+    if placement == 'split':
+        half = len(cpus) // 2
+        return list(cpus[:half]), list(cpus[half:])
+    return [cpus[vm_index % len(cpus)]], []
 SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
 
 
