@@ -103,6 +103,7 @@ struct hx_dev {
 	uint64_t deny_addr[HX_MAX_DENY], deny_len[HX_MAX_DENY];
 	int ndeny;
 	uint64_t dma[5];
+	bool watched;		/* its DMA writes count in w->watched_writes */
 
 	/* host services */
 	bool sched;
@@ -148,6 +149,7 @@ struct hx_world {
 	char err[256];
 	uint64_t admin_timeout_ns;
 	uint64_t last_iters;
+	uint64_t watched_writes;	/* DMA writes by devices hx_watch_writes() named */
 
 	/* wire */
 	uint64_t latency;
@@ -253,6 +255,7 @@ static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
 	memcpy(mem_ptr(h, addr), buf, len);
 	h->dma[1]++;
 	h->dma[3] += len;
+	h->w->watched_writes += h->watched;
 	return 0;
 }
 
@@ -1203,7 +1206,20 @@ static bool deliver(hx_world *w)
 	return did;
 }
 
-static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn stop, void *arg)
+/*
+ * The event loop.  Each iteration delivers the frames due, fires the due
+ * device timers and runs the devices that asked to be scheduled; when an
+ * iteration finds nothing to do, the current instant is settled and the
+ * clock advances to the next event (frame arrival or device timer).
+ *
+ * stop is checked before every iteration.  If watch_since is not
+ * UINT64_MAX, the loop also stops (HX_RUN_STOP) once an instant is settled
+ * -- before the clock moves on -- if w->watched_writes has moved past
+ * watch_since: the caller then sees host memory exactly as it is at the
+ * end of that instant, as if it had stepped there event by event.
+ */
+static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn stop, void *arg,
+		    uint64_t watch_since)
 {
 	uint64_t limit = (max_ns > UINT64_MAX - w->now) ? UINT64_MAX : w->now + max_ns;
 	uint64_t it = 0;
@@ -1264,6 +1280,10 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			}
 			continue;
 		}
+		if (watch_since != UINT64_MAX && w->watched_writes != watch_since) {
+			rc = HX_RUN_STOP;
+			break;
+		}
 		{
 			uint64_t next = UINT64_MAX;
 
@@ -1292,7 +1312,29 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
 {
-	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL);
+	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL, UINT64_MAX);
+}
+
+int hx_watch_writes(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	h->watched = on != 0;
+	return 0;
+}
+
+uint64_t hx_watched_writes(hx_world *w)
+{
+	return w->watched_writes;
+}
+
+int hx_run_to_write(hx_world *w, uint64_t max_ns, uint64_t max_iter, uint64_t since)
+{
+	if (since == UINT64_MAX)
+		since--;	/* UINT64_MAX means "no watch" to run_loop */
+	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL, since);
 }
 
 uint64_t hx_next_event(hx_world *w)
@@ -1615,7 +1657,7 @@ int hx_admin(hx_world *w, int d, const void *cmd, void *cqe_out, uint32_t flags)
 	h->aq.pi++;
 	wr32(h, QRNIC_REG_AQ_SQ_DB, h->aq.pi);
 	for (;;) {
-		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h);
+		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h, UINT64_MAX);
 
 		if (rc != HX_RUN_STOP)
 			return HX_E_TIMEOUT;
