@@ -489,6 +489,10 @@ static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
 	return !d->trusted_wire || d->fault;
 }
 
+/* A frame buffer (qrnic_frame_buf_alloc) whose byte at aligned_off is
+ * 64-byte aligned: where the payload goes, for co-aligned copies. */
+uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off);
+
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
