@@ -263,6 +263,22 @@ struct qrnic_event {
 	uint64_t seq;		/* FIFO among equal deadlines */
 };
 
+/*
+ * Events whose deadlines rarely go backwards -- the frames leaving a port
+ * (each departs after the one before it), the CQEs a device writes -- are
+ * queued in FIFO lanes beside the heap: appending one and taking the head
+ * is O(1) where the heap costs a sift of O(log n).  An event earlier than
+ * the last one of its lane goes to the heap instead, so each lane stays
+ * sorted by (when, seq), and the next event is the first of the heap top
+ * and the lane heads: the same order as one heap holding them all.
+ */
+enum qrnic_event_lane { QRNIC_LANE_TX, QRNIC_LANE_CQE, QRNIC_NUM_LANES };
+
+struct qrnic_evlane {
+	struct qrnic_event *ring;	/* cap entries, a power of two */
+	uint32_t head, count, cap;
+};
+
 /* An externally visible effect held until its modelled time (timing). */
 enum qrnic_effect_kind { QRNIC_FX_FREE, QRNIC_FX_TX, QRNIC_FX_CQE, QRNIC_FX_IRQ };
 
@@ -328,6 +344,7 @@ struct qrnic_dev {
 	struct qrnic_frame rxq[QRNIC_RXQ_DEPTH];
 	uint32_t rxq_head, rxq_tail;	/* free running */
 	struct qrnic_event *events;	/* binary min-heap */
+	struct qrnic_evlane lanes[QRNIC_NUM_LANES];	/* FIFO lanes beside it */
 	uint32_t nevents, events_cap;
 	uint32_t events_compact_at;	/* purge cancelled events at this size */
 	uint64_t event_seq;
@@ -395,6 +412,10 @@ void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_schedule(struct qrnic_dev *d);
 void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen);
+/* The same, queued in FIFO lane 'lane' when it is not earlier than the
+ * lane's last event (else in the heap): for deadlines that mostly grow. */
+void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
+			  uint32_t kind, uint32_t id, uint32_t gen);
 struct qrnic_qp *qrnic_qp_get(struct qrnic_dev *d, uint32_t qpn);	/* NULL unless valid */
 struct qrnic_cq *qrnic_cq_get(struct qrnic_dev *d, uint32_t cqn);
 struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn);
