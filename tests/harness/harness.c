@@ -158,6 +158,7 @@ struct hx_world {
 	uint64_t tx_free_ps[HX_MAX_DEV];	/* when each device's port is free again */
 	struct hx_frame *fl_head, *fl_tail;	/* in flight, sorted by deliver_at */
 	struct hx_frame *held;			/* held (reorder) frames */
+	struct hx_frame *spare_frames;		/* free records (frame_take) */
 	struct hx_rule rules[HX_MAX_RULES];
 	int nrules;
 	uint32_t loss_ppm, dup_ppm, reorder_ppm, corrupt_ppm;
@@ -611,11 +612,17 @@ static uint64_t wire_arrival(hx_world *w, int src, uint32_t len)
 	return (done + 999) / 1000 + w->latency;
 }
 
-/* A frame on the wire, carrying buf (a frame buffer, taken). */
-static struct hx_frame *frame_take(uint8_t *buf, uint32_t len, int src, int dst, int64_t li)
+/* A frame on the wire, carrying buf (a frame buffer, taken).  The records
+ * are recycled (w->spare_frames): a steady stream allocates nothing. */
+static struct hx_frame *frame_take(hx_world *w, uint8_t *buf, uint32_t len, int src, int dst,
+				   int64_t li)
 {
-	struct hx_frame *fr = malloc(sizeof(*fr));
+	struct hx_frame *fr = w->spare_frames;
 
+	if (fr)
+		w->spare_frames = fr->next;
+	else
+		fr = malloc(sizeof(*fr));
 	if (!fr || !buf)
 		abort();
 	memset(fr, 0, sizeof(*fr));
@@ -627,20 +634,23 @@ static struct hx_frame *frame_take(uint8_t *buf, uint32_t len, int src, int dst,
 	return fr;
 }
 
-static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+static struct hx_frame *frame_new(hx_world *w, const uint8_t *f, uint32_t len, int src, int dst,
+				  int64_t li)
 {
 	uint8_t *buf = qrnic_frame_buf_alloc(len);
 
 	if (!buf)
 		abort();
 	memcpy(buf, f, len);
-	return frame_take(buf, len, src, dst, li);
+	return frame_take(w, buf, len, src, dst, li);
 }
 
-static void frame_free(struct hx_frame *fr)
+static void frame_free(hx_world *w, struct hx_frame *fr)
 {
 	qrnic_frame_buf_free(fr->data);
-	free(fr);
+	fr->data = NULL;
+	fr->next = w->spare_frames;
+	w->spare_frames = fr;
 }
 
 static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
@@ -787,8 +797,8 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 		qrnic_frame_buf_free(owned);
 		return;
 	}
-	fr = owned ? frame_take(owned, (uint32_t)len, src, dst, li)
-		   : frame_new(f, (uint32_t)len, src, dst, li);
+	fr = owned ? frame_take(w, owned, (uint32_t)len, src, dst, li)
+		   : frame_new(w, f, (uint32_t)len, src, dst, li);
 	if (action == HX_ACT_CORRUPT) {
 		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
 		w->ws[HX_WS_CORRUPTED]++;
@@ -806,7 +816,7 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 		uint32_t n = arg ? arg : 1;
 
 		for (uint32_t i = 0; i < n; i++) {
-			struct hx_frame *c = frame_new(fr->data, fr->len, src, dst, li);
+			struct hx_frame *c = frame_new(w, fr->data, fr->len, src, dst, li);
 
 			inflight_insert(w, c, wire_arrival(w, src, c->len));
 			w->ws[HX_WS_DUPLICATED]++;
@@ -997,11 +1007,15 @@ void hx_world_free(hx_world *w)
 	w->ndev = 0;
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
-		frame_free(f);
+		frame_free(w, f);
 	}
 	for (f = w->held; f; f = n) {
 		n = f->next;
-		frame_free(f);
+		frame_free(w, f);
+	}
+	for (f = w->spare_frames; f; f = n) {
+		n = f->next;
+		free(f);
 	}
 	hx_pcap_close(w);
 	hx_framelog_enable(w, 0);
@@ -1200,7 +1214,7 @@ static bool deliver(hx_world *w)
 				fate(w, fr->log_idx, HX_F_RX_FULL);
 			}
 		}
-		frame_free(fr);
+		frame_free(w, fr);
 		did = true;
 	}
 	return did;
