@@ -1118,29 +1118,34 @@ static void rxq_clear(struct qrnic_dev *d)
 	d->rxq_head = d->rxq_tail = 0;
 }
 
-static void reset_state(struct qrnic_dev *d)
+/* Back to the power-on state.  fresh: the tables were just allocated
+ * zeroed (alloc_tables), so clearing them again is skipped -- it would
+ * only fault in every page of tables sized for the largest configuration. */
+static void reset_state(struct qrnic_dev *d, bool fresh)
 {
 	const struct qrnic_config *c = &d->cfg;
 
-	for (uint32_t i = 0; i < c->max_qp; i++) {
-		free(d->qp[i].req.win);
-		memset(&d->qp[i], 0, sizeof(d->qp[i]));
-	}
-	memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
-	memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
-	memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
-	memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
-	/* Keep each MR slot's tag so keys from before the reset stay stale. */
-	for (uint32_t i = 0; i < c->max_mr; i++) {
-		uint8_t tag = d->mr[i].next_tag;
+	if (!fresh) {
+		for (uint32_t i = 0; i < c->max_qp; i++) {
+			free(d->qp[i].req.win);
+			memset(&d->qp[i], 0, sizeof(d->qp[i]));
+		}
+		memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
+		memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
+		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
+		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
+		/* Keep each MR slot's tag so keys from before the reset stay stale. */
+		for (uint32_t i = 0; i < c->max_mr; i++) {
+			uint8_t tag = d->mr[i].next_tag;
 
-		memset(&d->mr[i], 0, sizeof(d->mr[i]));
-		d->mr[i].next_tag = tag;
+			memset(&d->mr[i], 0, sizeof(d->mr[i]));
+			d->mr[i].next_tag = tag;
+		}
+		memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
+		memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
+		memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
+		memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
 	}
-	memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
-	memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
-	memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
-	memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
 	d->mtt_free = c->max_mtt;
 	d->next_qpn = 2;
 	d->uctx_valid[0] = true;
@@ -1170,7 +1175,7 @@ static void reset_state(struct qrnic_dev *d)
 
 void qrnic_dev_reset(struct qrnic_dev *d)
 {
-	reset_state(d);
+	reset_state(d, false);
 	if (d->fault)
 		qrnic_fault_reset(d);
 	timer_update(d);
@@ -1195,7 +1200,7 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 	if (alloc_tables(d) != 0 ||
 	    qrnic_timing_init(&d->tm, qrnic_timing_profile_find("functional")) != 0)
 		goto fail;
-	reset_state(d);
+	reset_state(d, true);
 	return d;
 fail:
 	qrnic_dev_free(d);
