@@ -469,6 +469,28 @@ void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t
 		timer_update(d);
 }
 
+/*
+ * Like the heap (event_purge), a lane keeps cancelled events until they
+ * reach its head: every ACK re-arms its QP's retransmission timer, so the
+ * retry lane would grow by one event per packet for a whole ACK timeout.
+ * When a lane has doubled since it was last compacted, its cancelled
+ * events are dropped; the others keep their order.  Staleness is
+ * permanent, so this changes nothing but the lane's size.
+ */
+static void lane_purge(struct qrnic_dev *d, struct qrnic_evlane *l)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->count; i++) {
+		struct qrnic_event *ev = &l->ring[(l->head + i) & (l->cap - 1)];
+
+		if (!event_stale(d, ev))
+			l->ring[(l->head + n++) & (l->cap - 1)] = *ev;
+	}
+	l->count = n;
+	l->compact_at = n * 2 > 64 ? n * 2 : 64;
+}
+
 void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
 			  uint32_t kind, uint32_t id, uint32_t gen)
 {
@@ -478,6 +500,8 @@ void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint6
 		qrnic_event_add(d, when, kind, id, gen);	/* would unsort the lane */
 		return;
 	}
+	if (l->count >= l->compact_at)
+		lane_purge(d, l);
 	if (l->count == l->cap) {
 		uint32_t cap = l->cap ? l->cap * 2 : 64;
 		struct qrnic_event *n = malloc(cap * sizeof(*n));
@@ -1165,8 +1189,10 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	rxq_clear(d);
 	d->nevents = 0;
 	d->events_compact_at = 64;
-	for (int i = 0; i < QRNIC_NUM_LANES; i++)
+	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
 		d->lanes[i].head = d->lanes[i].count = 0;
+		d->lanes[i].compact_at = 64;
+	}
 	d->in_run = false;
 	d->tm_on = false;
 	qrnic_fx_reset(d);

@@ -265,18 +265,20 @@ struct qrnic_event {
 
 /*
  * Events whose deadlines rarely go backwards -- the frames leaving a port
- * (each departs after the one before it), the CQEs a device writes -- are
+ * (each departs after the one before it), the CQEs a device writes, the
+ * retransmission timers (now + the ACK timeout, mostly the same) -- are
  * queued in FIFO lanes beside the heap: appending one and taking the head
  * is O(1) where the heap costs a sift of O(log n).  An event earlier than
  * the last one of its lane goes to the heap instead, so each lane stays
  * sorted by (when, seq), and the next event is the first of the heap top
  * and the lane heads: the same order as one heap holding them all.
  */
-enum qrnic_event_lane { QRNIC_LANE_TX, QRNIC_LANE_CQE, QRNIC_NUM_LANES };
+enum qrnic_event_lane { QRNIC_LANE_TX, QRNIC_LANE_CQE, QRNIC_LANE_RETRY, QRNIC_NUM_LANES };
 
 struct qrnic_evlane {
 	struct qrnic_event *ring;	/* cap entries, a power of two */
 	uint32_t head, count, cap;
+	uint32_t compact_at;		/* drop cancelled events at this count */
 };
 
 /* An externally visible effect held until its modelled time (timing). */

@@ -163,7 +163,8 @@ void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
 	if (!to || qp->type != QRNIC_QPT_RC)
 		return;
 	qp->req.timer_armed = true;
-	qrnic_event_add(d, qrnic_now(d) + to, QRNIC_EVK_RETRY, qp->qpn, qp->req.timer_gen);
+	qrnic_event_add_lane(d, QRNIC_LANE_RETRY, qrnic_now(d) + to, QRNIC_EVK_RETRY, qp->qpn,
+			     qp->req.timer_gen);
 }
 
 void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
