@@ -1185,9 +1185,13 @@ typedef bool (*hx_stop_fn)(hx_world *w, void *arg);
 
 static bool deliver(hx_world *w)
 {
-	uint32_t burst[HX_MAX_DEV] = { 0 };
+	uint32_t burst[HX_MAX_DEV];
 	struct hx_frame **pp = &w->fl_head, *prev = NULL;
 	bool did = false;
+
+	if (!w->fl_head || w->fl_head->deliver_at > w->now)
+		return false;	/* most iterations: nothing due */
+	memset(burst, 0, sizeof(burst));
 
 	while (*pp && (*pp)->deliver_at <= w->now) {
 		struct hx_frame *fr = *pp;
