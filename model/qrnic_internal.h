@@ -50,6 +50,15 @@ static inline uint32_t qrnic_mtu_bytes(uint8_t ib_mtu)
 	return (ib_mtu >= QRNIC_MTU_256 && ib_mtu <= QRNIC_MTU_4096) ? 128u << ib_mtu : 0;
 }
 
+/* x / mtu for a path MTU: a power of two, so a shift, not a divide
+ * (per packet; anything else still divides). */
+static inline uint32_t qrnic_div_mtu(uint32_t x, uint32_t mtu)
+{
+	if (mtu && !(mtu & (mtu - 1)))
+		return x >> __builtin_ctz(mtu);
+	return x / mtu;
+}
+
 /* ---- Resources ---------------------------------------------------------- */
 struct qrnic_pd {
 	bool valid;

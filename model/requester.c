@@ -137,9 +137,11 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	}
 	if (is_atomic(q->opcode) || q->opcode == QRNIC_WR_RDMA_READ || ud)
 		w->npkts = q->opcode == QRNIC_WR_RDMA_READ
-			? (w->total_len ? (w->total_len + path_mtu(d, qp) - 1) / path_mtu(d, qp) : 1) : 1;
+			? (w->total_len ? qrnic_div_mtu(w->total_len + path_mtu(d, qp) - 1,
+							path_mtu(d, qp)) : 1) : 1;
 	else
-		w->npkts = w->total_len ? (w->total_len + path_mtu(d, qp) - 1) / path_mtu(d, qp) : 1;
+		w->npkts = w->total_len ? qrnic_div_mtu(w->total_len + path_mtu(d, qp) - 1,
+							path_mtu(d, qp)) : 1;
 }
 
 /* ---- timers ------------------------------------------------------------- */
