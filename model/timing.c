@@ -288,7 +288,9 @@ void qrnic_timing_reset(struct qrnic_timing *t)
  * m = ceil(2^s / d) = (2^s + e) / d, 0 <= e < d, (x * m) >> s = floor(x / d
  * + x * e / (d * 2^s)), and for x < 2^48 the extra term is under 2^-ceil(log2
  * d) <= 1/d, too little to reach the next integer.  Larger x (never here)
- * take the divide.
+ * take the divide, as does every x where the compiler has no 128-bit
+ * integers (32-bit hosts).  The divisors are 32-bit parameters, so m <
+ * 2^50.
  */
 static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
 {
@@ -300,14 +302,20 @@ static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
 		l++;
 	v->d = d;
 	v->s = 48 + l;
+#ifdef __SIZEOF_INT128__
 	v->m = (uint64_t)((((unsigned __int128)1 << v->s) + d - 1) / d);
+#else
+	v->m = 0;
+#endif
 }
 
 static inline uint64_t tm_div(const struct qrnic_tm_div *v, uint64_t x)
 {
-	if (x >> 48 || v->s > 111)
-		return x / v->d;
-	return (uint64_t)(((unsigned __int128)x * v->m) >> v->s);
+#ifdef __SIZEOF_INT128__
+	if (!(x >> 48) && v->s <= 111)
+		return (uint64_t)(((unsigned __int128)x * v->m) >> v->s);
+#endif
+	return x / v->d;
 }
 
 /* (len + chunk - 1) / chunk in 32-bit arithmetic; chunk is a power of two
