@@ -545,11 +545,12 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 	for (;;) {
 		int from;
 		struct qrnic_event *first = event_first(d, &from), ev;
+		bool stopped;
 
 		if (!first || first->when > now || n++ >= 4096)
 			break;
 		ev = event_take(d, from);
-		bool stopped = !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL);
+		stopped = !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL);
 
 		/* A disabled or fatal device keeps only fault-injection events
 		 * (e.g. a timed link-up); its transport timers and timed
