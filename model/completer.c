@@ -59,7 +59,7 @@ static bool ack_through(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
 		if (qrnic_psn_diff(psn, w->first_psn) < 0)
 			break;
 		if (w->rd_atomic) {
-			new_una = qrnic_psn_add(w->first_psn, w->done_bytes / path_mtu(qp));
+			new_una = qrnic_psn_add(w->first_psn, qrnic_div_mtu(w->done_bytes, path_mtu(qp)));
 			missing = true;
 			break;
 		}
@@ -205,7 +205,7 @@ static void handle_read_resp(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return;
 	}
-	exp = qrnic_psn_add(w->first_psn, w->done_bytes / mtu);
+	exp = qrnic_psn_add(w->first_psn, qrnic_div_mtu(w->done_bytes, mtu));
 	if (p->psn != exp) {
 		if (qrnic_psn_diff(p->psn, exp) > 0)
 			resync(d, qp);	/* a response was lost */

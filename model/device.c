@@ -337,15 +337,55 @@ static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
 	return !qp || ev->gen != qp->req.timer_gen;
 }
 
+static struct qrnic_event *lane_head(struct qrnic_evlane *l)
+{
+	return &l->ring[l->head & (l->cap - 1)];
+}
+
+/* The event due first: the heap top or a lane head (*from: its lane, or
+ * -1 for the heap); NULL if none is pending. */
+static struct qrnic_event *event_first(struct qrnic_dev *d, int *from)
+{
+	struct qrnic_event *best = d->nevents ? &d->events[0] : NULL;
+
+	*from = -1;
+	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
+		struct qrnic_evlane *l = &d->lanes[i];
+
+		if (l->count && (!best || ev_before(lane_head(l), best))) {
+			best = lane_head(l);
+			*from = i;
+		}
+	}
+	return best;
+}
+
+/* Remove and return the event event_first() found. */
+static struct qrnic_event event_take(struct qrnic_dev *d, int from)
+{
+	struct qrnic_evlane *l;
+	struct qrnic_event ev;
+
+	if (from < 0)
+		return event_pop(d);
+	l = &d->lanes[from];
+	ev = *lane_head(l);
+	l->head++;
+	l->count--;
+	return ev;
+}
+
 static void timer_update(struct qrnic_dev *d)
 {
+	struct qrnic_event *first;
 	uint64_t next;
+	int from;
 
 	/* Drop cancelled events at the top so the host timer is not armed
 	 * for nothing (events are cancelled lazily, by generation). */
-	while (d->nevents && event_stale(d, &d->events[0]))
-		event_pop(d);
-	next = d->nevents ? d->events[0].when : UINT64_MAX;
+	while ((first = event_first(d, &from)) && event_stale(d, first))
+		event_take(d, from);
+	next = first ? first->when : UINT64_MAX;
 
 	if (next != d->timer_deadline) {
 		d->timer_deadline = next;
@@ -429,6 +469,61 @@ void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t
 		timer_update(d);
 }
 
+/*
+ * Like the heap (event_purge), a lane keeps cancelled events until they
+ * reach its head: every ACK re-arms its QP's retransmission timer, so the
+ * retry lane would grow by one event per packet for a whole ACK timeout.
+ * When a lane has doubled since it was last compacted, its cancelled
+ * events are dropped; the others keep their order.  Staleness is
+ * permanent, so this changes nothing but the lane's size.
+ */
+static void lane_purge(struct qrnic_dev *d, struct qrnic_evlane *l)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->count; i++) {
+		struct qrnic_event *ev = &l->ring[(l->head + i) & (l->cap - 1)];
+
+		if (!event_stale(d, ev))
+			l->ring[(l->head + n++) & (l->cap - 1)] = *ev;
+	}
+	l->count = n;
+	l->compact_at = n * 2 > 64 ? n * 2 : 64;
+}
+
+void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
+			  uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_evlane *l = &d->lanes[lane];
+
+	if (l->count && when < l->ring[(l->head + l->count - 1) & (l->cap - 1)].when) {
+		qrnic_event_add(d, when, kind, id, gen);	/* would unsort the lane */
+		return;
+	}
+	if (l->count >= l->compact_at)
+		lane_purge(d, l);
+	if (l->count == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 64;
+		struct qrnic_event *n = malloc(cap * sizeof(*n));
+
+		if (!n) {
+			qrnic_event_add(d, when, kind, id, gen);
+			return;
+		}
+		for (uint32_t i = 0; i < l->count; i++)
+			n[i] = l->ring[(l->head + i) & (l->cap - 1)];
+		free(l->ring);
+		l->ring = n;
+		l->cap = cap;
+		l->head = 0;
+	}
+	l->ring[(l->head + l->count) & (l->cap - 1)] = (struct qrnic_event){
+		.when = when, .kind = kind, .id = id, .gen = gen, .seq = d->event_seq++ };
+	l->count++;
+	if (!d->in_run)
+		timer_update(d);
+}
+
 static struct qrnic_event event_pop(struct qrnic_dev *d)
 {
 	struct qrnic_event top = d->events[0];
@@ -447,9 +542,15 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 
 	d->timer_deadline = UINT64_MAX;
 	d->in_run = true;
-	while (d->nevents && d->events[0].when <= now && n++ < 4096) {
-		struct qrnic_event ev = event_pop(d);
-		bool stopped = !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL);
+	for (;;) {
+		int from;
+		struct qrnic_event *first = event_first(d, &from), ev;
+		bool stopped;
+
+		if (!first || first->when > now || n++ >= 4096)
+			break;
+		ev = event_take(d, from);
+		stopped = !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL);
 
 		/* A disabled or fatal device keeps only fault-injection events
 		 * (e.g. a timed link-up); its transport timers and timed
@@ -1042,29 +1143,34 @@ static void rxq_clear(struct qrnic_dev *d)
 	d->rxq_head = d->rxq_tail = 0;
 }
 
-static void reset_state(struct qrnic_dev *d)
+/* Back to the power-on state.  fresh: the tables were just allocated
+ * zeroed (alloc_tables), so clearing them again is skipped -- it would
+ * only fault in every page of tables sized for the largest configuration. */
+static void reset_state(struct qrnic_dev *d, bool fresh)
 {
 	const struct qrnic_config *c = &d->cfg;
 
-	for (uint32_t i = 0; i < c->max_qp; i++) {
-		free(d->qp[i].req.win);
-		memset(&d->qp[i], 0, sizeof(d->qp[i]));
-	}
-	memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
-	memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
-	memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
-	memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
-	/* Keep each MR slot's tag so keys from before the reset stay stale. */
-	for (uint32_t i = 0; i < c->max_mr; i++) {
-		uint8_t tag = d->mr[i].next_tag;
+	if (!fresh) {
+		for (uint32_t i = 0; i < c->max_qp; i++) {
+			free(d->qp[i].req.win);
+			memset(&d->qp[i], 0, sizeof(d->qp[i]));
+		}
+		memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
+		memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
+		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
+		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
+		/* Keep each MR slot's tag so keys from before the reset stay stale. */
+		for (uint32_t i = 0; i < c->max_mr; i++) {
+			uint8_t tag = d->mr[i].next_tag;
 
-		memset(&d->mr[i], 0, sizeof(d->mr[i]));
-		d->mr[i].next_tag = tag;
+			memset(&d->mr[i], 0, sizeof(d->mr[i]));
+			d->mr[i].next_tag = tag;
+		}
+		memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
+		memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
+		memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
+		memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
 	}
-	memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
-	memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
-	memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
-	memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
 	d->mtt_free = c->max_mtt;
 	d->next_qpn = 2;
 	d->uctx_valid[0] = true;
@@ -1084,6 +1190,10 @@ static void reset_state(struct qrnic_dev *d)
 	rxq_clear(d);
 	d->nevents = 0;
 	d->events_compact_at = 64;
+	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
+		d->lanes[i].head = d->lanes[i].count = 0;
+		d->lanes[i].compact_at = 64;
+	}
 	d->in_run = false;
 	d->tm_on = false;
 	qrnic_fx_reset(d);
@@ -1092,7 +1202,7 @@ static void reset_state(struct qrnic_dev *d)
 
 void qrnic_dev_reset(struct qrnic_dev *d)
 {
-	reset_state(d);
+	reset_state(d, false);
 	if (d->fault)
 		qrnic_fault_reset(d);
 	timer_update(d);
@@ -1117,7 +1227,7 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 	if (alloc_tables(d) != 0 ||
 	    qrnic_timing_init(&d->tm, qrnic_timing_profile_find("functional")) != 0)
 		goto fail;
-	reset_state(d);
+	reset_state(d, true);
 	return d;
 fail:
 	qrnic_dev_free(d);
@@ -1132,6 +1242,8 @@ void qrnic_dev_free(struct qrnic_dev *d)
 	rxq_clear(d);
 	qrnic_frame_buf_free(d->txbuf);
 	free(d->events);
+	for (int i = 0; i < QRNIC_NUM_LANES; i++)
+		free(d->lanes[i].ring);
 	qrnic_fault_free(d);
 	if (d->fx) {
 		qrnic_fx_reset(d);

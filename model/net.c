@@ -24,11 +24,17 @@ int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrn
 }
 
 /* The buffer the next frame is built in: a frame buffer that goes out with
- * the frame, or the spare one inside the device if none could be had. */
-static uint8_t *txbuf(struct qrnic_dev *d)
+ * the frame, or the spare one inside the device if none could be had.
+ * Its byte at payload_off is 64-byte aligned, unless payload_off is 0
+ * (the payload is not read into it, or already is). */
+static uint8_t *txbuf(struct qrnic_dev *d, size_t payload_off)
 {
+	if (d->txbuf && payload_off && ((uintptr_t)(d->txbuf + payload_off) & 63)) {
+		qrnic_frame_buf_free(d->txbuf);		/* empty, but misaligned for it */
+		d->txbuf = NULL;
+	}
 	if (!d->txbuf)
-		d->txbuf = qrnic_frame_buf_alloc(QRNIC_MAX_FRAME);
+		d->txbuf = qrnic_frame_buf_alloc_at(QRNIC_MAX_FRAME, payload_off);
 	return d->txbuf ? d->txbuf : d->txbuf_spare;
 }
 
@@ -37,13 +43,17 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 	size_t off = qrnic_wire_payload_off(p->ipv6, p->opcode);
 
 	/* an unknown opcode: anywhere that fits, the build will refuse it */
-	return txbuf(d) + (off ? off : QRNIC_MAX_HDR_LEN);
+	if (!off)
+		off = QRNIC_MAX_HDR_LEN;
+	/* on a cache line of its own: the DMA into it is a co-aligned copy
+	 * for aligned host buffers, as is the responder's out of it */
+	return txbuf(d, off) + off;
 }
 
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen)
 {
-	uint8_t *buf = txbuf(d);
+	uint8_t *buf = txbuf(d, 0);
 	size_t len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
 
 	if (!len) {

@@ -51,6 +51,15 @@ static inline uint32_t qrnic_mtu_bytes(uint8_t ib_mtu)
 	return (ib_mtu >= QRNIC_MTU_256 && ib_mtu <= QRNIC_MTU_4096) ? 128u << ib_mtu : 0;
 }
 
+/* x / mtu for a path MTU: a power of two, so a shift, not a divide
+ * (per packet; anything else still divides). */
+static inline uint32_t qrnic_div_mtu(uint32_t x, uint32_t mtu)
+{
+	if (mtu && !(mtu & (mtu - 1)))
+		return x >> __builtin_ctz(mtu);
+	return x / mtu;
+}
+
 /* ---- Resources ---------------------------------------------------------- */
 struct qrnic_pd {
 	bool valid;
@@ -265,6 +274,24 @@ struct qrnic_event {
 	uint64_t seq;		/* FIFO among equal deadlines */
 };
 
+/*
+ * Events whose deadlines rarely go backwards -- the frames leaving a port
+ * (each departs after the one before it), the CQEs a device writes, the
+ * retransmission timers (now + the ACK timeout, mostly the same) -- are
+ * queued in FIFO lanes beside the heap: appending one and taking the head
+ * is O(1) where the heap costs a sift of O(log n).  An event earlier than
+ * the last one of its lane goes to the heap instead, so each lane stays
+ * sorted by (when, seq), and the next event is the first of the heap top
+ * and the lane heads: the same order as one heap holding them all.
+ */
+enum qrnic_event_lane { QRNIC_LANE_TX, QRNIC_LANE_CQE, QRNIC_LANE_RETRY, QRNIC_NUM_LANES };
+
+struct qrnic_evlane {
+	struct qrnic_event *ring;	/* cap entries, a power of two */
+	uint32_t head, count, cap;
+	uint32_t compact_at;		/* drop cancelled events at this count */
+};
+
 /* An externally visible effect held until its modelled time (timing). */
 enum qrnic_effect_kind { QRNIC_FX_FREE, QRNIC_FX_TX, QRNIC_FX_CQE, QRNIC_FX_IRQ };
 
@@ -330,6 +357,7 @@ struct qrnic_dev {
 	struct qrnic_frame rxq[QRNIC_RXQ_DEPTH];
 	uint32_t rxq_head, rxq_tail;	/* free running */
 	struct qrnic_event *events;	/* binary min-heap */
+	struct qrnic_evlane lanes[QRNIC_NUM_LANES];	/* FIFO lanes beside it */
 	uint32_t nevents, events_cap;
 	uint32_t events_compact_at;	/* purge cancelled events at this size */
 	uint64_t event_seq;
@@ -397,6 +425,10 @@ void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_schedule(struct qrnic_dev *d);
 void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen);
+/* The same, queued in FIFO lane 'lane' when it is not earlier than the
+ * lane's last event (else in the heap): for deadlines that mostly grow. */
+void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
+			  uint32_t kind, uint32_t id, uint32_t gen);
 struct qrnic_qp *qrnic_qp_get(struct qrnic_dev *d, uint32_t qpn);	/* NULL unless valid */
 struct qrnic_cq *qrnic_cq_get(struct qrnic_dev *d, uint32_t cqn);
 struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn);
@@ -490,6 +522,10 @@ static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
 {
 	return !d->trusted_wire || d->fault;
 }
+
+/* A frame buffer (qrnic_frame_buf_alloc) whose byte at aligned_off is
+ * 64-byte aligned: where the payload goes, for co-aligned copies. */
+uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off);
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */

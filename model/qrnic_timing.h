@@ -89,9 +89,17 @@ struct qrnic_tm_cache {
 	uint64_t hits, misses;
 };
 
+/* Exact division by a divisor fixed when the profile is loaded (timing.c:
+ * tm_div), a multiplication instead of a hardware divide. */
+struct qrnic_tm_div {
+	uint64_t d, m;
+	uint32_t s;
+};
+
 struct qrnic_timing {
 	struct qrnic_timing_profile p;
 	bool enabled;		/* false for "functional" */
+	struct qrnic_tm_div by_clock, by_pcie, by_link, by_credits;	/* p's divisors */
 	uint64_t pu_free[QRNIC_TM_MAX_PU];
 	uint64_t pcie_rd_free;	/* read direction busy until */
 	/* latest ready time booked in time order (timing.c: book()) */

@@ -137,9 +137,11 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	}
 	if (is_atomic(q->opcode) || q->opcode == QRNIC_WR_RDMA_READ || ud)
 		w->npkts = q->opcode == QRNIC_WR_RDMA_READ
-			? (w->total_len ? (w->total_len + path_mtu(d, qp) - 1) / path_mtu(d, qp) : 1) : 1;
+			? (w->total_len ? qrnic_div_mtu(w->total_len + path_mtu(d, qp) - 1,
+							path_mtu(d, qp)) : 1) : 1;
 	else
-		w->npkts = w->total_len ? (w->total_len + path_mtu(d, qp) - 1) / path_mtu(d, qp) : 1;
+		w->npkts = w->total_len ? qrnic_div_mtu(w->total_len + path_mtu(d, qp) - 1,
+							path_mtu(d, qp)) : 1;
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -163,7 +165,8 @@ void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
 	if (!to || qp->type != QRNIC_QPT_RC)
 		return;
 	qp->req.timer_armed = true;
-	qrnic_event_add(d, qrnic_now(d) + to, QRNIC_EVK_RETRY, qp->qpn, qp->req.timer_gen);
+	qrnic_event_add_lane(d, QRNIC_LANE_RETRY, qrnic_now(d) + to, QRNIC_EVK_RETRY, qp->qpn,
+			     qp->req.timer_gen);
 }
 
 void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp)

@@ -524,7 +524,7 @@ static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	qp->resp.rsrc_maybe = true;
 	r->tm_issue = d->tm_t;
 	r->psn = p->psn;
-	r->npkts = p->reth_len ? (p->reth_len + mtu - 1) / mtu : 1;
+	r->npkts = p->reth_len ? qrnic_div_mtu(p->reth_len + mtu - 1, mtu) : 1;
 	r->next = 0;
 	r->va = p->reth_va;
 	r->rkey = p->reth_rkey;

@@ -280,10 +280,61 @@ void qrnic_timing_reset(struct qrnic_timing *t)
 	cache_clear(&t->mtt);
 }
 
+/*
+ * Several divisions by profile parameters run per packet (cycles to ns,
+ * PCIe and link transfer times, the read credit slot).  A hardware divide
+ * costs tens of cycles; dividing by a d fixed at load time is exact as a
+ * multiplication (Granlund and Montgomery): with s = 48 + ceil(log2 d) and
+ * m = ceil(2^s / d) = (2^s + e) / d, 0 <= e < d, (x * m) >> s = floor(x / d
+ * + x * e / (d * 2^s)), and for x < 2^48 the extra term is under 2^-ceil(log2
+ * d) <= 1/d, too little to reach the next integer.  Larger x (never here)
+ * take the divide, as does every x where the compiler has no 128-bit
+ * integers (32-bit hosts).  The divisors are 32-bit parameters, so m <
+ * 2^50.
+ */
+static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
+{
+	uint32_t l = 0;
+
+	if (d == 0)
+		d = 1;	/* the profile check rules it out */
+	while (l < 63 && (1ull << l) < d)
+		l++;
+	v->d = d;
+	v->s = 48 + l;
+#ifdef __SIZEOF_INT128__
+	v->m = (uint64_t)((((unsigned __int128)1 << v->s) + d - 1) / d);
+#else
+	v->m = 0;
+#endif
+}
+
+static inline uint64_t tm_div(const struct qrnic_tm_div *v, uint64_t x)
+{
+#ifdef __SIZEOF_INT128__
+	if (!(x >> 48) && v->s <= 111)
+		return (uint64_t)(((unsigned __int128)x * v->m) >> v->s);
+#endif
+	return x / v->d;
+}
+
+/* (len + chunk - 1) / chunk in 32-bit arithmetic; chunk is a power of two
+ * for the profile's PCIe sizes (checked), a shift then. */
+static inline uint32_t div_up32(uint32_t len, uint32_t chunk)
+{
+	if (!(chunk & (chunk - 1)))
+		return (len + chunk - 1) >> __builtin_ctz(chunk);
+	return (len + chunk - 1) / chunk;
+}
+
 int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile *p)
 {
 	memset(t, 0, sizeof(*t));
 	t->p = *p;
+	tm_div_init(&t->by_clock, p->clock_mhz);
+	tm_div_init(&t->by_pcie, p->pcie_mbps);
+	tm_div_init(&t->by_link, p->link_mbps);
+	tm_div_init(&t->by_credits, p->pcie_read_credits);
 	t->enabled = strcmp(p->name ? p->name : "", "functional") != 0;
 	if (cache_init(&t->qpc, p->qpc_entries, p->qpc_ways) ||
 	    cache_init(&t->mpt, p->mpt_entries, p->mpt_ways) ||
@@ -310,7 +361,7 @@ static inline uint64_t max64(uint64_t a, uint64_t b)
 
 uint64_t qrnic_tm_cycles(const struct qrnic_timing *t, uint32_t cycles)
 {
-	return (uint64_t)cycles * 1000 / t->p.clock_mhz;
+	return tm_div(&t->by_clock, (uint64_t)cycles * 1000);	/* cycles * 1000 / clock_mhz */
 }
 
 /*
@@ -350,17 +401,18 @@ uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
  * most 'chunk' bytes, at pcie_mbps (MB/s = bytes/us). */
 static uint64_t pcie_xfer_ns(const struct qrnic_timing *t, uint32_t len, uint32_t chunk)
 {
-	uint64_t tlps = len ? (len + chunk - 1) / chunk : 1;
+	uint64_t tlps = len ? div_up32(len, chunk) : 1;
 	uint64_t bytes = len + tlps * t->p.pcie_tlp_overhead;
 
-	return (bytes * 1000 + t->p.pcie_mbps / 2) / t->p.pcie_mbps;	/* nearest ns */
+	return tm_div(&t->by_pcie, bytes * 1000 + t->p.pcie_mbps / 2);	/* nearest ns */
 }
 
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
 	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
-	uint32_t nreq = len ? (len + mrrs - 1) / mrrs : 1;
-	uint32_t slot = t->rd_inflight_next % credits;
+	uint32_t nreq = len ? div_up32(len, mrrs) : 1;
+	uint32_t slot = t->rd_inflight_next -
+			credits * (uint32_t)tm_div(&t->by_credits, t->rd_inflight_next);
 	/* every request but the last moves mrrs bytes: their transfer time
 	 * once (no divisions per request, this runs for every DMA read) */
 	uint64_t xfer_full = nreq > 1 ? pcie_xfer_ns(t, mrrs, t->p.pcie_mps) : 0;
@@ -402,7 +454,7 @@ uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 	uint64_t start = max64(ready, t->link_free);
 
 	/* Mb/s = bits/us: ns = bits * 1000 / mbps, rounded up */
-	t->link_free = start + (bits * 1000 + t->p.link_mbps - 1) / t->p.link_mbps;
+	t->link_free = start + tm_div(&t->by_link, bits * 1000 + t->p.link_mbps - 1);
 	return t->link_free;
 }
 

@@ -103,6 +103,7 @@ struct hx_dev {
 	uint64_t deny_addr[HX_MAX_DENY], deny_len[HX_MAX_DENY];
 	int ndeny;
 	uint64_t dma[5];
+	bool watched;		/* its DMA writes count in w->watched_writes */
 
 	/* host services */
 	bool sched;
@@ -148,6 +149,7 @@ struct hx_world {
 	char err[256];
 	uint64_t admin_timeout_ns;
 	uint64_t last_iters;
+	uint64_t watched_writes;	/* DMA writes by devices hx_watch_writes() named */
 
 	/* wire */
 	uint64_t latency;
@@ -156,6 +158,7 @@ struct hx_world {
 	uint64_t tx_free_ps[HX_MAX_DEV];	/* when each device's port is free again */
 	struct hx_frame *fl_head, *fl_tail;	/* in flight, sorted by deliver_at */
 	struct hx_frame *held;			/* held (reorder) frames */
+	struct hx_frame *spare_frames;		/* free records (frame_take) */
 	struct hx_rule rules[HX_MAX_RULES];
 	int nrules;
 	uint32_t loss_ppm, dup_ppm, reorder_ppm, corrupt_ppm;
@@ -253,6 +256,7 @@ static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
 	memcpy(mem_ptr(h, addr), buf, len);
 	h->dma[1]++;
 	h->dma[3] += len;
+	h->w->watched_writes += h->watched;
 	return 0;
 }
 
@@ -608,11 +612,17 @@ static uint64_t wire_arrival(hx_world *w, int src, uint32_t len)
 	return (done + 999) / 1000 + w->latency;
 }
 
-/* A frame on the wire, carrying buf (a frame buffer, taken). */
-static struct hx_frame *frame_take(uint8_t *buf, uint32_t len, int src, int dst, int64_t li)
+/* A frame on the wire, carrying buf (a frame buffer, taken).  The records
+ * are recycled (w->spare_frames): a steady stream allocates nothing. */
+static struct hx_frame *frame_take(hx_world *w, uint8_t *buf, uint32_t len, int src, int dst,
+				   int64_t li)
 {
-	struct hx_frame *fr = malloc(sizeof(*fr));
+	struct hx_frame *fr = w->spare_frames;
 
+	if (fr)
+		w->spare_frames = fr->next;
+	else
+		fr = malloc(sizeof(*fr));
 	if (!fr || !buf)
 		abort();
 	memset(fr, 0, sizeof(*fr));
@@ -624,20 +634,23 @@ static struct hx_frame *frame_take(uint8_t *buf, uint32_t len, int src, int dst,
 	return fr;
 }
 
-static struct hx_frame *frame_new(const uint8_t *f, uint32_t len, int src, int dst, int64_t li)
+static struct hx_frame *frame_new(hx_world *w, const uint8_t *f, uint32_t len, int src, int dst,
+				  int64_t li)
 {
 	uint8_t *buf = qrnic_frame_buf_alloc(len);
 
 	if (!buf)
 		abort();
 	memcpy(buf, f, len);
-	return frame_take(buf, len, src, dst, li);
+	return frame_take(w, buf, len, src, dst, li);
 }
 
-static void frame_free(struct hx_frame *fr)
+static void frame_free(hx_world *w, struct hx_frame *fr)
 {
 	qrnic_frame_buf_free(fr->data);
-	free(fr);
+	fr->data = NULL;
+	fr->next = w->spare_frames;
+	w->spare_frames = fr;
 }
 
 static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
@@ -784,8 +797,8 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 		qrnic_frame_buf_free(owned);
 		return;
 	}
-	fr = owned ? frame_take(owned, (uint32_t)len, src, dst, li)
-		   : frame_new(f, (uint32_t)len, src, dst, li);
+	fr = owned ? frame_take(w, owned, (uint32_t)len, src, dst, li)
+		   : frame_new(w, f, (uint32_t)len, src, dst, li);
 	if (action == HX_ACT_CORRUPT) {
 		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
 		w->ws[HX_WS_CORRUPTED]++;
@@ -803,7 +816,7 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 		uint32_t n = arg ? arg : 1;
 
 		for (uint32_t i = 0; i < n; i++) {
-			struct hx_frame *c = frame_new(fr->data, fr->len, src, dst, li);
+			struct hx_frame *c = frame_new(w, fr->data, fr->len, src, dst, li);
 
 			inflight_insert(w, c, wire_arrival(w, src, c->len));
 			w->ws[HX_WS_DUPLICATED]++;
@@ -994,11 +1007,15 @@ void hx_world_free(hx_world *w)
 	w->ndev = 0;
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
-		frame_free(f);
+		frame_free(w, f);
 	}
 	for (f = w->held; f; f = n) {
 		n = f->next;
-		frame_free(f);
+		frame_free(w, f);
+	}
+	for (f = w->spare_frames; f; f = n) {
+		n = f->next;
+		free(f);
 	}
 	hx_pcap_close(w);
 	hx_framelog_enable(w, 0);
@@ -1168,9 +1185,13 @@ typedef bool (*hx_stop_fn)(hx_world *w, void *arg);
 
 static bool deliver(hx_world *w)
 {
-	uint32_t burst[HX_MAX_DEV] = { 0 };
+	uint32_t burst[HX_MAX_DEV];
 	struct hx_frame **pp = &w->fl_head, *prev = NULL;
 	bool did = false;
+
+	if (!w->fl_head || w->fl_head->deliver_at > w->now)
+		return false;	/* most iterations: nothing due */
+	memset(burst, 0, sizeof(burst));
 
 	while (*pp && (*pp)->deliver_at <= w->now) {
 		struct hx_frame *fr = *pp;
@@ -1197,13 +1218,26 @@ static bool deliver(hx_world *w)
 				fate(w, fr->log_idx, HX_F_RX_FULL);
 			}
 		}
-		frame_free(fr);
+		frame_free(w, fr);
 		did = true;
 	}
 	return did;
 }
 
-static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn stop, void *arg)
+/*
+ * The event loop.  Each iteration delivers the frames due, fires the due
+ * device timers and runs the devices that asked to be scheduled; when an
+ * iteration finds nothing to do, the current instant is settled and the
+ * clock advances to the next event (frame arrival or device timer).
+ *
+ * stop is checked before every iteration.  If watch_since is not
+ * UINT64_MAX, the loop also stops (HX_RUN_STOP) once an instant is settled
+ * -- before the clock moves on -- if w->watched_writes has moved past
+ * watch_since: the caller then sees host memory exactly as it is at the
+ * end of that instant, as if it had stepped there event by event.
+ */
+static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn stop, void *arg,
+		    uint64_t watch_since)
 {
 	uint64_t limit = (max_ns > UINT64_MAX - w->now) ? UINT64_MAX : w->now + max_ns;
 	uint64_t it = 0;
@@ -1264,6 +1298,10 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			}
 			continue;
 		}
+		if (watch_since != UINT64_MAX && w->watched_writes != watch_since) {
+			rc = HX_RUN_STOP;
+			break;
+		}
 		{
 			uint64_t next = UINT64_MAX;
 
@@ -1292,7 +1330,29 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
 {
-	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL);
+	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL, UINT64_MAX);
+}
+
+int hx_watch_writes(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	h->watched = on != 0;
+	return 0;
+}
+
+uint64_t hx_watched_writes(hx_world *w)
+{
+	return w->watched_writes;
+}
+
+int hx_run_to_write(hx_world *w, uint64_t max_ns, uint64_t max_iter, uint64_t since)
+{
+	if (since == UINT64_MAX)
+		since--;	/* UINT64_MAX means "no watch" to run_loop */
+	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL, since);
 }
 
 uint64_t hx_next_event(hx_world *w)
@@ -1615,7 +1675,7 @@ int hx_admin(hx_world *w, int d, const void *cmd, void *cqe_out, uint32_t flags)
 	h->aq.pi++;
 	wr32(h, QRNIC_REG_AQ_SQ_DB, h->aq.pi);
 	for (;;) {
-		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h);
+		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h, UINT64_MAX);
 
 		if (rc != HX_RUN_STOP)
 			return HX_E_TIMEOUT;

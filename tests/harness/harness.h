@@ -101,6 +101,18 @@ uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
  * none.  hx_run(w, 0, 0) settles the current instant; hx_run(w, next - now, 0)
  * then advances to exactly that event and settles it. */
 uint64_t hx_next_event(hx_world *w);
+/* Event-driven stepping for pollers.  hx_watch_writes() marks device d
+ * (on) or unmarks it: every DMA write of a marked device into its host
+ * memory (CQEs, EQEs, received data) then counts in hx_watched_writes().
+ * hx_run_to_write() runs like hx_run() but also stops, with HX_RUN_STOP,
+ * at the end of the first settled instant (before the clock moves on) at
+ * which hx_watched_writes() differs from 'since': a poller that reads
+ * host memory only there sees exactly what it would see polling at every
+ * instant, without being called at the instants where nothing it could
+ * see changed. */
+int hx_watch_writes(hx_world *w, int d, int on);
+uint64_t hx_watched_writes(hx_world *w);
+int hx_run_to_write(hx_world *w, uint64_t max_ns, uint64_t max_iter, uint64_t since);
 uint64_t hx_timer_deadline(hx_world *w, int d);
 int hx_sched_pending(hx_world *w, int d);
 uint64_t hx_wire_stat(hx_world *w, int s);
