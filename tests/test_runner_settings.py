@@ -96,3 +96,26 @@ def test_place_threads_pins_a_process():
     finally:
         p.kill()
         p.wait()
+
+
+def _bench():
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(ROOT, 'bench', 'guest_vs_rxe')
+    loader = importlib.machinery.SourceFileLoader('guest_vs_rxe', path)
+    spec = importlib.util.spec_from_loader('guest_vs_rxe', loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_bench_tunings():
+    """bench/guest_vs_rxe --tunings: PLACEMENT or PLACEMENT:NICE, comma-separated."""
+    b = _bench()
+    assert b.parse_tunings(b.DEFAULT_TUNINGS) == [('none', None), ('split', None), ('spread', None),
+                                                  ('none', 10)]
+    assert b.parse_tunings(' spread:0 , ') == [('spread', 0)]
+    assert b.tuning_label('none', 10) == 'none vcpu-nice 10' and b.tuning_label('split', 0) == 'split'
+    for bad in ('', 'pinned', 'none:20', 'none:x', 'split:-1'):
+        with pytest.raises(ValueError):
+            b.parse_tunings(bad)
