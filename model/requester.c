@@ -408,13 +408,16 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
 
 /*
  * AckReq on the last packet of a SEND/WRITE message (spec 12.1) when
- * somebody waits for its acknowledgement: the WQE is signaled (its CQE), it
- * is the last WQE posted or the last the WQE window lets the requester
- * fetch (nothing else would ask before the requester goes idle), or
+ * somebody waits for its acknowledgement: the WQE is signaled (its CQE), or
+ * it is the last WQE fetched and the requester cannot fetch another now
+ * (none posted, the WQE window full, the QP no longer in RTS, the SQ
+ * stopped: nothing else would ask before the requester goes idle), or
  * QRNIC_ACKREQ_WQES messages went without one (their SQ slots).  An
  * unsignaled message in a stream is acknowledged by a later ACK, as ACKs
  * are cumulative: a stream of unsignaled 4 KiB WRITEs (perftest's default,
  * one CQE per 100 WQEs) then costs one ACK per 16 messages, not one each.
+ * (A QP moved to SQD after such a packet left waits for the retry timer:
+ * the resent packet then asks.)
  */
 static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 {
@@ -422,8 +425,11 @@ static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 
 	if (++qp->req.msgs_since_ackreq >= QRNIC_ACKREQ_WQES)
 		return true;
-	return (w->wqe.flags & QRNIC_WQE_F_SIGNALED) || next == qp->sq_pi ||
-	       (next == qp->req.sq_next && qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW);
+	if (w->wqe.flags & QRNIC_WQE_F_SIGNALED)
+		return true;
+	return next == qp->req.sq_next &&
+	       (next == qp->sq_pi || qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW ||
+		qp->attr.qp_state != QRNIC_QPS_RTS || qp->req.stopped);
 }
 
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
