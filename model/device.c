@@ -82,6 +82,8 @@ int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen)
 
 /* ---- logging, tracing, stats --------------------------------------------- */
 static void vlog(struct qrnic_dev *d, enum qrnic_log_level lvl, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void vlog(struct qrnic_dev *d, enum qrnic_log_level lvl, const char *fmt, va_list ap)
 {
 	char buf[256];
 
