@@ -397,6 +397,15 @@ static uint8_t rc_opcode(uint8_t wr, bool first, bool last)
 	return QRNIC_OP_RC_WRITE_MIDDLE;
 }
 
+/* No new WQE may be started now, as far as the SQ goes: none posted, the QP
+ * not in RTS, the SQ stopped on an error, or the WQE window full (the loss
+ * window is checked apart). */
+static bool sq_fetch_blocked(const struct qrnic_qp *qp)
+{
+	return qp->req.sq_next == qp->sq_pi || qp->attr.qp_state != QRNIC_QPS_RTS ||
+	       qp->req.stopped || qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW;
+}
+
 /* AckReq every 64 packets, or every half window when the loss window is
  * smaller, so that ACKs keep a cut window moving. */
 static uint32_t ackreq_interval(const struct qrnic_qp *qp)
@@ -421,15 +430,11 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
  */
 static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 {
-	uint32_t next = qp->req.cur + 1;
-
 	if (++qp->req.msgs_since_ackreq >= QRNIC_ACKREQ_WQES)
 		return true;
 	if (w->wqe.flags & QRNIC_WQE_F_SIGNALED)
 		return true;
-	return next == qp->req.sq_next &&
-	       (next == qp->sq_pi || qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW ||
-		qp->attr.qp_state != QRNIC_QPS_RTS || qp->req.stopped);
+	return qp->req.cur + 1 == qp->req.sq_next && sq_fetch_blocked(qp);
 }
 
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
@@ -577,10 +582,7 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			return false;
 		if (qp->req.cur == qp->req.sq_next) {
 			/* Start a new WQE? */
-			if (qp->req.sq_next == qp->sq_pi || qp->attr.qp_state != QRNIC_QPS_RTS ||
-			    qp->req.stopped)
-				break;
-			if (qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW)
+			if (sq_fetch_blocked(qp))
 				break;
 			if (rc && qrnic_psn_diff(qp->req.next_psn, qp->req.una_psn) >=
 				  (int32_t)qp->req.cwnd)

@@ -405,6 +405,16 @@ class VM:
         self._place_threads()
         return self.boot_time
 
+    def _threads(self):
+        """[(thread id, is a vCPU thread)] of the QEMU process (names from -name
+        debug-threads=on: 'CPU n/TCG')."""
+        task = '/proc/%d/task' % self.proc.pid
+        out = []
+        for tid in os.listdir(task):
+            with open('%s/%s/comm' % (task, tid)) as f:
+                out.append((int(tid), _is_vcpu_thread(f.read().strip())))
+        return out
+
     def _nice_vcpus(self):
         """Lower the vCPU threads' priority (VCPU_NICE) below QEMU's main loop, where the
         devices (qrnic's model, virtio-net) and the netdevs run: a frame that arrives while the
@@ -412,14 +422,11 @@ class VM:
         the vCPU's time slice."""
         if not VCPU_NICE or self.proc is None:
             return
-        task = '/proc/%d/task' % self.proc.pid
         n = 0
         try:
-            for tid in os.listdir(task):
-                with open('%s/%s/comm' % (task, tid)) as f:
-                    comm = f.read().strip()
-                if _is_vcpu_thread(comm):
-                    os.setpriority(os.PRIO_PROCESS, int(tid), VCPU_NICE)
+            for tid, vcpu in self._threads():
+                if vcpu:
+                    os.setpriority(os.PRIO_PROCESS, tid, VCPU_NICE)
                     n += 1
         except OSError as e:
             self.log('cannot renice the vCPU threads: %s' % e)
@@ -430,14 +437,9 @@ class VM:
         """Pin QEMU's threads to host CPUs as CPU_PLACEMENT says (place_cpus())."""
         if CPU_PLACEMENT == 'none' or self.proc is None:
             return
-        task = '/proc/%d/task' % self.proc.pid
         try:
-            threads = []
-            for tid in os.listdir(task):
-                with open('%s/%s/comm' % (task, tid)) as f:
-                    threads.append((int(tid), _is_vcpu_thread(f.read().strip())))
             vcpu_cpus, other_cpus = place_cpus(CPU_PLACEMENT, self.place_index, sorted(os.sched_getaffinity(0)))
-            for tid, vcpu in threads:
+            for tid, vcpu in self._threads():
                 cpus = vcpu_cpus if vcpu else other_cpus
                 if cpus:
                     os.sched_setaffinity(tid, cpus)
@@ -884,6 +886,8 @@ def place_cpus(placement, vm_index, cpus):
         half = len(cpus) // 2
         return list(cpus[:half]), list(cpus[half:])
     return [cpus[vm_index % len(cpus)]], []
+
+
 SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
 
 
