@@ -447,3 +447,54 @@ def test_trusted_wire_changes_nothing_but_the_icrc(profile, tmp_path):
     assert j['ok'] and j['config']['trusted_wire'] is False
     out = run_sim(*args, '--trusted-wire', '--plan', plan, json_out=False).stdout
     assert 'ICRC                   on: --trusted-wire ignored' in out
+
+
+# ---- selective signaling (--signal) -------------------------------------------------------
+@pytest.mark.parametrize('op', OPS)
+def test_signal_every_nth_completes_and_verifies_all(op):
+    # a CQE for every 4th send WQE and the last of each post burst: every
+    # message is still counted and its data checked; fewer CQEs come
+    j = sim_json('--op', op, '--size', 1000, '--qps', 2, '--depth', 8, '--count', 60, '--signal', 4)
+    check_sane(j, op, 1000, 2, 60, rate_bps=100e9)
+    assert j['config']['signal'] == 4
+    every = sim_json('--op', op, '--size', 1000, '--qps', 2, '--depth', 8, '--count', 60)
+    assert every['config']['signal'] == 1
+    recv_cqes = 120 if op in ('send', 'ud-send') else 0     # receive CQEs are always there
+    assert every['stats']['cqes'] == 120 + recv_cqes
+    assert recv_cqes + 120 // 4 <= j['stats']['cqes'] < every['stats']['cqes']
+    if op not in ('ud-send', 'read') and op not in ATOMIC:
+        # unsignaled SEND/WRITE messages are acknowledged by later ACKs
+        assert j['stats']['acks_sent'] < every['stats']['acks_sent']
+
+
+def test_signal_1_is_the_default_and_bursts_end_signaled():
+    base = ['--count', 64, '--depth', 16]
+    assert sim_json(*base) == sim_json(*base, '--signal', 1)
+    # signal 100 > depth 16: only each burst's last WQE asks for a CQE,
+    # and the run still completes (the window always reopens)
+    j = sim_json(*base, '--signal', 100)
+    check_sane(j, 'write', 4096, 1, 64)
+    assert j['stats']['cqes'] < 64
+
+
+def test_signal_checker_catches_an_unsignaled_message():
+    # message 5 is not signaled with --signal 4 (3 and 7 are): its data is
+    # checked when message 7's CQE reports it
+    r = run_sim('--count', 20, '--depth', 8, '--signal', 4, '--inject-mismatch', 5, expect_rc=1)
+    assert 'message 5' in r.stderr and 'differs' in r.stderr
+
+
+@pytest.mark.parametrize('op', ['write', 'read', 'send'])
+def test_signal_with_loss_and_duration(op):
+    j = sim_json('--op', op, '--count', 300, '--signal', 8, '--loss', '1%', '--ack-timeout', 8)
+    check_sane(j, op, 4096, 1, 300)
+    assert j['wire']['dropped'] > 0
+    j = sim_json('--op', op, '--duration', '30us', '--count', 0, '--signal', 8)
+    assert j['ok'] and j['messages'] == j['posted'] > 0 and j['verified']['errors'] == 0
+
+
+def test_signal_usage_errors():
+    for v in (0, 4097, 'x'):
+        r = run_sim('--signal', v, expect_rc=2)
+        assert '--signal' in r.stderr, (v, r.stderr)
+

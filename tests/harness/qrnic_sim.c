@@ -67,6 +67,7 @@ struct cfg {
 	int op;
 	uint64_t size;
 	unsigned qps, depth, hosts;
+	unsigned signal;	/* a send WQE in this many asks for a CQE (and each burst's last) */
 	uint64_t count;		/* messages per QP; 0 with duration: unlimited */
 	uint64_t duration_ns;	/* stop posting after this much simulated time */
 	uint64_t rate_bps;	/* 0: infinite */
@@ -95,6 +96,7 @@ static void cfg_defaults(struct cfg *c)
 	c->size = 4096;
 	c->qps = 1;
 	c->depth = 16;
+	c->signal = 1;
 	c->hosts = 2;
 	c->count = 1000;
 	c->rate_bps = 100000000000ull;
@@ -115,6 +117,8 @@ static const char usage_text[] =
 "    --size BYTES        message size, K/M/G suffixes = KiB/MiB/GiB    (4096; atomics: 8)\n"
 "    --qps N             QPs per host pair                              (1)\n"
 "    --depth N           outstanding WQEs per QP                        (16)\n"
+"    --signal N          a CQE for every Nth send WQE and the last of each post\n"
+"                        burst, like perftest's --cq-mod (latency: those only) (1)\n"
 "    --count N           messages per QP                                (1000)\n"
 "    --duration T        post for T of simulated time instead (e.g. 100us)\n"
 "    --hosts N           hosts, even: N/2 cabled pairs each run the workload (2)\n"
@@ -158,6 +162,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
 	{ "fixed-window", false }, { "trusted-wire", false },
 	{ "name", true }, { "inject-mismatch", true }, { "mr-size", true }, { "offsets", true },
+	{ "signal", true },
 };
 
 static int opt_find(const char *k)
@@ -344,6 +349,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_small(k, v, 1, 256, &c->qps);
 	if (!strcmp(k, "depth"))
 		return parse_small(k, v, 1, 4096, &c->depth);
+	if (!strcmp(k, "signal"))
+		return parse_small(k, v, 1, 4096, &c->signal);
 	if (!strcmp(k, "count")) {
 		c->count_set = true;
 		return parse_u64(k, v, &c->count);
@@ -625,6 +632,7 @@ struct flow {
 	uint64_t atom_next;	/* CAS: swaps posted; FAA: expected value after the posted adds */
 	uint64_t *slot_msg;	/* destination slot -> last message placed there */
 	uint64_t *rslot;	/* [depth] write/read: remote slot of the message at i % depth */
+	uint8_t *signaled;	/* [depth] the send WQE of the message at i % depth asks for a CQE */
 	bool stop;
 	uint64_t seen_wr[2];	/* device DMA writes to a, b when last polled */
 };
@@ -958,8 +966,9 @@ static int setup(struct sim *s)
 		f->post_t = calloc(c->depth, sizeof(uint64_t));
 		f->rslot = calloc(c->depth, sizeof(uint64_t));
 		f->atom_expect = calloc(c->depth, sizeof(uint64_t));
+		f->signaled = calloc(c->depth, 1);
 		f->slot_msg = malloc(sizeof(uint64_t) * (f->nslot_a > f->nslot_b ? f->nslot_a : f->nslot_b));
-		if (!f->post_t || !f->rslot || !f->atom_expect || !f->slot_msg)
+		if (!f->post_t || !f->rslot || !f->atom_expect || !f->signaled || !f->slot_msg)
 			return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
 		memset(f->slot_msg, 0xff, sizeof(uint64_t) * (f->nslot_a > f->nslot_b ? f->nslot_a : f->nslot_b));
 		/* atomic targets start at a known value */
@@ -1171,20 +1180,26 @@ static bool advance(struct sim *s)
 	return rc != HX_RUN_IDLE;
 }
 
-static bool flow_may_post(struct sim *s, struct flow *f, uint64_t now)
+/* How many messages the flow may post now (one burst, one doorbell). */
+static uint64_t flow_room(struct sim *s, struct flow *f, uint64_t now)
 {
+	uint64_t n;
+
 	if (f->stop)
-		return false;
+		return 0;
 	if ((s->c.count && f->posted >= s->c.count) ||
 	    (s->c.duration_ns && now - s->t0 >= s->c.duration_ns)) {
 		f->stop = true;
-		return false;
+		return 0;
 	}
-	if (f->posted - f->done >= s->c.depth)
-		return false;
-	if (f->posted - f->sq_done >= f->sq_n)
-		return false;
-	return true;
+	if (f->posted - f->done >= s->c.depth || f->posted - f->sq_done >= f->sq_n)
+		return 0;
+	n = s->c.depth - (f->posted - f->done);
+	if (n > f->sq_n - (f->posted - f->sq_done))
+		n = f->sq_n - (f->posted - f->sq_done);
+	if (s->c.count && n > s->c.count - f->posted)
+		n = s->c.count - f->posted;
+	return n;
 }
 
 static uint64_t slot_addr(struct flow *f, int side, uint64_t slot)
@@ -1217,7 +1232,10 @@ static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 	}
 }
 
-static int post_one(struct sim *s, struct flow *f, uint64_t now)
+/* Post the next message.  Its send WQE asks for a CQE if it is every
+ * --signal'th, or the last of the burst ('last'): a burst never ends with
+ * WQEs whose completion nothing would report, so the window always reopens. */
+static int post_one(struct sim *s, struct flow *f, uint64_t now, bool last)
 {
 	struct cfg *c = &s->c;
 	uint64_t i = f->posted, slot = i % c->depth, la, ra = 0, cmp = 0, swp = 0;
@@ -1269,7 +1287,8 @@ static int post_one(struct sim *s, struct flow *f, uint64_t now)
 			hx_mr_write(s->w, f->a, f->mr[0], slot * f->stride, s->buf1, s->size);
 	}
 	f->post_t[slot] = now;
-	r = hx_post_send(s->w, f->a, f->qp[0], opc, QRNIC_WQE_F_SIGNALED, i, 1, &la, &len, &lk,
+	f->signaled[slot] = last || (i + 1) % c->signal == 0;
+	r = hx_post_send(s->w, f->a, f->qp[0], opc, f->signaled[slot] ? QRNIC_WQE_F_SIGNALED : 0, i, 1, &la, &len, &lk,
 			 NULL, 0, imm, rk, ra, cmp, swp, f->ah, f->qp[1], SIM_QKEY, 0);
 	if (r < 0)
 		return sim_fail(s, SIM_EXIT_FAIL, "QP %u: post_send %" PRIu64 " failed (%lld)", f->id, i,
@@ -1354,12 +1373,57 @@ static int check_atomic(struct sim *s, struct flow *f, uint64_t slot, uint64_t m
 	return 0;
 }
 
-static void complete(struct sim *s, struct flow *f, uint64_t msg, uint64_t now)
+/* Message msg is complete at now.  Its latency is a sample only if its own
+ * CQE says so: an unsignaled send WQE is known complete only when a later
+ * one's CQE arrives (UD messages complete at the receiver: always). */
+static void complete(struct sim *s, struct flow *f, uint64_t msg, uint64_t now, bool timed)
 {
-	lat_add(s, now - f->post_t[msg % s->c.depth]);
+	if (timed)
+		lat_add(s, now - f->post_t[msg % s->c.depth]);
 	s->msgs++;
 	s->bytes += s->size;
 	s->t_last = now;
+}
+
+/* The send side's next message (f->sq_done) is complete: check what it
+ * left (data at the destination, an atomic's returned value) and count it.
+ * upto: the message whose CQE reported it. */
+static int sender_done(struct sim *s, struct flow *f, uint64_t now, uint64_t upto)
+{
+	bool each = s->c.verify == VERIFY_EACH;
+	uint64_t msg = f->sq_done, slot = msg % s->c.depth;
+
+	f->sq_done++;
+	if (s->c.op == OP_UD_SEND)
+		return 0;	/* UD completes at the receiver */
+	switch (s->c.op) {
+	case OP_WRITE: {
+		uint64_t rs = f->rslot[slot];
+
+		maybe_inject(s, f, f->b, f->mr[1], rs * f->stride, msg);
+		if (each && check_data(s, f, f->b, f->mr[1], rs * f->stride, msg, "remote WRITE data"))
+			return -1;
+		f->slot_msg[rs] = msg;
+		break;
+	}
+	case OP_READ:
+		maybe_inject(s, f, f->a, f->mr[0], slot * f->stride, msg);
+		if (each && check_data(s, f, f->a, f->mr[0], slot * f->stride, msg, "READ data"))
+			return -1;
+		f->slot_msg[slot] = msg;
+		break;
+	case OP_CAS:
+	case OP_FAA:
+		maybe_inject(s, f, f->a, f->mr[0], slot * 8, msg);
+		if (s->c.verify != VERIFY_OFF && check_atomic(s, f, slot, msg))
+			return -1;
+		break;
+	default:
+		break;
+	}
+	f->done++;
+	complete(s, f, msg, now, msg == upto);
+	return 0;
 }
 
 /* Poll both CQs of a flow; returns 1 if anything was seen, -1 on failure. */
@@ -1416,7 +1480,7 @@ static int poll_flow(struct sim *s, struct flow *f, uint64_t now)
 					f->lost += msg - f->done;
 					s->lost += msg - f->done;
 					f->done = msg + 1;
-					complete(s, f, msg, now);
+					complete(s, f, msg, now, true);
 				}
 			}
 			if (e->byte_len != want)
@@ -1440,46 +1504,22 @@ static int poll_flow(struct sim *s, struct flow *f, uint64_t now)
 		any = 1;
 		for (int k = 0; k < n; k++) {
 			struct qrnic_cqe *e = &cqe[k];
-			uint64_t msg = f->sq_done, slot = msg % s->c.depth;
+			uint64_t upto = e->wr_id;
 
+			/* A CQE completes its WQE and every unsignaled one before it
+			 * (send WQEs complete in order); an error CQE comes even for
+			 * an unsignaled WQE. */
 			if (e->status != QRNIC_WC_SUCCESS)
 				return sim_fail(s, SIM_EXIT_FAIL, "QP %u message %" PRIu64 ": completion %s (vendor_err %u)",
-						f->id, msg, wc_status_name(e->status), e->vendor_err);
-			if (e->wr_id != msg)
-				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: completion for %" PRIu64 " while expecting %" PRIu64,
-						f->id, (uint64_t)e->wr_id, msg);
-			f->sq_done++;
-			if (s->c.op == OP_UD_SEND)
-				continue;	/* UD completes at the receiver */
-			switch (s->c.op) {
-			case OP_WRITE: {
-				uint64_t rs = f->rslot[slot];
-
-				maybe_inject(s, f, f->b, f->mr[1], rs * f->stride, msg);
-				if (each && check_data(s, f, f->b, f->mr[1], rs * f->stride, msg,
-						       "remote WRITE data"))
+						f->id, upto, wc_status_name(e->status), e->vendor_err);
+			if (upto < f->sq_done || upto >= f->posted || !f->signaled[upto % s->c.depth] ||
+			    (s->c.signal == 1 && upto != f->sq_done))
+				return sim_fail(s, SIM_EXIT_FAIL, "QP %u: completion for %" PRIu64 " while expecting %" PRIu64
+						"%s", f->id, upto, f->sq_done,
+						s->c.signal > 1 ? " or a later signaled message" : "");
+			while (f->sq_done <= upto)
+				if (sender_done(s, f, now, upto))
 					return -1;
-				f->slot_msg[rs] = msg;
-				break;
-			}
-			case OP_READ:
-				maybe_inject(s, f, f->a, f->mr[0], slot * f->stride, msg);
-				if (each && check_data(s, f, f->a, f->mr[0], slot * f->stride, msg,
-						       "READ data"))
-					return -1;
-				f->slot_msg[slot] = msg;
-				break;
-			case OP_CAS:
-			case OP_FAA:
-				maybe_inject(s, f, f->a, f->mr[0], slot * 8, msg);
-				if (s->c.verify != VERIFY_OFF && check_atomic(s, f, slot, msg))
-					return -1;
-				break;
-			default:
-				break;
-			}
-			f->done++;
-			complete(s, f, msg, now);
 		}
 	}
 	return any;
@@ -1524,8 +1564,8 @@ static int run(struct sim *s)
 
 				if (r < 0)
 					return -1;
-				while (flow_may_post(s, f, now)) {
-					if (post_one(s, f, now))
+				for (uint64_t k = 0, n = flow_room(s, f, now); k < n; k++) {
+					if (post_one(s, f, now, k + 1 == n))
 						return -1;
 					posted = true;
 				}
@@ -1783,6 +1823,10 @@ static void report_table(struct sim *s, const struct results *r)
 		printf("  remote region %" PRIu64 " bytes per QP, offsets %s\n",
 		       s->nflows ? s->f[0].stride * s->f[0].nslot_b : c->mr_size,
 		       c->random_offsets ? "random" : "seq");
+	if (c->signal > 1)
+		printf("  a CQE for every %u%s send WQE and each post burst's last: latency of those only\n",
+		       c->signal, c->signal % 10 == 2 && c->signal % 100 != 12 ? "nd" :
+		       c->signal % 10 == 3 && c->signal % 100 != 13 ? "rd" : "th");
 	printf("  note: %s\n", timing_note(c));
 	printf("\n");
 	printf("  %-22s %" PRIu64 " of %" PRIu64 " posted", "messages completed", s->msgs, s->posted);
@@ -1904,7 +1948,7 @@ static void report_json(struct sim *s, const struct results *r)
 	fprintf(o, ",\"mr_size\":%" PRIu64 ",\"offsets\":\"%s\"",
 		s->nflows && (c->op == OP_WRITE || c->op == OP_READ) ? s->f[0].stride * s->f[0].nslot_b : 0,
 		c->random_offsets ? "random" : "seq");
-	fprintf(o, ",\"trusted_wire\":%s", s->trusted ? "true" : "false");
+	fprintf(o, ",\"trusted_wire\":%s,\"signal\":%u", s->trusted ? "true" : "false", c->signal);
 	fputs("},\"timing\":", o);
 	json_str(o, profile_is_functional(c->profile) ? "functional" : "timed");
 	fputs(",\"note\":", o);
@@ -1973,6 +2017,7 @@ static void sim_free(struct sim *s)
 	for (unsigned i = 0; s->f && i < s->nflows; i++) {
 		free(s->f[i].post_t);
 		free(s->f[i].atom_expect);
+		free(s->f[i].signaled);
 		free(s->f[i].slot_msg);
 		free(s->f[i].rslot);
 	}
