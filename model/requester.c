@@ -588,8 +588,13 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 				  (int32_t)qp->req.cwnd)
 				break;
 			w = slot(qp, qp->req.sq_next);
-			if (qrnic_timed(d))	/* fetched once the doorbell is decoded */
-				d->tm_t = max64(d->tm_t, qp->tm_db);
+			/* Fetched once the doorbell is decoded.  The fetch unit
+			 * does not wait for the packets of the WQEs before it
+			 * (d->tm_t is where their payload left it): fetches go
+			 * ahead, within the WQE window, and w->tm_issue keeps
+			 * the WQEs in order. */
+			if (qrnic_timed(d))
+				d->tm_t = max64(qrnic_now(d), qp->tm_db);
 			fetch_wqe(d, qp, qp->req.sq_next);
 			if (qrnic_timed(d)) {
 				d->tm_t += qrnic_tm_cycles(&d->tm, d->tm.p.wqe_cycles);
