@@ -43,7 +43,7 @@ def test_garbage_is_refused_by_name(var, val):
 def test_dgram_link_socket():
     """The socket QEMU gets: bound to the local port, connected to the peer's, with the
     requested receive buffer (Linux doubles it); rcvbuf 0 = QEMU's own inet socket."""
-    p0, p1 = runner._free_udp_ports(2)
+    p0, p1 = runner.free_udp_ports(2)
     a, b = runner.DgramNet(p0, p1, rcvbuf=1 << 20), runner.DgramNet(p1, p0, rcvbuf=1 << 20)
     try:
         assert a.open() is not None and b.open() is not None

@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+from .ports import free_udp_ports
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get('QRNIC_CACHE', '/var/cache/qrnic')
@@ -232,20 +234,6 @@ def find_image(build=False, quiet=False, args=()):
             raise PrereqError('no guest image: run scripts/guest-image.sh')
         p = os.path.realpath(p)
     return Image(p)
-
-
-def _free_udp_ports(n):
-    socks, ports = [], []
-    try:
-        while len(ports) < n:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(('127.0.0.1', 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def new_run_dir(keep=30):
@@ -746,14 +734,14 @@ class Topology:
             if link == 'hub':
                 nets = ['hubport,hubid=0', 'hubport,hubid=0']
             elif link == 'dgram':
-                p0, p1 = _free_udp_ports(2)
+                p0, p1 = free_udp_ports(2)
                 nets = [_dgram(p0, p1), _dgram(p1, p0)]
             else:
                 raise ValueError('link must be hub or dgram')
             nics = [('qrnic', nets[0], _mac(0, 0)), ('qrnic', nets[1], _mac(0, 1))]
             self.vms.append(VM('vm0', nics=nics, append=list(append) + ['qrnicvm.ip=' + ','.join(ips[:2])], **kw))
         else:
-            p0, p1 = _free_udp_ports(2)
+            p0, p1 = free_udp_ports(2)
             self.vms.append(VM('vm0', nics=[('qrnic', _dgram(p0, p1), _mac(0, 0))],
                                append=list(append) + ['qrnicvm.ip=' + ips[0]], **kw))
             if name == 'T2':

@@ -22,7 +22,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                'scripts'))
+from qrnic_vm.ports import free_udp_ports  # noqa: E402,F401  (one copy, shared with the VM runner)
 
 # Firmware search path: -accel qtest runs no firmware, but q35 still loads
 # bios.bin and option ROMs at machine creation.
@@ -278,21 +283,6 @@ def _listen(path):
     s.bind(path)
     s.listen(1)
     return s
-
-
-def free_udp_ports(n):
-    """n distinct UDP ports on 127.0.0.1 that were free a moment ago."""
-    socks, ports = [], []
-    try:
-        while len(ports) < n:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(('127.0.0.1', 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return ports
 
 
 def run_device_help(binary, device='qrnic'):
