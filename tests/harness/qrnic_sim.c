@@ -67,7 +67,7 @@ struct cfg {
 	int op;
 	uint64_t size;
 	unsigned qps, depth, hosts;
-	unsigned signal;	/* a send WQE in this many asks for a CQE (and each burst's last) */
+	unsigned signal;	/* a send WQE in this many asks for a CQE (and the last) */
 	uint64_t count;		/* messages per QP; 0 with duration: unlimited */
 	uint64_t duration_ns;	/* stop posting after this much simulated time */
 	uint64_t rate_bps;	/* 0: infinite */
@@ -117,8 +117,8 @@ static const char usage_text[] =
 "    --size BYTES        message size, K/M/G suffixes = KiB/MiB/GiB    (4096; atomics: 8)\n"
 "    --qps N             QPs per host pair                              (1)\n"
 "    --depth N           outstanding WQEs per QP                        (16)\n"
-"    --signal N          a CQE for every Nth send WQE and the last of each post\n"
-"                        burst, like perftest's --cq-mod (latency: those only) (1)\n"
+"    --signal N          a CQE for every Nth send WQE and the last, like\n"
+"                        perftest's --cq-mod; N <= depth (latency: those only) (1)\n"
 "    --count N           messages per QP                                (1000)\n"
 "    --duration T        post for T of simulated time instead (e.g. 100us)\n"
 "    --hosts N           hosts, even: N/2 cabled pairs each run the workload (2)\n"
@@ -882,6 +882,9 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE,
 				"--mr-size %" PRIu64 " is below --depth x the 64-byte aligned size (%" PRIu64 ")",
 				c->mr_size, (uint64_t)c->depth * slot_bytes(s->size));
+	if (c->signal > c->depth)
+		return sim_fail(s, SIM_EXIT_USAGE, "--signal %u is above --depth %u: a full window could hold "
+				"no WQE that asks for a CQE", c->signal, c->depth);
 	if (c->mr_size / slot_bytes(s->size) > (1u << 24))
 		return sim_fail(s, SIM_EXIT_USAGE, "--mr-size: more than 2^24 message slots");
 	if (c->loss > 0 && c->loss * 1e6 < 1)
@@ -1233,9 +1236,11 @@ static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 }
 
 /* Post the next message.  Its send WQE asks for a CQE if it is every
- * --signal'th, or the last of the burst ('last'): a burst never ends with
- * WQEs whose completion nothing would report, so the window always reopens. */
-static int post_one(struct sim *s, struct flow *f, uint64_t now, bool last)
+ * --signal'th or the last of --count, as perftest does with --cq-mod: with
+ * --signal <= --depth every full window holds one, so the window always
+ * reopens.  (A --duration run may end on unsignaled WQEs: run() accounts
+ * for them once nothing is left in flight.) */
+static int post_one(struct sim *s, struct flow *f, uint64_t now)
 {
 	struct cfg *c = &s->c;
 	uint64_t i = f->posted, slot = i % c->depth, la, ra = 0, cmp = 0, swp = 0;
@@ -1287,7 +1292,7 @@ static int post_one(struct sim *s, struct flow *f, uint64_t now, bool last)
 			hx_mr_write(s->w, f->a, f->mr[0], slot * f->stride, s->buf1, s->size);
 	}
 	f->post_t[slot] = now;
-	f->signaled[slot] = last || (i + 1) % c->signal == 0;
+	f->signaled[slot] = (i + 1) % c->signal == 0 || (c->count && i + 1 == c->count);
 	r = hx_post_send(s->w, f->a, f->qp[0], opc, f->signaled[slot] ? QRNIC_WQE_F_SIGNALED : 0, i, 1, &la, &len, &lk,
 			 NULL, 0, imm, rk, ra, cmp, swp, f->ah, f->qp[1], SIM_QKEY, 0);
 	if (r < 0)
@@ -1565,7 +1570,7 @@ static int run(struct sim *s)
 				if (r < 0)
 					return -1;
 				for (uint64_t k = 0, n = flow_room(s, f, now); k < n; k++) {
-					if (post_one(s, f, now, k + 1 == n))
+					if (post_one(s, f, now))
 						return -1;
 					posted = true;
 				}
@@ -1584,7 +1589,23 @@ static int run(struct sim *s)
 		if (finished)
 			break;
 		if (!advance(s)) {
-			bool lost = false;
+			bool lost = false, tail = false;
+
+			/* nothing in flight, no timer and no CQE left: the unsignaled
+			 * send WQEs after the last signaled one of a --duration run
+			 * are complete (an error would have produced a CQE) */
+			for (unsigned i = 0; i < s->nflows; i++) {
+				struct flow *f = &s->f[i];
+
+				if (!f->stop || f->sq_done == f->posted || f->signaled[(f->posted - 1) % s->c.depth])
+					continue;
+				while (f->sq_done < f->posted)
+					if (sender_done(s, f, hx_now(s->w), UINT64_MAX))
+						return -1;
+				tail = true;
+			}
+			if (tail)
+				continue;
 
 			/* nothing in flight and no timer: UD messages not received are lost */
 			for (unsigned i = 0; i < s->nflows && s->c.op == OP_UD_SEND; i++) {
@@ -1824,8 +1845,9 @@ static void report_table(struct sim *s, const struct results *r)
 		       s->nflows ? s->f[0].stride * s->f[0].nslot_b : c->mr_size,
 		       c->random_offsets ? "random" : "seq");
 	if (c->signal > 1)
-		printf("  a CQE for every %u%s send WQE and each post burst's last: latency of those only\n",
-		       c->signal, c->signal % 10 == 2 && c->signal % 100 != 12 ? "nd" :
+		printf("  a CQE for every %u%s send WQE and the last: latency of those only\n",
+		       c->signal, c->signal % 10 == 1 && c->signal % 100 != 11 ? "st" :
+		       c->signal % 10 == 2 && c->signal % 100 != 12 ? "nd" :
 		       c->signal % 10 == 3 && c->signal % 100 != 13 ? "rd" : "th");
 	printf("  note: %s\n", timing_note(c));
 	printf("\n");
