@@ -159,6 +159,7 @@ struct qrnic_req {
 	uint32_t rd_atomic_out;	/* READ/ATOMIC requests outstanding */
 	uint32_t pkts_since_ackreq;
 	uint32_t msgs_since_ackreq;	/* messages ended without AckReq since the last */
+	uint32_t ackreq_psn;	/* PSN of the last packet sent with AckReq */
 	uint8_t  retry_left;
 	uint8_t  rnr_left;
 	bool     rnr_wait;	/* stopped until the RNR timer fires */

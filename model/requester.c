@@ -419,8 +419,10 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
  * AckReq on the last packet of a SEND/WRITE message (spec 12.1) when
  * somebody waits for its acknowledgement: the WQE is signaled (its CQE), or
  * it is the last WQE fetched and the requester cannot fetch another now
- * (none posted, the WQE window full, the QP no longer in RTS, the SQ
- * stopped: nothing else would ask before the requester goes idle), or
+ * (none posted, the QP no longer in RTS, the SQ stopped: nothing else
+ * would ask before the requester goes idle; or the WQE window full while
+ * no earlier AckReq or READ/ATOMIC is unanswered: nothing else would
+ * reopen it), or
  * QRNIC_ACKREQ_WQES messages went without one (their SQ slots).  An
  * unsignaled message in a stream is acknowledged by a later ACK, as ACKs
  * are cumulative: a stream of unsignaled 4 KiB WRITEs (perftest's default,
@@ -430,11 +432,24 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
  */
 static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 {
+	const struct qrnic_req *r = &qp->req;
+
 	if (++qp->req.msgs_since_ackreq >= QRNIC_ACKREQ_WQES)
 		return true;
 	if (w->wqe.flags & QRNIC_WQE_F_SIGNALED)
 		return true;
-	return qp->req.cur + 1 == qp->req.sq_next && sq_fetch_blocked(qp);
+	if (r->cur + 1 != r->sq_next || !sq_fetch_blocked(qp))
+		return false;
+	/* Blocked only by the full WQE window, with more WQEs posted behind
+	 * it: a response or an AckReq still unanswered ([una, high)) brings
+	 * the ACK that reopens the window, and what is sent then asks in
+	 * turn.  Otherwise this packet must ask. */
+	if (r->sq_next != qp->sq_pi && qp->attr.qp_state == QRNIC_QPS_RTS && !r->stopped &&
+	    (r->rd_atomic_out ||
+	     (qrnic_psn_diff(r->ackreq_psn, r->una_psn) >= 0 &&
+	      qrnic_psn_diff(r->high_psn, r->ackreq_psn) > 0)))
+		return false;
+	return true;
 }
 
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
@@ -540,8 +555,10 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		break;
 	}
 	}
-	if (p.ackreq)
+	if (p.ackreq) {
 		qp->req.pkts_since_ackreq = qp->req.msgs_since_ackreq = 0;
+		qp->req.ackreq_psn = p.psn;
+	}
 	if (qp->type != QRNIC_QPT_RC)
 		p.ackreq = false;
 	if (qrnic_psn_diff(p.psn, qp->req.high_psn) < 0)

@@ -517,3 +517,17 @@ def test_selective_signaling_keeps_the_port_busy():
         j = sim_json(*args, '--signal', n)
         assert j['bandwidth_bps'] > 0.98 * each, (n, j['bandwidth_bps'], each)
 
+
+@pytest.mark.parametrize('profile', ['functional', 'cx5-100g'])
+def test_deep_unsignaled_queue_acks_every_16_messages(profile):
+    # perftest-like: 128 outstanding unsignaled 4 KiB WRITEs, a CQE per 100.
+    # The requester asks for an ACK every 16 messages and on signaled ones
+    # (spec 12.1); the full WQE window adds none while an AckReq is still
+    # unanswered.  (It used to add one per window reopening: 295 ACKs here.)
+    count = 3000
+    wire = ['--rate', 0, '--latency', 0] if profile != 'functional' else []   # functional: 100G, 500 ns
+    j = sim_json('--profile', profile, *wire, '--op', 'write', '--size', '4K',
+                 '--depth', 128, '--signal', 100, '--count', count, '--verify', 'off')
+    assert j['ok'] and j['stats']['cqes'] == count // 100
+    assert count // 16 <= j['stats']['acks_sent'] <= count // 16 + count // 100 + 5
+    assert j['wire']['frames'] == count + j['stats']['acks_sent']
