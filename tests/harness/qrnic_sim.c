@@ -1402,21 +1402,20 @@ static int sender_done(struct sim *s, struct flow *f, uint64_t now, uint64_t upt
 	if (s->c.op == OP_UD_SEND)
 		return 0;	/* UD completes at the receiver */
 	switch (s->c.op) {
-	case OP_WRITE: {
-		uint64_t rs = f->rslot[slot];
+	case OP_WRITE:
+	case OP_READ: {
+		/* where the data landed: the responder's slot, or (READ) ours */
+		bool wr = s->c.op == OP_WRITE;
+		uint64_t dst = wr ? f->rslot[slot] : slot;
+		int dev = wr ? f->b : f->a;
+		uint32_t mr = f->mr[wr];
 
-		maybe_inject(s, f, f->b, f->mr[1], rs * f->stride, msg);
-		if (each && check_data(s, f, f->b, f->mr[1], rs * f->stride, msg, "remote WRITE data"))
+		maybe_inject(s, f, dev, mr, dst * f->stride, msg);
+		if (each && check_data(s, f, dev, mr, dst * f->stride, msg, wr ? "remote WRITE data" : "READ data"))
 			return -1;
-		f->slot_msg[rs] = msg;
+		f->slot_msg[dst] = msg;
 		break;
 	}
-	case OP_READ:
-		maybe_inject(s, f, f->a, f->mr[0], slot * f->stride, msg);
-		if (each && check_data(s, f, f->a, f->mr[0], slot * f->stride, msg, "READ data"))
-			return -1;
-		f->slot_msg[slot] = msg;
-		break;
 	case OP_CAS:
 	case OP_FAA:
 		maybe_inject(s, f, f->a, f->mr[0], slot * 8, msg);
