@@ -397,13 +397,31 @@ static uint8_t rc_opcode(uint8_t wr, bool first, bool last)
 	return QRNIC_OP_RC_WRITE_MIDDLE;
 }
 
-/* No new WQE may be started now, as far as the SQ goes: none posted, the QP
- * not in RTS, the SQ stopped on an error, or the WQE window full (the loss
- * window is checked apart). */
+/* Nothing more to start from the SQ until the host acts: none posted, the
+ * QP not in RTS, or the SQ stopped on an error. */
+static bool sq_idle(const struct qrnic_qp *qp)
+{
+	return qp->req.sq_next == qp->sq_pi || qp->attr.qp_state != QRNIC_QPS_RTS || qp->req.stopped;
+}
+
+static bool sq_window_full(const struct qrnic_qp *qp)
+{
+	return qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW;
+}
+
+/* No new WQE may be started now, as far as the SQ goes (the loss window is
+ * checked apart). */
 static bool sq_fetch_blocked(const struct qrnic_qp *qp)
 {
-	return qp->req.sq_next == qp->sq_pi || qp->attr.qp_state != QRNIC_QPS_RTS ||
-	       qp->req.stopped || qp->req.sq_next - qp->req.sq_ci >= QRNIC_REQ_WINDOW;
+	return sq_idle(qp) || sq_window_full(qp);
+}
+
+/* A READ/ATOMIC response or the ACK of an AckReq is still to come: the last
+ * AckReq went out in [una, high). */
+static bool ack_coming(const struct qrnic_req *r)
+{
+	return r->rd_atomic_out || (qrnic_psn_diff(r->ackreq_psn, r->una_psn) >= 0 &&
+				    qrnic_psn_diff(r->high_psn, r->ackreq_psn) > 0);
 }
 
 /* AckReq every 64 packets, or every half window when the loss window is
@@ -432,24 +450,18 @@ static uint32_t ackreq_interval(const struct qrnic_qp *qp)
  */
 static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 {
-	const struct qrnic_req *r = &qp->req;
-
 	if (++qp->req.msgs_since_ackreq >= QRNIC_ACKREQ_WQES)
 		return true;
 	if (w->wqe.flags & QRNIC_WQE_F_SIGNALED)
 		return true;
-	if (r->cur + 1 != r->sq_next || !sq_fetch_blocked(qp))
+	if (qp->req.cur + 1 != qp->req.sq_next)
 		return false;
-	/* Blocked only by the full WQE window, with more WQEs posted behind
-	 * it: a response or an AckReq still unanswered ([una, high)) brings
-	 * the ACK that reopens the window, and what is sent then asks in
-	 * turn.  Otherwise this packet must ask. */
-	if (r->sq_next != qp->sq_pi && qp->attr.qp_state == QRNIC_QPS_RTS && !r->stopped &&
-	    (r->rd_atomic_out ||
-	     (qrnic_psn_diff(r->ackreq_psn, r->una_psn) >= 0 &&
-	      qrnic_psn_diff(r->high_psn, r->ackreq_psn) > 0)))
-		return false;
-	return true;
+	if (sq_idle(qp))
+		return true;
+	/* Only the full WQE window blocks, with more WQEs posted behind it:
+	 * an ACK or response already coming reopens it, and what is sent then
+	 * asks in turn. */
+	return sq_window_full(qp) && !ack_coming(&qp->req);
 }
 
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
