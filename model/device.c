@@ -193,17 +193,43 @@ uint64_t qrnic_now(struct qrnic_dev *d)
 }
 
 /* ---- choke points ---------------------------------------------------------- */
+/* A payload read into the frame being built, by reference if it continues
+ * the reference so far (contiguous in the frame and in host memory).
+ * Returns whether it was taken; if not, what the reference held so far is
+ * copied into the frame and the rest of the payload is read as usual. */
+static bool dma_read_ref(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
+{
+	const uint8_t *src;
+
+	if ((uint8_t *)buf != d->txref.base + d->txref.len || addr + len < addr)
+		return false;
+	src = d->ops->dma_map(d->opaque, addr, len);
+	if (src && (!d->txref.len || src == d->txref.src + d->txref.len)) {
+		if (!d->txref.len)
+			d->txref.src = src;
+		d->txref.len += (uint32_t)len;
+		return true;
+	}
+	if (d->txref.len)	/* the frame holds bytes, not a reference */
+		memcpy(d->txref.base, d->txref.src, d->txref.len);
+	d->txref.on = false;
+	return false;
+}
+
 int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
 {
 	if (len == 0)
 		return 0;
 	qrnic_trace(d, QRNIC_TR_DMA_READ, 0, 0, (uint32_t)len, 0, addr);
+	if (d->txref.on && dma_read_ref(d, addr, buf, len))
+		goto timed;
 	if (addr + len < addr || (d->fault && qrnic_fault_dma(d, false, addr, len)) ||
 	    d->ops->dma_read(d->opaque, addr, buf, len) != 0) {
 		memset(buf, 0, len);
 		qrnic_stat_add(d, QRNIC_STAT_DMA_ERRORS, 1);
 		return -1;
 	}
+timed:
 	if (qrnic_timed(d))	/* the step waits for the data */
 		d->tm_t = qrnic_tm_dma_read(&d->tm, d->tm_t, (uint32_t)len);
 	return 0;
@@ -247,6 +273,7 @@ void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	if (!d->ops->tx_frame_buf || !d->link_up || d->fault) {
+		qrnic_frame_buf_fill(buf);
 		qrnic_tx_now(d, buf, len);
 		qrnic_frame_buf_free(buf);
 		return;
@@ -680,7 +707,11 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 
 bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
-	int rc = rx_admit(d, buf, len);
+	int rc;
+
+	if (d->fault)	/* fault rules look at (and change) the bytes */
+		qrnic_frame_buf_fill(buf);
+	rc = rx_admit(d, buf, len);
 
 	if (rc <= 0) {
 		qrnic_frame_buf_free(buf);
@@ -704,13 +735,25 @@ static void rx_drop(struct qrnic_dev *d, enum qrnic_stat why, uint32_t qpn, uint
 	qrnic_trace(d, QRNIC_TR_DROP, qpn, psn, why, (uint32_t)len, 0);
 }
 
-static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+/* frame: a frame buffer (the receive queue holds nothing else), which may
+ * carry its payload by reference (qrnic_frame_buf_set_ref). */
+static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 {
 	struct qrnic_pkt p;
 	struct qrnic_qp *qp;
-	uint32_t fl;
-	int rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
+	uint32_t fl, ref_off = 0, ref_len = 0;
+	const uint8_t *ref = qrnic_frame_buf_ref(frame, &ref_off, &ref_len);
+	int rc;
 
+	if (ref && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
+		qrnic_frame_buf_fill(frame);
+		ref = NULL;
+	}
+	rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
+	if (ref && rc != QRNIC_WIRE_OK) {
+		qrnic_frame_buf_fill(frame);	/* bytes for the Ethernet path */
+		ref = NULL;
+	}
 	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
 		qrnic_eth_rx(d, frame, len);
 		return;
@@ -725,8 +768,15 @@ static void rx_dispatch(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		return;
 	}
 	if (!gid_is_local(d, p.dgid)) {
+		qrnic_frame_buf_fill(frame);
 		qrnic_eth_rx(d, frame, len);	/* RoCEv2, but not for us */
 		return;
+	}
+	if (ref) {	/* the payload is read where it is, on its way into our memory */
+		if (p.payload == frame + ref_off && p.paylen == ref_len)
+			p.payload = ref;
+		else
+			qrnic_frame_buf_fill(frame);
 	}
 	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
 	qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len);

@@ -15,8 +15,16 @@
  * from or to a 64-byte aligned host buffer is a co-aligned memcpy -- one
  * between addresses that differ modulo 64 costs several times more.  The
  * header is found again by rounding down, the shift being under 64 bytes.
+ *
+ * A buffer may carry its payload by reference (qrnic_frame_buf_set_ref):
+ * bytes [off, off + len) of the frame are then not in the buffer but at
+ * src in host memory, read when the peer device writes them to its own
+ * memory -- one copy per packet instead of two.  Only a device whose host
+ * offers ops->dma_map builds such frames (see qrnic_model.h); whoever
+ * reads a frame's bytes otherwise calls qrnic_frame_buf_fill() first.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "qrnic_internal.h"
 
@@ -26,8 +34,12 @@
 
 struct fb_hdr {
 	struct fb_hdr *next;
+	const uint8_t *ref;	/* payload by reference (qrnic_frame_buf_set_ref), or NULL */
+	uint32_t ref_off, ref_len;
 	uint32_t cls;
 };
+
+_Static_assert(sizeof(struct fb_hdr) <= FB_HDR, "frame buffer header too big");
 
 static const size_t fb_cap[2] = {
 	(QRNIC_MAX_FRAME + 63) & ~(size_t)63,
@@ -60,7 +72,43 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off)
 		h->cls = cls;
 	}
 	h->next = NULL;
+	h->ref = NULL;
 	return (uint8_t *)h + FB_HDR + (64 - aligned_off % 64) % 64;
+}
+
+static struct fb_hdr *fb_hdr_of(const uint8_t *buf)
+{
+	return (struct fb_hdr *)(((uintptr_t)buf - FB_HDR) & ~(uintptr_t)63);
+}
+
+void qrnic_frame_buf_set_ref(uint8_t *buf, uint32_t off, const uint8_t *src, uint32_t len)
+{
+	struct fb_hdr *h = fb_hdr_of(buf);
+
+	h->ref = src;
+	h->ref_off = off;
+	h->ref_len = len;
+}
+
+const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *len)
+{
+	const struct fb_hdr *h = fb_hdr_of(buf);
+
+	if (h->ref) {
+		*off = h->ref_off;
+		*len = h->ref_len;
+	}
+	return h->ref;
+}
+
+void qrnic_frame_buf_fill(uint8_t *buf)
+{
+	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;
+
+	if (h && h->ref) {
+		memcpy(buf + h->ref_off, h->ref, h->ref_len);
+		h->ref = NULL;
+	}
 }
 
 void qrnic_frame_buf_free(uint8_t *buf)
@@ -70,7 +118,7 @@ void qrnic_frame_buf_free(uint8_t *buf)
 
 	if (!buf)
 		return;
-	h = (struct fb_hdr *)(((uintptr_t)buf - FB_HDR) & ~(uintptr_t)63);
+	h = fb_hdr_of(buf);
 	cls = h->cls;
 	if (fb_nfree[cls] >= FB_KEEP) {
 		free(h);

@@ -45,22 +45,47 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 	/* an unknown opcode: anywhere that fits, the build will refuse it */
 	if (!off)
 		off = QRNIC_MAX_HDR_LEN;
+	uint8_t *buf;
+
 	/* on a cache line of its own: the DMA into it is a co-aligned copy
 	 * for aligned host buffers, as is the responder's out of it */
-	return txbuf(d, off) + off;
+	buf = txbuf(d, off);
+	/* By reference where the frame goes to an in-process peer untouched
+	 * and no checksum covers the payload: a trusted wire (no ICRC), no
+	 * fault plan, IPv4 (IPv6's UDP checksum covers the payload). */
+	d->txref.on = d->ops->dma_map && d->ops->tx_frame_buf && buf == d->txbuf &&
+		      !qrnic_icrc_on(d) && !p->ipv6;
+	d->txref.base = buf + off;
+	d->txref.len = 0;
+	return buf + off;
 }
 
 void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *payload,
 		    uint32_t paylen)
 {
 	uint8_t *buf = txbuf(d, 0);
-	size_t len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
+	const uint8_t *ref = NULL;
+	size_t len;
+
+	if (d->txref.on) {	/* the payload read by reference (dma_read_ref) */
+		d->txref.on = false;
+		if (d->txref.len) {
+			if (payload == d->txref.base && paylen == d->txref.len && buf == d->txbuf &&
+			    d->txref.base == buf + qrnic_wire_payload_off(p->ipv6, p->opcode) && !p->ipv6)
+				ref = d->txref.src;
+			else	/* not the frame it was read for: the bytes, then */
+				memcpy(d->txref.base, d->txref.src, d->txref.len);
+		}
+	}
+	len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
 
 	if (!len) {
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
 		return;
 	}
 	if (buf == d->txbuf) {
+		if (ref)
+			qrnic_frame_buf_set_ref(buf, (uint32_t)(d->txref.base - buf), ref, paylen);
 		d->txbuf = NULL;	/* it leaves with the frame */
 		qrnic_tx_buf(d, buf, len);
 	} else {

@@ -368,6 +368,15 @@ struct qrnic_dev {
 
 	uint8_t *txbuf;			/* frame being built (a frame buffer), or NULL */
 	uint8_t txbuf_spare[QRNIC_MAX_FRAME];	/* ... when none could be allocated */
+	/* The payload of the frame being built, by reference (ops->dma_map):
+	 * while on, DMA reads landing at base + len extend the reference
+	 * instead of copying (qrnic_tx_payload, qrnic_dma_read, qrnic_send_pkt). */
+	struct {
+		bool on;
+		uint8_t *base;		/* where the payload goes in the frame */
+		const uint8_t *src;	/* where its first len bytes are */
+		uint32_t len;
+	} txref;
 
 	/* timing (timing.c resources, effects.c scheduling) */
 	struct qrnic_timing tm;
@@ -527,6 +536,10 @@ static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
 /* A frame buffer (qrnic_frame_buf_alloc) whose byte at aligned_off is
  * 64-byte aligned: where the payload goes, for co-aligned copies. */
 uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off);
+/* Payload by reference: bytes [off, off + len) of the frame are at src. */
+void qrnic_frame_buf_set_ref(uint8_t *buf, uint32_t off, const uint8_t *src, uint32_t len);
+/* src of a frame buffer's payload reference (off, len set), or NULL. */
+const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *len);
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */

@@ -83,6 +83,19 @@ struct qrnic_host_ops {
 	 * releases it with qrnic_frame_buf_free (or hands it on, e.g. to
 	 * qrnic_dev_rx_frame_buf).  Without it the model calls tx_frame. */
 	void (*tx_frame_buf)(void *opaque, uint8_t *frame, size_t len);
+	/* Optional (may be NULL), for simulators whose wire hands frames
+	 * untouched from device to device in one process (tx_frame_buf,
+	 * qrnic_dev_rx_frame_buf, a trusted wire: qrnic_dev_set_trusted_wire):
+	 * a pointer to [addr, addr + len) of host memory that stays valid
+	 * while the memory does, or NULL if there is none (the model then
+	 * calls dma_read, which reports the error if any).  Counts as a DMA
+	 * read of those bytes.  The model then sends the payload of a packet
+	 * by reference (qrnic_frame_buf_fill) and the receiving device copies
+	 * it from there into its own memory: the bytes are read when the
+	 * frame arrives rather than when it leaves, which verbs allow (a
+	 * buffer must not change until its work request completes, and a
+	 * retransmission reads it again anyway). */
+	const void *(*dma_map)(void *opaque, uint64_t addr, size_t len);
 };
 
 /* Frame buffers that change hands without a copy (ops->tx_frame_buf,
@@ -91,6 +104,11 @@ struct qrnic_host_ops {
 #define QRNIC_FRAME_BUF_MAX	QRNIC_ETH_MAX_FRAME
 uint8_t *qrnic_frame_buf_alloc(size_t len);
 void qrnic_frame_buf_free(uint8_t *buf);
+/* A frame handed over by tx_frame_buf may carry its payload by reference
+ * (only from a device whose host has ops->dma_map): a host that reads or
+ * changes the frame's bytes (capture, log, corruption) calls this first,
+ * which copies the payload into the buffer.  Harmless on any other. */
+void qrnic_frame_buf_fill(uint8_t *buf);
 
 /* Device configuration (QEMU properties map onto this). */
 struct qrnic_config {

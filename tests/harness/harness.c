@@ -245,6 +245,19 @@ static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+/* Payloads by reference: the device reads them when the frame arrives
+ * (see qrnic_host_ops.dma_map). */
+static const void *op_dma_map(void *opaque, uint64_t addr, size_t len)
+{
+	struct hx_dev *h = opaque;
+
+	if (!mem_range_ok(h, addr, len) || mem_denied(h, addr, len))
+		return NULL;	/* dma_read then counts and reports it */
+	h->dma[0]++;
+	h->dma[2] += len;
+	return mem_ptr(h, addr);
+}
+
 static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
 {
 	struct hx_dev *h = opaque;
@@ -253,7 +266,8 @@ static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
 		h->dma[4]++;
 		return -1;
 	}
-	memcpy(mem_ptr(h, addr), buf, len);
+	/* memmove: buf may be a payload by reference in this same memory */
+	memmove(mem_ptr(h, addr), buf, len);
 	h->dma[1]++;
 	h->dma[3] += len;
 	h->w->watched_writes += h->watched;
@@ -739,6 +753,11 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	int64_t li;
 	struct hx_frame *fr;
 
+	/* the payload may be by reference (ops->dma_map): into the frame
+	 * before anything reads or changes its bytes */
+	if (owned && (w->pcap || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
+		      w->reorder_ppm || w->corrupt_ppm))
+		qrnic_frame_buf_fill(owned);
 	/* only rules look at the headers */
 	parsed = w->nrules && hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
 	pcap_write(w, f, (uint32_t)len);
@@ -909,6 +928,7 @@ static void op_trace(void *opaque, const struct qrnic_trace_ev *ev)
 static const struct qrnic_host_ops hx_ops = {
 	.dma_read = op_dma_read,
 	.dma_write = op_dma_write,
+	.dma_map = op_dma_map,
 	.irq = op_irq,
 	.tx_frame = op_tx_frame,
 	.now_ns = op_now,
