@@ -162,7 +162,8 @@ void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
 
 /* Simulators only: a trusted wire.  The device neither computes the ICRC
  * of the RoCEv2 frames it sends (the field is 0) nor checks it on the
- * frames it receives -- every other check stays.  For a simulated wire
+ * frames it receives -- every other check stays -- and, if the host has
+ * ops->dma_map, sends IPv4 payloads by reference.  For a simulated wire
  * that corrupts nothing and is not captured, with the same setting at
  * both ends.  Off by default (and after reset it stays as set); while a
  * fault plan is loaded the device computes and checks the ICRC anyway. */

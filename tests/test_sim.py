@@ -429,24 +429,32 @@ def test_loss_window_vs_fixed_window():
 
 
 @pytest.mark.parametrize('profile', ['functional', 'cx5-100g'])
-def test_trusted_wire_changes_nothing_but_the_icrc(profile, tmp_path):
-    # --trusted-wire only skips ICRC work: same simulated results, same
-    # checks; off by default, and ignored with --plan or --pcap
-    args = ['--op', 'write', '--qps', 2, '--count', 300, '--loss', '1%', '--ack-timeout', 8,
-            '--profile', profile] + (['--rate', 0, '--latency', 0] if profile != 'functional' else [])
-    plain = sim_json(*args)
-    trusted = sim_json(*args, '--trusted-wire')
-    assert plain['config']['trusted_wire'] is False and trusted['config']['trusted_wire'] is True
-    trusted['config']['trusted_wire'] = False
-    assert trusted == plain
+@pytest.mark.parametrize('op', ['write', 'read', 'send'])
+def test_trusted_wire_changes_nothing_but_the_icrc(profile, op, tmp_path):
+    # by default the wire is trusted (no ICRCs, payloads by reference);
+    # --icrc computes and checks them: the same simulated results, the
+    # same data checks; --plan and --pcap turn the trusted wire off
+    args = ['--op', op, '--size', 10000, '--mtu', 1024, '--qps', 2, '--count', 200,
+            '--loss', '1%', '--ack-timeout', 8, '--profile', profile]
+    args += ['--rate', 0, '--latency', 0] if profile != 'functional' else []
+    args += ['--offsets', 'random', '--mr-size', '1M'] if op != 'send' else []
+    trusted = sim_json(*args)
+    checked = sim_json(*args, '--icrc')
+    assert trusted['config']['trusted_wire'] is True and checked['config']['trusted_wire'] is False
+    assert trusted['ok'] and trusted['wire']['dropped'] > 0
+    checked['config']['trusted_wire'] = True
+    assert trusted == checked
     plan = tmp_path / 'plan.txt'
     plan.write_text('corrupt dir=rx prob=2% seed=3\n')
-    j = sim_json(*args, '--trusted-wire', '--plan', plan)
+    j = sim_json(*args, '--plan', plan)
     assert j['ok'] and j['config']['trusted_wire'] is False and j['stats']['rx_drop_icrc'] > 0
-    j = sim_json(*args, '--trusted-wire', '--pcap', tmp_path / 'w.pcap')
+    j = sim_json(*args, '--pcap', tmp_path / 'w.pcap')
     assert j['ok'] and j['config']['trusted_wire'] is False
-    out = run_sim(*args, '--trusted-wire', '--plan', plan, json_out=False).stdout
-    assert 'ICRC                   on: --trusted-wire ignored' in out
+    for extra, says in (([], 'skipped: nothing corrupts or captures frames'),
+                        (['--icrc'], 'computed and checked (--icrc)'),
+                        (['--plan', plan], 'computed and checked (--plan/--pcap)')):
+        out = run_sim(*args, *extra, json_out=False).stdout
+        assert 'ICRC                   ' + says in out
 
 
 # ---- selective signaling (--signal) -------------------------------------------------------

@@ -85,7 +85,7 @@ struct cfg {
 	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
 	bool json, deterministic, quiet, fixed_window;
-	bool trusted_wire;	/* skip ICRCs: never with --plan or --pcap */
+	bool icrc;		/* --icrc: ICRCs even on a trusted wire */
 	bool count_set;
 };
 
@@ -134,8 +134,9 @@ static const char usage_text[] =
 "    --loss P            random frame loss, 0.001 or 0.1%               (0)\n"
 "    --seed N            seed of data patterns and loss                 (1)\n"
 "    --fixed-window      no loss window: 512 packets in flight per QP even after loss\n"
-"    --trusted-wire      speed: no ICRC computed or checked (the wire corrupts\n"
-"                        nothing); ignored with --plan or --pcap        (off)\n"
+"    --icrc              compute and check ICRCs (and copy payloads into\n"
+"                        frames) although nothing corrupts or captures\n"
+"                        frames; always so with --plan or --pcap        (off)\n"
 "  checking and output\n"
 "    --verify MODE       each | end | off                               (each)\n"
 "    --json              one JSON object per run on stdout\n"
@@ -160,7 +161,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
 	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
-	{ "fixed-window", false }, { "trusted-wire", false },
+	{ "fixed-window", false }, { "icrc", false },
 	{ "name", true }, { "inject-mismatch", true }, { "mr-size", true }, { "offsets", true },
 	{ "signal", true },
 };
@@ -458,8 +459,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 			c->quiet = on;
 		else if (!strcmp(k, "fixed-window"))
 			c->fixed_window = on;
-		else if (!strcmp(k, "trusted-wire"))
-			c->trusted_wire = on;
+		else if (!strcmp(k, "icrc"))
+			c->icrc = on;
 	}
 	return 0;
 }
@@ -651,7 +652,7 @@ struct sim {
 	uint64_t v_msgs, v_bytes, v_atomics, errors;	/* checked at completion */
 	uint64_t v_final, v_final_bytes;		/* final buffer contents */
 	bool final_pass;
-	bool trusted;		/* --trusted-wire in effect: no ICRCs */
+	bool trusted;		/* trusted wire in effect: no ICRCs, payloads by reference */
 	uint8_t *buf1, *buf2;	/* scratch, one slot each */
 	uint64_t seen_writes;	/* hx_watched_writes() at the last poll */
 	FILE *trace;
@@ -1911,9 +1912,9 @@ static void report_table(struct sim *s, const struct results *r)
 	if (c->plan)
 		printf("  %-22s %" PRIu64 " (plan %s)\n", "faults injected",
 		       r->stats[QRNIC_STAT_FAULTS_INJECTED], c->plan);
-	if (c->trusted_wire)
-		printf("  %-22s %s\n", "ICRC", s->trusted ? "skipped (--trusted-wire)"
-						  : "on: --trusted-wire ignored with --plan/--pcap");
+	printf("  %-22s %s\n", "ICRC", s->trusted ? "skipped: nothing corrupts or captures frames (--icrc)"
+					  : c->icrc ? "computed and checked (--icrc)"
+					  : "computed and checked (--plan/--pcap)");
 	printf("\n  latency, post to CQE%s (simulated ns)\n",
 	       c->op == OP_UD_SEND ? " at the receiver" : "");
 	printf("  %10s %10s %10s %10s %10s %10s %12s\n", "min", "p50", "p90", "p99", "p99.9", "max", "mean");
@@ -2077,7 +2078,7 @@ static int simulate(const struct cfg *c)
 		goto out;
 	}
 	/* after the plan and the pcap, which keep the ICRC on */
-	if (c->trusted_wire)
+	if (!c->icrc)
 		s.trusted = hx_wire_trusted(s.w, 1) != 0;
 	if (run(&s) == 0)
 		verify_end(&s);
