@@ -2295,16 +2295,25 @@ static void put_sges(uint8_t *dst, unsigned nsge, const uint64_t *addr, const ui
 	}
 }
 
-static int64_t put_sq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_t *slot, int ring)
+/* The send WQE is built where it goes, in the ring in host memory: building
+ * it elsewhere and copying it in stalls on store forwarding (the copy reads
+ * with wide loads what was just stored field by field).  scratch stands in
+ * for a ring outside host memory (the WQE is then lost, as a write there
+ * would be). */
+static uint8_t *sq_slot(struct hx_dev *h, struct hx_qp_rec *q, uint8_t *scratch)
 {
-	uint32_t stride = 1u << q->sq_shift, mask = (1u << q->sq_log) - 1;
+	uint32_t mask = (1u << q->sq_log) - 1;
+	uint64_t addr = q->sq_addr + ((uint64_t)(q->sq_pi & mask) << q->sq_shift);
+
+	return mem_range_ok(h, addr, 1u << q->sq_shift) ? mem_ptr(h, addr) : scratch;
+}
+
+static int64_t sq_commit(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_t *slot, int ring)
+{
 	uint32_t idx = q->sq_pi;
 
-	if (q->sq_pi - q->sq_ci >= (1u << q->sq_log))
-		return HX_E_FULL;
-	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
+	apply_patches(h->wqe_patch, h->nwqe_patch, slot, 1u << q->sq_shift);
 	h->nwqe_patch = 0;
-	hx_mem_write(w, h->idx, q->sq_addr + ((uint64_t)(idx & mask) << q->sq_shift), slot, stride);
 	q->sq_pi++;
 	if (ring)
 		hx_ring_sq(w, h->idx, q->qpn);
@@ -2320,61 +2329,68 @@ int64_t hx_post_send(hx_world *w, int d, uint32_t qpn, unsigned opcode, unsigned
 {
 	struct hx_dev *h = D(w, d);
 	struct hx_qp_rec *q = qp_find(h, qpn);
-	uint8_t slot[1u << QRNIC_MAX_SEND_WQE_SHIFT];
-	struct qrnic_send_wqe wqe;
+	_Alignas(64) uint8_t scratch[1u << QRNIC_MAX_SEND_WQE_SHIFT];
+	struct qrnic_send_wqe *wqe;
+	uint8_t *slot;
 	uint32_t stride;
 
 	if (!q)
 		return HX_E_NOOBJ;
 	stride = 1u << q->sq_shift;
-	if (stride > sizeof(slot))
+	if (stride > sizeof(scratch))
 		return HX_E_INVAL;
 	if (flags & QRNIC_WQE_F_INLINE) {
-		if (sizeof(wqe) + (uint64_t)inl_len > stride)
+		if (sizeof(*wqe) + (uint64_t)inl_len > stride)
 			return HX_E_INVAL;
-	} else if (sizeof(wqe) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride) {
+	} else if (sizeof(*wqe) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride) {
 		return HX_E_INVAL;
 	}
-	memset(slot, 0, sizeof(slot));
-	memset(&wqe, 0, sizeof(wqe));
-	wqe.opcode = (uint8_t)opcode;
-	wqe.flags = (uint8_t)flags;
-	wqe.num_sge = (uint8_t)nsge;
-	wqe.inline_len = (flags & QRNIC_WQE_F_INLINE) ? inl_len : 0;
-	wqe.wr_id = wr_id;
-	wqe.imm_data = __builtin_bswap32(imm);	/* network byte order */
-	wqe.rkey = rkey;
-	wqe.remote_addr = raddr;
-	wqe.compare_add = compare_add;
-	wqe.swap = swap;
-	wqe.ah = ah;
-	wqe.remote_qpn = remote_qpn;
-	wqe.remote_qkey = remote_qkey;
-	memcpy(slot, &wqe, sizeof(wqe));
+	if (q->sq_pi - q->sq_ci >= (1u << q->sq_log))
+		return HX_E_FULL;
+	slot = sq_slot(h, q, scratch);
+	memset(slot, 0, stride);
+	wqe = (struct qrnic_send_wqe *)slot;	/* rings are page-aligned in host memory */
+	wqe->opcode = (uint8_t)opcode;
+	wqe->flags = (uint8_t)flags;
+	wqe->num_sge = (uint8_t)nsge;
+	wqe->inline_len = (flags & QRNIC_WQE_F_INLINE) ? inl_len : 0;
+	wqe->wr_id = wr_id;
+	wqe->imm_data = __builtin_bswap32(imm);	/* network byte order */
+	wqe->rkey = rkey;
+	wqe->remote_addr = raddr;
+	wqe->compare_add = compare_add;
+	wqe->swap = swap;
+	wqe->ah = ah;
+	wqe->remote_qpn = remote_qpn;
+	wqe->remote_qkey = remote_qkey;
 	if (flags & QRNIC_WQE_F_INLINE) {
 		if (inl_len)
-			memcpy(slot + sizeof(wqe), inl, inl_len);
+			memcpy(slot + sizeof(*wqe), inl, inl_len);
 	} else {
-		put_sges(slot + sizeof(wqe), nsge, sge_addr, sge_len, sge_key);
+		put_sges(slot + sizeof(*wqe), nsge, sge_addr, sge_len, sge_key);
 	}
-	return put_sq(w, h, q, slot, ring);
+	return sq_commit(w, h, q, slot, ring);
 }
 
 int64_t hx_post_send_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, uint32_t len, int ring)
 {
 	struct hx_dev *h = D(w, d);
 	struct hx_qp_rec *q = qp_find(h, qpn);
-	uint8_t slot[1u << QRNIC_MAX_SEND_WQE_SHIFT];
+	_Alignas(64) uint8_t scratch[1u << QRNIC_MAX_SEND_WQE_SHIFT];
+	uint8_t *slot;
 	uint32_t stride;
 
 	if (!q)
 		return HX_E_NOOBJ;
 	stride = 1u << q->sq_shift;
-	if (stride > sizeof(slot))
+	if (stride > sizeof(scratch))
 		return HX_E_INVAL;
-	memset(slot, 0, sizeof(slot));
+	if (q->sq_pi - q->sq_ci >= (1u << q->sq_log))
+		return HX_E_FULL;
+	slot = sq_slot(h, q, scratch);
+	memset(slot, 0, stride);
 	memcpy(slot, bytes, len < stride ? len : stride);
-	return put_sq(w, h, q, slot, ring);
+	return sq_commit(w, h, q, slot, ring);
 }
 
 static int64_t put_rq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_t *slot, int ring)
