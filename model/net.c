@@ -71,13 +71,20 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		d->txref.on = false;
 		if (d->txref.len) {
 			if (payload == d->txref.base && paylen == d->txref.len && buf == d->txbuf &&
-			    d->txref.base == buf + qrnic_wire_payload_off(p->ipv6, p->opcode) && !p->ipv6)
+			    !p->ipv6)
 				ref = d->txref.src;
 			else	/* not the frame it was read for: the bytes, then */
 				memcpy(d->txref.base, d->txref.src, d->txref.len);
 		}
 	}
 	len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
+	/* the build left the payload where it was read (payload pad ICRC end
+	 * the frame), or copied it from there: then the bytes are needed */
+	if (ref && len && buf + len - QRNIC_ICRC_LEN - ((4 - (paylen & 3)) & 3) - paylen != payload) {
+		memcpy(d->txref.base, ref, paylen);
+		ref = NULL;
+		len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
+	}
 
 	if (!len) {
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
