@@ -87,6 +87,7 @@ struct qrnic_tm_cache {
 	uint64_t *ready;	/* [sets * ways] when the entry's fill completes */
 	uint64_t stamp;
 	uint64_t hits, misses;
+	size_t last;		/* index of the last key accessed, SIZE_MAX none */
 };
 
 /* Exact division by a divisor fixed when the profile is loaded (timing.c:

@@ -210,6 +210,7 @@ static int cache_init(struct qrnic_tm_cache *c, uint32_t entries, uint32_t ways)
 	if (!c->tag || !c->lru || !c->ready)
 		return -1;
 	memset(c->tag, 0xff, sizeof(uint64_t) * entries);
+	c->last = SIZE_MAX;
 	return 0;
 }
 
@@ -228,25 +229,37 @@ static void cache_clear(struct qrnic_tm_cache *c)
 	if (c->ready)
 		memset(c->ready, 0, sizeof(uint64_t) * c->sets * c->ways);
 	c->hits = c->misses = 0;
+	c->last = SIZE_MAX;
 }
 
 /* True on a hit; on a miss the LRU way of the set is replaced.  *where
  * (may be NULL) is the way's index in tag[]/ready[]. */
 static bool cache_access(struct qrnic_tm_cache *c, uint64_t key, size_t *where)
 {
-	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32);
-	uint32_t set = (c->sets & (c->sets - 1)) ? h % c->sets : h & (c->sets - 1);
-	uint64_t *tag = c->tag + (size_t)set * c->ways;
-	uint64_t *lru = c->lru + (size_t)set * c->ways;
-	uint32_t victim = 0;
+	uint32_t h, set, victim = 0;
+	uint64_t *tag, *lru;
 
 	c->stamp++;
+	/* the key of the last access is still where it was: only a miss
+	 * replaces an entry, and a miss makes its key the last one */
+	if (c->last != SIZE_MAX && c->tag[c->last] == key) {
+		c->lru[c->last] = c->stamp;
+		c->hits++;
+		if (where)
+			*where = c->last;
+		return true;
+	}
+	h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32);
+	set = (c->sets & (c->sets - 1)) ? h % c->sets : h & (c->sets - 1);
+	tag = c->tag + (size_t)set * c->ways;
+	lru = c->lru + (size_t)set * c->ways;
 	for (uint32_t w = 0; w < c->ways; w++) {
 		if (tag[w] == key) {
 			lru[w] = c->stamp;
 			c->hits++;
+			c->last = (size_t)set * c->ways + w;
 			if (where)
-				*where = (size_t)set * c->ways + w;
+				*where = c->last;
 			return true;
 		}
 		if (lru[w] < lru[victim])
@@ -255,8 +268,9 @@ static bool cache_access(struct qrnic_tm_cache *c, uint64_t key, size_t *where)
 	tag[victim] = key;
 	lru[victim] = c->stamp;
 	c->misses++;
+	c->last = (size_t)set * c->ways + victim;
 	if (where)
-		*where = (size_t)set * c->ways + victim;
+		*where = c->last;
 	return false;
 }
 

@@ -622,6 +622,7 @@ struct flow {
 	uint64_t stride;	/* slot size in the data buffers */
 	unsigned sq_n, rq_n;	/* ring entries */
 	unsigned nslot_a, nslot_b;
+	uint64_t nslot_b_mask;	/* for modp() */
 
 	uint64_t posted;	/* messages posted */
 	uint64_t done;		/* RC: completed; UD: resolved (received or lost) */
@@ -640,6 +641,7 @@ struct flow {
 
 struct sim {
 	struct cfg c;
+	uint64_t depth_mask, signal_mask;	/* for modp(): n - 1, or ~0 if not a power of 2 */
 	hx_world *w;
 	struct flow *f;
 	unsigned nflows;
@@ -662,6 +664,18 @@ struct sim {
 	int fail;		/* SIM_EXIT_* once something went wrong */
 	char why[512];
 };
+
+/* i % n without a division where n is a power of 2 (mask = n - 1; a
+ * 64-bit division per use showed in profiles: several per message). */
+static inline uint64_t pow2_mask(uint64_t n)
+{
+	return n && !(n & (n - 1)) ? n - 1 : UINT64_MAX;
+}
+
+static inline uint64_t modp(uint64_t i, uint64_t n, uint64_t mask)
+{
+	return mask != UINT64_MAX ? i & mask : i % n;
+}
 
 static int sim_fail(struct sim *s, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int sim_fail(struct sim *s, int code, const char *fmt, ...)
@@ -844,6 +858,7 @@ static void flow_geometry(struct sim *s, struct flow *f)
 	}
 	if (!f->stride)
 		f->stride = 64;
+	f->nslot_b_mask = pow2_mask(f->nslot_b);
 }
 
 static uint64_t flow_mem(struct sim *s)
@@ -899,6 +914,8 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE,
 				"workload needs about %" PRIu64 " MiB of simulated host memory (limit 12 GiB): "
 				"fewer QPs, shallower queues or smaller messages", (mem / 2) * c->hosts >> 20);
+	s->depth_mask = pow2_mask(c->depth);
+	s->signal_mask = pow2_mask(c->signal);
 	s->w = hx_world_new(mem, c->seed);
 	if (!s->w)
 		return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
@@ -1216,7 +1233,7 @@ static uint64_t slot_addr(struct flow *f, int side, uint64_t slot)
  * decides it, not the timing: every profile writes the same slots. */
 static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 {
-	uint64_t n = f->nslot_b, r = i % n, first = i >= s->c.depth ? i - s->c.depth + 1 : 0;
+	uint64_t n = f->nslot_b, r = modp(i, n, f->nslot_b_mask), first = i >= s->c.depth ? i - s->c.depth + 1 : 0;
 
 	if (!s->c.random_offsets)
 		return r;
@@ -1228,7 +1245,7 @@ static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 		else
 			r = (r + 1) % n;	/* nearly every slot in flight: the next free one */
 		for (uint64_t j = first; j < i && !busy; j++)
-			busy = f->rslot[j % s->c.depth] == r;
+			busy = f->rslot[modp(j, s->c.depth, s->depth_mask)] == r;
 		if (!busy)
 			return r;
 	}
@@ -1242,7 +1259,7 @@ static uint64_t remote_slot(struct sim *s, struct flow *f, uint64_t i)
 static int post_one(struct sim *s, struct flow *f, uint64_t now)
 {
 	struct cfg *c = &s->c;
-	uint64_t i = f->posted, slot = i % c->depth, la, ra = 0, cmp = 0, swp = 0;
+	uint64_t i = f->posted, slot = modp(i, c->depth, s->depth_mask), la, ra = 0, cmp = 0, swp = 0;
 	uint32_t len = (uint32_t)s->size, lk = f->mr[0], rk = f->mr[1], imm = 0;
 	unsigned opc = 0;
 	int64_t r;
@@ -1291,7 +1308,7 @@ static int post_one(struct sim *s, struct flow *f, uint64_t now)
 			hx_mr_write(s->w, f->a, f->mr[0], slot * f->stride, s->buf1, s->size);
 	}
 	f->post_t[slot] = now;
-	f->signaled[slot] = (i + 1) % c->signal == 0 || (c->count && i + 1 == c->count);
+	f->signaled[slot] = modp(i + 1, c->signal, s->signal_mask) == 0 || (c->count && i + 1 == c->count);
 	r = hx_post_send(s->w, f->a, f->qp[0], opc, f->signaled[slot] ? QRNIC_WQE_F_SIGNALED : 0, i, 1, &la, &len, &lk,
 			 NULL, 0, imm, rk, ra, cmp, swp, f->ah, f->qp[1], SIM_QKEY, 0);
 	if (r < 0)
@@ -1383,7 +1400,7 @@ static int check_atomic(struct sim *s, struct flow *f, uint64_t slot, uint64_t m
 static void complete(struct sim *s, struct flow *f, uint64_t msg, uint64_t now, bool timed)
 {
 	if (timed)
-		lat_add(s, now - f->post_t[msg % s->c.depth]);
+		lat_add(s, now - f->post_t[modp(msg, s->c.depth, s->depth_mask)]);
 	s->msgs++;
 	s->bytes += s->size;
 	s->t_last = now;
@@ -1395,7 +1412,7 @@ static void complete(struct sim *s, struct flow *f, uint64_t msg, uint64_t now, 
 static int sender_done(struct sim *s, struct flow *f, uint64_t now, uint64_t upto)
 {
 	bool each = s->c.verify == VERIFY_EACH;
-	uint64_t msg = f->sq_done, slot = msg % s->c.depth;
+	uint64_t msg = f->sq_done, slot = modp(msg, s->c.depth, s->depth_mask);
 
 	f->sq_done++;
 	if (s->c.op == OP_UD_SEND)
@@ -1435,7 +1452,7 @@ static uint64_t next_signaled(const struct sim *s, const struct flow *f)
 {
 	uint64_t i = f->sq_done;
 
-	while (i < f->posted && !f->signaled[i % s->c.depth])
+	while (i < f->posted && !f->signaled[modp(i, s->c.depth, s->depth_mask)])
 		i++;
 	return i;
 }
@@ -1604,7 +1621,7 @@ static int run(struct sim *s)
 			for (unsigned i = 0; i < s->nflows; i++) {
 				struct flow *f = &s->f[i];
 
-				if (!f->stop || f->sq_done == f->posted || f->signaled[(f->posted - 1) % s->c.depth])
+				if (!f->stop || f->sq_done == f->posted || f->signaled[modp(f->posted - 1, s->c.depth, s->depth_mask)])
 					continue;
 				while (f->sq_done < f->posted)
 					if (sender_done(s, f, hx_now(s->w), UINT64_MAX))
