@@ -41,12 +41,11 @@ static uint8_t *txbuf(struct qrnic_dev *d, size_t payload_off)
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
 	size_t off = qrnic_wire_payload_off(p->ipv6, p->opcode);
+	uint8_t *buf;
 
 	/* an unknown opcode: anywhere that fits, the build will refuse it */
 	if (!off)
 		off = QRNIC_MAX_HDR_LEN;
-	uint8_t *buf;
-
 	/* on a cache line of its own: the DMA into it is a co-aligned copy
 	 * for aligned host buffers, as is the responder's out of it */
 	buf = txbuf(d, off);

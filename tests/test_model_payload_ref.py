@@ -119,3 +119,31 @@ def test_gathers_and_page_crossings_arrive_whole(bare, op):
     else:
         want = s1[17:2017] + s2[5:3005] + s1[4099:n]
         assert rb.read()[4096 + 3:4096 + 3 + total] == want
+
+
+@pytest.mark.parametrize('action', ['drop', 'dup', 'hold'])
+def test_wire_rules_and_losses_keep_the_data(bare, action):
+    # a dropped frame is resent (read again from the sender's memory), a
+    # duplicated or held one gets its bytes copied in by the wire (rules
+    # read frames); random loss leaves references alone
+    rng = random.Random(action)
+    a, b = bare.devs
+    conn = q.connect_rc(a, b, mtu=MTU, timeout=8)
+    n = 8 * MTU
+    la, rb = a.reg_mr(conn.pda, n), b.reg_mr(conn.pdb, n)
+    src = la.fill_random(rng)
+    assert bare.trusted_wire(True)
+    rid = bare.rule(action, src=0, psn=(conn.psn_a + 3) & 0xffffff, arg=2)
+    assert bare.trusted_wire(True)          # rules that do not corrupt keep it
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, n)], remote=(rb, 0))
+    assert bare.run() == 'idle'
+    assert bare.rule_fired(rid) == 1
+    assert [c['status_name'] for c in conn.cqa.poll()] == ['SUCCESS'] and rb.read() == src
+    bare.clear_rules()
+    bare.random_impairments(loss=0.2, seed=4)
+    assert bare.trusted_wire(True)
+    src = la.fill_random(rng)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, n)], remote=(rb, 0))
+    assert bare.run() == 'idle'
+    assert [c['status_name'] for c in conn.cqa.poll()] == ['SUCCESS'] and rb.read() == src
+    assert a.stat('retransmitted_packets') > 0
