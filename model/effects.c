@@ -75,7 +75,7 @@ const char *qrnic_dev_timing_profile(const struct qrnic_dev *d)
 
 void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready)
 {
-	d->tm_on = true;
+	d->tm_on = d->tm.enabled;	/* qrnic_timed() reads one flag */
 	d->tm_t = max64(ready, qrnic_now(d));
 	d->tm_wr_vis = d->tm_t;
 	d->tm_cycles = 0;

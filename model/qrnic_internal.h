@@ -380,7 +380,7 @@ struct qrnic_dev {
 
 	/* timing (timing.c resources, effects.c scheduling) */
 	struct qrnic_timing tm;
-	bool tm_on;			/* in a data-path step: account time */
+	bool tm_on;			/* in a data-path step with a timing profile: account time */
 	uint64_t tm_t;			/* modelled time of the work being done */
 	uint64_t tm_wr_vis;		/* when the step's posted DMA writes are visible */
 	uint32_t tm_cycles;		/* processing cycles of the next packet sent */
@@ -554,7 +554,7 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p);
  * "functional": the choke points then account time and defer effects. */
 static inline bool qrnic_timed(const struct qrnic_dev *d)
 {
-	return d->tm_on && d->tm.enabled;
+	return d->tm_on;	/* set by qrnic_tm_begin only with a timing profile */
 }
 /* Start a data-path step whose work can begin at 'ready' (or now). */
 void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready);

@@ -2385,7 +2385,10 @@ int64_t hx_post_send(hx_world *w, int d, uint32_t qpn, unsigned opcode, unsigned
 	if (q->sq_pi - q->sq_ci >= (1u << q->sq_log))
 		return HX_E_FULL;
 	slot = sq_slot(h, q, scratch);
-	memset(slot, 0, stride);
+	/* the header and what follows it (SGEs or inline data); the rest of
+	 * the stride is left as it is, as a driver does: the device reads
+	 * only what the header says is there */
+	memset(slot, 0, sizeof(*wqe));
 	wqe = (struct qrnic_send_wqe *)slot;	/* rings are page-aligned in host memory */
 	wqe->opcode = (uint8_t)opcode;
 	wqe->flags = (uint8_t)flags;
