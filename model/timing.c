@@ -298,13 +298,13 @@ void qrnic_timing_reset(struct qrnic_timing *t)
  * Several divisions by profile parameters run per packet (cycles to ns,
  * PCIe and link transfer times, the read credit slot).  A hardware divide
  * costs tens of cycles; dividing by a d fixed at load time is exact as a
- * multiplication (Granlund and Montgomery): with s = 48 + ceil(log2 d) and
+ * multiplication (Granlund and Montgomery): with s >= 48 + ceil(log2 d) and
  * m = ceil(2^s / d) = (2^s + e) / d, 0 <= e < d, (x * m) >> s = floor(x / d
- * + x * e / (d * 2^s)), and for x < 2^48 the extra term is under 2^-ceil(log2
- * d) <= 1/d, too little to reach the next integer.  Larger x (never here)
+ * + x * e / (d * 2^s)), and for x < 2^48 the extra term is under 2^(48 - s)
+ * <= 2^-ceil(log2 d) <= 1/d, too little to reach the next integer.  Larger x (never here)
  * take the divide, as does every x where the compiler has no 128-bit
  * integers (32-bit hosts).  The divisors are 32-bit parameters, so m <
- * 2^50.
+ * 2^64 (s = 64 for d <= 2^16, else m < 2^49).
  */
 static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
 {
@@ -315,9 +315,14 @@ static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
 	while (l < 63 && (1ull << l) < d)
 		l++;
 	v->d = d;
-	v->s = 48 + l;
+	/* s >= 64 as well (a larger s only shrinks the error term): the
+	 * quotient is then the high word of x * m shifted right by s - 64, one
+	 * multiply and one shift, where a 128-bit shift by a variable amount
+	 * took several instructions (4 % of qrnic-sim with cx5-100g).  m <
+	 * 2^64 needs d >= 2; d = 1 takes the divide. */
+	v->s = 48 + l < 64 ? 64 : 48 + l;
 #ifdef __SIZEOF_INT128__
-	v->m = (uint64_t)((((unsigned __int128)1 << v->s) + d - 1) / d);
+	v->m = d >= 2 && v->s <= 111 ? (uint64_t)((((unsigned __int128)1 << v->s) + d - 1) / d) : 0;
 #else
 	v->m = 0;
 #endif
@@ -326,8 +331,8 @@ static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
 static inline uint64_t tm_div(const struct qrnic_tm_div *v, uint64_t x)
 {
 #ifdef __SIZEOF_INT128__
-	if (!(x >> 48) && v->s <= 111)
-		return (uint64_t)(((unsigned __int128)x * v->m) >> v->s);
+	if (!(x >> 48) && v->m)
+		return (uint64_t)(((unsigned __int128)x * v->m) >> 64) >> (v->s - 64);
 #endif
 	return x / v->d;
 }
