@@ -273,6 +273,7 @@ def test_checker_end_mode_catches_final_contents():
 def test_usage_errors():
     for args, msg in ((['--op', 'nope'], 'unknown operation'),
                       (['--bogus'], 'unknown option'),
+                      (['--trusted-wire'], 'trusted by default now'),
                       (['--hosts', 3], 'odd'),
                       (['--rate', '10Q'], 'bad rate unit'),
                       (['--op', 'ud-send', '--size', 5000], 'UD MTU'),

@@ -327,12 +327,20 @@ static int parse_small(const char *k, const char *s, unsigned lo, unsigned hi, u
 	return 0;
 }
 
+/* Why an option that is no more is not there, or "". */
+static const char *retired(const char *k)
+{
+	if (!strcmp(k, "trusted-wire"))
+		return ": the wire is trusted by default now (--icrc computes and checks ICRCs)";
+	return "";
+}
+
 static int cfg_set(struct cfg *c, const char *k, const char *v)
 {
 	int i = opt_find(k);
 
 	if (i < 0)
-		return bad("unknown option '%s'", k);
+		return bad("unknown option '%s'%s", k, retired(k));
 	if (opt_tab[i].arg && !v)
 		return bad("--%s needs a value", k);
 	if (!strcmp(k, "op")) {
@@ -2153,7 +2161,7 @@ int main(int argc, char **argv)
 		}
 		o = opt_find(k);
 		if (o < 0) {
-			fprintf(stderr, "qrnic-sim: unknown option '--%s' (see --help)\n", k);
+			fprintf(stderr, "qrnic-sim: unknown option '--%s'%s (see --help)\n", k, retired(k));
 			return SIM_EXIT_USAGE;
 		}
 		if (opt_tab[o].arg && !v) {
