@@ -56,6 +56,7 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 		      !qrnic_icrc_on(d) && !p->ipv6;
 	d->txref.base = buf + off;
 	d->txref.len = 0;
+	d->txref.opcode = p->opcode;	/* the offset follows from it (IPv4) */
 	return buf + off;
 }
 
@@ -68,22 +69,15 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 
 	if (d->txref.on) {	/* the payload read by reference (dma_read_ref) */
 		d->txref.on = false;
-		if (d->txref.len) {
-			if (payload == d->txref.base && paylen == d->txref.len && buf == d->txbuf &&
-			    !p->ipv6)
-				ref = d->txref.src;
-			else	/* not the frame it was read for: the bytes, then */
-				memcpy(d->txref.base, d->txref.src, d->txref.len);
-		}
+		/* the frame it was read for (same opcode: the build finds the
+		 * payload in place and leaves it there), else the bytes */
+		if (d->txref.len && payload == d->txref.base && paylen == d->txref.len &&
+		    p->opcode == d->txref.opcode && !p->ipv6)
+			ref = d->txref.src;
+		else if (d->txref.len)
+			memcpy(d->txref.base, d->txref.src, d->txref.len);
 	}
 	len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
-	/* the build left the payload where it was read (payload pad ICRC end
-	 * the frame), or copied it from there: then the bytes are needed */
-	if (ref && len && buf + len - QRNIC_ICRC_LEN - ((4 - (paylen & 3)) & 3) - paylen != payload) {
-		memcpy(d->txref.base, ref, paylen);
-		ref = NULL;
-		len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
-	}
 
 	if (!len) {
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);

@@ -376,6 +376,7 @@ struct qrnic_dev {
 		uint8_t *base;		/* where the payload goes in the frame */
 		const uint8_t *src;	/* where its first len bytes are */
 		uint32_t len;
+		uint8_t opcode;		/* of the frame it is read for */
 	} txref;
 
 	/* timing (timing.c resources, effects.c scheduling) */

@@ -322,7 +322,7 @@ static void tm_div_init(struct qrnic_tm_div *v, uint64_t d)
 	 * 2^64 needs d >= 2; d = 1 takes the divide. */
 	v->s = 48 + l < 64 ? 64 : 48 + l;
 #ifdef __SIZEOF_INT128__
-	v->m = d >= 2 && v->s <= 111 ? (uint64_t)((((unsigned __int128)1 << v->s) + d - 1) / d) : 0;
+	v->m = d >= 2 ? (uint64_t)((((unsigned __int128)1 << v->s) + d - 1) / d) : 0;	/* s <= 111 */
 #else
 	v->m = 0;
 #endif

@@ -166,7 +166,8 @@ void hx_wire_set_rate(hx_world *w, uint64_t bits_per_s, uint32_t overhead_bytes)
 /* A trusted wire (off by default): the devices neither compute nor check
  * ICRCs (qrnic_dev_set_trusted_wire), which saves two CRC passes over every
  * frame, and send payloads by reference (op_dma_map), which saves a copy;
- * a frame log or wire rule gets the bytes copied in.  Only while nothing corrupts frames (hx_wire_random corrupt_ppm,
+ * a frame log or wire rule gets the bytes copied in.  Only while nothing
+ * corrupts frames (hx_wire_random corrupt_ppm,
  * HX_ACT_CORRUPT rules, any fault rule or plan ever added to any device)
  * and no pcap is open: otherwise, and whenever that changes, the ICRC is on
  * again.  Returns whether the wire is trusted now. */
