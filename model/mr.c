@@ -66,7 +66,8 @@ void qrnic_mtt_free(struct qrnic_dev *d, uint32_t base, uint32_t n)
 }
 
 /* ---- Translation caches (timing model) ------------------------------------ */
-void qrnic_tm_xlate(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key)
+/* qrnic_tm_xlate() when the key is not the cache's last one */
+void qrnic_tm_xlate_lookup(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key)
 {
 	static const enum qrnic_stat st[3][2] = {	/* [cache][hit] */
 		[QRNIC_TM_QPC] = { QRNIC_STAT_QPC_CACHE_MISSES, QRNIC_STAT_QPC_CACHE_HITS },

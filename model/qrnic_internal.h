@@ -483,7 +483,20 @@ int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sg
 /* Timed steps only: look 'key' up in translation cache 'c', add the miss
  * cost to the step's time (d->tm_t) and count the hit or miss in the
  * device statistics. */
-void qrnic_tm_xlate(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key);
+void qrnic_tm_xlate_lookup(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key);
+static inline void qrnic_tm_xlate(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32_t key)
+{
+	uint64_t delay;
+
+	/* most lookups repeat the cache's last key: that hit inline */
+	if (!qrnic_tm_lookup_last(&d->tm, c, d->tm_t, key, &delay)) {
+		qrnic_tm_xlate_lookup(d, c, key);
+		return;
+	}
+	d->tm_t += delay;
+	qrnic_stat_add(d, c == QRNIC_TM_QPC ? QRNIC_STAT_QPC_CACHE_HITS :
+		       c == QRNIC_TM_MPT ? QRNIC_STAT_MPT_CACHE_HITS : QRNIC_STAT_MTT_CACHE_HITS, 1);
+}
 int qrnic_sgl_write(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		    uint32_t nsge, uint32_t off, const void *buf, uint32_t len);
 /* Validate a whole SGE list up front: keys, PD, bounds, access; sums the

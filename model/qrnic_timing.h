@@ -100,7 +100,8 @@ struct qrnic_tm_div {
 struct qrnic_timing {
 	struct qrnic_timing_profile p;
 	bool enabled;		/* false for "functional" */
-	struct qrnic_tm_div by_clock, by_pcie, by_link, by_credits;	/* p's divisors */
+	struct qrnic_tm_div by_clock, by_pcie, by_link;	/* p's divisors */
+	uint64_t xfer_mrrs;	/* PCIe transfer time of pcie_mrrs bytes */
 	uint64_t pu_free[QRNIC_TM_MAX_PU];
 	uint64_t pcie_rd_free;	/* read direction busy until */
 	/* latest ready time booked in time order (timing.c: book()) */
@@ -108,7 +109,7 @@ struct qrnic_timing {
 	uint64_t pcie_wr_free;	/* write direction busy until */
 	uint64_t link_free;	/* port transmitter busy until */
 	uint64_t atomic_free;	/* responder atomic unit busy until */
-	uint32_t rd_inflight_next;	/* round-robin over read credits */
+	uint32_t rd_slot;	/* next read credit, round-robin */
 	uint64_t rd_credit_free[256];	/* each outstanding read slot busy until */
 	uint64_t last_irq[2048];
 	uint64_t miss_free[QRNIC_TM_MAX_MISS];	/* each MTT miss handler busy until */
@@ -143,6 +144,27 @@ uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len);
  * and mtt_miss_ns; the delay includes the wait. */
 uint64_t qrnic_tm_lookup(struct qrnic_timing *t, enum qrnic_tm_cache_id c, uint64_t ready,
 			 uint32_t key, bool *hit);
+/*
+ * qrnic_tm_lookup()'s common case inline: a repeat of the cache's last key
+ * (for the MTT, of the last line looked up: nothing for the stream
+ * detector to do).  True, with the delay in *delay, if it was that; false
+ * if qrnic_tm_lookup() must run (nothing changed then).
+ */
+static inline bool qrnic_tm_lookup_last(struct qrnic_timing *t, enum qrnic_tm_cache_id c,
+					uint64_t ready, uint32_t key, uint64_t *delay)
+{
+	struct qrnic_tm_cache *cc = c == QRNIC_TM_QPC ? &t->qpc : c == QRNIC_TM_MPT ? &t->mpt : &t->mtt;
+	uint64_t k = c == QRNIC_TM_MTT ? key / 8 : key;	/* 8 pages an MTT line */
+	size_t w = cc->last;
+
+	if (w == SIZE_MAX || cc->tag[w] != k || (c == QRNIC_TM_MTT && k != t->mtt_last))
+		return false;
+	cc->lru[w] = ++cc->stamp;
+	cc->hits++;
+	/* a line still being filled is a hit that waits for the fill */
+	*delay = c == QRNIC_TM_MTT && cc->ready[w] > ready ? cc->ready[w] - ready : 0;
+	return true;
+}
 uint64_t qrnic_tm_qpc(struct qrnic_timing *t, uint64_t ready, uint32_t qpn);
 uint64_t qrnic_tm_mpt(struct qrnic_timing *t, uint64_t ready, uint32_t mpt_index);
 uint64_t qrnic_tm_mtt(struct qrnic_timing *t, uint64_t ready, uint32_t mtt_index);

@@ -262,9 +262,11 @@ static bool cache_access(struct qrnic_tm_cache *c, uint64_t key, size_t *where)
 				*where = c->last;
 			return true;
 		}
+	}
+	/* a miss: the least recently used way (the first of equals) */
+	for (uint32_t w = 1; w < c->ways; w++)
 		if (lru[w] < lru[victim])
 			victim = w;
-	}
 	tag[victim] = key;
 	lru[victim] = c->stamp;
 	c->misses++;
@@ -282,7 +284,7 @@ void qrnic_timing_reset(struct qrnic_timing *t)
 	memset(t->rd_credit_free, 0, sizeof(t->rd_credit_free));
 	t->pcie_rd_free = t->pcie_wr_free = t->link_free = t->atomic_free = 0;
 	t->pu_last = t->pcie_rd_last = t->rd_credit_last = 0;
-	t->rd_inflight_next = 0;
+	t->rd_slot = 0;
 	memset(t->miss_free, 0, sizeof(t->miss_free));
 	t->miss_last = 0;
 	memset(t->mtt_recent, 0xff, sizeof(t->mtt_recent));
@@ -346,6 +348,8 @@ static inline uint32_t div_up32(uint32_t len, uint32_t chunk)
 	return (len + chunk - 1) / chunk;
 }
 
+static uint64_t pcie_xfer_ns(const struct qrnic_timing *t, uint32_t len, uint32_t chunk);
+
 int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile *p)
 {
 	memset(t, 0, sizeof(*t));
@@ -353,7 +357,7 @@ int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile 
 	tm_div_init(&t->by_clock, p->clock_mhz);
 	tm_div_init(&t->by_pcie, p->pcie_mbps);
 	tm_div_init(&t->by_link, p->link_mbps);
-	tm_div_init(&t->by_credits, p->pcie_read_credits);
+	t->xfer_mrrs = pcie_xfer_ns(t, p->pcie_mrrs, p->pcie_mps);
 	t->enabled = strcmp(p->name ? p->name : "", "functional") != 0;
 	if (cache_init(&t->qpc, p->qpc_entries, p->qpc_ways) ||
 	    cache_init(&t->mpt, p->mpt_entries, p->mpt_ways) ||
@@ -407,12 +411,18 @@ static uint64_t book(uint64_t *free, uint64_t *last, uint64_t ready, uint64_t co
 
 uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
 {
-	uint64_t cost = qrnic_tm_cycles(t, cycles);
+	uint64_t cost = qrnic_tm_cycles(t, cycles), min = t->pu_free[0];
 	uint32_t best = 0;
 
-	for (uint32_t i = 1; i < t->p.num_pu; i++)
-		if (t->pu_free[i] < t->pu_free[best])
+	/* the unit that is free first (the lowest index of equals) */
+	for (uint32_t i = 1; i < t->p.num_pu; i++) {
+		uint64_t f = t->pu_free[i];
+
+		if (f < min) {
+			min = f;
 			best = i;
+		}
+	}
 	return book(&t->pu_free[best], &t->pu_last, ready, cost) + cost;
 }
 
@@ -430,32 +440,43 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
 	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
 	uint32_t nreq = len ? div_up32(len, mrrs) : 1;
-	uint32_t slot = t->rd_inflight_next -
-			credits * (uint32_t)tm_div(&t->by_credits, t->rd_inflight_next);
-	/* every request but the last moves mrrs bytes: their transfer time
-	 * once (no divisions per request, this runs for every DMA read) */
-	uint64_t xfer_full = nreq > 1 ? pcie_xfer_ns(t, mrrs, t->p.pcie_mps) : 0;
+	uint32_t slot = t->rd_slot;
+	uint64_t read_ns = t->p.pcie_read_ns;
+	uint64_t rd_free = t->pcie_rd_free, rd_last = t->pcie_rd_last;
+	/* All requests are ready at once, so the credit booking (book() with
+	 * no cost) is in time order for all of them or for none, and its
+	 * 'last' is ready from the first one on. */
+	bool in_order = ready >= t->rd_credit_last;
 	uint64_t done = ready;
 
+	if (in_order)
+		t->rd_credit_last = ready;
 	/* Each read request takes a credit for a round trip; the completion
 	 * data then occupies the read direction of the link.  The credit is
-	 * held until the data is in. */
-	t->rd_inflight_next += nreq;
+	 * held until the data is in.  Every request but the last moves mrrs
+	 * bytes, whose transfer time was computed once (qrnic_timing_init). */
 	for (uint32_t i = 0, off = 0; i < nreq; i++, off += mrrs) {
 		uint32_t chunk = len - off < mrrs ? len - off : mrrs;
-		uint64_t xfer = chunk == mrrs && xfer_full ? xfer_full
-							   : pcie_xfer_ns(t, chunk, t->p.pcie_mps);
-		uint64_t credit, issue, data;
+		uint64_t xfer = chunk == mrrs ? t->xfer_mrrs : pcie_xfer_ns(t, chunk, t->p.pcie_mps);
+		uint64_t credit = t->rd_credit_free[slot];
+		uint64_t issue = in_order && credit > ready ? credit : ready;
+		uint64_t req = issue + read_ns, data;
 
-		credit = t->rd_credit_free[slot];
-		issue = book(&credit, &t->rd_credit_last, ready, 0);
-		data = book(&t->pcie_rd_free, &t->pcie_rd_last, issue + t->p.pcie_read_ns, xfer) +
-		       xfer;
-		t->rd_credit_free[slot] = max64(t->rd_credit_free[slot], issue) + (data - issue);
+		/* book(&pcie_rd_free, &pcie_rd_last, req, xfer) + xfer */
+		data = (rd_free > req && req >= rd_last ? rd_free : req) + xfer;
+		if (req > rd_last)
+			rd_last = req;
+		rd_free = (rd_free > req ? rd_free : req) + xfer;
+		/* busy from when it was free and the request ready (the later)
+		 * until the data is in */
+		t->rd_credit_free[slot] = max64(credit, ready) + (data - issue);
 		done = max64(done, data);
 		if (++slot == credits)
 			slot = 0;
 	}
+	t->rd_slot = slot;
+	t->pcie_rd_free = rd_free;
+	t->pcie_rd_last = rd_last;
 	return done;
 }
 
