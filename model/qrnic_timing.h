@@ -28,6 +28,7 @@
 #define QRNIC_TM_MAX_WAYS	16
 #define QRNIC_TM_MAX_MISS	64	/* mtt_miss_slots */
 #define QRNIC_TM_STREAMS	16	/* recent MTT lines the stream detector remembers */
+#define QRNIC_TM_XFER_MEMO	4	/* PCIe transfer times remembered (a power of 2) */
 
 /* Every parameter, documented with its source in docs/timing.md. */
 #define QRNIC_TIMING_PARAMS(X)							\
@@ -102,6 +103,8 @@ struct qrnic_timing {
 	bool enabled;		/* false for "functional" */
 	struct qrnic_tm_div by_clock, by_pcie, by_link;	/* p's divisors */
 	uint64_t xfer_mrrs;	/* PCIe transfer time of pcie_mrrs bytes */
+	uint32_t xfer_memo_len[QRNIC_TM_XFER_MEMO];	/* ... of these lengths (timing.c) */
+	uint64_t xfer_memo_ns[QRNIC_TM_XFER_MEMO];
 	uint64_t pu_free[QRNIC_TM_MAX_PU];
 	uint64_t pcie_rd_free;	/* read direction busy until */
 	/* latest ready time booked in time order (timing.c: book()) */

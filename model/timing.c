@@ -358,6 +358,8 @@ int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile 
 	tm_div_init(&t->by_pcie, p->pcie_mbps);
 	tm_div_init(&t->by_link, p->link_mbps);
 	t->xfer_mrrs = pcie_xfer_ns(t, p->pcie_mrrs, p->pcie_mps);
+	for (unsigned i = 0; i < QRNIC_TM_XFER_MEMO; i++)
+		t->xfer_memo_ns[i] = pcie_xfer_ns(t, 0, p->pcie_mps);	/* xfer_memo_len[i] = 0 */
 	t->enabled = strcmp(p->name ? p->name : "", "functional") != 0;
 	if (cache_init(&t->qpc, p->qpc_entries, p->qpc_ways) ||
 	    cache_init(&t->mpt, p->mpt_entries, p->mpt_ways) ||
@@ -436,6 +438,20 @@ static uint64_t pcie_xfer_ns(const struct qrnic_timing *t, uint32_t len, uint32_
 	return tm_div(&t->by_pcie, bytes * 1000 + t->p.pcie_mbps / 2);	/* nearest ns */
 }
 
+/* pcie_xfer_ns() in TLPs of pcie_mps, remembered for the few lengths a
+ * workload repeats (descriptors, CQEs, payloads) in a small direct-mapped
+ * table filled at load time for length 0 (qrnic_timing_init). */
+static uint64_t pcie_xfer_mps(struct qrnic_timing *t, uint32_t len)
+{
+	unsigned i = (len >> 6) & (QRNIC_TM_XFER_MEMO - 1);
+
+	if (t->xfer_memo_len[i] != len) {
+		t->xfer_memo_len[i] = len;
+		t->xfer_memo_ns[i] = pcie_xfer_ns(t, len, t->p.pcie_mps);
+	}
+	return t->xfer_memo_ns[i];
+}
+
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
 	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
@@ -457,7 +473,7 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 	 * bytes, whose transfer time was computed once (qrnic_timing_init). */
 	for (uint32_t i = 0, off = 0; i < nreq; i++, off += mrrs) {
 		uint32_t chunk = len - off < mrrs ? len - off : mrrs;
-		uint64_t xfer = chunk == mrrs ? t->xfer_mrrs : pcie_xfer_ns(t, chunk, t->p.pcie_mps);
+		uint64_t xfer = chunk == mrrs ? t->xfer_mrrs : pcie_xfer_mps(t, chunk);
 		uint64_t credit = t->rd_credit_free[slot];
 		uint64_t issue = in_order && credit > ready ? credit : ready;
 		uint64_t req = issue + read_ns, data;
@@ -484,7 +500,7 @@ uint64_t qrnic_tm_dma_write(struct qrnic_timing *t, uint64_t ready, uint32_t len
 {
 	uint64_t start = max64(ready, t->pcie_wr_free);
 
-	t->pcie_wr_free = start + pcie_xfer_ns(t, len, t->p.pcie_mps);
+	t->pcie_wr_free = start + pcie_xfer_mps(t, len);
 	return t->pcie_wr_free + t->p.pcie_write_ns;
 }
 
