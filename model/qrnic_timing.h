@@ -105,7 +105,8 @@ struct qrnic_timing {
 	uint64_t xfer_mrrs;	/* PCIe transfer time of pcie_mrrs bytes */
 	uint32_t xfer_memo_len[QRNIC_TM_XFER_MEMO];	/* ... of these lengths (timing.c) */
 	uint64_t xfer_memo_ns[QRNIC_TM_XFER_MEMO];
-	uint64_t pu_free[QRNIC_TM_MAX_PU];
+	uint64_t pu_free[QRNIC_TM_MAX_PU];	/* when units are free: a sorted ring (timing.c) */
+	uint32_t pu_head;	/* pu_free[pu_head] is the earliest */
 	uint64_t pcie_rd_free;	/* read direction busy until */
 	/* latest ready time booked in time order (timing.c: book()) */
 	uint64_t pu_last, pcie_rd_last, rd_credit_last;

@@ -280,6 +280,7 @@ static bool cache_access(struct qrnic_tm_cache *c, uint64_t key, size_t *where)
 void qrnic_timing_reset(struct qrnic_timing *t)
 {
 	memset(t->pu_free, 0, sizeof(t->pu_free));
+	t->pu_head = 0;
 	memset(t->last_irq, 0, sizeof(t->last_irq));
 	memset(t->rd_credit_free, 0, sizeof(t->rd_credit_free));
 	t->pcie_rd_free = t->pcie_wr_free = t->link_free = t->atomic_free = 0;
@@ -411,21 +412,48 @@ static uint64_t book(uint64_t *free, uint64_t *last, uint64_t ready, uint64_t co
 	return start;
 }
 
+/*
+ * The units are alike: which one takes a piece of work changes no time the
+ * model computes, only when each unit is free does.  So pu_free[] holds
+ * those times sorted, as a ring from pu_head.  The work goes to the unit
+ * free first (the head).  Its new time is usually the latest of all (work
+ * arriving in time order): it stays where it is and becomes the tail, the
+ * head moving on.  Work booked out of time order (an ACK received while
+ * packets are booked ahead) is sorted in, from the nearer end.  (A scan
+ * for the earliest was a compare chain through all num_pu units per
+ * booking.)
+ */
+static inline uint32_t ring_next(uint32_t i, uint32_t n)
+{
+	return i + 1 == n ? 0 : i + 1;
+}
+
 uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
 {
-	uint64_t cost = qrnic_tm_cycles(t, cycles), min = t->pu_free[0];
-	uint32_t best = 0;
+	uint64_t cost = qrnic_tm_cycles(t, cycles), *a = t->pu_free, x;
+	uint32_t n = t->p.num_pu, h = t->pu_head, tail = h ? h - 1 : n - 1, p = h, j;
+	uint64_t start = book(&a[h], &t->pu_last, ready, cost);
 
-	/* the unit that is free first (the lowest index of equals) */
-	for (uint32_t i = 1; i < t->p.num_pu; i++) {
-		uint64_t f = t->pu_free[i];
-
-		if (f < min) {
-			min = f;
-			best = i;
+	x = a[h];
+	if (x >= a[tail]) {
+		t->pu_head = ring_next(h, n);	/* x is the latest: a[h] is the tail now */
+	} else if (x < a[(h + n / 2) % n]) {
+		/* early: the earlier units move down into the gap at the head */
+		for (j = ring_next(h, n); a[j] < x; j = ring_next(j, n)) {
+			a[p] = a[j];
+			p = j;
 		}
+		a[p] = x;
+	} else {
+		/* late: x goes behind the tail, the later units move up */
+		for (j = tail; a[j] > x; j = j ? j - 1 : n - 1) {
+			a[p] = a[j];
+			p = j;
+		}
+		a[p] = x;
+		t->pu_head = ring_next(h, n);
 	}
-	return book(&t->pu_free[best], &t->pu_last, ready, cost) + cost;
+	return start + cost;
 }
 
 /* Bytes on the PCIe link for len bytes of payload split into TLPs of at
