@@ -187,9 +187,9 @@ void qrnic_dev_set_trusted_wire(struct qrnic_dev *d, bool on)
 	d->trusted_wire = on;
 }
 
-uint64_t qrnic_now(struct qrnic_dev *d)
+void qrnic_dev_set_clock(struct qrnic_dev *d, const uint64_t *now)
 {
-	return d->ops->now_ns(d->opaque);
+	d->clock = now;
 }
 
 /* ---- choke points ---------------------------------------------------------- */

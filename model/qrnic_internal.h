@@ -335,6 +335,7 @@ struct qrnic_dev {
 	bool link_up;
 	bool trace_off;		/* qrnic_dev_set_trace(d, false) */
 	bool trusted_wire;	/* qrnic_dev_set_trusted_wire(d, true) */
+	const uint64_t *clock;	/* qrnic_dev_set_clock(), or NULL */
 
 	/* resources */
 	bool *uctx_valid;		/* [max_uctx] */
@@ -402,7 +403,11 @@ int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t 
  * through qrnic_dev_rx_frame and is dispatched by qrnic_rx_dispatch. */
 void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 void qrnic_irq(struct qrnic_dev *d, unsigned vector);
-uint64_t qrnic_now(struct qrnic_dev *d);
+/* The host's clock (ns). */
+static inline uint64_t qrnic_now(struct qrnic_dev *d)
+{
+	return d->clock ? *d->clock : d->ops->now_ns(d->opaque);
+}
 uint8_t qrnic_port_ib_mtu(const struct qrnic_dev *d);
 void qrnic_guest_error(struct qrnic_dev *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -169,6 +169,12 @@ void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
  * fault plan is loaded the device computes and checks the ICRC anyway. */
 void qrnic_dev_set_trusted_wire(struct qrnic_dev *dev, bool on);
 
+/* Simulators only: the host's clock as a variable, which the device then
+ * reads instead of calling ops->now_ns (the variable must hold what
+ * now_ns would return, whenever the device runs).  NULL, the default,
+ * calls now_ns.  Stays as set across resets. */
+void qrnic_dev_set_clock(struct qrnic_dev *dev, const uint64_t *now);
+
 /* Do pending work with a bounded budget; calls ops->schedule() again if
  * work remains.  Returns true if anything was done. */
 bool qrnic_dev_run(struct qrnic_dev *dev);

@@ -480,6 +480,52 @@ static uint64_t pcie_xfer_mps(struct qrnic_timing *t, uint32_t len)
 	return t->xfer_memo_ns[i];
 }
 
+/* Whether the n credits from c on are all free by 'ready'. */
+static inline bool credits_idle(const uint64_t *c, uint32_t n, uint64_t ready)
+{
+	bool busy = false;
+
+	for (uint32_t i = 0; i < n; i++)
+		busy |= c[i] > ready;
+	return !busy;
+}
+
+/*
+ * qrnic_tm_dma_read() when the credits its requests take (the next nreq,
+ * not wrapping) are free by 'ready', as they are unless reads are queued
+ * on them: the loop below with what is then known.  Every request issues
+ * at 'ready' and asks at req = ready + pcie_read_ns; if that is in time
+ * order on the read direction, the requests' data follow each other from
+ * when it is free (or req), else each comes in at req plus its transfer
+ * (the idle time before later bookings); the direction's busy-until time
+ * grows by every transfer either way, and each credit is held until its
+ * data is in.
+ */
+static uint64_t dma_read_idle(struct qrnic_timing *t, uint64_t ready, uint32_t len, uint32_t nreq)
+{
+	uint32_t mrrs = t->p.pcie_mrrs, slot = t->rd_slot;
+	uint64_t *credit = t->rd_credit_free + slot;
+	uint64_t req = ready + t->p.pcie_read_ns, done = ready;
+	uint64_t acc = max64(t->pcie_rd_free, req);
+	bool chain = req >= t->pcie_rd_last;
+
+	if (chain)
+		t->pcie_rd_last = req;
+	for (uint32_t i = 0, off = 0; i < nreq; i++, off += mrrs) {
+		uint32_t chunk = len - off < mrrs ? len - off : mrrs;
+		uint64_t xfer = chunk == mrrs ? t->xfer_mrrs : pcie_xfer_mps(t, chunk);
+		uint64_t data = (chain ? acc : req) + xfer;
+
+		acc += xfer;
+		credit[i] = data;
+		done = max64(done, data);
+	}
+	t->pcie_rd_free = acc;
+	slot += nreq;
+	t->rd_slot = slot == t->p.pcie_read_credits ? 0 : slot;
+	return done;
+}
+
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
 	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
@@ -495,6 +541,8 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 
 	if (in_order)
 		t->rd_credit_last = ready;
+	if (nreq > 1 && slot + nreq <= credits && credits_idle(t->rd_credit_free + slot, nreq, ready))
+		return dma_read_idle(t, ready, len, nreq);
 	/* Each read request takes a credit for a round trip; the completion
 	 * data then occupies the read direction of the link.  The credit is
 	 * held until the data is in.  Every request but the last moves mrrs

@@ -1183,6 +1183,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 		return HX_E_DEV;
 	}
 	qrnic_dev_set_trace(h->dev, w->trace_cap != 0);
+	qrnic_dev_set_clock(h->dev, &w->now);	/* what op_now returns */
 	w->dev[w->ndev] = h;
 	w->ndev++;
 	trust_apply(w);
