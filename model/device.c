@@ -404,22 +404,31 @@ static struct qrnic_event event_take(struct qrnic_dev *d, int from)
 	return ev;
 }
 
-static void timer_update(struct qrnic_dev *d)
+/* timer_update() with the event due first already found (event_first()). */
+static void timer_update_from(struct qrnic_dev *d, struct qrnic_event *first, int from)
 {
-	struct qrnic_event *first;
 	uint64_t next;
-	int from;
 
 	/* Drop cancelled events at the top so the host timer is not armed
 	 * for nothing (events are cancelled lazily, by generation). */
-	while ((first = event_first(d, &from)) && event_stale(d, first))
+	while (first && event_stale(d, first)) {
 		event_take(d, from);
+		first = event_first(d, &from);
+	}
 	next = first ? first->when : UINT64_MAX;
 
 	if (next != d->timer_deadline) {
 		d->timer_deadline = next;
 		d->ops->timer_arm(d->opaque, next);
 	}
+}
+
+static void timer_update(struct qrnic_dev *d)
+{
+	int from;
+	struct qrnic_event *first = event_first(d, &from);
+
+	timer_update_from(d, first, from);
 }
 
 static void event_sift_down(struct qrnic_dev *d, uint32_t i)
@@ -568,14 +577,16 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 {
 	uint64_t now = qrnic_now(d);
 	uint32_t n = 0;
+	struct qrnic_event *first;
+	int from;
 
 	d->timer_deadline = UINT64_MAX;
 	d->in_run = true;
 	for (;;) {
-		int from;
-		struct qrnic_event *first = event_first(d, &from), ev;
+		struct qrnic_event ev;
 		bool stopped;
 
+		first = event_first(d, &from);
 		if (!first || first->when > now || n++ >= 4096)
 			break;
 		ev = event_take(d, from);
@@ -594,7 +605,7 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 			qrnic_fault_event(d, &ev);
 	}
 	d->in_run = false;
-	timer_update(d);
+	timer_update_from(d, first, from);	/* first: what ended the loop, still first */
 	if (qrnic_dev_busy(d))
 		d->ops->schedule(d->opaque);
 }
