@@ -81,8 +81,10 @@ void qrnic_tm_xlate_lookup(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32
 }
 
 /* ---- Protection ----------------------------------------------------------- */
-static int mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
-		     uint64_t len, uint32_t access, const struct qrnic_mpt_entry **out)
+/* Inlined in its two callers: it runs several times per packet. */
+static inline __attribute__((always_inline)) int
+mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
+	  uint32_t access, const struct qrnic_mpt_entry **out)
 {
 	uint32_t idx = QRNIC_KEY_INDEX(key);
 	const struct qrnic_mpt_entry *m;

@@ -526,10 +526,44 @@ static uint64_t dma_read_idle(struct qrnic_timing *t, uint64_t ready, uint32_t l
 	return done;
 }
 
+/*
+ * qrnic_tm_dma_read() of one request (len <= pcie_mrrs: descriptors,
+ * CQ doorbell records, cache fills): the loop below run once, apart, so
+ * that the common small read costs no more than it needs.
+ */
+static uint64_t dma_read_one(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+{
+	uint32_t slot = t->rd_slot;
+	uint64_t xfer = len == t->p.pcie_mrrs ? t->xfer_mrrs : pcie_xfer_mps(t, len);
+	uint64_t credit = t->rd_credit_free[slot];
+	bool in_order = ready >= t->rd_credit_last;
+	uint64_t issue = in_order && credit > ready ? credit : ready;
+	uint64_t req = issue + t->p.pcie_read_ns;
+	uint64_t rd_free = t->pcie_rd_free, rd_last = t->pcie_rd_last;
+	uint64_t data = (rd_free > req && req >= rd_last ? rd_free : req) + xfer;
+
+	if (in_order)
+		t->rd_credit_last = ready;
+	if (req > rd_last)
+		t->pcie_rd_last = req;
+	t->pcie_rd_free = max64(rd_free, req) + xfer;
+	t->rd_credit_free[slot] = max64(credit, ready) + (data - issue);
+	t->rd_slot = slot + 1 == t->p.pcie_read_credits ? 0 : slot + 1;
+	return max64(ready, data);
+}
+
+static uint64_t dma_read_multi(struct qrnic_timing *t, uint64_t ready, uint32_t len);
+
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
+	return len <= t->p.pcie_mrrs ? dma_read_one(t, ready, len) : dma_read_multi(t, ready, len);
+}
+
+/* qrnic_tm_dma_read() of more than one request. */
+static uint64_t dma_read_multi(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+{
 	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
-	uint32_t nreq = len ? div_up32(len, mrrs) : 1;
+	uint32_t nreq = div_up32(len, mrrs);
 	uint32_t slot = t->rd_slot;
 	uint64_t read_ns = t->p.pcie_read_ns;
 	uint64_t rd_free = t->pcie_rd_free, rd_last = t->pcie_rd_last;
@@ -541,7 +575,7 @@ uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 
 	if (in_order)
 		t->rd_credit_last = ready;
-	if (nreq > 1 && slot + nreq <= credits && credits_idle(t->rd_credit_free + slot, nreq, ready))
+	if (slot + nreq <= credits && credits_idle(t->rd_credit_free + slot, nreq, ready))
 		return dma_read_idle(t, ready, len, nreq);
 	/* Each read request takes a credit for a round trip; the completion
 	 * data then occupies the read direction of the link.  The credit is
