@@ -421,14 +421,14 @@ void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_
 static inline void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
 			       uint32_t a, uint32_t b, uint64_t addr)
 {
-	if (d->ops->trace && !d->trace_off)
+	if (!d->trace_off && d->ops->trace)	/* trace_off first: one load when off */
 		qrnic_trace_emit(d, type, qpn, psn, a, b, addr);
 }
 
 static inline void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
 				  uint32_t psn, uint32_t a, uint32_t b, uint64_t addr)
 {
-	if (d->ops->trace && !d->trace_off)
+	if (!d->trace_off && d->ops->trace)	/* trace_off first: one load when off */
 		qrnic_trace_at_emit(d, t, type, qpn, psn, a, b, addr);
 }
 static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64_t n)

@@ -142,6 +142,8 @@ struct hx_dev {
 
 struct hx_world {
 	uint64_t now;
+	uint64_t min_deadline;	/* the earliest of the devices' deadlines */
+	int nsched;		/* devices with sched set */
 	uint64_t mem_size;
 	uint64_t seed;
 	int ndev;
@@ -918,16 +920,36 @@ static uint64_t op_now(void *opaque)
 	return h->w->now;
 }
 
+/* Set a device's deadline and the world's earliest (the run loop looks at
+ * the devices' timers only when one is due). */
+static void deadline_set(struct hx_dev *h, uint64_t deadline)
+{
+	hx_world *w = h->w;
+	uint64_t min = UINT64_MAX;
+
+	h->deadline = deadline;
+	for (int i = 0; i < w->ndev; i++)
+		if (w->dev[i]->deadline < min)
+			min = w->dev[i]->deadline;
+	w->min_deadline = min;
+}
+
 static void op_timer_arm(void *opaque, uint64_t deadline)
 {
-	struct hx_dev *h = opaque;
-	h->deadline = deadline;
+	deadline_set(opaque, deadline);
+}
+
+static void sched_set(struct hx_dev *h)
+{
+	if (!h->sched) {
+		h->sched = true;
+		h->w->nsched++;
+	}
 }
 
 static void op_schedule(void *opaque)
 {
-	struct hx_dev *h = opaque;
-	h->sched = true;
+	sched_set(opaque);
 }
 
 static void op_log(void *opaque, enum qrnic_log_level level, const char *msg)
@@ -1031,6 +1053,7 @@ hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed)
 	w->rng = seed;
 	w->admin_timeout_ns = 1000000000ull;
 	w->now = 1000;	/* not zero, so that "0" timestamps stand out */
+	w->min_deadline = UINT64_MAX;
 	return w;
 }
 
@@ -1186,6 +1209,11 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	qrnic_dev_set_clock(h->dev, &w->now);	/* what op_now returns */
 	w->dev[w->ndev] = h;
 	w->ndev++;
+	deadline_set(h, h->deadline);	/* one the device armed while it was made */
+	if (h->sched) {			/* likewise */
+		h->sched = false;
+		sched_set(h);
+	}
 	trust_apply(w);
 	return w->ndev - 1;
 }
@@ -1315,20 +1343,21 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		it++;
 		if (deliver(w))
 			did = true;
-		for (int i = 0; i < w->ndev; i++) {
+		for (int i = 0; w->min_deadline <= w->now && i < w->ndev; i++) {
 			struct hx_dev *h = w->dev[i];
 
 			if (h->deadline != UINT64_MAX && h->deadline <= w->now) {
-				h->deadline = UINT64_MAX;
+				deadline_set(h, UINT64_MAX);
 				qrnic_dev_timer_fire(h->dev);
 				did = true;
 			}
 		}
-		for (int i = 0; i < w->ndev; i++) {
+		for (int i = 0; w->nsched && i < w->ndev; i++) {
 			struct hx_dev *h = w->dev[i];
 
 			if (h->sched) {
 				h->sched = false;
+				w->nsched--;
 				qrnic_dev_run(h->dev);
 				did = true;
 			}
@@ -1340,7 +1369,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		for (int i = 0; i < w->ndev; i++) {
 			if (qrnic_dev_busy(w->dev[i]->dev)) {
 				w->ws[HX_WS_BUSY_UNSCHEDULED]++;
-				w->dev[i]->sched = true;
+				sched_set(w->dev[i]);
 				did = true;
 			}
 		}
@@ -1361,11 +1390,8 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		{
-			uint64_t next = UINT64_MAX;
+			uint64_t next = w->min_deadline;
 
-			for (int i = 0; i < w->ndev; i++)
-				if (w->dev[i]->deadline < next)
-					next = w->dev[i]->deadline;
 			if (w->fl_head && w->fl_head->deliver_at < next)
 				next = w->fl_head->deliver_at;
 			if (next == UINT64_MAX) {
