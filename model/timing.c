@@ -531,7 +531,7 @@ static uint64_t dma_read_idle(struct qrnic_timing *t, uint64_t ready, uint32_t l
  * CQ doorbell records, cache fills): the loop below run once, apart, so
  * that the common small read costs no more than it needs.
  */
-static uint64_t dma_read_one(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+static inline uint64_t dma_read_one(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
 	uint32_t slot = t->rd_slot;
 	uint64_t xfer = len == t->p.pcie_mrrs ? t->xfer_mrrs : pcie_xfer_mps(t, len);
@@ -552,15 +552,18 @@ static uint64_t dma_read_one(struct qrnic_timing *t, uint64_t ready, uint32_t le
 	return max64(ready, data);
 }
 
-static uint64_t dma_read_multi(struct qrnic_timing *t, uint64_t ready, uint32_t len);
+static __attribute__((noinline)) uint64_t dma_read_multi(struct qrnic_timing *t, uint64_t ready,
+							  uint32_t len);
 
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len)
 {
 	return len <= t->p.pcie_mrrs ? dma_read_one(t, ready, len) : dma_read_multi(t, ready, len);
 }
 
-/* qrnic_tm_dma_read() of more than one request. */
-static uint64_t dma_read_multi(struct qrnic_timing *t, uint64_t ready, uint32_t len)
+/* qrnic_tm_dma_read() of more than one request (apart, so that the
+ * one-request case needs no registers saved). */
+static __attribute__((noinline)) uint64_t dma_read_multi(struct qrnic_timing *t, uint64_t ready,
+							  uint32_t len)
 {
 	uint32_t mrrs = t->p.pcie_mrrs, credits = t->p.pcie_read_credits;
 	uint32_t nreq = div_up32(len, mrrs);
