@@ -68,12 +68,15 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	uint32_t room = stride - (uint32_t)sizeof(struct qrnic_send_wqe);
 	int verr;
 
-	memset(w, 0, offsetof(struct qrnic_swqe, inline_data));
+	/* No memset of the slot: the header is read below (zeroed if the read
+	 * fails), and of the SGEs only the num_sge read after it are ever used
+	 * (wqe.num_sge bounds every loop over them; 0 for inline data). */
 	w->sq_index = idx;
 	w->total_len = w->first_psn = w->npkts = 0;
 	w->vendor_err = 0;
 	w->rd_atomic = w->counted = false;
 	w->atomic_orig = 0;
+	w->tm_issue = 0;
 	w->sent = w->done_bytes = 0;
 	w->acked = false;
 	w->status = QRNIC_WC_SUCCESS;
