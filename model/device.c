@@ -747,20 +747,29 @@ static void rx_drop(struct qrnic_dev *d, enum qrnic_stat why, uint32_t qpn, uint
 }
 
 /* frame: a frame buffer (the receive queue holds nothing else), which may
- * carry its payload by reference (qrnic_frame_buf_set_ref). */
+ * carry its payload by reference (qrnic_frame_buf_set_ref) and its headers
+ * by description (qrnic_frame_buf_set_pkt). */
 static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 {
 	struct qrnic_pkt p;
 	struct qrnic_qp *qp;
 	uint32_t fl, ref_off = 0, ref_len = 0;
 	const uint8_t *ref = qrnic_frame_buf_ref(frame, &ref_off, &ref_len);
+	const struct qrnic_pkt *desc = qrnic_frame_buf_pkt(frame);
 	int rc;
 
-	if (ref && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
+	if ((ref || desc) && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
 		qrnic_frame_buf_fill(frame);
 		ref = NULL;
+		desc = NULL;
 	}
-	rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
+	if (desc) {	/* built untouched by a device: what parsing it gives */
+		qrnic_wire_pkt_received(desc, ref, ref ? ref_len : 0, &p);
+		ref = NULL;	/* p.payload is the reference already */
+		rc = QRNIC_WIRE_OK;
+	} else {
+		rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
+	}
 	if (ref && rc != QRNIC_WIRE_OK) {
 		qrnic_frame_buf_fill(frame);	/* bytes for the Ethernet path */
 		ref = NULL;

@@ -22,13 +22,20 @@
  * memory -- one copy per packet instead of two.  Only a device whose host
  * offers ops->dma_map builds such frames (see qrnic_model.h); whoever
  * reads a frame's bytes otherwise calls qrnic_frame_buf_fill() first.
+ *
+ * Such a frame may also carry its headers by description
+ * (qrnic_frame_buf_set_pkt): the packet it was to be built from, not the
+ * header bytes.  The receiving device takes the packet as parsing the
+ * built frame would give it (qrnic_wire_pkt_received), and
+ * qrnic_frame_buf_fill() builds the bytes (with the same builder, so the
+ * same bytes) for whoever reads them.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "qrnic_internal.h"
 
-#define FB_HDR		64u	/* hidden header: keeps data cache-line aligned */
+#define FB_HDR		256u	/* hidden header, 64-byte multiple: keeps data cache-line aligned */
 #define FB_SLACK	64u	/* room for the start shift of qrnic_frame_buf_alloc_at */
 #define FB_KEEP		512u	/* free buffers kept per class and thread */
 
@@ -37,6 +44,8 @@ struct fb_hdr {
 	const uint8_t *ref;	/* payload by reference (qrnic_frame_buf_set_ref), or NULL */
 	uint32_t ref_off, ref_len;
 	uint32_t cls;
+	bool has_pkt;		/* headers by description (qrnic_frame_buf_set_pkt) */
+	struct qrnic_pkt pkt;
 };
 
 _Static_assert(sizeof(struct fb_hdr) <= FB_HDR, "frame buffer header too big");
@@ -73,6 +82,7 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off)
 	}
 	h->next = NULL;
 	h->ref = NULL;
+	h->has_pkt = false;
 	return (uint8_t *)h + FB_HDR + (64 - aligned_off % 64) % 64;
 }
 
@@ -101,10 +111,38 @@ const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *
 	return h->ref;
 }
 
+void qrnic_frame_buf_set_pkt(uint8_t *buf, const struct qrnic_pkt *p)
+{
+	struct fb_hdr *h = fb_hdr_of(buf);
+
+	h->pkt = *p;
+	h->has_pkt = true;
+}
+
+bool qrnic_frame_buf_described(const uint8_t *buf)
+{
+	return buf && fb_hdr_of(buf)->has_pkt;
+}
+
+const struct qrnic_pkt *qrnic_frame_buf_pkt(const uint8_t *buf)
+{
+	const struct fb_hdr *h = fb_hdr_of(buf);
+
+	return h->has_pkt ? &h->pkt : NULL;
+}
+
 void qrnic_frame_buf_fill(uint8_t *buf)
 {
 	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;
 
+	if (h && h->has_pkt) {
+		/* the headers around the payload's place (not read: a payload
+		 * in place is not copied, and no ICRC is computed: such frames
+		 * come from a trusted wire); the payload follows */
+		h->has_pkt = false;
+		qrnic_wire_build_icrc(&h->pkt, h->ref ? buf + h->ref_off : NULL, h->ref ? h->ref_len : 0,
+				      buf, fb_cap[h->cls], false);
+	}
 	if (h && h->ref) {
 		memcpy(buf + h->ref_off, h->ref, h->ref_len);
 		h->ref = NULL;

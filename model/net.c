@@ -38,6 +38,16 @@ static uint8_t *txbuf(struct qrnic_dev *d, size_t payload_off)
 	return d->txbuf ? d->txbuf : d->txbuf_spare;
 }
 
+/* Whether the frame goes to an in-process peer untouched and no checksum
+ * covers its payload: a host that hands frame buffers over and maps its
+ * memory (a simulator's own wire), a trusted wire (no ICRC), no fault
+ * plan, IPv4 (IPv6's UDP checksum covers the payload).  Its payload then
+ * goes by reference and its headers by description. */
+static bool tx_untouched(const struct qrnic_dev *d, const struct qrnic_pkt *p)
+{
+	return d->ops->dma_map && d->ops->tx_frame_buf && !qrnic_icrc_on(d) && !p->ipv6;
+}
+
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
 	size_t off = qrnic_wire_payload_off(p->ipv6, p->opcode);
@@ -49,11 +59,7 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 	/* on a cache line of its own: the DMA into it is a co-aligned copy
 	 * for aligned host buffers, as is the responder's out of it */
 	buf = txbuf(d, off);
-	/* By reference where the frame goes to an in-process peer untouched
-	 * and no checksum covers the payload: a trusted wire (no ICRC), no
-	 * fault plan, IPv4 (IPv6's UDP checksum covers the payload). */
-	d->txref.on = d->ops->dma_map && d->ops->tx_frame_buf && buf == d->txbuf &&
-		      !qrnic_icrc_on(d) && !p->ipv6;
+	d->txref.on = buf == d->txbuf && tx_untouched(d, p);
 	d->txref.base = buf + off;
 	d->txref.len = 0;
 	d->txref.opcode = p->opcode;	/* the offset follows from it (IPv4) */
@@ -77,7 +83,20 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		else if (d->txref.len)
 			memcpy(d->txref.base, d->txref.src, d->txref.len);
 	}
-	len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
+	/* Headers by description where nothing will read them unless it
+	 * builds them first (qrnic_frame_buf_fill): the packet goes with the
+	 * frame buffer and the peer takes it as it would parse it.  The
+	 * payload, if any, is by reference (no bytes of the frame are built). */
+	len = 0;
+	if (buf == d->txbuf && (ref || !paylen) && tx_untouched(d, p)) {
+		len = qrnic_wire_frame_len(false, p->opcode, paylen);
+		if (len && len <= QRNIC_MAX_FRAME)
+			qrnic_frame_buf_set_pkt(buf, p);
+		else
+			len = 0;	/* the build below refuses it */
+	}
+	if (!len)
+		len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
 
 	if (!len) {
 		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);

@@ -559,6 +559,12 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off);
 void qrnic_frame_buf_set_ref(uint8_t *buf, uint32_t off, const uint8_t *src, uint32_t len);
 /* src of a frame buffer's payload reference (off, len set), or NULL. */
 const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *len);
+/* Headers by description: the frame's header bytes are not built; p is
+ * the IPv4 packet (no ICRC) they would be built from, its payload none or
+ * by reference (qrnic_frame_buf_set_ref).  qrnic_frame_buf_fill builds them. */
+void qrnic_frame_buf_set_pkt(uint8_t *buf, const struct qrnic_pkt *p);
+/* The packet of a frame with headers by description, or NULL. */
+const struct qrnic_pkt *qrnic_frame_buf_pkt(const uint8_t *buf);
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */

@@ -105,10 +105,14 @@ struct qrnic_host_ops {
 uint8_t *qrnic_frame_buf_alloc(size_t len);
 void qrnic_frame_buf_free(uint8_t *buf);
 /* A frame handed over by tx_frame_buf may carry its payload by reference
- * (only from a device whose host has ops->dma_map): a host that reads or
- * changes the frame's bytes (capture, log, corruption) calls this first,
- * which copies the payload into the buffer.  Harmless on any other. */
+ * and its headers by description (only from a device whose host has
+ * ops->dma_map, on a trusted wire): a host that reads or changes the
+ * frame's bytes (capture, log, corruption) calls this first, which builds
+ * the headers and copies the payload into the buffer.  Harmless on any
+ * other. */
 void qrnic_frame_buf_fill(uint8_t *buf);
+/* Whether a frame buffer's headers are by description (not yet built). */
+bool qrnic_frame_buf_described(const uint8_t *buf);
 
 /* Device configuration (QEMU properties map onto this). */
 struct qrnic_config {

@@ -167,6 +167,16 @@ uint32_t qrnic_opcode_hdr_len(uint8_t opcode);
 /* Frame length qrnic_wire_build produces for these arguments (0 if unknown
  * opcode or payload on a non-payload opcode). */
 size_t qrnic_wire_frame_len(bool ipv6, uint8_t opcode, uint32_t paylen);
+/* The packet qrnic_wire_parse returns for the frame that
+ * qrnic_wire_build(p, payload, paylen, ...) builds, found without building
+ * or parsing it: fields the frame does not carry are 0, 24-bit fields
+ * masked, IPv4 GIDs IPv4-mapped from their last 4 bytes, pad count and
+ * tver as built, out->payload = payload (NULL, and paylen 0, for an
+ * opcode without payload).  For frames handed from device to device
+ * untouched (headers by description, qrnic_frame_buf_set_pkt).  p must be
+ * buildable: qrnic_wire_frame_len(p->ipv6, p->opcode, paylen) != 0. */
+void qrnic_wire_pkt_received(const struct qrnic_pkt *p, const uint8_t *payload, uint32_t paylen,
+			     struct qrnic_pkt *out);
 /* Plain CRC-32 (Ethernet/zlib): crc = qrnic_crc32(crc, buf, len), start with
  * crc = 0 (like zlib's crc32()). */
 uint32_t qrnic_crc32(uint32_t crc, const void *buf, size_t len);

@@ -930,6 +930,45 @@ size_t qrnic_wire_frame_len(bool ipv6, uint8_t opcode, uint32_t paylen)
 	return u ? (size_t)QRNIC_ETH_HLEN + (ipv6 ? QRNIC_IPV6_HLEN : QRNIC_IPV4_HLEN) + u : 0;
 }
 
+void qrnic_wire_pkt_received(const struct qrnic_pkt *p, const uint8_t *payload, uint32_t paylen,
+			     struct qrnic_pkt *out)
+{
+	uint32_t fl = qrnic_opcode_flags(p->opcode);
+
+	*out = *p;
+	if (!p->ipv6) {
+		qrnic_gid_set_v4mapped(out->sgid, p->sgid + 12);
+		qrnic_gid_set_v4mapped(out->dgid, p->dgid + 12);
+		out->flow_label = 0;
+	}
+	out->flow_label &= 0xfffff;
+	out->tver = 0;
+	out->dqpn &= 0xffffff;
+	out->psn &= 0xffffff;
+	out->padcnt = (uint8_t)((4 - (paylen & 3)) & 3);
+	if (!(fl & QRNIC_HDR_DETH))
+		out->deth_qkey = 0, out->deth_sqpn = 0;
+	out->deth_sqpn &= 0xffffff;
+	if (!(fl & QRNIC_HDR_RETH))
+		out->reth_va = 0, out->reth_rkey = 0, out->reth_len = 0;
+	if (!(fl & QRNIC_HDR_AETH))
+		out->aeth_syndrome = 0, out->aeth_msn = 0;
+	out->aeth_msn &= 0xffffff;
+	if (!(fl & QRNIC_HDR_ATOMICETH))
+		out->atomic_va = 0, out->atomic_rkey = 0, out->atomic_swap_add = 0, out->atomic_cmp = 0;
+	if (!(fl & QRNIC_HDR_ATOMICACKETH))
+		out->atomic_ack_orig = 0;
+	if (!(fl & QRNIC_HDR_IMMDT))
+		out->imm = 0;
+	if (fl & QRNIC_HDR_PAYLOAD) {
+		out->payload = payload;
+		out->paylen = paylen;
+	} else {
+		out->payload = NULL;
+		out->paylen = 0;
+	}
+}
+
 bool qrnic_gid_is_v4mapped(const uint8_t gid[16])
 {
 	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };

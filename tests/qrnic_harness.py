@@ -143,7 +143,7 @@ F_DELIVERED, F_DROP_RULE, F_DROP_RANDOM, F_DUPLICATED, F_HELD, F_CORRUPTED, F_RX
 MR_SHUFFLE, MR_CONTIG, MR_PHYS = 1, 2, 4
 ADMIN_RAW = 1
 WIRE_STATS = ['tx', 'delivered', 'drop_rule', 'drop_random', 'duplicated', 'held', 'corrupted',
-              'rx_full', 'no_cable', 'injected', 'busy_unscheduled', 'stale_admin_cqes']
+              'rx_full', 'no_cable', 'injected', 'busy_unscheduled', 'stale_admin_cqes', 'described']
 
 # ---- ABI structures (checked against the C layout by check_layout()) ---------
 LE = ctypes.LittleEndianStructure

@@ -569,6 +569,21 @@ static void roundtrip_one(uint8_t op, bool v6, uint32_t paylen)
 		r = qrnic_wire_parse(frame, len, &out);
 		d = pkt_diff(&exp, &out, false);
 		CHECK(!d, "%s v6=%d paylen=%u: field %s differs", qrnic_opcode_name(op), v6, paylen, d ? d : "");
+
+		/* headers by description: the packet the parse gave, found
+		 * from the packet the frame was built from */
+		{
+			struct qrnic_pkt desc;
+			const uint8_t *pl = (fl & QRNIC_HDR_PAYLOAD) ? frame + len - 4 - exp.padcnt - paylen : NULL;
+
+			memset(&desc, 0xa5, sizeof(desc));
+			qrnic_wire_pkt_received(&in, pl, paylen, &desc);
+			d = pkt_diff(&out, &desc, false);
+			CHECK(!d, "%s v6=%d paylen=%u: described packet: field %s differs",
+			      qrnic_opcode_name(op), v6, paylen, d ? d : "");
+			CHECK(desc.payload == out.payload && desc.paylen == out.paylen,
+			      "%s v6=%d paylen=%u: described payload", qrnic_opcode_name(op), v6, paylen);
+		}
 		if (fl & QRNIC_HDR_PAYLOAD)
 			CHECK(out.payload && out.payload >= frame && out.payload + out.paylen <= frame + len &&
 			      (paylen == 0 || memcmp(out.payload, pay, paylen) == 0),

@@ -792,8 +792,8 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	int64_t li;
 	struct hx_frame *fr;
 
-	/* the payload may be by reference (ops->dma_map): into the frame
-	 * before anything reads or changes its bytes */
+	/* the payload may be by reference (ops->dma_map) and the headers by
+	 * description: built before anything reads or changes the bytes */
 	if (owned && (w->pcap || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
 		      w->reorder_ppm || w->corrupt_ppm))
 		qrnic_frame_buf_fill(owned);
@@ -1296,6 +1296,7 @@ static bool deliver(hx_world *w)
 			uint8_t *buf = fr->data;
 
 			fr->data = NULL;	/* the device takes it */
+			w->ws[HX_WS_DESCRIBED] += qrnic_frame_buf_described(buf);
 			if (qrnic_dev_rx_frame_buf(h->dev, buf, fr->len)) {
 				w->ws[HX_WS_DELIVERED]++;
 				fate(w, fr->log_idx, HX_F_DELIVERED);

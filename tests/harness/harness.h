@@ -65,7 +65,9 @@
 enum hx_wire_stat {
 	HX_WS_TX, HX_WS_DELIVERED, HX_WS_DROP_RULE, HX_WS_DROP_RANDOM, HX_WS_DUPLICATED,
 	HX_WS_HELD, HX_WS_CORRUPTED, HX_WS_RX_FULL, HX_WS_NO_CABLE, HX_WS_INJECTED,
-	HX_WS_BUSY_UNSCHEDULED, HX_WS_STALE_ADMIN_CQES, HX_WS_COUNT
+	HX_WS_BUSY_UNSCHEDULED, HX_WS_STALE_ADMIN_CQES,
+	HX_WS_DESCRIBED,	/* delivered with headers by description (qrnic_frame_buf_described) */
+	HX_WS_COUNT
 };
 
 struct hx_frame_info {		/* one frame log entry */
