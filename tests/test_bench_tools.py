@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The simulator's benchmark tools run and say what they measured:
+bench/sim_speed prints a row per profile (figures, no assertion on time:
+that is a benchmark's job, not a test's), and bench/sim_identical tells two
+qrnic-sim binaries that give the same outputs from ones that do not."""
+import os
+import stat
+import subprocess
+
+import qrnic_harness as q
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIM = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
+ENV = dict(os.environ, QRNIC_BUILD_DIR=q.build_dir())
+
+
+def bench(*args, rc=0):
+    r = subprocess.run([os.path.join(REPO, 'bench', args[0]), *map(str, args[1:])],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                       timeout=600)
+    assert r.returncode == rc, f'{args}: rc {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}'
+    return r
+
+
+def test_sim_speed_prints_best_and_median_rows():
+    out = bench('sim_speed', '--count', 300, '--repeat', 2, '--signals', '1,16').stdout
+    # the label takes the first 30 columns of a row
+    rows = {line[:30].strip(): line[30:].split() for line in out.splitlines()
+            if line.startswith(('functional', 'cx5-100g'))}
+    assert set(rows) == {'functional', 'functional +icrc', 'functional signal 16',
+                         'functional signal 16 +icrc', 'cx5-100g', 'cx5-100g +icrc',
+                         'cx5-100g signal 16', 'cx5-100g signal 16 +icrc'}, out
+    for label, cols in rows.items():
+        assert int(cols[0]) == 4 * 300, (label, cols)          # packets
+        assert float(cols[2]) > 0 and float(cols[5]) > 0       # M pkt/s, per CPU-s
+        assert 90 < float(cols[7]) <= 100.0, (label, cols)     # simulated Gb/s, under the link
+    assert 'best of 2 alternating runs; medians:' in out
+
+
+def test_sim_speed_refuses_bad_arguments():
+    assert 'at least 1' in bench('sim_speed', '--repeat', 0, rc=1).stderr
+    assert 'not a comma list' in bench('sim_speed', '--signals', 'x', rc=1).stderr
+
+
+def test_sim_identical_tells_same_from_different(tmp_path):
+    r = bench('sim_identical', SIM, SIM)
+    lines = r.stdout.splitlines()
+    assert len(lines) >= 20 and all(line.endswith(' identical') for line in lines), r.stdout
+    # a binary that answers with another timing (cx5-100g and teach runs
+    # change, functional ones do not) and one that cannot run at all
+    other = tmp_path / 'sim-other'
+    other.write_text(f'#!/bin/sh\nexec {SIM} "$@" --timing pcie_read_ns=251\n')
+    broken = tmp_path / 'sim-broken'
+    broken.write_text(f'#!/bin/sh\nexec {SIM} "$@" --no-such-option\n')
+    for f in (other, broken):
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+    r = bench('sim_identical', SIM, other, rc=1)
+    res = dict(line.split(None, 1) for line in r.stdout.splitlines() if not line.startswith(' '))
+    assert res['write-cx5'] == 'DIFFERENT' and res['read-teach'] == 'DIFFERENT'
+    assert res['write-func'] == 'identical' and res['send-func'] == 'identical'
+    assert 'differs: write-cx5.out' in r.stdout
+    r = bench('sim_identical', broken, SIM, rc=1)
+    assert 'FAILED to run' in r.stdout and 'unknown option' in r.stdout
+    assert 'usage' in bench('sim_identical', SIM, rc=2).stderr
