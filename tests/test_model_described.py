@@ -88,22 +88,33 @@ def test_described_headers_give_what_the_bytes_give():
     assert described == built
 
 
-def test_frame_log_gets_built_headers(world):
+def logged_write(trusted):
+    """One two-packet RDMA WRITE with a frame log: (frames, source, sent PSN)."""
+    with q.World(2) as world:
+        a, b = world.devs
+        assert world.trusted_wire(trusted) == trusted
+        conn = q.connect_rc(a, b, mtu=MTU)
+        la, rb = a.reg_mr(conn.pda, 2 * MTU), b.reg_mr(conn.pdb, 2 * MTU)
+        src = la.fill_random(random.Random(2))
+        world.clear_frames()
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 2 * MTU)], remote=(rb, 0))
+        assert world.run() == 'idle'
+        assert rb.read() == src
+        assert world.wire_stats()['described'] == 0     # the log built them all
+        return world.frames(roce_only=True), src, conn.psn_a
+
+
+def test_frame_log_gets_built_headers():
     # a frame log reads every frame: a described frame's headers are built
-    # into it before (the same bytes the builder writes: they parse, with
-    # the fields the packet had)
-    a, b = world.devs
-    assert world.trusted_wire(True)
-    conn = q.connect_rc(a, b, mtu=MTU)
-    la, rb = a.reg_mr(conn.pda, 2 * MTU), b.reg_mr(conn.pdb, 2 * MTU)
-    src = la.fill_random(random.Random(2))
-    world.clear_frames()
-    conn.qa.post_send('RDMA_WRITE', [(la, 0, 2 * MTU)], remote=(rb, 0))
-    assert world.run() == 'idle'
-    assert rb.read() == src
-    reqs = [f for f in world.frames(roce_only=True) if f.src == 0]
-    acks = [f for f in world.frames(roce_only=True) if f.src == 1]
-    assert [f.psn for f in reqs] == [conn.psn_a, (conn.psn_a + 1) & 0xffffff]
+    # into it first, by the builder a checked wire uses when it sends:
+    # the same bytes but for the ICRC, which a trusted wire leaves 0
+    frames, src, psn = logged_write(trusted=True)
+    reqs = [f for f in frames if f.src == 0]
+    acks = [f for f in frames if f.src == 1]
+    assert [f.psn for f in reqs] == [psn, (psn + 1) & 0xffffff]
     assert b''.join(f.payload for f in reqs) == src
-    assert acks and acks[-1].psn == (conn.psn_a + 1) & 0xffffff
-    assert world.wire_stats()['described'] == 0
+    assert acks and acks[-1].psn == (psn + 1) & 0xffffff
+    checked, _, _ = logged_write(trusted=False)
+    assert [f.data[:-4] for f in frames] == [f.data[:-4] for f in checked]
+    assert all(f.data[-4:] == bytes(4) for f in frames)
+    assert all(f.data[-4:] != bytes(4) for f in checked)
