@@ -86,9 +86,10 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 	/* Headers by description where nothing will read them unless it
 	 * builds them first (qrnic_frame_buf_fill): the packet goes with the
 	 * frame buffer and the peer takes it as it would parse it.  The
-	 * payload, if any, is by reference (no bytes of the frame are built). */
+	 * payload, if any, is by reference (no bytes of the frame are built);
+	 * a reference was only taken where tx_untouched() held. */
 	len = 0;
-	if (buf == d->txbuf && (ref || !paylen) && tx_untouched(d, p)) {
+	if (ref || (!paylen && buf == d->txbuf && tx_untouched(d, p))) {
 		len = qrnic_wire_frame_len(false, p->opcode, paylen);
 		if (len && len <= QRNIC_MAX_FRAME)
 			qrnic_frame_buf_set_pkt(buf, p);
