@@ -214,13 +214,14 @@ uint8_t qrnic_fw_qp_transition_ok(uint8_t qp_type, uint8_t cur, uint8_t next, ui
 /* ---- Helpers -------------------------------------------------------------- */
 static void qp_clear(struct qrnic_qp *qp)
 {
-	/* The work-list linkage belongs to device.c and may still be in use. */
-	bool on = qp->on_worklist;
-	uint32_t next = qp->next_work;
+	/* The list links belong to the model (qrnic_qlist_*); a destroyed
+	 * QP has left its lists (qrnic_qp_fini_state), but keep them intact
+	 * whatever happens so that a list is never cut. */
+	struct qrnic_qlink work = qp->work, flushq = qp->flushq;
 
 	memset(qp, 0, sizeof(*qp));
-	qp->on_worklist = on;
-	qp->next_work = next;
+	qp->work = work;
+	qp->flushq = flushq;
 }
 
 static void qp_attr_defaults(struct qrnic_qp_attr *a)

@@ -611,59 +611,89 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 }
 
 /* ---- work list ------------------------------------------------------------- */
+/* The work list holds each QP at most once (qrnic_qlist_push refuses a
+ * second insert), whoever queues it: a doorbell, a received packet, or a
+ * service step that kicks its own QP while it is being serviced. */
 void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	if (!qp->on_worklist) {
-		qp->on_worklist = true;
-		qp->next_work = 0;
-		if (d->work_tail)
-			d->qp[d->work_tail].next_work = qp->qpn;
-		else
-			d->work_head = qp->qpn;
-		d->work_tail = qp->qpn;
-	}
+	qrnic_qlist_push(d, &d->work, QRNIC_QL_WORK, qp);
 	qrnic_schedule(d);
-}
-
-static struct qrnic_qp *work_pop(struct qrnic_dev *d)
-{
-	uint32_t qpn = d->work_head;
-	struct qrnic_qp *qp;
-
-	if (!qpn)
-		return NULL;
-	qp = &d->qp[qpn];
-	d->work_head = qp->next_work;
-	if (!d->work_head)
-		d->work_tail = 0;
-	qp->on_worklist = false;
-	qp->next_work = 0;
-	return qp;
 }
 
 void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	uint32_t prev = 0, cur = d->work_head;
+	qrnic_qlist_remove(d, &d->work, QRNIC_QL_WORK, qp);
+}
 
-	if (!qp->on_worklist)
-		return;
-	while (cur) {
-		if (cur == qp->qpn) {
-			uint32_t next = d->qp[cur].next_work;
+static int check_list(struct qrnic_dev *d, struct qrnic_qlist *l, size_t off, const char *name,
+		      char *why, size_t len)
+{
+	uint32_t n = 0, prev = 0, on = 0;
 
-			if (prev)
-				d->qp[prev].next_work = next;
-			else
-				d->work_head = next;
-			if (d->work_tail == cur)
-				d->work_tail = prev;
-			break;
+	for (uint32_t qpn = l->head; qpn; qpn = qrnic_ql(&d->qp[qpn], off)->next) {
+		struct qrnic_qlink *k;
+
+		if (qpn >= d->cfg.max_qp || ++n > d->cfg.max_qp) {
+			snprintf(why, len, "%s list: QPN %u out of range or a cycle", name, qpn);
+			return -1;
 		}
-		prev = cur;
-		cur = d->qp[cur].next_work;
+		k = qrnic_ql(&d->qp[qpn], off);
+		if (!k->on || k->prev != prev || d->qp[qpn].qpn != qpn) {
+			snprintf(why, len, "%s list: QP %u links disagree (on %d prev %u, expected %u)",
+				 name, qpn, k->on, k->prev, prev);
+			return -1;
+		}
+		prev = qpn;
 	}
-	qp->on_worklist = false;
-	qp->next_work = 0;
+	for (uint32_t i = 0; i < d->cfg.max_qp; i++)
+		on += qrnic_ql(&d->qp[i], off)->on;
+	if (prev != l->tail || n != l->len || on != n) {
+		snprintf(why, len, "%s list: %u linked, length %u, %u QPs marked on it, tail %u/%u",
+			 name, n, l->len, on, l->tail, prev);
+		return -1;
+	}
+	return 0;
+}
+
+/* Tests and fuzzers: the lists checked after each service step (costs a
+ * walk of the QP table each time). */
+static void selfcheck(struct qrnic_dev *d, const struct qrnic_qp *qp)
+{
+	char why[160];
+
+	if (qrnic_dev_check_lists(d, why, sizeof(why)) == 0)
+		return;
+	if (!d->selfcheck_failures++ && d->ops->log) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "qrnic: model self-check failed after servicing QP %u: %s",
+			 qp->qpn, why);
+		d->ops->log(d->opaque, QRNIC_LOG_INFO, msg);
+	}
+}
+
+void qrnic_dev_set_selfcheck(struct qrnic_dev *d, bool on)
+{
+	d->selfcheck = on;
+}
+
+uint32_t qrnic_dev_selfcheck_failures(const struct qrnic_dev *d)
+{
+	return d->selfcheck_failures;
+}
+
+int qrnic_dev_check_lists(struct qrnic_dev *d, char *why, size_t len)
+{
+	if (check_list(d, &d->work, QRNIC_QL_WORK, "work", why, len) ||
+	    check_list(d, &d->flushq, QRNIC_QL_FLUSH, "flush", why, len))
+		return -1;
+	for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
+		if (d->qp[i].work.on && !d->qp[i].valid) {
+			snprintf(why, len, "work list: QP %u is not valid", i);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* ---- receive path ------------------------------------------------------------ */
@@ -838,7 +868,7 @@ bool qrnic_dev_busy(const struct qrnic_dev *d)
 {
 	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL))
 		return false;
-	return d->rxq_tail != d->rxq_head || d->work_head || d->eth_pending || d->arm_pending ||
+	return d->rxq_tail != d->rxq_head || d->work.head || d->eth_pending || d->arm_pending ||
 	       (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 		!(d->aq_status & QRNIC_AQ_STATUS_ERROR));
 }
@@ -883,20 +913,17 @@ bool qrnic_dev_run(struct qrnic_dev *d)
 	/* Service each QP queued right now once; QPs that still have work
 	 * go to the back of the list, so one busy QP cannot starve others. */
 	for (n = 0; n < QRNIC_RUN_QP_BUDGET; n++) {
-		struct qrnic_qp *qp = work_pop(d);
+		struct qrnic_qp *qp = qrnic_qlist_pop(d, &d->work, QRNIC_QL_WORK);
 
 		if (!qp)
 			break;
 		did = true;
-		if (qrnic_qp_service(d, qp)) {
-			qp->on_worklist = true;
-			qp->next_work = 0;
-			if (d->work_tail)
-				d->qp[d->work_tail].next_work = qp->qpn;
-			else
-				d->work_head = qp->qpn;
-			d->work_tail = qp->qpn;
-		}
+		/* the service may have queued it again itself (a kick):
+		 * the push then leaves it where it is */
+		if (qrnic_qp_service(d, qp))
+			qrnic_qlist_push(d, &d->work, QRNIC_QL_WORK, qp);
+		if (d->selfcheck)
+			selfcheck(d, qp);
 	}
 
 	d->in_run = false;
@@ -1258,7 +1285,9 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	d->eth_ctrl = d->eth_tx_pi = d->eth_rx_pi = d->eth_tx_ci = d->eth_rx_ci = 0;
 	d->eth_irq = 0;
 	d->aq_pending = d->eth_pending = false;
-	d->work_head = d->work_tail = 0;
+	memset(&d->work, 0, sizeof(d->work));
+	memset(&d->flushq, 0, sizeof(d->flushq));
+	d->flushing = false;
 	rxq_clear(d);
 	d->nevents = 0;
 	d->events_compact_at = 64;

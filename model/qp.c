@@ -15,14 +15,13 @@ int qrnic_qp_init_state(struct qrnic_dev *d, struct qrnic_qp *qp)
 	if (!qp->req.win)
 		return -1;
 	qp->sq_pi = qp->rq_pi = 0;
-	qp->on_worklist = false;
-	qp->next_work = 0;
 	return 0;
 }
 
 void qrnic_qp_fini_state(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	qrnic_work_remove(d, qp);
+	qrnic_qlist_remove(d, &d->flushq, QRNIC_QL_FLUSH, qp);
 	free(qp->req.win);
 	qp->req.win = NULL;
 	qp->req.timer_gen = ++d->timer_gen;	/* armed events become stale */
@@ -71,7 +70,7 @@ static uint8_t wc_opcode(uint8_t wr_opcode)
 }
 
 /* Complete every posted WQE of both queues with WR_FLUSH_ERR. */
-void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp)
+static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	uint32_t sq_depth = 1u << qp->sq_log_depth;
 	uint32_t rq_depth = qp->rq_addr ? 1u << qp->rq_log_depth : 0;
@@ -126,6 +125,24 @@ void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qp->resp.ack_pending = false;
 	qp->req.timer_gen = ++d->timer_gen;
 	qp->req.timer_armed = false;
+}
+
+/* Flush a QP's queues (qp_flush_now), iteratively: a flush CQE that
+ * overruns another CQ moves that CQ's QPs to error, and their flushes are
+ * queued on d->flushq and done here by the outermost call, one after the
+ * other.  (Done recursively, a guest that chained QPs across CQs it made
+ * unwritable drove the recursion as deep as max_qp and overflowed the
+ * host's stack.)  Each QP is on the queue at most once, so the drain ends
+ * after at most max_qp flushes. */
+void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	qrnic_qlist_push(d, &d->flushq, QRNIC_QL_FLUSH, qp);
+	if (d->flushing)
+		return;
+	d->flushing = true;
+	while ((qp = qrnic_qlist_pop(d, &d->flushq, QRNIC_QL_FLUSH)))
+		qp_flush_now(d, qp);
+	d->flushing = false;
 }
 
 void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)

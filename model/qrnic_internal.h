@@ -11,6 +11,7 @@
 #define QRNIC_INTERNAL_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -229,6 +230,20 @@ struct qrnic_resp {
 	uint32_t rq_ci;		/* next RQ index to consume */
 };
 
+/* A QP's place on one of the device's QP lists (the work list, the flush
+ * queue): doubly linked by QPN, 0 = none.  'on' is the only test of
+ * membership, so a QP cannot be on a list twice (qrnic_qlist_push refuses
+ * it) and leaving a list walks nothing (qrnic_qlist_remove). */
+struct qrnic_qlink {
+	uint32_t prev, next;
+	bool on;
+};
+
+struct qrnic_qlist {
+	uint32_t head, tail;
+	uint32_t len;
+};
+
 struct qrnic_qp {
 	bool valid;
 	uint8_t type;		/* QRNIC_QPT_* */
@@ -250,8 +265,8 @@ struct qrnic_qp {
 	uint32_t rq_pi;
 	struct qrnic_req req;
 	struct qrnic_resp resp;
-	bool on_worklist;
-	uint32_t next_work;	/* singly linked work list (qpn), 0 = end */
+	struct qrnic_qlink work;		/* on d->work: has work to service */
+	struct qrnic_qlink flushq;	/* on d->flushq: to be flushed (error) */
 	/* timing: when this QP's pipelines are free */
 	uint64_t tm_db;		/* requester: last doorbell processed */
 	uint64_t tm_req;	/* requester: last WQE issued (keeps WQEs in order) */
@@ -355,7 +370,9 @@ struct qrnic_dev {
 	bool aq_pending;
 	bool eth_pending;
 	bool arm_pending;		/* some EQ/CQ has irq_pending/event_pending */
-	uint32_t work_head, work_tail;	/* qpn list of QPs to service */
+	struct qrnic_qlist work;	/* QPs to service, in order */
+	struct qrnic_qlist flushq;	/* QPs moved to error whose queues are to be flushed */
+	bool flushing;			/* qrnic_qp_flush is draining flushq */
 	struct qrnic_frame rxq[QRNIC_RXQ_DEPTH];
 	uint32_t rxq_head, rxq_tail;	/* free running */
 	struct qrnic_event *events;	/* binary min-heap */
@@ -366,6 +383,8 @@ struct qrnic_dev {
 	uint32_t timer_gen;		/* source of unique qrnic_req.timer_gen values */
 	uint64_t timer_deadline;	/* armed host timer, UINT64_MAX = none */
 	bool in_run;
+	bool selfcheck;			/* check the QP lists after every service step */
+	uint32_t selfcheck_failures;	/* ... and how often they were found broken */
 
 	uint8_t *txbuf;			/* frame being built (a frame buffer), or NULL */
 	uint8_t txbuf_spare[QRNIC_MAX_FRAME];	/* ... when none could be allocated */
@@ -439,6 +458,64 @@ void qrnic_fatal(struct qrnic_dev *d, uint32_t code);
 /* Put a QP on the work list and ask the host to run us. */
 void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp);
+
+/* QP lists (qrnic_qlink): 'off' is the offset of the link in struct qrnic_qp
+ * (QRNIC_QL_WORK, QRNIC_QL_FLUSH).  Push appends unless the QP is already
+ * on the list (returns false then); remove is O(1). */
+#define QRNIC_QL_WORK	offsetof(struct qrnic_qp, work)
+#define QRNIC_QL_FLUSH	offsetof(struct qrnic_qp, flushq)
+static inline struct qrnic_qlink *qrnic_ql(struct qrnic_qp *qp, size_t off)
+{
+	return (struct qrnic_qlink *)((char *)qp + off);
+}
+static inline bool qrnic_qlist_push(struct qrnic_dev *d, struct qrnic_qlist *l, size_t off,
+				    struct qrnic_qp *qp)
+{
+	struct qrnic_qlink *k = qrnic_ql(qp, off);
+
+	if (k->on)
+		return false;
+	k->on = true;
+	k->next = 0;
+	k->prev = l->tail;
+	if (l->tail)
+		qrnic_ql(&d->qp[l->tail], off)->next = qp->qpn;
+	else
+		l->head = qp->qpn;
+	l->tail = qp->qpn;
+	l->len++;
+	return true;
+}
+static inline void qrnic_qlist_remove(struct qrnic_dev *d, struct qrnic_qlist *l, size_t off,
+				      struct qrnic_qp *qp)
+{
+	struct qrnic_qlink *k = qrnic_ql(qp, off);
+
+	if (!k->on)
+		return;
+	if (k->prev)
+		qrnic_ql(&d->qp[k->prev], off)->next = k->next;
+	else
+		l->head = k->next;
+	if (k->next)
+		qrnic_ql(&d->qp[k->next], off)->prev = k->prev;
+	else
+		l->tail = k->prev;
+	l->len--;
+	k->on = false;
+	k->prev = k->next = 0;
+}
+static inline struct qrnic_qp *qrnic_qlist_pop(struct qrnic_dev *d, struct qrnic_qlist *l,
+					       size_t off)
+{
+	struct qrnic_qp *qp;
+
+	if (!l->head)
+		return NULL;
+	qp = &d->qp[l->head];
+	qrnic_qlist_remove(d, l, off, qp);
+	return qp;
+}
 void qrnic_schedule(struct qrnic_dev *d);
 void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen);
 /* The same, queued in FIFO lane 'lane' when it is not earlier than the

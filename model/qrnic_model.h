@@ -186,6 +186,14 @@ bool qrnic_dev_run(struct qrnic_dev *dev);
 void qrnic_dev_timer_fire(struct qrnic_dev *dev);
 /* True if qrnic_dev_run() has work to do now. */
 bool qrnic_dev_busy(const struct qrnic_dev *dev);
+/* Self-check of the device's internal QP lists (work list, flush queue):
+ * links agree, no cycle, every QP on a list once.  For tests and fuzzers;
+ * walks are bounded by max_qp.  0, or -1 with a reason in why. */
+int qrnic_dev_check_lists(struct qrnic_dev *dev, char *why, size_t len);
+/* Run that check after every QP service step too; failures are counted
+ * (and the first one logged as an error).  Off by default. */
+void qrnic_dev_set_selfcheck(struct qrnic_dev *dev, bool on);
+uint32_t qrnic_dev_selfcheck_failures(const struct qrnic_dev *dev);
 
 /*
  * Timing model (docs/timing.md).  profile: "functional" (the default: every

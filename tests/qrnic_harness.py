@@ -318,6 +318,8 @@ _SIGS = {
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
+    'hx_dev_selfcheck': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_stat_name': (ctypes.c_char_p, [ctypes.c_int]),
     'hx_stat_count': (ctypes.c_int, []),
@@ -870,6 +872,17 @@ class Device:
 
     def busy(self):
         return bool(self._l.hx_dev_busy(self.w, self.idx))
+
+    def selfcheck(self, on=True):
+        """Check the device's QP lists after every service step as well;
+        check() then also fails if any of those checks did."""
+        _check(self._l.hx_dev_selfcheck(self.w, self.idx, 1 if on else 0), 'selfcheck')
+
+    def check(self):
+        """The device's internal QP lists are consistent (raises if not)."""
+        why = ctypes.create_string_buffer(256)
+        if self._l.hx_dev_check(self.w, self.idx, why, len(why)) != 0:
+            raise HarnessError('device %d: %s' % (self.idx, why.value.decode()))
 
     def inject(self, frame):
         return self._l.hx_rx_inject(self.w, self.idx, bytes(frame), len(frame))

@@ -1497,6 +1497,32 @@ int hx_dev_busy(hx_world *w, int d)
 	return h ? qrnic_dev_busy(h->dev) : 0;
 }
 
+int hx_dev_check(hx_world *w, int d, char *why, size_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h) {
+		snprintf(why, len, "no device %d", d);
+		return -1;
+	}
+	if (qrnic_dev_selfcheck_failures(h->dev)) {
+		snprintf(why, len, "%u self-check failures after service steps (see the log)",
+			 qrnic_dev_selfcheck_failures(h->dev));
+		return -1;
+	}
+	return qrnic_dev_check_lists(h->dev, why, len);
+}
+
+int hx_dev_selfcheck(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	qrnic_dev_set_selfcheck(h->dev, on != 0);
+	return 0;
+}
+
 uint64_t hx_dev_stat(hx_world *w, int d, int s)
 {
 	struct hx_dev *h = D(w, d);

@@ -128,6 +128,10 @@ void hx_db_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size);
 void hx_dev_reset(hx_world *w, int d);		/* qrnic_dev_reset (FLR) */
 void hx_set_link(hx_world *w, int d, int up);
 int hx_dev_busy(hx_world *w, int d);
+/* qrnic_dev_check_lists: 0, or -1 with the reason in why */
+int hx_dev_check(hx_world *w, int d, char *why, size_t len);
+/* check the lists after every QP service step too (hx_dev_check reports) */
+int hx_dev_selfcheck(hx_world *w, int d, int on);
 uint64_t hx_dev_stat(hx_world *w, int d, int s);
 const char *hx_stat_name(int s);
 int hx_stat_count(void);

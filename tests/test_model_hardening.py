@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Regression tests for guest-triggerable hangs and crashes of the device
+model (issue: hardening).
+
+Bug A: a QP put on the device's work list twice.  A service step that kicks
+its own QP (a READ response whose memory read fails while another READ is
+pending) and still has requester work used to be appended a second time by
+the run loop: the list held a self-loop.  The list now refuses a second
+insert by construction; the device's self-check walks it after every step.
+
+Bug B: error propagation used to recurse (CQ overrun -> QP error -> flush
+-> CQE post fails -> overrun of the next CQ -> ...), as deep as the guest
+could chain QPs across CQs whose rings fail: SIGSEGV in QEMU.  Flushes are
+now queued and drained iteratively.  The test runs the chain on a thread
+with a small stack, in a child process so that a crash is a failure and
+not the end of the test run."""
+import os
+import random
+import subprocess
+import sys
+import textwrap
+
+import qrnic_harness as q
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read_fails_with_requester_busy(world):
+    """Two READs reach the responder in one batch; the first one's response
+    memory read faults (IOMMU) part way while the second is pending, and
+    the responder's own requester has more than a service step of WRITEs.
+    Returns the connection and its MRs.  (Admin commands run the world:
+    everything is set up before the requests are posted.)"""
+    a, b = world.devs
+    world.set_latency(0)            # both READ requests arrive together
+    conn = q.connect_rc(a, b, mtu=1024, sq_log=8)
+    la = a.reg_mr(conn.pda, 1 << 19)
+    rb = b.reg_mr(conn.pdb, 1 << 19)
+    lb = b.reg_mr(conn.pdb, 1 << 16)
+    ra = a.reg_mr(conn.pda, 1 << 16)
+    src = lb.fill_random(random.Random(5), 0, 1 << 16)
+    b.mem_deny(rb.bus_addr(0x30000) & ~0xfff, 4096)
+    conn.qa.post_send('RDMA_READ', [(la, 0, 0x40000)], remote=(rb, 0), wr_id=1)
+    conn.qa.post_send('RDMA_READ', [(la, 0x40000, 1024)], remote=(rb, 0x40000), wr_id=2)
+    # one iteration: a sends both requests; b has not run yet
+    assert world.run(max_iter=1) == 'iter'
+    assert b.stat('rx_packets') == 0 and a.stat('tx_packets') == 2
+    # b's requester gets 32 x 64 KiB of WRITEs: its service steps stay busy
+    for i in range(32):
+        conn.qb.post_send('RDMA_WRITE', [(lb, 0, 1 << 16)], remote=(ra, 0), wr_id=100 + i)
+    return conn, la, ra, src
+
+
+def test_bug_a_work_list_never_holds_a_qp_twice(world):
+    a, b = world.devs
+    # a second connection whose QPs share the work lists with the first
+    conn2 = q.connect_rc(a, b, mtu=1024)
+    s2 = b.reg_mr(conn2.pdb, 4096)
+    d2 = a.reg_mr(conn2.pda, 4096)
+    s2.write(0, b'second connection')
+    conn, la, ra, src = _read_fails_with_requester_busy(world)
+    conn2.qb.post_send('RDMA_WRITE', [(s2, 0, 17)], remote=(d2, 0), wr_id=9)
+    a.selfcheck()
+    b.selfcheck()           # the lists checked after every service step, too
+    for step in range(100000):
+        r = world.run(max_iter=1)
+        a.check()           # after every iteration: links agree, no QP twice
+        b.check()
+        if r == 'idle':
+            break
+    assert r == 'idle'
+    assert d2.read(0, 17) == b'second connection'
+    got = [(c['wr_id'], c['status_name']) for c in conn.cqa.poll()]
+    assert got == [(1, 'REM_ACCESS_ERR'), (2, 'WR_FLUSH_ERR')]
+    # the faulting QP's responder went to error: its own WRITEs are either
+    # done or flushed, each exactly once, in order
+    cb = conn.cqb.poll(100)
+    assert [c['wr_id'] for c in cb] == list(range(100, 132))
+    done = [c for c in cb if c['status_name'] == 'SUCCESS']
+    assert all(c['status_name'] in ('SUCCESS', 'WR_FLUSH_ERR') for c in cb)
+    if done:
+        assert ra.read(0, 1 << 16) == src
+    c2 = conn2.cqb.poll()
+    assert len(c2) == 1 and c2[0]['wr_id'] == 9
+    # the device keeps servicing: a fresh connection moves data
+    conn3 = q.connect_rc(a, b, mtu=1024)
+    s3 = a.reg_mr(conn3.pda, 4096)
+    d3 = b.reg_mr(conn3.pdb, 4096)
+    s3.write(0, b'still alive')
+    conn3.qa.post_send('RDMA_WRITE', [(s3, 0, 11)], remote=(d3, 0))
+    assert world.run() == 'idle'
+    assert [c['status_name'] for c in conn3.cqa.poll()] == ['SUCCESS']
+    assert d3.read(0, 11) == b'still alive'
+    a.check()
+    b.check()
+
+
+CHAIN = textwrap.dedent('''
+    import sys, threading
+    sys.path.insert(0, %(here)r)
+    import qrnic_harness as q
+    N = %(n)d
+    res = {}
+
+    def chain():
+        w = q.World(1, cfg='max_qp=%%d,max_cq=%%d' %% (N + 8, N + 8), cable=False)
+        d = w.devs[0]
+        pd = d.alloc_pd()
+        cqs = [d.create_cq(1, dbrec=False) for _ in range(N + 1)]
+        qps = []
+        for i in range(N):
+            # QP i completes sends on CQ i and receives on CQ i+1
+            qp = d.create_qp(pd, cqs[i], cqs[i + 1], 'RC', sq_log=1, rq_log=1)
+            qp.to_init()
+            qp.post_recv([], wr_id=i)
+            qps.append(qp)
+        rings = [c.ring_addr for c in cqs]
+        d.mem_deny(min(rings), max(rings) + 4096 - min(rings))   # every CQ ring faults
+        qps[0].modify('ERR')
+        res['run'] = w.run()
+        res['states'] = sorted(set(qp.state for qp in qps))
+        res['overruns'] = d.stat('cq_overruns')
+        d.check()
+        w.close()
+
+    threading.stack_size(256 * 1024)
+    t = threading.Thread(target=chain)
+    t.start()
+    t.join()
+    print(res)
+''')
+
+
+def test_bug_b_error_propagation_is_iterative(tmp_path):
+    """A QP-to-CQ chain 3000 long: the QP error cascades through every CQ
+    (each overrun errors the next QP, whose flush overruns the next CQ).
+    On a 256 KiB stack the recursive propagation died with SIGSEGV."""
+    n = 3000
+    script = tmp_path / 'chain.py'
+    script.write_text(CHAIN % {'here': HERE, 'n': n})
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ))
+    assert p.returncode == 0, f'child died (rc {p.returncode}): {p.stderr[-2000:]}'
+    res = eval(p.stdout.strip().splitlines()[-1])
+    assert res['run'] == 'idle'
+    assert res['states'] == ['ERR']            # every QP of the chain reached error
+    assert res['overruns'] == n                # every CQ but the first overran once
