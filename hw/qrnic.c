@@ -316,24 +316,34 @@ static void qrnic_bh(void *opaque)
  * guarded bottom half): a DMA that hits the device's own BARs then fails
  * instead of re-entering the model.
  */
-static void qrnic_timer_cb(void *opaque)
+static bool qrnic_guard_engage(QrnicState *s)
 {
-    QrnicState *s = opaque;
     MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
     bool engaged = g->engaged_in_io;
 
     g->engaged_in_io = true;
+    return engaged;
+}
+
+static void qrnic_guard_restore(QrnicState *s, bool engaged)
+{
+    DEVICE(s)->mem_reentrancy_guard.engaged_in_io = engaged;
+}
+
+static void qrnic_timer_cb(void *opaque)
+{
+    QrnicState *s = opaque;
+    bool engaged = qrnic_guard_engage(s);
+
     qrnic_dev_timer_fire(s->dev);
-    g->engaged_in_io = engaged;
+    qrnic_guard_restore(s, engaged);
 }
 
 static void qrnic_kick_cb(void *opaque)
 {
     QrnicState *s = opaque;
-    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
-    bool engaged = g->engaged_in_io;
+    bool engaged = qrnic_guard_engage(s);
 
-    g->engaged_in_io = true;
     s->in_kick = true;
     qrnic_dev_run(s->dev);
     s->in_kick = false;
@@ -341,7 +351,7 @@ static void qrnic_kick_cb(void *opaque)
         /* no bottom half under icount (qrnic_host_schedule): the rest, one ns on */
         timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + 1);
     }
-    g->engaged_in_io = engaged;
+    qrnic_guard_restore(s, engaged);
 }
 
 /* ---- BARs --------------------------------------------------------------------- */
@@ -407,8 +417,12 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
 static void qrnic_nc_link_status_changed(NetClientState *nc)
 {
     QrnicState *s = qemu_get_nic_opaque(nc);
+    /* the PORT_ERR/PORT_ACTIVE event is an EQE written by DMA: under the
+     * re-entrancy guard, like the timers and the bottom half */
+    bool engaged = qrnic_guard_engage(s);
 
     qrnic_dev_set_link(s->dev, !nc->link_down);
+    qrnic_guard_restore(s, engaged);
 }
 
 static NetClientInfo qrnic_net_info = {

@@ -435,6 +435,26 @@ def test_rings_in_own_mmio_bar(world, where):
     healthy(world)
 
 
+def test_link_change_eqe_into_own_mmio_bar(world):
+    """An async EQ whose ring is the device's own BAR0, then a link change
+    (QMP set_link): the PORT_ERR EQE is written by DMA from the netdev's
+    link callback, which runs outside the bottom half.  It too engages the
+    re-entrancy guard: the write is refused, the device
+    reports a DMA fatal error, and no register took the EQE's bytes."""
+    a = world.devs[0]
+    a.reg_write('SCRATCH', 0x5a5aa5a5)
+    a.async_eq.destroy()
+    a.async_eq = a.create_eq(4, vector=1, async_events=True, ring=a.regs)
+    a.qemu.qmp('set_link', name='qrnic0', up=False)
+    assert world.run_until(lambda: a.reg_read('STATUS') & h.STATUS_FATAL, 10)
+    assert a.reg_read('FATAL_CODE') == 1                       # QRNIC_FATAL_DMA
+    assert a.reg_read('SCRATCH') == 0x5a5aa5a5
+    assert a.reg_read('VERSION') == abi.ABI_VERSION
+    a.qemu.qmp('set_link', name='qrnic0', up=True)
+    world.reset_devices()
+    healthy(world)
+
+
 # ---- MMIO --------------------------------------------------------------------------------
 def test_bar0_every_offset_every_size_read(world):
     d = world.devs[0]
