@@ -216,6 +216,16 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
+/* A frame to the port's own MAC: the model receives it itself (local
+ * loopback); only the capture sees it, never the netdev. */
+static void qrnic_host_loopback(void *opaque, const uint8_t *frame, size_t len)
+{
+    QrnicState *s = opaque;
+
+    trace_qrnic_loopback(len);
+    qrnic_pcap_frame(s, frame, len);
+}
+
 static uint64_t qrnic_host_now(void *opaque)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -300,6 +310,7 @@ static const struct qrnic_host_ops qrnic_host_ops = {
     .schedule = qrnic_host_schedule,
     .log = qrnic_host_log,
     .trace = qrnic_host_trace,
+    .loopback = qrnic_host_loopback,
 };
 
 /* ---- work ------------------------------------------------------------------- */

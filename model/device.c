@@ -270,12 +270,44 @@ void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 		qrnic_tx_now_buf(d, buf, len);
 }
 
+/* ---- local loopback ------------------------------------------------------- */
+/* A frame for the port's own MAC address does not go on the wire: the
+ * port receives it itself, as every RNIC and rxe do (two QPs of one
+ * device talking, rdma_cm to a local address).  It leaves the transmit
+ * side where a frame would leave the port -- after the timing model's
+ * port and the transmit fault rules -- and enters the receive side
+ * where a frame from the wire would (rx_admit: link, queue, receive fault
+ * rules), so both directions' costs and fault points apply to it. */
+static bool tx_loops_back(const struct qrnic_dev *d, const uint8_t *dmac)
+{
+	return !memcmp(dmac, d->cfg.mac, 6);
+}
+
+static void loopback_count(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
+	qrnic_stat_add(d, QRNIC_STAT_LOOPBACK_FRAMES, 1);
+	if (d->ops->loopback)
+		d->ops->loopback(d->opaque, frame, len);
+}
+
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
+	const struct qrnic_pkt *desc;
+
 	if (!d->ops->tx_frame_buf || !d->link_up || d->fault) {
 		qrnic_frame_buf_fill(buf);
 		qrnic_tx_now(d, buf, len);
 		qrnic_frame_buf_free(buf);
+		return;
+	}
+	desc = qrnic_frame_buf_pkt(buf);
+	if (tx_loops_back(d, desc ? desc->dmac : buf)) {
+		if (d->ops->loopback)
+			qrnic_frame_buf_fill(buf);
+		loopback_count(d, buf, len);
+		qrnic_dev_rx_frame_buf(d, buf, len);
 		return;
 	}
 	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
@@ -291,6 +323,11 @@ void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	}
 	if (d->fault && qrnic_fault_tx(d, frame, len))
 		return;		/* fault injection dropped, held or sent it */
+	if (len >= 6 && tx_loops_back(d, frame)) {
+		loopback_count(d, frame, len);
+		qrnic_dev_rx_frame(d, frame, len);
+		return;
+	}
 	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
 	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
 	d->ops->tx_frame(d->opaque, frame, len);
@@ -913,7 +950,14 @@ bool qrnic_dev_run(struct qrnic_dev *d)
 	/* Service each QP queued right now once; QPs that still have work
 	 * go to the back of the list, so one busy QP cannot starve others. */
 	for (n = 0; n < QRNIC_RUN_QP_BUDGET; n++) {
-		struct qrnic_qp *qp = qrnic_qlist_pop(d, &d->work, QRNIC_QL_WORK);
+		struct qrnic_qp *qp;
+
+		/* Loopback frames enter our own receive queue while QPs are
+		 * serviced: leave room for what one more step can send rather
+		 * than drop our own frames (the next run receives them first). */
+		if (QRNIC_RXQ_DEPTH - (d->rxq_tail - d->rxq_head) < QRNIC_RXQ_STEP_RESERVE)
+			break;
+		qp = qrnic_qlist_pop(d, &d->work, QRNIC_QL_WORK);
 
 		if (!qp)
 			break;

@@ -30,6 +30,9 @@
 #define QRNIC_ACKREQ_WQES	16	/* ... and every N messages (a quarter of the WQE window) */
 #define QRNIC_MAX_RD_ATOMIC	16	/* responder resources per QP */
 #define QRNIC_RXQ_DEPTH		1024	/* frames queued between rx and run */
+/* frames one QP service step may loop back to us at most (a budget of
+ * responses, one of requests, an ACK), with a margin */
+#define QRNIC_RXQ_STEP_RESERVE	(4 * QRNIC_QP_PKT_BUDGET)
 #define QRNIC_RUN_RX_BUDGET	256	/* frames per qrnic_dev_run() */
 #define QRNIC_RUN_QP_BUDGET	256	/* QP service steps per qrnic_dev_run() */
 #define QRNIC_QP_PKT_BUDGET	16	/* packets per QP service step */

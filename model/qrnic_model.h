@@ -96,6 +96,12 @@ struct qrnic_host_ops {
 	 * buffer must not change until its work request completes, and a
 	 * retransmission reads it again anyway). */
 	const void *(*dma_map)(void *opaque, uint64_t addr, size_t len);
+	/* Optional (may be NULL): a frame the port delivered to itself
+	 * instead of putting it on the wire (local loopback: its destination
+	 * MAC is the port's own), for captures and frame logs.  Called when
+	 * the frame would have left the port, with its bytes built; the
+	 * device then receives it as if it had arrived. */
+	void (*loopback)(void *opaque, const uint8_t *frame, size_t len);
 };
 
 /* Frame buffers that change hands without a copy (ops->tx_frame_buf,

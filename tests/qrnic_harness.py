@@ -139,11 +139,12 @@ E_TIMEOUT, E_NOAQ, E_FULL, E_NOOBJ, E_INVAL, E_NOMEM, E_DEV = \
 RUN_RESULT = {0: 'idle', 1: 'time', 2: 'iter', 3: 'stop'}
 ACT = {'drop': 0, 'dup': 1, 'hold': 2, 'corrupt': 3}
 F_DELIVERED, F_DROP_RULE, F_DROP_RANDOM, F_DUPLICATED, F_HELD, F_CORRUPTED, F_RX_FULL, \
-    F_NO_CABLE = (1 << i for i in range(8))
+    F_NO_CABLE, F_LOOPBACK = (1 << i for i in range(9))
 MR_SHUFFLE, MR_CONTIG, MR_PHYS = 1, 2, 4
 ADMIN_RAW = 1
 WIRE_STATS = ['tx', 'delivered', 'drop_rule', 'drop_random', 'duplicated', 'held', 'corrupted',
-              'rx_full', 'no_cable', 'injected', 'busy_unscheduled', 'stale_admin_cqes', 'described']
+              'rx_full', 'no_cable', 'injected', 'busy_unscheduled', 'stale_admin_cqes', 'described',
+              'loopback']
 
 # ---- ABI structures (checked against the C layout by check_layout()) ---------
 LE = ctypes.LittleEndianStructure
@@ -648,6 +649,11 @@ class Frame:
     @property
     def delivered(self):
         return bool(self.fate & F_DELIVERED)
+
+    @property
+    def loopback(self):
+        """The device received this frame itself (local loopback, src == dst)."""
+        return bool(self.fate & F_LOOPBACK)
 
     def __repr__(self):
         if not self.roce:

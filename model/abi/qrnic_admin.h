@@ -375,7 +375,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(MPT_CACHE_HITS, "mpt_cache_hits")			\
 	X(MPT_CACHE_MISSES, "mpt_cache_misses")			\
 	X(MTT_CACHE_HITS, "mtt_cache_hits")			\
-	X(MTT_CACHE_MISSES, "mtt_cache_misses")
+	X(MTT_CACHE_MISSES, "mtt_cache_misses")		\
+	X(LOOPBACK_FRAMES, "loopback_frames")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

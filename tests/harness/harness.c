@@ -884,6 +884,21 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	held_tick(w, src);
 }
 
+/* A frame the device looped back to itself: logged and captured like a
+ * frame on the wire (src == dst, fate HX_F_LOOPBACK); the wire's rules
+ * never see it (the device's own fault rules do). */
+static void op_loopback(void *opaque, const uint8_t *f, size_t len)
+{
+	struct hx_dev *h = opaque;
+	hx_world *w = h->w;
+
+	pcap_write(w, f, (uint32_t)len);
+	fate(w, framelog_add(w, h->idx, h->idx, h->tx_seq++, f, (uint32_t)len),
+	     HX_F_LOOPBACK | HX_F_DELIVERED);
+	w->tx_seq++;
+	w->ws[HX_WS_LOOPBACK]++;
+}
+
 static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 {
 	tx_frame(opaque, f, NULL, len);
@@ -996,6 +1011,7 @@ static const struct qrnic_host_ops hx_ops = {
 	.log = op_log,
 	.trace = op_trace,
 	.tx_frame_buf = op_tx_frame_buf,
+	.loopback = op_loopback,
 };
 
 void hx_trace_enable(hx_world *w, uint32_t capacity)

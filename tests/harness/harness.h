@@ -52,6 +52,7 @@
 #define HX_F_CORRUPTED		(1u << 5)
 #define HX_F_RX_FULL		(1u << 6)	/* device refused (rx queue full) */
 #define HX_F_NO_CABLE		(1u << 7)
+#define HX_F_LOOPBACK		(1u << 8)	/* the device received it itself (src == dst) */
 
 /* reg_mr harness flags */
 #define HX_MR_SHUFFLE		(1u << 0)	/* data pages mapped in shuffled physical order */
@@ -67,6 +68,7 @@ enum hx_wire_stat {
 	HX_WS_HELD, HX_WS_CORRUPTED, HX_WS_RX_FULL, HX_WS_NO_CABLE, HX_WS_INJECTED,
 	HX_WS_BUSY_UNSCHEDULED, HX_WS_STALE_ADMIN_CQES,
 	HX_WS_DESCRIBED,	/* delivered with headers by description (qrnic_frame_buf_described) */
+	HX_WS_LOOPBACK,		/* looped back inside a device (ops->loopback) */
 	HX_WS_COUNT
 };
 

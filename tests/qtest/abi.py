@@ -48,7 +48,8 @@ STAT_NAMES = [
     'doorbells_ignored', 'bad_wqes', 'dma_errors', 'admin_cmds', 'admin_errors',
     'atomics_executed', 'atomics_replayed', 'eth_tx_frames', 'eth_rx_frames', 'eth_rx_drops',
     'late_events', 'late_ns_total', 'faults_injected', 'window_cuts', 'qpc_cache_hits', 'qpc_cache_misses',
-    'mpt_cache_hits', 'mpt_cache_misses', 'mtt_cache_hits', 'mtt_cache_misses']   # QRNIC_STATS() order
+    'mpt_cache_hits', 'mpt_cache_misses', 'mtt_cache_hits', 'mtt_cache_misses',
+    'loopback_frames']   # QRNIC_STATS() order
 
 
 class AqHdr(LE):
