@@ -76,7 +76,7 @@ static uint8_t fw_query_device(struct qrnic_dev *d, const struct qrnic_aq_cmd *c
 	a.max_msg_size = QRNIC_MAX_MSG_SIZE;
 	a.num_vectors = c->num_vectors;
 	a.gid_tbl_len = c->gid_tbl_len;
-	a.caps = QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 | QRNIC_CAP_ETH;
+	a.caps = QRNIC_CAPS_ALL;
 	a.page_size_cap = ((1ull << (QRNIC_MAX_PAGE_SHIFT + 1)) - 1) &
 			  ~((1ull << QRNIC_MIN_PAGE_SHIFT) - 1);
 	a.max_mr_size = c->max_mr_size;

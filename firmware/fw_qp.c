@@ -5,9 +5,9 @@
  * MODIFY_QP follows the IBTA chapter 11 QP state machine as Linux encodes
  * it in ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c): for every
  * (current, next) pair, whether it is allowed and which attributes are
- * required and optional, per transport (RC, UD, GSI).  Differences from
+ * required and optional, per transport (RC, UC, UD, GSI).  Differences from
  * that table, all deliberate:
- *   - SQE -> RTS only for UD/GSI (an RC QP never enters SQE);
+ *   - SQE -> RTS only for UC/UD/GSI (an RC QP never enters SQE);
  *   - GSI accepts PORT as an optional attribute of RESET->INIT and
  *     INIT->INIT (UD requires it there; harmless for QP1, port is 1);
  *   - ALT_PATH, PATH_MIG_STATE and CAP are answered QRNIC_AQ_NOT_SUPPORTED
@@ -29,11 +29,12 @@
 #include "qrnic_fw.h"
 
 /* ---- The state machine ---------------------------------------------------- */
-enum { T_RC, T_UD, T_GSI, T_NUM };
+enum { T_RC, T_UD, T_GSI, T_UC, T_NUM };
 #define V_RC	(1u << T_RC)
 #define V_UD	(1u << T_UD)
 #define V_GSI	(1u << T_GSI)
-#define V_ALL	(V_RC | V_UD | V_GSI)
+#define V_UC	(1u << T_UC)
+#define V_ALL	(V_RC | V_UD | V_GSI | V_UC)
 
 struct qp_trans {
 	uint8_t  valid;			/* V_* bits: allowed for these types */
@@ -51,6 +52,7 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.valid = V_ALL,
 			.req = {
 				[T_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
 			},
@@ -64,6 +66,7 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.valid = V_ALL,
 			.opt = {
 				[T_RC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
+				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY) | A(PORT),
 			},
@@ -73,9 +76,11 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.req = {
 				[T_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
 					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
+				[T_UC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
 			},
 			.opt = {
 				[T_RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+				[T_UC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
 			},
@@ -89,12 +94,15 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.req = {
 				[T_RC] = A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(SQ_PSN) |
 					 A(MAX_QP_RD_ATOMIC),
+				[T_UC] = A(SQ_PSN),
 				[T_UD] = A(SQ_PSN),
 				[T_GSI] = A(SQ_PSN),
 			},
 			.opt = {
 				[T_RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
 					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
+				[T_UC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
 			},
@@ -108,6 +116,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.opt = {
 				[T_RC] = A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) |
 					 A(PATH_MIG_STATE) | A(MIN_RNR_TIMER),
+				[T_UC] = A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) |
+					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
 			},
@@ -116,6 +126,7 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.valid = V_ALL,
 			.opt = {
 				[T_RC] = A(EN_SQD_ASYNC),
+				[T_UC] = A(EN_SQD_ASYNC),
 				[T_UD] = A(EN_SQD_ASYNC),
 				[T_GSI] = A(EN_SQD_ASYNC),
 			},
@@ -129,6 +140,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.opt = {
 				[T_RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
 					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
+				[T_UC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
 			},
@@ -140,6 +153,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
 					 A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
 					 A(PATH_MIG_STATE),
+				[T_UC] = A(AV) | A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
+					 A(PATH_MIG_STATE),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
 			},
@@ -149,8 +164,9 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 		[S(RESET)] = { .valid = V_ALL },
 		[S(ERR)] = { .valid = V_ALL },
 		[S(RTS)] = {
-			.valid = V_UD | V_GSI,
+			.valid = V_UC | V_UD | V_GSI,
 			.opt = {
+				[T_UC] = A(CUR_STATE) | A(ACCESS_FLAGS),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
 			},
@@ -166,6 +182,7 @@ static int qp_type_col(uint8_t qp_type)
 {
 	switch (qp_type) {
 	case QRNIC_QPT_RC:	return T_RC;
+	case QRNIC_QPT_UC:	return T_UC;
 	case QRNIC_QPT_UD:	return T_UD;
 	case QRNIC_QPT_GSI:	return T_GSI;
 	default:		return -1;

@@ -874,12 +874,9 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 		return;
 	}
 	fl = qrnic_opcode_flags(p.opcode);
-	if (p.opcode >= 0x60) {
-		if (qp->type != QRNIC_QPT_UD && qp->type != QRNIC_QPT_GSI) {
-			rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
-			return;
-		}
-	} else if (qp->type != QRNIC_QPT_RC) {
+	/* the BTH opcode's transport (its top three bits) must be the QP's */
+	if (p.opcode >= 0x60 ? qp->type != QRNIC_QPT_UD && qp->type != QRNIC_QPT_GSI
+	    : p.opcode >= 0x20 ? qp->type != QRNIC_QPT_UC : qp->type != QRNIC_QPT_RC) {
 		rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
 		return;
 	}
@@ -997,9 +994,7 @@ uint64_t qrnic_dev_reg_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 	}
 	switch (off) {
 	case QRNIC_REG_VERSION:		v = QRNIC_ABI_VERSION; break;
-	case QRNIC_REG_CAPS:
-		v = QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 | QRNIC_CAP_ETH;
-		break;
+	case QRNIC_REG_CAPS:		v = QRNIC_CAPS_ALL; break;
 	case QRNIC_REG_CTRL:		v = d->ctrl; break;
 	case QRNIC_REG_STATUS:		v = d->status; break;
 	case QRNIC_REG_FATAL_CODE:	v = d->fatal_code; break;

@@ -206,6 +206,7 @@ struct qrnic_resp {
 	uint32_t epsn;		/* expected PSN */
 	uint32_t msn;		/* messages completed, 24 bits */
 	bool     nak_sent;	/* sequence NAK sent, waiting for epsn */
+	bool     drop_msg;	/* UC: dropping the rest of a message */
 	/* receive in progress (multi-packet SEND) */
 	bool     recv_active;
 	struct qrnic_rwqe rwqe;

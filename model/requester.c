@@ -21,9 +21,15 @@ static uint32_t path_mtu(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 	uint32_t m = qrnic_mtu_bytes(qp->attr.path_mtu);
 
 	/* UD QPs have no path MTU attribute: the port's MTU applies. */
-	if (qp->type != QRNIC_QPT_RC || !m)
+	if ((qp->type != QRNIC_QPT_RC && qp->type != QRNIC_QPT_UC) || !m)
 		return qrnic_mtu_bytes(qrnic_port_ib_mtu(d));
 	return m;
+}
+
+/* RC and UC: one peer, set by MODIFY_QP (attr.av, dest_qpn) */
+static inline bool connected(const struct qrnic_qp *qp)
+{
+	return qp->type == QRNIC_QPT_RC || qp->type == QRNIC_QPT_UC;
 }
 
 static bool is_rd_atomic(uint8_t op)
@@ -64,7 +70,8 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	uint32_t stride = 1u << qp->sq_wqe_shift;
 	uint64_t addr = qp->sq_addr +
 		((uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) << qp->sq_wqe_shift);
-	bool ud = qp->type != QRNIC_QPT_RC;
+	bool ud = qp->type == QRNIC_QPT_UD || qp->type == QRNIC_QPT_GSI;
+	bool uc = qp->type == QRNIC_QPT_UC;
 	uint32_t room = stride - (uint32_t)sizeof(struct qrnic_send_wqe);
 	int verr;
 
@@ -89,6 +96,7 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 
 	if (q->opcode > QRNIC_WR_ATOMIC_FETCH_AND_ADD ||
 	    (ud && q->opcode != QRNIC_WR_SEND && q->opcode != QRNIC_WR_SEND_WITH_IMM) ||
+	    (uc && q->opcode > QRNIC_WR_SEND_WITH_IMM) ||	/* UC: no READ, no atomics */
 	    (q->flags & ~0xfu) || q->rsvd0 || q->rsvd1 ||
 	    ((q->flags & QRNIC_WQE_F_INLINE) &&
 	     (q->num_sge || q->inline_len > room || is_rd_atomic(q->opcode))) ||
@@ -477,7 +485,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	int verr;
 
 	memset(&p, 0, sizeof(p));
-	if (qp->type == QRNIC_QPT_RC)
+	if (connected(qp))
 		verr = qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp->qpn);
 	else {
 		struct qrnic_ah *ah = qrnic_ah_get(d, w->wqe.ah);
@@ -488,7 +496,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, (uint8_t)verr);
 		return false;
 	}
-	p.dqpn = qp->type == QRNIC_QPT_RC ? qp->attr.dest_qpn : w->wqe.remote_qpn & QRNIC_PSN_MASK;
+	p.dqpn = connected(qp) ? qp->attr.dest_qpn : w->wqe.remote_qpn & QRNIC_PSN_MASK;
 	p.psn = qp->req.cur_psn;
 	if (qrnic_timed(d))	/* payload reads were issued with the WQE */
 		d->tm_t = max64(qrnic_now(d), w->tm_issue);
@@ -525,7 +533,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		if (len > mtu)
 			len = mtu;
 		last = w->sent + len >= w->total_len;
-		if (qp->type != QRNIC_QPT_RC) {
+		if (!connected(qp)) {
 			p.opcode = w->wqe.opcode == QRNIC_WR_SEND_WITH_IMM ? QRNIC_OP_UD_SEND_ONLY_IMM
 									   : QRNIC_OP_UD_SEND_ONLY;
 			p.deth_qkey = (w->wqe.remote_qkey & 0x80000000u) ? qp->attr.qkey
@@ -533,6 +541,8 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 			p.deth_sqpn = qp->qpn;
 		} else {
 			p.opcode = rc_opcode(w->wqe.opcode, first, last);
+			if (qp->type == QRNIC_QPT_UC)	/* the same, transport 001 */
+				p.opcode |= QRNIC_OP_UC_SEND_FIRST;
 			if (first && (w->wqe.opcode == QRNIC_WR_RDMA_WRITE ||
 				      w->wqe.opcode == QRNIC_WR_RDMA_WRITE_WITH_IMM)) {
 				p.reth_va = w->wqe.remote_addr;

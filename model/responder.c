@@ -583,6 +583,143 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 	qrnic_qp_kick(d, qp);
 }
 
+/* ---- UC receive ------------------------------------------------------------ */
+/* UC has no ACKs, NAKs or retries (IBTA 9.7.5.2; rxe does the same).  A
+ * packet out of sequence, out of opcode order, or that fails a check
+ * meant for the sender (remote access, length, no receive WQE posted) ends
+ * the message in progress: it and the rest of that message are dropped
+ * and counted until a FIRST or ONLY packet starts the next one, whose PSN
+ * becomes the expected one.  Nothing is completed for a dropped message;
+ * a receive WQE it had started to fill is used again by the next SEND.
+ * Only the receiver's own faults (a bad receive WQE, a DMA failure on its
+ * memory) complete that WQE with an error and move the QP to ERROR, as on
+ * RC, without a NAK. */
+static void uc_drop(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p,
+		    enum qrnic_stat why)
+{
+	qp->resp.drop_msg = true;
+	qp->resp.recv_active = false;	/* the WQE stays first in the RQ */
+	qp->resp.write_active = false;
+	qrnic_stat_add(d, why, 1);
+	qrnic_trace(d, QRNIC_TR_DROP, qp->qpn, p->psn, why, p->paylen, 0);
+}
+
+static void uc_local_error(struct qrnic_dev *d, struct qrnic_qp *qp, int verr)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+	struct qrnic_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = qp->resp.rwqe.wr_id;
+	cqe.qpn = qp->qpn;
+	cqe.status = recv_status_for(verr);
+	cqe.vendor_err = (uint8_t)verr;
+	cqe.opcode = QRNIC_WC_OP_RECV;
+	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
+	qp->resp.recv_active = false;
+	qp->resp.write_active = false;
+	qp->resp.rq_ci++;
+	if (cq)
+		qrnic_cq_post(d, cq, &cqe);
+	qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
+}
+
+static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	uint32_t fl = qrnic_opcode_flags(p->opcode);
+	uint32_t mtu = path_mtu(qp), total;
+	int verr;
+
+	if (p->psn != qp->resp.epsn || qp->resp.drop_msg) {
+		if (!(fl & QRNIC_HDR_FIRST)) {	/* the rest of a broken message */
+			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
+			return;
+		}
+		/* a new message: what was in progress is abandoned */
+		qp->resp.recv_active = false;
+		qp->resp.write_active = false;
+		qp->resp.drop_msg = false;
+		qp->resp.epsn = p->psn;
+	}
+	if (!opcode_in_sequence(qp, fl) ||
+	    (((fl & (QRNIC_HDR_FIRST | QRNIC_HDR_MIDDLE)) && !(fl & QRNIC_HDR_LAST))
+	     ? p->paylen != mtu : p->paylen > mtu)) {
+		uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_MALFORMED);
+		return;
+	}
+	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, 1);
+	if (fl & QRNIC_HDR_WRITE) {
+		if (fl & QRNIC_HDR_FIRST) {
+			if (!(qp->attr.qp_access_flags & QRNIC_ACCESS_REMOTE_WRITE) ||
+			    p->reth_len > QRNIC_MAX_MSG_SIZE ||
+			    (p->reth_len && qrnic_mr_check(d, p->reth_rkey, qp->pdn, p->reth_va,
+							   p->reth_len, QRNIC_ACCESS_REMOTE_WRITE))) {
+				uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
+				return;
+			}
+			qp->resp.write_va = p->reth_va;
+			qp->resp.write_rkey = p->reth_rkey;
+			qp->resp.write_resid = p->reth_len;
+			qp->resp.write_active = true;
+			qp->resp.recv_off = p->reth_len;
+		}
+		if (p->paylen > qp->resp.write_resid ||
+		    ((fl & QRNIC_HDR_LAST) && p->paylen != qp->resp.write_resid) ||
+		    ((fl & QRNIC_HDR_IMMDT) && rq_empty(qp))) {
+			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
+			return;
+		}
+		if (p->paylen &&
+		    qrnic_mr_write(d, qp->resp.write_rkey, qp->pdn, qp->resp.write_va, p->payload,
+				   p->paylen, QRNIC_ACCESS_REMOTE_WRITE) != QRNIC_VERR_NONE) {
+			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
+			return;
+		}
+		qp->resp.write_va += p->paylen;
+		qp->resp.write_resid -= p->paylen;
+		if (!(fl & QRNIC_HDR_LAST))
+			return;
+		qp->resp.write_active = false;
+		if (!(fl & QRNIC_HDR_IMMDT))
+			return;
+		total = qp->resp.recv_off;	/* the WRITE's length (fetch_rwqe resets it) */
+		verr = fetch_rwqe(d, qp);
+		if (verr != QRNIC_VERR_NONE) {
+			uc_local_error(d, qp, verr);
+			return;
+		}
+		complete_recv(d, qp, p, total, QRNIC_WC_OP_RECV_RDMA_WITH_IMM, 0, qp->attr.dest_qpn);
+		return;
+	}
+	/* SEND */
+	if (!qp->resp.recv_active) {
+		if (rq_empty(qp)) {
+			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
+			return;
+		}
+		verr = fetch_rwqe(d, qp);
+		if (verr != QRNIC_VERR_NONE) {
+			uc_local_error(d, qp, verr);
+			return;
+		}
+	}
+	if (qp->resp.recv_off + p->paylen > qp->resp.rwqe.total_len) {
+		uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);	/* too long: not completed */
+		return;
+	}
+	if (p->paylen) {
+		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
+				       qp->resp.recv_off, p->payload, p->paylen);
+		if (verr != QRNIC_VERR_NONE) {
+			uc_local_error(d, qp, verr);
+			return;
+		}
+	}
+	qp->resp.recv_off += p->paylen;
+	if (fl & QRNIC_HDR_LAST)
+		complete_recv(d, qp, p, qp->resp.recv_off, QRNIC_WC_OP_RECV, 0, qp->attr.dest_qpn);
+}
+
 void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
 {
 	uint8_t st = qp->attr.qp_state;
@@ -593,6 +730,10 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	if (st != QRNIC_QPS_RTR && st != QRNIC_QPS_RTS && st != QRNIC_QPS_SQD &&
 	    st != QRNIC_QPS_SQE) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_QP_STATE, 1);
+		return;
+	}
+	if (qp->type == QRNIC_QPT_UC) {
+		uc_receive(d, qp, p);
 		return;
 	}
 	if (qp->type != QRNIC_QPT_RC) {

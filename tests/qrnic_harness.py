@@ -24,7 +24,7 @@ import struct
 MAX_SGE = 16
 GRH_BYTES = 40
 
-QPT = {'RC': 2, 'UD': 4, 'GSI': 0xf1}
+QPT = {'RC': 2, 'UC': 3, 'UD': 4, 'GSI': 0xf1}
 QPS = {'RESET': 0, 'INIT': 1, 'RTR': 2, 'RTS': 3, 'SQD': 4, 'SQE': 5, 'ERR': 6}
 QPS_NAME = {v: k for k, v in QPS.items()}
 
@@ -123,6 +123,10 @@ OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
       'RC_READ_REQ': 0x0c, 'RC_READ_RESP_FIRST': 0x0d, 'RC_READ_RESP_MIDDLE': 0x0e,
       'RC_READ_RESP_LAST': 0x0f, 'RC_READ_RESP_ONLY': 0x10, 'RC_ACK': 0x11,
       'RC_ATOMIC_ACK': 0x12, 'RC_CMP_SWAP': 0x13, 'RC_FETCH_ADD': 0x14,
+      'UC_SEND_FIRST': 0x20, 'UC_SEND_MIDDLE': 0x21, 'UC_SEND_LAST': 0x22,
+      'UC_SEND_LAST_IMM': 0x23, 'UC_SEND_ONLY': 0x24, 'UC_SEND_ONLY_IMM': 0x25,
+      'UC_WRITE_FIRST': 0x26, 'UC_WRITE_MIDDLE': 0x27, 'UC_WRITE_LAST': 0x28,
+      'UC_WRITE_LAST_IMM': 0x29, 'UC_WRITE_ONLY': 0x2a, 'UC_WRITE_ONLY_IMM': 0x2b,
       'UD_SEND_ONLY': 0x64, 'UD_SEND_ONLY_IMM': 0x65}
 OP_NAME = {v: k for k, v in OP.items()}
 # AETH syndromes
@@ -618,7 +622,7 @@ class Frame:
         if op >= 0x60:  # UD: DETH
             self.deth = (struct.unpack_from('>I', d, p)[0], int.from_bytes(d[p + 5:p + 8], 'big'))
             p += 8
-        if op in (0x06, 0x0a, 0x0b, 0x0c):
+        if op in (0x06, 0x0a, 0x0b, 0x0c, 0x26, 0x2a, 0x2b):
             self.reth = struct.unpack_from('>QII', d, p)  # va, rkey, len
             p += 16
         if op in (0x13, 0x14):
@@ -631,7 +635,7 @@ class Frame:
         if op == 0x12:
             self.atomic_orig = struct.unpack_from('>Q', d, p)[0]
             p += 8
-        if op in (0x03, 0x05, 0x09, 0x0b, 0x65):
+        if op in (0x03, 0x05, 0x09, 0x0b, 0x23, 0x25, 0x29, 0x2b, 0x65):
             self.imm = struct.unpack_from('>I', d, p)[0]
             p += 4
         end = min(ip_end, len(d)) - 4 - self.padcnt
@@ -1380,7 +1384,39 @@ def _sge_list(sges):
     return addrs, lens, keys
 
 
-class Qp(_Obj):
+class QpTransitions:
+    """RESET -> INIT -> RTR -> RTS with the attributes each QP type needs
+    (shared by the harness's Qp and the qtest driver's Qp: both provide
+    modify() and qp_type)."""
+
+    def to_init(self, access=ACCESS_REMOTE, qkey=None, check=True):
+        if self.qp_type in (QPT['RC'], QPT['UC']):
+            return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
+                               check=check)
+        return self.modify('INIT', pkey_index=0, port_num=1,
+                           qkey=0x11111111 if qkey is None else qkey, check=check)
+
+    def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
+               max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
+        if self.qp_type not in (QPT['RC'], QPT['UC']):
+            return self.modify('RTR', check=check)
+        gid, nt = remote_dev.gids[gid_index]
+        av = make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
+        if self.qp_type == QPT['UC']:
+            return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn,
+                               rq_psn=rq_psn, check=check)
+        return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn, rq_psn=rq_psn,
+                           max_dest_rd_atomic=max_dest_rd_atomic, min_rnr_timer=min_rnr_timer,
+                           check=check)
+
+    def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4, check=True):
+        if self.qp_type != QPT['RC']:
+            return self.modify('RTS', sq_psn=sq_psn, check=check)
+        return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
+                           rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)
+
+
+class Qp(_Obj, QpTransitions):
     def __init__(self, dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log, rq_shift):
         super().__init__(dev, qpn)
         self.qpn = qpn
@@ -1436,29 +1472,6 @@ class Qp(_Obj):
     @property
     def state(self):
         return self.query()['state_name']
-
-    def to_init(self, access=ACCESS_REMOTE, qkey=None, check=True):
-        if self.qp_type == QPT['RC']:
-            return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
-                               check=check)
-        return self.modify('INIT', pkey_index=0, port_num=1,
-                           qkey=0x11111111 if qkey is None else qkey, check=check)
-
-    def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
-               max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
-        if self.qp_type != QPT['RC']:
-            return self.modify('RTR', check=check)
-        gid, nt = remote_dev.gids[gid_index]
-        av = make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
-        return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn, rq_psn=rq_psn,
-                           max_dest_rd_atomic=max_dest_rd_atomic, min_rnr_timer=min_rnr_timer,
-                           check=check)
-
-    def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4, check=True):
-        if self.qp_type != QPT['RC']:
-            return self.modify('RTS', sq_psn=sq_psn, check=check)
-        return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
-                           rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)
 
     def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
                   signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
@@ -1551,15 +1564,17 @@ class Conn:
 def connect_rc(dev_a, dev_b, mtu=1024, psn_a=0x100, psn_b=0x200, access=ACCESS_REMOTE,
                timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=1, max_rd_atomic=4,
                max_dest_rd_atomic=4, sq_log=6, rq_log=6, sq_shift=9, rq_shift=9, cq_log=10,
-               gid_index=0, pd_a=None, pd_b=None, separate_cqs=False):
+               gid_index=0, pd_a=None, pd_b=None, separate_cqs=False, qp_type='RC'):
     """Create PD/CQ/QP on both devices and move both QPs to RTS, each
-    pointing at the other.  psn_a: first PSN of a's requests (b's rq_psn)."""
+    pointing at the other.  psn_a: first PSN of a's requests (b's rq_psn).
+    qp_type 'UC' makes an unreliable connection (the RC-only attributes
+    are then not sent)."""
     sides = []
     for dev, pd in ((dev_a, pd_a), (dev_b, pd_b)):
         pd = pd or dev.alloc_pd()
         cq = dev.create_cq(cq_log)
         rcq = dev.create_cq(cq_log) if separate_cqs else cq
-        qp = dev.create_qp(pd, cq, rcq, 'RC', sq_log=sq_log, sq_shift=sq_shift,
+        qp = dev.create_qp(pd, cq, rcq, qp_type, sq_log=sq_log, sq_shift=sq_shift,
                            rq_log=rq_log, rq_shift=rq_shift)
         sides.append(Side(dev, pd, cq, qp, rcq))
     a, b = sides

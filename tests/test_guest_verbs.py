@@ -37,6 +37,32 @@ def test_ud_pingpong_validated(topo):
     assert '50 iters in' in cli.output, cli.output
 
 
+def test_uc_pingpong_validated(topo):
+    """UC (spec 12.9): ibv_uc_pingpong with buffer validation (-c)."""
+    s, c = pair(topo)
+    port = next_port()
+    common = '-p %d -s 4096 -n 50 -c' % port
+    srv, cli = client_server(s.vm, 'ibv_uc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
+                             c.vm, 'ibv_uc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip), port)
+    check_pair(srv, cli)
+    assert '50 iters in' in cli.output, cli.output
+
+
+@pytest.mark.parametrize('tool', ['ib_write_bw', 'ib_send_bw', 'ib_write_lat'])
+def test_perftest_uc(topo, tool):
+    """perftest over UC (-c UC); on a lossless link every iteration arrives."""
+    s, c = pair(topo)
+    port = next_port()
+    common = '-c UC -p %d -n 100 -F' % port
+    srv, cli = client_server(s.vm, '%s -d %s -x %d %s' % (tool, s.ibdev, s.gid, common),
+                             c.vm, '%s -d %s -x %d %s %s' % (tool, c.ibdev, c.gid, common, s.ip), port,
+                             timeout=180)
+    check_pair(srv, cli)
+    row = perftest_table(cli.output)
+    assert row and int(row['#iterations']) == 100, cli.output
+    assert 'Connection type : UC' in cli.output, cli.output
+
+
 PERFTESTS = [
     ('ib_write_bw', ''), ('ib_write_lat', ''),
     ('ib_read_bw', ''), ('ib_read_lat', ''),

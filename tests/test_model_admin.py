@@ -294,7 +294,8 @@ def test_oversized_counts_rejected(world):
     assert st_of(d.create_qp, pd, cq, sq_shift=10) == BP
     assert st_of(d.create_qp, pd, cq, rq_shift=4) == BP
     assert st_of(d.create_qp, pd, cq, rq_shift=10) == BP
-    assert st_of(d.create_qp, pd, cq, qp_type=3) == BP
+    assert st_of(d.create_qp, pd, cq, qp_type=8) == BP     # RAW_PACKET
+    assert st_of(d.create_qp, pd, cq, qp_type=1) == BP
     assert st_of(d.create_qp, pd, cq, sq_log=0, sq_shift=0) in (BP, 0)
     assert st_of(d.reg_mr, pd, 4096, page_shift=11) == BP
     assert st_of(d.reg_mr, pd, 4096, page_shift=31) == BP

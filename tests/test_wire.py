@@ -162,7 +162,7 @@ def test_reference_icrc_matches_hardware():
 
 def test_pcap_icrc_independent(capture):
     _, meta, frames = capture
-    assert len(frames) == 2 * 23 + 1
+    assert len(frames) == 2 * 35 + 1
     for m, f in zip(meta, frames):
         assert len(f) == m["len"]
         assert wire_icrc(f).hex() == m["icrc_wire"]
@@ -302,7 +302,7 @@ def test_tshark_reads_ipv6(capture):
     pcap, meta, _ = capture
     rows = tshark_rows(pcap)
     v6 = [r for r, m in zip(rows, meta) if m["ipv6"]]
-    assert len(v6) == 23
+    assert len(v6) == 35
     for r in v6:
         assert r["frame.protocols"].startswith("eth:ethertype:ipv6:udp:infiniband"), r
         assert r["ipv6.src"] and num(r["infiniband.bth.destqp"]) > 0

@@ -58,6 +58,11 @@ static int qrnic_qp_type(struct qrnic_dev *dev, enum ib_qp_type type, bool user,
 	case IB_QPT_RC:
 		*hw = QRNIC_QPT_RC;
 		return 0;
+	case IB_QPT_UC:
+		if (!(dev->caps & QRNIC_CAP_UC))
+			return -EOPNOTSUPP;
+		*hw = QRNIC_QPT_UC;
+		return 0;
 	case IB_QPT_UD:
 		if (!(dev->caps & QRNIC_CAP_UD))
 			return -EOPNOTSUPP;
@@ -393,6 +398,7 @@ static int qrnic_send_opcode(struct qrnic_dev *dev, struct qrnic_qp *qp,
 			     enum ib_wr_opcode op, u8 *hw)
 {
 	bool rc = qp->hw_type == QRNIC_QPT_RC;
+	bool connected = rc || qp->hw_type == QRNIC_QPT_UC;	/* UC: SEND and WRITE */
 
 	switch (op) {
 	case IB_WR_SEND:
@@ -403,10 +409,10 @@ static int qrnic_send_opcode(struct qrnic_dev *dev, struct qrnic_qp *qp,
 		return 0;
 	case IB_WR_RDMA_WRITE:
 		*hw = QRNIC_WR_RDMA_WRITE;
-		return rc ? 0 : -EINVAL;
+		return connected ? 0 : -EINVAL;
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 		*hw = QRNIC_WR_RDMA_WRITE_WITH_IMM;
-		return rc ? 0 : -EINVAL;
+		return connected ? 0 : -EINVAL;
 	case IB_WR_RDMA_READ:
 		*hw = QRNIC_WR_RDMA_READ;
 		return rc ? 0 : -EINVAL;
@@ -459,7 +465,7 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 		wqe->swap = atomic_wr(wr)->swap;
 		break;
 	default:
-		if (qp->hw_type != QRNIC_QPT_RC) {
+		if (qp->hw_type == QRNIC_QPT_UD || qp->hw_type == QRNIC_QPT_GSI) {
 			wqe->ah = to_qah(ud_wr(wr)->ah)->ahn;
 			wqe->remote_qpn = ud_wr(wr)->remote_qpn;
 			wqe->remote_qkey = ud_wr(wr)->remote_qkey;

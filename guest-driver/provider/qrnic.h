@@ -87,6 +87,7 @@ struct qrnic_qp {
 	unsigned int max_inline;
 	bool sq_sig_all;
 	bool ud;
+	bool uc;
 };
 
 struct qrnic_mr {

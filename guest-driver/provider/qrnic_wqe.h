@@ -140,12 +140,14 @@ struct qrnic_sq_params {
 	unsigned int max_sge;		/* SGEs accepted per WR */
 	unsigned int max_inline;	/* inline bytes accepted per WR */
 	bool ud;			/* UD (or GSI) QP: SEND* only */
+	bool uc;			/* UC QP: SEND* and RDMA_WRITE* only */
 	bool sig_all;			/* QP created with sq_sig_all */
 	uint32_t ahn;			/* UD: device AH number of wr->wr.ud.ah */
 };
 
-/* QRNIC_WR_* for an ibv_wr_opcode, or -1 when the QP type cannot post it. */
-static inline int qrnic_wr_opcode(enum ibv_wr_opcode op, bool ud)
+/* QRNIC_WR_* for an ibv_wr_opcode, or -1 when the QP type cannot post it
+ * (UD: SEND only; UC: SEND and RDMA WRITE; RC: all). */
+static inline int qrnic_wr_opcode(enum ibv_wr_opcode op, bool ud, bool uc)
 {
 	switch (op) {
 	case IBV_WR_SEND:
@@ -157,11 +159,11 @@ static inline int qrnic_wr_opcode(enum ibv_wr_opcode op, bool ud)
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return ud ? -1 : QRNIC_WR_RDMA_WRITE_WITH_IMM;
 	case IBV_WR_RDMA_READ:
-		return ud ? -1 : QRNIC_WR_RDMA_READ;
+		return ud || uc ? -1 : QRNIC_WR_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return ud ? -1 : QRNIC_WR_ATOMIC_CMP_AND_SWP;
+		return ud || uc ? -1 : QRNIC_WR_ATOMIC_CMP_AND_SWP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return ud ? -1 : QRNIC_WR_ATOMIC_FETCH_AND_ADD;
+		return ud || uc ? -1 : QRNIC_WR_ATOMIC_FETCH_AND_ADD;
 	default:
 		return -1;
 	}
@@ -187,7 +189,7 @@ static inline bool qrnic_wr_may_inline(int qop)
 static inline int qrnic_check_send_wr(const struct ibv_send_wr *wr,
 				      const struct qrnic_sq_params *p)
 {
-	int qop = qrnic_wr_opcode(wr->opcode, p->ud);
+	int qop = qrnic_wr_opcode(wr->opcode, p->ud, p->uc);
 	uint64_t total = 0;
 	int i;
 
@@ -218,7 +220,7 @@ static inline unsigned int qrnic_build_send_wqe(void *slot,
 						const struct ibv_send_wr *wr,
 						const struct qrnic_sq_params *p)
 {
-	int qop = qrnic_wr_opcode(wr->opcode, p->ud);
+	int qop = qrnic_wr_opcode(wr->opcode, p->ud, p->uc);
 	uint8_t *data = (uint8_t *)slot + QRNIC_SEND_WQE_HDR;
 	struct qrnic_send_wqe h;
 	unsigned int len = 0;

@@ -444,7 +444,8 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	unsigned int max_inline;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -501,6 +502,7 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->max_inline = r->max_inline < max_inline ? r->max_inline : max_inline;
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->ud = attr->qp_type == IBV_QPT_UD;
+	qp->uc = attr->qp_type == IBV_QPT_UC;
 	qp->vqp.qp.state = IBV_QPS_RESET;
 
 	/* What the rings really hold. */
@@ -627,6 +629,7 @@ int qrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		.max_sge = sq->max_sge,
 		.max_inline = qp->max_inline,
 		.ud = qp->ud,
+		.uc = qp->uc,
 		.sig_all = qp->sq_sig_all,
 	};
 	uint32_t start;

@@ -24,6 +24,7 @@
 
 /* ---- QP types, states, access flags (ibv values) ------------------------ */
 #define QRNIC_QPT_RC			2
+#define QRNIC_QPT_UC			3
 #define QRNIC_QPT_UD			4
 #define QRNIC_QPT_GSI			0xf1	/* qrnic value, not an ibv one: QP1, UD
 						 * semantics, qpn fixed to 1, kernel only */

@@ -69,7 +69,7 @@
 
 /* Reset values: CTRL=0, STATUS=READY, FATAL_CODE=0, AQ_*=0, AQ_STATUS=0,
  * ETH_*=0, SCRATCH=0.  VERSION and CAPS are constants of the device
- * revision (CAPS = all five QRNIC_CAP_* bits); NUM_*, MAC and ETH_MTU come
+ * revision (CAPS = QRNIC_CAPS_ALL); NUM_*, MAC and ETH_MTU come
  * from the device config; PORT_STATUS follows the link (not reset).
  * While STATUS.FATAL is set, writes other than CTRL and SCRATCH are ignored. */
 
@@ -78,6 +78,10 @@
 #define QRNIC_CAP_ATOMIC		(1u << 2)
 #define QRNIC_CAP_IPV6			(1u << 3)
 #define QRNIC_CAP_ETH			(1u << 4)
+#define QRNIC_CAP_UC			(1u << 5)
+/* what this device revision has: the CAPS register and QUERY_DEVICE caps */
+#define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
+					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */

@@ -394,7 +394,7 @@ class Mr(_Obj):
         return self.dev.destroy('DEREG_MR', self.key, check)
 
 
-class Qp(_Obj):
+class Qp(_Obj, h.QpTransitions):
     def __init__(self, dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log,
                  rq_shift, sq_addr, rq_addr, uctx=0):
         super().__init__(dev, qpn)
@@ -445,31 +445,6 @@ class Qp(_Obj):
     @property
     def state(self):
         return self.query()['state_name']
-
-    # same transitions as the harness
-    def to_init(self, access=h.ACCESS_REMOTE, qkey=None, check=True):
-        if self.qp_type == h.QPT['RC']:
-            return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
-                               check=check)
-        return self.modify('INIT', pkey_index=0, port_num=1,
-                           qkey=0x11111111 if qkey is None else qkey, check=check)
-
-    def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
-               max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
-        if self.qp_type != h.QPT['RC']:
-            return self.modify('RTR', check=check)
-        gid, nt = remote_dev.gids[gid_index]
-        av = h.make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
-        return self.modify('RTR', av=av, path_mtu=h.MTU[mtu], dest_qpn=remote_qpn,
-                           rq_psn=rq_psn, max_dest_rd_atomic=max_dest_rd_atomic,
-                           min_rnr_timer=min_rnr_timer, check=check)
-
-    def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4,
-               check=True):
-        if self.qp_type != h.QPT['RC']:
-            return self.modify('RTS', sq_psn=sq_psn, check=check)
-        return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
-                           rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)
 
     # -- data path
     def _db(self, off, idx):

@@ -391,6 +391,38 @@ static void test_send_ud(void)
 	CHECK(qrnic_check_send_wr(&wr, &p) == 0);
 }
 
+/* UC (spec 12.9): SEND and RDMA WRITE (with immediate), no READ or atomics,
+ * no AH: the WQE is laid out as for RC */
+static void test_send_uc(void)
+{
+	struct ibv_sge sg = { .addr = 0x4000, .length = 100, .lkey = 0x55 };
+	struct ibv_send_wr wr = {
+		.wr_id = 3, .sg_list = &sg, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .imm_data = htobe32(7),
+		.wr.rdma = { .remote_addr = 0x1122334455667788ull, .rkey = 0x99 },
+	};
+	struct qrnic_sq_params p = { .wqe_shift = 7, .max_sge = 4, .max_inline = 64, .uc = true };
+	static const enum ibv_wr_opcode bad[] = {
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	};
+	uint8_t slot[128];
+
+	CHECK(qrnic_check_send_wr(&wr, &p) == 0);
+	memset(slot, 0xee, sizeof(slot));
+	qrnic_build_send_wqe(slot, &wr, &p);
+	CHECK(slot[0] == QRNIC_WR_RDMA_WRITE_WITH_IMM);
+	CHECK(rd64(slot + 24) == 0x1122334455667788ull && rd32(slot + 20) == 0x99);
+	CHECK(rd32(slot + 48) == 0 && rd32(slot + 52) == 0);	/* no AH, no remote QPN */
+	wr.opcode = IBV_WR_SEND;
+	CHECK(qrnic_check_send_wr(&wr, &p) == 0);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		wr.opcode = bad[i];
+		CHECK(qrnic_check_send_wr(&wr, &p) == EINVAL);
+	}
+	wr.opcode = IBV_WR_RDMA_READ;
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);	/* the same WR on RC */
+}
+
 /* ---- receive WQEs (spec 8.4) ------------------------------------------- */
 
 static void test_recv(void)
@@ -545,6 +577,7 @@ int main(void)
 	test_send_atomics();
 	test_send_inline();
 	test_send_ud();
+	test_send_uc();
 	test_recv();
 	test_cqe();
 	test_owner();
