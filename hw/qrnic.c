@@ -48,6 +48,7 @@ struct QrnicState {
     QEMUTimer *timer;
     QEMUTimer *kick;        /* device work at the current virtual time (see qrnic_kick_cb) */
     bool in_kick;
+    bool rx_paused;     /* a frame was held back: the receive queue was full */
 
     struct qrnic_config cfg;
     struct qrnic_dev *dev;
@@ -314,11 +315,14 @@ static const struct qrnic_host_ops qrnic_host_ops = {
 };
 
 /* ---- work ------------------------------------------------------------------- */
+static void qrnic_rx_resume(QrnicState *s);
+
 static void qrnic_bh(void *opaque)
 {
     QrnicState *s = opaque;
 
     qrnic_dev_run(s->dev);
+    qrnic_rx_resume(s);
 }
 
 /*
@@ -358,6 +362,7 @@ static void qrnic_kick_cb(void *opaque)
     s->in_kick = true;
     qrnic_dev_run(s->dev);
     s->in_kick = false;
+    qrnic_rx_resume(s);
     if (icount_enabled() && qrnic_dev_busy(s->dev)) {
         /* no bottom half under icount (qrnic_host_schedule): the rest, one ns on */
         timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + 1);
@@ -415,14 +420,47 @@ static const MemoryRegionOps qrnic_db_ops = {
 };
 
 /* ---- net ---------------------------------------------------------------------- */
+/*
+ * A full receive queue pauses the netdev instead of dropping (as PFC does on
+ * a lossless RoCE fabric): returning 0 makes QEMU keep the frame (and those
+ * behind it) in the net queue; the bottom half flushes it once the device
+ * has taken frames from its queue.  A netdev that reads a socket (dgram)
+ * stops reading until then, and the host socket buffer may drop, as a
+ * lossy wire does.
+ */
+static bool qrnic_nc_can_receive(NetClientState *nc)
+{
+    QrnicState *s = qemu_get_nic_opaque(nc);
+
+    if (qrnic_dev_rx_full(s->dev)) {
+        s->rx_paused = true;    /* QEMU queues what comes: flush it later */
+        return false;
+    }
+    return true;
+}
+
 static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QrnicState *s = qemu_get_nic_opaque(nc);
 
+    if (qrnic_dev_rx_full(s->dev)) {
+        s->rx_paused = true;
+        trace_qrnic_rx_paused(size);
+        return 0;
+    }
     trace_qrnic_rx(size);
     qrnic_pcap_frame(s, buf, size);     /* also a frame the device then drops */
     qrnic_dev_rx_frame(s->dev, buf, size);
-    return size;    /* a full device queue drops, as a real port would */
+    return size;
+}
+
+/* After the device ran: frames held back while its queue was full. */
+static void qrnic_rx_resume(QrnicState *s)
+{
+    if (s->rx_paused && !qrnic_dev_rx_full(s->dev)) {
+        s->rx_paused = false;
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
 }
 
 static void qrnic_nc_link_status_changed(NetClientState *nc)
@@ -441,6 +479,7 @@ static NetClientInfo qrnic_net_info = {
     .size = sizeof(NICState),
     .receive = qrnic_nc_receive,
     .link_status_changed = qrnic_nc_link_status_changed,
+    .can_receive = qrnic_nc_can_receive,
 };
 
 /* ---- realize ------------------------------------------------------------------ */
@@ -794,6 +833,7 @@ static void qrnic_reset_hold(Object *obj, ResetType type)
      */
     if (s->dev) {
         qrnic_dev_reset(s->dev);
+        qrnic_rx_resume(s);     /* the queue is empty: frames held back may come */
     }
 }
 

@@ -766,6 +766,13 @@ static void rx_enqueue(struct qrnic_dev *d, uint8_t *buf, size_t len)
 	qrnic_schedule(d);
 }
 
+bool qrnic_dev_rx_full(const struct qrnic_dev *d)
+{
+	/* a device that will not empty its queue (disabled, fatal) drops */
+	return d->rxq_tail - d->rxq_head >= QRNIC_RXQ_DEPTH && (d->ctrl & QRNIC_CTRL_ENABLE) &&
+	       !(d->status & QRNIC_STATUS_FATAL);
+}
+
 bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 {
 	int rc = rx_admit(d, frame, len);

@@ -162,6 +162,10 @@ void qrnic_dev_db_write(struct qrnic_dev *dev, uint64_t off, uint64_t val, unsig
 /* A frame arrived from the wire.  The model copies it; it is processed in
  * qrnic_dev_run().  Returns false if the receive queue was full (dropped). */
 bool qrnic_dev_rx_frame(struct qrnic_dev *dev, const uint8_t *frame, size_t len);
+/* True while the device's receive queue has no room: a frame given now is
+ * dropped (rx_drop_other).  A host whose wire can hold frames back (QEMU's
+ * net queues) waits instead, as a lossless fabric pauses the sender. */
+bool qrnic_dev_rx_full(const struct qrnic_dev *dev);
 /* The same without a copy: the model takes buf (from qrnic_frame_buf_alloc)
  * whatever the outcome, and frees it when done with it. */
 bool qrnic_dev_rx_frame_buf(struct qrnic_dev *dev, uint8_t *buf, size_t len);

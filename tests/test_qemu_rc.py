@@ -267,3 +267,34 @@ def test_counters_via_query_stats(conn):
     assert sa['cqes'] - sa0['cqes'] == 1
     assert sa['doorbells'] > sa0['doorbells']
     assert sa['dma_errors'] == 0 and sb['dma_errors'] == 0
+
+
+def test_uc_burst_pauses_instead_of_dropping(world):
+    """UC has no retransmission: a burst larger than the receiver's queue
+    (48 x 16 KiB SENDs = 768 packets at MTU 256, more than QRNIC_RXQ_DEPTH
+    frames in one run of the sender) arrives whole because the receiving
+    port pauses its netdev while its queue is full (docs/qemu.md section
+    5), and every byte is right."""
+    a, b = world.devs
+    conn = h.connect_rc(a, b, mtu=256, qp_type='UC', sq_log=6, rq_log=6)
+    n, size = 48, 16384
+    la = a.reg_mr(conn.pda, n * size)
+    rb = b.reg_mr(conn.pdb, n * size)
+    data = la.fill_random(random.Random(31))
+    s0 = b.query_stats()
+    for i in range(n):
+        conn.qb.post_recv([(rb, i * size, size)], wr_id=i)
+    for i in range(n):
+        conn.qa.post_send('SEND', [(la, i * size, size)], wr_id=i, signaled=(i == n - 1),
+                          ring=(i == n - 1))         # one doorbell: one burst
+    got = []
+    assert world.run_until(lambda: got.extend(conn.cqb.poll()) or len(got) >= n, 20), \
+        (len(got), str({k: v - s0[k] for k, v in b.query_stats().items() if v != s0[k]}))
+    assert [(c['wr_id'], c['status_name'], c['byte_len']) for c in got] == \
+        [(i, 'SUCCESS', size) for i in range(n)]
+    assert rb.read() == data
+    s1 = b.query_stats()
+    assert s1['rx_drop_other'] == s0['rx_drop_other']
+    assert s1['rx_packets'] - s0['rx_packets'] == n * size // 256
+    c = scenarios.one_cqe(conn.cqa)                 # the one signaled send
+    assert c['wr_id'] == n - 1 and c['status_name'] == 'SUCCESS'
