@@ -77,6 +77,8 @@ static uint8_t fw_query_device(struct qrnic_dev *d, const struct qrnic_aq_cmd *c
 	a.num_vectors = c->num_vectors;
 	a.gid_tbl_len = c->gid_tbl_len;
 	a.caps = QRNIC_CAPS_ALL;
+	a.max_srq = c->max_srq;
+	a.max_srq_wr = c->max_qp_wr;
 	a.page_size_cap = ((1ull << (QRNIC_MAX_PAGE_SHIFT + 1)) - 1) &
 			  ~((1ull << QRNIC_MIN_PAGE_SHIFT) - 1);
 	a.max_mr_size = c->max_mr_size;
@@ -200,6 +202,9 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 	for (i = 1; i < d->cfg.max_cq; i++)
 		if (d->cq[i].valid && d->cq[i].uctx == u)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
+	for (i = 1; i < d->cfg.max_srq; i++)
+		if (d->srq[i].valid && d->srq[i].uctx == u)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
 	for (i = 1; i < d->cfg.max_qp; i++)
 		if (d->qp[i].valid && d->qp[i].uctx == u)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
@@ -238,6 +243,10 @@ static const struct qrnic_fw_op fw_ops[QRNIC_CMD_MAX + 1] = {
 	FW_OP(CREATE_EQ, qrnic_fw_create_eq),
 	FW_OP(DESTROY_EQ, qrnic_fw_destroy_eq),
 	FW_OP(QUERY_STATS, fw_query_stats),
+	FW_OP(CREATE_SRQ, qrnic_fw_create_srq),
+	FW_OP(MODIFY_SRQ, qrnic_fw_modify_srq),
+	FW_OP(QUERY_SRQ, qrnic_fw_query_srq),
+	FW_OP(DESTROY_SRQ, qrnic_fw_destroy_srq),
 };
 
 /* The generic part of validation, shared by every opcode.  Bytes of the

@@ -261,6 +261,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	const struct qrnic_cmd_create_qp *c = &cmd->u.create_qp;
 	struct qrnic_pd *pd;
 	struct qrnic_cq *scq, *rcq;
+	struct qrnic_srq *srq = NULL;
 	struct qrnic_qp *qp = NULL;
 	uint32_t qpn;
 	long nz;
@@ -297,8 +298,13 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd0) + (uint32_t)nz);
 	if (c->flags & ~QRNIC_QP_F_SQ_SIG_ALL)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
-	if (c->rsvd1)
-		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd1));
+	if (c->srqn) {
+		srq = qrnic_fw_srq(d, c->srqn);
+		if (!srq || srq->uctx != c->uctx || c->qp_type == QRNIC_QPT_GSI)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(srqn));
+		if (c->rq_log_depth || c->rq_wqe_shift || c->rq_addr)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_log_depth));
+	}
 	if (!qrnic_fw_ring_ok(c->sq_addr, 1ull << (c->sq_log_depth + c->sq_wqe_shift)))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_addr));
 	if (c->rq_log_depth ? !qrnic_fw_ring_ok(c->rq_addr,
@@ -336,6 +342,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->pdn = c->pdn;
 	qp->send_cqn = c->send_cqn;
 	qp->recv_cqn = c->recv_cqn;
+	qp->srqn = c->srqn;
 	qp->flags = c->flags;
 	qp_attr_defaults(&qp->attr);
 	qp->sq_addr = c->sq_addr;
@@ -352,6 +359,8 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	pd->refcnt++;
 	scq->refcnt++;
 	rcq->refcnt++;
+	if (srq)
+		srq->refcnt++;
 	cqe->result[0] = qpn;
 	return QRNIC_AQ_OK;
 #undef F
@@ -511,6 +520,7 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	struct qrnic_qp *qp = qrnic_fw_qp(d, cmd->u.handle.handle);
 	struct qrnic_pd *pd;
 	struct qrnic_cq *cq;
+	struct qrnic_srq *srq;
 
 	if (!qp)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
@@ -524,6 +534,9 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	cq = qrnic_fw_cq(d, qp->recv_cqn);
 	if (cq && cq->refcnt)
 		cq->refcnt--;
+	srq = qrnic_fw_srq(d, qp->srqn);
+	if (srq && srq->refcnt)
+		srq->refcnt--;
 	qp_clear(qp);
 	return QRNIC_AQ_OK;
 }

@@ -101,6 +101,11 @@ static inline struct qrnic_ah *qrnic_fw_ah(struct qrnic_dev *d, uint32_t ahn)
 	return (ahn && ahn < d->cfg.max_ah && d->ah[ahn].valid) ? &d->ah[ahn] : NULL;
 }
 
+static inline struct qrnic_srq *qrnic_fw_srq(struct qrnic_dev *d, uint32_t srqn)
+{
+	return (srqn && srqn < d->cfg.max_srq && d->srq[srqn].valid) ? &d->srq[srqn] : NULL;
+}
+
 static inline struct qrnic_qp *qrnic_fw_qp(struct qrnic_dev *d, uint32_t qpn)
 {
 	return (qpn && qpn < d->cfg.max_qp && d->qp[qpn].valid) ? &d->qp[qpn] : NULL;
@@ -155,6 +160,11 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_query_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+
+uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_modify_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_query_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_destroy_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
 uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);

@@ -53,7 +53,7 @@ struct QrnicState {
     struct qrnic_config cfg;
     struct qrnic_dev *dev;
     char *profile;
-    uint32_t max_qp, max_cq, max_mr, max_pd, max_ah, max_eq, max_uctx;
+    uint32_t max_qp, max_cq, max_mr, max_pd, max_ah, max_eq, max_uctx, max_srq;
     uint32_t max_qp_wr, max_cqe, max_mtt, num_vectors, mtu, gid_tbl_len;
     uint64_t max_mr_size;
     bool loss_window;
@@ -494,6 +494,7 @@ static const struct {
     { "max_cqe", "max-cqe" }, { "max_cq", "max-cq" }, { "max_mr_size", "max-mr-size" },
     { "max_mr", "max-mr" }, { "max_pd", "max-pd" }, { "max_ah", "max-ah" },
     { "max_eq", "max-eq" }, { "max_uctx", "max-uctx" }, { "max_mtt", "max-mtt" },
+    { "max_srq", "max-srq" },
     { "num_vectors", "num-vectors" }, { "gid_tbl_len", "gid-table-len" }, { "mac", "mac" },
 };
 
@@ -718,6 +719,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     c->max_ah = s->max_ah;
     c->max_eq = s->max_eq;
     c->max_uctx = s->max_uctx;
+    c->max_srq = s->max_srq;
     c->max_qp_wr = s->max_qp_wr;
     c->max_cqe = s->max_cqe;
     c->max_mtt = s->max_mtt;
@@ -869,6 +871,7 @@ static Property qrnic_properties[] = {
     DEFINE_PROP_UINT32("max-ah", QrnicState, max_ah, 1024),
     DEFINE_PROP_UINT32("max-eq", QrnicState, max_eq, 64),
     DEFINE_PROP_UINT32("max-uctx", QrnicState, max_uctx, 64),
+    DEFINE_PROP_UINT32("max-srq", QrnicState, max_srq, 1024),
     DEFINE_PROP_UINT32("num-vectors", QrnicState, num_vectors, 8),
     DEFINE_PROP_UINT32("gid-table-len", QrnicState, gid_tbl_len, 16),
     DEFINE_PROP_UINT32("mtu", QrnicState, mtu, 4200),

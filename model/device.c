@@ -27,6 +27,7 @@ void qrnic_config_defaults(struct qrnic_config *cfg)
 	cfg->max_ah = 1024;
 	cfg->max_eq = 64;
 	cfg->max_uctx = 64;
+	cfg->max_srq = 1024;
 	cfg->max_mtt = 1u << 20;	/* 4 GiB of 4 KiB pages, 8 MiB of device memory */
 	cfg->max_mr_size = 1ull << 32;
 	cfg->num_vectors = 8;
@@ -64,6 +65,7 @@ int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen)
 	CHECK_RANGE(max_ah, 2, 1u << 24);
 	CHECK_RANGE(max_eq, 2, 2048);
 	CHECK_RANGE(max_uctx, 1, 4096);
+	CHECK_RANGE(max_srq, 2, 1u << 24);
 	CHECK_RANGE(max_mtt, 1, 1u << 28);
 	CHECK_RANGE(max_mr_size, 4096, 1ull << 40);
 	CHECK_RANGE(num_vectors, 1, 2048);
@@ -1209,6 +1211,18 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		qrnic_qp_doorbell(d, qp, reg == QRNIC_DB_SQ, idx);
 		break;
 	}
+	case QRNIC_DB_SRQ: {
+		struct qrnic_srq *srq = qrnic_srq_get(d, qn);
+
+		if (!srq || srq->uctx != page) {
+			db_ignored(d, "no such SRQ in this context", off, val);
+			return;
+		}
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+		qrnic_trace(d, QRNIC_TR_DOORBELL, 0, 0, 3, idx, qn);
+		qrnic_srq_doorbell(d, srq, idx);
+		break;
+	}
 	case QRNIC_DB_CQ: {
 		struct qrnic_cq *cq = qrnic_cq_get(d, qn);
 
@@ -1242,6 +1256,8 @@ static void free_tables(struct qrnic_dev *d)
 	free(d->gid);
 	free(d->mtt);
 	free(d->mtt_used);
+	free(d->srq);
+	d->srq = NULL;
 	d->uctx_valid = NULL;
 	d->pd = NULL;
 	d->cq = NULL;
@@ -1268,8 +1284,9 @@ static int alloc_tables(struct qrnic_dev *d)
 	d->gid = calloc(c->gid_tbl_len, sizeof(*d->gid));
 	d->mtt = calloc(c->max_mtt, sizeof(*d->mtt));
 	d->mtt_used = calloc(c->max_mtt, sizeof(*d->mtt_used));
+	d->srq = calloc(c->max_srq, sizeof(*d->srq));
 	if (!d->uctx_valid || !d->pd || !d->cq || !d->eq || !d->qp || !d->mr || !d->ah ||
-	    !d->gid || !d->mtt || !d->mtt_used) {
+	    !d->gid || !d->mtt || !d->mtt_used || !d->srq) {
 		free_tables(d);
 		return -1;
 	}
@@ -1304,6 +1321,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
 		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
+		memset(d->srq, 0, c->max_srq * sizeof(*d->srq));
 		/* Keep each MR slot's tag so keys from before the reset stay stale. */
 		for (uint32_t i = 0; i < c->max_mr; i++) {
 			uint8_t tag = d->mr[i].next_tag;

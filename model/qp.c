@@ -181,6 +181,10 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 		break;
 	case QRNIC_QPS_ERR:
 		qrnic_qp_flush(d, qp);
+		/* it takes no more WQEs from its SRQ (IBTA 11.6.3.3: the
+		 * driver may now destroy it without losing a receive) */
+		if (old != QRNIC_QPS_ERR && qp->srqn)
+			qrnic_async_event(d, QRNIC_EV_QP_LAST_WQE_REACHED, qp->qpn, 0);
 		break;
 	case QRNIC_QPS_SQD:
 		/* Already drained (nothing in flight): say so now. */

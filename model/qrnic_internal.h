@@ -120,6 +120,22 @@ struct qrnic_cq {
 	uint32_t vis;		/* CQEs written (pi counts reserved ones too) */
 };
 
+/* A shared receive queue (spec 12.10).  WQEs are copied out in ring order
+ * when a message starts (ci advances then). */
+struct qrnic_srq {
+	bool valid;
+	uint32_t uctx;
+	uint32_t pdn;
+	uint8_t log_depth;
+	uint8_t wqe_shift;
+	uint64_t ring;
+	uint64_t dbrec;		/* consumer index record, 0 = none */
+	uint32_t pi;		/* producer index from the doorbell */
+	uint32_t ci;		/* next WQE to take, free running */
+	uint32_t limit;		/* SRQ_LIMIT_REACHED armed below this; 0 = not */
+	uint32_t refcnt;	/* QPs using it */
+};
+
 /* A validated private copy of one send WQE in flight. */
 struct qrnic_swqe {
 	struct qrnic_send_wqe wqe;
@@ -143,7 +159,8 @@ struct qrnic_swqe {
 /* A validated private copy of one receive WQE. */
 struct qrnic_rwqe {
 	uint64_t wr_id;
-	uint32_t rq_index;
+	uint32_t rq_index;	/* of the RQ, or of the SRQ it came from */
+	uint32_t pdn;		/* its lkeys' PD: the QP's, or the SRQ's */
 	uint32_t num_sge;
 	uint32_t total_len;
 	struct qrnic_sge sge[QRNIC_MAX_SGE];
@@ -256,6 +273,7 @@ struct qrnic_qp {
 	uint32_t pdn;
 	uint32_t send_cqn;
 	uint32_t recv_cqn;
+	uint32_t srqn;		/* receives from this SRQ; 0 = own RQ */
 	uint32_t flags;		/* QRNIC_QP_F_* */
 	struct qrnic_qp_attr attr;	/* current attributes; attr.qp_state is THE state */
 	/* rings */
@@ -364,6 +382,7 @@ struct qrnic_dev {
 	struct qrnic_qp *qp;		/* [max_qp] */
 	struct qrnic_mr *mr;		/* [max_mr] */
 	struct qrnic_ah *ah;		/* [max_ah] */
+	struct qrnic_srq *srq;		/* [max_srq] */
 	struct qrnic_gid_entry *gid;	/* [gid_tbl_len] */
 	uint64_t *mtt;			/* [max_mtt] page bus addresses */
 	uint8_t *mtt_used;		/* [max_mtt] allocator map (mr.c) */
@@ -606,6 +625,17 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_qp_event(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp);
+
+/* ---- srq.c / responder.c: receive WQEs -------------------------------------- */
+int qrnic_rwqe_read(struct qrnic_dev *d, uint64_t addr, uint32_t stride, uint32_t pdn,
+		    uint32_t idx, struct qrnic_rwqe *r);
+struct qrnic_srq *qrnic_srq_get(struct qrnic_dev *d, uint32_t srqn);	/* NULL unless valid */
+void qrnic_srq_arm(struct qrnic_dev *d, struct qrnic_srq *s, uint32_t limit);
+void qrnic_srq_doorbell(struct qrnic_dev *d, struct qrnic_srq *s, uint32_t pi);
+bool qrnic_srq_empty(const struct qrnic_srq *s);
+/* Take the SRQ's next WQE into r (the consumer index advances, the record
+ * is written, SRQ_LIMIT_REACHED may fire); QRNIC_VERR_* of its validation. */
+int qrnic_srq_take(struct qrnic_dev *d, struct qrnic_srq *s, struct qrnic_rwqe *r);
 
 /* ---- requester.c / completer.c / responder.c ----------------------------- */
 bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);

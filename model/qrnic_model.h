@@ -134,6 +134,7 @@ struct qrnic_config {
 	uint32_t max_ah;
 	uint32_t max_eq;
 	uint32_t max_uctx;	/* doorbell pages, including page 0 */
+	uint32_t max_srq;	/* SRQ number space, including 0 (unused); default 1024 */
 	uint32_t max_mtt;	/* total MTT entries (pages of all MRs) */
 	uint64_t max_mr_size;
 	uint32_t num_vectors;	/* MSI-X vectors, 1..2048 */

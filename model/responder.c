@@ -102,40 +102,60 @@ static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, ui
 	fatal_now(d, qp, syn, psn, async_ev);
 }
 
-/* Copy the next receive WQE once and validate it.  Returns QRNIC_VERR_*;
- * on success the QP has an active receive. */
-static int fetch_rwqe(struct qrnic_dev *d, struct qrnic_qp *qp)
+/* Copy the receive WQE at addr (ring index idx, slot of 'stride' bytes)
+ * once into r and validate it against PD pdn.  Returns QRNIC_VERR_*; r is
+ * filled as far as the WQE could be read (its wr_id for the CQE). */
+int qrnic_rwqe_read(struct qrnic_dev *d, uint64_t addr, uint32_t stride, uint32_t pdn,
+		    uint32_t idx, struct qrnic_rwqe *r)
 {
-	struct qrnic_rwqe *r = &qp->resp.rwqe;
 	struct qrnic_recv_wqe hdr;
-	uint32_t idx = qp->resp.rq_ci;
-	uint32_t stride = 1u << qp->rq_wqe_shift;
-	uint64_t addr = qp->rq_addr +
-		((uint64_t)(idx & ((1u << qp->rq_log_depth) - 1)) << qp->rq_wqe_shift);
-	int verr;
 
 	memset(r, 0, offsetof(struct qrnic_rwqe, sge));
 	r->rq_index = idx;
+	r->pdn = pdn;
 	if (qrnic_dma_read(d, addr, &hdr, sizeof(hdr)))
 		return QRNIC_VERR_DMA;
 	r->wr_id = hdr.wr_id;
-	qp->resp.recv_active = true;
-	qp->resp.recv_off = 0;
 	for (unsigned i = 0; i < sizeof(hdr.rsvd); i++)
 		if (hdr.rsvd[i])
 			return QRNIC_VERR_BAD_WQE;
 	if (hdr.num_sge > QRNIC_MAX_SGE ||
 	    sizeof(hdr) + hdr.num_sge * sizeof(struct qrnic_sge) > stride) {
 		qrnic_stat_add(d, QRNIC_STAT_BAD_WQES, 1);
-		qrnic_guest_error(d, "qrnic: QP %u bad receive WQE %u (num_sge %u)",
-				  qp->qpn, idx, hdr.num_sge);
+		qrnic_guest_error(d, "qrnic: bad receive WQE %u at 0x%llx (num_sge %u)", idx,
+				  (unsigned long long)addr, hdr.num_sge);
 		return QRNIC_VERR_BAD_WQE;
 	}
 	r->num_sge = hdr.num_sge;
 	if (qrnic_dma_read(d, addr + sizeof(hdr), r->sge, r->num_sge * sizeof(struct qrnic_sge)))
 		return QRNIC_VERR_DMA;
-	verr = qrnic_sgl_check(d, qp->pdn, r->sge, r->num_sge, QRNIC_ACCESS_LOCAL_WRITE,
+	return qrnic_sgl_check(d, pdn, r->sge, r->num_sge, QRNIC_ACCESS_LOCAL_WRITE,
 			       &r->total_len);
+}
+
+/* Take the QP's next receive WQE -- from its RQ, or from its SRQ -- and
+ * validate it.  Returns QRNIC_VERR_*; on return the QP has an active
+ * receive (completed in error if it failed).  The caller checked that one
+ * is posted (rq_empty). */
+static int fetch_rwqe(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	struct qrnic_rwqe *r = &qp->resp.rwqe;
+	struct qrnic_srq *srq;
+	int verr;
+
+	qp->resp.recv_active = true;
+	qp->resp.recv_off = 0;
+	if (qp->srqn) {
+		srq = qrnic_srq_get(d, qp->srqn);
+		if (!srq) {	/* cannot happen: the SRQ is held by the QP */
+			memset(r, 0, offsetof(struct qrnic_rwqe, sge));
+			return QRNIC_VERR_BAD_WQE;
+		}
+		return qrnic_srq_take(d, srq, r);
+	}
+	verr = qrnic_rwqe_read(d, qp->rq_addr + ((uint64_t)(qp->resp.rq_ci &
+						   ((1u << qp->rq_log_depth) - 1)) << qp->rq_wqe_shift),
+			       1u << qp->rq_wqe_shift, qp->pdn, qp->resp.rq_ci, r);
 	return verr;
 }
 
@@ -176,8 +196,13 @@ static void complete_recv(struct qrnic_dev *d, struct qrnic_qp *qp, const struct
 		qrnic_cq_post(d, cq, &cqe);
 }
 
-static bool rq_empty(const struct qrnic_qp *qp)
+static bool rq_empty(struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
+	if (qp->srqn) {
+		const struct qrnic_srq *srq = qrnic_srq_get(d, qp->srqn);
+
+		return !srq || qrnic_srq_empty(srq);
+	}
 	return !qp->rq_addr || qp->resp.rq_ci == qp->rq_pi;
 }
 
@@ -256,7 +281,7 @@ static void ud_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		qrnic_trace(d, QRNIC_TR_DROP, qp->qpn, p->psn, QRNIC_STAT_RX_DROP_OTHER, p->paylen, 0);
 		return;
 	}
-	if (rq_empty(qp)) {
+	if (rq_empty(d, qp)) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return;		/* UD: no receive posted, the message is dropped */
 	}
@@ -265,11 +290,11 @@ static void ud_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		verr = QRNIC_VERR_LENGTH;
 	if (verr == QRNIC_VERR_NONE) {
 		build_grh(p, grh);
-		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge, 0,
+		verr = qrnic_sgl_write(d, qp->resp.rwqe.pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge, 0,
 				       grh, QRNIC_GRH_BYTES);
 	}
 	if (verr == QRNIC_VERR_NONE && p->paylen)
-		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
+		verr = qrnic_sgl_write(d, qp->resp.rwqe.pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
 				       QRNIC_GRH_BYTES, p->payload, p->paylen);
 	if (verr != QRNIC_VERR_NONE) {
 		struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
@@ -390,7 +415,7 @@ static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	int verr;
 
 	if (!qp->resp.recv_active) {
-		if (rq_empty(qp)) {
+		if (rq_empty(d, qp)) {
 			rnr_nak(d, qp, p->psn);
 			return;
 		}
@@ -407,7 +432,7 @@ static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 		return;
 	}
 	if (p->paylen) {
-		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
+		verr = qrnic_sgl_write(d, qp->resp.rwqe.pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
 				       qp->resp.recv_off, p->payload, p->paylen);
 		if (verr != QRNIC_VERR_NONE) {
 			resp_fatal(d, qp, AETH_NAK_OP, p->psn, QRNIC_EV_QP_FATAL,
@@ -459,7 +484,7 @@ static void rc_write(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 	/* WRITE with immediate consumes a receive WQE: check before placing.
 	 * The retry starts again from this packet, so a WRITE_ONLY forgets
 	 * the state it set up above. */
-	if ((fl & QRNIC_HDR_IMMDT) && !qp->resp.recv_active && rq_empty(qp)) {
+	if ((fl & QRNIC_HDR_IMMDT) && !qp->resp.recv_active && rq_empty(d, qp)) {
 		if (fl & QRNIC_HDR_FIRST)
 			qp->resp.write_active = false;
 		rnr_nak(d, qp, p->psn);
@@ -665,7 +690,7 @@ static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		}
 		if (p->paylen > qp->resp.write_resid ||
 		    ((fl & QRNIC_HDR_LAST) && p->paylen != qp->resp.write_resid) ||
-		    ((fl & QRNIC_HDR_IMMDT) && rq_empty(qp))) {
+		    ((fl & QRNIC_HDR_IMMDT) && rq_empty(d, qp))) {
 			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
 			return;
 		}
@@ -693,7 +718,7 @@ static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	}
 	/* SEND */
 	if (!qp->resp.recv_active) {
-		if (rq_empty(qp)) {
+		if (rq_empty(d, qp)) {
 			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
 			return;
 		}
@@ -708,7 +733,7 @@ static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		return;
 	}
 	if (p->paylen) {
-		verr = qrnic_sgl_write(d, qp->pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
+		verr = qrnic_sgl_write(d, qp->resp.rwqe.pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
 				       qp->resp.recv_off, p->payload, p->paylen);
 		if (verr != QRNIC_VERR_NONE) {
 			uc_local_error(d, qp, verr);

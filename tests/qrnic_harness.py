@@ -65,7 +65,7 @@ EQE_COMPLETION = 0
 EQE_ASYNC = 1
 EV = {'CQ_ERR': 0, 'QP_FATAL': 1, 'QP_REQ_ERR': 2, 'QP_ACCESS_ERR': 3, 'COMM_EST': 4,
       'SQ_DRAINED': 5, 'DEVICE_FATAL': 8, 'PORT_ACTIVE': 9, 'PORT_ERR': 10,
-      'QP_LAST_WQE_REACHED': 16}
+      'SRQ_LIMIT_REACHED': 15, 'QP_LAST_WQE_REACHED': 16}
 EV_NAME = {v: k for k, v in EV.items()}
 
 NET_IPV4 = 1
@@ -77,8 +77,10 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'CREATE_CQ': 0x09, 'DESTROY_CQ': 0x0a, 'CREATE_QP': 0x0b, 'MODIFY_QP': 0x0c,
        'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
        'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
-       'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16}
-CMD_MAX = 0x16
+       'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
+       'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a}
+CMD_MAX = 0x1a
+SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
              'BUSY', 'DMA_ERROR', 'BAD_ATTR_MASK', 'NOT_SUPPORTED', 'INJECTED']
 AQ = {n: i for i, n in enumerate(AQ_STATUS)}
@@ -108,12 +110,14 @@ REG = {'VERSION': 0x000, 'CAPS': 0x004, 'CTRL': 0x008, 'STATUS': 0x00c, 'FATAL_C
        'MAC_LO': 0x0b0, 'MAC_HI': 0x0b4, 'PORT_STATUS': 0x0b8, 'ETH_MTU': 0x0bc}
 BAR0_SIZE = 0x1000
 DB_PAGE_SIZE = 0x1000
-DB_SQ, DB_RQ, DB_CQ = 0x00, 0x08, 0x10
+DB_SQ, DB_RQ, DB_CQ, DB_SRQ = 0x00, 0x08, 0x10, 0x18
 CTRL_ENABLE, CTRL_RESET = 1, 2
 STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
+ABI_MINOR = 1           # QRNIC_ABI_MINOR: SRQ commands and fields
+ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
 OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
@@ -207,7 +211,9 @@ class DeviceAttr(LE):
         'max_cqe', 'max_mr', 'max_pd', 'max_ah', 'max_eq', 'max_uctx', 'max_mtt',
         'max_qp_rd_atom', 'max_qp_init_rd_atom', 'max_msg_size', 'num_vectors', 'gid_tbl_len',
         'caps')] + [('page_size_cap', ctypes.c_uint64), ('max_mr_size', ctypes.c_uint64),
-                    ('mac', ctypes.c_uint8 * 6), ('rsvd', ctypes.c_uint8 * 26)]
+                    ('mac', ctypes.c_uint8 * 6), ('rsvd0', ctypes.c_uint8 * 2),
+                    ('max_srq', ctypes.c_uint32), ('max_srq_wr', ctypes.c_uint32),
+                    ('rsvd', ctypes.c_uint8 * 16)]
 
 
 class PortAttr(LE):
@@ -390,6 +396,22 @@ _SIGS = {
                                       ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint, ctypes.c_uint,
                                       ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32]),
     'hx_modify_qp': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
+    'hx_create_qp_srq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                          ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                          ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                          ctypes.c_uint32, ctypes.c_uint32]),
+    'hx_create_srq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                       ctypes.c_uint32, ctypes.c_uint, ctypes.c_uint,
+                                       ctypes.c_uint32, ctypes.c_int]),
+    'hx_srq_ci': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_ring_srq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_post_srq_recv': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                          ctypes.c_uint64, ctypes.c_uint, ctypes.c_void_p,
+                                          ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]),
+    'hx_modify_srq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                     ctypes.c_uint32, ctypes.c_uint32]),
+    'hx_query_srq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                    ctypes.c_void_p]),
     'hx_query_qp': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
     'hx_reg_mr': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
                                    ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint, ctypes.c_int,
@@ -1117,19 +1139,32 @@ class Device:
         return None if h is None else Cq(self, h, log_depth)
 
     def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
-                  rq_log=6, rq_shift=9, uctx=0, flags=0, check=True):
+                  rq_log=6, rq_shift=9, uctx=0, flags=0, srq=None, check=True):
+        """srq: an Srq (or srqn) to take receives from; the QP then has no RQ."""
         recv_cq = recv_cq or send_cq
         t = QPT[qp_type] if isinstance(qp_type, str) else qp_type
         pdn = pd.pdn if isinstance(pd, Pd) else pd
         scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
         rcq = recv_cq.cqn if isinstance(recv_cq, Cq) else recv_cq
-        h = self._handle(self._l.hx_create_qp(self.w, self.idx, uctx, pdn, scq, rcq, t, sq_log,
-                                              sq_shift, rq_log, rq_shift, flags),
-                         'create_qp', check)
+        if srq is not None:
+            srqn = srq.srqn if isinstance(srq, Srq) else srq
+            r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, pdn, scq, rcq, t, sq_log,
+                                         sq_shift, srqn, flags)
+            rq_log = rq_shift = 0
+        else:
+            r = self._l.hx_create_qp(self.w, self.idx, uctx, pdn, scq, rcq, t, sq_log, sq_shift,
+                                     rq_log, rq_shift, flags)
+        h = self._handle(r, 'create_qp', check)
         if h is None:
             return None
         return Qp(self, h, t, pd if isinstance(pd, Pd) else None, send_cq, recv_cq,
                   sq_log, sq_shift, rq_log, rq_shift)
+
+    def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        h = self._handle(self._l.hx_create_srq(self.w, self.idx, uctx, pdn, log_depth, wqe_shift,
+                                               limit, 1 if dbrec else 0), 'create_srq', check)
+        return None if h is None else Srq(self, h, log_depth)
 
     def reg_mr(self, pd, length, access=ACCESS_ALL, iova=None, page_shift=12, levels=None,
                shuffle=True, contig=False, phys=False, check=True):
@@ -1269,6 +1304,53 @@ def cqe_dict(c):
     d['vendor_err_name'] = VERR[c.vendor_err] if c.vendor_err < len(VERR) else str(c.vendor_err)
     d['imm'] = struct.unpack('>I', struct.pack('<I', c.imm_data))[0]  # network order value
     return d
+
+
+class Srq(_Obj):
+    """A shared receive queue (spec 12.10)."""
+
+    def __init__(self, dev, srqn, log_depth):
+        super().__init__(dev, srqn)
+        self.srqn = srqn
+        self.depth = 1 << log_depth
+
+    def post_recv(self, sges=(), wr_id=0, ring=True, check=True):
+        addrs, lens, keys = _sge_list(sges)
+        r = self._l.hx_post_srq_recv(self._w, self._i, self.srqn, wr_id, len(addrs),
+                                     _u64_array(addrs), _u32_array(lens), _u32_array(keys),
+                                     1 if ring else 0)
+        if r < 0 and check:
+            raise HarnessError(f'post_srq_recv: {r}')
+        return r
+
+    def ring(self):
+        _check(self._l.hx_ring_srq(self._w, self._i, self.srqn), 'ring_srq')
+
+    @property
+    def ci(self):
+        """The consumer index the device wrote to the SRQ's record."""
+        return _check(self._l.hx_srq_ci(self._w, self._i, self.srqn), 'srq_ci')
+
+    def modify(self, limit=None, mask=None, check=True):
+        if mask is None:
+            mask = SRQ_ATTR_LIMIT if limit is not None else 0
+        r = self._l.hx_modify_srq(self._w, self._i, self.srqn, mask, limit or 0)
+        if r < 0 and check:
+            raise AdminError('modify_srq', -r, self.dev._admin_detail())
+        return r
+
+    def query(self):
+        out = (ctypes.c_uint32 * 3)()
+        r = self._l.hx_query_srq(self._w, self._i, self.srqn, out)
+        if r < 0:
+            raise AdminError('query_srq', -r)
+        return {'limit': out[0], 'max_wr': out[1], 'posted': out[2]}
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_SRQ', self.srqn, check)
+
+    def __repr__(self):
+        return f'<Srq {self.srqn} dev{self._i}>'
 
 
 class Cq(_Obj):

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.qemu
 PROPS = {  # property -> default shown by -device qrnic,help
     'max-qp': '1024', 'max-qp-wr': '8192', 'max-cq': '1024', 'max-cqe': '32768',
     'max-mr': '4096', 'max-mr-size': '4294967296', 'max-mtt': '1048576', 'max-pd': '1024',
-    'max-ah': '1024', 'max-eq': '64', 'max-uctx': '64', 'num-vectors': '8',
+    'max-ah': '1024', 'max-eq': '64', 'max-uctx': '64', 'max-srq': '1024', 'num-vectors': '8',
     'gid-table-len': '16', 'mtu': '4200', 'loss-window': 'on', 'profile': None,
     'netdev': None, 'mac': None}
 
@@ -42,7 +42,7 @@ def test_device_help_lists_properties(qemu_binary):  # noqa: F811
     ('max-qp-wr=3', 'powers of two'), ('max-qp-wr=65536', "'max-qp-wr'"),
     ('max-mr=1', "'max-mr'"), ('max-mr-size=4095', "'max-mr-size'"),
     ('max-mtt=0', "'max-mtt'"), ('max-eq=1', "'max-eq'"), ('max-pd=1', "'max-pd'"),
-    ('max-ah=1', "'max-ah'"), ('max-cq=1', "'max-cq'"),
+    ('max-ah=1', "'max-ah'"), ('max-cq=1', "'max-cq'"), ('max-srq=1', "'max-srq'"),
     ('mac=01:00:5e:00:00:01', "'mac'"), ('max-qp=abc', 'max-qp'), ('loss-window=maybe', 'loss-window'),
 ])
 def test_invalid_property_rejected(qemu_binary, opt, msg):  # noqa: F811
@@ -96,7 +96,7 @@ def test_register_reset_values(limits):
     expect = {'VERSION': abi.ABI_VERSION, 'CTRL': 0, 'STATUS': h.STATUS_READY, 'FATAL_CODE': 0,
               'NUM_DB_PAGES': 64, 'NUM_VECTORS': 8, 'SCRATCH': 0, 'AQ_CTRL': 0,
               'AQ_STATUS': 0, 'AQ_SQ_CI': 0, 'ETH_CTRL': 0, 'ETH_MTU': 4200,
-              'CAPS': 0x3f, 'PORT_STATUS': 1}
+              'CAPS': 0x7f, 'PORT_STATUS': 1}
     for reg, v in expect.items():
         assert d.reg_read(reg) == v, reg
 

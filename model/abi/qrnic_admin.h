@@ -46,7 +46,11 @@
 #define QRNIC_CMD_CREATE_EQ		0x14
 #define QRNIC_CMD_DESTROY_EQ		0x15
 #define QRNIC_CMD_QUERY_STATS		0x16
-#define QRNIC_CMD_MAX			0x16
+#define QRNIC_CMD_CREATE_SRQ		0x17
+#define QRNIC_CMD_MODIFY_SRQ		0x18
+#define QRNIC_CMD_QUERY_SRQ		0x19
+#define QRNIC_CMD_DESTROY_SRQ		0x1a
+#define QRNIC_CMD_MAX			0x1a
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -118,7 +122,10 @@ struct qrnic_cmd_create_qp {
 	uint8_t  rq_wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
 	uint8_t  rsvd0[3];
 	uint32_t flags;		/* QRNIC_QP_F_* */
-	uint32_t rsvd1;
+	uint32_t srqn;		/* receives come from this SRQ (same uctx and PD
+				 * owner; RC, UC, UD); 0 = the QP's own RQ.  With
+				 * an SRQ, rq_log_depth, rq_wqe_shift and rq_addr
+				 * must be 0 */
 	uint64_t sq_addr;	/* contiguous, 4 KiB aligned */
 	uint64_t rq_addr;
 };
@@ -225,6 +232,35 @@ struct qrnic_cmd_create_eq {
 	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 16 << log_depth bytes */
 };
 
+/* Shared receive queue: a ring of receive WQEs (struct qrnic_recv_wqe,
+ * stride 1 << wqe_shift) that the QPs created with its srqn take their
+ * receives from, in ring order.  The device copies a WQE out when a
+ * message starts and advances its consumer index at once (the slot is
+ * free again); it writes that index to dbrec_addr (4 bytes) after each
+ * WQE it takes.  The producer index comes with QRNIC_DB_SRQ. */
+struct qrnic_cmd_create_srq {
+	uint32_t uctx;
+	uint32_t pdn;		/* the SGEs' lkeys belong to this PD */
+	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, 1 << log_depth <= max_srq_wr */
+	uint8_t  wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
+	uint16_t rsvd0;
+	uint32_t limit;		/* SRQ_LIMIT_REACHED armed below this many WQEs;
+				 * 0 = not armed; < 1 << log_depth */
+	uint64_t ring_addr;	/* contiguous, 4 KiB aligned */
+	uint64_t dbrec_addr;	/* 4-byte consumer index record, 8-byte aligned; 0 = none */
+};
+
+#define QRNIC_SRQ_ATTR_MAX_WR		(1u << 0)	/* ibv_srq_attr_mask: resize,
+							 * answered NOT_SUPPORTED */
+#define QRNIC_SRQ_ATTR_LIMIT		(1u << 1)
+
+struct qrnic_cmd_modify_srq {
+	uint32_t srqn;
+	uint32_t attr_mask;	/* QRNIC_SRQ_ATTR_* */
+	uint32_t limit;		/* with QRNIC_SRQ_ATTR_LIMIT: arm (0 disarms) */
+	uint32_t rsvd;
+};
+
 struct qrnic_aq_cmd {
 	struct qrnic_aq_hdr hdr;
 	union {
@@ -239,6 +275,8 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_reg_mr reg_mr;
 		struct qrnic_cmd_create_ah create_ah;
 		struct qrnic_cmd_create_eq create_eq;
+		struct qrnic_cmd_create_srq create_srq;
+		struct qrnic_cmd_modify_srq modify_srq;
 		uint8_t raw[120];
 	} u;
 };
@@ -250,6 +288,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_qp, 80);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_reg_mr, 48);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_srq, 32);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_srq, 16);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.
@@ -258,7 +298,9 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
  * _STATS, _QP, _MR): result[0] = size of the full answer, result[1] =
  * bytes written = min(resp_len, size); resp_addr 0 or a failed write is
  * QRNIC_AQ_DMA_ERROR.  QUERY_GID: result[0..3] = the GID bytes (0 if the
- * entry is invalid).
+ * entry is invalid).  QUERY_SRQ (handle = srqn): result[0] = limit (0 when
+ * not armed), result[1] = depth (max_wr), result[2] = WQEs posted and not
+ * yet taken.
  * detail: on BAD_PARAM, BAD_HANDLE, BAD_STATE, BAD_ATTR_MASK and
  * NOT_SUPPORTED the byte offset, within the 128-byte command, of the
  * offending field; 0 on every other failure.  On success 0, except
@@ -301,7 +343,10 @@ struct qrnic_device_attr {
 	uint64_t page_size_cap;
 	uint64_t max_mr_size;
 	uint8_t  mac[6];
-	uint8_t  rsvd[26];
+	uint8_t  rsvd0[2];
+	uint32_t max_srq;	/* SRQ numbers 1..max_srq-1 */
+	uint32_t max_srq_wr;	/* WQEs per SRQ (= max_qp_wr) */
+	uint8_t  rsvd[16];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 128);
 

@@ -204,7 +204,9 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 #define QRNIC_EV_DEVICE_FATAL		8	/* data = QRNIC_FATAL_* */
 #define QRNIC_EV_PORT_ACTIVE		9	/* handle = port (1) */
 #define QRNIC_EV_PORT_ERR		10
-#define QRNIC_EV_QP_LAST_WQE_REACHED	16	/* reserved, not generated in ABI 1.0 (no SRQ) */
+#define QRNIC_EV_SRQ_LIMIT_REACHED	15	/* handle = srqn; the limit is disarmed */
+#define QRNIC_EV_QP_LAST_WQE_REACHED	16	/* handle = qpn of an SRQ QP in ERROR: it
+						 * takes no more WQEs from its SRQ */
 
 struct qrnic_eqe {
 	uint8_t  type;		/* QRNIC_EQE_* */

@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			0
+#define QRNIC_ABI_MINOR			1
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */
@@ -79,9 +79,11 @@
 #define QRNIC_CAP_IPV6			(1u << 3)
 #define QRNIC_CAP_ETH			(1u << 4)
 #define QRNIC_CAP_UC			(1u << 5)
+#define QRNIC_CAP_SRQ			(1u << 6)
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
-					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC)
+					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
+					 QRNIC_CAP_SRQ)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */
@@ -139,6 +141,7 @@
 #define QRNIC_DB_RQ			0x08	/* [23:0] qpn, [63:32] RQ producer index */
 #define QRNIC_DB_CQ			0x10	/* [23:0] cqn, [24] arm, [25] solicited only,
 						 * [63:32] CQ consumer index */
+#define QRNIC_DB_SRQ			0x18	/* [23:0] srqn, [63:32] SRQ producer index */
 #define QRNIC_DB_QN_MASK		0xffffffull
 #define QRNIC_DB_CQ_ARM			(1ull << 24)
 #define QRNIC_DB_CQ_SOLICITED		(1ull << 25)

@@ -61,6 +61,22 @@ struct qrnic_create_qp_resp {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 48);
 
+/* SRQ mapping: the ring (depth << wqe_shift bytes) then, at dbrec_offset,
+ * the 4-byte consumer-index record the device writes after each WQE it
+ * takes (the provider posts only while producer - record < depth).
+ * Kernel command udata: none (attr.max_wr, max_sge, srq_limit say it). */
+struct qrnic_create_srq_resp {
+	uint32_t srqn;
+	uint8_t  log_depth;
+	uint8_t  wqe_shift;
+	uint16_t rsvd0;
+	uint64_t mmap_key;
+	uint64_t mmap_size;
+	uint32_t dbrec_offset;
+	uint32_t rsvd;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_create_srq_resp, 32);
+
 struct qrnic_create_ah_resp {
 	uint32_t ahn;			/* goes into qrnic_send_wqe.ah */
 	uint32_t rsvd;

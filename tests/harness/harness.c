@@ -59,6 +59,14 @@ struct hx_cq_rec {
 	uint32_t ci;
 };
 
+struct hx_srq_rec {
+	bool valid;
+	uint32_t srqn, uctx;
+	uint8_t log, shift;
+	uint64_t ring, dbrec;
+	uint32_t pi;
+};
+
 struct hx_eq_rec {
 	bool valid;
 	uint32_t eqn;
@@ -133,6 +141,8 @@ struct hx_dev {
 	int nwqe_patch;
 	struct hx_cq_rec *cqs;
 	uint32_t ncqs;
+	struct hx_srq_rec *srqs;
+	uint32_t nsrqs;
 	struct hx_eq_rec *eqs;
 	uint32_t neqs;
 	struct hx_qp_rec *qps;
@@ -1082,6 +1092,7 @@ static void dev_free(struct hx_dev *h)
 	free(h->mem);
 	free(h->irqs);
 	free(h->cqs);
+	free(h->srqs);
 	free(h->eqs);
 	free(h->qps);
 	for (m = h->mrs; m; m = n) {
@@ -1141,7 +1152,7 @@ static int cfg_set(struct qrnic_config *c, const char *k, const char *v)
 
 #define U32(f) if (!strcmp(k, #f)) { c->f = (uint32_t)x; return 0; }
 	U32(eth_mtu) U32(speed_mbps) U32(max_qp) U32(max_qp_wr) U32(max_cq) U32(max_cqe)
-	U32(max_mr) U32(max_pd) U32(max_ah) U32(max_eq) U32(max_uctx) U32(max_mtt)
+	U32(max_mr) U32(max_pd) U32(max_ah) U32(max_eq) U32(max_uctx) U32(max_mtt) U32(max_srq)
 	U32(num_vectors) U32(gid_tbl_len) U32(max_rd_atomic)
 #undef U32
 	if (!strcmp(k, "max_mr_size")) {
@@ -2020,9 +2031,29 @@ int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned l
 	return r;
 }
 
+static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
+			 uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
+			 unsigned rq_log, unsigned rq_shift, uint32_t flags, uint32_t srqn);
+
 int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
 		     uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
 		     unsigned rq_log, unsigned rq_shift, uint32_t flags)
+{
+	return create_qp(w, d, uctx, pdn, send_cqn, recv_cqn, qp_type, sq_log, sq_shift, rq_log,
+			 rq_shift, flags, 0);
+}
+
+int64_t hx_create_qp_srq(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
+			 uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
+			 uint32_t srqn, uint32_t flags)
+{
+	return create_qp(w, d, uctx, pdn, send_cqn, recv_cqn, qp_type, sq_log, sq_shift, 0, 0,
+			 flags, srqn);
+}
+
+static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
+			 uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
+			 unsigned rq_log, unsigned rq_shift, uint32_t flags, uint32_t srqn)
 {
 	struct hx_dev *h = D(w, d);
 	struct qrnic_aq_cmd c;
@@ -2038,11 +2069,13 @@ int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t s
 		sq = hx_mem_alloc(w, d, 1ull << (sq_log + sq_shift), HX_PAGE);
 	else
 		sq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
-	if (rq_log + rq_shift <= 24)
+	if (srqn)
+		rq = 0;		/* receives from the SRQ: no RQ */
+	else if (rq_log + rq_shift <= 24)
 		rq = hx_mem_alloc(w, d, 1ull << (rq_log + rq_shift), HX_PAGE);
 	else
 		rq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
-	if (!sq || !rq)
+	if (!sq || (!rq && !srqn))
 		return HX_E_NOMEM;
 	cmd_init(&c, QRNIC_CMD_CREATE_QP);
 	c.u.create_qp.uctx = uctx;
@@ -2055,6 +2088,7 @@ int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t s
 	c.u.create_qp.rq_log_depth = (uint8_t)rq_log;
 	c.u.create_qp.rq_wqe_shift = (uint8_t)rq_shift;
 	c.u.create_qp.flags = flags;
+	c.u.create_qp.srqn = srqn;
 	c.u.create_qp.sq_addr = sq;
 	c.u.create_qp.rq_addr = rq;
 	r = admin_handle(w, d, &c);
@@ -2562,6 +2596,140 @@ int64_t hx_post_recv_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, ui
 	return put_rq(w, h, q, slot, ring);
 }
 
+/* ---- driver: shared receive queues ---------------------------------------------- */
+static struct hx_srq_rec *srq_find(struct hx_dev *h, uint32_t srqn)
+{
+	if (!h || srqn >= h->nsrqs || !h->srqs[srqn].valid)
+		return NULL;
+	return &h->srqs[srqn];
+}
+
+int64_t hx_create_srq(hx_world *w, int d, uint32_t uctx, uint32_t pdn, unsigned log_depth,
+		      unsigned wqe_shift, uint32_t limit, int dbrec)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_aq_cmd c;
+	uint64_t ring, rec = 0;
+	int64_t r;
+
+	if (!h)
+		return HX_E_INVAL;
+	ring = hx_mem_alloc(w, d, log_depth + wqe_shift <= 24 ? 1ull << (log_depth + wqe_shift)
+								 : HX_PAGE, HX_PAGE);
+	if (dbrec)
+		rec = hx_mem_alloc(w, d, 64, 64);
+	if (!ring || (dbrec && !rec))
+		return HX_E_NOMEM;
+	cmd_init(&c, QRNIC_CMD_CREATE_SRQ);
+	c.u.create_srq.uctx = uctx;
+	c.u.create_srq.pdn = pdn;
+	c.u.create_srq.log_depth = (uint8_t)log_depth;
+	c.u.create_srq.wqe_shift = (uint8_t)wqe_shift;
+	c.u.create_srq.limit = limit;
+	c.u.create_srq.ring_addr = ring;
+	c.u.create_srq.dbrec_addr = rec;
+	r = admin_handle(w, d, &c);
+	if (r >= 0 && r < (1 << 24)) {
+		GROW(h->srqs, h->nsrqs, (uint32_t)r);
+		h->srqs[r] = (struct hx_srq_rec){ .valid = true, .srqn = (uint32_t)r, .uctx = uctx,
+			.log = (uint8_t)log_depth, .shift = (uint8_t)wqe_shift, .ring = ring,
+			.dbrec = rec };
+	}
+	return r;
+}
+
+/* The device's consumer index record of an SRQ (what a provider reads). */
+int64_t hx_srq_ci(hx_world *w, int d, uint32_t srqn)
+{
+	struct hx_srq_rec *q = srq_find(D(w, d), srqn);
+	uint32_t ci = 0;
+
+	if (!q || !q->dbrec)
+		return HX_E_NOOBJ;
+	hx_mem_read(w, d, q->dbrec, &ci, sizeof(ci));
+	return ci;
+}
+
+int hx_ring_srq(hx_world *w, int d, uint32_t srqn)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_srq_rec *q = srq_find(h, srqn);
+
+	if (!q)
+		return HX_E_NOOBJ;
+	qrnic_dev_db_write(h->dev, db_page(q->uctx) + QRNIC_DB_SRQ,
+			   (srqn & QRNIC_DB_QN_MASK) | ((uint64_t)q->pi << QRNIC_DB_IDX_SHIFT), 8);
+	return 0;
+}
+
+/* Post a receive WQE to an SRQ (room: by the consumer record, as a
+ * provider does); returns its SRQ index. */
+int64_t hx_post_srq_recv(hx_world *w, int d, uint32_t srqn, uint64_t wr_id, unsigned nsge,
+			 const uint64_t *sge_addr, const uint32_t *sge_len, const uint32_t *sge_key,
+			 int ring)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_srq_rec *q = srq_find(h, srqn);
+	uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT];
+	struct qrnic_recv_wqe r;
+	uint32_t stride, idx;
+
+	if (!q)
+		return HX_E_NOOBJ;
+	stride = 1u << q->shift;
+	if (stride > sizeof(slot) || sizeof(r) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride)
+		return HX_E_INVAL;
+	if (q->dbrec && q->pi - (uint32_t)hx_srq_ci(w, d, srqn) >= (1u << q->log))
+		return HX_E_FULL;
+	memset(slot, 0, sizeof(slot));
+	memset(&r, 0, sizeof(r));
+	r.wr_id = wr_id;
+	r.num_sge = (uint8_t)nsge;
+	memcpy(slot, &r, sizeof(r));
+	put_sges(slot + sizeof(r), nsge, sge_addr, sge_len, sge_key);
+	idx = q->pi;
+	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
+	h->nwqe_patch = 0;
+	hx_mem_write(w, d, q->ring + ((uint64_t)(idx & ((1u << q->log) - 1)) << q->shift), slot,
+		     stride);
+	q->pi++;
+	if (ring)
+		hx_ring_srq(w, d, srqn);
+	return idx;
+}
+
+/* MODIFY_SRQ; returns the admin status (0) or a negative one */
+int hx_modify_srq(hx_world *w, int d, uint32_t srqn, uint32_t mask, uint32_t limit)
+{
+	struct qrnic_aq_cmd c;
+	int64_t r;
+
+	cmd_init(&c, QRNIC_CMD_MODIFY_SRQ);
+	c.u.modify_srq.srqn = srqn;
+	c.u.modify_srq.attr_mask = mask;
+	c.u.modify_srq.limit = limit;
+	r = admin_handle(w, d, &c);
+	return r < 0 ? (int)r : 0;
+}
+
+/* QUERY_SRQ: out3 = limit, depth, WQEs not yet taken */
+int hx_query_srq(hx_world *w, int d, uint32_t srqn, uint32_t *out3)
+{
+	struct qrnic_aq_cmd c;
+	struct qrnic_aq_cqe cqe;
+	int rc;
+
+	cmd_init(&c, QRNIC_CMD_QUERY_SRQ);
+	c.u.handle.handle = srqn;
+	rc = hx_admin(w, d, &c, &cqe, 0);
+	if (rc < 0)
+		return rc;
+	if (rc != QRNIC_AQ_OK)
+		return -rc;
+	memcpy(out3, cqe.result, 3 * sizeof(uint32_t));
+	return 0;
+}
+
 int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4)
 {
 	struct hx_qp_rec *q = qp_find(D(w, d), qpn);
@@ -2754,7 +2922,7 @@ const char *hx_layout(void)
 	P(L(qrnic_cmd_create_qp, send_cqn)); P(L(qrnic_cmd_create_qp, recv_cqn)); P(L(qrnic_cmd_create_qp, qp_type));
 	P(L(qrnic_cmd_create_qp, sq_log_depth)); P(L(qrnic_cmd_create_qp, sq_wqe_shift));
 	P(L(qrnic_cmd_create_qp, rq_log_depth)); P(L(qrnic_cmd_create_qp, rq_wqe_shift));
-	P(L(qrnic_cmd_create_qp, rsvd0)); P(L(qrnic_cmd_create_qp, flags)); P(L(qrnic_cmd_create_qp, rsvd1));
+	P(L(qrnic_cmd_create_qp, rsvd0)); P(L(qrnic_cmd_create_qp, flags)); P(L(qrnic_cmd_create_qp, srqn));
 	P(L(qrnic_cmd_create_qp, sq_addr)); P(L(qrnic_cmd_create_qp, rq_addr));
 	P(S(qrnic_cmd_modify_qp)); P(L(qrnic_cmd_modify_qp, qpn)); P(L(qrnic_cmd_modify_qp, rsvd));
 	P(L(qrnic_cmd_modify_qp, attr));
@@ -2777,6 +2945,13 @@ const char *hx_layout(void)
 	P(L(qrnic_device_attr, max_msg_size)); P(L(qrnic_device_attr, num_vectors));
 	P(L(qrnic_device_attr, gid_tbl_len)); P(L(qrnic_device_attr, caps)); P(L(qrnic_device_attr, page_size_cap));
 	P(L(qrnic_device_attr, max_mr_size)); P(L(qrnic_device_attr, mac));
+	P(L(qrnic_device_attr, max_srq)); P(L(qrnic_device_attr, max_srq_wr));
+	P(S(qrnic_cmd_create_srq)); P(L(qrnic_cmd_create_srq, uctx)); P(L(qrnic_cmd_create_srq, pdn));
+	P(L(qrnic_cmd_create_srq, log_depth)); P(L(qrnic_cmd_create_srq, wqe_shift));
+	P(L(qrnic_cmd_create_srq, rsvd0)); P(L(qrnic_cmd_create_srq, limit));
+	P(L(qrnic_cmd_create_srq, ring_addr)); P(L(qrnic_cmd_create_srq, dbrec_addr));
+	P(S(qrnic_cmd_modify_srq)); P(L(qrnic_cmd_modify_srq, srqn)); P(L(qrnic_cmd_modify_srq, attr_mask));
+	P(L(qrnic_cmd_modify_srq, limit)); P(L(qrnic_cmd_modify_srq, rsvd));
 	P(S(qrnic_port_attr)); P(L(qrnic_port_attr, state)); P(L(qrnic_port_attr, phys_state));
 	P(L(qrnic_port_attr, max_mtu)); P(L(qrnic_port_attr, active_mtu)); P(L(qrnic_port_attr, gid_tbl_len));
 	P(L(qrnic_port_attr, speed_mbps)); P(L(qrnic_port_attr, eth_mtu)); P(L(qrnic_port_attr, mac));

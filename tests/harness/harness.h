@@ -251,6 +251,19 @@ int64_t hx_post_recv(hx_world *w, int d, uint32_t qpn, uint64_t wr_id, unsigned 
 		     const uint64_t *sge_addr, const uint32_t *sge_len, const uint32_t *sge_key,
 		     int ring);
 int64_t hx_post_recv_raw(hx_world *w, int d, uint32_t qpn, const void *bytes, uint32_t len, int ring);
+/* shared receive queues (spec 12.10) */
+int64_t hx_create_qp_srq(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
+			 uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
+			 uint32_t srqn, uint32_t flags);
+int64_t hx_create_srq(hx_world *w, int d, uint32_t uctx, uint32_t pdn, unsigned log_depth,
+		      unsigned wqe_shift, uint32_t limit, int dbrec);
+int64_t hx_srq_ci(hx_world *w, int d, uint32_t srqn);
+int hx_ring_srq(hx_world *w, int d, uint32_t srqn);
+int64_t hx_post_srq_recv(hx_world *w, int d, uint32_t srqn, uint64_t wr_id, unsigned nsge,
+			 const uint64_t *sge_addr, const uint32_t *sge_len, const uint32_t *sge_key,
+			 int ring);
+int hx_modify_srq(hx_world *w, int d, uint32_t srqn, uint32_t mask, uint32_t limit);
+int hx_query_srq(hx_world *w, int d, uint32_t srqn, uint32_t *out3);
 int hx_ring_sq(hx_world *w, int d, uint32_t qpn);
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn);
 int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4);	/* sq_pi sq_ci rq_pi rq_ci */

@@ -21,7 +21,7 @@ PCI_SUBSYS_ID = 0x0001
 PCI_REVISION = 0x01
 PCI_CLASS = 0x020000
 BAR_REGS, BAR_DB, BAR_MSIX = 0, 2, 4
-ABI_VERSION = 0x00010000
+ABI_VERSION = h.ABI_VERSION
 
 AQ_SQE_SIZE = 128
 AQ_CQE_SIZE = 32
@@ -88,7 +88,7 @@ class CmdCreateQp(LE):
     _fields_ = [('uctx', u32), ('pdn', u32), ('send_cqn', u32), ('recv_cqn', u32),
                 ('qp_type', u8), ('sq_log_depth', u8), ('sq_wqe_shift', u8),
                 ('rq_log_depth', u8), ('rq_wqe_shift', u8), ('rsvd0', u8 * 3),
-                ('flags', u32), ('rsvd1', u32), ('sq_addr', u64), ('rq_addr', u64)]
+                ('flags', u32), ('srqn', u32), ('sq_addr', u64), ('rq_addr', u64)]
 
 
 class CmdModifyQp(LE):
@@ -119,11 +119,23 @@ class CmdCreateEq(LE):
                 ('ring_addr', u64)]
 
 
+class CmdCreateSrq(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32), ('pdn', u32), ('log_depth', u8), ('wqe_shift', u8),
+                ('rsvd0', u16), ('limit', u32), ('ring_addr', u64), ('dbrec_addr', u64)]
+
+
+class CmdModifySrq(LE):
+    _pack_ = 1
+    _fields_ = [('srqn', u32), ('attr_mask', u32), ('limit', u32), ('rsvd', u32)]
+
+
 MIRRORS = {'qrnic_aq_hdr': AqHdr, 'qrnic_cmd_query': CmdQuery, 'qrnic_cmd_gid': CmdGid,
            'qrnic_cmd_create_cq': CmdCreateCq, 'qrnic_cmd_create_qp': CmdCreateQp,
            'qrnic_cmd_modify_qp': CmdModifyQp, 'qrnic_cmd_query_qp': CmdQueryQp,
            'qrnic_cmd_reg_mr': CmdRegMr, 'qrnic_cmd_create_ah': CmdCreateAh,
-           'qrnic_cmd_create_eq': CmdCreateEq}
+           'qrnic_cmd_create_eq': CmdCreateEq, 'qrnic_cmd_create_srq': CmdCreateSrq,
+           'qrnic_cmd_modify_srq': CmdModifySrq}
 
 
 def command(opcode, body=None, cmd_id=0, flags=0):
