@@ -298,3 +298,60 @@ def test_uc_burst_pauses_instead_of_dropping(world):
     assert s1['rx_packets'] - s0['rx_packets'] == n * size // 256
     c = scenarios.one_cqe(conn.cqa)                 # the one signaled send
     assert c['wr_id'] == n - 1 and c['status_name'] == 'SUCCESS'
+
+
+def test_srq_shared_by_two_qps_register_level(world):
+    """Two RC QPs of b on one SRQ (spec 12.10), driven through the ring and
+    the QRNIC_DB_SRQ doorbell in BAR2: both connections' SENDs land in the
+    SRQ's buffers, the device writes its consumer index to the record, a
+    SRQ_LIMIT_REACHED async event arrives on the async EQ, and a QP moved
+    to ERROR raises LAST_WQE_REACHED."""
+    a, b = world.devs
+    pda, pdb = a.alloc_pd(), b.alloc_pd()
+    srq = b.create_srq(pdb, log_depth=4, limit=3)
+    conns = []
+    for _ in range(2):
+        cqa, cqb = a.create_cq(6), b.create_cq(6)
+        qa = a.create_qp(pda, cqa)
+        qb = b.create_qp(pdb, cqb, srq=srq)
+        for me, peer in ((qa, qb), (qb, qa)):
+            me.to_init(h.ACCESS_ALL)
+            me.to_rtr(peer.dev, peer.qpn, mtu=1024, rq_psn=0)
+        qa.to_rts(sq_psn=0)
+        qb.to_rts(sq_psn=0)
+        conns.append((qa, qb, cqa, cqb))
+    la = a.reg_mr(pda, 8192)
+    rb = b.reg_mr(pdb, 6 * 1024)
+    data = la.fill_random(random.Random(4))
+    for i in range(6):
+        srq.post_recv([(rb, i * 1024, 1024)], wr_id=0x500 + i)
+    b.async_eq.poll()
+    b.async_eq.arm()
+    for i in range(4):
+        qa = conns[i % 2][0]
+        qa.post_send('SEND', [(la, i * 1000, 1000)], wr_id=i)
+        scenarios.expect_success(scenarios.one_cqe(conns[i % 2][2]), 'SEND', i, qa.qpn)
+    got = []
+    for i in range(4):
+        got.append(scenarios.one_cqe(conns[i % 2][3]))
+    assert sorted(c['wr_id'] for c in got) == [0x500 + i for i in range(4)]
+    for c in got:
+        assert c['status_name'] == 'SUCCESS' and c['byte_len'] == 1000
+    # in this order each SEND took the next SRQ slot
+    for i in range(4):
+        assert rb.read(i * 1024, 1000) == data[i * 1000:(i + 1) * 1000]
+    assert srq.ci == 4
+    assert b.irq_wait(b.async_eq.vector, 5)
+    assert [(e['event'], e['handle']) for e in b.async_eq.poll()] == \
+        [('SRQ_LIMIT_REACHED', srq.srqn)]
+    b.async_eq.arm()
+    conns[1][1].modify('ERR')
+    assert b.irq_wait(b.async_eq.vector, 5)
+    assert [(e['event'], e['handle']) for e in b.async_eq.poll()] == \
+        [('QP_LAST_WQE_REACHED', conns[1][1].qpn)]
+    # a doorbell that laps the consumer is ignored and counted
+    s0 = b.query_stats()
+    srq.ring_db(srq.ci + 17)
+    world.run_until(lambda: b.query_stats()['doorbells_ignored'] > s0['doorbells_ignored'], 5)
+    assert b.query_stats()['doorbells_ignored'] == s0['doorbells_ignored'] + 1
+    scenarios.healthy(world, a, b)

@@ -534,6 +534,42 @@ class Qp(_Obj, h.QpTransitions):
         return self.dev.destroy('DESTROY_QP', self.qpn, check)
 
 
+class Srq(_Obj):
+    """A shared receive queue driven through its ring and QRNIC_DB_SRQ."""
+
+    def __init__(self, dev, srqn, log_depth, wqe_shift, ring, rec, uctx):
+        super().__init__(dev, srqn)
+        self.srqn, self.log_depth, self.wqe_shift = srqn, log_depth, wqe_shift
+        self.ring, self.rec, self.uctx = ring, rec, uctx
+        self.pi = 0
+
+    @property
+    def ci(self):
+        """The consumer index the device wrote to the record."""
+        return struct.unpack('<I', self.dev.qemu.memread(self.rec, 4))[0]
+
+    def post_recv(self, sges=(), wr_id=0, ring=True):
+        addrs, lens, keys = _sge_list(sges)
+        body = bytes(h.RecvWqe(wr_id=wr_id, num_sge=len(addrs))) + b''.join(
+            bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
+        stride = 1 << self.wqe_shift
+        assert len(body) <= stride and self.pi - self.ci < (1 << self.log_depth)
+        self.dev.qemu.memwrite(self.ring + ((self.pi & ((1 << self.log_depth) - 1))
+                                            << self.wqe_shift), body.ljust(stride, b'\0'))
+        self.pi += 1
+        if ring:
+            self.ring_db()
+        return self.pi - 1
+
+    def ring_db(self, pi=None):
+        self.dev.db_write(self.uctx * h.DB_PAGE_SIZE + h.DB_SRQ,
+                          (self.srqn & abi.DB_QN_MASK) | (((self.pi if pi is None else pi)
+                                                          & 0xffffffff) << 32))
+
+    def destroy(self, check=True):
+        return self.dev.destroy('DESTROY_SRQ', self.srqn, check)
+
+
 def _sge_list(sges):
     """[(mr, off, len[, lkey])] or raw [(addr, len, lkey)] -> (addrs, lens, keys)."""
     addrs, lens, keys = [], [], []
@@ -892,10 +928,22 @@ class Device:
         r = self._handle(st, cqe, 'create_cq', check)
         return None if r is None else Cq(self, r, log_depth, ring, rec, uctx)
 
+    def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, check=True):
+        """An SRQ with a consumer record (spec 12.10)."""
+        ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
+        rec = self.mem.alloc(64, 64)
+        st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
+            uctx=uctx, pdn=pd.pdn if isinstance(pd, Pd) else pd, log_depth=log_depth,
+            wqe_shift=wqe_shift, limit=limit, ring_addr=ring, dbrec_addr=rec)))
+        r = self._handle(st, cqe, 'create_srq', check)
+        return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
+
     def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
                   rq_log=6, rq_shift=9, uctx=0, flags=0, sq_addr=None, rq_addr=None,
-                  check=True):
+                  srq=None, check=True):
         recv_cq = recv_cq or send_cq
+        if srq is not None:
+            rq_log, rq_shift, rq_addr = 0, 0, 0
         t = h.QPT[qp_type] if isinstance(qp_type, str) else qp_type
         pdn = pd.pdn if isinstance(pd, Pd) else pd
         scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
@@ -907,7 +955,8 @@ class Device:
         st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
             uctx=uctx, pdn=pdn, send_cqn=scq, recv_cqn=rcq, qp_type=t, sq_log_depth=sq_log,
             sq_wqe_shift=sq_shift, rq_log_depth=rq_log, rq_wqe_shift=rq_shift if rq_log else 0,
-            flags=flags, sq_addr=sq_addr, rq_addr=rq_addr)))
+            flags=flags, srqn=srq.srqn if srq is not None else 0, sq_addr=sq_addr,
+            rq_addr=rq_addr)))
         r = self._handle(st, cqe, 'create_qp', check)
         if r is None:
             return None
