@@ -166,6 +166,9 @@ uint8_t qrnic_fw_modify_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 uint8_t qrnic_fw_query_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_destroy_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
+uint8_t qrnic_fw_attach_mcast(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_detach_mcast(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+
 uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_query_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);

@@ -294,11 +294,20 @@ static void loopback_count(struct qrnic_dev *d, const uint8_t *frame, size_t len
 		d->ops->loopback(d->opaque, frame, len);
 }
 
+/* A multicast frame for a group that has members on this device. */
+static bool tx_mcast_member(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	struct qrnic_pkt p;
+
+	return qrnic_wire_parse_icrc(frame, len, &p, false) == QRNIC_WIRE_OK &&
+	       qrnic_gid_is_mcast(p.dgid) && qrnic_mcg_find(d, p.dgid);
+}
+
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	const struct qrnic_pkt *desc;
 
-	if (!d->ops->tx_frame_buf || !d->link_up || d->fault) {
+	if (!d->ops->tx_frame_buf || !d->link_up || d->fault || d->nmcg) {
 		qrnic_frame_buf_fill(buf);
 		qrnic_tx_now(d, buf, len);
 		qrnic_frame_buf_free(buf);
@@ -329,6 +338,12 @@ void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		loopback_count(d, frame, len);
 		qrnic_dev_rx_frame(d, frame, len);
 		return;
+	}
+	if (len >= 6 && (frame[0] & 1) && d->nmcg && tx_mcast_member(d, frame, len)) {
+		/* multicast loopback: our own members get a copy, and the
+		 * frame goes on the wire for the others (captured there) */
+		qrnic_stat_add(d, QRNIC_STAT_LOOPBACK_FRAMES, 1);
+		qrnic_dev_rx_frame(d, frame, len);
 	}
 	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
 	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
@@ -822,6 +837,24 @@ static void rx_drop(struct qrnic_dev *d, enum qrnic_stat why, uint32_t qpn, uint
 	qrnic_trace(d, QRNIC_TR_DROP, qpn, psn, why, (uint32_t)len, 0);
 }
 
+/* A RoCEv2 packet for a multicast GID: a UD SEND to DestQP 0xffffff for a
+ * group with members here goes to each member (spec 12.11).  Returns false
+ * for anything else (the caller goes on: the Ethernet path). */
+static bool rx_mcast(struct qrnic_dev *d, uint8_t *frame, size_t len, struct qrnic_pkt *p)
+{
+	const struct qrnic_mcg *g = d->nmcg ? qrnic_mcg_find(d, p->dgid) : NULL;
+
+	if (!g || p->opcode < 0x60 || p->dqpn != QRNIC_MCAST_QPN)
+		return false;
+	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len);
+	qrnic_trace(d, QRNIC_TR_RX, p->dqpn, p->psn, p->opcode, (uint32_t)len, 0);
+	qrnic_tm_begin(d, 0);
+	qrnic_mcg_deliver(d, g, p);
+	qrnic_tm_end(d);
+	return true;
+}
+
 /* frame: a frame buffer (the receive queue holds nothing else), which may
  * carry its payload by reference (qrnic_frame_buf_set_ref) and its headers
  * by description (qrnic_frame_buf_set_pkt). */
@@ -863,6 +896,8 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 						   : QRNIC_STAT_RX_DROP_MALFORMED, 0, 0, len);
 		return;
 	}
+	if (qrnic_gid_is_mcast(p.dgid) && rx_mcast(d, frame, len, &p))
+		return;
 	if (!gid_is_local(d, p.dgid)) {
 		qrnic_frame_buf_fill(frame);
 		qrnic_eth_rx(d, frame, len);	/* RoCEv2, but not for us */
@@ -1349,6 +1384,8 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	d->eth_ctrl = d->eth_tx_pi = d->eth_rx_pi = d->eth_tx_ci = d->eth_rx_ci = 0;
 	d->eth_irq = 0;
 	d->aq_pending = d->eth_pending = false;
+	memset(d->mcg, 0, sizeof(d->mcg));
+	d->nmcg = 0;
 	memset(&d->work, 0, sizeof(d->work));
 	memset(&d->flushq, 0, sizeof(d->flushq));
 	d->flushing = false;

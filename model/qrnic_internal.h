@@ -136,6 +136,13 @@ struct qrnic_srq {
 	uint32_t refcnt;	/* QPs using it */
 };
 
+/* A UD multicast group (spec 12.11); free while nqp is 0. */
+struct qrnic_mcg {
+	uint8_t gid[16];
+	uint32_t nqp;
+	uint32_t qpn[QRNIC_MAX_MCG_QP];
+};
+
 /* A validated private copy of one send WQE in flight. */
 struct qrnic_swqe {
 	struct qrnic_send_wqe wqe;
@@ -383,6 +390,8 @@ struct qrnic_dev {
 	struct qrnic_mr *mr;		/* [max_mr] */
 	struct qrnic_ah *ah;		/* [max_ah] */
 	struct qrnic_srq *srq;		/* [max_srq] */
+	struct qrnic_mcg mcg[QRNIC_MAX_MCG];
+	uint32_t nmcg;			/* groups in use */
 	struct qrnic_gid_entry *gid;	/* [gid_tbl_len] */
 	uint64_t *mtt;			/* [max_mtt] page bus addresses */
 	uint8_t *mtt_used;		/* [max_mtt] allocator map (mr.c) */
@@ -625,6 +634,14 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_qp_event(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_qp_flush(struct qrnic_dev *d, struct qrnic_qp *qp);
+
+/* ---- mcast.c: UD multicast groups ------------------------------------------ */
+bool qrnic_gid_is_mcast(const uint8_t gid[16]);
+struct qrnic_mcg *qrnic_mcg_find(struct qrnic_dev *d, const uint8_t gid[16]);
+int qrnic_mcg_attach(struct qrnic_dev *d, const uint8_t gid[16], uint32_t qpn);	/* 0 / -1 full */
+int qrnic_mcg_detach(struct qrnic_dev *d, const uint8_t gid[16], uint32_t qpn);	/* 0 / -1 not a member */
+void qrnic_mcg_detach_qp(struct qrnic_dev *d, uint32_t qpn);	/* from every group */
+void qrnic_mcg_deliver(struct qrnic_dev *d, const struct qrnic_mcg *g, const struct qrnic_pkt *p);
 
 /* ---- srq.c / responder.c: receive WQEs -------------------------------------- */
 int qrnic_rwqe_read(struct qrnic_dev *d, uint64_t addr, uint32_t stride, uint32_t pdn,

@@ -78,8 +78,9 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
        'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
-       'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a}
-CMD_MAX = 0x1a
+       'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c}
+CMD_MAX = 0x1c
+MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
              'BUSY', 'DMA_ERROR', 'BAD_ATTR_MASK', 'NOT_SUPPORTED', 'INJECTED']
@@ -213,7 +214,8 @@ class DeviceAttr(LE):
         'caps')] + [('page_size_cap', ctypes.c_uint64), ('max_mr_size', ctypes.c_uint64),
                     ('mac', ctypes.c_uint8 * 6), ('rsvd0', ctypes.c_uint8 * 2),
                     ('max_srq', ctypes.c_uint32), ('max_srq_wr', ctypes.c_uint32),
-                    ('rsvd', ctypes.c_uint8 * 16)]
+                    ('max_mcg', ctypes.c_uint32), ('max_mcg_qp', ctypes.c_uint32),
+                    ('rsvd', ctypes.c_uint8 * 8)]
 
 
 class PortAttr(LE):
@@ -557,6 +559,14 @@ def gid_v4(ip):
 
 def gid_v6(ip):
     return ipaddress.IPv6Address(ip).packed
+
+
+def mcast_mac(gid):
+    """The Ethernet multicast address of a multicast GID (RFC 1112 / RFC 2464)."""
+    gid = bytes(gid)
+    if gid[:12] == b'\0' * 10 + b'\xff\xff':
+        return bytes([0x01, 0x00, 0x5e, gid[13] & 0x7f, gid[14], gid[15]])
+    return b'\x33\x33' + gid[12:16]
 
 
 def mac_str(m):
@@ -1159,6 +1169,18 @@ class Device:
             return None
         return Qp(self, h, t, pd if isinstance(pd, Pd) else None, send_cq, recv_cq,
                   sq_log, sq_shift, rq_log, rq_shift)
+
+    def _mcast(self, op, qp, gid, check):
+        qpn = qp.qpn if hasattr(qp, 'qpn') else qp
+        body = struct.pack('<II16s', qpn, 0, bytes(gid))
+        st, _ = self.admin(struct.pack('<BBHI', CMD[op], 0, 0, 0) + body)
+        return self._status(st, op.lower(), check)
+
+    def attach_mcast(self, qp, gid, check=True):
+        return self._mcast('ATTACH_MCAST', qp, gid, check)
+
+    def detach_mcast(self, qp, gid, check=True):
+        return self._mcast('DETACH_MCAST', qp, gid, check)
 
     def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
         pdn = pd.pdn if isinstance(pd, Pd) else pd

@@ -50,7 +50,9 @@
 #define QRNIC_CMD_MODIFY_SRQ		0x18
 #define QRNIC_CMD_QUERY_SRQ		0x19
 #define QRNIC_CMD_DESTROY_SRQ		0x1a
-#define QRNIC_CMD_MAX			0x1a
+#define QRNIC_CMD_ATTACH_MCAST		0x1b
+#define QRNIC_CMD_DETACH_MCAST		0x1c
+#define QRNIC_CMD_MAX			0x1c
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -261,6 +263,19 @@ struct qrnic_cmd_modify_srq {
 	uint32_t rsvd;
 };
 
+/* UD multicast (spec 12.11): a UD QP joins (ATTACH) or leaves (DETACH) the
+ * group of a multicast GID; the device delivers a copy of every UD packet
+ * for that GID (BTH DestQP 0xffffff) to each member. */
+#define QRNIC_MAX_MCG			256	/* groups per device */
+#define QRNIC_MAX_MCG_QP		32	/* QPs per group */
+#define QRNIC_MCAST_QPN			0xffffffu	/* BTH DestQP of multicast packets */
+
+struct qrnic_cmd_mcast {	/* ATTACH_MCAST, DETACH_MCAST */
+	uint32_t qpn;		/* a UD QP */
+	uint32_t rsvd;
+	uint8_t  gid[16];	/* IPv6 ff00::/8, or IPv4-mapped 224.0.0.0/4 */
+};
+
 struct qrnic_aq_cmd {
 	struct qrnic_aq_hdr hdr;
 	union {
@@ -277,6 +292,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_create_eq create_eq;
 		struct qrnic_cmd_create_srq create_srq;
 		struct qrnic_cmd_modify_srq modify_srq;
+		struct qrnic_cmd_mcast mcast;
 		uint8_t raw[120];
 	} u;
 };
@@ -290,6 +306,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_srq, 32);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_srq, 16);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_mcast, 24);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.
@@ -346,7 +363,9 @@ struct qrnic_device_attr {
 	uint8_t  rsvd0[2];
 	uint32_t max_srq;	/* SRQ numbers 1..max_srq-1 */
 	uint32_t max_srq_wr;	/* WQEs per SRQ (= max_qp_wr) */
-	uint8_t  rsvd[16];
+	uint32_t max_mcg;	/* QRNIC_MAX_MCG */
+	uint32_t max_mcg_qp;	/* QRNIC_MAX_MCG_QP */
+	uint8_t  rsvd[8];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 128);
 

@@ -80,10 +80,11 @@
 #define QRNIC_CAP_ETH			(1u << 4)
 #define QRNIC_CAP_UC			(1u << 5)
 #define QRNIC_CAP_SRQ			(1u << 6)
+#define QRNIC_CAP_MCAST			(1u << 7)
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
-					 QRNIC_CAP_SRQ)
+					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */

@@ -2946,6 +2946,7 @@ const char *hx_layout(void)
 	P(L(qrnic_device_attr, gid_tbl_len)); P(L(qrnic_device_attr, caps)); P(L(qrnic_device_attr, page_size_cap));
 	P(L(qrnic_device_attr, max_mr_size)); P(L(qrnic_device_attr, mac));
 	P(L(qrnic_device_attr, max_srq)); P(L(qrnic_device_attr, max_srq_wr));
+	P(L(qrnic_device_attr, max_mcg)); P(L(qrnic_device_attr, max_mcg_qp));
 	P(S(qrnic_cmd_create_srq)); P(L(qrnic_cmd_create_srq, uctx)); P(L(qrnic_cmd_create_srq, pdn));
 	P(L(qrnic_cmd_create_srq, log_depth)); P(L(qrnic_cmd_create_srq, wqe_shift));
 	P(L(qrnic_cmd_create_srq, rsvd0)); P(L(qrnic_cmd_create_srq, limit));
