@@ -76,6 +76,8 @@ static const char *const qrnic_aq_opcode_names[QRNIC_CMD_MAX + 1] = {
 	[QRNIC_CMD_CREATE_EQ]	 = "CREATE_EQ",
 	[QRNIC_CMD_DESTROY_EQ]	 = "DESTROY_EQ",
 	[QRNIC_CMD_QUERY_STATS]	 = "QUERY_STATS",
+	[QRNIC_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
+	[QRNIC_CMD_DETACH_MCAST] = "DETACH_MCAST",
 };
 
 int qrnic_aq_status_to_errno(u8 status)
@@ -644,4 +646,14 @@ int qrnic_cmd_create_eq(struct qrnic_dev *dev, u8 log_depth, u16 vector,
 int qrnic_cmd_destroy_eq(struct qrnic_dev *dev, u32 eqn)
 {
 	return qrnic_cmd_simple(dev, QRNIC_CMD_DESTROY_EQ, eqn, false);
+}
+
+int qrnic_cmd_mcast(struct qrnic_dev *dev, u8 op, u32 qpn, const u8 gid[16])
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, op);
+	cmd.u.mcast.qpn = qpn;
+	memcpy(cmd.u.mcast.gid, gid, sizeof(cmd.u.mcast.gid));
+	return qrnic_aq_exec(dev, &cmd, NULL, false);
 }

@@ -53,5 +53,7 @@ int qrnic_cmd_destroy_ah(struct qrnic_dev *dev, u32 ahn, bool atomic);
 int qrnic_cmd_create_eq(struct qrnic_dev *dev, u8 log_depth, u16 vector,
 			u32 flags, dma_addr_t ring, u32 *eqn);
 int qrnic_cmd_destroy_eq(struct qrnic_dev *dev, u32 eqn);
+/* ATTACH_MCAST / DETACH_MCAST (op = QRNIC_CMD_*_MCAST) of a UD QP */
+int qrnic_cmd_mcast(struct qrnic_dev *dev, u8 op, u32 qpn, const u8 gid[16]);
 
 #endif /* QRNIC_ADMIN_CMDS_H */

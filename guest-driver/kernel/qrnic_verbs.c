@@ -137,6 +137,11 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 	props->atomic_cap = (dev->caps & QRNIC_CAP_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	props->masked_atomic_cap = IB_ATOMIC_NONE;
 	props->max_ah = a->max_ah - 1;
+	if (dev->caps & QRNIC_CAP_MCAST) {	/* spec 12.11 */
+		props->max_mcast_grp = a->max_mcg;
+		props->max_mcast_qp_attach = a->max_mcg_qp;
+		props->max_total_mcast_qp_attach = a->max_mcg * a->max_mcg_qp;
+	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
 	return 0;
@@ -517,6 +522,29 @@ static int qrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 	return 0;
 }
 
+/* ---- UD multicast (spec 12.11) ---------------------------------------------------------- */
+
+static int qrnic_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 op)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+
+	if (!(dev->caps & QRNIC_CAP_MCAST))
+		return -EOPNOTSUPP;
+	if (ibqp->qp_type != IB_QPT_UD)
+		return -EINVAL;
+	return qrnic_cmd_mcast(dev, op, ibqp->qp_num, gid->raw);
+}
+
+static int qrnic_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return qrnic_mcast(ibqp, gid, QRNIC_CMD_ATTACH_MCAST);
+}
+
+static int qrnic_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return qrnic_mcast(ibqp, gid, QRNIC_CMD_DETACH_MCAST);
+}
+
 /* ---- registration ------------------------------------------------------------------------ */
 
 static const struct ib_device_ops qrnic_dev_ops = {
@@ -530,6 +558,7 @@ static const struct ib_device_ops qrnic_dev_ops = {
 	.alloc_hw_port_stats = qrnic_alloc_hw_port_stats,
 	.alloc_pd = qrnic_alloc_pd,
 	.alloc_ucontext = qrnic_alloc_ucontext,
+	.attach_mcast = qrnic_attach_mcast,
 	.create_ah = qrnic_create_ah,
 	.create_cq = qrnic_create_cq,
 	.create_qp = qrnic_create_qp,
@@ -537,6 +566,7 @@ static const struct ib_device_ops qrnic_dev_ops = {
 	.dealloc_pd = qrnic_dealloc_pd,
 	.dealloc_ucontext = qrnic_dealloc_ucontext,
 	.del_gid = qrnic_del_gid,
+	.detach_mcast = qrnic_detach_mcast,
 	.dereg_mr = qrnic_dereg_mr,
 	.destroy_ah = qrnic_destroy_ah,
 	.destroy_cq = qrnic_destroy_cq,
