@@ -27,6 +27,8 @@ static void qrnic_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qrnic_ctx_ops = {
 	.alloc_pd = qrnic_alloc_pd,
+	/* UD multicast (spec 12.11): the kernel sends ATTACH/DETACH_MCAST */
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = qrnic_create_ah,
 	.create_cq = qrnic_create_cq,
 	.create_qp = qrnic_create_qp,
@@ -35,6 +37,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.destroy_ah = qrnic_destroy_ah,
 	.destroy_cq = qrnic_destroy_cq,
 	.destroy_qp = qrnic_destroy_qp,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = qrnic_free_context,
 	.modify_qp = qrnic_modify_qp,
 	.poll_cq = qrnic_poll_cq,

@@ -635,6 +635,29 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah)
 	return hx_destroy(w, fk_of(ah->context)->d, QRNIC_CMD_DESTROY_AH, ah->handle) ? EINVAL : 0;
 }
 
+/* ATTACH/DETACH_MCAST as the kernel sends them (qrnic_cmd_mcast) */
+static int fk_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint8_t op)
+{
+	struct qrnic_aq_cmd c;
+	struct qrnic_aq_cqe cqe;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = op;
+	c.u.mcast.qpn = qp->qp_num;
+	memcpy(c.u.mcast.gid, gid->raw, 16);
+	return hx_admin(w, fk_of(qp->context)->d, &c, &cqe, 0) == QRNIC_AQ_OK ? 0 : EINVAL;
+}
+
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return fk_mcast(qp, gid, QRNIC_CMD_ATTACH_MCAST);
+}
+
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return fk_mcast(qp, gid, QRNIC_CMD_DETACH_MCAST);
+}
+
 /* ======================================================================= */
 /* the tests: an application using the provider's ops                      */
 /* ======================================================================= */
