@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "harness.h"
 #include "qrnic_fault.h"
@@ -150,6 +151,7 @@ struct hx_world {
 	struct hx_dev *dev[HX_MAX_DEV];
 	char err[256];
 	uint64_t admin_timeout_ns;
+	uint64_t admin_max_iter;	/* run loop iterations an admin command may wait */
 	uint64_t last_iters;
 	uint64_t watched_writes;	/* DMA writes by devices hx_watch_writes() named */
 
@@ -233,6 +235,24 @@ static bool mem_denied(struct hx_dev *h, uint64_t addr, uint64_t len)
 static uint8_t *mem_ptr(struct hx_dev *h, uint64_t addr)
 {
 	return h->mem + (addr - h->base);
+}
+
+/* Host memory: anonymous pages the kernel backs (with zeros) when first
+ * touched -- what calloc does for such sizes, said outright: under a
+ * sanitizer, calloc/free of it would also write its whole shadow (1/8 of
+ * its size) at every world's start and end, most of a fuzzer's time. */
+static uint8_t *mem_map(uint64_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void mem_unmap(uint8_t *mem, uint64_t size)
+{
+	if (mem)
+		munmap(mem, size);
 }
 
 /* Descriptors (WQEs, SGEs: up to a few hundred bytes) are validated field
@@ -1068,6 +1088,7 @@ hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed)
 	w->seed = seed;
 	w->rng = seed;
 	w->admin_timeout_ns = 1000000000ull;
+	w->admin_max_iter = 10000000;
 	w->now = 1000;	/* not zero, so that "0" timestamps stand out */
 	w->min_deadline = UINT64_MAX;
 	return w;
@@ -1079,7 +1100,7 @@ static void dev_free(struct hx_dev *h)
 
 	if (h->dev)
 		qrnic_dev_free(h->dev);
-	free(h->mem);
+	mem_unmap(h->mem, h->size);
 	free(h->irqs);
 	free(h->cqs);
 	free(h->eqs);
@@ -1202,11 +1223,11 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	}
 	h->size = w->mem_size;
 	h->base = HX_MEM_BASE * (uint64_t)(h->idx + 1);
-	h->mem = calloc(1, h->size);	/* lazily backed by the kernel */
+	h->mem = mem_map(h->size);
 	h->nvec = h->cfg.num_vectors ? h->cfg.num_vectors : 1;
 	h->irqs = calloc(h->nvec, sizeof(*h->irqs));
 	if (!h->mem || !h->irqs) {
-		free(h->mem);
+		mem_unmap(h->mem, h->size);
 		free(h->irqs);
 		free(h);
 		hx_err(w, "out of host memory");
@@ -1216,7 +1237,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h);
 	if (!h->dev) {
 		hx_err(w, "qrnic_dev_new failed");
-		free(h->mem);
+		mem_unmap(h->mem, h->size);
 		free(h->irqs);
 		free(h);
 		return HX_E_DEV;
@@ -1258,6 +1279,11 @@ uint64_t hx_now(hx_world *w)
 void hx_set_admin_timeout(hx_world *w, uint64_t ns)
 {
 	w->admin_timeout_ns = ns;
+}
+
+void hx_set_admin_max_iter(hx_world *w, uint64_t iters)
+{
+	w->admin_max_iter = iters ? iters : 1;
 }
 
 uint64_t hx_wire_stat(hx_world *w, int s)
@@ -1802,7 +1828,7 @@ int hx_admin(hx_world *w, int d, const void *cmd, void *cqe_out, uint32_t flags)
 	h->aq.pi++;
 	wr32(h, QRNIC_REG_AQ_SQ_DB, h->aq.pi);
 	for (;;) {
-		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h, UINT64_MAX);
+		int rc = run_loop(w, w->admin_timeout_ns, w->admin_max_iter, stop_aq, h, UINT64_MAX);
 
 		if (rc != HX_RUN_STOP)
 			return HX_E_TIMEOUT;
