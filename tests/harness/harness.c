@@ -2207,10 +2207,10 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 		return HX_E_INVAL;
 	ps = 1ull << page_shift;
 	off = iova & (ps - 1);
-	if (length)
-		npages = (off + length + ps - 1) >> page_shift;
+	if (length)	/* pages spanned, without wrapping for any length */
+		npages = (uint64_t)(((unsigned __int128)off + length + ps - 1) >> page_shift);
 	if (page_shift < QRNIC_MIN_PAGE_SHIFT || page_shift > QRNIC_MAX_PAGE_SHIFT ||
-	    (!(hxflags & HX_MR_PHYS) && npages * ps > h->size / 2)) {
+	    (!(hxflags & HX_MR_PHYS) && npages > (h->size >> page_shift) / 2)) {
 		/* invalid or huge: submit the command without backing pages (the
 		 * device must reject it; tests of that only look at the status) */
 		hxflags |= HX_MR_PHYS;
@@ -2223,7 +2223,9 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return HX_E_NOMEM;
-	m->pages = calloc(npages ? npages : 1, sizeof(uint64_t));
+	/* a page list only for pages the host allocates: those of a DMA MR
+	 * follow from its iova (mr_addr), however many it spans */
+	m->pages = calloc((hxflags & HX_MR_PHYS) || !npages ? 1 : npages, sizeof(uint64_t));
 	if (!m->pages) {
 		free(m);
 		return HX_E_NOMEM;
@@ -2239,9 +2241,7 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 			levels = 3;
 	}
 	if (hxflags & HX_MR_PHYS) {
-		/* iova is a bus address; the caller allocated it */
-		for (uint64_t i = 0; i < npages; i++)
-			m->pages[i] = (iova & ~(ps - 1)) + i * ps;
+		/* iova is a bus address the caller allocated: no pages to find */
 	} else if (levels == 0 || (hxflags & HX_MR_CONTIG)) {
 		uint64_t a = hx_mem_alloc(w, d, npages * ps, ps < HX_PAGE ? HX_PAGE : ps);
 
@@ -2296,7 +2296,7 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 	m->iova = iova;
 	m->length = length;
 	m->page_shift = page_shift;
-	m->npages = (uint32_t)npages;
+	m->npages = (hxflags & HX_MR_PHYS) ? 0 : (uint32_t)npages;
 	m->pbl_addr = pbl;
 	m->next = h->mrs;
 	h->mrs = m;
@@ -2315,19 +2315,26 @@ static struct hx_mr_rec *mr_find(struct hx_dev *h, uint32_t key)
 	return NULL;
 }
 
+/* Bus address of byte off of MR m, 0 if the host has no page there. */
+static uint64_t mr_addr(const struct hx_mr_rec *m, uint64_t off)
+{
+	uint64_t ps = 1ull << m->page_shift, x = (m->iova & (ps - 1)) + off;
+
+	if (m->flags & HX_MR_PHYS)
+		return m->iova + off;	/* a DMA MR: bus addresses 1:1 */
+	if ((x >> m->page_shift) >= m->npages)
+		return 0;
+	return m->pages[x >> m->page_shift] + (x & (ps - 1));
+}
+
 uint64_t hx_mr_bus_addr(hx_world *w, int d, uint32_t key, uint64_t off)
 {
 	struct hx_dev *h = D(w, d);
 	struct hx_mr_rec *m = h ? mr_find(h, key) : NULL;
-	uint64_t ps, x;
 
 	if (!m || off > m->length)
 		return 0;
-	ps = 1ull << m->page_shift;
-	x = (m->iova & (ps - 1)) + off;
-	if ((x >> m->page_shift) >= m->npages)
-		return 0;
-	return m->pages[x >> m->page_shift] + (x & (ps - 1));
+	return mr_addr(m, off);
 }
 
 uint64_t hx_mr_pbl_addr(hx_world *w, int d, uint32_t key)
@@ -2348,9 +2355,11 @@ static int mr_rw(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint
 		return HX_E_INVAL;
 	ps = 1ull << m->page_shift;
 	while (len) {
-		uint64_t x = (m->iova & (ps - 1)) + off;
-		uint64_t in = x & (ps - 1), n = ps - in;
-		uint64_t a = m->pages[x >> m->page_shift] + in;
+		uint64_t in = ((m->iova & (ps - 1)) + off) & (ps - 1), n = ps - in;
+		uint64_t a = mr_addr(m, off);
+
+		if (!a)
+			return HX_E_INVAL;
 
 		if (n > len)
 			n = len;
