@@ -77,6 +77,13 @@ void fz_objs_add(struct fz_objs *o, uint32_t v)
 		o->v[o->next++ % FZ_MAX_OBJ] = v;
 }
 
+int64_t fz_keep(struct fz_objs *o, int64_t r)
+{
+	if (r >= 0)
+		fz_objs_add(o, (uint32_t)r);
+	return r;
+}
+
 void fz_objs_del(struct fz_objs *o, uint32_t v)
 {
 	for (int i = 0; i < o->n; i++) {
@@ -250,16 +257,6 @@ static int modify(struct fz *f, int d, uint32_t qpn, uint8_t state, uint32_t mas
 
 #define TRY(x) do { if ((x) < 0) return -1; } while (0)
 
-static int64_t new_qp(struct fz *f, int d, uint32_t type, uint32_t cq, unsigned log)
-{
-	struct fz_dev *fd = &f->d[d];
-	int64_t q = hx_create_qp(f->w, d, 0, fd->pd, cq, cq, type, log, 8, log, 8, 0);
-
-	if (q >= 0)
-		fz_objs_add(&fd->qps, (uint32_t)q);
-	return q;
-}
-
 static int ud_up(struct fz *f, int d, uint32_t qpn, bool gsi)
 {
 	struct qrnic_qp_attr a;
@@ -370,40 +367,47 @@ int fz_setup_dev(struct fz *f, int d)
 	hx_arm_eq(w, d, fd->eq_comp);
 	TRY(hx_set_gid(w, d, 0, 1, QRNIC_NET_IPV4, fd->gid[0]) ? -1 : 0);
 	TRY(hx_set_gid(w, d, 1, 1, QRNIC_NET_IPV6, fd->gid[1]) ? -1 : 0);
-	TRY(r = hx_create_pd(w, d, 0));
+	TRY(r = fz_keep(&fd->pds, hx_create_pd(w, d, 0)));
 	fd->pd = (uint32_t)r;
-	fz_objs_add(&fd->pds, fd->pd);
-	TRY(r = hx_create_cq(w, d, 0, fd->eq_comp, 8, 1));
+	TRY(r = fz_keep(&fd->cqs, hx_create_cq(w, d, 0, fd->eq_comp, 8, 1)));
 	fd->cq = (uint32_t)r;
-	TRY(r = hx_create_cq(w, d, 0, fd->eq_comp, 2, 1));	/* 4 entries: overruns */
+	TRY(r = fz_keep(&fd->cqs, hx_create_cq(w, d, 0, fd->eq_comp, 2, 1)));	/* 4 entries */
 	fd->cq_small = (uint32_t)r;
-	fz_objs_add(&fd->cqs, fd->cq);
-	fz_objs_add(&fd->cqs, fd->cq_small);
 	hx_arm_cq(w, d, fd->cq, 0);
 
-	/* MRs: 64 KiB shuffled pages (all access), 8 KiB remote read only,
-	 * 128 KiB of 64 KiB pages through a 2-level PBL */
-	TRY(r = hx_reg_mr(w, d, fd->pd, QRNIC_ACCESS_ALL, 0x7f0000001040ull + ((uint64_t)d << 24),
-			  1 << 16, 12, -1, HX_MR_SHUFFLE));
-	fz_add_mr(fd, (uint32_t)r, 0x7f0000001040ull + ((uint64_t)d << 24), 1 << 16);
-	TRY(r = hx_reg_mr(w, d, fd->pd, QRNIC_ACCESS_LOCAL_WRITE | QRNIC_ACCESS_REMOTE_READ,
-			  0x10000000ull, 8192, 12, -1, 0));
-	fz_add_mr(fd, (uint32_t)r, 0x10000000ull, 8192);
-	TRY(r = hx_reg_mr(w, d, fd->pd, QRNIC_ACCESS_ALL, 0x20000000ull, 1 << 17, 16, 2, 0));
-	fz_add_mr(fd, (uint32_t)r, 0x20000000ull, 1 << 17);
+	{
+		/* 64 KiB of shuffled pages (all access), 8 KiB remote read only,
+		 * 128 KiB of 64 KiB pages through a 2-level PBL */
+		const struct { uint64_t iova, len; uint32_t access, flags; unsigned shift; int levels; }
+		mrs[] = {
+			{ 0x7f0000001040ull + ((uint64_t)d << 24), 1 << 16, QRNIC_ACCESS_ALL,
+			  HX_MR_SHUFFLE, 12, -1 },
+			{ 0x10000000ull, 8192, QRNIC_ACCESS_LOCAL_WRITE | QRNIC_ACCESS_REMOTE_READ,
+			  0, 12, -1 },
+			{ 0x20000000ull, 1 << 17, QRNIC_ACCESS_ALL, 0, 16, 2 },
+		};
+		/* the GSI QP first (QPN 1); the small CQ behind the QP in ERR */
+		const struct { uint32_t *qpn, type, cq; unsigned log; } qps[] = {
+			{ &fd->qp_gsi, QRNIC_QPT_GSI, fd->cq, 4 },
+			{ &fd->qp_rc, QRNIC_QPT_RC, fd->cq, 6 },
+			{ &fd->qp_ud, QRNIC_QPT_UD, fd->cq, 6 },
+			{ &fd->qp_err, QRNIC_QPT_RC, fd->cq_small, 4 },
+			{ &fd->qp_rtr, QRNIC_QPT_RC, fd->cq, 4 },
+			{ &fd->qp_reset, QRNIC_QPT_RC, fd->cq, 4 },
+		};
 
-	TRY(r = new_qp(f, d, QRNIC_QPT_GSI, fd->cq, 4));
-	fd->qp_gsi = (uint32_t)r;
-	TRY(r = new_qp(f, d, QRNIC_QPT_RC, fd->cq, 6));
-	fd->qp_rc = (uint32_t)r;
-	TRY(r = new_qp(f, d, QRNIC_QPT_UD, fd->cq, 6));
-	fd->qp_ud = (uint32_t)r;
-	TRY(r = new_qp(f, d, QRNIC_QPT_RC, fd->cq_small, 4));
-	fd->qp_err = (uint32_t)r;
-	TRY(r = new_qp(f, d, QRNIC_QPT_RC, fd->cq, 4));
-	fd->qp_rtr = (uint32_t)r;
-	TRY(r = new_qp(f, d, QRNIC_QPT_RC, fd->cq, 4));
-	fd->qp_reset = (uint32_t)r;
+		for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++) {
+			TRY(r = hx_reg_mr(w, d, fd->pd, mrs[i].access, mrs[i].iova, mrs[i].len,
+					  mrs[i].shift, mrs[i].levels, mrs[i].flags));
+			fz_add_mr(fd, (uint32_t)r, mrs[i].iova, mrs[i].len);
+		}
+		for (size_t i = 0; i < sizeof(qps) / sizeof(qps[0]); i++) {
+			TRY(r = fz_keep(&fd->qps, hx_create_qp(w, d, 0, fd->pd, qps[i].cq, qps[i].cq,
+							       qps[i].type, qps[i].log, 8,
+							       qps[i].log, 8, 0)));
+			*qps[i].qpn = (uint32_t)r;
+		}
+	}
 	TRY(ud_up(f, d, fd->qp_ud, false));
 	TRY(ud_up(f, d, fd->qp_gsi, true));
 	TRY(rc_init(f, d, fd->qp_err));
@@ -423,9 +427,8 @@ int fz_setup_dev(struct fz *f, int d)
 	}
 	memcpy(av.dmac, hx_mac(w, 1 - d), 6);
 	av.net_type = QRNIC_NET_IPV4;
-	TRY(r = hx_create_ah(w, d, fd->pd, &av));
+	TRY(r = fz_keep(&fd->ahs, hx_create_ah(w, d, fd->pd, &av)));
 	fd->ah = (uint32_t)r;
-	fz_objs_add(&fd->ahs, fd->ah);
 	TRY(eth_up(f, d));
 	fd->up = true;
 	return 0;

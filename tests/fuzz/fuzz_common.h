@@ -149,6 +149,8 @@ void fz_service(struct fz *f, int d, struct fz_in *in);
 
 /* ---- helpers for the targets ---------------------------------------------- */
 void fz_objs_add(struct fz_objs *o, uint32_t v);
+/* r: a handle (>= 0), kept in o, or an error; returns r */
+int64_t fz_keep(struct fz_objs *o, int64_t r);
 void fz_objs_del(struct fz_objs *o, uint32_t v);
 /* An element picked by sel, or (sel's top bit set, or no element) raw. */
 uint32_t fz_pick(const struct fz_objs *o, uint8_t sel, uint32_t raw);

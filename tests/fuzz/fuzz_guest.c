@@ -202,25 +202,20 @@ static void act_admin(struct act *a)
 		hx_query_gid(w, d, s[1] % 20, NULL);
 		break;
 	case QRNIC_CMD_ALLOC_UCTX:
-		r = hx_alloc_uctx(w, d);
-		if (r >= 0)
-			fz_objs_add(&fd->uctxs, (uint32_t)r);
+		fz_keep(&fd->uctxs, hx_alloc_uctx(w, d));
 		break;
 	case QRNIC_CMD_DEALLOC_UCTX:
 		destroy(a, op, &fd->uctxs, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_PD:
-		r = hx_create_pd(w, d, uctx);
-		if (r >= 0)
-			fz_objs_add(&fd->pds, (uint32_t)r);
+		fz_keep(&fd->pds, hx_create_pd(w, d, uctx));
 		break;
 	case QRNIC_CMD_DESTROY_PD:
 		destroy(a, op, &fd->pds, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_CQ:
-		r = hx_create_cq(w, d, uctx, fz_pick(&fd->eqs, s[1], v[1]), s[2] % 11, s[3] & 1);
-		if (r >= 0)
-			fz_objs_add(&fd->cqs, (uint32_t)r);
+		fz_keep(&fd->cqs, hx_create_cq(w, d, uctx, fz_pick(&fd->eqs, s[1], v[1]), s[2] % 11,
+					       s[3] & 1));
 		break;
 	case QRNIC_CMD_DESTROY_CQ:
 		destroy(a, op, &fd->cqs, s[1], v[1]);
@@ -228,12 +223,11 @@ static void act_admin(struct act *a)
 	case QRNIC_CMD_CREATE_QP: {
 		static const uint32_t types[4] = { QRNIC_QPT_RC, QRNIC_QPT_UD, QRNIC_QPT_GSI, 3 };
 
-		r = hx_create_qp(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
-				 fz_pick(&fd->cqs, s[2], v[2]), fz_pick(&fd->cqs, s[3], v[3]),
-				 types[s[4] % 4], s[5] % 9, 5 + s[6] % 6, s[7] % 9, 4 + (s[5] >> 4) % 7,
-				 (s[6] & 0x80) ? (uint32_t)x : (s[6] >> 6) & 1);
-		if (r >= 0)
-			fz_objs_add(&fd->qps, (uint32_t)r);
+		fz_keep(&fd->qps, hx_create_qp(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
+					       fz_pick(&fd->cqs, s[2], v[2]), fz_pick(&fd->cqs, s[3], v[3]),
+					       types[s[4] % 4], s[5] % 9, 5 + s[6] % 6, s[7] % 9,
+					       4 + (s[5] >> 4) % 7,
+					       (s[6] & 0x80) ? (uint32_t)x : (s[6] >> 6) & 1));
 		break;
 	}
 	case QRNIC_CMD_MODIFY_QP:
@@ -258,20 +252,16 @@ static void act_admin(struct act *a)
 		struct qrnic_av av;
 
 		some_av(a, s[1], x, &av);
-		r = hx_create_ah(w, d, fz_pick(&fd->pds, s[2], v[2]), &av);
-		if (r >= 0)
-			fz_objs_add(&fd->ahs, (uint32_t)r);
+		fz_keep(&fd->ahs, hx_create_ah(w, d, fz_pick(&fd->pds, s[2], v[2]), &av));
 		break;
 	}
 	case QRNIC_CMD_DESTROY_AH:
 		destroy(a, op, &fd->ahs, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_EQ:
-		r = hx_create_eq(w, d, s[1] % 10, s[2] % 10, s[3] & 1);
-		if (r >= 0) {
-			fz_objs_add(&fd->eqs, (uint32_t)r);
+		r = fz_keep(&fd->eqs, hx_create_eq(w, d, s[1] % 10, s[2] % 10, s[3] & 1));
+		if (r >= 0)
 			hx_arm_eq(w, d, (uint32_t)r);
-		}
 		break;
 	case QRNIC_CMD_DESTROY_EQ:
 		destroy(a, op, &fd->eqs, s[1], v[1]);
