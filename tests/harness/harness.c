@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "harness.h"
 #include "qrnic_fault.h"
@@ -160,6 +161,7 @@ struct hx_world {
 	struct hx_dev *dev[HX_MAX_DEV];
 	char err[256];
 	uint64_t admin_timeout_ns;
+	uint64_t admin_max_iter;	/* run loop iterations an admin command may wait */
 	uint64_t last_iters;
 	uint64_t watched_writes;	/* DMA writes by devices hx_watch_writes() named */
 
@@ -243,6 +245,24 @@ static bool mem_denied(struct hx_dev *h, uint64_t addr, uint64_t len)
 static uint8_t *mem_ptr(struct hx_dev *h, uint64_t addr)
 {
 	return h->mem + (addr - h->base);
+}
+
+/* Host memory: anonymous pages the kernel backs (with zeros) when first
+ * touched -- what calloc does for such sizes, said outright: under a
+ * sanitizer, calloc/free of it would also write its whole shadow (1/8 of
+ * its size) at every world's start and end, most of a fuzzer's time. */
+static uint8_t *mem_map(uint64_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void mem_unmap(uint8_t *mem, uint64_t size)
+{
+	if (mem)
+		munmap(mem, size);
 }
 
 /* Descriptors (WQEs, SGEs: up to a few hundred bytes) are validated field
@@ -1078,6 +1098,7 @@ hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed)
 	w->seed = seed;
 	w->rng = seed;
 	w->admin_timeout_ns = 1000000000ull;
+	w->admin_max_iter = 10000000;
 	w->now = 1000;	/* not zero, so that "0" timestamps stand out */
 	w->min_deadline = UINT64_MAX;
 	return w;
@@ -1089,7 +1110,7 @@ static void dev_free(struct hx_dev *h)
 
 	if (h->dev)
 		qrnic_dev_free(h->dev);
-	free(h->mem);
+	mem_unmap(h->mem, h->size);
 	free(h->irqs);
 	free(h->cqs);
 	free(h->srqs);
@@ -1213,11 +1234,11 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	}
 	h->size = w->mem_size;
 	h->base = HX_MEM_BASE * (uint64_t)(h->idx + 1);
-	h->mem = calloc(1, h->size);	/* lazily backed by the kernel */
+	h->mem = mem_map(h->size);
 	h->nvec = h->cfg.num_vectors ? h->cfg.num_vectors : 1;
 	h->irqs = calloc(h->nvec, sizeof(*h->irqs));
 	if (!h->mem || !h->irqs) {
-		free(h->mem);
+		mem_unmap(h->mem, h->size);
 		free(h->irqs);
 		free(h);
 		hx_err(w, "out of host memory");
@@ -1227,7 +1248,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h);
 	if (!h->dev) {
 		hx_err(w, "qrnic_dev_new failed");
-		free(h->mem);
+		mem_unmap(h->mem, h->size);
 		free(h->irqs);
 		free(h);
 		return HX_E_DEV;
@@ -1269,6 +1290,11 @@ uint64_t hx_now(hx_world *w)
 void hx_set_admin_timeout(hx_world *w, uint64_t ns)
 {
 	w->admin_timeout_ns = ns;
+}
+
+void hx_set_admin_max_iter(hx_world *w, uint64_t iters)
+{
+	w->admin_max_iter = iters ? iters : 1;
 }
 
 uint64_t hx_wire_stat(hx_world *w, int s)
@@ -1813,7 +1839,7 @@ int hx_admin(hx_world *w, int d, const void *cmd, void *cqe_out, uint32_t flags)
 	h->aq.pi++;
 	wr32(h, QRNIC_REG_AQ_SQ_DB, h->aq.pi);
 	for (;;) {
-		int rc = run_loop(w, w->admin_timeout_ns, 10000000, stop_aq, h, UINT64_MAX);
+		int rc = run_loop(w, w->admin_timeout_ns, w->admin_max_iter, stop_aq, h, UINT64_MAX);
 
 		if (rc != HX_RUN_STOP)
 			return HX_E_TIMEOUT;
@@ -2215,10 +2241,10 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 		return HX_E_INVAL;
 	ps = 1ull << page_shift;
 	off = iova & (ps - 1);
-	if (length)
-		npages = (off + length + ps - 1) >> page_shift;
+	if (length)	/* pages spanned, without wrapping for any length */
+		npages = (uint64_t)(((unsigned __int128)off + length + ps - 1) >> page_shift);
 	if (page_shift < QRNIC_MIN_PAGE_SHIFT || page_shift > QRNIC_MAX_PAGE_SHIFT ||
-	    (!(hxflags & HX_MR_PHYS) && npages * ps > h->size / 2)) {
+	    (!(hxflags & HX_MR_PHYS) && npages > (h->size >> page_shift) / 2)) {
 		/* invalid or huge: submit the command without backing pages (the
 		 * device must reject it; tests of that only look at the status) */
 		hxflags |= HX_MR_PHYS;
@@ -2231,7 +2257,9 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return HX_E_NOMEM;
-	m->pages = calloc(npages ? npages : 1, sizeof(uint64_t));
+	/* a page list only for pages the host allocates: those of a DMA MR
+	 * follow from its iova (mr_addr), however many it spans */
+	m->pages = calloc((hxflags & HX_MR_PHYS) || !npages ? 1 : npages, sizeof(uint64_t));
 	if (!m->pages) {
 		free(m);
 		return HX_E_NOMEM;
@@ -2247,9 +2275,7 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 			levels = 3;
 	}
 	if (hxflags & HX_MR_PHYS) {
-		/* iova is a bus address; the caller allocated it */
-		for (uint64_t i = 0; i < npages; i++)
-			m->pages[i] = (iova & ~(ps - 1)) + i * ps;
+		/* iova is a bus address the caller allocated: no pages to find */
 	} else if (levels == 0 || (hxflags & HX_MR_CONTIG)) {
 		uint64_t a = hx_mem_alloc(w, d, npages * ps, ps < HX_PAGE ? HX_PAGE : ps);
 
@@ -2304,7 +2330,7 @@ int64_t hx_reg_mr(hx_world *w, int d, uint32_t pdn, uint32_t access, uint64_t io
 	m->iova = iova;
 	m->length = length;
 	m->page_shift = page_shift;
-	m->npages = (uint32_t)npages;
+	m->npages = (hxflags & HX_MR_PHYS) ? 0 : (uint32_t)npages;
 	m->pbl_addr = pbl;
 	m->next = h->mrs;
 	h->mrs = m;
@@ -2323,19 +2349,26 @@ static struct hx_mr_rec *mr_find(struct hx_dev *h, uint32_t key)
 	return NULL;
 }
 
+/* Bus address of byte off of MR m, 0 if the host has no page there. */
+static uint64_t mr_addr(const struct hx_mr_rec *m, uint64_t off)
+{
+	uint64_t ps = 1ull << m->page_shift, x = (m->iova & (ps - 1)) + off;
+
+	if (m->flags & HX_MR_PHYS)
+		return m->iova + off;	/* a DMA MR: bus addresses 1:1 */
+	if ((x >> m->page_shift) >= m->npages)
+		return 0;
+	return m->pages[x >> m->page_shift] + (x & (ps - 1));
+}
+
 uint64_t hx_mr_bus_addr(hx_world *w, int d, uint32_t key, uint64_t off)
 {
 	struct hx_dev *h = D(w, d);
 	struct hx_mr_rec *m = h ? mr_find(h, key) : NULL;
-	uint64_t ps, x;
 
 	if (!m || off > m->length)
 		return 0;
-	ps = 1ull << m->page_shift;
-	x = (m->iova & (ps - 1)) + off;
-	if ((x >> m->page_shift) >= m->npages)
-		return 0;
-	return m->pages[x >> m->page_shift] + (x & (ps - 1));
+	return mr_addr(m, off);
 }
 
 uint64_t hx_mr_pbl_addr(hx_world *w, int d, uint32_t key)
@@ -2356,9 +2389,11 @@ static int mr_rw(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint
 		return HX_E_INVAL;
 	ps = 1ull << m->page_shift;
 	while (len) {
-		uint64_t x = (m->iova & (ps - 1)) + off;
-		uint64_t in = x & (ps - 1), n = ps - in;
-		uint64_t a = m->pages[x >> m->page_shift] + in;
+		uint64_t in = ((m->iova & (ps - 1)) + off) & (ps - 1), n = ps - in;
+		uint64_t a = mr_addr(m, off);
+
+		if (!a)
+			return HX_E_INVAL;
 
 		if (n > len)
 			n = len;

@@ -121,6 +121,10 @@ uint64_t hx_timer_deadline(hx_world *w, int d);
 int hx_sched_pending(hx_world *w, int d);
 uint64_t hx_wire_stat(hx_world *w, int s);
 void hx_set_admin_timeout(hx_world *w, uint64_t ns);
+/* Run loop iterations an admin command waits at most for its completion
+ * (default 10000000; then HX_E_TIMEOUT, hx_run_iterations() tells how many
+ * ran): bounds the work of one command for fuzzers. */
+void hx_set_admin_max_iter(hx_world *w, uint64_t iters);
 
 /* ---- device level (what a host/VMM does) --------------------------------- */
 uint64_t hx_reg_read(hx_world *w, int d, uint64_t off, unsigned size);
