@@ -78,7 +78,7 @@ struct fz_dev {
 	uint8_t gid[2][16];	/* index 0 IPv4-mapped, 1 IPv6 */
 	int nmr;
 	struct fz_mr mr[FZ_MAX_OBJ];
-	struct fz_objs qps, cqs, pds, eqs, ahs, uctxs;
+	struct fz_objs qps, cqs, pds, eqs, ahs, uctxs, srqs;
 	uint64_t eth_tx_ring, eth_rx_ring;
 	uint32_t eth_tx_pi;	/* Ethernet TX producer index */
 };

@@ -221,8 +221,17 @@ static void act_admin(struct act *a)
 		destroy(a, op, &fd->cqs, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_QP: {
-		static const uint32_t types[4] = { QRNIC_QPT_RC, QRNIC_QPT_UD, QRNIC_QPT_GSI, 3 };
+		static const uint32_t types[4] = { QRNIC_QPT_RC, QRNIC_QPT_UD, QRNIC_QPT_GSI,
+						   QRNIC_QPT_UC };
 
+		if (s[7] & 0x80) {	/* on an SRQ */
+			fz_keep(&fd->qps, hx_create_qp_srq(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
+							   fz_pick(&fd->cqs, s[2], v[2]),
+							   fz_pick(&fd->cqs, s[3], v[3]), types[s[4] % 4],
+							   s[5] % 9, 5 + s[6] % 6,
+							   fz_pick(&fd->srqs, s[7], v[0]), 0));
+			break;
+		}
 		fz_keep(&fd->qps, hx_create_qp(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
 					       fz_pick(&fd->cqs, s[2], v[2]), fz_pick(&fd->cqs, s[3], v[3]),
 					       types[s[4] % 4], s[5] % 9, 5 + s[6] % 6, s[7] % 9,
@@ -266,6 +275,46 @@ static void act_admin(struct act *a)
 	case QRNIC_CMD_DESTROY_EQ:
 		destroy(a, op, &fd->eqs, s[1], v[1]);
 		break;
+	case QRNIC_CMD_CREATE_SRQ:
+		fz_keep(&fd->srqs, hx_create_srq(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]), s[2] % 17,
+						 s[3] % 11, (s[4] & 0x80) ? v[2] : s[4] % 8, s[5] & 1));
+		break;
+	case QRNIC_CMD_MODIFY_SRQ:
+		hx_modify_srq(w, d, fz_pick(&fd->srqs, s[1], v[1]), (s[2] & 0x80) ? v[2] : s[2] % 4,
+			      (s[3] & 0x80) ? v[3] : s[3] % 8);
+		break;
+	case QRNIC_CMD_QUERY_SRQ: {
+		uint32_t out[3];
+
+		hx_query_srq(w, d, fz_pick(&fd->srqs, s[1], v[1]), out);
+		break;
+	}
+	case QRNIC_CMD_DESTROY_SRQ:
+		destroy(a, op, &fd->srqs, s[1], v[1]);
+		break;
+	case QRNIC_CMD_ATTACH_MCAST:
+	case QRNIC_CMD_DETACH_MCAST: {
+		struct qrnic_aq_cmd c;
+
+		memset(&c, 0, sizeof(c));
+		c.hdr.opcode = op;
+		c.u.mcast.qpn = fz_pick(&fd->qps, s[1], v[1]);
+		/* a few groups, IPv4-mapped and IPv6, or any bytes */
+		if (s[2] & 0x80) {
+			memcpy(c.u.mcast.gid, &x, 8);
+			memcpy(c.u.mcast.gid + 8, v, 8);
+		} else if (s[2] & 1) {
+			c.u.mcast.gid[10] = c.u.mcast.gid[11] = 0xff;
+			c.u.mcast.gid[12] = 239;
+			c.u.mcast.gid[15] = s[3] % 4;
+		} else {
+			c.u.mcast.gid[0] = 0xff;
+			c.u.mcast.gid[1] = 0x0e;
+			c.u.mcast.gid[15] = s[3] % 4;
+		}
+		hx_admin(w, d, &c, NULL, 0);
+		break;
+	}
 	default: {	/* opcode 0: an unknown one */
 		struct qrnic_aq_cmd c;
 
@@ -349,23 +398,30 @@ static void act_post_recv(struct act *a)
 	unsigned nsge = sges(a, s1 % 5, addr, len, key);
 
 	wqe_patches(a, s1 >> 5);
-	hx_post_recv(a->w, a->d, fz_pick(&a->fd->qps, s0, raw), raw, nsge, addr, len, key,
-		     !(s0 & 0x40));
+	if (s0 & 0x20)
+		hx_post_srq_recv(a->w, a->d, fz_pick(&a->fd->srqs, s0, raw), raw, nsge, addr, len,
+				 key, !(s0 & 0x40));
+	else
+		hx_post_recv(a->w, a->d, fz_pick(&a->fd->qps, s0, raw), raw, nsge, addr, len, key,
+			     !(s0 & 0x40));
 }
 
 static void act_doorbell(struct act *a)
 {
-	static const uint64_t offs[3] = { QRNIC_DB_SQ, QRNIC_DB_RQ, QRNIC_DB_CQ };
+	static const uint64_t offs[4] = { QRNIC_DB_SQ, QRNIC_DB_RQ, QRNIC_DB_CQ, QRNIC_DB_SRQ };
 	struct fz_in *in = a->in;
 	uint8_t s0 = fz_u8(in), s1 = fz_u8(in), s2 = fz_u8(in), s3 = fz_u8(in), s4 = fz_u8(in);
 	uint32_t raw = fz_u32(in), rawidx = fz_u32(in);
-	unsigned which = s1 % 4;
-	uint64_t off = which < 3 ? offs[which] : raw & (QRNIC_DB_PAGE_SIZE - 1);
-	uint32_t qn = fz_pick(which == 2 ? &a->fd->cqs : &a->fd->qps, s2, raw), idx = 0, ix[4];
+	unsigned which = s1 % 5;
+	uint64_t off = which < 4 ? offs[which] : raw & (QRNIC_DB_PAGE_SIZE - 1);
+	uint32_t qn = fz_pick(which == 2 ? &a->fd->cqs : which == 3 ? &a->fd->srqs : &a->fd->qps,
+			      s2, raw), idx = 0, ix[4];
 	uint64_t val;
 
 	if (which == 2)
 		idx = hx_cq_ci(a->w, a->d, qn);
+	else if (which == 3)
+		idx = (uint32_t)hx_srq_ci(a->w, a->d, qn);
 	else if (hx_qp_indexes(a->w, a->d, qn, ix) == 0)
 		idx = which == 1 ? ix[2] : ix[0];
 	idx = (s4 & 0x80) ? rawidx : idx + (uint32_t)(int32_t)(int8_t)s3;
