@@ -71,25 +71,14 @@ static void fatal_now(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uin
  * NAK it and move the QP to ERROR with an async event.  READ and ATOMIC
  * responses still queued for earlier PSNs leave first (PSN order); until
  * then new requests are dropped. */
+static void complete_recv_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t status,
+				uint8_t verr);
+
 static void resp_fatal(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t syn, uint32_t psn,
 		       uint8_t async_ev, uint8_t recv_status, uint8_t verr)
 {
-	if (qp->resp.recv_active && recv_status != QRNIC_WC_SUCCESS) {
-		struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
-		struct qrnic_cqe cqe;
-
-		memset(&cqe, 0, sizeof(cqe));
-		cqe.wr_id = qp->resp.rwqe.wr_id;
-		cqe.qpn = qp->qpn;
-		cqe.status = recv_status;
-		cqe.vendor_err = verr;
-		cqe.opcode = QRNIC_WC_OP_RECV;
-		cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
-		if (cq)
-			qrnic_cq_post(d, cq, &cqe);
-		qp->resp.recv_active = false;
-		qp->resp.rq_ci++;
-	}
+	if (qp->resp.recv_active && recv_status != QRNIC_WC_SUCCESS)
+		complete_recv_error(d, qp, recv_status, verr);
 	if (rsrc_pending(qp)) {
 		qp->resp.fatal_pending = true;
 		qp->resp.fatal_syn = syn;
@@ -190,6 +179,26 @@ static void complete_recv(struct qrnic_dev *d, struct qrnic_qp *qp, const struct
 	}
 	if (p->se)
 		cqe.rsvd = QRNIC_CQE_RSVD_SOLICITED;
+	qp->resp.recv_active = false;
+	qp->resp.rq_ci++;
+	if (cq)
+		qrnic_cq_post(d, cq, &cqe);
+}
+
+/* Complete the receive in progress (the WQE taken last) with an error. */
+static void complete_recv_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t status,
+				uint8_t verr)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+	struct qrnic_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = qp->resp.rwqe.wr_id;
+	cqe.qpn = qp->qpn;
+	cqe.status = status;
+	cqe.vendor_err = verr;
+	cqe.opcode = QRNIC_WC_OP_RECV;
+	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
 	qp->resp.recv_active = false;
 	qp->resp.rq_ci++;
 	if (cq)
@@ -297,20 +306,7 @@ static void ud_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		verr = qrnic_sgl_write(d, qp->resp.rwqe.pdn, qp->resp.rwqe.sge, qp->resp.rwqe.num_sge,
 				       QRNIC_GRH_BYTES, p->payload, p->paylen);
 	if (verr != QRNIC_VERR_NONE) {
-		struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
-		struct qrnic_cqe cqe;
-
-		memset(&cqe, 0, sizeof(cqe));
-		cqe.wr_id = qp->resp.rwqe.wr_id;
-		cqe.qpn = qp->qpn;
-		cqe.status = recv_status_for(verr);
-		cqe.vendor_err = (uint8_t)verr;
-		cqe.opcode = QRNIC_WC_OP_RECV;
-		cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
-		qp->resp.recv_active = false;
-		qp->resp.rq_ci++;
-		if (cq)
-			qrnic_cq_post(d, cq, &cqe);
+		complete_recv_error(d, qp, recv_status_for(verr), (uint8_t)verr);
 		if (verr != QRNIC_VERR_LENGTH)
 			qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
 		return;
@@ -631,21 +627,8 @@ static void uc_drop(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 
 static void uc_local_error(struct qrnic_dev *d, struct qrnic_qp *qp, int verr)
 {
-	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
-	struct qrnic_cqe cqe;
-
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = qp->resp.rwqe.wr_id;
-	cqe.qpn = qp->qpn;
-	cqe.status = recv_status_for(verr);
-	cqe.vendor_err = (uint8_t)verr;
-	cqe.opcode = QRNIC_WC_OP_RECV;
-	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
-	qp->resp.recv_active = false;
 	qp->resp.write_active = false;
-	qp->resp.rq_ci++;
-	if (cq)
-		qrnic_cq_post(d, cq, &cqe);
+	complete_recv_error(d, qp, recv_status_for(verr), (uint8_t)verr);
 	qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
 }
 
