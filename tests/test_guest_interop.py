@@ -183,6 +183,32 @@ def test_ud_pingpong_validated(topo, direction):
 
 
 @pytest.mark.parametrize('direction', DIRS)
+def test_uc_pingpong_validated(topo, direction):
+    """UC (spec 12.9) between qrnic and rxe: the UC opcodes each side sends
+    are the other's; -c checks every buffer."""
+    s, c = endpoints(topo, direction)
+    port = next_port()
+    common = '-p %d -s 4096 -n 50 -m 1024 -c' % port
+    srv, cli = client_server(s.vm, 'ibv_uc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
+                             c.vm, 'ibv_uc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip), port)
+    check_pair(srv, cli)
+    assert '50 iters in' in cli.output, cli.output
+
+
+@pytest.mark.parametrize('direction', DIRS)
+def test_ib_write_bw_uc(topo, direction):
+    s, c = endpoints(topo, direction)
+    port = next_port()
+    common = '-c UC -p %d -n 100 -F -s 65536 -m 1024' % port
+    srv, cli = client_server(s.vm, 'ib_write_bw -d %s -x %d %s' % (s.ibdev, s.gid, common),
+                             c.vm, 'ib_write_bw -d %s -x %d %s %s' % (c.ibdev, c.gid, common, s.ip), port,
+                             timeout=180)
+    check_pair(srv, cli)
+    row = perftest_table(cli.output)
+    assert row and int(row['#iterations']) == 100, cli.output
+
+
+@pytest.mark.parametrize('direction', DIRS)
 def test_rdma_cm_write_bw(topo, direction):
     s, c = endpoints(topo, direction)
     port = next_port()
