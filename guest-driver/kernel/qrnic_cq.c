@@ -12,8 +12,6 @@
 
 #include "qrnic.h"
 
-#define QRNIC_DBREC_BYTES	64	/* a cache line for the 4-byte record */
-
 static u32 *qrnic_cq_dbrec(struct qrnic_cq *cq)
 {
 	return cq->ring.buf + cq->dbrec_offset;
