@@ -309,13 +309,8 @@ struct qrnic_qp {
 struct qrnic_srq {
 	struct ib_srq ibsrq;
 	u32 srqn;
-	u32 log_depth;
-	u32 wqe_shift;
-	u32 max_sge;
+	struct qrnic_wq wq;		/* wq.ring holds the record too; wq.ci unused */
 	u32 dbrec_offset;
-	u32 pi;				/* kernel SRQs: under lock */
-	struct qrnic_ring ring;
-	spinlock_t lock;
 	bool user;
 };
 
@@ -419,7 +414,9 @@ int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type type);
 void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge);
-void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_recv_wr *wr);
+int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci,
+		       u32 qn, u32 db, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
 
 /* ---- qrnic_srq.c --------------------------------------------------------- */
 extern const struct ib_device_ops qrnic_srq_ops;

@@ -571,7 +571,7 @@ int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 }
 
 /* A receive WQE (RQ or SRQ slot); the caller checked num_sge. */
-void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_recv_wr *wr)
+static void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_recv_wr *wr)
 {
 	struct qrnic_sge *sge = (struct qrnic_sge *)(wqe + 1);
 	int i;
@@ -586,50 +586,64 @@ void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_recv_wr *w
 	}
 }
 
+/*
+ * Write receive WQEs into @wq, a QP's RQ or an SRQ's ring, while it has
+ * room by the consumer index at @ci (the RQ's, advanced by poll_cq; or the
+ * SRQ's record, which the device writes after copying a WQE out: the
+ * control dependency orders our slot writes after reading it), then ring
+ * doorbell @db for queue @qn.
+ */
+int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci,
+		       u32 qn, u32 db, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	u32 depth = 1U << wq->log_depth;
+	unsigned long flags;
+	int err = 0;
+	u32 pi;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	pi = wq->pi;
+	for (; wr; wr = wr->next) {
+		if (pi - READ_ONCE(*ci) >= depth) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		qrnic_write_recv_wqe(qrnic_wqe(wq, pi), wr);
+		pi++;
+	}
+	if (pi != wq->pi) {
+		wq->pi = pi;
+		/* WQEs in coherent memory before the doorbell; writeq() orders too */
+		dma_wmb();
+		writeq((qn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT), dev->kdb + db);
+	}
+	spin_unlock_irqrestore(&wq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
 int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
 	struct qrnic_dev *dev = to_qdev(ibqp->device);
 	struct qrnic_qp *qp = to_qqp(ibqp);
-	struct qrnic_wq *rq = &qp->rq;
-	u32 depth = 1U << rq->log_depth;
-	unsigned long flags;
-	int err = 0;
-	u32 pi;
 
 	if (unlikely(qrnic_dead(dev))) {
 		*bad_wr = wr;
 		return -EIO;
 	}
-	if (unlikely(!rq->log_depth || qp->state == IB_QPS_RESET)) {
+	/* no RQ: created without receive WRs, or on an SRQ */
+	if (unlikely(!qp->rq.log_depth || qp->state == IB_QPS_RESET)) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-
-	spin_lock_irqsave(&rq->lock, flags);
-	pi = rq->pi;
-	for (; wr; wr = wr->next) {
-		if (pi - READ_ONCE(rq->ci) >= depth) {
-			err = -ENOMEM;
-			break;
-		}
-		if (wr->num_sge > rq->max_sge) {
-			err = -EINVAL;
-			break;
-		}
-		qrnic_write_recv_wqe(qrnic_wqe(rq, pi), wr);
-		pi++;
-	}
-	if (pi != rq->pi) {
-		rq->pi = pi;
-		dma_wmb();
-		writeq((qp->qpn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
-		       dev->kdb + QRNIC_DB_RQ);
-	}
-	spin_unlock_irqrestore(&rq->lock, flags);
-	if (err)
-		*bad_wr = wr;
-	return err;
+	return qrnic_post_recv_wq(dev, &qp->rq, &qp->rq.ci, qp->qpn, QRNIC_DB_RQ, wr, bad_wr);
 }
 
 /* ---- async events ------------------------------------------------------------------------ */

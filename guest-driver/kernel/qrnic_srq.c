@@ -20,14 +20,10 @@
 /* enum ib_srq_attr_mask and the device's MODIFY_SRQ mask share bits. */
 static_assert(IB_SRQ_MAX_WR == QRNIC_SRQ_ATTR_MAX_WR && IB_SRQ_LIMIT == QRNIC_SRQ_ATTR_LIMIT);
 
-static u32 qrnic_srq_ci(struct qrnic_srq *srq)
+/* The consumer index record after the WQEs, written by the device. */
+static const u32 *qrnic_srq_record(struct qrnic_srq *srq)
 {
-	return READ_ONCE(*(u32 *)(srq->ring.buf + srq->dbrec_offset));
-}
-
-static struct qrnic_recv_wqe *qrnic_srq_wqe(struct qrnic_srq *srq, u32 idx)
-{
-	return srq->ring.buf + ((idx & ((1U << srq->log_depth) - 1)) << srq->wqe_shift);
+	return srq->wq.ring.buf + srq->dbrec_offset;
 }
 
 static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -52,14 +48,14 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > dev->attr.max_srq_wr)
 		return -EINVAL;
 
-	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->wq.lock);
 	srq->user = !!uctx;
-	srq->pi = 0;
-	srq->log_depth = log;
-	qrnic_recv_geometry(attr->max_sge, &srq->wqe_shift, &srq->max_sge);
-	srq->dbrec_offset = 1U << (log + srq->wqe_shift);
+	srq->wq.pi = 0;
+	srq->wq.log_depth = log;
+	qrnic_recv_geometry(attr->max_sge, &srq->wq.wqe_shift, &srq->wq.max_sge);
+	srq->dbrec_offset = 1U << (log + srq->wq.wqe_shift);
 	/* zeroed: the record starts at consumer index 0 */
-	err = qrnic_ring_alloc(dev, &srq->ring, srq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
+	err = qrnic_ring_alloc(dev, &srq->wq.ring, srq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
 	if (err)
 		return err;
 
@@ -67,9 +63,9 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.uctx = uctx ? uctx->uctx : 0;
 	cmd.pdn = to_qpd(ibsrq->pd)->pdn;
 	cmd.log_depth = log;
-	cmd.wqe_shift = srq->wqe_shift;
-	cmd.ring_addr = srq->ring.dma;
-	cmd.dbrec_addr = srq->ring.dma + srq->dbrec_offset;
+	cmd.wqe_shift = srq->wq.wqe_shift;
+	cmd.ring_addr = srq->wq.ring.dma;
+	cmd.dbrec_addr = srq->wq.ring.dma + srq->dbrec_offset;
 	err = qrnic_cmd_create_srq(dev, &cmd, &srq->srqn);
 	if (err)
 		goto err_free_ring;
@@ -78,15 +74,15 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		goto err_destroy;
 	attr->max_wr = 1U << log;
-	attr->max_sge = srq->max_sge;
+	attr->max_sge = srq->wq.max_sge;
 	attr->srq_limit = 0;
 
 	if (udata) {
 		resp.srqn = srq->srqn;
 		resp.log_depth = log;
-		resp.wqe_shift = srq->wqe_shift;
-		resp.mmap_key = qrnic_ring_mmap_key(&srq->ring);
-		resp.mmap_size = srq->ring.bytes;
+		resp.wqe_shift = srq->wq.wqe_shift;
+		resp.mmap_key = qrnic_ring_mmap_key(&srq->wq.ring);
+		resp.mmap_size = srq->wq.ring.bytes;
 		resp.dbrec_offset = srq->dbrec_offset;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -104,7 +100,7 @@ err_destroy:
 		return err;
 	}
 err_free_ring:
-	qrnic_ring_free(dev, &srq->ring);
+	qrnic_ring_free(dev, &srq->wq.ring);
 	return err;
 }
 
@@ -120,7 +116,7 @@ static int qrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	xa_erase_irq(&dev->srqs, srq->srqn);
 	qrnic_eq_sync(dev, NULL);		/* async events */
-	qrnic_ring_free(dev, &srq->ring);
+	qrnic_ring_free(dev, &srq->wq.ring);
 	return 0;
 }
 
@@ -137,7 +133,7 @@ static int qrnic_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
 	/* armed: SRQ_LIMIT_REACHED once fewer than srq_limit WQEs are left */
-	if (attr->srq_limit >= (1U << srq->log_depth))
+	if (attr->srq_limit >= (1U << srq->wq.log_depth))
 		return -EINVAL;
 	return qrnic_cmd_modify_srq(dev, srq->srqn, QRNIC_SRQ_ATTR_LIMIT, attr->srq_limit);
 }
@@ -152,7 +148,7 @@ static int qrnic_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	if (err)
 		return err;
 	attr->max_wr = q.max_wr;
-	attr->max_sge = srq->max_sge;
+	attr->max_sge = srq->wq.max_sge;
 	attr->srq_limit = q.limit;	/* 0 once the event fired */
 	return 0;
 }
@@ -162,10 +158,6 @@ static int qrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr
 {
 	struct qrnic_dev *dev = to_qdev(ibsrq->device);
 	struct qrnic_srq *srq = to_qsrq(ibsrq);
-	u32 depth = 1U << srq->log_depth;
-	unsigned long flags;
-	int err = 0;
-	u32 pi;
 
 	if (unlikely(qrnic_dead(dev))) {
 		*bad_wr = wr;
@@ -175,36 +167,8 @@ static int qrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-
-	spin_lock_irqsave(&srq->lock, flags);
-	pi = srq->pi;
-	for (; wr; wr = wr->next) {
-		/*
-		 * The device copied a WQE out before its record passed it; the
-		 * control dependency orders our slot writes after this read.
-		 */
-		if (pi - qrnic_srq_ci(srq) >= depth) {
-			err = -ENOMEM;
-			break;
-		}
-		if (wr->num_sge > srq->max_sge) {
-			err = -EINVAL;
-			break;
-		}
-		qrnic_write_recv_wqe(qrnic_srq_wqe(srq, pi), wr);
-		pi++;
-	}
-	if (pi != srq->pi) {
-		srq->pi = pi;
-		/* WQEs in coherent memory before the doorbell; writeq() orders too */
-		dma_wmb();
-		writeq((srq->srqn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
-		       dev->kdb + QRNIC_DB_SRQ);
-	}
-	spin_unlock_irqrestore(&srq->lock, flags);
-	if (err)
-		*bad_wr = wr;
-	return err;
+	return qrnic_post_recv_wq(dev, &srq->wq, qrnic_srq_record(srq), srq->srqn, QRNIC_DB_SRQ,
+				  wr, bad_wr);
 }
 
 /* SRQ_LIMIT_REACHED (the device disarmed the limit): hard interrupt context. */
