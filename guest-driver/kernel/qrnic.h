@@ -189,6 +189,7 @@ struct qrnic_dev {
 
 	struct xarray cqs;		/* cqn -> struct qrnic_cq (kernel and user) */
 	struct xarray qps;		/* qpn -> struct qrnic_qp */
+	struct xarray srqs;		/* srqn -> struct qrnic_srq (async events) */
 };
 
 static inline struct qrnic_dev *to_qdev(struct ib_device *ibdev)
@@ -264,6 +265,8 @@ struct qrnic_ring {
 	struct qrnic_mmap_entry *mentry;	/* user rings */
 };
 
+#define QRNIC_DBREC_BYTES	64	/* a cache line for a 4-byte index record */
+
 struct qrnic_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
@@ -295,7 +298,20 @@ struct qrnic_qp {
 	u32 max_inline;
 	enum ib_qp_state state;		/* last state set by modify_qp */
 	struct qrnic_wq sq;
-	struct qrnic_wq rq;
+	struct qrnic_wq rq;		/* log_depth 0 with an SRQ */
+};
+
+/*
+ * A shared receive queue: receive WQEs (the RQ's layout), then the 4-byte
+ * consumer-index record that the device writes after each WQE it takes, in
+ * one ring.  A slot is free again once the record has passed it.
+ */
+struct qrnic_srq {
+	struct ib_srq ibsrq;
+	u32 srqn;
+	struct qrnic_wq wq;		/* wq.ring holds the record too; wq.ci unused */
+	u32 dbrec_offset;
+	bool user;
 };
 
 static inline struct qrnic_ucontext *to_quctx(struct ib_ucontext *u)
@@ -326,6 +342,11 @@ static inline struct qrnic_cq *to_qcq(struct ib_cq *cq)
 static inline struct qrnic_qp *to_qqp(struct ib_qp *qp)
 {
 	return container_of(qp, struct qrnic_qp, ibqp);
+}
+
+static inline struct qrnic_srq *to_qsrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct qrnic_srq, ibsrq);
 }
 
 static inline struct qrnic_mmap_entry *
@@ -392,6 +413,14 @@ int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type type);
+void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge);
+int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci,
+		       u32 qn, u32 db, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr);
+
+/* ---- qrnic_srq.c --------------------------------------------------------- */
+extern const struct ib_device_ops qrnic_srq_ops;
+void qrnic_srq_async_event(struct qrnic_dev *dev, u32 srqn, enum ib_event_type type);
 
 /* ---- qrnic_mr.c ---------------------------------------------------------- */
 struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access);

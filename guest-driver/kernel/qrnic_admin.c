@@ -78,6 +78,10 @@ static const char *const qrnic_aq_opcode_names[QRNIC_CMD_MAX + 1] = {
 	[QRNIC_CMD_QUERY_STATS]	 = "QUERY_STATS",
 	[QRNIC_CMD_ATTACH_MCAST] = "ATTACH_MCAST",
 	[QRNIC_CMD_DETACH_MCAST] = "DETACH_MCAST",
+	[QRNIC_CMD_CREATE_SRQ]	 = "CREATE_SRQ",
+	[QRNIC_CMD_MODIFY_SRQ]	 = "MODIFY_SRQ",
+	[QRNIC_CMD_QUERY_SRQ]	 = "QUERY_SRQ",
+	[QRNIC_CMD_DESTROY_SRQ]	 = "DESTROY_SRQ",
 };
 
 int qrnic_aq_status_to_errno(u8 status)
@@ -646,6 +650,49 @@ int qrnic_cmd_create_eq(struct qrnic_dev *dev, u8 log_depth, u16 vector,
 int qrnic_cmd_destroy_eq(struct qrnic_dev *dev, u32 eqn)
 {
 	return qrnic_cmd_simple(dev, QRNIC_CMD_DESTROY_EQ, eqn, false);
+}
+
+int qrnic_cmd_create_srq(struct qrnic_dev *dev,
+			 const struct qrnic_cmd_create_srq *p, u32 *srqn)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_CREATE_SRQ);
+	cmd.u.create_srq = *p;
+	return qrnic_cmd_create(dev, &cmd, srqn, false);
+}
+
+int qrnic_cmd_modify_srq(struct qrnic_dev *dev, u32 srqn, u32 attr_mask, u32 limit)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_MODIFY_SRQ);
+	cmd.u.modify_srq.srqn = srqn;
+	cmd.u.modify_srq.attr_mask = attr_mask;
+	cmd.u.modify_srq.limit = limit;
+	return qrnic_aq_exec(dev, &cmd, NULL, false);
+}
+
+int qrnic_cmd_query_srq(struct qrnic_dev *dev, u32 srqn, struct qrnic_srq_query *out)
+{
+	struct qrnic_aq_cmd cmd;
+	struct qrnic_aq_cqe cqe;
+	int err;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_QUERY_SRQ);
+	cmd.u.handle.handle = srqn;
+	err = qrnic_aq_exec(dev, &cmd, &cqe, false);
+	if (err)
+		return err;
+	out->limit = cqe.result[0];
+	out->max_wr = cqe.result[1];
+	out->posted = cqe.result[2];
+	return 0;
+}
+
+int qrnic_cmd_destroy_srq(struct qrnic_dev *dev, u32 srqn)
+{
+	return qrnic_cmd_simple(dev, QRNIC_CMD_DESTROY_SRQ, srqn, false);
 }
 
 int qrnic_cmd_mcast(struct qrnic_dev *dev, u8 op, u32 qpn, const u8 gid[16])

@@ -56,4 +56,17 @@ int qrnic_cmd_destroy_eq(struct qrnic_dev *dev, u32 eqn);
 /* ATTACH_MCAST / DETACH_MCAST (op = QRNIC_CMD_*_MCAST) of a UD QP */
 int qrnic_cmd_mcast(struct qrnic_dev *dev, u8 op, u32 qpn, const u8 gid[16]);
 
+/* QUERY_SRQ's answer (admin CQE result[0..2]) */
+struct qrnic_srq_query {
+	u32 limit;			/* 0: SRQ_LIMIT_REACHED not armed */
+	u32 max_wr;			/* depth */
+	u32 posted;			/* WQEs posted and not yet taken */
+};
+
+int qrnic_cmd_create_srq(struct qrnic_dev *dev,
+			 const struct qrnic_cmd_create_srq *p, u32 *srqn);
+int qrnic_cmd_modify_srq(struct qrnic_dev *dev, u32 srqn, u32 attr_mask, u32 limit);
+int qrnic_cmd_query_srq(struct qrnic_dev *dev, u32 srqn, struct qrnic_srq_query *out);
+int qrnic_cmd_destroy_srq(struct qrnic_dev *dev, u32 srqn);
+
 #endif /* QRNIC_ADMIN_CMDS_H */

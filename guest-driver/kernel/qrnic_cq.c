@@ -12,8 +12,6 @@
 
 #include "qrnic.h"
 
-#define QRNIC_DBREC_BYTES	64	/* a cache line for the 4-byte record */
-
 static u32 *qrnic_cq_dbrec(struct qrnic_cq *cq)
 {
 	return cq->ring.buf + cq->dbrec_offset;
@@ -171,7 +169,7 @@ static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
 
 	if (cqe->flags & QRNIC_CQE_F_SEND)
 		qrnic_wq_complete(&qp->sq, cqe->wqe_index);
-	else
+	else if (qp->rq.log_depth)	/* an SRQ's slots come back by its record */
 		qrnic_wq_complete(&qp->rq, cqe->wqe_index);
 }
 

@@ -9,7 +9,7 @@
  * whatever the vector serves.
  *
  * EQs are processed in the hard interrupt handler: completion EQEs call
- * the CQ's comp_handler, async EQEs the QP/CQ event handlers or
+ * the CQ's comp_handler, async EQEs the QP/CQ/SRQ event handlers or
  * ib_dispatch_event().  Objects are looked up in xarrays; destroy paths
  * erase them and then synchronize_irq() the vectors that could still be
  * using them (qrnic_eq_sync()) before they are freed.
@@ -162,6 +162,9 @@ static void qrnic_handle_async(struct qrnic_dev *dev, const struct qrnic_eqe *e)
 		break;
 	case QRNIC_EV_QP_LAST_WQE_REACHED:
 		qrnic_qp_async_event(dev, e->handle, IB_EVENT_QP_LAST_WQE_REACHED);
+		break;
+	case QRNIC_EV_SRQ_LIMIT_REACHED:
+		qrnic_srq_async_event(dev, e->handle, IB_EVENT_SRQ_LIMIT_REACHED);
 		break;
 	case QRNIC_EV_DEVICE_FATAL:
 		dev_err(&dev->pdev->dev, "async event DEVICE_FATAL, code %u\n", e->data);

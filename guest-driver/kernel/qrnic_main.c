@@ -443,6 +443,7 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	disable_delayed_work(&dev->recovery_work);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srqs, XA_FLAGS_LOCK_IRQ);
 	pci_set_drvdata(pdev, dev);
 
 	err = pci_enable_device_mem(pdev);
@@ -536,6 +537,7 @@ err_release:
 err_disable:
 	pci_disable_device(pdev);
 err_free:
+	xa_destroy(&dev->srqs);
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
 	kfree(dev);
@@ -568,8 +570,10 @@ static void qrnic_remove(struct pci_dev *pdev)
 	pci_iounmap(pdev, dev->regs);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);
+	WARN_ON(!xa_empty(&dev->srqs));
 	WARN_ON(!xa_empty(&dev->qps));
 	WARN_ON(!xa_empty(&dev->cqs));
+	xa_destroy(&dev->srqs);
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
 	kfree(dev);

@@ -79,6 +79,21 @@ static int qrnic_qp_type(struct qrnic_dev *dev, enum ib_qp_type type, bool user,
 }
 
 /*
+ * Receive WQE slot (RQs and SRQs): a 16-byte header, then at least @sges
+ * SGEs.  Sets the slot size (log2) and how many SGEs it really holds.
+ */
+void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge)
+{
+	u32 need = sizeof(struct qrnic_recv_wqe) + max_t(u32, sges, 1) * sizeof(struct qrnic_sge);
+	u32 shift = clamp_t(u32, order_base_2(need), QRNIC_MIN_RECV_WQE_SHIFT,
+			    QRNIC_MAX_RECV_WQE_SHIFT);
+
+	*wqe_shift = shift;
+	*max_sge = min_t(u32, QRNIC_MAX_SGE,
+			 ((1U << shift) - sizeof(struct qrnic_recv_wqe)) / sizeof(struct qrnic_sge));
+}
+
+/*
  * Choose ring geometry for the requested capabilities and report what the
  * QP really gets back in @cap.
  */
@@ -104,17 +119,10 @@ static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
 			       sizeof(struct qrnic_sge));
 	qp->max_inline = min_t(u32, a->max_inline, (1U << shift) - sizeof(struct qrnic_send_wqe));
 
-	/* receive queue: 16-byte header, then SGEs; none if no receive WR */
+	/* receive queue: none if no receive WR (or an SRQ) */
 	if (cap->max_recv_wr) {
-		need = sizeof(struct qrnic_recv_wqe) +
-		       max_t(u32, cap->max_recv_sge, 1) * sizeof(struct qrnic_sge);
-		shift = clamp_t(u32, order_base_2(need), QRNIC_MIN_RECV_WQE_SHIFT,
-				QRNIC_MAX_RECV_WQE_SHIFT);
-		qp->rq.wqe_shift = shift;
+		qrnic_recv_geometry(cap->max_recv_sge, &qp->rq.wqe_shift, &qp->rq.max_sge);
 		qp->rq.log_depth = max_t(u32, 1, order_base_2(cap->max_recv_wr));
-		qp->rq.max_sge = min_t(u32, QRNIC_MAX_SGE,
-				       ((1U << shift) - sizeof(struct qrnic_recv_wqe)) /
-				       sizeof(struct qrnic_sge));
 	}
 	if ((1U << qp->sq.log_depth) > a->max_qp_wr ||
 	    (qp->rq.log_depth && (1U << qp->rq.log_depth) > a->max_qp_wr))
@@ -152,7 +160,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct qrnic_cmd_create_qp cmd = {};
 	int err;
 
-	if (init_attr->srq || init_attr->create_flags || init_attr->rwq_ind_tbl ||
+	if (init_attr->create_flags || init_attr->rwq_ind_tbl ||
 	    init_attr->xrcd || !init_attr->send_cq)
 		return -EOPNOTSUPP;
 	if (init_attr->qp_type == IB_QPT_GSI && init_attr->port_num != QRNIC_PORT)
@@ -160,6 +168,18 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	err = qrnic_qp_type(dev, init_attr->qp_type, !!uctx, &qp->hw_type);
 	if (err)
 		return err;
+	if (init_attr->srq) {
+		/* RC, UC, UD only (the device's rule) */
+		if (qp->hw_type == QRNIC_QPT_GSI)
+			return -EOPNOTSUPP;
+		/*
+		 * Receives come from the SRQ: no RQ.  The RQ capabilities are
+		 * ignored and reported as 0, as ibv_create_qp(3) and mlx5/rxe
+		 * do (rdma_cm applications pass max_recv_wr with an SRQ).
+		 */
+		init_attr->cap.max_recv_wr = 0;
+		init_attr->cap.max_recv_sge = 0;
+	}
 	qp->user = !!uctx;
 	qp->sig_all = init_attr->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
@@ -184,6 +204,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	cmd.rq_log_depth = qp->rq.log_depth;
 	cmd.rq_wqe_shift = qp->rq.log_depth ? qp->rq.wqe_shift : 0;
 	cmd.flags = qp->sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0;
+	cmd.srqn = init_attr->srq ? to_qsrq(init_attr->srq)->srqn : 0;
 	cmd.sq_addr = qp->sq.ring.dma;
 	cmd.rq_addr = qp->rq.log_depth ? qp->rq.ring.dma : 0;
 	err = qrnic_cmd_create_qp(dev, &cmd, &qp->qpn);
@@ -386,6 +407,7 @@ int qrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	init_attr->qp_type = ibqp->qp_type;
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
 	init_attr->cap = attr->cap;
 	init_attr->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	init_attr->port_num = QRNIC_PORT;
@@ -548,62 +570,80 @@ int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return err;
 }
 
+/* A receive WQE (RQ or SRQ slot); the caller checked num_sge. */
+static void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_recv_wr *wr)
+{
+	struct qrnic_sge *sge = (struct qrnic_sge *)(wqe + 1);
+	int i;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+}
+
+/*
+ * Write receive WQEs into @wq, a QP's RQ or an SRQ's ring, while it has
+ * room by the consumer index at @ci (the RQ's, advanced by poll_cq; or the
+ * SRQ's record, which the device writes after copying a WQE out: the
+ * control dependency orders our slot writes after reading it), then ring
+ * doorbell @db for queue @qn.
+ */
+int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci,
+		       u32 qn, u32 db, const struct ib_recv_wr *wr,
+		       const struct ib_recv_wr **bad_wr)
+{
+	u32 depth = 1U << wq->log_depth;
+	unsigned long flags;
+	int err = 0;
+	u32 pi;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	pi = wq->pi;
+	for (; wr; wr = wr->next) {
+		if (pi - READ_ONCE(*ci) >= depth) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		qrnic_write_recv_wqe(qrnic_wqe(wq, pi), wr);
+		pi++;
+	}
+	if (pi != wq->pi) {
+		wq->pi = pi;
+		/* WQEs in coherent memory before the doorbell; writeq() orders too */
+		dma_wmb();
+		writeq((qn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT), dev->kdb + db);
+	}
+	spin_unlock_irqrestore(&wq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
+}
+
 int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
 	struct qrnic_dev *dev = to_qdev(ibqp->device);
 	struct qrnic_qp *qp = to_qqp(ibqp);
-	struct qrnic_wq *rq = &qp->rq;
-	u32 depth = 1U << rq->log_depth;
-	unsigned long flags;
-	int err = 0, i;
-	u32 pi;
 
 	if (unlikely(qrnic_dead(dev))) {
 		*bad_wr = wr;
 		return -EIO;
 	}
-	if (unlikely(!rq->log_depth || qp->state == IB_QPS_RESET)) {
+	/* no RQ: created without receive WRs, or on an SRQ */
+	if (unlikely(!qp->rq.log_depth || qp->state == IB_QPS_RESET)) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-
-	spin_lock_irqsave(&rq->lock, flags);
-	pi = rq->pi;
-	for (; wr; wr = wr->next) {
-		struct qrnic_recv_wqe *wqe;
-		struct qrnic_sge *sge;
-
-		if (pi - READ_ONCE(rq->ci) >= depth) {
-			err = -ENOMEM;
-			break;
-		}
-		if (wr->num_sge > rq->max_sge) {
-			err = -EINVAL;
-			break;
-		}
-		wqe = qrnic_wqe(rq, pi);
-		sge = (struct qrnic_sge *)(wqe + 1);
-		memset(wqe, 0, sizeof(*wqe));
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		pi++;
-	}
-	if (pi != rq->pi) {
-		rq->pi = pi;
-		dma_wmb();
-		writeq((qp->qpn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
-		       dev->kdb + QRNIC_DB_RQ);
-	}
-	spin_unlock_irqrestore(&rq->lock, flags);
-	if (err)
-		*bad_wr = wr;
-	return err;
+	return qrnic_post_recv_wq(dev, &qp->rq, &qp->rq.ci, qp->qpn, QRNIC_DB_RQ, wr, bad_wr);
 }
 
 /* ---- async events ------------------------------------------------------------------------ */
@@ -620,7 +660,9 @@ void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type typ
 				     ib_event_msg(type), qpn);
 		return;
 	}
-	if (type != IB_EVENT_SQ_DRAINED && type != IB_EVENT_COMM_EST)
+	/* the others say that something went wrong */
+	if (type != IB_EVENT_SQ_DRAINED && type != IB_EVENT_COMM_EST &&
+	    type != IB_EVENT_QP_LAST_WQE_REACHED)
 		dev_warn_ratelimited(&dev->pdev->dev, "QP %u: %s\n", qpn, ib_event_msg(type));
 	if (qp->ibqp.event_handler) {
 		ev.device = qp->ibqp.device;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qrnic ib_device: device and port queries, GID table, user contexts and
- * mmap, protection domains, address handles, registration.  CQs, QPs and
- * MRs live in qrnic_cq.c, qrnic_qp.c and qrnic_mr.c.
+ * mmap, protection domains, address handles, registration.  CQs, QPs, SRQs
+ * and MRs live in qrnic_cq.c, qrnic_qp.c, qrnic_srq.c and qrnic_mr.c.
  *
  * The port is RoCE v2 only (RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP), so the RDMA
  * core fills the GID table with RoCE v2 entries only, from the netdev's
@@ -141,6 +141,11 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 		props->max_mcast_grp = a->max_mcg;
 		props->max_mcast_qp_attach = a->max_mcg_qp;
 		props->max_total_mcast_qp_attach = a->max_mcg * a->max_mcg_qp;
+	}
+	if ((dev->caps & QRNIC_CAP_SRQ) && a->max_srq > 1) {
+		props->max_srq = a->max_srq - 1;	/* srqn 0 is never valid */
+		props->max_srq_wr = a->max_srq_wr;
+		props->max_srq_sge = a->max_sge;
 	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
@@ -621,6 +626,8 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
 	strscpy(ibdev->node_desc, "qrnic RoCEv2 NIC", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &qrnic_dev_ops);
+	if ((dev->caps & QRNIC_CAP_SRQ) && dev->attr.max_srq > 1)
+		ib_set_device_ops(ibdev, &qrnic_srq_ops);
 
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)

@@ -4,8 +4,8 @@
  *
  * The driver-specific udata is exactly model/abi/qrnic_uverbs.h: the
  * provider sends no request udata and receives one qrnic_*_resp after the
- * core response of GET_CONTEXT, ALLOC_PD, CREATE_CQ, CREATE_QP and
- * CREATE_AH.  DECLARE_DRV_CMD lays each response out as
+ * core response of GET_CONTEXT, ALLOC_PD, CREATE_CQ, CREATE_QP, CREATE_SRQ
+ * and CREATE_AH.  DECLARE_DRV_CMD lays each response out as
  * { core response; driver response } and checks sizes and alignment.
  */
 #ifndef QRNIC_ABI_WRAP_H
@@ -20,6 +20,7 @@
 #define _STRUCT_qrnic_alloc_pd_resp struct {}
 #define _STRUCT_qrnic_create_cq_resp struct {}
 #define _STRUCT_qrnic_create_qp_resp struct {}
+#define _STRUCT_qrnic_create_srq_resp struct {}
 #define _STRUCT_qrnic_create_ah_resp struct {}
 
 DECLARE_DRV_CMD(uqrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
@@ -30,6 +31,8 @@ DECLARE_DRV_CMD(uqrnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, qrnic_create_cq_resp);
 DECLARE_DRV_CMD(uqrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, qrnic_create_qp_resp);
+DECLARE_DRV_CMD(uqrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
+		empty, qrnic_create_srq_resp);
 DECLARE_DRV_CMD(uqrnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, qrnic_create_ah_resp);
 

@@ -5,7 +5,8 @@
  * The kernel driver (guest-driver/kernel) creates every object through the
  * device's admin queue; the rings live in kernel DMA memory that this
  * provider maps with the keys of model/abi/qrnic_uverbs.h.  The data path
- * (post_send, post_recv, poll_cq, req_notify_cq) runs here in user space:
+ * (post_send, post_recv, post_srq_recv, poll_cq, req_notify_cq) runs here
+ * in user space:
  * WQEs are written into the mapped rings and announced with one 64-bit
  * doorbell write to the context's own page of BAR2.
  */
@@ -90,6 +91,13 @@ struct qrnic_qp {
 	bool uc;
 };
 
+struct qrnic_srq {
+	struct verbs_srq vsrq;
+	struct qrnic_wq wq;		/* the ring; wq.ci unused (the record says) */
+	uint32_t *dbrec;		/* consumer-index record, written by the device */
+	uint32_t srqn;
+};
+
 struct qrnic_mr {
 	struct verbs_mr vmr;
 };
@@ -117,6 +125,11 @@ static inline struct qrnic_cq *to_qcq(struct ibv_cq *ibcq)
 static inline struct qrnic_qp *to_qqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct qrnic_qp, vqp.qp);
+}
+
+static inline struct qrnic_srq *to_qsrq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct qrnic_srq, vsrq.srq);
 }
 
 static inline struct qrnic_ah *to_qah(struct ibv_ah *ibah)
@@ -149,6 +162,12 @@ int qrnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int qrnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
+struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+int qrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+int qrnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int qrnic_destroy_srq(struct ibv_srq *srq);
+int qrnic_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
 struct ibv_ah *qrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int qrnic_destroy_ah(struct ibv_ah *ah);
 

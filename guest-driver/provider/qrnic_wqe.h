@@ -326,4 +326,20 @@ static inline unsigned int qrnic_build_recv_wqe(void *slot,
 	return QRNIC_RECV_WQE_HDR + (unsigned int)wr->num_sge * QRNIC_SGE_SIZE;
 }
 
+/* ---- shared receive queues (spec 12.10) ---------------------------- */
+
+/*
+ * An SRQ's slots are SRQ-wide: the device takes WQEs in ring order and
+ * writes its free-running consumer index into the SRQ's record after each
+ * one, so the slot is free again once the record has passed it (no
+ * completion needed).  Full when pi - record >= depth; a record ahead of
+ * pi (which the device never writes) reads as full too.  The WQEs are
+ * receive WQEs (qrnic_build_recv_wqe) and the doorbell is
+ * qrnic_db_wq_val(srqn, pi) at QRNIC_DB_SRQ.
+ */
+static inline bool qrnic_srq_full(uint32_t pi, uint32_t record, uint32_t depth)
+{
+	return pi - record >= depth;
+}
+
 #endif /* QRNIC_WQE_H */

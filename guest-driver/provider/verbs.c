@@ -138,6 +138,13 @@ static inline void qrnic_ring_db(struct qrnic_context *ctx, unsigned int off,
 	mmio_flush_writes();
 }
 
+/* An index record at offset off of a mapping of map_size bytes, after a
+ * ring of ring_size bytes, 4-byte aligned. */
+static bool qrnic_dbrec_ok(uint64_t off, size_t ring_size, uint64_t map_size)
+{
+	return off >= ring_size && !(off & 3) && off + sizeof(uint32_t) <= map_size;
+}
+
 /* ---- CQ ----------------------------------------------------------------- */
 
 struct ibv_cq *qrnic_create_cq(struct ibv_context *context, int cqe,
@@ -198,8 +205,7 @@ struct ibv_cq *qrnic_create_cq(struct ibv_context *context, int cqe,
 	cq->ring = cq->map;
 	/* The dbrec follows the ring in the same mapping; without one the
 	 * consumer index reaches the device through CQ doorbells. */
-	if (r->dbrec_offset >= ring_size && !(r->dbrec_offset & 3) &&
-	    (uint64_t)r->dbrec_offset + sizeof(uint32_t) <= r->mmap_size)
+	if (qrnic_dbrec_ok(r->dbrec_offset, ring_size, r->mmap_size))
 		cq->dbrec = (uint32_t *)((uint8_t *)cq->map + r->dbrec_offset);
 	else
 		verbs_warn(verbs_get_ctx(context),
@@ -383,9 +389,10 @@ static int qrnic_set_qp_table(struct qrnic_context *ctx, struct qrnic_qp *qp,
 	return err;
 }
 
-/* Map one work queue described by the create_qp response. */
+/* Map one work queue described by a create_qp or create_srq response
+ * (what: "SQ of QP", "RQ of QP" or "SRQ", num its number, for messages). */
 static int qrnic_wq_map(struct ibv_context *context, struct qrnic_wq *wq,
-			const char *name, uint32_t qpn, unsigned int log_depth,
+			const char *what, uint32_t num, unsigned int log_depth,
 			unsigned int wqe_shift, unsigned int min_shift,
 			unsigned int max_shift, uint64_t key, uint64_t size)
 {
@@ -394,23 +401,23 @@ static int qrnic_wq_map(struct ibv_context *context, struct qrnic_wq *wq,
 	if (log_depth < 1 || log_depth > QRNIC_MAX_QUEUE_LOG ||
 	    wqe_shift < min_shift || wqe_shift > max_shift) {
 		verbs_err(verbs_get_ctx(context),
-			  "qrnic: QP %u: bad %s geometry (log_depth %u, wqe_shift %u)\n",
-			  qpn, name, log_depth, wqe_shift);
+			  "qrnic: %s %u: bad geometry (log_depth %u, wqe_shift %u)\n",
+			  what, num, log_depth, wqe_shift);
 		return EINVAL;
 	}
 	ring_size = ((size_t)1 << log_depth) << wqe_shift;
 	if (size < ring_size) {
 		verbs_err(verbs_get_ctx(context),
-			  "qrnic: QP %u: %s mapping of %llu bytes < ring of %zu\n",
-			  qpn, name, (unsigned long long)size, ring_size);
+			  "qrnic: %s %u: mapping of %llu bytes < ring of %zu\n",
+			  what, num, (unsigned long long)size, ring_size);
 		return EINVAL;
 	}
 	wq->ring = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			context->cmd_fd, key);
 	if (wq->ring == MAP_FAILED) {
 		wq->ring = NULL;
-		verbs_err(verbs_get_ctx(context), "qrnic: QP %u: %s mmap failed\n",
-			  qpn, name);
+		verbs_err(verbs_get_ctx(context), "qrnic: %s %u: mmap failed\n",
+			  what, num);
 		return errno ? errno : EINVAL;
 	}
 	wq->map_size = size;
@@ -449,12 +456,9 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (attr->srq) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
+	/* with an SRQ the RQ capabilities are ignored (the kernel reports 0) */
 	if (attr->cap.max_send_sge > ctx->max_sge ||
-	    attr->cap.max_recv_sge > ctx->max_sge ||
+	    (!attr->srq && attr->cap.max_recv_sge > ctx->max_sge) ||
 	    attr->cap.max_inline_data > ctx->max_inline) {
 		errno = EINVAL;
 		return NULL;
@@ -473,7 +477,7 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 
-	err = qrnic_wq_map(context, &qp->sq, "SQ", r->qpn, r->sq_log_depth,
+	err = qrnic_wq_map(context, &qp->sq, "SQ of QP", r->qpn, r->sq_log_depth,
 			   r->sq_wqe_shift, QRNIC_MIN_WQE_SHIFT,
 			   QRNIC_MAX_SEND_WQE_SHIFT, r->sq_mmap_key,
 			   r->sq_mmap_size);
@@ -482,7 +486,7 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->sq.max_sge = qrnic_sq_max_sge(r->sq_wqe_shift);
 
 	if (r->rq_log_depth || r->rq_mmap_size) {
-		err = qrnic_wq_map(context, &qp->rq, "RQ", r->qpn,
+		err = qrnic_wq_map(context, &qp->rq, "RQ of QP", r->qpn,
 				   r->rq_log_depth, r->rq_wqe_shift,
 				   QRNIC_MIN_RECV_WQE_SHIFT,
 				   QRNIC_MAX_RECV_WQE_SHIFT, r->rq_mmap_key,
@@ -490,7 +494,7 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		if (err)
 			goto err_unmap_sq;
 		qp->rq.max_sge = qrnic_rq_max_sge(r->rq_wqe_shift);
-	} else if (attr->cap.max_recv_wr) {
+	} else if (attr->cap.max_recv_wr && !attr->srq) {
 		verbs_err(verbs_get_ctx(context),
 			  "qrnic: QP %u: receive queue requested but none created\n",
 			  r->qpn);
@@ -671,40 +675,154 @@ int qrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return err;
 }
 
-int qrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		    struct ibv_recv_wr **bad_wr)
+/*
+ * Post receive WQEs to a QP's RQ (record NULL: slots come back with
+ * completions) or to an SRQ (slots come back when the device's consumer
+ * index record passes them), then one doorbell at db_off for queue num.
+ */
+static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
+			      const uint32_t *record, unsigned int db_off,
+			      uint32_t num, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad_wr)
 {
-	struct qrnic_context *ctx = to_qctx(ibqp->context);
-	struct qrnic_qp *qp = to_qqp(ibqp);
-	struct qrnic_wq *rq = &qp->rq;
 	uint32_t start;
 	int err = 0;
 
-	if (!rq->ring || ibqp->state == IBV_QPS_RESET) {
-		*bad_wr = wr;
-		return EINVAL;
-	}
-
-	pthread_spin_lock(&rq->lock);
-	start = rq->pi;
+	pthread_spin_lock(&wq->lock);
+	start = wq->pi;
 	for (; wr; wr = wr->next) {
-		err = qrnic_check_recv_wr(wr, rq->max_sge);
-		if (!err && qrnic_wq_full(rq))
+		bool full;
+
+		err = qrnic_check_recv_wr(wr, wq->max_sge);
+		/* acquire: the device read the slot before its record passed it */
+		full = record ? qrnic_srq_full(wq->pi,
+					       le32toh(__atomic_load_n(record, __ATOMIC_ACQUIRE)),
+					       wq->depth) :
+				qrnic_wq_full(wq);
+		if (!err && full)
 			err = ENOMEM;
 		if (err) {
 			*bad_wr = wr;
 			break;
 		}
-		qrnic_build_recv_wqe(qrnic_wq_slot(rq, rq->pi), wr);
-		rq->pi++;
+		qrnic_build_recv_wqe(qrnic_wq_slot(wq, wq->pi), wr);
+		wq->pi++;
 	}
-	if (rq->pi != start) {
+	if (wq->pi != start) {
 		udma_to_device_barrier();
-		qrnic_ring_db(ctx, QRNIC_DB_RQ,
-			      qrnic_db_wq_val(ibqp->qp_num, rq->pi));
+		qrnic_ring_db(ctx, db_off, qrnic_db_wq_val(num, wq->pi));
 	}
-	pthread_spin_unlock(&rq->lock);
+	pthread_spin_unlock(&wq->lock);
 	return err;
+}
+
+int qrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	struct qrnic_qp *qp = to_qqp(ibqp);
+
+	/* no RQ: created without receive WRs, or on an SRQ */
+	if (!qp->rq.ring || ibqp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return qrnic_post_recv_wq(to_qctx(ibqp->context), &qp->rq, NULL, QRNIC_DB_RQ,
+				  ibqp->qp_num, wr, bad_wr);
+}
+
+int qrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	struct qrnic_srq *srq = to_qsrq(ibsrq);
+
+	return qrnic_post_recv_wq(to_qctx(ibsrq->context), &srq->wq, srq->dbrec,
+				  QRNIC_DB_SRQ, srq->srqn, wr, bad_wr);
+}
+
+/* ---- SRQ ---------------------------------------------------------------- */
+
+struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_context *context = pd->context;
+	struct uqrnic_create_srq_resp resp = {};
+	struct qrnic_create_srq_resp *r = &resp.drv_payload;
+	struct ibv_create_srq cmd;
+	struct qrnic_srq *srq;
+	int err;
+
+	if (attr->attr.max_wr < 1 || attr->attr.max_sge > to_qctx(context)->max_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+
+	err = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd, sizeof(cmd),
+				 &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_err(verbs_get_ctx(context), "qrnic: CREATE_SRQ failed\n");
+		free(srq);
+		errno = err;
+		return NULL;
+	}
+
+	/* one mapping: the ring, then the record the device writes */
+	err = qrnic_wq_map(context, &srq->wq, "SRQ", r->srqn, r->log_depth,
+			   r->wqe_shift, QRNIC_MIN_RECV_WQE_SHIFT,
+			   QRNIC_MAX_RECV_WQE_SHIFT, r->mmap_key, r->mmap_size);
+	if (err)
+		goto err_destroy;
+	if (!qrnic_dbrec_ok(r->dbrec_offset, (size_t)srq->wq.depth << srq->wq.wqe_shift,
+			    r->mmap_size)) {
+		verbs_err(verbs_get_ctx(context), "qrnic: SRQ %u: bad dbrec offset %u\n",
+			  r->srqn, r->dbrec_offset);
+		err = EINVAL;
+		goto err_unmap;
+	}
+	srq->dbrec = (uint32_t *)(srq->wq.ring + r->dbrec_offset);
+	srq->wq.max_sge = qrnic_rq_max_sge(r->wqe_shift);
+	srq->srqn = r->srqn;
+
+	/* What the ring really holds. */
+	attr->attr.max_wr = srq->wq.depth;
+	attr->attr.max_sge = srq->wq.max_sge;
+	return &srq->vsrq.srq;
+
+err_unmap:
+	qrnic_wq_unmap(&srq->wq);
+err_destroy:
+	ibv_cmd_destroy_srq(&srq->vsrq.srq);
+	free(srq);
+	errno = err;
+	return NULL;
+}
+
+int qrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int qrnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof(cmd));
+}
+
+int qrnic_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct qrnic_srq *srq = to_qsrq(ibsrq);
+	int err;
+
+	err = ibv_cmd_destroy_srq(ibsrq);
+	if (err)
+		return err;
+	qrnic_wq_unmap(&srq->wq);
+	free(srq);
+	return 0;
 }
 
 /* ---- AH ----------------------------------------------------------------- */

@@ -214,3 +214,35 @@ def rdma_res(vm, kind):
 def meminfo(vm):
     out = vm.run('sync; echo 3 > /proc/sys/vm/drop_caches; sleep 1; cat /proc/meminfo', timeout=60)
     return {k.strip(): int(v.split()[0]) for k, v in (ln.split(':', 1) for ln in out.splitlines() if ':' in ln)}
+
+
+# ---- both ends on one device (local loopback, spec 12.8) ---------------------------------
+def hw_counters(vm, ibdev):
+    """The device's QUERY_STATS counters (the driver's hw_counters in sysfs)."""
+    out = vm.run('cd /sys/class/infiniband/%s/ports/1/hw_counters && grep . *' % ibdev,
+                 timeout=60).output
+    return {k: int(v) for k, v in (ln.split(':', 1) for ln in out.split() if ':' in ln)}
+
+
+def one_device(topo):
+    s, _ = pair(topo)
+    return s
+
+
+def run_local(ep, server_cmd, client_cmd, **kw):
+    """Server and client in the same guest, on the same device (the commands'
+    %(port)d is a fresh port); returns the server's and the client's results
+    and how many frames the device looped back meanwhile."""
+    before = hw_counters(ep.vm, ep.ibdev)
+    port = next_port()
+    srv, cli = client_server(ep.vm, server_cmd % {'port': port},
+                             ep.vm, client_cmd % {'port': port}, port, **kw)
+    check_pair(srv, cli)
+    after = hw_counters(ep.vm, ep.ibdev)
+    looped = after['loopback_frames'] - before['loopback_frames']
+    assert looped > 0, (before, after)
+    # every RoCE frame this device sent came back to it: nothing went on the
+    # wire (tx_packets also counts the netdev's own Ethernet frames)
+    d = {k: after[k] - before[k] for k in after}
+    assert d['tx_packets'] - d['eth_tx_frames'] == looped, d
+    return srv, cli, looped

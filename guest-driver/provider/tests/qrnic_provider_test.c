@@ -11,12 +11,14 @@
  * rings and doorbell page from it exactly as from the real cmd_fd.
  *
  * The simulated device DMAs from its own memory, so the fake kernel mirrors
- * the rings: before the device runs, SQ/RQ rings and CQ dbrecs are copied
- * from the memfd into device memory and the doorbells the provider wrote
- * into its doorbell page are forwarded to the device (and cleared); after
- * the device ran, CQ rings are copied back.  Everything else, posting WQEs,
+ * the rings: before the device runs, SQ/RQ/SRQ rings and CQ dbrecs are
+ * copied from the memfd into device memory and the doorbells the provider
+ * wrote into its doorbell page are forwarded to the device (and cleared);
+ * after the device ran, CQ rings and SRQ records are copied back.
+ * Everything else, posting WQEs,
  * ringing, polling with the owner bit, freeing queue slots from
- * completions, arming, resetting indexes, is the provider's own code,
+ * completions or from an SRQ's record, arming, resetting indexes, is the
+ * provider's own code,
  * called through the verbs_context_ops it registers.
  *
  * Closes with "N passed, N failed"; exit 1 on any failure.
@@ -55,17 +57,17 @@ static hx_world *w;
 #define FK_MAX_REGIONS	64
 #define PAGE		4096ull
 
-enum fk_kind { FK_DB, FK_CQ, FK_WQ };
+enum fk_kind { FK_DB, FK_CQ, FK_WQ, FK_SRQ };
 
 struct fk_region {
 	bool used;
 	enum fk_kind kind;
 	uint64_t off;		/* mmap key = offset in the memfd */
 	uint64_t size;
-	uint64_t bus;		/* device memory (FK_CQ, FK_WQ) */
-	uint64_t ring_size;	/* FK_CQ: CQEs; the dbrec follows */
+	uint64_t bus;		/* device memory (FK_CQ, FK_WQ, FK_SRQ) */
+	uint64_t ring_size;	/* FK_CQ: CQEs, FK_SRQ: WQEs; the dbrec follows */
 	uint32_t uctx;		/* FK_DB */
-	uint32_t handle;	/* cqn / qpn */
+	uint32_t handle;	/* cqn / qpn / srqn */
 };
 
 struct fk_dev {
@@ -148,6 +150,8 @@ static void fk_to_dev(struct fk_dev *f)
 			continue;
 		if (r->kind == FK_WQ)
 			hx_mem_write(w, f->d, r->bus, f->map + r->off, r->size);
+		else if (r->kind == FK_SRQ)	/* the record is the device's */
+			hx_mem_write(w, f->d, r->bus, f->map + r->off, r->ring_size);
 		else if (r->kind == FK_CQ)
 			hx_mem_write(w, f->d, r->bus + r->ring_size,
 				     f->map + r->off + r->ring_size, 4);
@@ -157,7 +161,7 @@ static void fk_to_dev(struct fk_dev *f)
 
 		if (!r->used || r->kind != FK_DB)
 			continue;
-		for (j = 0; j < 3; j++) {
+		for (j = 0; j < 4; j++) {	/* SQ, RQ, CQ, SRQ */
 			uint64_t *db = (uint64_t *)(f->map + r->off) + j;
 
 			if (*db) {
@@ -169,7 +173,7 @@ static void fk_to_dev(struct fk_dev *f)
 	}
 }
 
-/* device -> host: CQ rings */
+/* device -> host: CQ rings, SRQ consumer records */
 static void fk_from_dev(struct fk_dev *f)
 {
 	int i;
@@ -179,6 +183,9 @@ static void fk_from_dev(struct fk_dev *f)
 
 		if (r->used && r->kind == FK_CQ)
 			hx_mem_read(w, f->d, r->bus, f->map + r->off, r->ring_size);
+		else if (r->used && r->kind == FK_SRQ)
+			hx_mem_read(w, f->d, r->bus + r->ring_size,
+				    f->map + r->off + r->ring_size, 4);
 	}
 }
 
@@ -473,7 +480,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	sq_shift = clampu(log2_up(64 + (16 * attr->cap.max_send_sge > attr->cap.max_inline_data ?
 					16 * attr->cap.max_send_sge : attr->cap.max_inline_data)),
 			  QRNIC_MIN_WQE_SHIFT, QRNIC_MAX_SEND_WQE_SHIFT);
-	if (attr->cap.max_recv_wr) {
+	if (attr->cap.max_recv_wr && !attr->srq) {	/* an SRQ QP has no RQ */
 		rq_log = clampu(log2_up(attr->cap.max_recv_wr), 1, QRNIC_MAX_QUEUE_LOG);
 		rq_shift = clampu(log2_up(16 + 16 * attr->cap.max_recv_sge),
 				  QRNIC_MIN_RECV_WQE_SHIFT, QRNIC_MAX_RECV_WQE_SHIFT);
@@ -493,6 +500,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	c.u.create_qp.rq_log_depth = (uint8_t)rq_log;
 	c.u.create_qp.rq_wqe_shift = (uint8_t)rq_shift;
 	c.u.create_qp.flags = attr->sq_sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0;
+	c.u.create_qp.srqn = attr->srq ? attr->srq->handle : 0;
 	c.u.create_qp.sq_addr = sq->bus;
 	c.u.create_qp.rq_addr = rq ? rq->bus : 0;
 	if (admin(f->d, &c, QRNIC_CMD_CREATE_QP, &qpn)) {
@@ -509,6 +517,7 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	qp->pd = pd;
 	qp->send_cq = attr->send_cq;
 	qp->recv_cq = attr->recv_cq;
+	qp->srq = attr->srq;
 	qp->qp_type = attr->qp_type;
 	qp->state = IBV_QPS_RESET;
 	qp->qp_num = qpn;
@@ -539,6 +548,94 @@ int ibv_cmd_destroy_qp(struct ibv_qp *qp)
 		r->used = false;
 	if ((r = fk_find(f, FK_WQ, qp->handle | 0x80000000u)))
 		r->used = false;
+	return 0;
+}
+
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr, struct ibv_create_srq *cmd,
+		       size_t cmd_size, struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size)
+{
+	struct uqrnic_create_srq_resp *r = (void *)resp;
+	struct fk_dev *f = fk_of(pd->context);
+	unsigned int log = clampu(log2_up(attr->attr.max_wr), 1, QRNIC_MAX_QUEUE_LOG);
+	unsigned int shift = clampu(log2_up(16 + 16 * (attr->attr.max_sge ? attr->attr.max_sge : 1)),
+				    QRNIC_MIN_RECV_WQE_SHIFT, QRNIC_MAX_RECV_WQE_SHIFT);
+	uint64_t ring = (1ull << log) << shift;
+	struct qrnic_aq_cmd c;
+	struct fk_region *reg;
+	uint32_t srqn;
+
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	reg = fk_alloc(f, FK_SRQ, ring + 4, true);
+	reg->ring_size = ring;
+	memset(&c, 0, sizeof(c));
+	c.u.create_srq.uctx = fk_uctx(pd->context);
+	c.u.create_srq.pdn = pd->handle;
+	c.u.create_srq.log_depth = (uint8_t)log;
+	c.u.create_srq.wqe_shift = (uint8_t)shift;
+	c.u.create_srq.ring_addr = reg->bus;
+	c.u.create_srq.dbrec_addr = reg->bus + ring;
+	if (admin(f->d, &c, QRNIC_CMD_CREATE_SRQ, &srqn)) {
+		reg->used = false;
+		return EINVAL;
+	}
+	reg->handle = srqn;
+	srq->context = pd->context;
+	srq->pd = pd;
+	srq->handle = srqn;
+	memset(r, 0, sizeof(*r));
+	r->ibv_resp.srq_handle = srqn;
+	r->ibv_resp.max_wr = attr->attr.max_wr = 1u << log;
+	r->ibv_resp.max_sge = attr->attr.max_sge = qrnic_rq_max_sge(shift);
+	r->drv_payload.srqn = srqn;
+	r->drv_payload.log_depth = (uint8_t)log;
+	r->drv_payload.wqe_shift = (uint8_t)shift;
+	r->drv_payload.mmap_key = reg->off;
+	r->drv_payload.mmap_size = reg->size;
+	r->drv_payload.dbrec_offset = (uint32_t)ring;
+	return 0;
+}
+
+int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd, size_t cmd_size)
+{
+	int rc;
+
+	(void)cmd;
+	(void)cmd_size;
+	rc = hx_modify_srq(w, fk_of(srq->context)->d, srq->handle, (uint32_t)srq_attr_mask,
+			   srq_attr->srq_limit);
+	return rc == -QRNIC_AQ_NOT_SUPPORTED ? EOPNOTSUPP : rc ? EINVAL : 0;
+}
+
+int ibv_cmd_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size)
+{
+	uint32_t q[3];
+
+	(void)cmd;
+	(void)cmd_size;
+	if (hx_query_srq(w, fk_of(srq->context)->d, srq->handle, q))
+		return EINVAL;
+	srq_attr->srq_limit = q[0];
+	srq_attr->max_wr = q[1];
+	srq_attr->max_sge = 2;
+	return 0;
+}
+
+int ibv_cmd_destroy_srq(struct ibv_srq *srq)
+{
+	struct fk_dev *f = fk_of(srq->context);
+	struct fk_region *reg = fk_find(f, FK_SRQ, srq->handle);
+
+	if (hx_destroy(w, f->d, QRNIC_CMD_DESTROY_SRQ, srq->handle))
+		return EBUSY;
+	if (reg)
+		reg->used = false;
 	return 0;
 }
 
@@ -798,6 +895,8 @@ static void test_match_and_context(void)
 	CHECK(A.ops.query_port(A.ctx, 1, &pattr) == 0 && pattr.state == IBV_PORT_ACTIVE);
 	CHECK(A.ops.create_qp && A.ops.post_send && A.ops.poll_cq && A.ops.req_notify_cq &&
 	      A.ops.create_ah && A.ops.query_qp && A.ops.destroy_qp && A.ops.free_context);
+	CHECK(A.ops.create_srq && A.ops.post_srq_recv && A.ops.modify_srq && A.ops.query_srq &&
+	      A.ops.destroy_srq);
 }
 
 static void test_rc_basic(void)
@@ -1146,6 +1245,198 @@ static void test_ud(void)
 	CHECK(B.ops.destroy_qp(ub) == 0);
 }
 
+/*
+ * Sends one signaled SEND of len bytes from A's offset off on qp, and hands
+ * the doorbell to the device at once: the doorbell page is plain memory
+ * here, so a second QP's SQ doorbell would overwrite this one before the
+ * next fk_run.
+ */
+static int send_one(struct ibv_qp *qp, uint64_t wr_id, uint64_t off, uint32_t len)
+{
+	struct ibv_sge s = sge(&A, off, len);
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int err = A.ops.post_send(qp, &wr, &bad);
+
+	fk_to_dev(&fk[0]);
+	return err;
+}
+
+#define SRQ_BUF(i)	(0x80000 + 0x1000 * (uint64_t)((i) % 16))
+
+/*
+ * A shared receive queue on B feeding two RC QPs: no RQ on the QPs (their
+ * RQ capabilities ignored), WQEs taken in ring order whichever QP receives,
+ * slots reclaimed from the device's consumer record before any completion
+ * is polled, ENOMEM with bad_wr when full, the limit (modify/query) and its
+ * event, EBUSY while QPs use it, and many laps of an 8-entry ring.
+ */
+static void test_srq(void)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 6, .max_sge = 2 } };
+	struct ibv_qp_init_attr ia;
+	struct ibv_recv_wr rwr[9], *brw;
+	struct ibv_sge rs[9];
+	struct ibv_srq_attr sa;
+	struct ibv_qp *qa[2], *qb[2];
+	struct ibv_srq *srq;
+	struct qrnic_srq *q;
+	struct ibv_cq *cq;
+	struct ibv_wc wc[16];
+	struct qrnic_eqe eqe[16];
+	uint64_t fifo[64];		/* wr_ids posted to the SRQ, in order */
+	unsigned int nfifo = 0, taken = 0, sent[2] = { 0, 0 }, seen[2] = { 0, 0 };
+	int i, n, errs = 0, limit_events = 0;
+	int64_t aeq;
+
+	aeq = hx_create_eq(w, 1, 10, 0, QRNIC_EQ_F_ASYNC);
+	CHECK(aeq > 0);
+	cq = B.ops.create_cq(B.ctx, 32, NULL, 0);
+	srq = B.ops.create_srq(B.pd, &sia);
+	CHECK(cq && srq);
+	if (!cq || !srq)
+		return;
+	q = to_qsrq(srq);
+	/* what the ring holds */
+	CHECK(sia.attr.max_wr == 8 && q->wq.depth == 8);
+	CHECK(sia.attr.max_sge == qrnic_rq_max_sge(q->wq.wqe_shift) && sia.attr.max_sge >= 2);
+	CHECK(q->dbrec && *q->dbrec == 0);
+
+	for (i = 0; i < 2; i++) {
+		ia = (struct ibv_qp_init_attr){
+			.send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+			/* RQ capabilities are ignored with an SRQ, even impossible ones */
+			.cap = { .max_send_wr = 4, .max_send_sge = 1, .max_recv_wr = 64,
+				 .max_recv_sge = 64 },
+		};
+		qb[i] = B.ops.create_qp(B.pd, &ia);
+		CHECK(qb[i] != NULL);
+		if (!qb[i])
+			return;
+		CHECK(ia.cap.max_recv_wr == 0 && ia.cap.max_recv_sge == 0 &&
+		      to_qqp(qb[i])->rq.ring == NULL);
+		qa[i] = mkqp(&A, IBV_QPT_RC, 8, 0, NULL);
+		CHECK(qa[i] != NULL);
+		if (!qa[i])
+			return;
+		CHECK(to_rts_rc(&A, qa[i], qb[i]->qp_num, 1) == 0);
+		CHECK(to_rts_rc(&B, qb[i], qa[i]->qp_num, 0) == 0);
+	}
+	/* an SRQ QP has no receive queue of its own */
+	rs[0] = sge(&B, SRQ_BUF(0), 256);
+	rwr[0] = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = rs, .num_sge = 1 };
+	CHECK(B.ops.post_recv(qb[0], rwr, &brw) == EINVAL && brw == rwr);
+
+	/* 9 WRs into 8 slots: ENOMEM at the ninth, nothing of it posted */
+	for (i = 0; i < 9; i++) {
+		rs[i] = sge(&B, SRQ_BUF(1000 + i), 256);
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 1000 + i, .sg_list = &rs[i], .num_sge = 1,
+					       .next = i < 8 ? &rwr[i + 1] : NULL };
+	}
+	CHECK(B.ops.post_srq_recv(srq, rwr, &brw) == ENOMEM && brw == &rwr[8]);
+	CHECK(q->wq.pi == 8);
+	for (i = 0; i < 8; i++)
+		fifo[nfifo++] = 1000 + i;
+	rwr[0].num_sge = (int)q->wq.max_sge + 1;
+	CHECK(B.ops.post_srq_recv(srq, rwr, &brw) == EINVAL && brw == rwr);
+	rwr[0].num_sge = 1;
+
+	/* 3 messages on one QP, 2 on the other: 5 WQEs taken in ring order */
+	for (i = 0; i < 5; i++) {
+		int k = i < 3 ? 0 : 1;
+
+		fill(&A, 0x90000 + 0x100 * (uint64_t)i, 256, (uint8_t)(40 + i));
+		CHECK(send_one(qa[k], 500 + i, 0x90000 + 0x100 * (uint64_t)i, 256) == 0);
+	}
+	fk_run();
+	/* the record says 5 slots are free: reusable before any poll */
+	CHECK(le32toh(*q->dbrec) == 5);
+	for (i = 0; i < 6; i++) {
+		rs[i] = sge(&B, SRQ_BUF(1008 + i), 256);
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 1008 + i, .sg_list = &rs[i], .num_sge = 1,
+					       .next = i < 5 ? &rwr[i + 1] : NULL };
+	}
+	CHECK(B.ops.post_srq_recv(srq, rwr, &brw) == ENOMEM && brw == &rwr[5]);
+	for (i = 0; i < 5; i++)
+		fifo[nfifo++] = 1008 + i;
+
+	n = poll_all(&B, cq, wc, 16);
+	CHECK(n == 5);
+	for (i = 0; i < n; i++) {
+		int k = wc[i].qp_num == qb[0]->qp_num ? 0 : 1;
+		unsigned int msg = k ? 3 + seen[1] : seen[0];
+
+		seen[k]++;
+		/* ring order: the i-th completion has the i-th posted WQE */
+		errs += wc[i].status != IBV_WC_SUCCESS || wc[i].opcode != IBV_WC_RECV ||
+			wc[i].byte_len != 256 || wc[i].wr_id != fifo[taken] ||
+			wc[i].qp_num != qb[k]->qp_num || wc[i].src_qp != qa[k]->qp_num;
+		errs += !same(&A, 0x90000 + 0x100 * (uint64_t)msg, &B, SRQ_BUF(fifo[taken]), 256);
+		taken++;
+	}
+	CHECK(errs == 0 && seen[0] == 3 && seen[1] == 2);
+	CHECK(poll_all(&A, A.cq, wc, 16) == 5);
+
+	/* the limit: armed by modify, read back by query, fires once below it */
+	CHECK(B.ops.query_srq(srq, &sa) == 0 && sa.max_wr == 8 && sa.srq_limit == 0);
+	sa.srq_limit = 4;
+	CHECK(B.ops.modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0);
+	CHECK(B.ops.query_srq(srq, &sa) == 0 && sa.srq_limit == 4);
+	sa.max_wr = 16;
+	CHECK(B.ops.modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EOPNOTSUPP);
+	while (hx_poll_eq(w, 1, (uint32_t)aeq, eqe, 16) > 0)
+		;
+	for (i = 0; i < 5; i++)
+		CHECK(send_one(qa[0], 600 + i, 0x90000, 256) == 0);
+	fk_run();
+	while ((n = hx_poll_eq(w, 1, (uint32_t)aeq, eqe, 16)) > 0)
+		for (i = 0; i < n; i++)
+			limit_events += eqe[i].subtype == QRNIC_EV_SRQ_LIMIT_REACHED &&
+					eqe[i].handle == q->srqn;
+	CHECK(limit_events == 1);
+	CHECK(B.ops.query_srq(srq, &sa) == 0 && sa.srq_limit == 0);
+	n = poll_all(&B, cq, wc, 16);
+	CHECK(n == 5);
+	for (i = 0; i < n; i++)
+		CHECK(wc[i].wr_id == fifo[taken++] && wc[i].status == IBV_WC_SUCCESS);
+	CHECK(poll_all(&A, A.cq, wc, 16) == 5);
+
+	/* in use by QPs */
+	CHECK(B.ops.destroy_srq(srq) == EBUSY);
+
+	/* 40 round trips through the 8-entry ring, alternating QPs: posts only
+	 * ever find room through the record */
+	for (i = 0; i < 40; i++) {
+		struct ibv_recv_wr one = { .wr_id = 2000 + i, .sg_list = rs, .num_sge = 1 };
+		int k = i & 1;
+
+		rs[0] = sge(&B, SRQ_BUF(2000 + i), 64);
+		errs += B.ops.post_srq_recv(srq, &one, &brw) != 0;
+		fifo[nfifo++ % 64] = 2000 + i;
+		fill(&A, 0x98000, 64, (uint8_t)i);
+		errs += send_one(qa[k], 700 + i, 0x98000, 64) != 0;
+		sent[k]++;
+		fk_run();
+		n = poll_all(&B, cq, wc, 16);
+		errs += n != 1 || wc[0].status != IBV_WC_SUCCESS || wc[0].byte_len != 64 ||
+			wc[0].qp_num != qb[k]->qp_num || wc[0].wr_id != fifo[taken % 64];
+		if (n == 1)
+			errs += !same(&A, 0x98000, &B, SRQ_BUF(fifo[taken % 64]), 64);
+		taken++;
+		errs += poll_all(&A, A.cq, wc, 16) != 1;
+	}
+	CHECK(errs == 0 && sent[0] == 20 && sent[1] == 20);
+	CHECK(q->wq.pi == 53 && le32toh(*q->dbrec) == q->wq.pi - 3);
+
+	for (i = 0; i < 2; i++) {
+		CHECK(B.ops.destroy_qp(qb[i]) == 0);
+		CHECK(A.ops.destroy_qp(qa[i]) == 0);
+	}
+	CHECK(B.ops.destroy_srq(srq) == 0);
+	CHECK(B.ops.destroy_cq(cq) == 0);
+	CHECK(hx_destroy(w, 1, QRNIC_CMD_DESTROY_EQ, (uint32_t)aeq) == 0);
+}
+
 static void app_close(struct app *a)
 {
 	CHECK(a->ops.destroy_qp(a->qp) == 0);
@@ -1207,6 +1498,7 @@ int main(void)
 	test_arm();
 	test_err_reset();
 	test_ud();
+	test_srq();
 	app_close(&A);
 	app_close(&B);
 

@@ -113,6 +113,12 @@ static void test_layouts(void)
 	CHECK(offsetof(struct qrnic_create_qp_resp, rq_wqe_shift) == 7);
 	CHECK(offsetof(struct qrnic_create_qp_resp, sq_mmap_key) == 8);
 	CHECK(offsetof(struct qrnic_create_qp_resp, max_inline) == 40);
+	CHECK(sizeof(struct qrnic_create_srq_resp) == 32);
+	CHECK(offsetof(struct qrnic_create_srq_resp, log_depth) == 4);
+	CHECK(offsetof(struct qrnic_create_srq_resp, wqe_shift) == 5);
+	CHECK(offsetof(struct qrnic_create_srq_resp, mmap_key) == 8);
+	CHECK(offsetof(struct qrnic_create_srq_resp, mmap_size) == 16);
+	CHECK(offsetof(struct qrnic_create_srq_resp, dbrec_offset) == 24);
 	CHECK(sizeof(struct qrnic_create_ah_resp) == 8);
 	/* the ibv values the ABI claims to share */
 	CHECK(QRNIC_WR_RDMA_WRITE == IBV_WR_RDMA_WRITE);
@@ -173,6 +179,9 @@ static void test_doorbells(void)
 	/* solicited without arm means nothing */
 	CHECK(qrnic_db_cq_val(1, 0, false, true) == 1);
 	CHECK(QRNIC_DB_SQ == 0x00 && QRNIC_DB_RQ == 0x08 && QRNIC_DB_CQ == 0x10);
+	/* SRQ doorbell: [23:0] srqn, [63:32] producer index, at 0x18 */
+	CHECK(QRNIC_DB_SRQ == 0x18);
+	CHECK(qrnic_db_wq_val(0x000abc, 0x10000) == (0xabcull | 0x10000ull << 32));
 }
 
 /* ---- send WQEs (spec 8.1-8.3) ------------------------------------------- */
@@ -456,6 +465,57 @@ static void test_recv(void)
 	CHECK(slot[8] == 0 && slot[16] == 0xee);
 }
 
+/* ---- shared receive queues (spec 12.10) ---------------------------------- */
+
+/* Room is what the device's consumer record says, free-running and wrapping. */
+static void test_srq_room(void)
+{
+	CHECK(!qrnic_srq_full(0, 0, 8));		/* empty */
+	CHECK(!qrnic_srq_full(7, 0, 8));		/* one slot left */
+	CHECK(qrnic_srq_full(8, 0, 8));		/* all posted, none taken */
+	CHECK(!qrnic_srq_full(8, 1, 8));		/* one taken: its slot is free */
+	CHECK(qrnic_srq_full(13, 5, 8) && !qrnic_srq_full(13, 6, 8));
+	/* across the 32-bit wrap of the free-running indexes */
+	CHECK(qrnic_srq_full(3, 0xfffffffbu, 8));
+	CHECK(!qrnic_srq_full(3, 0xfffffffcu, 8));
+	CHECK(!qrnic_srq_full(0xfffffffeu, 0xfffffffau, 8));
+	/* a record ahead of the producer (never written by the device) leaves
+	 * no room rather than letting posts lap the device */
+	CHECK(qrnic_srq_full(5, 6, 8));
+	CHECK(qrnic_srq_full(0, 1, 1u << 15));
+}
+
+/* An SRQ slot holds the RQ's receive WQE; slot idx of a ring with 1 << shift
+ * byte slots and 1 << log entries starts at (idx & mask) << shift. */
+static void test_srq_slots(void)
+{
+	struct ibv_sge sg[3] = {
+		{ .addr = 0x1000, .length = 100, .lkey = 0xa1 },
+		{ .addr = 0x2000, .length = 200, .lkey = 0xa2 },
+		{ .addr = 0x3000, .length = 300, .lkey = 0xa3 },
+	};
+	struct ibv_recv_wr wr = { .wr_id = 0x77, .sg_list = sg, .num_sge = 3 };
+	const unsigned int shift = 6, log = 2;	/* 4 slots of 64 bytes: 3 SGEs */
+	uint8_t ring[4 << 6];
+	uint32_t idx;
+
+	CHECK(qrnic_rq_max_sge(shift) == 3);
+	CHECK(qrnic_check_recv_wr(&wr, qrnic_rq_max_sge(shift)) == 0);
+	memset(ring, 0xee, sizeof(ring));
+	for (idx = 5; idx < 9; idx++) {		/* second lap of the ring */
+		wr.wr_id = 0x70 + idx;
+		CHECK(qrnic_build_recv_wqe(ring + ((idx & ((1u << log) - 1)) << shift), &wr) == 64);
+	}
+	/* index 5 went to slot 1, 8 to slot 0 */
+	CHECK(rd64(ring + 64) == 0x75 && rd64(ring) == 0x78);
+	CHECK(rd64(ring + 128) == 0x76 && rd64(ring + 192) == 0x77);
+	CHECK(ring[64 + 8] == 3 && all_zero(ring + 64 + 9, 7));
+	CHECK(rd64(ring + 64 + 48) == 0x3000 && rd32(ring + 64 + 56) == 300 &&
+	      rd32(ring + 64 + 60) == 0xa3);
+	wr.num_sge = 4;
+	CHECK(qrnic_check_recv_wr(&wr, qrnic_rq_max_sge(shift)) == EINVAL);
+}
+
 /* ---- CQEs (spec 1.2, 9) --------------------------------------------------- */
 
 static void make_cqe(uint8_t *c, uint64_t wr_id, uint32_t byte_len,
@@ -579,6 +639,8 @@ int main(void)
 	test_send_ud();
 	test_send_uc();
 	test_recv();
+	test_srq_room();
+	test_srq_slots();
 	test_cqe();
 	test_owner();
 	test_wqe_index();
