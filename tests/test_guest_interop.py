@@ -298,9 +298,10 @@ def test_wire_fields(topo):
     assert {f['ip_id'] for f in by[QRNIC_MAC]} == {0}
     assert len({f['ip_id'] for f in by[RXE_MAC]}) > 1
     # qrnic: source port = 0xc000 | (local QPN & 0x3fff) (docs/spec.md 13.4); its local QPNs are the
-    # destination QPs of the frames rxe sends it
+    # destination QPs of the frames rxe sends it.  A UC sender (opcodes 0x20-0x2b) gets no frame
+    # back (no ACKs), so its QPN is not seen that way: its frames are left out of this check.
     qrnic_qpns = {0xc000 | (f['dqpn'] & 0x3fff) for f in by[RXE_MAC]}
-    assert {f['sport'] for f in by[QRNIC_MAC]} <= qrnic_qpns
+    assert {f['sport'] for f in by[QRNIC_MAC] if not 0x20 <= f['opcode'] <= 0x2b} <= qrnic_qpns
 
 
 @pytest.mark.parametrize('direction', ['qrnic-srv', 'rxe-srv'])

@@ -749,7 +749,12 @@ OPCODES = {0x00: 'SEND_FIRST', 0x01: 'SEND_MIDDLE', 0x02: 'SEND_LAST', 0x03: 'SE
            0x08: 'WRITE_LAST', 0x09: 'WRITE_LAST_IMM', 0x0a: 'WRITE_ONLY', 0x0b: 'WRITE_ONLY_IMM',
            0x0c: 'READ_REQUEST', 0x0d: 'READ_RESP_FIRST', 0x0e: 'READ_RESP_MIDDLE',
            0x0f: 'READ_RESP_LAST', 0x10: 'READ_RESP_ONLY', 0x11: 'ACK', 0x12: 'ATOMIC_ACK',
-           0x13: 'CMP_SWAP', 0x14: 'FETCH_ADD', 0x64: 'UD_SEND_ONLY', 0x65: 'UD_SEND_ONLY_IMM'}
+           0x13: 'CMP_SWAP', 0x14: 'FETCH_ADD',
+           0x20: 'UC_SEND_FIRST', 0x21: 'UC_SEND_MIDDLE', 0x22: 'UC_SEND_LAST',
+           0x23: 'UC_SEND_LAST_IMM', 0x24: 'UC_SEND_ONLY', 0x25: 'UC_SEND_ONLY_IMM',
+           0x26: 'UC_WRITE_FIRST', 0x27: 'UC_WRITE_MIDDLE', 0x28: 'UC_WRITE_LAST',
+           0x29: 'UC_WRITE_LAST_IMM', 0x2a: 'UC_WRITE_ONLY', 0x2b: 'UC_WRITE_ONLY_IMM',
+           0x64: 'UD_SEND_ONLY', 0x65: 'UD_SEND_ONLY_IMM'}
 
 
 # ---- the tutorial's lab daemon ----------------------------------------------------------
