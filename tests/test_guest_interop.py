@@ -209,6 +209,22 @@ def test_ib_write_bw_uc(topo, direction):
 
 
 @pytest.mark.parametrize('direction', DIRS)
+def test_send_bw_srq(topo, direction):
+    """perftest --use-srq with one side's receives on an SRQ (spec 12.10): qrnic's SRQ against
+    rxe's sender, and rxe's SRQ against qrnic's sender."""
+    s, c = endpoints(topo, direction)
+    port = next_port()
+    common = '--use-srq -p %d -n 100 -F -s 65536 -m 1024' % port
+    srv, cli = client_server(s.vm, 'ib_send_bw -d %s -x %d %s' % (s.ibdev, s.gid, common),
+                             c.vm, 'ib_send_bw -d %s -x %d %s %s' % (c.ibdev, c.gid, common, s.ip), port,
+                             timeout=180)
+    check_pair(srv, cli)
+    row = perftest_table(cli.output)
+    assert row and int(row['#iterations']) == 100, cli.output
+    assert 'Using SRQ      : ON' in cli.output, cli.output
+
+
+@pytest.mark.parametrize('direction', DIRS)
 def test_rdma_cm_write_bw(topo, direction):
     s, c = endpoints(topo, direction)
     port = next_port()
