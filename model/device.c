@@ -1348,7 +1348,12 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	const struct qrnic_config *c = &d->cfg;
 
 	if (!fresh) {
+		/* an entry no QP uses is all zero (DESTROY_QP clears it): only
+		 * reading it leaves the table's untouched pages unallocated */
 		for (uint32_t i = 0; i < c->max_qp; i++) {
+			if (!d->qp[i].valid && !d->qp[i].req.win && !d->qp[i].work.on &&
+			    !d->qp[i].flushq.on)
+				continue;
 			free(d->qp[i].req.win);
 			memset(&d->qp[i], 0, sizeof(d->qp[i]));
 		}

@@ -7,15 +7,23 @@
 
 #include "qrnic_internal.h"
 
+/* The send window (QRNIC_REQ_WINDOW private WQE copies, 52 KiB) is
+ * allocated at the QP's first SQ doorbell, not at CREATE_QP: a QP that
+ * only receives, or is never used, costs its table entry alone (the
+ * road to ConnectX-sized QP counts, issue Verbs I item 5). */
 int qrnic_qp_init_state(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
-	qp->req.win = calloc(QRNIC_REQ_WINDOW, sizeof(*qp->req.win));
-	if (!qp->req.win)
-		return -1;
 	qp->sq_pi = qp->rq_pi = 0;
 	return 0;
+}
+
+static bool req_window(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	if (!qp->req.win)
+		qp->req.win = calloc(QRNIC_REQ_WINDOW, sizeof(*qp->req.win));
+	return qp->req.win != NULL;
 }
 
 void qrnic_qp_fini_state(struct qrnic_dev *d, struct qrnic_qp *qp)
@@ -236,6 +244,11 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	}
 	if (sq) {
 		qp->sq_pi = pi;
+		if (!req_window(d, qp)) {	/* host out of memory: the QP's WQEs flush */
+			qrnic_guest_error(d, "qrnic: QP %u: no memory for its send window", qp->qpn);
+			qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
+			return;
+		}
 		if (d->tm.enabled)
 			qp->tm_db = qrnic_now(d) + qrnic_tm_cycles(&d->tm, d->tm.p.doorbell_cycles);
 	} else {

@@ -145,3 +145,40 @@ def test_bug_b_error_propagation_is_iterative(tmp_path):
     assert res['run'] == 'idle'
     assert res['states'] == ['ERR']            # every QP of the chain reached error
     assert res['overruns'] == n                # every CQ but the first overran once
+
+
+def test_65536_qps_created_used_and_destroyed():
+    """max_qp 65536 (the QPN space of a ConnectX-sized device): every QPN
+    2..65535 is handed out, the next CREATE_QP is NO_RESOURCES, two of the
+    QPs move data (local loopback), all are destroyed and the lists stay
+    consistent.  Idle QPs get no send window (model/qp.c req_window)."""
+    with q.World(1, cfg='max_qp=65536,max_cq=4', mem_mb=1200, framelog=0) as w:
+        d = w.devs[0]
+        pd = d.alloc_pd()
+        cq = d.create_cq(12)
+        qps = []
+        while True:
+            qp = d.create_qp(pd, cq, cq, sq_log=1, sq_shift=7, rq_log=1, rq_shift=5,
+                             check=False)
+            if qp is None:
+                break
+            qps.append(qp)
+            assert len(qps) <= 65534
+        assert len(qps) == 65534 and d.last_status == 4          # NO_RESOURCES
+        assert sorted(x.qpn for x in qps) == list(range(2, 65536))
+        a, b = qps[0], qps[-1]
+        for me, peer in ((a, b), (b, a)):
+            me.to_init(q.ACCESS_ALL)
+            me.to_rtr(d, peer.qpn, mtu=1024, rq_psn=0)
+            me.to_rts(sq_psn=0)
+        src = d.reg_mr(pd, 4096)
+        dst = d.reg_mr(pd, 4096)
+        src.write(0, b'qp 65535 says hello')
+        b.post_send('RDMA_WRITE', [(src, 0, 19)], remote=(dst, 0), wr_id=7)
+        assert w.run() == 'idle'
+        assert [(c['wr_id'], c['status_name']) for c in cq.poll()] == [(7, 'SUCCESS')]
+        assert dst.read(0, 19) == b'qp 65535 says hello'
+        for x in qps:
+            x.destroy()
+        d.check()
+        assert d.create_qp(pd, cq) is not None
