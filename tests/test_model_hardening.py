@@ -182,3 +182,77 @@ def test_65536_qps_created_used_and_destroyed():
             x.destroy()
         d.check()
         assert d.create_qp(pd, cq) is not None
+
+
+POISON = 0xa4          # even: its owner bit reads "not written yet"
+
+
+def test_cqes_and_eqes_carry_no_stale_bytes(world):
+    """pvrdma class 'uninitialised data reaching the guest': the CQ and EQ
+    rings are filled with a poison byte before any entry is written; every
+    CQE and EQE the device then writes (successes of every opcode, UD with
+    GRH, immediate data, remote and local errors, flushes, async events)
+    has its reserved bytes 0 and no field the entry does not use left as
+    poison: each is written whole."""
+    a, b = world.devs
+    conn = q.connect_rc(a, b, mtu=1024, separate_cqs=True)
+    ud_a, ud_b = q.create_ud(a), q.create_ud(b)
+    cqs = [conn.cqa, conn.cqb, conn.a.rcq, conn.b.rcq, ud_a.cq, ud_b.cq]
+    for cq in cqs:
+        dev = cq.dev
+        dev.mem_write(cq.ring_addr, bytes([POISON]) * (32 << cq.log_depth))
+    for d in (a, b):
+        d.mem_write(d.async_eq.ring_addr, bytes([POISON]) * (16 << d.async_eq.log_depth))
+        d.mem_write(d.comp_eq.ring_addr, bytes([POISON]) * (16 << d.comp_eq.log_depth))
+        for cq in cqs:
+            if cq.dev is d:
+                cq.arm()
+    la = a.reg_mr(conn.pda, 1 << 16)
+    rb = b.reg_mr(conn.pdb, 1 << 16)
+    la.fill_random(random.Random(3))
+    conn.qb.post_recv([(rb, 0, 4096)], wr_id=1)
+    conn.qb.post_recv([(rb, 4096, 4096)], wr_id=2)
+    conn.qa.post_send('SEND', [(la, 0, 100)], wr_id=10)
+    conn.qa.post_send('SEND_WITH_IMM', [(la, 0, 0)], imm=0x12345678, wr_id=11)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, 3000)], remote=(rb, 0x8000), wr_id=12)
+    conn.qa.post_send('RDMA_READ', [(la, 0x4000, 2000)], remote=(rb, 0x8000), wr_id=13)
+    conn.qa.post_send('FETCH_AND_ADD', [(la, 0x6000, 8)], remote=(rb, 0xa000), add=1, wr_id=14)
+    assert world.run() == 'idle'
+    ud_buf = b.reg_mr(ud_b.pd, 8192)
+    ud_src = a.reg_mr(ud_a.pd, 4096)
+    ud_b.qp.post_recv([(ud_buf, 0, 4096)], wr_id=20)
+    ud_a.qp.post_send('SEND', [(ud_src, 0, 64)], ah=a.ah_to(ud_a.pd, b),
+                      remote_qpn=ud_b.qp.qpn, qkey=0x11111111, wr_id=21)
+    assert world.run() == 'idle'
+    # a remote access error, then the flush of what follows, on both sides
+    conn.qb.post_recv([(rb, 0, 64)], wr_id=3)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, 64)], remote=(rb.rkey ^ 0x200, rb.addr(0)), wr_id=15)
+    conn.qa.post_send('SEND', [(la, 0, 64)], wr_id=16)
+    assert world.run() == 'idle'
+    conn.qb.modify('ERR')
+    assert world.run() == 'idle'
+    seen = 0
+    for cq in cqs:
+        n = len(cq.poll())
+        assert n < (1 << cq.log_depth)        # the first pass over the ring: slots 0..n-1
+        for i in range(n):
+            raw = cq.dev.mem_read(cq.ring_addr + 32 * i, 32)
+            c = q.Cqe.from_buffer_copy(raw)
+            seen += 1
+            assert c.rsvd == 0 and c.owner in (0, 1), raw.hex()
+            if not c.flags & q.CQE_F_WITH_IMM:
+                assert c.imm_data == 0, raw.hex()
+            if c.flags & q.CQE_F_SEND:
+                assert c.src_qp == 0, raw.hex()
+            assert raw.count(bytes([POISON]) * 2) == 0, raw.hex()
+        # and the slot after the last CQE is still untouched poison
+        assert cq.dev.mem_read(cq.ring_addr + 32 * n, 32) == bytes([POISON]) * 32
+    assert seen >= 12
+    events = 0
+    for d in (a, b):
+        for eq in (d.async_eq, d.comp_eq):
+            for e in eq.poll():
+                events += 1
+                assert e['rsvd0'] == 0 and bytes(e['rsvd1']) == b'\0\0\0' and \
+                    e['owner'] in (0, 1), e
+    assert events >= 3
