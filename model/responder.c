@@ -158,51 +158,52 @@ static uint8_t recv_status_for(int verr)
 	}
 }
 
+/* Post the CQE of the receive in progress (the WQE taken last): it is
+ * done, the next message takes the next WQE. */
+static void recv_cqe_post(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_cqe *cqe)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+
+	cqe->wr_id = qp->resp.rwqe.wr_id;
+	cqe->qpn = qp->qpn;
+	cqe->wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
+	qp->resp.recv_active = false;
+	qp->resp.rq_ci++;
+	if (cq)
+		qrnic_cq_post(d, cq, cqe);
+}
+
 static void complete_recv(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p,
 			  uint32_t byte_len, uint8_t opcode, uint8_t flags, uint32_t src_qp)
 {
-	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
 	struct qrnic_cqe cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = qp->resp.rwqe.wr_id;
-	cqe.qpn = qp->qpn;
 	cqe.src_qp = src_qp;
 	cqe.byte_len = byte_len;
 	cqe.status = QRNIC_WC_SUCCESS;
 	cqe.opcode = opcode;
 	cqe.flags = flags;
-	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
 	if (qrnic_opcode_flags(p->opcode) & QRNIC_HDR_IMMDT) {
 		cqe.flags |= QRNIC_CQE_F_WITH_IMM;
 		cqe.imm_data = p->imm;
 	}
 	if (p->se)
 		cqe.rsvd = QRNIC_CQE_RSVD_SOLICITED;
-	qp->resp.recv_active = false;
-	qp->resp.rq_ci++;
-	if (cq)
-		qrnic_cq_post(d, cq, &cqe);
+	recv_cqe_post(d, qp, &cqe);
 }
 
-/* Complete the receive in progress (the WQE taken last) with an error. */
+/* Complete the receive in progress with an error. */
 static void complete_recv_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t status,
 				uint8_t verr)
 {
-	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
 	struct qrnic_cqe cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = qp->resp.rwqe.wr_id;
-	cqe.qpn = qp->qpn;
 	cqe.status = status;
 	cqe.vendor_err = verr;
 	cqe.opcode = QRNIC_WC_OP_RECV;
-	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
-	qp->resp.recv_active = false;
-	qp->resp.rq_ci++;
-	if (cq)
-		qrnic_cq_post(d, cq, &cqe);
+	recv_cqe_post(d, qp, &cqe);
 }
 
 static bool rq_empty(struct qrnic_dev *d, const struct qrnic_qp *qp)

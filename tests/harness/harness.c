@@ -2436,6 +2436,13 @@ static uint64_t db_page(uint32_t uctx)
 	return (uint64_t)uctx * QRNIC_DB_PAGE_SIZE;
 }
 
+/* One doorbell on a user context's page: queue number and index. */
+static void ring_db(struct hx_dev *h, uint32_t uctx, uint64_t off, uint32_t qn, uint32_t idx)
+{
+	qrnic_dev_db_write(h->dev, db_page(uctx) + off,
+			   (qn & QRNIC_DB_QN_MASK) | ((uint64_t)idx << QRNIC_DB_IDX_SHIFT), 8);
+}
+
 int hx_ring_sq(hx_world *w, int d, uint32_t qpn)
 {
 	struct hx_dev *h = D(w, d);
@@ -2443,8 +2450,7 @@ int hx_ring_sq(hx_world *w, int d, uint32_t qpn)
 
 	if (!q)
 		return HX_E_NOOBJ;
-	qrnic_dev_db_write(h->dev, db_page(q->uctx) + QRNIC_DB_SQ,
-			   (qpn & QRNIC_DB_QN_MASK) | ((uint64_t)q->sq_pi << QRNIC_DB_IDX_SHIFT), 8);
+	ring_db(h, q->uctx, QRNIC_DB_SQ, qpn, q->sq_pi);
 	return 0;
 }
 
@@ -2455,8 +2461,7 @@ int hx_ring_rq(hx_world *w, int d, uint32_t qpn)
 
 	if (!q)
 		return HX_E_NOOBJ;
-	qrnic_dev_db_write(h->dev, db_page(q->uctx) + QRNIC_DB_RQ,
-			   (qpn & QRNIC_DB_QN_MASK) | ((uint64_t)q->rq_pi << QRNIC_DB_IDX_SHIFT), 8);
+	ring_db(h, q->uctx, QRNIC_DB_RQ, qpn, q->rq_pi);
 	return 0;
 }
 
@@ -2590,6 +2595,25 @@ static int64_t put_rq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_
 	return idx;
 }
 
+/* A receive WQE (RQ or SRQ) in slot, of 'stride' bytes; -1 if it does not fit. */
+static int build_recv(uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT], uint32_t stride,
+		      uint64_t wr_id, unsigned nsge, const uint64_t *sge_addr,
+		      const uint32_t *sge_len, const uint32_t *sge_key)
+{
+	struct qrnic_recv_wqe r;
+
+	if (stride > (1u << QRNIC_MAX_RECV_WQE_SHIFT) ||
+	    sizeof(r) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride)
+		return -1;
+	memset(slot, 0, 1u << QRNIC_MAX_RECV_WQE_SHIFT);
+	memset(&r, 0, sizeof(r));
+	r.wr_id = wr_id;
+	r.num_sge = (uint8_t)nsge;
+	memcpy(slot, &r, sizeof(r));
+	put_sges(slot + sizeof(r), nsge, sge_addr, sge_len, sge_key);
+	return 0;
+}
+
 int64_t hx_post_recv(hx_world *w, int d, uint32_t qpn, uint64_t wr_id, unsigned nsge,
 		     const uint64_t *sge_addr, const uint32_t *sge_len, const uint32_t *sge_key,
 		     int ring)
@@ -2597,20 +2621,11 @@ int64_t hx_post_recv(hx_world *w, int d, uint32_t qpn, uint64_t wr_id, unsigned 
 	struct hx_dev *h = D(w, d);
 	struct hx_qp_rec *q = qp_find(h, qpn);
 	uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT];
-	struct qrnic_recv_wqe r;
-	uint32_t stride;
 
 	if (!q)
 		return HX_E_NOOBJ;
-	stride = 1u << q->rq_shift;
-	if (stride > sizeof(slot) || sizeof(r) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride)
+	if (build_recv(slot, 1u << q->rq_shift, wr_id, nsge, sge_addr, sge_len, sge_key))
 		return HX_E_INVAL;
-	memset(slot, 0, sizeof(slot));
-	memset(&r, 0, sizeof(r));
-	r.wr_id = wr_id;
-	r.num_sge = (uint8_t)nsge;
-	memcpy(slot, &r, sizeof(r));
-	put_sges(slot + sizeof(r), nsge, sge_addr, sge_len, sge_key);
 	return put_rq(w, h, q, slot, ring);
 }
 
@@ -2692,8 +2707,7 @@ int hx_ring_srq(hx_world *w, int d, uint32_t srqn)
 
 	if (!q)
 		return HX_E_NOOBJ;
-	qrnic_dev_db_write(h->dev, db_page(q->uctx) + QRNIC_DB_SRQ,
-			   (srqn & QRNIC_DB_QN_MASK) | ((uint64_t)q->pi << QRNIC_DB_IDX_SHIFT), 8);
+	ring_db(h, q->uctx, QRNIC_DB_SRQ, srqn, q->pi);
 	return 0;
 }
 
@@ -2706,22 +2720,15 @@ int64_t hx_post_srq_recv(hx_world *w, int d, uint32_t srqn, uint64_t wr_id, unsi
 	struct hx_dev *h = D(w, d);
 	struct hx_srq_rec *q = srq_find(h, srqn);
 	uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT];
-	struct qrnic_recv_wqe r;
 	uint32_t stride, idx;
 
 	if (!q)
 		return HX_E_NOOBJ;
 	stride = 1u << q->shift;
-	if (stride > sizeof(slot) || sizeof(r) + (uint64_t)nsge * sizeof(struct qrnic_sge) > stride)
+	if (build_recv(slot, stride, wr_id, nsge, sge_addr, sge_len, sge_key))
 		return HX_E_INVAL;
 	if (q->dbrec && q->pi - (uint32_t)hx_srq_ci(w, d, srqn) >= (1u << q->log))
 		return HX_E_FULL;
-	memset(slot, 0, sizeof(slot));
-	memset(&r, 0, sizeof(r));
-	r.wr_id = wr_id;
-	r.num_sge = (uint8_t)nsge;
-	memcpy(slot, &r, sizeof(r));
-	put_sges(slot + sizeof(r), nsge, sge_addr, sge_len, sge_key);
 	idx = q->pi;
 	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
 	h->nwqe_patch = 0;
