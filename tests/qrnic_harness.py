@@ -36,7 +36,8 @@ ACCESS_ALL = 0xf
 ACCESS_REMOTE = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC
 
 WR = {'RDMA_WRITE': 0, 'RDMA_WRITE_WITH_IMM': 1, 'SEND': 2, 'SEND_WITH_IMM': 3,
-      'RDMA_READ': 4, 'ATOMIC_CMP_AND_SWP': 5, 'ATOMIC_FETCH_AND_ADD': 6}
+      'RDMA_READ': 4, 'ATOMIC_CMP_AND_SWP': 5, 'ATOMIC_FETCH_AND_ADD': 6,
+      'LOCAL_INV': 7, 'SEND_WITH_INV': 9, 'REG_MR': 0x20}
 WR['CMP_AND_SWP'] = WR['ATOMIC_CMP_AND_SWP']
 WR['FETCH_AND_ADD'] = WR['ATOMIC_FETCH_AND_ADD']
 
@@ -53,13 +54,14 @@ WC_STATUS = ['SUCCESS', 'LOC_LEN_ERR', 'LOC_QP_OP_ERR', 'LOC_EEC_OP_ERR', 'LOC_P
              'GENERAL_ERR']
 WC = {n: i for i, n in enumerate(WC_STATUS)}
 WC_OP = {0: 'SEND', 1: 'RDMA_WRITE', 2: 'RDMA_READ', 3: 'COMP_SWAP', 4: 'FETCH_ADD',
-         128: 'RECV', 129: 'RECV_RDMA_WITH_IMM'}
+         6: 'LOCAL_INV', 10: 'REG_MR', 128: 'RECV', 129: 'RECV_RDMA_WITH_IMM'}
 CQE_F_WITH_IMM = 1
 CQE_F_GRH = 2
 CQE_F_IPV4 = 4
 CQE_F_SEND = 8
+CQE_F_WITH_INV = 16
 VERR = ['NONE', 'BAD_WQE', 'LKEY', 'PD', 'BOUNDS', 'ACCESS', 'DMA', 'LENGTH', 'NAK',
-        'RETRY', 'FLUSH', 'INJECTED', 'BAD_AH', 'ALIGN']
+        'RETRY', 'FLUSH', 'INJECTED', 'BAD_AH', 'ALIGN', 'MR_STATE']
 
 EQE_COMPLETION = 0
 EQE_ASYNC = 1
@@ -215,7 +217,7 @@ class DeviceAttr(LE):
                     ('mac', ctypes.c_uint8 * 6), ('rsvd0', ctypes.c_uint8 * 2),
                     ('max_srq', ctypes.c_uint32), ('max_srq_wr', ctypes.c_uint32),
                     ('max_mcg', ctypes.c_uint32), ('max_mcg_qp', ctypes.c_uint32),
-                    ('rsvd', ctypes.c_uint8 * 8)]
+                    ('max_fast_reg_pages', ctypes.c_uint32), ('rsvd', ctypes.c_uint8 * 4)]
 
 
 class PortAttr(LE):
@@ -232,7 +234,8 @@ class MptEntry(LE):
     _fields_ = [('flags', ctypes.c_uint32), ('key', ctypes.c_uint32), ('pdn', ctypes.c_uint32),
                 ('access', ctypes.c_uint32), ('iova', ctypes.c_uint64), ('length', ctypes.c_uint64),
                 ('mtt_base', ctypes.c_uint32), ('npages', ctypes.c_uint32),
-                ('page_shift', ctypes.c_uint8), ('rsvd', ctypes.c_uint8 * 7)]
+                ('page_shift', ctypes.c_uint8), ('rsvd', ctypes.c_uint8 * 3),
+                ('max_pages', ctypes.c_uint32)]
 
 
 class SendWqe(LE):

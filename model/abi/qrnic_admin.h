@@ -52,7 +52,8 @@
 #define QRNIC_CMD_DESTROY_SRQ		0x1a
 #define QRNIC_CMD_ATTACH_MCAST		0x1b
 #define QRNIC_CMD_DETACH_MCAST		0x1c
-#define QRNIC_CMD_MAX			0x1c
+#define QRNIC_CMD_ALLOC_MR		0x1d
+#define QRNIC_CMD_MAX			0x1d
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -217,6 +218,18 @@ struct qrnic_cmd_reg_mr {
 	uint32_t rsvd2;
 };
 
+/* ALLOC_MR: a fast-registration MR (kernel PDs only), free (its key does
+ * not work) until a REG_MR WQE registers it.  Holds an MPT slot and
+ * max_pages MTT entries until DEREG_MR.  result[0] = its key (MPT index
+ * and an initial 8-bit variant).  DEREG_MR and QUERY_MR of such an MR take
+ * any key with its MPT index (the variant is the consumer's). */
+struct qrnic_cmd_alloc_mr {
+	uint32_t pdn;
+	uint32_t max_pages;	/* 1..QRNIC_MAX_FAST_REG_PAGES */
+	uint32_t flags;		/* must be 0 */
+	uint32_t rsvd;
+};
+
 struct qrnic_cmd_create_ah {
 	uint32_t pdn;
 	uint32_t rsvd;
@@ -293,6 +306,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_create_srq create_srq;
 		struct qrnic_cmd_modify_srq modify_srq;
 		struct qrnic_cmd_mcast mcast;
+		struct qrnic_cmd_alloc_mr alloc_mr;
 		uint8_t raw[120];
 	} u;
 };
@@ -307,10 +321,11 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_srq, 32);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_srq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_mcast, 24);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mr, 16);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.
- * result[]: all 0 on failure.  CREATE_* / ALLOC_UCTX / REG_MR: result[0] =
+ * result[]: all 0 on failure.  CREATE_* / ALLOC_UCTX / REG_MR / ALLOC_MR: result[0] =
  * the new handle or key.  Commands with resp_addr (QUERY_DEVICE, _PORT,
  * _STATS, _QP, _MR): result[0] = size of the full answer, result[1] =
  * bytes written = min(resp_len, size); resp_addr 0 or a failed write is
@@ -365,7 +380,8 @@ struct qrnic_device_attr {
 	uint32_t max_srq_wr;	/* WQEs per SRQ (= max_qp_wr) */
 	uint32_t max_mcg;	/* QRNIC_MAX_MCG */
 	uint32_t max_mcg_qp;	/* QRNIC_MAX_MCG_QP */
-	uint8_t  rsvd[8];
+	uint32_t max_fast_reg_pages;	/* QRNIC_MAX_FAST_REG_PAGES (ABI 1.2) */
+	uint8_t  rsvd[4];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 128);
 

@@ -42,6 +42,13 @@
 /* MPT entry (device-internal, reported by QUERY_MR). */
 #define QRNIC_MPT_VALID			(1u << 0)
 #define QRNIC_MPT_PHYS			(1u << 1)	/* DMA MR: iova is the bus address */
+#define QRNIC_MPT_FAST			(1u << 2)	/* fast-registration MR (ALLOC_MR): the
+							 * slot is held; VALID says whether the
+							 * key works (REG_MR WQE sets, LOCAL_INV
+							 * and remote invalidation clear it) */
+/* A fast-registration MR holds at most this many pages (ALLOC_MR max_pages,
+ * struct qrnic_device_attr max_fast_reg_pages). */
+#define QRNIC_MAX_FAST_REG_PAGES	4096
 
 struct qrnic_mpt_entry {
 	uint32_t flags;		/* QRNIC_MPT_* */
@@ -51,9 +58,10 @@ struct qrnic_mpt_entry {
 	uint64_t iova;
 	uint64_t length;
 	uint32_t mtt_base;	/* first MTT entry */
-	uint32_t npages;
+	uint32_t npages;	/* MTT entries in use (FAST: of the registration) */
 	uint8_t  page_shift;
-	uint8_t  rsvd[7];
+	uint8_t  rsvd[3];
+	uint32_t max_pages;	/* FAST: MTT entries held, from ALLOC_MR */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_mpt_entry, 48);
 

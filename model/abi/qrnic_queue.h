@@ -51,6 +51,12 @@
 #define QRNIC_WR_RDMA_READ		4
 #define QRNIC_WR_ATOMIC_CMP_AND_SWP	5
 #define QRNIC_WR_ATOMIC_FETCH_AND_ADD	6
+#define QRNIC_WR_LOCAL_INV		7	/* invalidate the key in imm_data (host byte
+						 * order): an FRMR of the QP's PD (spec 12.12) */
+#define QRNIC_WR_SEND_WITH_INV		9	/* RC SEND; the responder invalidates the rkey
+						 * in imm_data (host byte order) */
+#define QRNIC_WR_REG_MR			0x20	/* fast registration: the WQE is a struct
+						 * qrnic_reg_mr_wqe (kernel IB_WR_REG_MR) */
 
 #define QRNIC_WQE_F_SIGNALED		(1u << 0)	/* write a CQE on success */
 #define QRNIC_WQE_F_SOLICITED		(1u << 1)	/* set SE in the last packet */
@@ -70,7 +76,8 @@ struct qrnic_send_wqe {
 	uint8_t  rsvd0;
 	uint32_t inline_len;	/* INLINE: bytes of inline payload, must fit the stride */
 	uint64_t wr_id;		/* returned in the CQE */
-	uint32_t imm_data;	/* *_WITH_IMM: sent as is (network byte order) */
+	uint32_t imm_data;	/* *_WITH_IMM: sent as is (network byte order);
+				 * LOCAL_INV, SEND_WITH_INV: a key, host order */
 	uint32_t rkey;		/* RDMA and ATOMIC */
 	uint64_t remote_addr;	/* RDMA and ATOMIC */
 	uint64_t compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
@@ -84,6 +91,35 @@ QRNIC_ASSERT_SIZE(struct qrnic_send_wqe, 64);
 QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, wr_id, 8);
 QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, remote_addr, 24);
 QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, ah, 48);
+
+/*
+ * REG_MR WQE (fast registration, spec 12.12): 64 bytes, no SGEs, nothing
+ * on the wire.  Makes the fast-registration MR (ALLOC_MR) whose MPT index
+ * is key[31:8] valid with key 'key' (the 8-bit variant key[7:0] is the
+ * consumer's), over [iova, iova + length), with 'access'.  Its npages page
+ * addresses (little endian, 1 << page_shift bytes each, aligned to it) are
+ * read once from pbl_addr (8-byte aligned, contiguous) when the WQE runs.
+ * npages must be what [iova, iova + length) spans and at most the MR's
+ * max_pages.  The MR must be free (invalidated, or never registered) and
+ * of the QP's PD.
+ */
+struct qrnic_reg_mr_wqe {
+	uint8_t  opcode;	/* QRNIC_WR_REG_MR */
+	uint8_t  flags;		/* QRNIC_WQE_F_SIGNALED, _FENCE; the rest must be 0 */
+	uint8_t  page_shift;	/* QRNIC_MIN_PAGE_SHIFT..QRNIC_MAX_PAGE_SHIFT */
+	uint8_t  access;	/* QRNIC_ACCESS_* */
+	uint32_t npages;	/* 1..max_pages of the MR */
+	uint64_t wr_id;
+	uint32_t key;		/* the new lkey/rkey */
+	uint32_t rsvd0;
+	uint64_t iova;
+	uint64_t length;	/* 1..max_mr_size */
+	uint64_t pbl_addr;	/* bus address of npages uint64_t page addresses */
+	uint8_t  rsvd1[16];
+};
+QRNIC_ASSERT_SIZE(struct qrnic_reg_mr_wqe, 64);
+QRNIC_ASSERT_OFFSET(struct qrnic_reg_mr_wqe, wr_id, 8);
+QRNIC_ASSERT_OFFSET(struct qrnic_reg_mr_wqe, iova, 24);
 
 struct qrnic_sge {
 	uint64_t addr;		/* virtual address within the MR of lkey */
@@ -132,6 +168,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 #define QRNIC_WC_OP_RDMA_READ		2
 #define QRNIC_WC_OP_COMP_SWAP		3
 #define QRNIC_WC_OP_FETCH_ADD		4
+#define QRNIC_WC_OP_LOCAL_INV		6
+#define QRNIC_WC_OP_REG_MR		10	/* kernel IB_WC_REG_MR (no ibv value) */
 #define QRNIC_WC_OP_RECV		128
 #define QRNIC_WC_OP_RECV_RDMA_WITH_IMM	129
 
@@ -139,6 +177,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 #define QRNIC_CQE_F_GRH			(1u << 1)	/* UD: GRH area valid */
 #define QRNIC_CQE_F_IPV4		(1u << 2)	/* UD: GRH area holds an IPv4 header in its last 20 bytes */
 #define QRNIC_CQE_F_SEND		(1u << 3)	/* completion of a send WQE */
+#define QRNIC_CQE_F_WITH_INV		(1u << 4)	/* RECV of a SEND_WITH_INV: imm_data
+							 * = the rkey invalidated (host order) */
 
 /*
  * The device writes bytes 0..30 first and the owner byte last.  The owner
@@ -151,7 +191,8 @@ struct qrnic_cqe {
 	uint32_t byte_len;	/* RECV: bytes received (UD: + 40 GRH bytes);
 				 * RECV_RDMA_WITH_IMM: RETH length; send CQE of
 				 * READ: its length, ATOMIC: 8; else 0 */
-	uint32_t imm_data;	/* with QRNIC_CQE_F_WITH_IMM, network byte order */
+	uint32_t imm_data;	/* with QRNIC_CQE_F_WITH_IMM, network byte order;
+				 * with QRNIC_CQE_F_WITH_INV, the rkey, host order */
 	uint32_t qpn;		/* local QP */
 	uint32_t src_qp;	/* receive CQEs: sender's QP (UD: DETH SrcQP;
 				 * RC: the peer's QPN, attr.dest_qpn); else 0 */
@@ -189,6 +230,9 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 						 * reserved, not generated in ABI 1.0
 						 * (the responder NAKs, giving
 						 * REM_INV_REQ_ERR + QRNIC_VERR_NAK) */
+#define QRNIC_VERR_MR_STATE		14	/* REG_MR of an MR not free, LOCAL_INV
+						 * or SEND_WITH_INV of a key that is not
+						 * a fast-registration MR's (spec 12.12) */
 
 /* ---- EQE (16 bytes) ----------------------------------------------------- */
 #define QRNIC_EQE_COMPLETION		0	/* handle = cqn */

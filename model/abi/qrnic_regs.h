@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			1
+#define QRNIC_ABI_MINOR			2
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */
@@ -81,10 +81,12 @@
 #define QRNIC_CAP_UC			(1u << 5)
 #define QRNIC_CAP_SRQ			(1u << 6)
 #define QRNIC_CAP_MCAST			(1u << 7)
+#define QRNIC_CAP_MEM_MGT		(1u << 8)	/* ALLOC_MR, REG_MR/LOCAL_INV WQEs,
+							 * SEND_WITH_INV (spec 12.12) */
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
-					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST)
+					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */

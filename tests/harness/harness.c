@@ -2989,6 +2989,7 @@ const char *hx_layout(void)
 	P(L(qrnic_device_attr, max_mr_size)); P(L(qrnic_device_attr, mac));
 	P(L(qrnic_device_attr, max_srq)); P(L(qrnic_device_attr, max_srq_wr));
 	P(L(qrnic_device_attr, max_mcg)); P(L(qrnic_device_attr, max_mcg_qp));
+	P(L(qrnic_device_attr, max_fast_reg_pages));
 	P(S(qrnic_cmd_create_srq)); P(L(qrnic_cmd_create_srq, uctx)); P(L(qrnic_cmd_create_srq, pdn));
 	P(L(qrnic_cmd_create_srq, log_depth)); P(L(qrnic_cmd_create_srq, wqe_shift));
 	P(L(qrnic_cmd_create_srq, rsvd0)); P(L(qrnic_cmd_create_srq, limit));
@@ -3001,6 +3002,7 @@ const char *hx_layout(void)
 	P(S(qrnic_mpt_entry)); P(L(qrnic_mpt_entry, flags)); P(L(qrnic_mpt_entry, key)); P(L(qrnic_mpt_entry, pdn));
 	P(L(qrnic_mpt_entry, access)); P(L(qrnic_mpt_entry, iova)); P(L(qrnic_mpt_entry, length));
 	P(L(qrnic_mpt_entry, mtt_base)); P(L(qrnic_mpt_entry, npages)); P(L(qrnic_mpt_entry, page_shift));
+	P(L(qrnic_mpt_entry, max_pages));
 	P(S(qrnic_trace_ev)); P(L(qrnic_trace_ev, t_ns)); P(L(qrnic_trace_ev, type)); P(L(qrnic_trace_ev, qpn));
 	P(L(qrnic_trace_ev, psn)); P(L(qrnic_trace_ev, a)); P(L(qrnic_trace_ev, b)); P(L(qrnic_trace_ev, addr));
 	P(S(hx_trace_rec)); P(L(hx_trace_rec, ev)); P(L(hx_trace_rec, dev));
