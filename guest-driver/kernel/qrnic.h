@@ -187,6 +187,21 @@ struct qrnic_dev {
 
 	struct dentry *debugfs;
 
+	/*
+	 * Fast registration work requests posted and completions seen by the
+	 * kernel data path (debugfs "mem_mgt"; they survive recovery).
+	 */
+	struct {
+		atomic64_t alloc_mr;		/* ALLOC_MR that succeeded */
+		atomic64_t reg_mr_posted;	/* IB_WR_REG_MR WQEs */
+		atomic64_t local_inv_posted;	/* IB_WR_LOCAL_INV WQEs */
+		atomic64_t send_inv_posted;	/* IB_WR_SEND_WITH_INV WQEs */
+		atomic64_t reg_mr_done;		/* IB_WC_REG_MR completions (signaled) */
+		atomic64_t local_inv_done;	/* IB_WC_LOCAL_INV completions (signaled) */
+		atomic64_t recv_inv;		/* receives with IB_WC_WITH_INVALIDATE */
+		atomic64_t errors;		/* error completions of REG_MR / LOCAL_INV */
+	} frwr;
+
 	struct xarray cqs;		/* cqn -> struct qrnic_cq (kernel and user) */
 	struct xarray qps;		/* qpn -> struct qrnic_qp */
 	struct xarray srqs;		/* srqn -> struct qrnic_srq (async events) */
@@ -200,6 +215,12 @@ static inline struct qrnic_dev *to_qdev(struct ib_device *ibdev)
 static inline bool qrnic_dead(struct qrnic_dev *dev)
 {
 	return test_bit(QRNIC_FLAG_FATAL, &dev->flags);
+}
+
+/* ALLOC_MR, REG_MR / LOCAL_INV WQEs and SEND_WITH_INV (spec 12.12; ABI 1.2) */
+static inline bool qrnic_has_mem_mgt(const struct qrnic_dev *dev)
+{
+	return (dev->attr.caps & QRNIC_CAP_MEM_MGT) && dev->attr.max_fast_reg_pages;
 }
 
 static inline u32 qrnic_rd(struct qrnic_dev *dev, u32 reg)
@@ -247,7 +268,17 @@ struct qrnic_ah {
 struct qrnic_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
-	u32 key;
+	u32 key;			/* from REG_MR / ALLOC_MR */
+	/*
+	 * Fast-registration MRs (alloc_mr, spec 12.12): the page list that
+	 * map_mr_sg fills and the device reads when it executes the REG_MR
+	 * WQE (little-endian bus addresses, coherent memory).
+	 */
+	__le64 *pages;
+	dma_addr_t pages_dma;
+	size_t pages_bytes;
+	u32 max_pages;
+	u32 npages;			/* of the last map_mr_sg */
 };
 
 /*
@@ -427,6 +458,7 @@ struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+extern const struct ib_device_ops qrnic_mem_mgt_ops;
 
 /* ---- qrnic_hw_stats.c ---------------------------------------------------- */
 struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 port);

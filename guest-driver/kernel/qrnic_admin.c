@@ -82,6 +82,7 @@ static const char *const qrnic_aq_opcode_names[QRNIC_CMD_MAX + 1] = {
 	[QRNIC_CMD_MODIFY_SRQ]	 = "MODIFY_SRQ",
 	[QRNIC_CMD_QUERY_SRQ]	 = "QUERY_SRQ",
 	[QRNIC_CMD_DESTROY_SRQ]	 = "DESTROY_SRQ",
+	[QRNIC_CMD_ALLOC_MR]	 = "ALLOC_MR",
 };
 
 int qrnic_aq_status_to_errno(u8 status)
@@ -616,6 +617,16 @@ int qrnic_cmd_reg_mr(struct qrnic_dev *dev, const struct qrnic_cmd_reg_mr *p,
 int qrnic_cmd_dereg_mr(struct qrnic_dev *dev, u32 key)
 {
 	return qrnic_cmd_simple(dev, QRNIC_CMD_DEREG_MR, key, false);
+}
+
+int qrnic_cmd_alloc_mr(struct qrnic_dev *dev, u32 pdn, u32 max_pages, u32 *key)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_ALLOC_MR);
+	cmd.u.alloc_mr.pdn = pdn;
+	cmd.u.alloc_mr.max_pages = max_pages;
+	return qrnic_cmd_create(dev, &cmd, key, false);
 }
 
 int qrnic_cmd_create_ah(struct qrnic_dev *dev, u32 pdn,

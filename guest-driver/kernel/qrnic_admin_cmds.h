@@ -47,6 +47,7 @@ int qrnic_cmd_destroy_qp(struct qrnic_dev *dev, u32 qpn);
 int qrnic_cmd_reg_mr(struct qrnic_dev *dev, const struct qrnic_cmd_reg_mr *p,
 		     u32 *key);
 int qrnic_cmd_dereg_mr(struct qrnic_dev *dev, u32 key);
+int qrnic_cmd_alloc_mr(struct qrnic_dev *dev, u32 pdn, u32 max_pages, u32 *key);
 int qrnic_cmd_create_ah(struct qrnic_dev *dev, u32 pdn,
 			const struct qrnic_av *av, u32 *ahn, bool atomic);
 int qrnic_cmd_destroy_ah(struct qrnic_dev *dev, u32 ahn, bool atomic);

@@ -128,6 +128,10 @@ static enum ib_wc_opcode qrnic_wc_opcode(u8 op)
 		return IB_WC_COMP_SWAP;
 	case QRNIC_WC_OP_FETCH_ADD:
 		return IB_WC_FETCH_ADD;
+	case QRNIC_WC_OP_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case QRNIC_WC_OP_REG_MR:
+		return IB_WC_REG_MR;
 	case QRNIC_WC_OP_RECV_RDMA_WITH_IMM:
 		return IB_WC_RECV_RDMA_WITH_IMM;
 	case QRNIC_WC_OP_RECV:
@@ -142,6 +146,21 @@ static void qrnic_wq_complete(struct qrnic_wq *wq, u16 wqe_index)
 	u32 ci = wq->ci;
 
 	WRITE_ONCE(wq->ci, ci + (u16)(wqe_index - (u16)ci) + 1);
+}
+
+/* debugfs "mem_mgt": fast registration completions */
+static void qrnic_count_wc(struct qrnic_dev *dev, const struct ib_wc *wc)
+{
+	if (wc->opcode == IB_WC_REG_MR || wc->opcode == IB_WC_LOCAL_INV) {
+		if (wc->status != IB_WC_SUCCESS)
+			atomic64_inc(&dev->frwr.errors);
+		else if (wc->opcode == IB_WC_REG_MR)
+			atomic64_inc(&dev->frwr.reg_mr_done);
+		else
+			atomic64_inc(&dev->frwr.local_inv_done);
+	} else if (wc->wc_flags & IB_WC_WITH_INVALIDATE) {
+		atomic64_inc(&dev->frwr.recv_inv);
+	}
 }
 
 static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
@@ -160,6 +179,11 @@ static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
 		/* opaque 4 bytes in wire order */
 		wc->ex.imm_data = (__force __be32)cqe->imm_data;
 		wc->wc_flags |= IB_WC_WITH_IMM;
+	}
+	if (cqe->flags & QRNIC_CQE_F_WITH_INV) {
+		/* SEND_WITH_INV received: the rkey it invalidated, host order */
+		wc->ex.invalidate_rkey = cqe->imm_data;
+		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
 	if (cqe->flags & QRNIC_CQE_F_GRH) {
 		wc->wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
@@ -198,7 +222,9 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 			/* completion of a QP destroyed meanwhile */
 			continue;
 		}
-		qrnic_cqe_to_wc(cqe, qp, &wc[n++]);
+		qrnic_cqe_to_wc(cqe, qp, &wc[n]);
+		qrnic_count_wc(dev, &wc[n]);
+		n++;
 	}
 	/* Tell the device which slots are free again (read when the ring looks full). */
 	WRITE_ONCE(*qrnic_cq_dbrec(cq), cq->ci);

@@ -139,6 +139,9 @@ static void qrnic_health_work(struct work_struct *work)
  *                 try to recover it again
  *   fatal_code, fatal_count, recoveries   read
  *   rings         the admin and event queue rings: bus address, bytes
+ *   mem_mgt       fast registration counters of the kernel data path
+ *                 (alloc_mr, REG_MR / LOCAL_INV / SEND_WITH_INV posted,
+ *                 their completions, receives with an invalidation)
  */
 static struct dentry *qrnic_debugfs_root;
 
@@ -209,6 +212,24 @@ static int qrnic_rings_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(qrnic_rings);
 
+static int qrnic_mem_mgt_show(struct seq_file *m, void *v)
+{
+	struct qrnic_dev *dev = m->private;
+
+	seq_printf(m, "supported %d\n", qrnic_has_mem_mgt(dev));
+	seq_printf(m, "max_fast_reg_pages %u\n", dev->attr.max_fast_reg_pages);
+	seq_printf(m, "alloc_mr %lld\n", atomic64_read(&dev->frwr.alloc_mr));
+	seq_printf(m, "reg_mr_posted %lld\n", atomic64_read(&dev->frwr.reg_mr_posted));
+	seq_printf(m, "local_inv_posted %lld\n", atomic64_read(&dev->frwr.local_inv_posted));
+	seq_printf(m, "send_inv_posted %lld\n", atomic64_read(&dev->frwr.send_inv_posted));
+	seq_printf(m, "reg_mr_done %lld\n", atomic64_read(&dev->frwr.reg_mr_done));
+	seq_printf(m, "local_inv_done %lld\n", atomic64_read(&dev->frwr.local_inv_done));
+	seq_printf(m, "recv_inv %lld\n", atomic64_read(&dev->frwr.recv_inv));
+	seq_printf(m, "errors %lld\n", atomic64_read(&dev->frwr.errors));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(qrnic_mem_mgt);
+
 static void qrnic_debugfs_add(struct qrnic_dev *dev)
 {
 	dev->debugfs = debugfs_create_dir(pci_name(dev->pdev), qrnic_debugfs_root);
@@ -218,6 +239,7 @@ static void qrnic_debugfs_add(struct qrnic_dev *dev)
 	debugfs_create_u32("fatal_count", 0400, dev->debugfs, &dev->fatal_count);
 	debugfs_create_u32("recoveries", 0400, dev->debugfs, &dev->recoveries);
 	debugfs_create_file("rings", 0400, dev->debugfs, dev, &qrnic_rings_fops);
+	debugfs_create_file("mem_mgt", 0400, dev->debugfs, dev, &qrnic_mem_mgt_fops);
 }
 
 static int qrnic_hw_reset(struct qrnic_dev *dev)

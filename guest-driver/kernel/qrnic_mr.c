@@ -10,6 +10,13 @@
  *
  * DMA MRs (get_dma_mr, used for the kernel PDs' local_dma_lkey) are
  * QRNIC_MR_F_PHYS MRs over bus addresses [0, max_mr_size).
+ *
+ * Fast-registration MRs (alloc_mr, spec 12.12; kernel PDs only): ALLOC_MR
+ * reserves the MPT slot and max_pages MTT entries; the MR is free (its key
+ * does not work) until an IB_WR_REG_MR work request registers it
+ * (qrnic_qp.c).  map_mr_sg fills the MR's own page list, max_pages
+ * little-endian bus addresses in coherent memory, which the device reads
+ * when it executes the REG_MR WQE, so the list lives as long as the MR.
  */
 #include <linux/dma-mapping.h>
 #include <rdma/iter.h>
@@ -207,6 +214,10 @@ struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
+/*
+ * DEREG_MR takes any key with the MR's MPT index (the consumer may have
+ * changed the low 8 bits of a fast-registration MR's key).
+ */
 int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct qrnic_dev *dev = to_qdev(ibmr->device);
@@ -217,6 +228,91 @@ int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (err && !qrnic_dead(dev))
 		return err;	/* the device may still access the pages */
 	ib_umem_release(mr->umem);
+	if (mr->pages)
+		dma_free_coherent(&dev->pdev->dev, mr->pages_bytes, mr->pages, mr->pages_dma);
 	kfree(mr);
 	return 0;
 }
+
+/* ---- fast registration (spec 12.12) ------------------------------------------ */
+
+static struct ib_mr *qrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
+				    u32 max_num_sg)
+{
+	struct qrnic_dev *dev = to_qdev(ibpd->device);
+	struct qrnic_pd *pd = to_qpd(ibpd);
+	struct qrnic_mr *mr;
+	int err;
+
+	if (!qrnic_has_mem_mgt(dev))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (mr_type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EINVAL);
+	if (!max_num_sg || max_num_sg > dev->attr.max_fast_reg_pages)
+		return ERR_PTR(-EINVAL);
+	if (pd->uctx)		/* the device: kernel PDs only */
+		return ERR_PTR(-EOPNOTSUPP);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->max_pages = max_num_sg;
+	mr->pages_bytes = PAGE_ALIGN((size_t)max_num_sg * sizeof(*mr->pages));
+	mr->pages = dma_alloc_coherent(&dev->pdev->dev, mr->pages_bytes, &mr->pages_dma,
+				       GFP_KERNEL);
+	if (!mr->pages) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+
+	err = qrnic_cmd_alloc_mr(dev, pd->pdn, max_num_sg, &mr->key);
+	if (err)
+		goto err_free_pages;
+	atomic64_inc(&dev->frwr.alloc_mr);
+	mr->ibmr.lkey = mr->key;
+	mr->ibmr.rkey = mr->key;
+	return &mr->ibmr;
+
+err_free_pages:
+	dma_free_coherent(&dev->pdev->dev, mr->pages_bytes, mr->pages, mr->pages_dma);
+err_free:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int qrnic_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct qrnic_mr *mr = to_qmr(ibmr);
+
+	if (unlikely(mr->npages >= mr->max_pages))
+		return -ENOMEM;
+	mr->pages[mr->npages++] = cpu_to_le64(addr);
+	return 0;
+}
+
+/*
+ * The page list for the next REG_MR of this MR.  The core set
+ * ibmr->page_size; ib_sg_to_pages() sets iova and length, and maps as many
+ * SG entries as fit max_pages pages of that size (the return value).
+ */
+static int qrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+			   unsigned int *sg_offset)
+{
+	struct qrnic_dev *dev = to_qdev(ibmr->device);
+	struct qrnic_mr *mr = to_qmr(ibmr);
+	unsigned int shift;
+
+	if (!mr->pages)
+		return -EINVAL;
+	shift = ilog2(ibmr->page_size);
+	if (!is_power_of_2(ibmr->page_size) || shift < QRNIC_MIN_PAGE_SHIFT ||
+	    shift > QRNIC_MAX_PAGE_SHIFT || !(dev->attr.page_size_cap & ibmr->page_size))
+		return -EINVAL;
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qrnic_set_page);
+}
+
+const struct ib_device_ops qrnic_mem_mgt_ops = {
+	.alloc_mr = qrnic_alloc_mr,
+	.map_mr_sg = qrnic_map_mr_sg,
+};

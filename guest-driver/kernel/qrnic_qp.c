@@ -444,6 +444,12 @@ static int qrnic_send_opcode(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		*hw = QRNIC_WR_ATOMIC_FETCH_AND_ADD;
 		return rc && (dev->caps & QRNIC_CAP_ATOMIC) ? 0 : -EINVAL;
+	case IB_WR_LOCAL_INV:
+		*hw = QRNIC_WR_LOCAL_INV;
+		return qrnic_has_mem_mgt(dev) ? 0 : -EINVAL;
+	case IB_WR_SEND_WITH_INV:
+		*hw = QRNIC_WR_SEND_WITH_INV;
+		return rc && qrnic_has_mem_mgt(dev) ? 0 : -EINVAL;
 	default:
 		return -EINVAL;
 	}
@@ -471,6 +477,10 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 		wqe->flags |= QRNIC_WQE_F_FENCE;
 	if (opcode == QRNIC_WR_SEND_WITH_IMM || opcode == QRNIC_WR_RDMA_WRITE_WITH_IMM)
 		wqe->imm_data = (__force u32)wr->ex.imm_data;	/* wire order, as is */
+	if (opcode == QRNIC_WR_LOCAL_INV || opcode == QRNIC_WR_SEND_WITH_INV)
+		wqe->imm_data = wr->ex.invalidate_rkey;		/* a key: host order */
+	if (opcode == QRNIC_WR_LOCAL_INV)
+		return 0;					/* no SGEs */
 
 	switch (opcode) {
 	case QRNIC_WR_RDMA_WRITE:
@@ -525,6 +535,70 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	return 0;
 }
 
+/* IB_ACCESS_* bits a fast registration may ask for that the device ignores */
+#define QRNIC_REG_ACCESS_HINTS	IB_ACCESS_OPTIONAL	/* e.g. IB_ACCESS_RELAXED_ORDERING */
+
+/*
+ * IB_WR_REG_MR: register the fast-registration MR reg_wr(wr)->mr with the
+ * page list its last map_mr_sg built (spec 12.12).  The WQE is a struct
+ * qrnic_reg_mr_wqe; the device reads the page list when it executes it.
+ */
+static int qrnic_build_reg_mr_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
+				  const struct ib_send_wr *wr, struct qrnic_reg_mr_wqe *wqe)
+{
+	const struct ib_reg_wr *reg = reg_wr(wr);
+	struct qrnic_mr *mr = to_qmr(reg->mr);
+	int access = reg->access & ~QRNIC_REG_ACCESS_HINTS;
+
+	if (!qrnic_has_mem_mgt(dev) || !mr->pages)
+		return -EINVAL;
+	/* MW binding, zero-based, on-demand paging, flush...: not honoured */
+	if (access & ~QRNIC_ACCESS_ALL)
+		return -EINVAL;
+	/* IB: remote write and atomic need local write */
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	/* a new variant of this MR's key only */
+	if (QRNIC_KEY_INDEX(reg->key) != QRNIC_KEY_INDEX(mr->key))
+		return -EINVAL;
+	if (!mr->npages || !mr->ibmr.length)
+		return -EINVAL;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->opcode = QRNIC_WR_REG_MR;
+	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
+		wqe->flags |= QRNIC_WQE_F_SIGNALED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		wqe->flags |= QRNIC_WQE_F_FENCE;
+	wqe->page_shift = ilog2(mr->ibmr.page_size);
+	wqe->access = access;
+	wqe->npages = mr->npages;
+	wqe->wr_id = wr->wr_id;
+	wqe->key = reg->key;
+	wqe->iova = mr->ibmr.iova;
+	wqe->length = mr->ibmr.length;
+	wqe->pbl_addr = mr->pages_dma;
+	return 0;
+}
+
+static void qrnic_count_posted(struct qrnic_dev *dev, enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_REG_MR:
+		atomic64_inc(&dev->frwr.reg_mr_posted);
+		break;
+	case IB_WR_LOCAL_INV:
+		atomic64_inc(&dev->frwr.local_inv_posted);
+		break;
+	case IB_WR_SEND_WITH_INV:
+		atomic64_inc(&dev->frwr.send_inv_posted);
+		break;
+	default:
+		break;
+	}
+}
+
 int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
@@ -552,9 +626,13 @@ int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 			err = -ENOMEM;
 			break;
 		}
-		err = qrnic_build_send_wqe(dev, qp, wr, qrnic_wqe(sq, pi));
+		if (wr->opcode == IB_WR_REG_MR)
+			err = qrnic_build_reg_mr_wqe(dev, qp, wr, qrnic_wqe(sq, pi));
+		else
+			err = qrnic_build_send_wqe(dev, qp, wr, qrnic_wqe(sq, pi));
 		if (err)
 			break;
+		qrnic_count_posted(dev, wr->opcode);
 		pi++;
 	}
 	if (pi != sq->pi) {
