@@ -124,6 +124,12 @@ static inline void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe,
 		memcpy(&wc->imm_data, &cqe->imm_data, sizeof(wc->imm_data));
 		wc->wc_flags |= IBV_WC_WITH_IMM;
 	}
+	if (cqe->flags & QRNIC_CQE_F_WITH_INV) {
+		/* SEND_WITH_INV received: the rkey it invalidated, host order
+		 * (spec 12.12) */
+		wc->invalidated_rkey = le32toh(cqe->imm_data);
+		wc->wc_flags |= IBV_WC_WITH_INV;
+	}
 	if (cqe->flags & QRNIC_CQE_F_GRH)
 		wc->wc_flags |= IBV_WC_GRH;
 }
@@ -146,10 +152,14 @@ struct qrnic_sq_params {
 };
 
 /* QRNIC_WR_* for an ibv_wr_opcode, or -1 when the QP type cannot post it
- * (UD: SEND only; UC: SEND and RDMA WRITE; RC: all). */
+ * (UD: SEND only; UC: SEND and RDMA WRITE; RC: all; LOCAL_INV: any). */
 static inline int qrnic_wr_opcode(enum ibv_wr_opcode op, bool ud, bool uc)
 {
 	switch (op) {
+	case IBV_WR_LOCAL_INV:
+		return QRNIC_WR_LOCAL_INV;
+	case IBV_WR_SEND_WITH_INV:
+		return ud || uc ? -1 : QRNIC_WR_SEND_WITH_INV;
 	case IBV_WR_SEND:
 		return QRNIC_WR_SEND;
 	case IBV_WR_SEND_WITH_IMM:
@@ -179,6 +189,7 @@ static inline bool qrnic_wr_is_atomic(int qop)
 static inline bool qrnic_wr_may_inline(int qop)
 {
 	return qop == QRNIC_WR_SEND || qop == QRNIC_WR_SEND_WITH_IMM ||
+	       qop == QRNIC_WR_SEND_WITH_INV ||
 	       qop == QRNIC_WR_RDMA_WRITE || qop == QRNIC_WR_RDMA_WRITE_WITH_IMM;
 }
 
@@ -195,6 +206,8 @@ static inline int qrnic_check_send_wr(const struct ibv_send_wr *wr,
 
 	if (qop < 0 || wr->num_sge < 0)
 		return EINVAL;
+	if (qop == QRNIC_WR_LOCAL_INV)	/* no SGEs, no AH: sg_list is ignored */
+		return 0;
 	if (p->ud && !wr->wr.ud.ah)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) && qrnic_wr_may_inline(qop)) {
@@ -238,6 +251,13 @@ static inline unsigned int qrnic_build_send_wqe(void *slot,
 
 	if (qop == QRNIC_WR_SEND_WITH_IMM || qop == QRNIC_WR_RDMA_WRITE_WITH_IMM)
 		memcpy(&h.imm_data, &wr->imm_data, sizeof(h.imm_data));
+	/* LOCAL_INV, SEND_WITH_INV: the key, a number (host order) */
+	if (qop == QRNIC_WR_LOCAL_INV || qop == QRNIC_WR_SEND_WITH_INV)
+		h.imm_data = htole32(wr->invalidate_rkey);
+	if (qop == QRNIC_WR_LOCAL_INV) {
+		memcpy(slot, &h, sizeof(h));
+		return QRNIC_SEND_WQE_HDR;
+	}
 
 	switch (qop) {
 	case QRNIC_WR_RDMA_WRITE:

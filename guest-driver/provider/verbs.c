@@ -660,7 +660,7 @@ int qrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			*bad_wr = wr;
 			break;
 		}
-		if (p.ud)
+		if (p.ud && wr->opcode != IBV_WR_LOCAL_INV)
 			p.ahn = to_qah(wr->wr.ud.ah)->ahn;
 		qrnic_build_send_wqe(qrnic_wq_slot(sq, sq->pi), wr, &p);
 		sq->pi++;

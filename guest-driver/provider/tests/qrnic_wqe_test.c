@@ -128,6 +128,9 @@ static void test_layouts(void)
 	CHECK(QRNIC_WR_RDMA_READ == IBV_WR_RDMA_READ);
 	CHECK(QRNIC_WR_ATOMIC_CMP_AND_SWP == IBV_WR_ATOMIC_CMP_AND_SWP);
 	CHECK(QRNIC_WR_ATOMIC_FETCH_AND_ADD == IBV_WR_ATOMIC_FETCH_AND_ADD);
+	CHECK(QRNIC_WR_LOCAL_INV == IBV_WR_LOCAL_INV);
+	CHECK(QRNIC_WR_SEND_WITH_INV == IBV_WR_SEND_WITH_INV);
+	CHECK(QRNIC_WC_OP_LOCAL_INV == IBV_WC_LOCAL_INV);
 	CHECK(QRNIC_WC_SUCCESS == IBV_WC_SUCCESS);
 	CHECK(QRNIC_WC_WR_FLUSH_ERR == IBV_WC_WR_FLUSH_ERR);
 	CHECK(QRNIC_WC_RNR_RETRY_EXC_ERR == IBV_WC_RNR_RETRY_EXC_ERR);
@@ -384,11 +387,12 @@ static void test_send_ud(void)
 	wr.opcode = IBV_WR_SEND;
 	wr.wr.ud.ah = NULL;
 	CHECK(qrnic_check_send_wr(&wr, &p) == EINVAL);
-	/* RC: unsupported opcodes */
-	wr.opcode = IBV_WR_LOCAL_INV;
-	CHECK(qrnic_check_send_wr(&wr, &rc_params) == EINVAL);
+	/* UD: no SEND_WITH_INV; LOCAL_INV needs no AH */
 	wr.opcode = IBV_WR_SEND_WITH_INV;
-	CHECK(qrnic_check_send_wr(&wr, &rc_params) == EINVAL);
+	CHECK(qrnic_check_send_wr(&wr, &p) == EINVAL);
+	wr.opcode = IBV_WR_LOCAL_INV;
+	CHECK(qrnic_check_send_wr(&wr, &p) == 0);
+	/* RC: unsupported opcodes (no MWs) */
 	wr.opcode = IBV_WR_BIND_MW;
 	CHECK(qrnic_check_send_wr(&wr, &rc_params) == EINVAL);
 	/* SGE limit */
@@ -398,6 +402,63 @@ static void test_send_ud(void)
 	CHECK(qrnic_check_send_wr(&wr, &p) == EINVAL);
 	wr.num_sge = 4;
 	CHECK(qrnic_check_send_wr(&wr, &p) == 0);
+}
+
+/* LOCAL_INV and SEND_WITH_INV (spec 12.12): the key in imm_data as a
+ * little-endian number, not in network order */
+static void test_send_invalidate(void)
+{
+	struct ibv_sge sg = { .addr = 0x9000, .length = 300, .lkey = 0x77 };
+	struct ibv_send_wr wr = {
+		.wr_id = 0x1234, .sg_list = &sg, .num_sge = 1,
+		.opcode = IBV_WR_LOCAL_INV,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE | IBV_SEND_INLINE,
+		.invalidate_rkey = 0x00a1b2c3,
+	};
+	struct qrnic_sq_params uc = { .wqe_shift = 7, .max_sge = 4, .max_inline = 64, .uc = true };
+	char text[] = "inline with invalidate";
+	uint8_t slot[512];
+	unsigned int n;
+
+	/* LOCAL_INV: header only, SGEs (and INLINE) ignored */
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	memset(slot, 0xee, sizeof(slot));
+	n = qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(n == 64);
+	CHECK(slot[0] == 7);
+	CHECK(slot[1] == (1 | 8));		/* SIGNALED|FENCE */
+	CHECK(slot[2] == 0 && rd32(slot + 4) == 0);
+	CHECK(rd64(slot + 8) == 0x1234);
+	CHECK(slot[16] == 0xc3 && slot[17] == 0xb2 && slot[18] == 0xa1 && slot[19] == 0);
+	CHECK(all_zero(slot + 20, 44));
+	CHECK(slot[64] == 0xee);
+	wr.num_sge = 17;			/* more than any QP holds: still ignored */
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	CHECK(qrnic_check_send_wr(&wr, &uc) == 0);	/* any QP type */
+	wr.num_sge = 1;
+
+	/* SEND_WITH_INV: a SEND whose imm_data is the remote key */
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.send_flags = IBV_SEND_SOLICITED;
+	wr.invalidate_rkey = 0xfedcba98;
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	memset(slot, 0xee, sizeof(slot));
+	n = qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(n == 64 + 16);
+	CHECK(slot[0] == 9 && slot[1] == 2 && slot[2] == 1);
+	CHECK(rd32(slot + 16) == 0xfedcba98 && slot[16] == 0x98);
+	CHECK(rd32(slot + 20) == 0 && rd64(slot + 24) == 0);
+	CHECK(rd64(slot + 64) == 0x9000 && rd32(slot + 72) == 300 && rd32(slot + 76) == 0x77);
+	/* ... inline too */
+	sg.addr = (uintptr_t)text;
+	sg.length = sizeof(text);
+	wr.send_flags = IBV_SEND_INLINE;
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	n = qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(n == 64 + sizeof(text) && slot[1] == 4 && rd32(slot + 4) == sizeof(text));
+	CHECK(memcmp(slot + 64, text, sizeof(text)) == 0 && rd32(slot + 16) == 0xfedcba98);
+	/* RC only */
+	CHECK(qrnic_check_send_wr(&wr, &uc) == EINVAL);
 }
 
 /* UC (spec 12.9): SEND and RDMA WRITE (with immediate), no READ or atomics,
@@ -573,6 +634,28 @@ static void test_cqe(void)
 	CHECK(wc.wc_flags == 0 && wc.imm_data == 0);
 	CHECK(qrnic_cqe_is_send(&cqe));
 
+	/* RECV of a SEND_WITH_INV: the rkey in imm_data, little endian */
+	{
+		static const uint8_t key[4] = { 0x01, 0x07, 0x34, 0x00 };
+
+		make_cqe(raw, 8, 64, key, 0x23, 0x24, 0, 128, 16, 0, 2, 1);
+		memcpy(&cqe, raw, sizeof(cqe));
+		qrnic_cqe_to_wc(&cqe, &wc);
+		CHECK(wc.opcode == IBV_WC_RECV && wc.byte_len == 64);
+		CHECK(wc.wc_flags == IBV_WC_WITH_INV);
+		CHECK(wc.invalidated_rkey == 0x00340701);
+	}
+
+	/* LOCAL_INV completion, and its error (spec 12.12: LOC_QP_OP_ERR) */
+	make_cqe(raw, 9, 0, imm, 0x25, 0, 0, 6, 8, 0, 4, 1);
+	memcpy(&cqe, raw, sizeof(cqe));
+	qrnic_cqe_to_wc(&cqe, &wc);
+	CHECK(wc.opcode == IBV_WC_LOCAL_INV && wc.status == IBV_WC_SUCCESS && wc.wc_flags == 0);
+	make_cqe(raw, 9, 0, imm, 0x25, 0, 2, 6, 8, 14, 4, 1);
+	memcpy(&cqe, raw, sizeof(cqe));
+	qrnic_cqe_to_wc(&cqe, &wc);
+	CHECK(wc.status == IBV_WC_LOC_QP_OP_ERR && wc.vendor_err == QRNIC_VERR_MR_STATE);
+
 	/* RECV_RDMA_WITH_IMM */
 	make_cqe(raw, 6, 1 << 20, imm, 0x21, 0x22, 0, 129, 1, 0, 0, 1);
 	memcpy(&cqe, raw, sizeof(cqe));
@@ -638,6 +721,7 @@ int main(void)
 	test_send_inline();
 	test_send_ud();
 	test_send_uc();
+	test_send_invalidate();
 	test_recv();
 	test_srq_room();
 	test_srq_slots();
