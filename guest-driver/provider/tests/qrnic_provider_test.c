@@ -83,6 +83,10 @@ static struct fk_dev fk[2];
 static const struct verbs_device_ops *registered_ops;
 static struct verbs_context_ops ctx_ops;	/* as set by verbs_set_ops */
 static bool fk_no_dbrec;			/* next CQ without a dbrec */
+/* next context is a kernel one: uctx 0, so its PD, CQs and QPs are kernel
+ * objects (fast registration is for kernel PDs only) and its doorbells go
+ * to page 0, the kernel's */
+static bool fk_kernel_ctx;
 
 static struct fk_dev *fk_by_fd(int fd)
 {
@@ -289,8 +293,8 @@ int ibv_cmd_get_context(struct verbs_context *context, struct ibv_get_context *c
 	(void)cmd_size;
 	if (resp_size != sizeof(*r))
 		return EINVAL;
-	uctx = hx_alloc_uctx(w, f->d);
-	if (uctx <= 0)
+	uctx = fk_kernel_ctx ? 0 : hx_alloc_uctx(w, f->d);
+	if (uctx < 0 || (!uctx && !fk_kernel_ctx))
 		return ENOMEM;
 	db = fk_alloc(f, FK_DB, PAGE, false);
 	db->uctx = (uint32_t)uctx;
@@ -1437,6 +1441,281 @@ static void test_srq(void)
 	CHECK(hx_destroy(w, 1, QRNIC_CMD_DESTROY_EQ, (uint32_t)aeq) == 0);
 }
 
+/* ---- LOCAL_INV and SEND_WITH_INV (spec 12.12) ----------------------------- */
+
+static struct app K;	/* a kernel-mode context on device 1 (uctx 0) */
+static void app_close(struct app *a);
+
+/* An RC QP of a (on cq, or a's CQ) connected to peer QP pqpn on device peer. */
+static struct ibv_qp *rc_qp(struct app *a, struct ibv_cq *cq, uint32_t pqpn, int peer)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq ? cq : a->cq, .recv_cq = cq ? cq : a->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+	};
+	struct ibv_qp *qp = a->ops.create_qp(a->pd, &ia);
+
+	if (qp && pqpn && to_rts_rc(a, qp, pqpn, peer)) {
+		a->ops.destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* Connect two fresh QPs of a and b (on their CQs). */
+static bool rc_pair(struct app *a, struct ibv_cq *acq, struct app *b, struct ibv_cq *bcq,
+		    struct ibv_qp **qa, struct ibv_qp **qb)
+{
+	*qa = rc_qp(a, acq, 0, 0);
+	*qb = rc_qp(b, bcq, 0, 0);
+	if (!*qa || !*qb)
+		return false;
+	return !to_rts_rc(a, *qa, (*qb)->qp_num, b->d) && !to_rts_rc(b, *qb, (*qa)->qp_num, a->d);
+}
+
+static struct ibv_send_wr wr_of(enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge *s,
+				 uint32_t key)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = s, .num_sge = s ? 1 : 0, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+
+	if (op == IBV_WR_LOCAL_INV || op == IBV_WR_SEND_WITH_INV)
+		wr.invalidate_rkey = key;
+	return wr;
+}
+
+/*
+ * What user space can see of invalidation on ordinary (user) MRs: a
+ * LOCAL_INV of an ordinary MR's key completes with LOC_QP_OP_ERR (as on
+ * rxe), a SEND_WITH_INV naming one, or no MR at all, is NAKed by the
+ * responder (REM_INV_REQ_ERR at the requester).
+ */
+static void test_invalidate_user_mrs(void)
+{
+	struct ibv_sge s = sge(&A, 0xa0000, 64), r = sge(&B, 0xa0000, 64);
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr, *bsw;
+	struct ibv_qp *qa, *qb;
+	struct ibv_wc wc[8];
+	uint32_t bad_keys[2] = { B.mr->rkey, (B.mr->rkey & ~0xffu) + 0x10000 };
+	int i, n;
+
+	/* LOCAL_INV of an ordinary MR */
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	if (!qa || !qb)
+		return;
+	swr = wr_of(IBV_WR_LOCAL_INV, 0x10, NULL, A.mr->lkey);
+	CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+	fk_run();
+	n = poll_all(&A, A.cq, wc, 8);
+	CHECK(n == 1 && wc[0].wr_id == 0x10 && wc[0].status == IBV_WC_LOC_QP_OP_ERR &&
+	      wc[0].qp_num == qa->qp_num && wc[0].vendor_err != QRNIC_VERR_BAD_WQE);
+	if (n == 1 && wc[0].status != IBV_WC_SUCCESS)
+		printf("  LOCAL_INV of an ordinary MR: status %d opcode %d vendor_err %u\n",
+		       wc[0].status, wc[0].opcode, wc[0].vendor_err);
+	CHECK(to_qqp(qa)->sq.ci == to_qqp(qa)->sq.pi);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+
+	/* SEND_WITH_INV naming an ordinary MR's rkey, then a key of no MR */
+	for (i = 0; i < 2; i++) {
+		CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+		if (!qa || !qb)
+			return;
+		fill(&A, 0xa0000, 64, (uint8_t)i);
+		CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0);
+		swr = wr_of(IBV_WR_SEND_WITH_INV, 0x20 + i, &s, bad_keys[i]);
+		CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+		fk_run();
+		n = poll_all(&A, A.cq, wc, 8);
+		CHECK(n == 1 && wc[0].wr_id == 0x20u + i && wc[0].status == IBV_WC_REM_INV_REQ_ERR);
+		if (n == 1 && wc[0].status != IBV_WC_REM_INV_REQ_ERR)
+			printf("  SEND_WITH_INV of key %#x: status %d vendor_err %u\n",
+			       bad_keys[i], wc[0].status, wc[0].vendor_err);
+		/* the responder's receive, if it reports one, is no success */
+		n = poll_all(&B, B.cq, wc, 4);
+		CHECK(n == 0 || (n == 1 && wc[0].status != IBV_WC_SUCCESS));
+		CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+		poll_all(&B, B.cq, wc, 4);
+	}
+}
+
+/*
+ * Post the REG_MR WQE that the kernel driver would post for IB_WR_REG_MR
+ * (user space has no fast registration): straight into K's SQ ring, then
+ * K's doorbell on the kernel page.
+ */
+static void k_post_reg_mr(struct ibv_qp *qp, uint64_t wr_id, uint32_t key, uint64_t iova,
+			  uint64_t length, uint32_t npages, uint64_t pbl, uint8_t access)
+{
+	struct qrnic_qp *q = to_qqp(qp);
+	struct qrnic_reg_mr_wqe wqe = {
+		.opcode = QRNIC_WR_REG_MR, .flags = QRNIC_WQE_F_SIGNALED, .page_shift = 12,
+		.access = access, .npages = htole32(npages), .wr_id = htole64(wr_id),
+		.key = htole32(key), .iova = htole64(iova), .length = htole64(length),
+		.pbl_addr = htole64(pbl),
+	};
+
+	memcpy(q->sq.ring + ((size_t)(q->sq.pi & q->sq.mask) << q->sq.wqe_shift), &wqe,
+	       sizeof(wqe));
+	q->sq.pi++;
+	*(volatile uint64_t *)((uint8_t *)to_qctx(K.ctx)->db + QRNIC_DB_SQ) =
+		htole64(qrnic_db_wq_val(qp->qp_num, q->sq.pi));
+}
+
+static uint32_t mpt_flags(uint32_t key)
+{
+	struct qrnic_mpt_entry mpt;
+
+	if (hx_query_mr(w, 1, key, &mpt))
+		return 0xffffffffu;
+	return mpt.flags;
+}
+
+/*
+ * A fast-registration MR on a kernel context of device 1 (ALLOC_MR, REG_MR
+ * WQE as the kernel driver posts them): an RDMA WRITE through the new rkey
+ * lands in the registered pages in page-list order; the provider's
+ * SEND_WITH_INV invalidates it at the responder, whose receive completion
+ * (the provider's poll_cq) carries IBV_WC_WITH_INV and the rkey; registered
+ * again, the provider's LOCAL_INV on the kernel QP invalidates it (opcode
+ * IBV_WC_LOCAL_INV); a WRITE through the dead key is NAKed.
+ */
+static void test_invalidate_frmr(void)
+{
+	const uint64_t iova = 0x5a5a00000100ull, len = 2 * 4096 + 0x100;
+	struct ibv_sge s = sge(&A, 0xa4000, (uint32_t)len), r;
+	struct ibv_recv_wr rwr = { .wr_id = 0x70, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr, *bsw;
+	struct qrnic_aq_cmd c;
+	struct ibv_qp *qa = NULL;
+	struct ibv_wc wc[8];
+	uint64_t pages[4], pbl, page[3], le;
+	uint8_t got[3 * 4096], want[3 * 4096];
+	uint32_t key0 = 0, key1, key2;
+	int i, n;
+
+	fk_kernel_ctx = true;
+	app_open(&K, 1);
+	fk_kernel_ctx = false;
+	CHECK(to_qctx(K.ctx)->uctx == 0);
+	K.cq = K.ops.create_cq(K.ctx, 16, NULL, 0);
+	CHECK(K.cq != NULL);
+	if (!K.cq)
+		return;
+
+	/* ALLOC_MR: kernel PD only; the key is unusable until registered */
+	memset(&c, 0, sizeof(c));
+	c.u.alloc_mr.pdn = B.pd->handle;	/* a user PD */
+	c.u.alloc_mr.max_pages = 4;
+	CHECK(admin(1, &c, QRNIC_CMD_ALLOC_MR, &key0) != 0);
+	c.u.alloc_mr.pdn = K.pd->handle;
+	c.u.alloc_mr.max_pages = 0;
+	CHECK(admin(1, &c, QRNIC_CMD_ALLOC_MR, &key0) != 0);
+	c.u.alloc_mr.max_pages = QRNIC_MAX_FAST_REG_PAGES + 1;
+	CHECK(admin(1, &c, QRNIC_CMD_ALLOC_MR, &key0) != 0);
+	c.u.alloc_mr.max_pages = 4;
+	CHECK(admin(1, &c, QRNIC_CMD_ALLOC_MR, &key0) == 0);
+	CHECK((mpt_flags(key0) & (QRNIC_MPT_FAST | QRNIC_MPT_VALID)) == QRNIC_MPT_FAST);
+	key1 = (key0 & ~0xffu) | ((key0 + 1) & 0xffu);
+	key2 = (key0 & ~0xffu) | ((key0 + 2) & 0xffu);
+
+	K.qp = rc_qp(&K, NULL, 0, 0);
+	qa = rc_qp(&A, NULL, 0, 0);
+	CHECK(K.qp && qa);
+	if (!K.qp || !qa)
+		return;
+	CHECK(!to_rts_rc(&A, qa, K.qp->qp_num, 1) && !to_rts_rc(&K, K.qp, qa->qp_num, 0));
+
+	/* three pages of device 1 memory, listed out of address order */
+	pages[0] = hx_mem_alloc(w, 1, 4 * 4096, 4096);
+	pbl = hx_mem_alloc(w, 1, 64, 64);
+	CHECK(pages[0] && pbl);
+	page[0] = pages[0] + 2 * 4096;
+	page[1] = pages[0];
+	page[2] = pages[0] + 3 * 4096;
+	for (i = 0; i < 3; i++) {
+		le = htole64(page[i]);
+		hx_mem_write(w, 1, pbl + 8 * (uint64_t)i, &le, 8);
+	}
+	memset(want, 0, sizeof(want));
+	for (i = 0; i < 3; i++)
+		hx_mem_write(w, 1, page[i], want, 4096);
+
+	k_post_reg_mr(K.qp, 0x60, key1, iova, len, 3, pbl,
+		      QRNIC_ACCESS_LOCAL_WRITE | QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_READ);
+	fk_run();
+	n = poll_all(&K, K.cq, wc, 8);
+	CHECK(n == 1 && wc[0].wr_id == 0x60 && wc[0].status == IBV_WC_SUCCESS);
+	if (n == 1 && wc[0].status != IBV_WC_SUCCESS)
+		printf("  REG_MR: status %d vendor_err %u\n", wc[0].status, wc[0].vendor_err);
+	CHECK(to_qqp(K.qp)->sq.ci == to_qqp(K.qp)->sq.pi);
+	CHECK(mpt_flags(key1) & QRNIC_MPT_VALID);
+
+	/* RDMA WRITE through the new rkey: iova offset 0x100 of page[0] on */
+	fill(&A, 0xa4000, (uint32_t)len, 0x3c);
+	swr = wr_of(IBV_WR_RDMA_WRITE, 0x61, &s, 0);
+	swr.wr.rdma.remote_addr = iova;
+	swr.wr.rdma.rkey = key1;
+	CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 8) == 1 && wc[0].wr_id == 0x61 &&
+	      wc[0].status == IBV_WC_SUCCESS);
+	hx_mr_read(w, 0, A.mr->lkey, 0xa4000, want + 0x100, (uint32_t)len);
+	for (i = 0; i < 3; i++)
+		hx_mem_read(w, 1, page[i], got + 4096 * i, 4096);
+	CHECK(!memcmp(got, want, sizeof(got)));
+
+	/* SEND_WITH_INV from the provider: K's receive says which rkey went */
+	r = sge(&K, 0x1000, 256);
+	CHECK(K.ops.post_recv(K.qp, &rwr, &brw) == 0);
+	s.length = 200;
+	swr = wr_of(IBV_WR_SEND_WITH_INV, 0x62, &s, key1);
+	CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 8) == 1 && wc[0].wr_id == 0x62 &&
+	      wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND);
+	n = poll_all(&K, K.cq, wc, 8);
+	CHECK(n == 1 && wc[0].wr_id == 0x70 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[0].opcode == IBV_WC_RECV && wc[0].byte_len == 200 &&
+	      wc[0].wc_flags == IBV_WC_WITH_INV && wc[0].invalidated_rkey == key1);
+	CHECK(same(&A, 0xa4000, &K, 0x1000, 200));
+	CHECK((mpt_flags(key1) & (QRNIC_MPT_FAST | QRNIC_MPT_VALID)) == QRNIC_MPT_FAST);
+
+	/* registered again (a new variant), then the provider's LOCAL_INV on
+	 * the kernel QP */
+	k_post_reg_mr(K.qp, 0x63, key2, iova, len, 3, pbl,
+		      QRNIC_ACCESS_LOCAL_WRITE | QRNIC_ACCESS_REMOTE_WRITE);
+	swr = wr_of(IBV_WR_LOCAL_INV, 0x64, NULL, key2);
+	fk_run();
+	CHECK(mpt_flags(key2) & QRNIC_MPT_VALID);
+	CHECK(K.ops.post_send(K.qp, &swr, &bsw) == 0);
+	fk_run();
+	n = poll_all(&K, K.cq, wc, 8);
+	CHECK(n == 2 && wc[0].wr_id == 0x63 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[1].wr_id == 0x64 && wc[1].status == IBV_WC_SUCCESS &&
+	      wc[1].opcode == IBV_WC_LOCAL_INV);
+	CHECK((mpt_flags(key2) & (QRNIC_MPT_FAST | QRNIC_MPT_VALID)) == QRNIC_MPT_FAST);
+
+	/* the invalidated key is dead: a WRITE through it is NAKed */
+	s.length = 64;
+	swr = wr_of(IBV_WR_RDMA_WRITE, 0x65, &s, 0);
+	swr.wr.rdma.remote_addr = iova;
+	swr.wr.rdma.rkey = key2;
+	CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+	fk_run();
+	CHECK(poll_all(&A, A.cq, wc, 8) == 1 && wc[0].wr_id == 0x65 &&
+	      wc[0].status == IBV_WC_REM_ACCESS_ERR);
+	poll_all(&K, K.cq, wc, 8);
+
+	CHECK(A.ops.destroy_qp(qa) == 0);
+	/* DEREG_MR takes any variant of the key */
+	CHECK(hx_destroy(w, 1, QRNIC_CMD_DEREG_MR, key0 ^ 0x80) == 0);
+	app_close(&K);
+}
+
 static void app_close(struct app *a)
 {
 	CHECK(a->ops.destroy_qp(a->qp) == 0);
@@ -1499,6 +1778,8 @@ int main(void)
 	test_err_reset();
 	test_ud();
 	test_srq();
+	test_invalidate_user_mrs();
+	test_invalidate_frmr();
 	app_close(&A);
 	app_close(&B);
 
