@@ -193,6 +193,7 @@ struct qrnic_dev {
 	 */
 	struct {
 		atomic64_t alloc_mr;		/* ALLOC_MR that succeeded */
+		atomic64_t fast_mrs;		/* fast-registration MRs now allocated */
 		atomic64_t reg_mr_posted;	/* IB_WR_REG_MR WQEs */
 		atomic64_t local_inv_posted;	/* IB_WR_LOCAL_INV WQEs */
 		atomic64_t send_inv_posted;	/* IB_WR_SEND_WITH_INV WQEs */

@@ -140,8 +140,9 @@ static void qrnic_health_work(struct work_struct *work)
  *   fatal_code, fatal_count, recoveries   read
  *   rings         the admin and event queue rings: bus address, bytes
  *   mem_mgt       fast registration counters of the kernel data path
- *                 (alloc_mr, REG_MR / LOCAL_INV / SEND_WITH_INV posted,
- *                 their completions, receives with an invalidation)
+ *                 (alloc_mr, fast MRs allocated now, REG_MR / LOCAL_INV /
+ *                 SEND_WITH_INV posted, their completions, receives with
+ *                 an invalidation)
  */
 static struct dentry *qrnic_debugfs_root;
 
@@ -219,6 +220,7 @@ static int qrnic_mem_mgt_show(struct seq_file *m, void *v)
 	seq_printf(m, "supported %d\n", qrnic_has_mem_mgt(dev));
 	seq_printf(m, "max_fast_reg_pages %u\n", dev->attr.max_fast_reg_pages);
 	seq_printf(m, "alloc_mr %lld\n", atomic64_read(&dev->frwr.alloc_mr));
+	seq_printf(m, "fast_mrs %lld\n", atomic64_read(&dev->frwr.fast_mrs));
 	seq_printf(m, "reg_mr_posted %lld\n", atomic64_read(&dev->frwr.reg_mr_posted));
 	seq_printf(m, "local_inv_posted %lld\n", atomic64_read(&dev->frwr.local_inv_posted));
 	seq_printf(m, "send_inv_posted %lld\n", atomic64_read(&dev->frwr.send_inv_posted));

@@ -228,8 +228,10 @@ int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (err && !qrnic_dead(dev))
 		return err;	/* the device may still access the pages */
 	ib_umem_release(mr->umem);
-	if (mr->pages)
+	if (mr->pages) {
 		dma_free_coherent(&dev->pdev->dev, mr->pages_bytes, mr->pages, mr->pages_dma);
+		atomic64_dec(&dev->frwr.fast_mrs);
+	}
 	kfree(mr);
 	return 0;
 }
@@ -269,6 +271,7 @@ static struct ib_mr *qrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 	if (err)
 		goto err_free_pages;
 	atomic64_inc(&dev->frwr.alloc_mr);
+	atomic64_inc(&dev->frwr.fast_mrs);
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
 	return &mr->ibmr;

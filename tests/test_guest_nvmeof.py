@@ -1,0 +1,276 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tier: the real kernel storage ULP, NVMe over Fabrics on RDMA, over
+qrnic's fast registration (spec 12.12; ABI 1.2).
+
+One T1 guest (one VM, two qrnic ports cabled back to back): nvmet +
+nvmet-rdma export a namespace on port A's address (configfs; a
+memory-backed null_blk with 512-byte blocks), and nvme-rdma on port B
+connects to it (through /dev/nvme-fabrics: the image has no nvme-cli;
+host_traddr binds the host to port B).  nvme-rdma registers every data
+buffer of an I/O with IB_WR_REG_MR (alloc_mr + map_mr_sg, a page list the
+device reads) and asks the target for remote invalidation: nvmet-rdma
+answers with SEND_WITH_INV, and the host's receive completion carries
+IB_WC_WITH_INVALIDATE (without it, nvme-rdma would post a LOCAL_INV).
+
+Data: a random pattern written with dd (O_DIRECT) in sizes from 4 KiB to
+1 MiB at offsets that are not 4 KiB aligned, and from buffers that do not
+start on a page (python3, O_DIRECT: the MR's iova is not page aligned),
+read back and compared by sha256, then the whole region once more.  The
+driver's debugfs counters (qrnic/<pci>/mem_mgt) say how many REG_MR,
+LOCAL_INV and SEND_WITH_INV work requests were posted on which port and
+how many receives reported an invalidation.  Then a clean disconnect, the
+target taken down, the modules unloaded, and the kernel log must show no
+warning and no nvme-rdma work-request error."""
+import json
+import re
+
+import pytest
+
+from guest.vmlib import guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
+
+pytestmark = [pytest.mark.guest, pytest.mark.slow,
+              pytest.mark.parametrize('topo', ['T1'], indirect=True)]
+
+NQN = 'nqn.2026-12.io.qrnic:frwr-test'
+NVMET = '/sys/kernel/config/nvmet'
+PORT_ID = 7
+MODULES = ('configfs', 'null_blk', 'nvme-fabrics', 'nvme-rdma', 'nvmet', 'nvmet-rdma')
+NS_MB = 16
+
+# (size, device offset) written with dd: offsets multiples of 512, not of 4096
+DD_CASES = [(4096, 0), (8192, 12800), (12288, 66048), (65536, 198144),
+            (131072 + 512, 527872), (1048576, 1049088)]
+# (size, buffer offset into a page, device offset) written with python3
+PY_CASES = [(4096, 512, 3145728), (4096 + 512, 3584, 3211264), (65536, 512, 3277824),
+            (1048576, 2048, 4194816), (1048576 - 512, 512, 6291456)]
+REGION = 8 << 20        # all the cases lie below 8 MiB
+
+# O_DIRECT from/to buffers that start inside a page, then the whole region
+PY_IO = r'''
+import hashlib, json, mmap, os, sys
+
+dev, pattern_path, cases, dd_cases, region = sys.argv[1], sys.argv[2], \
+    json.loads(sys.argv[3]), json.loads(sys.argv[4]), int(sys.argv[5])
+pattern = open(pattern_path, 'rb').read()
+fd = os.open(dev, os.O_RDWR | os.O_DIRECT)
+out = {'py': []}
+
+def buf(size, off):
+    m = mmap.mmap(-1, off + size + 4096)
+    return m, memoryview(m)[off:off + size]
+
+for size, boff, doff in cases:
+    data = pattern[doff:doff + size]
+    m, mv = buf(size, boff)
+    mv[:] = data
+    assert os.pwrite(fd, mv, doff) == size
+    m2, mv2 = buf(size, (boff + 1536) % 4096)
+    assert os.preadv(fd, [mv2], doff) == size
+    out['py'].append([size, boff, doff, hashlib.sha256(data).hexdigest() ==
+                      hashlib.sha256(mv2).hexdigest()])
+    del mv, mv2
+    m.close(); m2.close()
+
+# the whole region: the pattern where a case wrote, zeros elsewhere
+expect = bytearray(region)
+for size, doff in dd_cases:
+    expect[doff:doff + size] = pattern[doff:doff + size]
+for size, boff, doff in cases:
+    expect[doff:doff + size] = pattern[doff:doff + size]
+m, mv = buf(region, 0)
+got = 0
+while got < region:
+    n = os.preadv(fd, [mv[got:got + (1 << 20)]], got)
+    assert n > 0
+    got += n
+out['region_ok'] = hashlib.sha256(mv).hexdigest() == hashlib.sha256(expect).hexdigest()
+if not out['region_ok']:
+    bad = [i for i in range(0, region, 512) if mv[i:i + 512] != expect[i:i + 512]]
+    out['bad_sectors'] = bad[:20]
+del mv
+m.close()
+os.close(fd)
+print(json.dumps(out))
+'''
+
+
+def pci_of(ep):
+    return ep.vm.run('basename $(readlink -f /sys/class/infiniband/%s/device)' % ep.ibdev).strip()
+
+
+def mem_mgt(ep):
+    """The driver's fast registration counters of this port (debugfs)."""
+    out = ep.vm.run('cat /sys/kernel/debug/qrnic/%s/mem_mgt' % pci_of(ep))
+    return {k: int(v) for k, v in (ln.split() for ln in out.splitlines() if len(ln.split()) == 2)}
+
+
+def setup_target(vm, ip, trtype='rdma'):
+    vm.run(r'''set -e
+modprobe null_blk nr_devices=0
+modprobe -a %(mods)s
+mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config
+# a memory-backed null_blk with 512-byte blocks (a tmpfs file would give 4 KiB blocks)
+[ -d /sys/kernel/config/nullb ] || { echo "null_blk has no configfs"; exit 1; }
+N=/sys/kernel/config/nullb/qrnicfrwr
+mkdir -p $N
+echo %(mb)d > $N/size
+echo 1 > $N/memory_backed
+echo 512 > $N/blocksize
+echo 1 > $N/power
+# the disk is named after the configfs directory (6.12), or nullb<index>
+for i in $(seq 50); do
+  for BDEV in /dev/qrnicfrwr /dev/nullb$(cat $N/index); do [ -b $BDEV ] && break 2; done
+  sleep 0.1
+done
+[ -b $BDEV ] || { echo "no null_blk disk"; ls /dev; exit 1; }
+S=%(nvmet)s/subsystems/%(nqn)s
+mkdir $S
+echo 1 > $S/attr_allow_any_host
+mkdir $S/namespaces/1
+echo -n $BDEV > $S/namespaces/1/device_path
+echo 1 > $S/namespaces/1/enable
+P=%(nvmet)s/ports/%(port)d
+mkdir $P
+echo %(trtype)s > $P/addr_trtype
+if [ %(trtype)s = rdma ]; then
+  echo ipv4 > $P/addr_adrfam
+  echo %(ip)s > $P/addr_traddr
+  echo 4420 > $P/addr_trsvcid
+fi
+ln -s $S $P/subsystems/%(nqn)s
+echo "target: $BDEV on %(trtype)s %(ip)s:4420"
+''' % {'mods': ' '.join(MODULES), 'mb': NS_MB, 'nvmet': NVMET, 'nqn': NQN, 'port': PORT_ID, 'ip': ip,
+       'trtype': trtype}, timeout=120)
+
+
+def teardown(vm):
+    """Disconnect and take the target down, whatever state the test left (no check)."""
+    return vm.run(r'''
+for c in /sys/class/nvme/nvme*; do
+  [ -e "$c/subsysnqn" ] && [ "$(cat $c/subsysnqn)" = %(nqn)s ] && echo 1 > $c/delete_controller
+done
+P=%(nvmet)s/ports/%(port)d S=%(nvmet)s/subsystems/%(nqn)s
+rm -f $P/subsystems/%(nqn)s; [ -d $P ] && rmdir $P
+[ -d $S/namespaces/1 ] && { echo 0 > $S/namespaces/1/enable; rmdir $S/namespaces/1; }
+[ -d $S ] && rmdir $S
+N=/sys/kernel/config/nullb/qrnicfrwr
+[ -d $N ] && { echo 0 > $N/power; rmdir $N; }
+modprobe -r nvme-rdma nvme-loop nvmet-rdma nvmet null_blk 2>&1
+true''' % {'nvmet': NVMET, 'nqn': NQN, 'port': PORT_ID}, timeout=180, check=False)
+
+
+def connect(vm, traddr, host_traddr, transport='rdma'):
+    """Connect through /dev/nvme-fabrics; returns (controller, block device, address)."""
+    if transport == 'rdma':
+        opts = 'transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,host_traddr=%s,nr_io_queues=1' % (
+            traddr, NQN, host_traddr)
+    else:
+        opts = 'transport=%s,nqn=%s' % (transport, NQN)
+    vm.run('echo "%s" > /dev/nvme-fabrics' % opts, timeout=180)
+    out = vm.run(r'''
+for i in $(seq 100); do
+  for c in /sys/class/nvme/nvme*; do
+    [ "$(cat $c/subsysnqn 2>/dev/null)" = %s ] || continue
+    [ "$(cat $c/state)" = live ] || continue
+    for b in /sys/block/nvme*n*; do
+      case ${b##*/} in *c*) continue ;; esac
+      [ -b /dev/${b##*/} ] && { echo ${c##*/} ${b##*/} $(cat $c/transport) $(cat $c/address); exit 0; }
+    done
+  done
+  sleep 0.2
+done
+exit 1''' % NQN, timeout=60)
+    f = out.split()
+    assert len(f) >= 3 and f[2] == transport, out
+    return f[0], '/dev/' + f[1], ' '.join(f[3:])
+
+
+def verify_io(vm, bdev):
+    """The pattern written and read back (dd, then python3 with buffers inside
+    pages, then the whole region); returns the bytes compared."""
+    # dd, O_DIRECT: sizes 4 KiB..1 MiB at offsets that are not 4 KiB aligned
+    vm.run('head -c %d /dev/urandom > /tmp/nvme-pattern' % REGION)
+    script = ['set -e']
+    for size, off in DD_CASES:
+        script.append('dd if=/tmp/nvme-pattern of=%s bs=%d count=1 iflag=skip_bytes skip=%d '
+                      'oflag=direct,seek_bytes seek=%d status=none' % (bdev, size, off, off))
+    for size, off in DD_CASES:
+        script.append('a=$(dd if=/tmp/nvme-pattern bs=%d count=1 iflag=skip_bytes skip=%d status=none '
+                      '| sha256sum); b=$(dd if=%s bs=%d count=1 iflag=direct,skip_bytes skip=%d '
+                      'status=none | sha256sum); [ "$a" = "$b" ] && echo "dd %d@%d ok" || echo "dd %d@%d BAD"'
+                      % (size, off, bdev, size, off, size, off, size, off))
+    dd = vm.run('\n'.join(script), timeout=300)
+    assert dd.count(' ok') == len(DD_CASES) and 'BAD' not in dd, dd
+
+    # buffers that do not start on a page, then the whole region
+    vm.put('/tmp/nvme-io.py', PY_IO)
+    res = json.loads(vm.run("python3 /tmp/nvme-io.py %s /tmp/nvme-pattern '%s' '%s' %d"
+                            % (bdev, json.dumps(PY_CASES), json.dumps(DD_CASES), REGION),
+                            timeout=300).strip().splitlines()[-1])
+    assert all(r[3] for r in res['py']), res
+    assert res['region_ok'], res
+    return sum(s for s, _ in DD_CASES) + sum(s for s, _, _ in PY_CASES) + REGION
+
+
+def test_nvme_rdma_fast_registration(topo, guest_dmesg):
+    need_driver(topo, provider=False)     # kernel only: no user verbs here
+    tgt, host = topo.pair()
+    vm = tgt.vm
+    assert host.vm is vm, 'T1: both ports in one VM'
+    missing = vm.run('for m in %s; do modinfo -n $m >/dev/null 2>&1 || echo $m; done' % ' '.join(MODULES))
+    assert not missing.strip(), 'the guest image lacks the modules: %s' % missing.split()
+    mm = {ep.ibdev: mem_mgt(ep) for ep in (tgt, host)}
+    for ep in (tgt, host):
+        assert mm[ep.ibdev]['supported'] == 1, 'qrnic without QRNIC_CAP_MEM_MGT: %s' % mm[ep.ibdev]
+    if topo.image.has_provider:
+        devinfo = vm.run('ibv_devinfo -v -d %s' % host.ibdev)
+        assert 'MEM_MGT_EXTENSIONS' in devinfo, devinfo
+
+    before = {ep.ibdev: mem_mgt(ep) for ep in (tgt, host)}
+    hw_before = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, host)}
+    teardown(vm)        # leftovers of an earlier, interrupted run
+    try:
+        setup_target(vm, tgt.ip)
+        ctrl, bdev, address = connect(vm, tgt.ip, host.ip)
+        assert int(vm.run('cat /sys/block/%s/queue/logical_block_size' % bdev[5:])) == 512
+
+        verified = verify_io(vm, bdev)
+
+        after = {ep.ibdev: mem_mgt(ep) for ep in (tgt, host)}
+        d = {dev: {k: after[dev][k] - before[dev][k] for k in after[dev]} for dev in after}
+        hw_after = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, host)}
+        hw = {dev: {k: hw_after[dev][k] - hw_before[dev][k]
+                    for k in ('tx_packets', 'rx_packets', 'loopback_frames', 'cqe_errors')}
+              for dev in hw_after}
+        print('nvme-rdma on %s (%s): %d bytes verified; fast registration counters %s; device %s'
+              % (ctrl, address, verified, json.dumps(d), json.dumps(hw)))
+
+        h, t = d[host.ibdev], d[tgt.ibdev]
+        # the host registered every data buffer with IB_WR_REG_MR on ITS port
+        assert h['alloc_mr'] > 0 and h['reg_mr_posted'] >= len(DD_CASES) + len(PY_CASES), d
+        # ... and each registration was invalidated: remotely by the target's
+        # SEND_WITH_INV (the receive saw IB_WC_WITH_INVALIDATE), or by a LOCAL_INV
+        assert h['recv_inv'] + h['local_inv_posted'] > 0, d
+        assert h['recv_inv'] + h['local_inv_posted'] == h['reg_mr_posted'], d
+        assert t['send_inv_posted'] == h['recv_inv'], d
+        assert h['errors'] == 0 and t['errors'] == 0, d
+        # host and target talked across the cable (port B -> port A), not through loopback
+        assert hw[host.ibdev]['tx_packets'] > 0 and hw[tgt.ibdev]['rx_packets'] > 0, hw
+    finally:
+        down = teardown(vm)
+    assert 'in use' not in down.output, down.output
+    # every fast-registration MR was deregistered again (ib_mr_pool_destroy)
+    for ep in (tgt, host):
+        assert mem_mgt(ep)['fast_mrs'] == before[ep.ibdev]['fast_mrs'], (ep.ibdev, mem_mgt(ep))
+    recs = guest_dmesg.new()
+    problems = guest_dmesg.problems(recs)
+    assert not problems, '\n'.join(problems)
+    log = '\n'.join(t for r in recs.values() for _, t in r)
+    assert re.search(r'new ctrl: (NQN )?"%s"' % re.escape(NQN), log), log[-3000:]
+    assert re.search(r'Removing ctrl: NQN "%s"' % re.escape(NQN), log), log[-3000:]
+    # nvme-rdma and nvmet-rdma report failed work requests, bad invalidations
+    # and recoveries at info level, which the generic check lets through
+    bad = [ln for ln in log.splitlines() if 'nvme' in ln and
+           re.search(r'failed with status|Bogus remote invalidation|memreg|error recovery|'
+                     r'reconnect|I/O error|timeout|failed', ln, re.I)]
+    assert not bad, '\n'.join(bad)
