@@ -3003,6 +3003,11 @@ const char *hx_layout(void)
 	P(L(qrnic_mpt_entry, access)); P(L(qrnic_mpt_entry, iova)); P(L(qrnic_mpt_entry, length));
 	P(L(qrnic_mpt_entry, mtt_base)); P(L(qrnic_mpt_entry, npages)); P(L(qrnic_mpt_entry, page_shift));
 	P(L(qrnic_mpt_entry, max_pages));
+	P(S(qrnic_cmd_alloc_mr)); P(L(qrnic_cmd_alloc_mr, pdn)); P(L(qrnic_cmd_alloc_mr, max_pages));
+	P(L(qrnic_cmd_alloc_mr, flags)); P(L(qrnic_cmd_alloc_mr, rsvd));
+	P(S(qrnic_reg_mr_wqe)); P(L(qrnic_reg_mr_wqe, page_shift)); P(L(qrnic_reg_mr_wqe, access));
+	P(L(qrnic_reg_mr_wqe, npages)); P(L(qrnic_reg_mr_wqe, key)); P(L(qrnic_reg_mr_wqe, rsvd0));
+	P(L(qrnic_reg_mr_wqe, length)); P(L(qrnic_reg_mr_wqe, pbl_addr)); P(L(qrnic_reg_mr_wqe, rsvd1));
 	P(S(qrnic_trace_ev)); P(L(qrnic_trace_ev, t_ns)); P(L(qrnic_trace_ev, type)); P(L(qrnic_trace_ev, qpn));
 	P(L(qrnic_trace_ev, psn)); P(L(qrnic_trace_ev, a)); P(L(qrnic_trace_ev, b)); P(L(qrnic_trace_ev, addr));
 	P(S(hx_trace_rec)); P(L(hx_trace_rec, ev)); P(L(hx_trace_rec, dev));
