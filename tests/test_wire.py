@@ -26,8 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CC = os.environ.get("CC", "cc")
-SRCS = ["model/wire.c", "tests/c/pcap.c", "tests/c/wire_selftest.c"]
-INCS = ["-Imodel", "-Imodel/abi", "-Itests/c"]
+SRCS = ["model/wire.c", "model/pcap.c", "tests/c/wire_selftest.c"]
+INCS = ["-Imodel", "-Imodel/abi"]
 SAN_ENV = dict(os.environ,
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
