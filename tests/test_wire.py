@@ -29,8 +29,8 @@ CC = os.environ.get("CC", "cc")
 # opcodes qrnic implements: RC (23 with the two SEND with invalidate), UC 12, UD 2
 N_OPCODES = 37
 
-SRCS = ["model/wire.c", "tests/c/pcap.c", "tests/c/wire_selftest.c"]
-INCS = ["-Imodel", "-Imodel/abi", "-Itests/c"]
+SRCS = ["model/wire.c", "model/pcap.c", "tests/c/wire_selftest.c"]
+INCS = ["-Imodel", "-Imodel/abi"]
 SAN_ENV = dict(os.environ,
                ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1",
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")

@@ -11,7 +11,7 @@
  *                                  one JSON line per frame on stdout.
  *
  * Build: cc -std=c11 -O2 -Wall -Imodel -Imodel/abi model/wire.c \
- *           tests/c/pcap.c tests/c/wire_selftest.c -o wire_selftest
+ *           model/pcap.c tests/c/wire_selftest.c -o wire_selftest
  * Run it under -fsanitize=address,undefined: truncated frames are handed to
  * the parser in buffers of exactly their length, so any over-read is caught.
  */
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qrnic_pcap.h"
 #include "qrnic_wire.h"
-#include "pcap.h"
 
 static unsigned long n_pass, n_fail;
 
@@ -988,14 +988,15 @@ static void print_json(unsigned idx, const struct qrnic_pkt *p, size_t len, bool
 
 static int mode_pcap(const char *path)
 {
-	FILE *f = qpcap_open(path, QPCAP_LINKTYPE_ETHERNET);
+	char err[256];
+	struct qrnic_pcap *f = qrnic_pcap_open(path, false, err, sizeof(err));	/* microseconds */
 	unsigned idx = 0;
 	struct qrnic_pkt p, chk;
 	size_t len = 0;
 	int r;
 
 	if (!f) {
-		perror(path);
+		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
 	for (int v6 = 0; v6 < 2; v6++) {
@@ -1056,7 +1057,11 @@ static int mode_pcap(const char *path)
 				fprintf(stderr, "build/parse failed for %s\n", qrnic_opcode_name(op));
 				return 1;
 			}
-			qpcap_write(f, frame, len, 1700000000u, ++idx);
+			if (qrnic_pcap_write(f, frame, len, 1700000000ull * 1000000000u + 1000ull * ++idx, err,
+					     sizeof(err))) {
+				fprintf(stderr, "%s\n", err);
+				return 2;
+			}
 			print_json(idx, &chk, len, true);
 		}
 	}
@@ -1089,9 +1094,13 @@ static int mode_pcap(const char *path)
 		fprintf(stderr, "corrupted frame not rejected\n");
 		return 1;
 	}
-	qpcap_write(f, frame, len, 1700000000u, ++idx);
+	if (qrnic_pcap_write(f, frame, len, 1700000000ull * 1000000000u + 1000ull * ++idx, err,
+			     sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
 	print_json(idx, &chk, len, false);
-	return qpcap_close(f) ? 2 : 0;
+	return qrnic_pcap_close(f) ? 2 : 0;
 }
 
 int main(int argc, char **argv)
