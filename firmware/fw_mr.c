@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qrnic firmware: memory registration (REG_MR, DEREG_MR, QUERY_MR).
+ * qrnic firmware: memory registration (REG_MR, ALLOC_MR, DEREG_MR, QUERY_MR).
  *
  * REG_MR validates the command, allocates an MPT slot and an MTT range,
  * walks the page buffer list once (each PBL page is read exactly once, the
@@ -10,6 +10,10 @@
  *
  * A DMA MR (QRNIC_MR_F_PHYS, kernel PDs only) uses no PBL and no MTT:
  * pbl_levels, pbl_addr and npages are ignored; iova is the bus address.
+ *
+ * ALLOC_MR (kernel PDs only) holds an MPT slot and max_pages MTT entries
+ * for a fast-registration MR; the REG_MR and LOCAL_INV WQEs (model/mr.c)
+ * register and invalidate it, DEREG_MR gives both back.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +65,19 @@ static uint8_t pbl_walk(struct qrnic_dev *d, uint64_t addr, unsigned level, uint
 		n -= m;
 	}
 	return QRNIC_AQ_OK;
+}
+
+/* A free MPT slot (neither a registered MR nor a fast-registration one). */
+static struct qrnic_mr *mpt_free_slot(struct qrnic_dev *d, uint32_t *idx_out)
+{
+	for (uint32_t idx = 1; idx < d->cfg.max_mr && idx <= (UINT32_MAX >> QRNIC_KEY_TAG_BITS);
+	     idx++) {
+		if (!(d->mr[idx].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST))) {
+			*idx_out = idx;
+			return &d->mr[idx];
+		}
+	}
+	return NULL;
 }
 
 uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
@@ -128,12 +145,7 @@ uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	}
 
 	/* 1. an MPT slot (claimed only at the end) */
-	for (idx = 1; idx < d->cfg.max_mr && idx <= (UINT32_MAX >> QRNIC_KEY_TAG_BITS); idx++) {
-		if (!(d->mr[idx].mpt.flags & QRNIC_MPT_VALID)) {
-			mr = &d->mr[idx];
-			break;
-		}
-	}
+	mr = mpt_free_slot(d, &idx);
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 
@@ -188,7 +200,9 @@ uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
-	if (!(mr->mpt.flags & QRNIC_MPT_PHYS) && mr->mpt.npages)
+	if (mr->mpt.flags & QRNIC_MPT_FAST)
+		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.max_pages);
+	else if (!(mr->mpt.flags & QRNIC_MPT_PHYS) && mr->mpt.npages)
 		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.npages);
 	pd = qrnic_fw_pd(d, mr->mpt.pdn);
 	if (pd && pd->refcnt)
@@ -197,6 +211,46 @@ uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	memset(mr, 0, sizeof(*mr));
 	mr->next_tag = tag;
 	return QRNIC_AQ_OK;
+}
+
+uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			  struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_alloc_mr *c = &cmd->u.alloc_mr;
+	struct qrnic_pd *pd;
+	struct qrnic_mr *mr;
+	uint32_t idx, base;
+
+#define F(field) QRNIC_FW_OFF(u.alloc_mr.field)
+	pd = qrnic_fw_pd(d, c->pdn);
+	if (!pd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
+	if (pd->uctx != 0)	/* fast registration is a kernel verb */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pdn));
+	if (c->max_pages == 0 || c->max_pages > QRNIC_MAX_FAST_REG_PAGES)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(max_pages));
+	if (c->flags)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
+	if (c->rsvd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd));
+	mr = mpt_free_slot(d, &idx);
+	if (!mr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
+	base = qrnic_mtt_alloc(d, c->max_pages);
+	if (base == UINT32_MAX)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, F(max_pages));
+	memset(&mr->mpt, 0, sizeof(mr->mpt));
+	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
+	mr->next_tag++;
+	mr->mpt.pdn = c->pdn;
+	mr->mpt.mtt_base = base;
+	mr->mpt.max_pages = c->max_pages;
+	mr->mpt.page_shift = QRNIC_MIN_PAGE_SHIFT;
+	mr->mpt.flags = QRNIC_MPT_FAST;	/* free: not VALID until a REG_MR WQE */
+	pd->refcnt++;
+	cqe->result[0] = mr->mpt.key;
+	return QRNIC_AQ_OK;
+#undef F
 }
 
 uint8_t qrnic_fw_query_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,

@@ -111,13 +111,18 @@ static inline struct qrnic_qp *qrnic_fw_qp(struct qrnic_dev *d, uint32_t qpn)
 	return (qpn && qpn < d->cfg.max_qp && d->qp[qpn].valid) ? &d->qp[qpn] : NULL;
 }
 
-/* MR by key: valid slot whose current key is exactly 'key'. */
+/* MR by key: valid slot whose current key is exactly 'key' (or a
+ * fast-registration MR's slot, by index). */
 static inline struct qrnic_mr *qrnic_fw_mr(struct qrnic_dev *d, uint32_t key)
 {
 	uint32_t idx = QRNIC_KEY_INDEX(key);
 
 	if (idx == 0 || idx >= d->cfg.max_mr)
 		return NULL;
+	/* A fast-registration MR is named by its index: the key's variant is
+	 * the consumer's, and the MR may be free (not VALID). */
+	if (d->mr[idx].mpt.flags & QRNIC_MPT_FAST)
+		return &d->mr[idx];
 	if (!(d->mr[idx].mpt.flags & QRNIC_MPT_VALID) || d->mr[idx].mpt.key != key)
 		return NULL;
 	return &d->mr[idx];
@@ -159,6 +164,7 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 
 uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_query_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
 uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);

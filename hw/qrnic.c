@@ -31,6 +31,7 @@
 #include "trace.h"
 
 #include "qrnic_model.h"
+#include "qrnic_pcap.h"
 #include "qrnic_fault.h"
 #include "qrnic_timing.h"
 
@@ -71,10 +72,9 @@ struct QrnicState {
     GString *fault_pending;
 
     /* pcap=FILE: every frame the port sends or receives (docs/qemu.md
-     * section 12); -1 when not capturing (or after a write error). */
+     * section 12); NULL when not capturing (or after a write error). */
     char *pcap_path;
-    int pcap_fd;
-    uint64_t pcap_frames;
+    struct qrnic_pcap *pcap;
 };
 
 /* Offsets of the timing properties, in QRNIC_TIMING_PARAMS order. */
@@ -127,85 +127,53 @@ static void qrnic_host_irq(void *opaque, unsigned vector)
 
 /* ---- pcap=FILE --------------------------------------------------------------- */
 /*
- * A classic pcap file with nanosecond timestamps (magic 0xa1b23c4d, what
- * tshark and Wireshark read as "nanosecond libpcap"), link type 1
- * (Ethernet), stamped with QEMU_CLOCK_VIRTUAL: the same clock as the t= of
- * the qrnic_event trace.  Each frame is one writev() of its record header
- * and bytes, so nothing is buffered in QEMU: the file is complete at every
- * moment (at exit, reset or even after a kill).  Little endian explicitly.
+ * A nanosecond pcap, link type 1 (Ethernet), by the model's writer
+ * (model/qrnic_pcap.h: one writev() per frame, nothing buffered), stamped
+ * with QEMU_CLOCK_VIRTUAL: the same clock as the t= of the qrnic_event
+ * trace.  QEMU creates the file, so the usual file names (/dev/fdset/N
+ * included) and messages apply.
  */
-#define QRNIC_PCAP_MAGIC_NS 0xa1b23c4du
-#define QRNIC_PCAP_SNAPLEN  65535u
-
-static bool qrnic_pcap_open(QrnicState *s, Error **errp)
+static bool qrnic_capture_open(QrnicState *s, Error **errp)
 {
     Error *local_err = NULL;
-    uint8_t hdr[24];
+    char err[256];
+    int fd;
 
-    s->pcap_fd = -1;
+    s->pcap = NULL;
     if (!s->pcap_path || !*s->pcap_path) {
         return true;
     }
-    s->pcap_fd = qemu_create(s->pcap_path, O_WRONLY | O_TRUNC | O_BINARY, 0644, &local_err);
-    if (s->pcap_fd < 0) {
+    fd = qemu_create(s->pcap_path, O_WRONLY | O_TRUNC | O_BINARY, 0644, &local_err);
+    if (fd < 0) {
         /* "qrnic: pcap: Could not create 'FILE': No such file or directory" */
         error_propagate_prepend(errp, local_err, "qrnic: pcap: ");
         return false;
     }
-    stl_le_p(hdr, QRNIC_PCAP_MAGIC_NS);
-    stw_le_p(hdr + 4, 2);                   /* version 2.4 */
-    stw_le_p(hdr + 6, 4);
-    stl_le_p(hdr + 8, 0);             /* thiszone */
-    stl_le_p(hdr + 12, 0);            /* sigfigs */
-    stl_le_p(hdr + 16, QRNIC_PCAP_SNAPLEN);
-    stl_le_p(hdr + 20, 1);            /* LINKTYPE_ETHERNET */
-    if (qemu_write_full(s->pcap_fd, hdr, sizeof(hdr)) != sizeof(hdr)) {
-        error_setg_errno(errp, errno, "qrnic: pcap: cannot write '%s'", s->pcap_path);
-        close(s->pcap_fd);
-        s->pcap_fd = -1;
+    s->pcap = qrnic_pcap_open_fd(fd, s->pcap_path, true, err, sizeof(err));
+    if (!s->pcap) {
+        error_setg(errp, "qrnic: pcap: %s", err);
         return false;
     }
-    s->pcap_frames = 0;
     return true;
 }
 
-static void qrnic_pcap_close(QrnicState *s)
+static void qrnic_capture_close(QrnicState *s)
 {
-    if (s->pcap_fd >= 0) {
-        close(s->pcap_fd);
-        s->pcap_fd = -1;
-    }
+    qrnic_pcap_close(s->pcap);
+    s->pcap = NULL;
 }
 
-static void qrnic_pcap_frame(QrnicState *s, const uint8_t *frame, size_t len)
+static void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len)
 {
-    uint64_t t = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    uint32_t cap = len > QRNIC_PCAP_SNAPLEN ? QRNIC_PCAP_SNAPLEN : (uint32_t)len;
-    uint8_t rec[16];
-    struct iovec iov[2] = {
-        { .iov_base = rec, .iov_len = sizeof(rec) },
-        { .iov_base = (void *)frame, .iov_len = cap },
-    };
-    ssize_t n;
+    char err[256];
 
-    if (s->pcap_fd < 0) {
-        return;
+    if (s->pcap &&
+        qrnic_pcap_write(s->pcap, frame, len, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
+                         err, sizeof(err))) {
+        error_report("qrnic: pcap: %s - capture stopped after %" PRIu64 " frames", err,
+                     qrnic_pcap_frames(s->pcap));
+        qrnic_capture_close(s);
     }
-    stl_le_p(rec, (uint32_t)(t / NANOSECONDS_PER_SECOND));
-    stl_le_p(rec + 4, (uint32_t)(t % NANOSECONDS_PER_SECOND));
-    stl_le_p(rec + 8, cap);
-    stl_le_p(rec + 12, (uint32_t)len);
-    do {
-        n = writev(s->pcap_fd, iov, 2);
-    } while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)(sizeof(rec) + cap)) {
-        error_report("qrnic: pcap: write error on '%s' (%s) - capture stopped after "
-                     "%" PRIu64 " frames", s->pcap_path,
-                     n < 0 ? strerror(errno) : "short write", s->pcap_frames);
-        qrnic_pcap_close(s);
-        return;
-    }
-    s->pcap_frames++;
 }
 
 static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
@@ -213,7 +181,7 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
     QrnicState *s = opaque;
 
     trace_qrnic_tx(len);
-    qrnic_pcap_frame(s, frame, len);
+    qrnic_capture_frame(s, frame, len);
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
@@ -224,7 +192,7 @@ static void qrnic_host_loopback(void *opaque, const uint8_t *frame, size_t len)
     QrnicState *s = opaque;
 
     trace_qrnic_loopback(len);
-    qrnic_pcap_frame(s, frame, len);
+    qrnic_capture_frame(s, frame, len);
 }
 
 static uint64_t qrnic_host_now(void *opaque)
@@ -449,7 +417,7 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
         return 0;
     }
     trace_qrnic_rx(size);
-    qrnic_pcap_frame(s, buf, size);     /* also a frame the device then drops */
+    qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
     qrnic_dev_rx_frame(s->dev, buf, size);
     return size;
 }
@@ -743,7 +711,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "qrnic: num-vectors must be at most 2048");
         return;
     }
-    if (!qrnic_pcap_open(s, errp)) {
+    if (!qrnic_capture_open(s, errp)) {
         return;
     }
 
@@ -798,7 +766,7 @@ fail_msix:
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
 fail:
-    qrnic_pcap_close(s);
+    qrnic_capture_close(s);
     qrnic_dev_free(s->dev);
     s->dev = NULL;
     timer_free(s->timer);
@@ -820,7 +788,7 @@ static void qrnic_exit(PCIDevice *pdev)
     msix_uninit_exclusive_bar(pdev);
     qrnic_dev_free(s->dev);
     s->dev = NULL;
-    qrnic_pcap_close(s);
+    qrnic_capture_close(s);
 }
 
 static void qrnic_reset_hold(Object *obj, ResetType type)
@@ -1169,7 +1137,6 @@ static void qrnic_instance_init(Object *obj)
 
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
-    s->pcap_fd = -1;
     for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
         *qrnic_tm_prop(s, i) = UINT32_MAX;
     }

@@ -2,8 +2,10 @@
 /*
  * qrnic device model: memory protection (MPT) and translation (MTT).
  *
- * The firmware fills d->mr[] (the MPT) and d->mtt[] at REG_MR; everything
- * here only reads them.  Every byte an engine moves between an MR and a
+ * The firmware fills d->mr[] (the MPT) and d->mtt[] at REG_MR and ALLOC_MR;
+ * the translation below only reads them.  Fast registration and
+ * invalidation (the REG_MR and LOCAL_INV WQEs, the responder of a
+ * SEND_WITH_INV) change the MPT entry of an ALLOC_MR MR and its MTT range.  Every byte an engine moves between an MR and a
  * local buffer goes through qrnic_mr_read/qrnic_mr_write, which check the
  * key, PD, bounds and access, then copy in chunks that never cross an MR
  * page, through the device's DMA choke point.
@@ -183,6 +185,82 @@ int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		   const void *buf, uint32_t len, uint32_t access)
 {
 	return mr_xfer(d, key, pdn, va, NULL, buf, len, access);
+}
+
+/* ---- Fast registration and invalidation ----------------------------------- */
+/* The slot of key's MPT index if it holds a fast-registration MR. */
+static struct qrnic_mpt_entry *fast_mr(struct qrnic_dev *d, uint32_t key)
+{
+	uint32_t idx = QRNIC_KEY_INDEX(key);
+
+	if (idx == 0 || idx >= d->cfg.max_mr)
+		return NULL;
+	return &d->mr[idx].mpt;
+}
+
+int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_mr_wqe *w)
+{
+	struct qrnic_mpt_entry *m = fast_mr(d, w->key);
+	uint64_t psz, pmask, span, count, *mtt;
+	uint32_t i;
+
+	if (!m || !(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)))
+		return QRNIC_VERR_LKEY;
+	if (!(m->flags & QRNIC_MPT_FAST) || (m->flags & QRNIC_MPT_VALID))
+		return QRNIC_VERR_MR_STATE;	/* not ALLOC_MR's, or not free */
+	if (m->pdn != pdn)
+		return QRNIC_VERR_PD;
+	/* The registration itself, as REG_MR checks it (firmware/fw_mr.c). */
+	if (w->page_shift < QRNIC_MIN_PAGE_SHIFT || w->page_shift > QRNIC_MAX_PAGE_SHIFT ||
+	    (w->access & ~QRNIC_ACCESS_ALL) ||
+	    ((w->access & (QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_ATOMIC)) &&
+	     !(w->access & QRNIC_ACCESS_LOCAL_WRITE)) ||
+	    w->length == 0 || w->length > d->cfg.max_mr_size ||
+	    w->length - 1 > UINT64_MAX - w->iova || (w->pbl_addr & 7))
+		return QRNIC_VERR_BAD_WQE;
+	psz = 1ull << w->page_shift;
+	pmask = psz - 1;
+	span = (w->iova & pmask) + w->length;
+	if (span < w->length)
+		return QRNIC_VERR_BAD_WQE;
+	count = (span >> w->page_shift) + ((span & pmask) != 0);
+	if (count != w->npages || w->npages > m->max_pages)
+		return QRNIC_VERR_BAD_WQE;
+	/* The page list, copied once into the MR's own MTT range (held since
+	 * ALLOC_MR, which checked it fits), then validated.  The MR is free
+	 * meanwhile: nothing translates through these entries. */
+	if (m->mtt_base >= d->cfg.max_mtt || m->max_pages > d->cfg.max_mtt - m->mtt_base)
+		return QRNIC_VERR_BAD_WQE;	/* cannot happen */
+	mtt = &d->mtt[m->mtt_base];
+	if (qrnic_dma_read(d, w->pbl_addr, mtt, (size_t)w->npages * sizeof(uint64_t)))
+		return QRNIC_VERR_DMA;
+	for (i = 0; i < w->npages; i++) {
+		mtt[i] = qrnic_le64(mtt[i]);
+		if (mtt[i] & pmask)
+			return QRNIC_VERR_BAD_WQE;
+	}
+	m->key = w->key;	/* the consumer's 8-bit variant */
+	m->access = w->access;
+	m->iova = w->iova;
+	m->length = w->length;
+	m->npages = w->npages;
+	m->page_shift = w->page_shift;
+	m->flags |= QRNIC_MPT_VALID;
+	return QRNIC_VERR_NONE;
+}
+
+int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t key)
+{
+	struct qrnic_mpt_entry *m = fast_mr(d, key);
+
+	if (!m || !(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)) || m->key != key)
+		return QRNIC_VERR_LKEY;
+	if (!(m->flags & QRNIC_MPT_FAST))
+		return QRNIC_VERR_MR_STATE;	/* REG_MR's MRs are not invalidated */
+	if (m->pdn != pdn)
+		return QRNIC_VERR_PD;
+	m->flags &= ~QRNIC_MPT_VALID;	/* free; invalidating a free MR is no error */
+	return QRNIC_VERR_NONE;
 }
 
 /* ---- Scatter/gather ------------------------------------------------------ */

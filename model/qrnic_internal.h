@@ -574,6 +574,16 @@ void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
 /* Raise what arming doorbells found pending (never inside the MMIO write). */
 void qrnic_arm_run(struct qrnic_dev *d);
 
+/* Little-endian 64-bit value from host memory (page lists). */
+static inline uint64_t qrnic_le64(uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
 /* ---- mr.c: memory protection and translation ----------------------------- */
 /* Allocate/free MTT entries; returns first index or UINT32_MAX. */
 uint32_t qrnic_mtt_alloc(struct qrnic_dev *d, uint32_t n);
@@ -590,6 +600,13 @@ int qrnic_mr_read(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		  void *buf, uint32_t len, uint32_t access);
 int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		   const void *buf, uint32_t len, uint32_t access);
+/* Fast registration (spec 12.12): the REG_MR WQE w, posted on a QP of PD
+ * pdn, makes its MR valid; invalidation (LOCAL_INV, SEND_WITH_INV) makes
+ * MR 'key' of PD pdn free.  Both return QRNIC_VERR_NONE or the reason
+ * (BAD_WQE, LKEY, PD, MR_STATE, DMA); a failure changes nothing the MR's
+ * key could reach. */
+int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_mr_wqe *w);
+int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t key);
 /* Scatter/gather over an SGE list at byte offset 'off'.  Access is checked
  * per SGE (LOCAL_WRITE for writes).  Returns QRNIC_VERR_*. */
 int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,

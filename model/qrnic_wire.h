@@ -35,12 +35,13 @@
 #define QRNIC_ATOMICETH_LEN 28
 #define QRNIC_ATOMICACKETH_LEN 8
 #define QRNIC_IMMDT_LEN 4
+#define QRNIC_IETH_LEN 4
 #define QRNIC_DETH_LEN 8
 #define QRNIC_ICRC_LEN 4
 /* largest header stack: eth + ipv6 + udp + bth + atomiceth (or reth+immdt, deth+immdt) */
 #define QRNIC_MAX_HDR_LEN (QRNIC_ETH_HLEN + QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN + QRNIC_ATOMICETH_LEN)
 
-/* IBTA BTH opcodes: RC (0x00-0x1f) and UD (0x60-0x7f) */
+/* IBTA BTH opcodes: RC (0x00-0x1f), UC (0x20-0x3f) and UD (0x60-0x7f) */
 enum qrnic_ib_opcode {
 	QRNIC_OP_RC_SEND_FIRST = 0x00, QRNIC_OP_RC_SEND_MIDDLE = 0x01, QRNIC_OP_RC_SEND_LAST = 0x02,
 	QRNIC_OP_RC_SEND_LAST_IMM = 0x03, QRNIC_OP_RC_SEND_ONLY = 0x04, QRNIC_OP_RC_SEND_ONLY_IMM = 0x05,
@@ -49,6 +50,7 @@ enum qrnic_ib_opcode {
 	QRNIC_OP_RC_READ_REQ = 0x0c, QRNIC_OP_RC_READ_RESP_FIRST = 0x0d, QRNIC_OP_RC_READ_RESP_MIDDLE = 0x0e,
 	QRNIC_OP_RC_READ_RESP_LAST = 0x0f, QRNIC_OP_RC_READ_RESP_ONLY = 0x10, QRNIC_OP_RC_ACK = 0x11,
 	QRNIC_OP_RC_ATOMIC_ACK = 0x12, QRNIC_OP_RC_CMP_SWAP = 0x13, QRNIC_OP_RC_FETCH_ADD = 0x14,
+	QRNIC_OP_RC_SEND_LAST_INV = 0x16, QRNIC_OP_RC_SEND_ONLY_INV = 0x17,
 	QRNIC_OP_UC_SEND_FIRST = 0x20, QRNIC_OP_UC_SEND_MIDDLE = 0x21, QRNIC_OP_UC_SEND_LAST = 0x22,
 	QRNIC_OP_UC_SEND_LAST_IMM = 0x23, QRNIC_OP_UC_SEND_ONLY = 0x24, QRNIC_OP_UC_SEND_ONLY_IMM = 0x25,
 	QRNIC_OP_UC_WRITE_FIRST = 0x26, QRNIC_OP_UC_WRITE_MIDDLE = 0x27, QRNIC_OP_UC_WRITE_LAST = 0x28,
@@ -73,6 +75,7 @@ enum qrnic_ib_opcode {
 #define QRNIC_HDR_WRITE (1u<<13)
 #define QRNIC_HDR_READ (1u<<14)
 #define QRNIC_HDR_ATOMIC (1u<<15)
+#define QRNIC_HDR_IETH (1u<<16)     /* SEND with invalidate: a 4-byte IETH (R_Key) where ImmDt would be */
 /* returns 0 for an opcode qrnic does not implement */
 uint32_t qrnic_opcode_flags(uint8_t opcode);
 const char *qrnic_opcode_name(uint8_t opcode);   /* "RC_SEND_FIRST", ... , "UNKNOWN" */
@@ -104,6 +107,7 @@ struct qrnic_pkt {
 	uint64_t atomic_ack_orig;
 	uint32_t imm;             /* raw 4 bytes as they appear on the wire, memcpy'd into this u32 (NOT byte swapped) */
 	uint32_t deth_qkey; uint32_t deth_sqpn;           /* sqpn 24 bits */
+	uint32_t ieth_rkey;       /* IETH: the R_Key to invalidate */
 	/* payload: on parse, points into the caller's frame buffer (valid only while that buffer is) */
 	const uint8_t *payload; uint32_t paylen;
 };

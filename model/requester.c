@@ -43,6 +43,49 @@ static bool is_atomic(uint8_t op)
 	return op == QRNIC_WR_ATOMIC_CMP_AND_SWP || op == QRNIC_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* Memory management WQEs: executed by the device, nothing on the wire. */
+static bool is_local(uint8_t op)
+{
+	return op == QRNIC_WR_REG_MR || op == QRNIC_WR_LOCAL_INV;
+}
+
+/* Opcodes a QP of this type takes. */
+static bool opcode_ok(const struct qrnic_qp *qp, uint8_t op)
+{
+	switch (op) {
+	case QRNIC_WR_SEND:
+	case QRNIC_WR_SEND_WITH_IMM:
+	case QRNIC_WR_REG_MR:
+	case QRNIC_WR_LOCAL_INV:
+		return true;
+	case QRNIC_WR_RDMA_WRITE:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
+		return qp->type == QRNIC_QPT_RC || qp->type == QRNIC_QPT_UC;
+	case QRNIC_WR_RDMA_READ:
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
+	case QRNIC_WR_SEND_WITH_INV:
+		return qp->type == QRNIC_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+/* The fields a REG_MR or LOCAL_INV WQE leaves unused are 0. */
+static bool local_wqe_ok(const struct qrnic_send_wqe *q)
+{
+	if (q->flags & ~(QRNIC_WQE_F_SIGNALED | QRNIC_WQE_F_FENCE))
+		return false;
+	if (q->opcode == QRNIC_WR_REG_MR) {
+		struct qrnic_reg_mr_wqe r;
+		static const uint8_t zero[sizeof(r.rsvd1)];
+
+		memcpy(&r, q, sizeof(r));
+		return r.rsvd0 == 0 && memcmp(r.rsvd1, zero, sizeof(zero)) == 0;
+	}
+	return q->num_sge == 0 && q->rsvd0 == 0 && q->rsvd1 == 0;
+}
+
 static uint8_t wc_status_for(int verr)
 {
 	switch (verr) {
@@ -71,7 +114,6 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	uint64_t addr = qp->sq_addr +
 		((uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) << qp->sq_wqe_shift);
 	bool ud = qp->type == QRNIC_QPT_UD || qp->type == QRNIC_QPT_GSI;
-	bool uc = qp->type == QRNIC_QPT_UC;
 	uint32_t room = stride - (uint32_t)sizeof(struct qrnic_send_wqe);
 	int verr;
 
@@ -94,15 +136,20 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	}
 	const struct qrnic_send_wqe *q = &w->wqe;
 
-	if (q->opcode > QRNIC_WR_ATOMIC_FETCH_AND_ADD ||
-	    (ud && q->opcode != QRNIC_WR_SEND && q->opcode != QRNIC_WR_SEND_WITH_IMM) ||
-	    (uc && q->opcode > QRNIC_WR_SEND_WITH_IMM) ||	/* UC: no READ, no atomics */
+	if (opcode_ok(qp, q->opcode) && is_local(q->opcode)) {
+		/* run by the requester loop (exec_local); no payload, no packet */
+		if (!local_wqe_ok(q))
+			goto bad;
+		return;
+	}
+	if (!opcode_ok(qp, q->opcode) ||
 	    (q->flags & ~0xfu) || q->rsvd0 || q->rsvd1 ||
 	    ((q->flags & QRNIC_WQE_F_INLINE) &&
 	     (q->num_sge || q->inline_len > room || is_rd_atomic(q->opcode))) ||
 	    (!(q->flags & QRNIC_WQE_F_INLINE) &&
 	     (q->num_sge > QRNIC_MAX_SGE || q->num_sge * sizeof(struct qrnic_sge) > room)) ||
 	    (is_atomic(q->opcode) && q->num_sge != 1)) {
+bad:
 		qrnic_stat_add(d, QRNIC_STAT_BAD_WQES, 1);
 		qrnic_guest_error(d, "qrnic: QP %u bad send WQE %u (opcode %u flags 0x%x sge %u inline %u)",
 				  qp->qpn, idx, q->opcode, q->flags, q->num_sge, q->inline_len);
@@ -201,6 +248,8 @@ static uint8_t wc_opcode(uint8_t op)
 	case QRNIC_WR_RDMA_READ:		return QRNIC_WC_OP_RDMA_READ;
 	case QRNIC_WR_ATOMIC_CMP_AND_SWP:	return QRNIC_WC_OP_COMP_SWAP;
 	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:	return QRNIC_WC_OP_FETCH_ADD;
+	case QRNIC_WR_LOCAL_INV:		return QRNIC_WC_OP_LOCAL_INV;
+	case QRNIC_WR_REG_MR:			return QRNIC_WC_OP_REG_MR;
 	default:				return QRNIC_WC_OP_SEND;
 	}
 }
@@ -388,15 +437,18 @@ void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind)
 static uint8_t rc_opcode(uint8_t wr, bool first, bool last)
 {
 	bool imm = wr == QRNIC_WR_SEND_WITH_IMM || wr == QRNIC_WR_RDMA_WRITE_WITH_IMM;
-	bool send = wr == QRNIC_WR_SEND || wr == QRNIC_WR_SEND_WITH_IMM;
+	bool inv = wr == QRNIC_WR_SEND_WITH_INV;
+	bool send = wr == QRNIC_WR_SEND || wr == QRNIC_WR_SEND_WITH_IMM || inv;
 
 	if (send) {
 		if (first && last)
-			return imm ? QRNIC_OP_RC_SEND_ONLY_IMM : QRNIC_OP_RC_SEND_ONLY;
+			return inv ? QRNIC_OP_RC_SEND_ONLY_INV
+				   : imm ? QRNIC_OP_RC_SEND_ONLY_IMM : QRNIC_OP_RC_SEND_ONLY;
 		if (first)
 			return QRNIC_OP_RC_SEND_FIRST;
 		if (last)
-			return imm ? QRNIC_OP_RC_SEND_LAST_IMM : QRNIC_OP_RC_SEND_LAST;
+			return inv ? QRNIC_OP_RC_SEND_LAST_INV
+				   : imm ? QRNIC_OP_RC_SEND_LAST_IMM : QRNIC_OP_RC_SEND_LAST;
 		return QRNIC_OP_RC_SEND_MIDDLE;
 	}
 	if (first && last)
@@ -566,6 +618,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		}
 		if (last) {
 			p.imm = w->wqe.imm_data;
+			p.ieth_rkey = w->wqe.imm_data;	/* SEND_WITH_INV: a key, host order */
 			p.se = !!(w->wqe.flags & QRNIC_WQE_F_SOLICITED);
 		}
 		p.ackreq = (last && last_wants_ack(qp, w)) ||
@@ -603,6 +656,26 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	if (qrnic_psn_diff(qp->req.cur_psn, qp->req.high_psn) > 0)
 		qp->req.high_psn = qp->req.cur_psn;
 	return true;
+}
+
+/* Run a REG_MR or LOCAL_INV WQE (validated by fetch_wqe) now. */
+static void exec_local(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
+{
+	bool reg = w->wqe.opcode == QRNIC_WR_REG_MR;
+	struct qrnic_reg_mr_wqe r;
+	uint32_t key;
+	int verr;
+
+	memcpy(&r, &w->wqe, sizeof(r));
+	key = reg ? r.key : w->wqe.imm_data;
+	verr = reg ? qrnic_mr_fast_reg(d, qp->pdn, &r) : qrnic_mr_invalidate(d, qp->pdn, key);
+	if (verr != QRNIC_VERR_NONE) {
+		qrnic_guest_error(d, "qrnic: QP %u %s WQE %u of key 0x%x failed (vendor error %d)",
+				  qp->qpn, reg ? "REG_MR" : "LOCAL_INV", w->sq_index, key, verr);
+		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, (uint8_t)verr);
+		return;
+	}
+	w->acked = true;
 }
 
 static bool wqe_fully_sent(const struct qrnic_qp *qp, const struct qrnic_swqe *w)
@@ -650,6 +723,15 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 				    (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1))
 					break;
 			}
+			if (w->status == QRNIC_WC_SUCCESS && is_local(w->wqe.opcode)) {
+				/* LOCAL_INV waits for every earlier WQE to complete:
+				 * a retransmission or a READ response of one of them
+				 * may still need the key (re-fetched then). */
+				if (w->wqe.opcode == QRNIC_WR_LOCAL_INV &&
+				    qp->req.sq_ci != qp->req.sq_next)
+					break;
+				exec_local(d, qp, w);
+			}
 			w->first_psn = qp->req.next_psn;
 			if (w->status == QRNIC_WC_SUCCESS) {
 				qp->req.next_psn = qrnic_psn_add(qp->req.next_psn, w->npkts);
@@ -663,6 +745,13 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			qp->req.sq_next++;
 			if (w->status == QRNIC_WC_SUCCESS)
 				qp->req.cur_psn = w->first_psn;	/* it starts now */
+			if (w->status == QRNIC_WC_SUCCESS && w->acked) {
+				/* done at once (a memory management WQE):
+				 * completes in order behind the WQEs before it */
+				qp->req.cur = qp->req.sq_next;
+				qrnic_req_complete(d, qp);
+				continue;
+			}
 			if (w->status != QRNIC_WC_SUCCESS) {
 				qp->req.stopped = true;
 				qp->req.cur = qp->req.sq_next;

@@ -188,6 +188,10 @@ static void complete_recv(struct qrnic_dev *d, struct qrnic_qp *qp, const struct
 		cqe.flags |= QRNIC_CQE_F_WITH_IMM;
 		cqe.imm_data = p->imm;
 	}
+	if (qrnic_opcode_flags(p->opcode) & QRNIC_HDR_IETH) {
+		cqe.flags |= QRNIC_CQE_F_WITH_INV;
+		cqe.imm_data = p->ieth_rkey;
+	}
 	if (p->se)
 		cqe.rsvd = QRNIC_CQE_RSVD_SOLICITED;
 	recv_cqe_post(d, qp, &cqe);
@@ -434,6 +438,19 @@ static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 		if (verr != QRNIC_VERR_NONE) {
 			resp_fatal(d, qp, AETH_NAK_OP, p->psn, QRNIC_EV_QP_FATAL,
 				   recv_status_for(verr), (uint8_t)verr);
+			return;
+		}
+	}
+	if (fl & QRNIC_HDR_IETH) {
+		/* SEND with invalidate: the rkey, an FRMR of this QP's PD, is
+		 * invalidated once, with the message (a duplicate is only
+		 * acknowledged).  A key that cannot be: NAK, as Linux rxe. */
+		verr = qrnic_mr_invalidate(d, qp->pdn, p->ieth_rkey);
+		if (verr != QRNIC_VERR_NONE) {
+			qrnic_guest_error(d, "qrnic: QP %u SEND with invalidate of key 0x%x failed (vendor error %d)",
+					  qp->qpn, p->ieth_rkey, verr);
+			resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR,
+				   QRNIC_WC_REM_INV_REQ_ERR, (uint8_t)verr);
 			return;
 		}
 	}

@@ -69,6 +69,16 @@ static inline void wr32le(uint8_t *b, uint32_t v)
 }
 
 /* ---- CRC-32 (reflected 0xEDB88320), slicing by 8 ------------------------- */
+/*
+ * Our own rather than Intel ISA-L's crc32_gzip_refl() (Debian libisal-dev),
+ * because the ICRC is faster this way: the masked headers and the payload
+ * go through one carry-less-multiplication pass (icrc_calc()), where a
+ * library CRC needs two calls (masked headers, then the frame's payload).
+ * Measured against ISA-L 2.30 in one process, calls interleaved (AMD EPYC
+ * with VPCLMULQDQ, best of 11, three runs): with ISA-L the ICRC of frames
+ * with 1 KiB payloads took 1.1-1.3x as long, with 4 KiB payloads
+ * 1.1-1.2x, of 64-byte frames 0.8-0.9x; a plain 4 KiB CRC-32 1.1x.
+ */
 /* crc32_tab[0] is the classic byte table; crc32_tab[k][i] advances
  * crc32_tab[k-1][i] by one more zero byte.  Generated, do not edit. */
 static const uint32_t crc32_tab[8][256] = {
@@ -862,6 +872,10 @@ static const struct {
 				     QRNIC_HDR_ATOMICACKETH, "RC_ATOMIC_ACK" },
 	[QRNIC_OP_RC_CMP_SWAP] = { F_RQ | QRNIC_HDR_ATOMIC | F_ONLY | QRNIC_HDR_ATOMICETH, "RC_CMP_SWAP" },
 	[QRNIC_OP_RC_FETCH_ADD] = { F_RQ | QRNIC_HDR_ATOMIC | F_ONLY | QRNIC_HDR_ATOMICETH, "RC_FETCH_ADD" },
+	[QRNIC_OP_RC_SEND_LAST_INV] = { F_RQ | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_LAST | QRNIC_HDR_IETH,
+					"RC_SEND_LAST_INV" },
+	[QRNIC_OP_RC_SEND_ONLY_INV] = { F_RQ | QRNIC_HDR_SEND | F_PL | F_ONLY | QRNIC_HDR_IETH,
+					"RC_SEND_ONLY_INV" },
 	/* UC: the SEND and WRITE opcodes of RC (IBTA 9.2, transport 001) */
 	[QRNIC_OP_UC_SEND_FIRST] = { F_RQ | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_FIRST, "UC_SEND_FIRST" },
 	[QRNIC_OP_UC_SEND_MIDDLE] = { F_RQ | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_MIDDLE, "UC_SEND_MIDDLE" },
@@ -916,7 +930,7 @@ static const uint8_t ext_tab[64] = { EXT16(0), EXT16(16), EXT16(32), EXT16(48) }
 
 static inline uint32_t ext_len(uint32_t fl)
 {
-	return ext_tab[fl & QRNIC_HDR_EXT_MASK];
+	return ext_tab[fl & QRNIC_HDR_EXT_MASK] + ((fl & QRNIC_HDR_IETH) ? QRNIC_IETH_LEN : 0);
 }
 
 uint32_t qrnic_opcode_hdr_len(uint8_t opcode)
@@ -979,6 +993,8 @@ void qrnic_wire_pkt_received(const struct qrnic_pkt *p, const uint8_t *payload, 
 		out->atomic_ack_orig = 0;
 	if (!(fl & QRNIC_HDR_IMMDT))
 		out->imm = 0;
+	if (!(fl & QRNIC_HDR_IETH))
+		out->ieth_rkey = 0;
 	if (fl & QRNIC_HDR_PAYLOAD) {
 		out->payload = payload;
 		out->paylen = paylen;
@@ -1156,6 +1172,10 @@ size_t qrnic_wire_build_icrc(const struct qrnic_pkt *p, const void *payload, uin
 	if (fl & QRNIC_HDR_IMMDT) {
 		memcpy(h, &p->imm, 4);
 		h += QRNIC_IMMDT_LEN;
+	}
+	if (fl & QRNIC_HDR_IETH) {
+		wr32(h, p->ieth_rkey);
+		h += QRNIC_IETH_LEN;
 	}
 
 	/* payload + pad (nothing to copy when it was read in place) */
@@ -1359,6 +1379,10 @@ int qrnic_wire_parse_icrc(const uint8_t *frame, size_t len, struct qrnic_pkt *p,
 	if (fl & QRNIC_HDR_IMMDT) {
 		memcpy(&p->imm, h, 4);
 		h += QRNIC_IMMDT_LEN;
+	}
+	if (fl & QRNIC_HDR_IETH) {
+		p->ieth_rkey = rd32(h);
+		h += QRNIC_IETH_LEN;
 	}
 	if (fl & QRNIC_HDR_PAYLOAD) {
 		p->payload = h;

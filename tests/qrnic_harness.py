@@ -80,8 +80,9 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
        'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
-       'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c}
-CMD_MAX = 0x1c
+       'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
+       'ALLOC_MR': 0x1d}
+CMD_MAX = 0x1d
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -119,7 +120,7 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 1           # QRNIC_ABI_MINOR: SRQ commands and fields
+ABI_MINOR = 2           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -130,6 +131,7 @@ OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
       'RC_READ_REQ': 0x0c, 'RC_READ_RESP_FIRST': 0x0d, 'RC_READ_RESP_MIDDLE': 0x0e,
       'RC_READ_RESP_LAST': 0x0f, 'RC_READ_RESP_ONLY': 0x10, 'RC_ACK': 0x11,
       'RC_ATOMIC_ACK': 0x12, 'RC_CMP_SWAP': 0x13, 'RC_FETCH_ADD': 0x14,
+      'RC_SEND_LAST_INV': 0x16, 'RC_SEND_ONLY_INV': 0x17,
       'UC_SEND_FIRST': 0x20, 'UC_SEND_MIDDLE': 0x21, 'UC_SEND_LAST': 0x22,
       'UC_SEND_LAST_IMM': 0x23, 'UC_SEND_ONLY': 0x24, 'UC_SEND_ONLY_IMM': 0x25,
       'UC_WRITE_FIRST': 0x26, 'UC_WRITE_MIDDLE': 0x27, 'UC_WRITE_LAST': 0x28,
@@ -278,11 +280,20 @@ class FrameInfo(LE):
 
 
 # C struct name -> Python mirror
+class RegMrWqe(LE):
+    _pack_ = 1
+    _fields_ = [('opcode', ctypes.c_uint8), ('flags', ctypes.c_uint8), ('page_shift', ctypes.c_uint8),
+                ('access', ctypes.c_uint8), ('npages', ctypes.c_uint32), ('wr_id', ctypes.c_uint64),
+                ('key', ctypes.c_uint32), ('rsvd0', ctypes.c_uint32), ('iova', ctypes.c_uint64),
+                ('length', ctypes.c_uint64), ('pbl_addr', ctypes.c_uint64),
+                ('rsvd1', ctypes.c_uint8 * 16)]
+
+
 MIRRORS = {'qrnic_av': Av, 'qrnic_qp_attr': QpAttr, 'qrnic_cqe': Cqe, 'qrnic_eqe': Eqe,
            'qrnic_aq_cqe': AqCqe, 'qrnic_device_attr': DeviceAttr, 'qrnic_port_attr': PortAttr,
            'qrnic_mpt_entry': MptEntry, 'qrnic_send_wqe': SendWqe, 'qrnic_sge': Sge,
            'qrnic_recv_wqe': RecvWqe, 'qrnic_trace_ev': TraceEv, 'hx_trace_rec': TraceRec,
-           'hx_frame_info': FrameInfo}
+           'hx_frame_info': FrameInfo, 'qrnic_reg_mr_wqe': RegMrWqe}
 
 
 def to_dict(s):
@@ -499,7 +510,7 @@ _CMD_BODY = {'query': 'qrnic_cmd_query', 'gid': 'qrnic_cmd_gid', 'create_cq': 'q
              'create_qp': 'qrnic_cmd_create_qp', 'modify_qp': 'qrnic_cmd_modify_qp',
              'query_qp': 'qrnic_cmd_query_qp', 'reg_mr': 'qrnic_cmd_reg_mr',
              'create_ah': 'qrnic_cmd_create_ah', 'create_eq': 'qrnic_cmd_create_eq',
-             'hdr': 'qrnic_aq_hdr'}
+             'alloc_mr': 'qrnic_cmd_alloc_mr', 'hdr': 'qrnic_aq_hdr'}
 _NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av'}
 
 
@@ -605,6 +616,7 @@ class Frame:
         self.atomic = None
         self.atomic_orig = None
         self.deth = None
+        self.ieth = None
         self.payload = b''
         self._decode()
 
@@ -672,6 +684,9 @@ class Frame:
             p += 8
         if op in (0x03, 0x05, 0x09, 0x0b, 0x23, 0x25, 0x29, 0x2b, 0x65):
             self.imm = struct.unpack_from('>I', d, p)[0]
+            p += 4
+        if op in (0x16, 0x17):
+            self.ieth = struct.unpack_from('>I', d, p)[0]  # the R_Key to invalidate
             p += 4
         end = min(ip_end, len(d)) - 4 - self.padcnt
         self.payload = bytes(d[p:end]) if end > p else b''
@@ -1219,6 +1234,17 @@ class Device:
         gid, nt = peer.gids[gid_index]
         return self.create_ah(pd, gid, peer.mac, nt, sgid_index=gid_index, **kw)
 
+    def alloc_mr(self, pd, max_pages, flags=0, rsvd=0, check=True):
+        """ALLOC_MR: a fast-registration MR of (kernel) PD pd, free until a
+        REG_MR WQE registers it (FastMr.register)."""
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        cmd = struct.pack('<BBHI', CMD['ALLOC_MR'], 0, 0, 0) + \
+            struct.pack('<IIII', pdn, max_pages, flags, rsvd)
+        st, cqe = self.admin(cmd)
+        if self._status(st, 'alloc_mr', check):
+            return None
+        return FastMr(self, cqe['result'][0], pdn, max_pages)
+
     def query_mr(self, key, check=True):
         out = MptEntry()
         st = self._l.hx_query_mr(self.w, self.idx, key, ctypes.byref(out))
@@ -1328,6 +1354,8 @@ def cqe_dict(c):
     d['opcode_name'] = WC_OP.get(c.opcode, str(c.opcode))
     d['vendor_err_name'] = VERR[c.vendor_err] if c.vendor_err < len(VERR) else str(c.vendor_err)
     d['imm'] = struct.unpack('>I', struct.pack('<I', c.imm_data))[0]  # network order value
+    if c.flags & CQE_F_WITH_INV:
+        d['invalidated_rkey'] = c.imm_data  # host order
     return d
 
 
@@ -1476,10 +1504,99 @@ class Mr(_Obj):
         return f'<Mr key={self.key:#x} iova={self.iova:#x} len={self.length} dev{self._i}>'
 
 
+class FastMr(_Obj):
+    """A fast-registration MR (ALLOC_MR).  register() picks fresh pages of
+    simulated memory (shuffled, page_shift sized), writes their page list
+    and posts a REG_MR WQE; the MR's bytes are then reached through those
+    pages (read/write), as a ULP's buffers would be."""
+
+    def __init__(self, dev, key, pdn, max_pages):
+        super().__init__(dev, key)
+        self.key = self.lkey = self.rkey = key
+        self.pdn = pdn
+        self.max_pages = max_pages
+        self.iova = self.length = 0
+        self.pages = []
+        self.page_shift = 12
+
+    def new_key(self, variant=None):
+        """The key with another 8-bit variant (ib_inc_rkey's job)."""
+        v = ((self.key & 0xff) + 1) & 0xff if variant is None else variant & 0xff
+        return (self.key & ~0xff) | v
+
+    def register(self, qp, length, iova=None, page_shift=12, access=ACCESS_ALL, key=None,
+                 npages=None, pages=None, pbl_addr=None, wr_id=0, signaled=True, fence=False,
+                 ring=True, rsvd=0):
+        """Post REG_MR on qp.  Returns the SQ index.  The new key (default:
+        the next variant) becomes self.key once posted: a test checks the
+        completion itself."""
+        psz = 1 << page_shift
+        if iova is None:
+            iova = 0xffff_8880_0000_0000 + self.dev.world.rng.randrange(0, 1 << 16) * psz \
+                + self.dev.world.rng.randrange(0, psz // 8) * 8
+        span = (iova & (psz - 1)) + length
+        n = -(-span // psz)
+        if pages is None:
+            pages = [self.dev.mem_alloc(psz, psz) for _ in range(n)]
+            self.dev.world.rng.shuffle(pages)
+        if pbl_addr is None:
+            pbl_addr = self.dev.mem_alloc(max(8, 8 * len(pages)), 8)
+            if pages:
+                self.dev.mem_write(pbl_addr, struct.pack(f'<{len(pages)}Q', *pages))
+        key = self.new_key() if key is None else key
+        flags = (WQE_F_SIGNALED if signaled else 0) | (WQE_F_FENCE if fence else 0)
+        w = RegMrWqe(opcode=WR['REG_MR'], flags=flags, page_shift=page_shift, access=access,
+                     npages=len(pages) if npages is None else npages, wr_id=wr_id, key=key,
+                     rsvd0=rsvd, iova=iova, length=length, pbl_addr=pbl_addr)
+        r = qp.post_send_raw(bytes(w), ring=ring)
+        self.key = self.lkey = self.rkey = key
+        self.iova, self.length, self.pages, self.page_shift = iova, length, pages, page_shift
+        return r
+
+    def addr(self, off=0):
+        return self.iova + off
+
+    def _chunks(self, off, n):
+        psz = 1 << self.page_shift
+        pos = (self.iova & (psz - 1)) + off
+        while n > 0:
+            page, within = divmod(pos, psz)
+            k = min(n, psz - within)
+            yield self.pages[page] + within, k
+            pos += k
+            n -= k
+
+    def write(self, off, data):
+        data = bytes(data)
+        done = 0
+        for a, k in self._chunks(off, len(data)):
+            self.dev.mem_write(a, data[done:done + k])
+            done += k
+
+    def read(self, off=0, n=None):
+        n = self.length - off if n is None else n
+        return b''.join(self.dev.mem_read(a, k) for a, k in self._chunks(off, n))
+
+    def fill_random(self, rng, off=0, n=None):
+        n = self.length - off if n is None else n
+        data = rng.randbytes(n)
+        self.write(off, data)
+        return data
+
+    def dereg(self, check=True):
+        return self.dev.destroy('DEREG_MR', self.key, check)
+
+    def query(self, check=True):
+        return self.dev.query_mr(self.key, check)
+
+    def __repr__(self):
+        return f'<FastMr key={self.key:#x} dev{self._i}>'
+
+
 def _sge_list(sges):
     addrs, lens, keys = [], [], []
     for s in sges:
-        if isinstance(s[0], Mr):
+        if isinstance(s[0], (Mr, FastMr)):
             mr, off, ln = s[0], s[1], s[2]
             addrs.append(mr.addr(off))
             lens.append(ln)
@@ -1582,8 +1699,11 @@ class Qp(_Obj, QpTransitions):
 
     def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
                   signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
-                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True):
+                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True,
+                  invalidate=None):
         """Post one send WQE and ring the SQ doorbell.
+        invalidate: the key for SEND_WITH_INV / LOCAL_INV (host order in
+        the WQE's imm_data).
         sges: [(mr, offset, length)] or [(mr, offset, length, lkey)] or raw
         [(addr, length, lkey)]; remote: (mr, offset) or (rkey, addr);
         atomics: compare/swap for CMP_AND_SWP, add for FETCH_AND_ADD.
@@ -1599,11 +1719,13 @@ class Qp(_Obj, QpTransitions):
         addrs, lens, keys = _sge_list(sges)
         rkey = raddr = 0
         if remote is not None:
-            if isinstance(remote[0], Mr):
+            if isinstance(remote[0], (Mr, FastMr)):
                 rkey, raddr = remote[0].rkey, remote[0].addr(remote[1])
             else:
                 rkey, raddr = remote
         cmp_add = add if add is not None else compare
+        if invalidate is not None:  # hx_post_send byte-swaps imm (network order)
+            imm = struct.unpack('>I', struct.pack('<I', invalidate))[0]
         ahn = ah.ahn if isinstance(ah, Ah) else (ah or 0)
         r = self._l.hx_post_send(self._w, self._i, self.qpn, op, flags, wr_id, len(addrs),
                                  _u64_array(addrs), _u32_array(lens), _u32_array(keys),

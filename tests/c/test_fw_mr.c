@@ -376,7 +376,7 @@ static void destroy_all(struct qrnic_dev *d)
 		if (d->qp[i].valid)
 			CHECK_EQ(destroy(d, QRNIC_CMD_DESTROY_QP, i), QRNIC_AQ_OK);
 	for (i = 1; i < d->cfg.max_mr; i++)
-		if (d->mr[i].mpt.flags & QRNIC_MPT_VALID)
+		if (d->mr[i].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST))
 			CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, d->mr[i].mpt.key), QRNIC_AQ_OK);
 	for (i = 1; i < d->cfg.max_ah; i++)
 		if (d->ah[i].valid)
@@ -409,12 +409,14 @@ static void check_invariants(struct qrnic_dev *d)
 	for (i = 1; i < d->cfg.max_mr; i++) {
 		const struct qrnic_mpt_entry *m = &d->mr[i].mpt;
 
-		if (!(m->flags & QRNIC_MPT_VALID))
+		if (!(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)))
 			continue;
 		CHECK_EQ(QRNIC_KEY_INDEX(m->key), i);
 		CHECK(d->pd[m->pdn].valid);
 		pdref[m->pdn]++;
-		if (!(m->flags & QRNIC_MPT_PHYS))
+		if (m->flags & QRNIC_MPT_FAST)	/* ALLOC_MR holds max_pages */
+			mr_pages += m->max_pages;
+		else if (!(m->flags & QRNIC_MPT_PHYS))
 			mr_pages += m->npages;
 	}
 	CHECK_EQ(mr_pages, used);
@@ -472,7 +474,7 @@ static void test_queries(void)
 	CHECK_EQ(da.max_mtt, d->cfg.max_mtt);
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
-			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST);
+			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT);
 	CHECK_EQ(da.max_srq, d->cfg.max_srq);
 	CHECK_EQ(da.max_srq_wr, d->cfg.max_qp_wr);
 	CHECK(da.max_qp_rd_atom <= QRNIC_MAX_RD_ATOMIC);

@@ -11,7 +11,7 @@
  *                                  one JSON line per frame on stdout.
  *
  * Build: cc -std=c11 -O2 -Wall -Imodel -Imodel/abi model/wire.c \
- *           tests/c/pcap.c tests/c/wire_selftest.c -o wire_selftest
+ *           model/pcap.c tests/c/wire_selftest.c -o wire_selftest
  * Run it under -fsanitize=address,undefined: truncated frames are handed to
  * the parser in buffers of exactly their length, so any over-read is caught.
  */
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qrnic_pcap.h"
 #include "qrnic_wire.h"
-#include "pcap.h"
 
 static unsigned long n_pass, n_fail;
 
@@ -68,6 +68,7 @@ static const uint8_t all_ops[] = {
 	QRNIC_OP_RC_READ_REQ, QRNIC_OP_RC_READ_RESP_FIRST, QRNIC_OP_RC_READ_RESP_MIDDLE,
 	QRNIC_OP_RC_READ_RESP_LAST, QRNIC_OP_RC_READ_RESP_ONLY, QRNIC_OP_RC_ACK,
 	QRNIC_OP_RC_ATOMIC_ACK, QRNIC_OP_RC_CMP_SWAP, QRNIC_OP_RC_FETCH_ADD,
+	QRNIC_OP_RC_SEND_LAST_INV, QRNIC_OP_RC_SEND_ONLY_INV,
 	QRNIC_OP_UC_SEND_FIRST, QRNIC_OP_UC_SEND_MIDDLE, QRNIC_OP_UC_SEND_LAST,
 	QRNIC_OP_UC_SEND_LAST_IMM, QRNIC_OP_UC_SEND_ONLY, QRNIC_OP_UC_SEND_ONLY_IMM,
 	QRNIC_OP_UC_WRITE_FIRST, QRNIC_OP_UC_WRITE_MIDDLE, QRNIC_OP_UC_WRITE_LAST,
@@ -151,6 +152,8 @@ static void normalize(struct qrnic_pkt *e, uint32_t paylen)
 		e->atomic_ack_orig = 0;
 	if (!(fl & QRNIC_HDR_IMMDT))
 		e->imm = 0;
+	if (!(fl & QRNIC_HDR_IETH))
+		e->ieth_rkey = 0;
 	if (!(fl & QRNIC_HDR_DETH))
 		e->deth_qkey = 0, e->deth_sqpn = 0;
 	e->deth_sqpn &= 0xffffff;
@@ -173,7 +176,7 @@ static const char *pkt_diff(const struct qrnic_pkt *a, const struct qrnic_pkt *b
 	F(opcode); F(se); F(migreq); F(ackreq); F(padcnt); F(tver); F(pkey); F(dqpn); F(psn);
 	F(reth_va); F(reth_rkey); F(reth_len); F(aeth_syndrome); F(aeth_msn);
 	F(atomic_va); F(atomic_rkey); F(atomic_swap_add); F(atomic_cmp); F(atomic_ack_orig);
-	F(imm); F(deth_qkey); F(deth_sqpn); F(paylen);
+	F(imm); F(ieth_rkey); F(deth_qkey); F(deth_sqpn); F(paylen);
 	return NULL;
 #undef F
 #undef M
@@ -217,6 +220,7 @@ static void rand_pkt(struct qrnic_pkt *p, uint8_t op, bool v6)
 	p->atomic_cmp = rnd64();
 	p->atomic_ack_orig = rnd64();
 	p->imm = rnd32();
+	p->ieth_rkey = rnd32();
 	p->deth_qkey = rnd32();
 	p->deth_sqpn = rnd32();
 }
@@ -791,6 +795,8 @@ static void opcode_table(void)
 		{ 0x12, "RC_ATOMIC_ACK", 24, QRNIC_HDR_AETH | QRNIC_HDR_ATOMICACKETH | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_RESPONSE | QRNIC_HDR_ATOMIC },
 		{ 0x13, "RC_CMP_SWAP", 40, QRNIC_HDR_ATOMICETH | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_ATOMIC },
 		{ 0x14, "RC_FETCH_ADD", 40, QRNIC_HDR_ATOMICETH | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_ATOMIC },
+		{ 0x16, "RC_SEND_LAST_INV", 16, QRNIC_HDR_IETH | QRNIC_HDR_PAYLOAD | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
+		{ 0x17, "RC_SEND_ONLY_INV", 16, QRNIC_HDR_IETH | QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
 		{ 0x20, "UC_SEND_FIRST", 12, QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
 		{ 0x21, "UC_SEND_MIDDLE", 12, QRNIC_HDR_PAYLOAD | QRNIC_HDR_MIDDLE | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
 		{ 0x22, "UC_SEND_LAST", 12, QRNIC_HDR_PAYLOAD | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
@@ -969,6 +975,8 @@ static void print_json(unsigned idx, const struct qrnic_pkt *p, size_t len, bool
 
 		printf(", \"imm\": \"%02x%02x%02x%02x\"", b[0], b[1], b[2], b[3]);
 	}
+	if (fl & QRNIC_HDR_IETH)
+		printf(", \"ieth_rkey\": %u", p->ieth_rkey);
 	printf(", \"payload\": \"");
 	for (uint32_t i = 0; i < p->paylen; i++)
 		printf("%02x", p->payload[i]);
@@ -980,14 +988,15 @@ static void print_json(unsigned idx, const struct qrnic_pkt *p, size_t len, bool
 
 static int mode_pcap(const char *path)
 {
-	FILE *f = qpcap_open(path, QPCAP_LINKTYPE_ETHERNET);
+	char err[256];
+	struct qrnic_pcap *f = qrnic_pcap_open(path, false, err, sizeof(err));	/* microseconds */
 	unsigned idx = 0;
 	struct qrnic_pkt p, chk;
 	size_t len = 0;
 	int r;
 
 	if (!f) {
-		perror(path);
+		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
 	for (int v6 = 0; v6 < 2; v6++) {
@@ -1048,7 +1057,11 @@ static int mode_pcap(const char *path)
 				fprintf(stderr, "build/parse failed for %s\n", qrnic_opcode_name(op));
 				return 1;
 			}
-			qpcap_write(f, frame, len, 1700000000u, ++idx);
+			if (qrnic_pcap_write(f, frame, len, 1700000000ull * 1000000000u + 1000ull * ++idx, err,
+					     sizeof(err))) {
+				fprintf(stderr, "%s\n", err);
+				return 2;
+			}
 			print_json(idx, &chk, len, true);
 		}
 	}
@@ -1081,9 +1094,13 @@ static int mode_pcap(const char *path)
 		fprintf(stderr, "corrupted frame not rejected\n");
 		return 1;
 	}
-	qpcap_write(f, frame, len, 1700000000u, ++idx);
+	if (qrnic_pcap_write(f, frame, len, 1700000000ull * 1000000000u + 1000ull * ++idx, err,
+			     sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
 	print_json(idx, &chk, len, false);
-	return qpcap_close(f) ? 2 : 0;
+	return qrnic_pcap_close(f) ? 2 : 0;
 }
 
 int main(int argc, char **argv)

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "qrnic_fault.h"
+#include "qrnic_pcap.h"
 
 #define HX_LOG_KEEP	64
 #define HX_LOG_LEN	256
@@ -181,7 +182,7 @@ struct hx_world {
 	uint64_t rng;
 	uint64_t tx_seq;
 	uint64_t ws[HX_WS_COUNT];
-	FILE *pcap;
+	struct qrnic_pcap *pcap;
 	bool trusted;				/* hx_wire_trusted() asked for it */
 	bool faults_used;			/* a fault rule or plan was ever added */
 
@@ -492,45 +493,38 @@ int hx_wire_trusted(hx_world *w, int on)
 
 int hx_pcap_open(hx_world *w, const char *path)
 {
-	struct {
-		uint32_t magic;
-		uint16_t vmaj, vmin;
-		int32_t zone;
-		uint32_t sigfigs, snaplen, linktype;
-	} gh = { 0xa1b23c4d, 2, 4, 0, 0, 65535, 1 };	/* nanosecond pcap, Ethernet */
+	char err[256];
 
 	hx_pcap_close(w);
-	w->pcap = fopen(path, "wb");
+	w->pcap = qrnic_pcap_open(path, true, err, sizeof(err));	/* nanosecond pcap */
 	if (!w->pcap) {
-		hx_err(w, "pcap %s: %s", path, strerror(errno));
+		hx_err(w, "pcap: %s", err);
 		return HX_E_INVAL;
 	}
-	fwrite(&gh, sizeof(gh), 1, w->pcap);
 	trust_apply(w);
 	return 0;
 }
 
 void hx_pcap_close(hx_world *w)
 {
-	if (w->pcap) {
-		fclose(w->pcap);
-		w->pcap = NULL;
-	}
+	qrnic_pcap_close(w->pcap);
+	w->pcap = NULL;
 	trust_apply(w);
 }
 
+/* A write error stops the capture (the wire stays as it was) and is kept
+ * as the world's error. */
 static void pcap_write(hx_world *w, const uint8_t *f, uint32_t len)
 {
-	struct { uint32_t sec, nsec, incl, orig; } rh;
+	char err[256];
 
-	if (!w->pcap)
-		return;
-	rh.sec = (uint32_t)(w->now / 1000000000ull);
-	rh.nsec = (uint32_t)(w->now % 1000000000ull);
-	rh.incl = rh.orig = len;
-	fwrite(&rh, sizeof(rh), 1, w->pcap);
-	fwrite(f, 1, len, w->pcap);
-	fflush(w->pcap);
+	if (w->pcap && qrnic_pcap_write(w->pcap, f, len, w->now, err, sizeof(err))) {
+		hx_err(w, "pcap: %s - capture stopped after %llu frames", err,
+		       (unsigned long long)qrnic_pcap_frames(w->pcap));
+		fprintf(stderr, "harness: %s\n", w->err);
+		qrnic_pcap_close(w->pcap);
+		w->pcap = NULL;
+	}
 }
 
 void hx_framelog_clear(hx_world *w)
@@ -3003,6 +2997,11 @@ const char *hx_layout(void)
 	P(L(qrnic_mpt_entry, access)); P(L(qrnic_mpt_entry, iova)); P(L(qrnic_mpt_entry, length));
 	P(L(qrnic_mpt_entry, mtt_base)); P(L(qrnic_mpt_entry, npages)); P(L(qrnic_mpt_entry, page_shift));
 	P(L(qrnic_mpt_entry, max_pages));
+	P(S(qrnic_cmd_alloc_mr)); P(L(qrnic_cmd_alloc_mr, pdn)); P(L(qrnic_cmd_alloc_mr, max_pages));
+	P(L(qrnic_cmd_alloc_mr, flags)); P(L(qrnic_cmd_alloc_mr, rsvd));
+	P(S(qrnic_reg_mr_wqe)); P(L(qrnic_reg_mr_wqe, page_shift)); P(L(qrnic_reg_mr_wqe, access));
+	P(L(qrnic_reg_mr_wqe, npages)); P(L(qrnic_reg_mr_wqe, key)); P(L(qrnic_reg_mr_wqe, rsvd0));
+	P(L(qrnic_reg_mr_wqe, length)); P(L(qrnic_reg_mr_wqe, pbl_addr)); P(L(qrnic_reg_mr_wqe, rsvd1));
 	P(S(qrnic_trace_ev)); P(L(qrnic_trace_ev, t_ns)); P(L(qrnic_trace_ev, type)); P(L(qrnic_trace_ev, qpn));
 	P(L(qrnic_trace_ev, psn)); P(L(qrnic_trace_ev, a)); P(L(qrnic_trace_ev, b)); P(L(qrnic_trace_ev, addr));
 	P(S(hx_trace_rec)); P(L(hx_trace_rec, ev)); P(L(hx_trace_rec, dev));
