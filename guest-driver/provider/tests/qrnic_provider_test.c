@@ -1512,8 +1512,9 @@ static void test_invalidate_user_mrs(void)
 	fk_run();
 	n = poll_all(&A, A.cq, wc, 8);
 	CHECK(n == 1 && wc[0].wr_id == 0x10 && wc[0].status == IBV_WC_LOC_QP_OP_ERR &&
-	      wc[0].qp_num == qa->qp_num && wc[0].vendor_err != QRNIC_VERR_BAD_WQE);
-	if (n == 1 && wc[0].status != IBV_WC_SUCCESS)
+	      wc[0].qp_num == qa->qp_num && wc[0].opcode == IBV_WC_LOCAL_INV &&
+	      wc[0].vendor_err == QRNIC_VERR_MR_STATE);
+	if (n == 1 && wc[0].vendor_err != QRNIC_VERR_MR_STATE)
 		printf("  LOCAL_INV of an ordinary MR: status %d opcode %d vendor_err %u\n",
 		       wc[0].status, wc[0].opcode, wc[0].vendor_err);
 	CHECK(to_qqp(qa)->sq.ci == to_qqp(qa)->sq.pi);
@@ -1530,7 +1531,8 @@ static void test_invalidate_user_mrs(void)
 		CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
 		fk_run();
 		n = poll_all(&A, A.cq, wc, 8);
-		CHECK(n == 1 && wc[0].wr_id == 0x20u + i && wc[0].status == IBV_WC_REM_INV_REQ_ERR);
+		CHECK(n == 1 && wc[0].wr_id == 0x20u + i && wc[0].status == IBV_WC_REM_INV_REQ_ERR &&
+		      wc[0].vendor_err == QRNIC_VERR_NAK);
 		if (n == 1 && wc[0].status != IBV_WC_REM_INV_REQ_ERR)
 			printf("  SEND_WITH_INV of key %#x: status %d vendor_err %u\n",
 			       bad_keys[i], wc[0].status, wc[0].vendor_err);
