@@ -23,10 +23,11 @@ target taken down, the modules unloaded, and the kernel log must show no
 warning and no nvme-rdma work-request error."""
 import json
 import re
+import time
 
 import pytest
 
-from guest.vmlib import guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
+from guest.vmlib import VMError, guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
@@ -143,7 +144,7 @@ echo "target: $BDEV on %(trtype)s %(ip)s:4420"
        'trtype': trtype}, timeout=120)
 
 
-def teardown(vm):
+def nvmet_teardown(vm):
     """Disconnect and take the target down, whatever state the test left (no check)."""
     return vm.run(r'''
 for c in /sys/class/nvme/nvme*; do
@@ -212,9 +213,50 @@ def verify_io(vm, bdev):
     return sum(s for s, _ in DD_CASES) + sum(s for s, _, _ in PY_CASES) + REGION
 
 
-def test_nvme_rdma_fast_registration(topo, guest_dmesg):
+# The kernel RDMA stack's modules, users first (qrnic-init loads qrnic; the
+# ULPs pull in the rest).
+RDMA_MODULES = ('nvme_rdma', 'nvmet_rdma', 'rdma_ucm', 'rdma_cm', 'iw_cm', 'ib_cm', 'qrnic',
+                'ib_uverbs', 'ib_core')
+
+
+def reload_rdma_stack(topo, ib_core_args=''):
+    """Unload every RDMA module and load ib_core (with ib_core_args) and qrnic
+    again; returns the new (target, host) endpoints once both ports have
+    their RoCE v2 GIDs."""
+    vm = topo.vm(0)
+    vm.run('for m in %s; do [ -d /sys/module/$m ] && rmmod $m; done; [ ! -d /sys/module/ib_core ]'
+           % ' '.join(RDMA_MODULES), timeout=180)
+    # what qrnic-init loads at boot
+    vm.run('modprobe ib_core %s && modprobe -a ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm && '
+           'modprobe qrnic && qrnic-netup' % ib_core_args, timeout=180)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return topo.pair(refresh=True)
+        except VMError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+# 'sge': nvmet-rdma's RDMA READs and WRITEs use plain SGEs (rdma_rw on RoCE);
+# 'force_mr': ib_core force_mr=1 makes rdma_rw register every transfer on the
+# target too, with IB_WR_REG_MR (local write access) and, when it reuses an
+# MR of its pool, a chained IB_WR_LOCAL_INV: the kernel's LOCAL_INV path.
+@pytest.mark.parametrize('rw', ['sge', 'force_mr'])
+def test_nvme_rdma_fast_registration(topo, guest_dmesg, rw):
     need_driver(topo, provider=False)     # kernel only: no user verbs here
     tgt, host = topo.pair()
+    if rw == 'force_mr':
+        tgt, host = reload_rdma_stack(topo, 'force_mr=1')
+    try:
+        nvme_rdma_io(topo, guest_dmesg, tgt, host, rw)
+    finally:
+        if rw == 'force_mr':
+            reload_rdma_stack(topo)
+
+
+def nvme_rdma_io(topo, guest_dmesg, tgt, host, rw):
     vm = tgt.vm
     assert host.vm is vm, 'T1: both ports in one VM'
     missing = vm.run('for m in %s; do modinfo -n $m >/dev/null 2>&1 || echo $m; done' % ' '.join(MODULES))
@@ -226,9 +268,9 @@ def test_nvme_rdma_fast_registration(topo, guest_dmesg):
         devinfo = vm.run('ibv_devinfo -v -d %s' % host.ibdev)
         assert 'MEM_MGT_EXTENSIONS' in devinfo, devinfo
 
+    nvmet_teardown(vm)  # leftovers of an earlier, interrupted run
     before = {ep.ibdev: mem_mgt(ep) for ep in (tgt, host)}
     hw_before = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, host)}
-    teardown(vm)        # leftovers of an earlier, interrupted run
     try:
         setup_target(vm, tgt.ip)
         ctrl, bdev, address = connect(vm, tgt.ip, host.ip)
@@ -242,8 +284,8 @@ def test_nvme_rdma_fast_registration(topo, guest_dmesg):
         hw = {dev: {k: hw_after[dev][k] - hw_before[dev][k]
                     for k in ('tx_packets', 'rx_packets', 'loopback_frames', 'cqe_errors')}
               for dev in hw_after}
-        print('nvme-rdma on %s (%s): %d bytes verified; fast registration counters %s; device %s'
-              % (ctrl, address, verified, json.dumps(d), json.dumps(hw)))
+        print('\nnvme-rdma (%s) on %s (%s): %d bytes verified; fast registration counters %s; '
+              'device %s' % (rw, ctrl, address, verified, json.dumps(d), json.dumps(hw)))
 
         h, t = d[host.ibdev], d[tgt.ibdev]
         # the host registered every data buffer with IB_WR_REG_MR on ITS port
@@ -254,10 +296,17 @@ def test_nvme_rdma_fast_registration(topo, guest_dmesg):
         assert h['recv_inv'] + h['local_inv_posted'] == h['reg_mr_posted'], d
         assert t['send_inv_posted'] == h['recv_inv'], d
         assert h['errors'] == 0 and t['errors'] == 0, d
+        if rw == 'force_mr':
+            # the target registered its side of the transfers, and invalidated
+            # the MRs it reused with LOCAL_INV
+            assert t['alloc_mr'] > 0 and t['reg_mr_posted'] > 0 and t['local_inv_posted'] > 0, d
+        else:
+            assert t['reg_mr_posted'] == 0 and t['local_inv_posted'] == 0, d
         # host and target talked across the cable (port B -> port A), not through loopback
         assert hw[host.ibdev]['tx_packets'] > 0 and hw[tgt.ibdev]['rx_packets'] > 0, hw
+        assert hw[host.ibdev]['loopback_frames'] == 0 and hw[tgt.ibdev]['loopback_frames'] == 0, hw
     finally:
-        down = teardown(vm)
+        down = nvmet_teardown(vm)
     assert 'in use' not in down.output, down.output
     # every fast-registration MR was deregistered again (ib_mr_pool_destroy)
     for ep in (tgt, host):
