@@ -184,26 +184,31 @@ class Qmp:
         only inside calls."""
         out, self._held = self._held, []
         if self._loop is not None:
-            out += [dict(e) for e in self._client.events.clear()]
+            out = out + [dict(e) for e in self._client.events.clear()]
         return out
 
     def wait_event(self, name, timeout=10.0):
         """The first event called name (already received, or the next one within timeout
         seconds); QmpTimeout otherwise.  Other events stay for events()/wait_event()."""
-        self._held += self.events()
+        self._held = self.events()
         for i, e in enumerate(self._held):
             if e.get('event') == name:
                 return self._held.pop(i)
-        if self._loop is None:
-            raise QmpClosed('%sQMP connection closed (waiting for event %s)' % (self._prefix, name))
+        lib = qmp_lib()
         loop = self._loop
-        deadline = loop.time() + timeout if timeout is not None else None
+        deadline = None if timeout is None or loop is None else loop.time() + timeout
         while True:
-            left = None if deadline is None else max(0.0, deadline - loop.time())
+            # In slices, to notice a connection QEMU closed (a cancelled get() loses nothing).
+            if loop is None or (self._client.runstate != lib.Runstate.RUNNING
+                                and self._client.events.empty()):
+                raise QmpClosed('%sQMP connection closed (waiting for event %s)' % (self._prefix, name))
+            left = 0.25 if deadline is None else min(0.25, deadline - loop.time())
+            if left <= 0:
+                raise QmpTimeout('%sno QMP event %s within %ss' % (self._prefix, name, timeout))
             try:
                 e = dict(self._run(self._client.events.get(), left))
             except asyncio.TimeoutError:
-                raise QmpTimeout('%sno QMP event %s within %ss' % (self._prefix, name, timeout)) from None
+                continue
             if e.get('event') == name:
                 return e
             self._held.append(e)
