@@ -1236,8 +1236,10 @@ class Device:
 
     def alloc_mr(self, pd, max_pages, flags=0, rsvd=0, check=True):
         """ALLOC_MR: a fast-registration MR of (kernel) PD pd, free until a
-        REG_MR WQE registers it (FastMr.register)."""
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        REG_MR WQE registers it (FastMr.register).  Shared with the qtest
+        driver's Device (tests/qtest/driver.py): it needs admin(), _status(),
+        mem_alloc/mem_read/mem_write and world.rng."""
+        pdn = getattr(pd, 'pdn', pd)
         cmd = struct.pack('<BBHI', CMD['ALLOC_MR'], 0, 0, 0) + \
             struct.pack('<IIII', pdn, max_pages, flags, rsvd)
         st, cqe = self.admin(cmd)

@@ -29,13 +29,13 @@ Runs are short (-n 50..200): under TCG the figures measure the emulator.
 """
 import json
 import re
-import socket
 import time
 
 import pytest
 
 from guest.vmlib import (check_pair, client_server, ensure_driver, guest_dmesg, need_driver,  # noqa: F401
                          next_port, perftest_table, rdma_res, topo, wait_until)
+from qrnic_vm.qmp import Qmp  # noqa: E402  (scripts/ is on sys.path through guest.vmlib)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
@@ -293,34 +293,10 @@ if __name__ == '__main__':
 
 
 # ---- QMP (the runner starts every VM with -qmp unix:<rundir>/<vm>-qmp.sock) -------------------
-class QMPError(RuntimeError):
-    pass
-
-
 def qmp(vm, cmd, **args):
     """One QMP command on the VM's monitor socket; returns its 'return' value."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
-    try:
-        s.connect(vm.qmp_sock)
-        f = s.makefile('rw')
-        json.loads(f.readline())                     # greeting
-        rep = None
-        for c, a in (('qmp_capabilities', None), (cmd, args)):
-            msg = {'execute': c}
-            if a:
-                msg['arguments'] = a
-            f.write(json.dumps(msg) + '\n')
-            f.flush()
-            while True:                              # skip asynchronous events
-                rep = json.loads(f.readline())
-                if 'return' in rep or 'error' in rep:
-                    break
-            if 'error' in rep:
-                raise QMPError('%s %s: %s' % (cmd, args, rep['error'].get('desc')))
-        return rep['return']
-    finally:
-        s.close()
+    with Qmp(vm.qmp_sock, timeout=20, name=vm.name) as q:
+        return q.execute(cmd, args)
 
 
 def qom_id(ep):

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """qrnic_vm: boot qrnic test guests under QEMU (TCG) and run commands in them.
 
-Stdlib only.  Used by scripts/vm.py (CLI), scripts/run-demo.sh and the guest
-tests (tests/guest/vmlib.py).  See docs/guest.md.
+Stdlib only, plus QEMU's own qemu.qmp for QMP (qmp.py: the project's one QMP
+client, taken from the QEMU source scripts/build-qemu.sh unpacks).  Used by
+scripts/vm.py (CLI), scripts/run-demo.sh, scripts/qrnic-fault and the tests
+(tests/guest/vmlib.py, tests/qtest).  See docs/guest.md.
 
     from qrnic_vm import Topology
     with Topology('T1') as t:                  # boots, waits for the agents

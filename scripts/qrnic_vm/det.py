@@ -25,14 +25,13 @@ only after the guest printed its last line and stopped.  Everything is in
 <rundir> (console log, QEMU command line and log, pcaps).  See docs/guest.md
 ("Deterministic runs") and docs/timing.md (icount).
 """
-import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import time
 
+from .qmp import Qmp, QmpError, qmp_lib
 from .runner import (QEMU_DATA_ARGS, REPO, PrereqError, VMError, _live, _mac, _run_build_script,
                      check_qemu_devices, find_image, find_qemu, new_run_dir)
 
@@ -99,34 +98,13 @@ def _cpio_newc(files):
 
 
 def _qmp_session(path, cmds, timeout=30):
-    """Run [(command, arguments)] on a QMP socket; returns the list of 'return' values."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    s.connect(path)
+    """Run [(command, arguments)] on a QMP socket; returns the list of 'return' values
+    (None for a final 'quit')."""
     try:
-        f = s.makefile('rwb')
-
-        def call(cmd, args=None):
-            msg = {'execute': cmd}
-            if args:
-                msg['arguments'] = args
-            f.write(json.dumps(msg).encode() + b'\n')
-            f.flush()
-            while True:
-                ln = f.readline()
-                if not ln:
-                    raise VMError('QMP connection closed during %s' % cmd)
-                r = json.loads(ln)
-                if 'event' in r:
-                    continue
-                if 'error' in r:
-                    raise VMError('QMP %s: %s' % (cmd, r['error'].get('desc', r['error'])))
-                return r.get('return')
-        f.readline()                        # greeting
-        call('qmp_capabilities')
-        return [call(c, a) for c, a in cmds]
-    finally:
-        s.close()
+        with Qmp(path, timeout=timeout) as q:
+            return [q.quit() if c == 'quit' else q.execute(c, a) for c, a in cmds]
+    except QmpError as e:
+        raise VMError(str(e)) from None
 
 
 def det_args(qemu, kernel, initrd, rundir, ports=2, smp=2, mem=1024, icount=ICOUNT, seed=1, rtc=RTC_BASE,
@@ -170,6 +148,10 @@ def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=90
     dev_props, ips, append, extra, ports).  Returns a DetResult (also .pcaps, .args)."""
     qemu = qemu or find_qemu(build=build)
     check_qemu_devices(qemu, ('qrnic',))
+    try:
+        qmp_lib()                   # the results are read over QMP: fail before the boot, not after
+    except QmpError as e:
+        raise PrereqError(str(e)) from None
     if detdir is None:
         image = image or find_image(build=build)
         detdir = find_detinitrd(image)

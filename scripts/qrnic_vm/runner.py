@@ -13,6 +13,7 @@ import threading
 import time
 
 from .ports import free_udp_ports
+from .qmp import Qmp, QmpError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -455,10 +456,11 @@ class VM:
                 pass
         if self.proc.poll() is None:
             try:
-                self._qmp('quit')
+                with Qmp(self.qmp_sock, timeout=5, name=self.name) as q:
+                    q.quit()
                 self.proc.wait(10)
                 how = how or 'qmp quit'
-            except (OSError, subprocess.TimeoutExpired, ValueError):
+            except (QmpError, subprocess.TimeoutExpired):
                 pass
         if self.proc.poll() is None:
             self.proc.kill()
@@ -487,18 +489,6 @@ class VM:
             for seq, lvl, usec, text in recs:
                 f.write('[%5d.%06d] <%d> %s\n' % (usec // 1000000, usec % 1000000, lvl, text))
         return path
-
-    def _qmp(self, cmd):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
-        s.connect(self.qmp_sock)
-        f = s.makefile('rw')
-        f.readline()
-        for c in ('qmp_capabilities', cmd):
-            f.write(json.dumps({'execute': c}) + '\n')
-            f.flush()
-            f.readline()
-        s.close()
 
     # -- agent I/O --
     def _reader(self):

@@ -79,6 +79,7 @@ struct fz_dev {
 	int nmr;
 	struct fz_mr mr[FZ_MAX_OBJ];
 	struct fz_objs qps, cqs, pds, eqs, ahs, uctxs, srqs;
+	struct fz_objs frmrs;	/* keys of fast-registration MRs (ALLOC_MR) */
 	uint64_t eth_tx_ring, eth_rx_ring;
 	uint32_t eth_tx_pi;	/* Ethernet TX producer index */
 };

@@ -23,7 +23,11 @@
  *             7     frame in: fz_frame() (as fuzz_rx) injected into the device
  *             8     raw frame: injected, or sent through the device's
  *                   Ethernet TX ring
- *             9, 15 run: up to 2^(b % 28) ns, 1 + u16 % 4096 iterations
+ *             9     fast registration: a REG_MR WQE on an FRMR (ALLOC_MR)
+ *                   with a page list of the device's pages or raw values,
+ *                   or LOCAL_INV / SEND_WITH_INV of an FRMR's key (any
+ *                   variant), fields fuzzed
+ *            15     run: up to 2^(b % 28) ns, 1 + u16 % 4096 iterations
  *            10     service: receive WQEs, polling and arming CQs/EQs
  *            11     reset: CTRL.RESET, FLR or disable/enable, then bring-up
  *                   or not
@@ -257,6 +261,18 @@ static void act_admin(struct act *a)
 	case QRNIC_CMD_QUERY_MR:
 		hx_query_mr(w, d, (s[1] & 0x80) ? v[1] : fz_pick_mr(fd, s[1])->key, NULL);
 		break;
+	case QRNIC_CMD_ALLOC_MR: {
+		struct qrnic_aq_cmd c;
+		struct qrnic_aq_cqe cqe;
+
+		memset(&c, 0, sizeof(c));
+		c.hdr.opcode = op;
+		c.u.alloc_mr.pdn = (s[1] & 1) ? fd->pd : fz_pick(&fd->pds, s[1], v[1]);
+		c.u.alloc_mr.max_pages = (s[2] & 0x80) ? v[2] : 1 + s[2] % 16;
+		if (hx_admin(w, d, &c, &cqe, 0) == 0)
+			fz_objs_add(&fd->frmrs, cqe.result[0]);
+		break;
+	}
 	case QRNIC_CMD_CREATE_AH: {
 		struct qrnic_av av;
 
@@ -386,6 +402,58 @@ static void act_post_send(struct act *a)
 		     key, inl, inl_len, imm, (rs & 0x20) ? raw : rm->key, raddr, ca, sw,
 		     fz_pick(&a->fd->ahs, s0 >> 1, raw), fz_pick(&a->fp->qps, rs, raw),
 		     (s3 & 0x10) ? qkey : FZ_QKEY, !(s0 & 0x40));
+}
+
+static void act_fast_reg(struct act *a)
+{
+	struct fz_in *in = a->in;
+	uint8_t s0 = fz_u8(in), s1 = fz_u8(in), s2 = fz_u8(in), s3 = fz_u8(in);
+	uint32_t raw = fz_u32(in), key = fz_pick(&a->fd->frmrs, s1, raw);
+	uint32_t qpn = fz_pick(&a->fd->qps, s0, raw);
+	uint64_t iova = fz_u64(in), len = fz_u16(in);
+	uint32_t variant = fz_u8(in);
+
+	if (s2 & 1)		/* another variant of the key */
+		key = (key & ~0xffu) | variant;
+	switch (s3 % 3) {
+	case 0: {		/* REG_MR over pages of the device's MRs, or raw */
+		struct qrnic_reg_mr_wqe r;
+		uint64_t pbl = hx_scratch(a->w, a->d), pages[16];
+		uint32_t n = 1 + (s2 >> 4) % 16;
+
+		memset(&r, 0, sizeof(r));
+		for (uint32_t i = 0; i < n; i++) {
+			const struct fz_mr *m = fz_pick_mr(a->fd, fz_u8(in));
+			uint64_t b = hx_mr_bus_addr(a->w, a->d, m->key, 0);
+
+			pages[i] = (s2 & 2) ? fz_u64(in) : (b & ~0xfffull) + 4096ull * (i % 2);
+		}
+		hx_mem_write(a->w, a->d, pbl, pages, n * sizeof(uint64_t));
+		r.opcode = QRNIC_WR_REG_MR;
+		r.flags = (s2 & 4) ? fz_u8(in) : QRNIC_WQE_F_SIGNALED;
+		r.page_shift = (s2 & 8) ? fz_u8(in) : 12;
+		r.access = (s0 & 0x20) ? fz_u8(in) : 0x7;
+		r.key = key;
+		r.iova = (s1 & 0x40) ? iova : 0x10000 + (iova & 0xfff);
+		r.length = (s1 & 0x20) ? iova : (len ? len : 1) + (n - 1) * 4096ull;
+		r.npages = (s0 & 0x10) ? fz_u32(in) : (uint32_t)((((r.iova & 0xfff) + r.length +
+								    4095) >> 12));
+		r.pbl_addr = (s0 & 0x08) ? fz_u64(in) : pbl;
+		r.wr_id = raw;
+		hx_post_send_raw(a->w, a->d, qpn, &r, sizeof(r), 1);
+		break;
+	}
+	default: {		/* LOCAL_INV or SEND_WITH_INV of the key */
+		const struct fz_mr *m = fz_pick_mr(a->fd, s2);
+		uint64_t addr = m->iova;
+		uint32_t l = len % 5000, k = m->key;
+
+		hx_post_send(a->w, a->d, qpn, s3 % 3 == 1 ? QRNIC_WR_LOCAL_INV : QRNIC_WR_SEND_WITH_INV,
+			     QRNIC_WQE_F_SIGNALED, raw, (s3 % 3 == 2 && l) ? 1 : 0, &addr, &l, &k,
+			     NULL, 0, __builtin_bswap32(key), 0, 0, 0, 0, 0, 0, 0, 1);
+		break;
+	}
+	}
 }
 
 static void act_post_recv(struct act *a)
@@ -606,6 +674,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 6: act_dma_deny(&a); break;
 		case 7: act_frame(&a, false); break;
 		case 8: act_frame(&a, true); break;
+		case 9: act_fast_reg(&a); break;
 		case 10: act_service(&a); break;
 		case 11: act_reset(&a); break;
 		case 12: hx_set_link(f.w, a.d, fz_u8(&body) & 1); break;

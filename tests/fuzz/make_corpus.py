@@ -110,7 +110,7 @@ def rx_corpus():
 CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'ALLOC_UCTX': 0x05,
        'CREATE_PD': 0x07, 'CREATE_CQ': 0x09, 'CREATE_QP': 0x0b, 'MODIFY_QP': 0x0c,
        'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
-       'CREATE_AH': 0x12, 'CREATE_EQ': 0x14, 'QUERY_STATS': 0x16}
+       'CREATE_AH': 0x12, 'CREATE_EQ': 0x14, 'QUERY_STATS': 0x16, 'ALLOC_MR': 0x1d}
 
 
 def admin(d, op, s=(0,) * 8, v=(0, 0, 0, 0), x=0, patches=()):
@@ -123,7 +123,14 @@ def admin(d, op, s=(0,) * 8, v=(0, 0, 0, 0), x=0, patches=()):
 
 
 def g_run(d=0, exp=20, iters=4000):
-    return rec(9, struct.pack('<BBH', d, exp, iters))
+    return rec(15, struct.pack('<BBH', d, exp, iters))
+
+
+def fast_reg(d, what, qp_index=1, npages=2, length=100):
+    """act_fast_reg: REG_MR (what 0) of the device's first FRMR over pages of
+    its MRs, LOCAL_INV (1) or SEND_WITH_INV (2) of its key."""
+    body = struct.pack('<BBBBBIQHB', d, qp_index, 0, (npages - 1) << 4, what, 0, 0, length, 0)
+    return rec(9, body + bytes(npages if what == 0 else 0))
 
 
 def modify(d, qp_index, state, dest_index=1, psn=0, x=0x0004_0303_0801_04):
@@ -163,6 +170,10 @@ def guest_corpus():
         'frames_in': (rec(7, bytes([1, 0]) + frame(OP['WRITE_ONLY'], length=32, payload=bytes(32))) +
                       rec(8, bytes([0, 2]) + bytes.fromhex('ffffffffffff02000000000108060001') +
                           bytes(44)) + g_run()),
+        'fast_reg': (admin(0, 'ALLOC_MR', s=(0, 1, 8)) + fast_reg(0, 0) + g_run() +
+                     rec(13, traffic(1, 'WRITE', length=200)) + g_run() + fast_reg(0, 1) +
+                     g_run() + fast_reg(0, 0) + g_run() + fast_reg(1, 2, length=64) +
+                     g_run()),
         'link_flap': (rec(13, traffic(0, 'SEND', length=3000)) + rec(12, bytes([1, 0])) +
                       g_run(exp=22) + rec(12, bytes([1, 1])) + g_run(exp=24)),
     }

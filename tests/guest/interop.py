@@ -45,6 +45,7 @@ if os.path.join(REPO, 'scripts') not in sys.path:
     sys.path.insert(0, os.path.join(REPO, 'scripts'))
 
 from qrnic_vm import VM, Topology, VMError  # noqa: E402
+from qrnic_vm.qmp import Qmp, QmpError  # noqa: E402,F401  (QmpError: for callers too)
 from qrnic_vm.tools import ListenTimeout, client_server, next_port, perftest_table  # noqa: E402,F401
 
 LAB_TOPOLOGIES = ('T1', 'T2', 'T3', 'T4')
@@ -576,40 +577,11 @@ class Lab(Topology):
 
 
 # ---- QMP, faults, device counters ------------------------------------------------------
-class QmpError(RuntimeError):
-    pass
-
-
 def qmp(vm, command, **arguments):
-    """One QMP command on vm's monitor socket; returns its 'return' value."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(30)
-    s.connect(vm.qmp_sock)
-    try:
-        f = s.makefile('rwb')
-
-        def read():
-            while True:
-                ln = f.readline()
-                if not ln:
-                    raise QmpError('%s: QMP connection closed' % vm.name)
-                r = json.loads(ln)
-                if 'event' not in r:
-                    return r
-
-        read()                                      # greeting
-        for cmd, args in (('qmp_capabilities', None), (command, arguments)):
-            msg = {'execute': cmd}
-            if args:
-                msg['arguments'] = args
-            f.write(json.dumps(msg).encode() + b'\n')
-            f.flush()
-            r = read()
-            if 'error' in r:
-                raise QmpError('%s: %s: %s' % (vm.name, cmd, r['error'].get('desc', r['error'])))
-        return r.get('return')
-    finally:
-        s.close()
+    """One QMP command on vm's monitor socket; returns its 'return' value (QmpError:
+    qrnic_vm.qmp's, with QEMU's error class and description)."""
+    with Qmp(vm.qmp_sock, timeout=30, name=vm.name) as q:
+        return q.execute(command, arguments)
 
 
 def qom_stats(vm, dev='qrnic-0'):

@@ -481,8 +481,11 @@ class Qp(_Obj, h.QpTransitions):
 
     def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
                   signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
-                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True):
+                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True,
+                  invalidate=None):
         """Post one send WQE and ring the SQ doorbell (arguments as in the harness)."""
+        if invalidate is not None:  # a key in imm_data, host order (imm goes big endian)
+            imm = struct.unpack('>I', struct.pack('<I', invalidate))[0]
         op = h.WR[opcode] if isinstance(opcode, str) else opcode
         if flags is None:
             flags = (h.WQE_F_SIGNALED if signaled else 0) | \
@@ -616,6 +619,18 @@ class Device:
 
     def qom_set(self, prop, value):
         return self.qemu.qmp('qom-set', path=self.qom_path, property=prop, value=value)
+
+    # ---- what h.FastMr (fast registration, spec 12.12) needs, shared ----------
+    alloc_mr = h.Device.alloc_mr
+
+    def mem_alloc(self, size, align=4096):
+        return self.mem.alloc(size, align)
+
+    def mem_write(self, addr, data):
+        self.qemu.memwrite(addr, bytes(data))
+
+    def mem_read(self, addr, n):
+        return self.qemu.memread(addr, n)
 
     def fault(self, rules):
         """Add fault rules through QMP (qom-set fault); returns the new rules'

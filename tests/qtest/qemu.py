@@ -12,11 +12,12 @@ halves and file descriptor handlers (netdevs) run whenever QEMU's main loop
 iterates, i.e. on their own between our commands.
 
 Both channels are unix sockets on which this module listens and QEMU
-connects (`-qtest unix:PATH -qmp unix:PATH`), as QEMU's libqtest does.
+connects (`-qtest unix:PATH -qmp unix:PATH`), as QEMU's libqtest does.  QMP
+goes through the project's one QMP client (scripts/qrnic_vm/qmp.py, QEMU's
+qemu.qmp) on the accepted socket.
 QEMU's stderr goes to a log file (self.log_path); `self.stderr()` reads it.
 """
 import base64
-import json
 import os
 import shutil
 import socket
@@ -28,6 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 'scripts'))
 from qrnic_vm.ports import free_udp_ports  # noqa: E402,F401  (one copy, shared with the VM runner)
+from qrnic_vm.qmp import Qmp, QmpClosed, QmpError  # noqa: E402  (the one QMP client)
 
 # Firmware search path: -accel qtest runs no firmware, but q35 still loads
 # bios.bin and option ROMs at machine creation.
@@ -81,12 +83,12 @@ class Qemu:
             self._qt = self._accept(lq, 'qtest')
             self._qtf = self._qt.makefile('rb')
             if qmp:
-                self._qmp = self._accept(lm, 'QMP')
-                self._qmpf = self._qmp.makefile('rb')
-                greeting = self._qmp_read()
-                if 'QMP' not in greeting:
-                    raise QemuError(f'{name}: unexpected QMP greeting {greeting}')
-                self.qmp('qmp_capabilities')
+                s = self._accept(lm, 'QMP')
+                try:
+                    self._qmp = Qmp(s, timeout=self.timeout, name=name)
+                except QmpError as e:
+                    s.close()
+                    raise QemuError(f'{e}\n{self.stderr()[-4000:]}') from None
         except BaseException:
             self.close()
             raise
@@ -123,12 +125,13 @@ class Qemu:
             return ''
 
     def close(self, keep_dir=False):
-        for s in (self._qt, self._qmp):
-            if s is not None:
-                try:
-                    s.close()
-                except OSError:
-                    pass
+        if self._qmp is not None:
+            self._qmp.close()          # closes the socket too
+        if self._qt is not None:
+            try:
+                self._qt.close()
+            except OSError:
+                pass
         self._qt = self._qmp = None
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -232,44 +235,28 @@ class Qemu:
                 return int(words[1])
 
     # ---- QMP -----------------------------------------------------------------------
-    def _qmp_read(self):
-        line = self._qmpf.readline()
-        if not line:
-            raise QemuError(f'{self.name}: QMP connection closed\n{self.stderr()[-4000:]}')
-        return json.loads(line)
+    def _qmp_call(self, method, *args):
+        if self._qmp is None:
+            raise QemuError(f'{self.name}: no QMP connection')
+        try:
+            return getattr(self._qmp, method)(*args)
+        except QmpClosed as e:
+            raise QemuError(f'{e}\n{self.stderr()[-4000:]}') from None
+        except QmpError as e:   # QEMU's error answer ('name: QMP cmd: Class: desc'), a timeout
+            raise QemuError(str(e)) from None
+        finally:
+            self.events += self._qmp.events()      # received meanwhile
 
     def qmp(self, command, **arguments):
         """Run a QMP command; returns its 'return' value, raises on 'error'."""
-        if self._qmp is None:
-            raise QemuError(f'{self.name}: no QMP connection')
-        msg = {'execute': command}
-        if arguments:
-            msg['arguments'] = arguments
-        self._qmp.sendall(json.dumps(msg).encode() + b'\n')
-        while True:
-            r = self._qmp_read()
-            if 'event' in r:
-                self.events.append(r)
-                continue
-            if 'error' in r:
-                raise QemuError(f'{self.name}: QMP {command}: {r["error"]}')
-            return r.get('return')
+        return self._qmp_call('execute', command, arguments)
 
     def qmp_wait_event(self, name, timeout=10.0):
         """Wait for a QMP event (returns it); events already seen count."""
         for i, e in enumerate(self.events):
             if e['event'] == name:
                 return self.events.pop(i)
-        self._qmp.settimeout(timeout)
-        try:
-            while True:
-                r = self._qmp_read()
-                if r.get('event') == name:
-                    return r
-                if 'event' in r:
-                    self.events.append(r)
-        finally:
-            self._qmp.settimeout(self.timeout)
+        return self._qmp_call('wait_event', name, timeout)
 
     def system_reset(self, timeout=10.0):
         """QMP system_reset, waiting for the RESET event (the reset is done then)."""

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""qemu tier: fast registration and invalidation at the register level
+(spec 12.12): ALLOC_MR through the admin queue, REG_MR and LOCAL_INV WQEs
+through the SQ doorbell, SEND_WITH_INV between two devices in one QEMU,
+bytes checked in guest RAM."""
+import random
+
+import pytest
+
+import qrnic_harness as h
+from qtest.driver import World
+from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.qemu
+RW = h.ACCESS_LOCAL_WRITE | h.ACCESS_REMOTE_WRITE | h.ACCESS_REMOTE_READ
+
+
+@pytest.fixture(scope='module')
+def qworld(qemu_binary):  # noqa: F811
+    w = World.single(qemu_binary, ndev=2, init=False, name='frwr')
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def conn(qworld):
+    assert qworld.alive(), qworld.qemus[0].stderr()
+    qworld.reset_devices()
+    yield h.connect_rc(*qworld.devs, mtu=1024)
+    assert qworld.alive(), qworld.qemus[0].stderr()
+
+
+def test_frwr_write_then_remote_invalidate(conn):
+    rng = random.Random(5)
+    a, b = conn.a.dev, conn.b.dev
+    assert a.query_device()['caps'] & (1 << 8)
+    mr = a.alloc_mr(conn.pda, 8)
+    assert mr.query()['flags'] == 4
+    mr.register(conn.qa, 3 * 4096 - 5, access=RW, wr_id=11)
+    c = conn.cqa.wait(1)[0]
+    assert (c['status_name'], c['opcode_name'], c['wr_id']) == ('SUCCESS', 'REG_MR', 11), c
+    src = b.reg_mr(conn.pdb, 4 * 4096)
+    data = src.fill_random(rng, 0, mr.length)
+    conn.qb.post_send('RDMA_WRITE', [(src, 0, mr.length)], remote=(mr.rkey, mr.iova))
+    assert conn.cqb.wait(1)[0]['status_name'] == 'SUCCESS'
+    assert mr.read() == data                     # in the guest pages the list named
+    dst = a.reg_mr(conn.pda, 4096)
+    conn.qa.post_recv([(dst, 0, 4096)], wr_id=3)
+    conn.qb.post_send('SEND_WITH_INV', [(src, 0, 50)], invalidate=mr.rkey)
+    assert conn.cqb.wait(1)[0]['status_name'] == 'SUCCESS'
+    r = conn.cqa.wait(1)[0]
+    assert r['status_name'] == 'SUCCESS' and r['flags'] & h.CQE_F_WITH_INV, r
+    assert r['imm_data'] == mr.rkey and dst.read(0, 50) == data[:50]
+    assert mr.query()['flags'] == 4
+    conn.qb.post_send('RDMA_READ', [(src, 0, 8)], remote=(mr.rkey, mr.iova))
+    assert conn.cqb.wait(1)[0]['status_name'] == 'REM_ACCESS_ERR'
+
+
+def test_local_inv_and_bad_reg_mr(conn):
+    a = conn.a.dev
+    mr = a.alloc_mr(conn.pda, 4)
+    mr.register(conn.qa, 4096, access=RW)
+    conn.qa.post_send('LOCAL_INV', invalidate=mr.key, wr_id=2)
+    got = conn.cqa.wait(2)
+    assert [(c['opcode_name'], c['status_name']) for c in got] == \
+        [('REG_MR', 'SUCCESS'), ('LOCAL_INV', 'SUCCESS')], got
+    # five pages into an MR of four: the guest gets an error CQE, QEMU lives
+    mr.register(conn.qa, 5 * 4096, iova=0x10000, access=RW, wr_id=9)
+    c = conn.cqa.wait(1)[0]
+    assert (c['status_name'], c['vendor_err']) == ('LOC_QP_OP_ERR', 1), c
+    assert conn.qa.state == 'ERR'
+    assert a.stat('bad_wqes') == 0               # a REG_MR that fails its checks is no bad WQE
+    mr.dereg()
