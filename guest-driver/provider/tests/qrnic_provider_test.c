@@ -1536,9 +1536,13 @@ static void test_invalidate_user_mrs(void)
 		if (n == 1 && wc[0].status != IBV_WC_REM_INV_REQ_ERR)
 			printf("  SEND_WITH_INV of key %#x: status %d vendor_err %u\n",
 			       bad_keys[i], wc[0].status, wc[0].vendor_err);
-		/* the responder's receive, if it reports one, is no success */
+		/* the responder's receive fails too (spec 12.12, as rxe) */
 		n = poll_all(&B, B.cq, wc, 4);
-		CHECK(n == 0 || (n == 1 && wc[0].status != IBV_WC_SUCCESS));
+		CHECK(n == 1 && wc[0].wr_id == 1 && wc[0].status == IBV_WC_REM_INV_REQ_ERR &&
+		      wc[0].wc_flags == 0);
+		if (n == 1 && wc[0].status != IBV_WC_REM_INV_REQ_ERR)
+			printf("  responder of a bad SEND_WITH_INV: status %d vendor_err %u\n",
+			       wc[0].status, wc[0].vendor_err);
 		CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
 		poll_all(&B, B.cq, wc, 4);
 	}
