@@ -82,6 +82,7 @@ static uint8_t fw_query_device(struct qrnic_dev *d, const struct qrnic_aq_cmd *c
 	a.max_mcg = QRNIC_MAX_MCG;
 	a.max_mcg_qp = QRNIC_MAX_MCG_QP;
 	a.max_fast_reg_pages = QRNIC_MAX_FAST_REG_PAGES;
+	a.max_mw = c->max_mr;	/* one MPT for MRs and windows */
 	a.page_size_cap = ((1ull << (QRNIC_MAX_PAGE_SHIFT + 1)) - 1) &
 			  ~((1ull << QRNIC_MIN_PAGE_SHIFT) - 1);
 	a.max_mr_size = c->max_mr_size;
@@ -253,6 +254,7 @@ static const struct qrnic_fw_op fw_ops[QRNIC_CMD_MAX + 1] = {
 	FW_OP(ATTACH_MCAST, qrnic_fw_attach_mcast),
 	FW_OP(DETACH_MCAST, qrnic_fw_detach_mcast),
 	FW_OP(ALLOC_MR, qrnic_fw_alloc_mr),
+	FW_OP(ALLOC_MW, qrnic_fw_alloc_mw),
 };
 
 /* The generic part of validation, shared by every opcode.  Bytes of the

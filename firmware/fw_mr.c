@@ -67,12 +67,12 @@ static uint8_t pbl_walk(struct qrnic_dev *d, uint64_t addr, unsigned level, uint
 	return QRNIC_AQ_OK;
 }
 
-/* A free MPT slot (neither a registered MR nor a fast-registration one). */
+/* A free MPT slot (no registered MR, fast-registration MR or window). */
 static struct qrnic_mr *mpt_free_slot(struct qrnic_dev *d, uint32_t *idx_out)
 {
 	for (uint32_t idx = 1; idx < d->cfg.max_mr && idx <= (UINT32_MAX >> QRNIC_KEY_TAG_BITS);
 	     idx++) {
-		if (!(d->mr[idx].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST))) {
+		if (!(d->mr[idx].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW))) {
 			*idx_out = idx;
 			return &d->mr[idx];
 		}
@@ -95,7 +95,7 @@ uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	pd = qrnic_fw_pd(d, c->pdn);
 	if (!pd)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
-	if (c->access & ~QRNIC_ACCESS_ALL)
+	if (c->access & ~QRNIC_ACCESS_MR_MASK)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(access));
 	/* IB: remote write and remote atomic need local write. */
 	if ((c->access & (QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_ATOMIC)) &&
@@ -200,7 +200,16 @@ uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
-	if (mr->mpt.flags & QRNIC_MPT_FAST)
+	if (mr->bound_mws)	/* memory windows are bound to it (as Linux rxe) */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, QRNIC_FW_OFF(u.handle.handle));
+	if (mr->mpt.flags & QRNIC_MPT_MW) {
+		/* a window: its MR has one window less if it is bound */
+		uint32_t p = mr->mpt.max_pages;
+
+		if ((mr->mpt.flags & QRNIC_MPT_VALID) && p && p < d->cfg.max_mr &&
+		    d->mr[p].bound_mws)
+			d->mr[p].bound_mws--;
+	} else if (mr->mpt.flags & QRNIC_MPT_FAST)
 		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.max_pages);
 	else if (!(mr->mpt.flags & QRNIC_MPT_PHYS) && mr->mpt.npages)
 		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.npages);
@@ -247,6 +256,41 @@ uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	mr->mpt.max_pages = c->max_pages;
 	mr->mpt.page_shift = QRNIC_MIN_PAGE_SHIFT;
 	mr->mpt.flags = QRNIC_MPT_FAST;	/* free: not VALID until a REG_MR WQE */
+	pd->refcnt++;
+	cqe->result[0] = mr->mpt.key;
+	return QRNIC_AQ_OK;
+#undef F
+}
+
+uint8_t qrnic_fw_alloc_mw(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			  struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_alloc_mw *c = &cmd->u.alloc_mw;
+	struct qrnic_pd *pd;
+	struct qrnic_mr *mr;
+	uint32_t idx;
+
+#define F(field) QRNIC_FW_OFF(u.alloc_mw.field)
+	pd = qrnic_fw_pd(d, c->pdn);
+	if (!pd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
+	if (c->type != QRNIC_MW_TYPE_1 && c->type != QRNIC_MW_TYPE_2)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(type));
+	if (c->rsvd0[0] || c->rsvd0[1] || c->rsvd0[2])
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd0));
+	if (c->flags)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
+	if (c->rsvd)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd));
+	mr = mpt_free_slot(d, &idx);
+	if (!mr)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
+	memset(&mr->mpt, 0, sizeof(mr->mpt));
+	mr->bound_mws = mr->mw_qpn = 0;
+	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
+	mr->next_tag++;
+	mr->mpt.pdn = c->pdn;
+	mr->mpt.flags = QRNIC_MPT_MW | (c->type == QRNIC_MW_TYPE_2 ? QRNIC_MPT_MW_TYPE2 : 0);
 	pd->refcnt++;
 	cqe->result[0] = mr->mpt.key;
 	return QRNIC_AQ_OK;

@@ -119,9 +119,9 @@ static inline struct qrnic_mr *qrnic_fw_mr(struct qrnic_dev *d, uint32_t key)
 
 	if (idx == 0 || idx >= d->cfg.max_mr)
 		return NULL;
-	/* A fast-registration MR is named by its index: the key's variant is
-	 * the consumer's, and the MR may be free (not VALID). */
-	if (d->mr[idx].mpt.flags & QRNIC_MPT_FAST)
+	/* A fast-registration MR or a memory window is named by its index:
+	 * the key's variant is the consumer's, and it may be free (not VALID). */
+	if (d->mr[idx].mpt.flags & (QRNIC_MPT_FAST | QRNIC_MPT_MW))
 		return &d->mr[idx];
 	if (!(d->mr[idx].mpt.flags & QRNIC_MPT_VALID) || d->mr[idx].mpt.key != key)
 		return NULL;
@@ -165,6 +165,7 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_alloc_mw(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_query_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
 uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);

@@ -83,10 +83,13 @@ void qrnic_tm_xlate_lookup(struct qrnic_dev *d, enum qrnic_tm_cache_id c, uint32
 }
 
 /* ---- Protection ----------------------------------------------------------- */
-/* Inlined in its two callers: it runs several times per packet. */
+/* Inlined in its callers: it runs several times per packet.  qpn: 0 for a
+ * local key (an lkey), else the QP whose responder uses 'key' as an rkey
+ * (a memory window's rkey then works: bounds and rights are the window's,
+ * the translation its MR's, spec 12.13). */
 static inline __attribute__((always_inline)) int
-mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va, uint64_t len,
-	  uint32_t access, const struct qrnic_mpt_entry **out)
+mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint32_t qpn, uint64_t va,
+	  uint64_t len, uint32_t access, const struct qrnic_mpt_entry **out)
 {
 	uint32_t idx = QRNIC_KEY_INDEX(key);
 	const struct qrnic_mpt_entry *m;
@@ -96,6 +99,11 @@ mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va, uint64_t
 	m = &d->mr[idx].mpt;
 	if (!(m->flags & QRNIC_MPT_VALID) || m->key != key)
 		return QRNIC_VERR_LKEY;
+	if (__builtin_expect((m->flags & QRNIC_MPT_MW) != 0, 0)) {
+		/* a window: never an lkey; type 2 only through its QP */
+		if (!qpn || ((m->flags & QRNIC_MPT_MW_TYPE2) && d->mr[idx].mw_qpn != qpn))
+			return QRNIC_VERR_LKEY;
+	}
 	if (m->pdn != pdn)
 		return QRNIC_VERR_PD;
 	if (len > 0) {
@@ -109,6 +117,19 @@ mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va, uint64_t
 		return QRNIC_VERR_ACCESS;
 	if (qrnic_timed(d))	/* MPT cache */
 		qrnic_tm_xlate(d, QRNIC_TM_MPT, idx);
+	if (__builtin_expect((m->flags & QRNIC_MPT_MW) != 0, 0)) {
+		/* translate through the MR: valid while a window is bound to
+		 * it (DEREG_MR and invalidation refuse), checked anyway */
+		uint32_t p = m->max_pages;
+
+		if (p == 0 || p >= d->cfg.max_mr || !(d->mr[p].mpt.flags & QRNIC_MPT_VALID) ||
+		    (d->mr[p].mpt.flags & QRNIC_MPT_MW))
+			return QRNIC_VERR_LKEY;
+		m = &d->mr[p].mpt;
+		if (len > 0 && (va < m->iova || va - m->iova >= m->length ||
+				len > m->length - (va - m->iova)))
+			return QRNIC_VERR_BOUNDS;
+	}
 	if (out)
 		*out = m;
 	return QRNIC_VERR_NONE;
@@ -117,11 +138,17 @@ mr_lookup(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va, uint64_t
 int qrnic_mr_check(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		   uint64_t len, uint32_t access)
 {
-	return mr_lookup(d, key, pdn, va, len, access, NULL);
+	return mr_lookup(d, key, pdn, 0, va, len, access, NULL);
+}
+
+int qrnic_rkey_check(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
+		     uint64_t len, uint32_t access)
+{
+	return mr_lookup(d, rkey, qp->pdn, qp->qpn, va, len, access, NULL);
 }
 
 /* ---- Translation ----------------------------------------------------------- */
-static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
+static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint32_t qpn, uint64_t va,
 		   uint8_t *rbuf, const uint8_t *wbuf, uint32_t len, uint32_t access)
 {
 	const struct qrnic_mpt_entry *m;
@@ -129,7 +156,7 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 	int err;
 
 	qrnic_trace(d, QRNIC_TR_TRANSLATE, 0, 0, key, len, va);
-	err = mr_lookup(d, key, pdn, va, len, access, &m);
+	err = mr_lookup(d, key, pdn, qpn, va, len, access, &m);
 	if (err)
 		return err;
 	if (m->page_shift < QRNIC_MIN_PAGE_SHIFT || m->page_shift > QRNIC_MAX_PAGE_SHIFT)
@@ -178,18 +205,32 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 int qrnic_mr_read(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		  void *buf, uint32_t len, uint32_t access)
 {
-	return mr_xfer(d, key, pdn, va, buf, NULL, len, access);
+	return mr_xfer(d, key, pdn, 0, va, buf, NULL, len, access);
 }
 
 int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 		   const void *buf, uint32_t len, uint32_t access)
 {
-	return mr_xfer(d, key, pdn, va, NULL, buf, len, access);
+	return mr_xfer(d, key, pdn, 0, va, NULL, buf, len, access);
+}
+
+int qrnic_rkey_read(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
+		    void *buf, uint32_t len, uint32_t access)
+{
+	return mr_xfer(d, rkey, qp->pdn, qp->qpn, va, buf, NULL, len, access);
+}
+
+int qrnic_rkey_write(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
+		     const void *buf, uint32_t len, uint32_t access)
+{
+	return mr_xfer(d, rkey, qp->pdn, qp->qpn, va, NULL, buf, len, access);
 }
 
 /* ---- Fast registration and invalidation ----------------------------------- */
-/* The slot of key's MPT index if it holds a fast-registration MR. */
-static struct qrnic_mpt_entry *fast_mr(struct qrnic_dev *d, uint32_t key)
+static void mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw);
+
+/* The MPT slot of key's index, whatever it holds (NULL: out of range). */
+static struct qrnic_mpt_entry *mpt_slot(struct qrnic_dev *d, uint32_t key)
 {
 	uint32_t idx = QRNIC_KEY_INDEX(key);
 
@@ -200,11 +241,11 @@ static struct qrnic_mpt_entry *fast_mr(struct qrnic_dev *d, uint32_t key)
 
 int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_mr_wqe *w)
 {
-	struct qrnic_mpt_entry *m = fast_mr(d, w->key);
+	struct qrnic_mpt_entry *m = mpt_slot(d, w->key);
 	uint64_t psz, pmask, span, count, *mtt;
 	uint32_t i;
 
-	if (!m || !(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)))
+	if (!m || !(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW)))
 		return QRNIC_VERR_LKEY;
 	if (!(m->flags & QRNIC_MPT_FAST) || (m->flags & QRNIC_MPT_VALID))
 		return QRNIC_VERR_MR_STATE;	/* not ALLOC_MR's, or not free */
@@ -212,7 +253,7 @@ int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_
 		return QRNIC_VERR_PD;
 	/* The registration itself, as REG_MR checks it (firmware/fw_mr.c). */
 	if (w->page_shift < QRNIC_MIN_PAGE_SHIFT || w->page_shift > QRNIC_MAX_PAGE_SHIFT ||
-	    (w->access & ~QRNIC_ACCESS_ALL) ||
+	    (w->access & ~QRNIC_ACCESS_MR_MASK) ||
 	    ((w->access & (QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_ATOMIC)) &&
 	     !(w->access & QRNIC_ACCESS_LOCAL_WRITE)) ||
 	    w->length == 0 || w->length > d->cfg.max_mr_size ||
@@ -249,18 +290,114 @@ int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_
 	return QRNIC_VERR_NONE;
 }
 
-int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t key)
+int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t qpn, uint32_t key)
 {
-	struct qrnic_mpt_entry *m = fast_mr(d, key);
+	struct qrnic_mpt_entry *m = mpt_slot(d, key);
+	struct qrnic_mr *mr;
 
-	if (!m || !(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)) || m->key != key)
+	if (!m || !(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW)) || m->key != key)
 		return QRNIC_VERR_LKEY;
+	mr = &d->mr[QRNIC_KEY_INDEX(key)];
+	if (m->flags & QRNIC_MPT_MW) {
+		/* a type 2 window, bound through this QP (type 1: unbound by
+		 * a BIND_MW of length 0 only) */
+		if (!(m->flags & QRNIC_MPT_MW_TYPE2))
+			return QRNIC_VERR_MR_STATE;
+		if (m->pdn != pdn)
+			return QRNIC_VERR_PD;
+		if ((m->flags & QRNIC_MPT_VALID) && mr->mw_qpn != qpn)
+			return QRNIC_VERR_LKEY;
+		mw_unbind(d, mr);
+		return QRNIC_VERR_NONE;
+	}
 	if (!(m->flags & QRNIC_MPT_FAST))
 		return QRNIC_VERR_MR_STATE;	/* REG_MR's MRs are not invalidated */
 	if (m->pdn != pdn)
 		return QRNIC_VERR_PD;
+	if (mr->bound_mws)
+		return QRNIC_VERR_MR_STATE;	/* windows still use it (as Linux rxe) */
 	m->flags &= ~QRNIC_MPT_VALID;	/* free; invalidating a free MR is no error */
 	return QRNIC_VERR_NONE;
+}
+
+/* ---- Memory windows --------------------------------------------------------- */
+/* A bound window becomes free: its MR has one window less. */
+static void mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw)
+{
+	uint32_t p = mw->mpt.max_pages;
+
+	if ((mw->mpt.flags & QRNIC_MPT_VALID) && p && p < d->cfg.max_mr && d->mr[p].bound_mws)
+		d->mr[p].bound_mws--;
+	mw->mpt.flags &= ~QRNIC_MPT_VALID;
+	mw->mpt.max_pages = 0;
+	mw->mpt.iova = mw->mpt.length = 0;
+	mw->mpt.access = 0;
+	mw->mw_qpn = 0;
+}
+
+int qrnic_mw_bind(struct qrnic_dev *d, const struct qrnic_qp *qp, const struct qrnic_bind_mw_wqe *w)
+{
+	struct qrnic_mpt_entry *m = mpt_slot(d, w->key);
+	const struct qrnic_mpt_entry *mr;
+	struct qrnic_mr *mw;
+	uint32_t pidx = QRNIC_KEY_INDEX(w->mr_lkey);
+	bool type2;
+
+	if (!m || !(m->flags & QRNIC_MPT_MW))
+		return m && (m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)) ? QRNIC_VERR_MR_STATE
+									     : QRNIC_VERR_LKEY;
+	mw = &d->mr[QRNIC_KEY_INDEX(w->key)];
+	type2 = m->flags & QRNIC_MPT_MW_TYPE2;
+	if (m->pdn != qp->pdn)
+		return QRNIC_VERR_PD;
+	if (type2 && (m->flags & QRNIC_MPT_VALID))
+		return QRNIC_VERR_MR_STATE;	/* invalidate it first */
+	if (w->access & ~(QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_READ |
+			  QRNIC_ACCESS_REMOTE_ATOMIC))
+		return QRNIC_VERR_BAD_WQE;	/* no zero-based windows either */
+	if (!type2 && w->length == 0) {		/* type 1: unbind */
+		mw_unbind(d, mw);
+		m->key = w->key;
+		return QRNIC_VERR_NONE;
+	}
+	/* the MR: exactly its lkey, valid, of this PD, not a window */
+	if (pidx == 0 || pidx >= d->cfg.max_mr)
+		return QRNIC_VERR_LKEY;
+	mr = &d->mr[pidx].mpt;
+	if (!(mr->flags & QRNIC_MPT_VALID) || mr->key != w->mr_lkey || (mr->flags & QRNIC_MPT_MW))
+		return QRNIC_VERR_LKEY;
+	if (mr->pdn != qp->pdn)
+		return QRNIC_VERR_PD;
+	if (!(mr->access & QRNIC_ACCESS_MW_BIND))
+		return QRNIC_VERR_ACCESS;
+	/* remote write or atomic through the window need local write on the MR */
+	if ((w->access & (QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & QRNIC_ACCESS_LOCAL_WRITE))
+		return QRNIC_VERR_ACCESS;
+	if (w->addr < mr->iova || (w->length && (w->addr - mr->iova >= mr->length ||
+						w->length > mr->length - (w->addr - mr->iova))))
+		return QRNIC_VERR_BOUNDS;
+	mw_unbind(d, mw);			/* type 1: bound elsewhere before */
+	m->key = w->key;
+	m->iova = w->addr;
+	m->length = w->length;
+	m->access = w->access;
+	m->max_pages = pidx;
+	mw->mw_qpn = type2 ? qp->qpn : 0;
+	d->mr[pidx].bound_mws++;
+	m->flags |= QRNIC_MPT_VALID;
+	return QRNIC_VERR_NONE;
+}
+
+void qrnic_mw_qp_gone(struct qrnic_dev *d, uint32_t qpn)
+{
+	for (uint32_t i = 1; i < d->cfg.max_mr; i++) {
+		struct qrnic_mr *mw = &d->mr[i];
+
+		if ((mw->mpt.flags & (QRNIC_MPT_MW | QRNIC_MPT_MW_TYPE2 | QRNIC_MPT_VALID)) ==
+		    (QRNIC_MPT_MW | QRNIC_MPT_MW_TYPE2 | QRNIC_MPT_VALID) && mw->mw_qpn == qpn)
+			mw_unbind(d, mw);
+	}
 }
 
 /* ---- Scatter/gather ------------------------------------------------------ */

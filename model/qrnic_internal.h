@@ -74,6 +74,8 @@ struct qrnic_pd {
 struct qrnic_mr {
 	struct qrnic_mpt_entry mpt;	/* mpt.flags & QRNIC_MPT_VALID */
 	uint8_t next_tag;		/* tag for the next registration of this slot */
+	uint32_t bound_mws;		/* MRs: memory windows bound to it now */
+	uint32_t mw_qpn;		/* type 2 windows: the QP bound through */
 };
 
 struct qrnic_ah {
@@ -606,7 +608,21 @@ int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
  * (BAD_WQE, LKEY, PD, MR_STATE, DMA); a failure changes nothing the MR's
  * key could reach. */
 int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_mr_wqe *w);
-int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t key);
+/* qpn: the QP invalidating (a type 2 window must be bound through it). */
+int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t qpn, uint32_t key);
+/* Memory windows (spec 12.13): BIND_MW WQE w on QP qp.  Returns
+ * QRNIC_VERR_*; a failure changes nothing. */
+int qrnic_mw_bind(struct qrnic_dev *d, const struct qrnic_qp *qp, const struct qrnic_bind_mw_wqe *w);
+/* QP qpn is destroyed: the type 2 windows bound through it become free. */
+void qrnic_mw_qp_gone(struct qrnic_dev *d, uint32_t qpn);
+/* Remote access through rkey by the responder of QP qp (pdn, qpn): as
+ * qrnic_mr_check/read/write, and a memory window's rkey works too. */
+int qrnic_rkey_check(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
+		     uint64_t len, uint32_t access);
+int qrnic_rkey_read(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
+		    void *buf, uint32_t len, uint32_t access);
+int qrnic_rkey_write(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
+		     const void *buf, uint32_t len, uint32_t access);
 /* Scatter/gather over an SGE list at byte offset 'off'.  Access is checked
  * per SGE (LOCAL_WRITE for writes).  Returns QRNIC_VERR_*. */
 int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,

@@ -46,7 +46,7 @@ static bool is_atomic(uint8_t op)
 /* Memory management WQEs: executed by the device, nothing on the wire. */
 static bool is_local(uint8_t op)
 {
-	return op == QRNIC_WR_REG_MR || op == QRNIC_WR_LOCAL_INV;
+	return op == QRNIC_WR_REG_MR || op == QRNIC_WR_LOCAL_INV || op == QRNIC_WR_BIND_MW;
 }
 
 /* Opcodes a QP of this type takes. */
@@ -60,6 +60,7 @@ static bool opcode_ok(const struct qrnic_qp *qp, uint8_t op)
 		return true;
 	case QRNIC_WR_RDMA_WRITE:
 	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
+	case QRNIC_WR_BIND_MW:		/* windows serve rkeys: connected QPs */
 		return qp->type == QRNIC_QPT_RC || qp->type == QRNIC_QPT_UC;
 	case QRNIC_WR_RDMA_READ:
 	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
@@ -82,6 +83,13 @@ static bool local_wqe_ok(const struct qrnic_send_wqe *q)
 
 		memcpy(&r, q, sizeof(r));
 		return r.rsvd0 == 0 && memcmp(r.rsvd1, zero, sizeof(zero)) == 0;
+	}
+	if (q->opcode == QRNIC_WR_BIND_MW) {
+		struct qrnic_bind_mw_wqe b;
+		static const uint8_t zero[sizeof(b.rsvd2)];
+
+		memcpy(&b, q, sizeof(b));
+		return b.rsvd0 == 0 && b.rsvd1 == 0 && memcmp(b.rsvd2, zero, sizeof(zero)) == 0;
 	}
 	return q->num_sge == 0 && q->rsvd0 == 0 && q->rsvd1 == 0;
 }
@@ -249,6 +257,7 @@ static uint8_t wc_opcode(uint8_t op)
 	case QRNIC_WR_ATOMIC_CMP_AND_SWP:	return QRNIC_WC_OP_COMP_SWAP;
 	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:	return QRNIC_WC_OP_FETCH_ADD;
 	case QRNIC_WR_LOCAL_INV:		return QRNIC_WC_OP_LOCAL_INV;
+	case QRNIC_WR_BIND_MW:			return QRNIC_WC_OP_BIND_MW;
 	case QRNIC_WR_REG_MR:			return QRNIC_WC_OP_REG_MR;
 	default:				return QRNIC_WC_OP_SEND;
 	}
@@ -658,21 +667,41 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	return true;
 }
 
-/* Run a REG_MR or LOCAL_INV WQE (validated by fetch_wqe) now. */
+/* Run a REG_MR, LOCAL_INV or BIND_MW WQE (validated by fetch_wqe) now. */
 static void exec_local(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
 {
-	bool reg = w->wqe.opcode == QRNIC_WR_REG_MR;
+	static const char *const name[] = {
+		[QRNIC_WR_LOCAL_INV] = "LOCAL_INV", [QRNIC_WR_BIND_MW] = "BIND_MW",
+		[QRNIC_WR_REG_MR] = "REG_MR",
+	};
+	uint8_t op = w->wqe.opcode;
 	struct qrnic_reg_mr_wqe r;
+	struct qrnic_bind_mw_wqe b;
 	uint32_t key;
 	int verr;
 
-	memcpy(&r, &w->wqe, sizeof(r));
-	key = reg ? r.key : w->wqe.imm_data;
-	verr = reg ? qrnic_mr_fast_reg(d, qp->pdn, &r) : qrnic_mr_invalidate(d, qp->pdn, key);
+	switch (op) {
+	case QRNIC_WR_REG_MR:
+		memcpy(&r, &w->wqe, sizeof(r));
+		key = r.key;
+		verr = qrnic_mr_fast_reg(d, qp->pdn, &r);
+		break;
+	case QRNIC_WR_BIND_MW:
+		memcpy(&b, &w->wqe, sizeof(b));
+		key = b.key;
+		verr = qrnic_mw_bind(d, qp, &b);
+		break;
+	default:
+		key = w->wqe.imm_data;
+		verr = qrnic_mr_invalidate(d, qp->pdn, qp->qpn, key);
+		break;
+	}
 	if (verr != QRNIC_VERR_NONE) {
 		qrnic_guest_error(d, "qrnic: QP %u %s WQE %u of key 0x%x failed (vendor error %d)",
-				  qp->qpn, reg ? "REG_MR" : "LOCAL_INV", w->sq_index, key, verr);
-		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, (uint8_t)verr);
+				  qp->qpn, name[op], w->sq_index, key, verr);
+		/* IBTA: a bind fails with a memory window bind error */
+		wqe_fail(w, op == QRNIC_WR_BIND_MW ? QRNIC_WC_MW_BIND_ERR : QRNIC_WC_LOC_QP_OP_ERR,
+			 (uint8_t)verr);
 		return;
 	}
 	w->acked = true;

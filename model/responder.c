@@ -445,7 +445,7 @@ static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 		/* SEND with invalidate: the rkey, an FRMR of this QP's PD, is
 		 * invalidated once, with the message (a duplicate is only
 		 * acknowledged).  A key that cannot be: NAK, as Linux rxe. */
-		verr = qrnic_mr_invalidate(d, qp->pdn, p->ieth_rkey);
+		verr = qrnic_mr_invalidate(d, qp->pdn, qp->qpn, p->ieth_rkey);
 		if (verr != QRNIC_VERR_NONE) {
 			qrnic_guest_error(d, "qrnic: QP %u SEND with invalidate of key 0x%x failed (vendor error %d)",
 					  qp->qpn, p->ieth_rkey, verr);
@@ -476,7 +476,7 @@ static void rc_write(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 			return;
 		}
 		if (p->reth_len) {
-			verr = qrnic_mr_check(d, p->reth_rkey, qp->pdn, p->reth_va, p->reth_len,
+			verr = qrnic_rkey_check(d, qp, p->reth_rkey, p->reth_va, p->reth_len,
 					      QRNIC_ACCESS_REMOTE_WRITE);
 			if (verr != QRNIC_VERR_NONE) {
 				resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
@@ -505,7 +505,7 @@ static void rc_write(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 		return;
 	}
 	if (p->paylen) {
-		verr = qrnic_mr_write(d, qp->resp.write_rkey, qp->pdn, qp->resp.write_va,
+		verr = qrnic_rkey_write(d, qp, qp->resp.write_rkey, qp->resp.write_va,
 				      p->payload, p->paylen, QRNIC_ACCESS_REMOTE_WRITE);
 		if (verr != QRNIC_VERR_NONE) {
 			qp->resp.write_active = false;
@@ -546,7 +546,7 @@ static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 		return;
 	}
 	if (p->reth_len) {
-		verr = qrnic_mr_check(d, p->reth_rkey, qp->pdn, p->reth_va, p->reth_len,
+		verr = qrnic_rkey_check(d, qp, p->reth_rkey, p->reth_va, p->reth_len,
 				      QRNIC_ACCESS_REMOTE_READ);
 		if (verr != QRNIC_VERR_NONE) {
 			resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
@@ -583,7 +583,7 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR, 0, 0);
 		return;
 	}
-	verr = qrnic_mr_read(d, p->atomic_rkey, qp->pdn, p->atomic_va, &orig, 8,
+	verr = qrnic_rkey_read(d, qp, p->atomic_rkey, p->atomic_va, &orig, 8,
 			     QRNIC_ACCESS_REMOTE_ATOMIC);
 	if (verr != QRNIC_VERR_NONE) {
 		resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
@@ -599,7 +599,7 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 	else
 		val = orig + p->atomic_swap_add;
 	if (val != orig || p->opcode == QRNIC_OP_RC_FETCH_ADD) {
-		verr = qrnic_mr_write(d, p->atomic_rkey, qp->pdn, p->atomic_va, &val, 8,
+		verr = qrnic_rkey_write(d, qp, p->atomic_rkey, p->atomic_va, &val, 8,
 				      QRNIC_ACCESS_REMOTE_ATOMIC);
 		if (verr != QRNIC_VERR_NONE) {
 			resp_fatal(d, qp, AETH_NAK_ACCESS, p->psn, QRNIC_EV_QP_ACCESS_ERR, 0, 0);
@@ -678,7 +678,7 @@ static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		if (fl & QRNIC_HDR_FIRST) {
 			if (!(qp->attr.qp_access_flags & QRNIC_ACCESS_REMOTE_WRITE) ||
 			    p->reth_len > QRNIC_MAX_MSG_SIZE ||
-			    (p->reth_len && qrnic_mr_check(d, p->reth_rkey, qp->pdn, p->reth_va,
+			    (p->reth_len && qrnic_rkey_check(d, qp, p->reth_rkey, p->reth_va,
 							   p->reth_len, QRNIC_ACCESS_REMOTE_WRITE))) {
 				uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
 				return;
@@ -696,7 +696,7 @@ static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 			return;
 		}
 		if (p->paylen &&
-		    qrnic_mr_write(d, qp->resp.write_rkey, qp->pdn, qp->resp.write_va, p->payload,
+		    qrnic_rkey_write(d, qp, qp->resp.write_rkey, qp->resp.write_va, p->payload,
 				   p->paylen, QRNIC_ACCESS_REMOTE_WRITE) != QRNIC_VERR_NONE) {
 			uc_drop(d, qp, p, QRNIC_STAT_RX_DROP_OTHER);
 			return;
@@ -885,7 +885,7 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 					.ipv6 = qp->attr.av.net_type == QRNIC_NET_IPV6, .opcode = op };
 
 				payload = qrnic_tx_payload(d, &where);
-				verr = qrnic_mr_read(d, r->rkey, qp->pdn, r->va + off, payload, len,
+				verr = qrnic_rkey_read(d, qp, r->rkey, r->va + off, payload, len,
 						     QRNIC_ACCESS_REMOTE_READ);
 				if (verr != QRNIC_VERR_NONE) {
 					r->pending = false;

@@ -34,10 +34,11 @@ ACCESS_REMOTE_READ = 4
 ACCESS_REMOTE_ATOMIC = 8
 ACCESS_ALL = 0xf
 ACCESS_REMOTE = ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ | ACCESS_REMOTE_ATOMIC
+ACCESS_MW_BIND = 0x10
 
 WR = {'RDMA_WRITE': 0, 'RDMA_WRITE_WITH_IMM': 1, 'SEND': 2, 'SEND_WITH_IMM': 3,
       'RDMA_READ': 4, 'ATOMIC_CMP_AND_SWP': 5, 'ATOMIC_FETCH_AND_ADD': 6,
-      'LOCAL_INV': 7, 'SEND_WITH_INV': 9, 'REG_MR': 0x20}
+      'LOCAL_INV': 7, 'BIND_MW': 8, 'SEND_WITH_INV': 9, 'REG_MR': 0x20}
 WR['CMP_AND_SWP'] = WR['ATOMIC_CMP_AND_SWP']
 WR['FETCH_AND_ADD'] = WR['ATOMIC_FETCH_AND_ADD']
 
@@ -54,7 +55,7 @@ WC_STATUS = ['SUCCESS', 'LOC_LEN_ERR', 'LOC_QP_OP_ERR', 'LOC_EEC_OP_ERR', 'LOC_P
              'GENERAL_ERR']
 WC = {n: i for i, n in enumerate(WC_STATUS)}
 WC_OP = {0: 'SEND', 1: 'RDMA_WRITE', 2: 'RDMA_READ', 3: 'COMP_SWAP', 4: 'FETCH_ADD',
-         6: 'LOCAL_INV', 10: 'REG_MR', 128: 'RECV', 129: 'RECV_RDMA_WITH_IMM'}
+         5: 'BIND_MW', 6: 'LOCAL_INV', 10: 'REG_MR', 128: 'RECV', 129: 'RECV_RDMA_WITH_IMM'}
 CQE_F_WITH_IMM = 1
 CQE_F_GRH = 2
 CQE_F_IPV4 = 4
@@ -81,8 +82,8 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
        'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
-       'ALLOC_MR': 0x1d}
-CMD_MAX = 0x1d
+       'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e}
+CMD_MAX = 0x1e
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -219,7 +220,7 @@ class DeviceAttr(LE):
                     ('mac', ctypes.c_uint8 * 6), ('rsvd0', ctypes.c_uint8 * 2),
                     ('max_srq', ctypes.c_uint32), ('max_srq_wr', ctypes.c_uint32),
                     ('max_mcg', ctypes.c_uint32), ('max_mcg_qp', ctypes.c_uint32),
-                    ('max_fast_reg_pages', ctypes.c_uint32), ('rsvd', ctypes.c_uint8 * 4)]
+                    ('max_fast_reg_pages', ctypes.c_uint32), ('max_mw', ctypes.c_uint32)]
 
 
 class PortAttr(LE):
@@ -289,11 +290,20 @@ class RegMrWqe(LE):
                 ('rsvd1', ctypes.c_uint8 * 16)]
 
 
+class BindMwWqe(LE):
+    _pack_ = 1
+    _fields_ = [('opcode', ctypes.c_uint8), ('flags', ctypes.c_uint8), ('rsvd0', ctypes.c_uint8),
+                ('access', ctypes.c_uint8), ('mr_lkey', ctypes.c_uint32), ('wr_id', ctypes.c_uint64),
+                ('key', ctypes.c_uint32), ('rsvd1', ctypes.c_uint32), ('addr', ctypes.c_uint64),
+                ('length', ctypes.c_uint64), ('rsvd2', ctypes.c_uint8 * 24)]
+
+
 MIRRORS = {'qrnic_av': Av, 'qrnic_qp_attr': QpAttr, 'qrnic_cqe': Cqe, 'qrnic_eqe': Eqe,
            'qrnic_aq_cqe': AqCqe, 'qrnic_device_attr': DeviceAttr, 'qrnic_port_attr': PortAttr,
            'qrnic_mpt_entry': MptEntry, 'qrnic_send_wqe': SendWqe, 'qrnic_sge': Sge,
            'qrnic_recv_wqe': RecvWqe, 'qrnic_trace_ev': TraceEv, 'hx_trace_rec': TraceRec,
-           'hx_frame_info': FrameInfo, 'qrnic_reg_mr_wqe': RegMrWqe}
+           'hx_frame_info': FrameInfo, 'qrnic_reg_mr_wqe': RegMrWqe,
+           'qrnic_bind_mw_wqe': BindMwWqe}
 
 
 def to_dict(s):
@@ -510,7 +520,8 @@ _CMD_BODY = {'query': 'qrnic_cmd_query', 'gid': 'qrnic_cmd_gid', 'create_cq': 'q
              'create_qp': 'qrnic_cmd_create_qp', 'modify_qp': 'qrnic_cmd_modify_qp',
              'query_qp': 'qrnic_cmd_query_qp', 'reg_mr': 'qrnic_cmd_reg_mr',
              'create_ah': 'qrnic_cmd_create_ah', 'create_eq': 'qrnic_cmd_create_eq',
-             'alloc_mr': 'qrnic_cmd_alloc_mr', 'hdr': 'qrnic_aq_hdr'}
+             'alloc_mr': 'qrnic_cmd_alloc_mr', 'alloc_mw': 'qrnic_cmd_alloc_mw',
+             'hdr': 'qrnic_aq_hdr'}
 _NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av'}
 
 
@@ -1247,6 +1258,16 @@ class Device:
             return None
         return FastMr(self, cqe['result'][0], pdn, max_pages)
 
+    def alloc_mw(self, pd, mw_type=2, rsvd0=0, flags=0, rsvd=0, check=True):
+        """ALLOC_MW: a memory window (type 1 or 2) of pd, unbound (spec 12.13)."""
+        pdn = getattr(pd, 'pdn', pd)
+        cmd = struct.pack('<BBHI', CMD['ALLOC_MW'], 0, 0, 0) + \
+            struct.pack('<IB3sII', pdn, mw_type, bytes([rsvd0, 0, 0]), flags, rsvd)
+        st, cqe = self.admin(cmd)
+        if self._status(st, 'alloc_mw', check):
+            return None
+        return Mw(self, cqe['result'][0], pdn, mw_type)
+
     def query_mr(self, key, check=True):
         out = MptEntry()
         st = self._l.hx_query_mr(self.w, self.idx, key, ctypes.byref(out))
@@ -1595,6 +1616,44 @@ class FastMr(_Obj):
         return f'<FastMr key={self.key:#x} dev{self._i}>'
 
 
+class Mw(_Obj):
+    """A memory window (ALLOC_MW).  bind() posts a BIND_MW WQE; on success
+    the window's rkey is self.rkey (the key given, default the next
+    variant)."""
+
+    def __init__(self, dev, key, pdn, mw_type):
+        super().__init__(dev, key)
+        self.key = self.rkey = key
+        self.pdn = pdn
+        self.type = mw_type
+        self.iova = self.length = 0
+
+    def bind(self, qp, mr, off=0, length=None, access=ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE,
+             key=None, wr_id=0, signaled=True, mr_lkey=None, addr=None, rsvd=0):
+        length = (mr.length - off) if length is None else length
+        key = ((self.key & ~0xff) | ((self.key + 1) & 0xff)) if key is None else key
+        a = mr.addr(off) if addr is None else addr
+        w = BindMwWqe(opcode=WR['BIND_MW'], flags=WQE_F_SIGNALED if signaled else 0,
+                      access=access, mr_lkey=mr.lkey if mr_lkey is None else mr_lkey,
+                      wr_id=wr_id, key=key, rsvd1=rsvd, addr=a, length=length)
+        r = qp.post_send_raw(bytes(w))
+        self.key = self.rkey = key
+        self.iova, self.length = a, length
+        return r
+
+    def addr(self, off=0):
+        return self.iova + off
+
+    def dealloc(self, check=True):
+        return self.dev.destroy('DEREG_MR', self.key, check)
+
+    def query(self, check=True):
+        return self.dev.query_mr(self.key, check)
+
+    def __repr__(self):
+        return f'<Mw type {self.type} rkey={self.key:#x} dev{self._i}>'
+
+
 def _sge_list(sges):
     addrs, lens, keys = [], [], []
     for s in sges:
@@ -1721,7 +1780,7 @@ class Qp(_Obj, QpTransitions):
         addrs, lens, keys = _sge_list(sges)
         rkey = raddr = 0
         if remote is not None:
-            if isinstance(remote[0], (Mr, FastMr)):
+            if isinstance(remote[0], (Mr, FastMr, Mw)):
                 rkey, raddr = remote[0].rkey, remote[0].addr(remote[1])
             else:
                 rkey, raddr = remote

@@ -299,7 +299,7 @@ def test_oversized_counts_rejected(world):
     assert st_of(d.reg_mr, pd, 4096, page_shift=11) == BP
     assert st_of(d.reg_mr, pd, 4096, page_shift=31) == BP
     assert st_of(d.reg_mr, pd, 0) == BP
-    assert st_of(d.reg_mr, pd, 4096, access=0x10) == BP
+    assert st_of(d.reg_mr, pd, 4096, access=0x20) == BP   # 0x10: MW_BIND (ABI 1.2)
     d.patch_next_cmd('reg_mr.length', d.attr['max_mr_size'] + 1)
     assert st_of(d.reg_mr, pd, 4096) == BP
     d.patch_next_cmd('reg_mr.pbl_levels', 4)

@@ -152,7 +152,7 @@ def _reg_fail(conn, mr, expect_verr, **kw):
 BAD_REG = {
     'page_shift_11': ({'page_shift': 11}, 'BAD_WQE'),
     'page_shift_31': ({'page_shift': 31, 'pages': [0x1000], 'iova': 0}, 'BAD_WQE'),
-    'access_bit_4': ({'access': RW | 0x10}, 'BAD_WQE'),
+    'access_bit_5': ({'access': RW | 0x20}, 'BAD_WQE'),
     'remote_write_no_local': ({'access': q.ACCESS_REMOTE_WRITE}, 'BAD_WQE'),
     'length_0': ({'length': 0, 'pages': [], 'npages': 0}, 'BAD_WQE'),
     'npages_short': ({'length': 3 * 4096, 'iova': 0x10000, 'npages': 2}, 'BAD_WQE'),

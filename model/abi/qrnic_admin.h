@@ -53,7 +53,8 @@
 #define QRNIC_CMD_ATTACH_MCAST		0x1b
 #define QRNIC_CMD_DETACH_MCAST		0x1c
 #define QRNIC_CMD_ALLOC_MR		0x1d
-#define QRNIC_CMD_MAX			0x1d
+#define QRNIC_CMD_ALLOC_MW		0x1e
+#define QRNIC_CMD_MAX			0x1e
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -230,6 +231,20 @@ struct qrnic_cmd_alloc_mr {
 	uint32_t rsvd;
 };
 
+/* ALLOC_MW: a memory window of PD pdn (any user context's), unbound until
+ * a BIND_MW WQE binds it.  result[0] = its rkey.  DEREG_MR frees it (any
+ * key with its MPT index); QUERY_MR reports it. */
+#define QRNIC_MW_TYPE_1			1
+#define QRNIC_MW_TYPE_2			2	/* type 2B: bound to one QP */
+
+struct qrnic_cmd_alloc_mw {
+	uint32_t pdn;
+	uint8_t  type;		/* QRNIC_MW_TYPE_* */
+	uint8_t  rsvd0[3];
+	uint32_t flags;		/* must be 0 */
+	uint32_t rsvd;
+};
+
 struct qrnic_cmd_create_ah {
 	uint32_t pdn;
 	uint32_t rsvd;
@@ -307,6 +322,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_modify_srq modify_srq;
 		struct qrnic_cmd_mcast mcast;
 		struct qrnic_cmd_alloc_mr alloc_mr;
+		struct qrnic_cmd_alloc_mw alloc_mw;
 		uint8_t raw[120];
 	} u;
 };
@@ -322,10 +338,11 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_srq, 32);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_srq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_mcast, 24);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mr, 16);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mw, 16);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.
- * result[]: all 0 on failure.  CREATE_* / ALLOC_UCTX / REG_MR / ALLOC_MR: result[0] =
+ * result[]: all 0 on failure.  CREATE_* / ALLOC_UCTX / REG_MR / ALLOC_MR / ALLOC_MW: result[0] =
  * the new handle or key.  Commands with resp_addr (QUERY_DEVICE, _PORT,
  * _STATS, _QP, _MR): result[0] = size of the full answer, result[1] =
  * bytes written = min(resp_len, size); resp_addr 0 or a failed write is
@@ -381,7 +398,7 @@ struct qrnic_device_attr {
 	uint32_t max_mcg;	/* QRNIC_MAX_MCG */
 	uint32_t max_mcg_qp;	/* QRNIC_MAX_MCG_QP */
 	uint32_t max_fast_reg_pages;	/* QRNIC_MAX_FAST_REG_PAGES (ABI 1.2) */
-	uint8_t  rsvd[4];
+	uint32_t max_mw;	/* memory windows share the MPT with MRs: max_mr (ABI 1.2) */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 128);
 

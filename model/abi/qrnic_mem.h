@@ -46,6 +46,9 @@
 							 * slot is held; VALID says whether the
 							 * key works (REG_MR WQE sets, LOCAL_INV
 							 * and remote invalidation clear it) */
+#define QRNIC_MPT_MW			(1u << 3)	/* memory window (ALLOC_MW): VALID
+							 * when bound (spec 12.13) */
+#define QRNIC_MPT_MW_TYPE2		(1u << 4)	/* with MW: a type 2 window */
 /* A fast-registration MR holds at most this many pages (ALLOC_MR max_pages,
  * struct qrnic_device_attr max_fast_reg_pages). */
 #define QRNIC_MAX_FAST_REG_PAGES	4096
@@ -61,7 +64,8 @@ struct qrnic_mpt_entry {
 	uint32_t npages;	/* MTT entries in use (FAST: of the registration) */
 	uint8_t  page_shift;
 	uint8_t  rsvd[3];
-	uint32_t max_pages;	/* FAST: MTT entries held, from ALLOC_MR */
+	uint32_t max_pages;	/* FAST: MTT entries held, from ALLOC_MR; MW: the
+				 * MPT index of the MR it is bound to */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_mpt_entry, 48);
 

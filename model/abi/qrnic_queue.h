@@ -41,7 +41,10 @@
 #define QRNIC_ACCESS_REMOTE_WRITE	(1u << 1)
 #define QRNIC_ACCESS_REMOTE_READ	(1u << 2)
 #define QRNIC_ACCESS_REMOTE_ATOMIC	(1u << 3)
-#define QRNIC_ACCESS_ALL		0xfu
+#define QRNIC_ACCESS_ALL		0xfu	/* the data access bits */
+#define QRNIC_ACCESS_MW_BIND		(1u << 4)	/* MRs: memory windows may be
+							 * bound to it (ABI 1.2) */
+#define QRNIC_ACCESS_MR_MASK		(QRNIC_ACCESS_ALL | QRNIC_ACCESS_MW_BIND)
 
 /* ---- Send WQE ----------------------------------------------------------- */
 #define QRNIC_WR_RDMA_WRITE		0
@@ -52,7 +55,10 @@
 #define QRNIC_WR_ATOMIC_CMP_AND_SWP	5
 #define QRNIC_WR_ATOMIC_FETCH_AND_ADD	6
 #define QRNIC_WR_LOCAL_INV		7	/* invalidate the key in imm_data (host byte
-						 * order): an FRMR of the QP's PD (spec 12.12) */
+						 * order): an FRMR or a type 2 memory window
+						 * (spec 12.12, 12.13) */
+#define QRNIC_WR_BIND_MW		8	/* bind a memory window: the WQE is a struct
+						 * qrnic_bind_mw_wqe (spec 12.13) */
 #define QRNIC_WR_SEND_WITH_INV		9	/* RC SEND; the responder invalidates the rkey
 						 * in imm_data (host byte order) */
 #define QRNIC_WR_REG_MR			0x20	/* fast registration: the WQE is a struct
@@ -121,6 +127,32 @@ QRNIC_ASSERT_SIZE(struct qrnic_reg_mr_wqe, 64);
 QRNIC_ASSERT_OFFSET(struct qrnic_reg_mr_wqe, wr_id, 8);
 QRNIC_ASSERT_OFFSET(struct qrnic_reg_mr_wqe, iova, 24);
 
+/*
+ * BIND_MW WQE (spec 12.13): 64 bytes, no SGEs, nothing on the wire.  Binds
+ * the memory window whose MPT index is key[31:8] (ALLOC_MW) to
+ * [addr, addr + length) of the MR mr_lkey, with the remote rights 'access',
+ * and gives it the rkey 'key' (the 8-bit variant is the consumer's).  A
+ * type 1 window may be bound again at any time (length 0 unbinds it); a
+ * type 2 window must be free (invalidated or never bound) and becomes
+ * usable through this QP only.
+ */
+struct qrnic_bind_mw_wqe {
+	uint8_t  opcode;	/* QRNIC_WR_BIND_MW */
+	uint8_t  flags;		/* QRNIC_WQE_F_SIGNALED, _FENCE; the rest must be 0 */
+	uint8_t  rsvd0;
+	uint8_t  access;	/* QRNIC_ACCESS_REMOTE_* only */
+	uint32_t mr_lkey;	/* the MR bound to: has QRNIC_ACCESS_MW_BIND */
+	uint64_t wr_id;
+	uint32_t key;		/* the window's new rkey */
+	uint32_t rsvd1;
+	uint64_t addr;		/* in the MR's iova space */
+	uint64_t length;
+	uint8_t  rsvd2[24];
+};
+QRNIC_ASSERT_SIZE(struct qrnic_bind_mw_wqe, 64);
+QRNIC_ASSERT_OFFSET(struct qrnic_bind_mw_wqe, wr_id, 8);
+QRNIC_ASSERT_OFFSET(struct qrnic_bind_mw_wqe, addr, 24);
+
 struct qrnic_sge {
 	uint64_t addr;		/* virtual address within the MR of lkey */
 	uint32_t length;
@@ -168,6 +200,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 #define QRNIC_WC_OP_RDMA_READ		2
 #define QRNIC_WC_OP_COMP_SWAP		3
 #define QRNIC_WC_OP_FETCH_ADD		4
+#define QRNIC_WC_OP_BIND_MW		5
 #define QRNIC_WC_OP_LOCAL_INV		6
 #define QRNIC_WC_OP_REG_MR		10	/* kernel IB_WC_REG_MR (no ibv value) */
 #define QRNIC_WC_OP_RECV		128
@@ -232,7 +265,10 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 						 * REM_INV_REQ_ERR + QRNIC_VERR_NAK) */
 #define QRNIC_VERR_MR_STATE		14	/* REG_MR of an MR not free, LOCAL_INV
 						 * or SEND_WITH_INV of a key that is not
-						 * a fast-registration MR's (spec 12.12) */
+						 * a fast-registration MR's or a type 2
+						 * window's; BIND_MW of a window not
+						 * free, or over an MR that is not
+						 * valid (spec 12.12, 12.13) */
 
 /* ---- EQE (16 bytes) ----------------------------------------------------- */
 #define QRNIC_EQE_COMPLETION		0	/* handle = cqn */

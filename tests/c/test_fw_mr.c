@@ -376,7 +376,11 @@ static void destroy_all(struct qrnic_dev *d)
 		if (d->qp[i].valid)
 			CHECK_EQ(destroy(d, QRNIC_CMD_DESTROY_QP, i), QRNIC_AQ_OK);
 	for (i = 1; i < d->cfg.max_mr; i++)
-		if (d->mr[i].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST))
+		if ((d->mr[i].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW)) &&
+		    !d->mr[i].bound_mws)
+			CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, d->mr[i].mpt.key), QRNIC_AQ_OK);
+	for (i = 1; i < d->cfg.max_mr; i++)	/* MRs that had windows bound */
+		if (d->mr[i].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW))
 			CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, d->mr[i].mpt.key), QRNIC_AQ_OK);
 	for (i = 1; i < d->cfg.max_ah; i++)
 		if (d->ah[i].valid)
@@ -409,7 +413,7 @@ static void check_invariants(struct qrnic_dev *d)
 	for (i = 1; i < d->cfg.max_mr; i++) {
 		const struct qrnic_mpt_entry *m = &d->mr[i].mpt;
 
-		if (!(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST)))
+		if (!(m->flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW)))
 			continue;
 		CHECK_EQ(QRNIC_KEY_INDEX(m->key), i);
 		CHECK(d->pd[m->pdn].valid);
@@ -474,7 +478,8 @@ static void test_queries(void)
 	CHECK_EQ(da.max_mtt, d->cfg.max_mtt);
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
-			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT);
+			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT |
+			  QRNIC_CAP_MW);
 	CHECK_EQ(da.max_srq, d->cfg.max_srq);
 	CHECK_EQ(da.max_srq_wr, d->cfg.max_qp_wr);
 	CHECK(da.max_qp_rd_atom <= QRNIC_MAX_RD_ATOMIC);
@@ -883,8 +888,11 @@ static void test_bounds(void)
 	c = mr_cmd(pdn, QRNIC_ACCESS_REMOTE_READ, 0, 12, 1, 0, 8192, pbl, 2);
 	CHECK_EQ(reg_mr(d, &c, &key), QRNIC_AQ_OK);
 	CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, key), QRNIC_AQ_OK);
-	c = mr_cmd(pdn, 0x10, 0, 12, 1, 0, 8192, pbl, 2);
+	c = mr_cmd(pdn, 0x20, 0, 12, 1, 0, 8192, pbl, 2);	/* 0x10 is MW_BIND (ABI 1.2) */
 	CHECK_EQ(reg_mr(d, &c, NULL), QRNIC_AQ_BAD_PARAM);
+	c = mr_cmd(pdn, QRNIC_ACCESS_MW_BIND, 0, 12, 1, 0, 8192, pbl, 2);
+	CHECK_EQ(reg_mr(d, &c, &key), QRNIC_AQ_OK);
+	CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, key), QRNIC_AQ_OK);
 	c = mr_cmd(pdn, 0, 2, 12, 1, 0, 8192, pbl, 2);
 	CHECK_EQ(reg_mr(d, &c, NULL), QRNIC_AQ_BAD_PARAM);
 	c = mr_cmd(pdn, 0, 0, 12, 1, 0x800, 8192, pbl, 2);	/* spans 3 pages */

@@ -2983,7 +2983,7 @@ const char *hx_layout(void)
 	P(L(qrnic_device_attr, max_mr_size)); P(L(qrnic_device_attr, mac));
 	P(L(qrnic_device_attr, max_srq)); P(L(qrnic_device_attr, max_srq_wr));
 	P(L(qrnic_device_attr, max_mcg)); P(L(qrnic_device_attr, max_mcg_qp));
-	P(L(qrnic_device_attr, max_fast_reg_pages));
+	P(L(qrnic_device_attr, max_fast_reg_pages)); P(L(qrnic_device_attr, max_mw));
 	P(S(qrnic_cmd_create_srq)); P(L(qrnic_cmd_create_srq, uctx)); P(L(qrnic_cmd_create_srq, pdn));
 	P(L(qrnic_cmd_create_srq, log_depth)); P(L(qrnic_cmd_create_srq, wqe_shift));
 	P(L(qrnic_cmd_create_srq, rsvd0)); P(L(qrnic_cmd_create_srq, limit));
@@ -2999,6 +2999,11 @@ const char *hx_layout(void)
 	P(L(qrnic_mpt_entry, max_pages));
 	P(S(qrnic_cmd_alloc_mr)); P(L(qrnic_cmd_alloc_mr, pdn)); P(L(qrnic_cmd_alloc_mr, max_pages));
 	P(L(qrnic_cmd_alloc_mr, flags)); P(L(qrnic_cmd_alloc_mr, rsvd));
+	P(S(qrnic_cmd_alloc_mw)); P(L(qrnic_cmd_alloc_mw, pdn)); P(L(qrnic_cmd_alloc_mw, type));
+	P(L(qrnic_cmd_alloc_mw, rsvd0)); P(L(qrnic_cmd_alloc_mw, flags)); P(L(qrnic_cmd_alloc_mw, rsvd));
+	P(S(qrnic_bind_mw_wqe)); P(L(qrnic_bind_mw_wqe, access)); P(L(qrnic_bind_mw_wqe, mr_lkey));
+	P(L(qrnic_bind_mw_wqe, key)); P(L(qrnic_bind_mw_wqe, rsvd1)); P(L(qrnic_bind_mw_wqe, addr));
+	P(L(qrnic_bind_mw_wqe, length)); P(L(qrnic_bind_mw_wqe, rsvd2));
 	P(S(qrnic_reg_mr_wqe)); P(L(qrnic_reg_mr_wqe, page_shift)); P(L(qrnic_reg_mr_wqe, access));
 	P(L(qrnic_reg_mr_wqe, npages)); P(L(qrnic_reg_mr_wqe, key)); P(L(qrnic_reg_mr_wqe, rsvd0));
 	P(L(qrnic_reg_mr_wqe, length)); P(L(qrnic_reg_mr_wqe, pbl_addr)); P(L(qrnic_reg_mr_wqe, rsvd1));
