@@ -942,6 +942,15 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 }
 
 /* ---- the work loop ------------------------------------------------------------ */
+/* A device created without an admin engine (qrnic_dev_new): its admin
+ * queue goes to error, as it would with firmware that cannot run. */
+static bool admin_absent(struct qrnic_dev *d)
+{
+	d->aq_status |= QRNIC_AQ_STATUS_ERROR;
+	qrnic_unimp(d, "qrnic: admin queue: no admin engine (firmware) attached");
+	return false;
+}
+
 bool qrnic_dev_busy(const struct qrnic_dev *d)
 {
 	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL))
@@ -967,7 +976,8 @@ bool qrnic_dev_run(struct qrnic_dev *d)
 
 	if (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 	    !(d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
-		d->aq_pending = qrnic_fw_admin_run(d, QRNIC_AQ_BUDGET);
+		d->aq_pending = d->admin ? d->admin->run(d->admin_opaque, d, QRNIC_AQ_BUDGET)
+					 : admin_absent(d);
 		did = true;
 	}
 
@@ -1375,7 +1385,8 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
 	}
 	d->mtt_free = c->max_mtt;
-	d->next_qpn = 2;
+	if (d->admin && d->admin->reset)
+		d->admin->reset(d->admin_opaque, d);
 	d->uctx_valid[0] = true;
 
 	d->ctrl = 0;
@@ -1416,7 +1427,8 @@ void qrnic_dev_reset(struct qrnic_dev *d)
 }
 
 struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
-				const struct qrnic_host_ops *ops, void *opaque)
+				const struct qrnic_host_ops *ops, void *opaque,
+				const struct qrnic_admin_ops *admin, void *admin_opaque)
 {
 	char err[128];
 	struct qrnic_dev *d;
@@ -1429,6 +1441,8 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 	d->cfg = *cfg;
 	d->ops = ops;
 	d->opaque = opaque;
+	d->admin = admin;
+	d->admin_opaque = admin_opaque;
 	d->link_up = true;
 	d->timer_deadline = UINT64_MAX;
 	if (alloc_tables(d) != 0 ||

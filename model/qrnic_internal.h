@@ -361,6 +361,8 @@ struct qrnic_dev {
 	struct qrnic_config cfg;
 	const struct qrnic_host_ops *ops;
 	void *opaque;
+	const struct qrnic_admin_ops *admin;	/* the admin engine (firmware), or NULL */
+	void *admin_opaque;
 
 	/* registers */
 	uint32_t ctrl;
@@ -758,11 +760,5 @@ bool qrnic_fault_admin_hang(struct qrnic_dev *d, uint8_t opcode);
 void qrnic_fault_event(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_fault_reset(struct qrnic_dev *d);	/* after the reset emptied the event heap */
 void qrnic_fault_free(struct qrnic_dev *d);
-
-/* ---- firmware/ ------------------------------------------------------------ */
-/* Process up to 'budget' admin commands; returns true if more are pending. */
-bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget);
-/* Execute one validated-in-place command copy; fills cqe->status/result. */
-void qrnic_fw_exec(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
 #endif
