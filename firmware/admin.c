@@ -12,6 +12,9 @@
  * (model/fault.c) fails a command just before its handler runs, in
  * qrnic_fw_exec(), so an injected failure has no side effects, and can hang
  * the queue in qrnic_fw_admin_run().
+ *
+ * The firmware registers with a device as its admin engine: the creator of
+ * the device passes qrnic_fw_admin_ops (qrnic_firmware.h) to qrnic_dev_new().
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -396,3 +399,19 @@ bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget)
 	}
 	return d->aq_sq_pi != d->aq_sq_ci;
 }
+
+/* ---- Registration with the device ------------------------------------------- */
+static bool fw_engine_run(void *opaque, struct qrnic_dev *d, uint32_t budget)
+{
+	return qrnic_fw_admin_run(d, budget);
+}
+
+static void fw_engine_reset(void *opaque, struct qrnic_dev *d)
+{
+	d->next_qpn = 2;
+}
+
+const struct qrnic_admin_ops qrnic_fw_admin_ops = {
+	.run = fw_engine_run,
+	.reset = fw_engine_reset,
+};

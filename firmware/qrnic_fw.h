@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qrnic firmware: private helpers shared by the admin command handlers.
- * Nothing here is ABI; the model's other stages use qrnic_internal.h.
+ * Nothing here is ABI.  Hosts see the firmware through qrnic_firmware.h;
+ * the firmware sees the model through qrnic_fw_services.h.
  *
  * Conventions of every handler (struct qrnic_fw_op in admin.c):
  *   - it gets the device's private copy of the command, never guest memory;
@@ -34,7 +35,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "qrnic_internal.h"
+#include "qrnic_fw_services.h"
+#include "qrnic_firmware.h"
 
 /* Byte offset of a command field, for cqe->detail. */
 #define QRNIC_FW_OFF(field)	((uint32_t)offsetof(struct qrnic_aq_cmd, field))
@@ -135,6 +137,11 @@ static inline bool qrnic_fw_ring_ok(uint64_t addr, uint64_t size)
 }
 
 /* ---- admin.c ------------------------------------------------------------ */
+/* The admin engine (qrnic_fw_admin_ops.run): process up to 'budget' admin
+ * commands; returns true if more are pending. */
+bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget);
+/* Execute one validated-in-place command copy; fills cqe->status/result. */
+void qrnic_fw_exec(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 /* Largest IB MTU (QRNIC_MTU_*) whose RoCEv2 frame fits cfg.eth_mtu. */
 uint8_t qrnic_fw_port_mtu(const struct qrnic_dev *d);
 /* DMA-write min(resp_len, len) bytes of an answer; resp_addr 0 or a DMA

@@ -31,6 +31,7 @@
 #include "trace.h"
 
 #include "qrnic_model.h"
+#include "qrnic_firmware.h"
 #include "qrnic_pcap.h"
 #include "qrnic_fault.h"
 #include "qrnic_timing.h"
@@ -719,7 +720,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     s->bh = qemu_bh_new_guarded(qrnic_bh, s, &DEVICE(pdev)->mem_reentrancy_guard);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_timer_cb, s);
     s->kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_kick_cb, s);
-    s->dev = qrnic_dev_new(c, &qrnic_host_ops, s);
+    s->dev = qrnic_dev_new(c, &qrnic_host_ops, s, &qrnic_fw_admin_ops, NULL);
     if (!s->dev) {
         error_setg(errp, "qrnic: cannot allocate the device model");
         goto fail;

@@ -148,7 +148,7 @@ void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn)
 static void fx_schedule(struct qrnic_dev *d, struct qrnic_effect *e, uint32_t idx)
 {
 	/* frames leave one after the other and a CQ's CQEs appear in order:
-	 * FIFO lanes (device.c) hold those cheaply */
+	 * FIFO lanes (events.c) hold those cheaply */
 	if (e->kind == QRNIC_FX_TX)
 		qrnic_event_add_lane(d, QRNIC_LANE_TX, e->when, QRNIC_EVK_EFFECT, idx, e->gen);
 	else if (e->kind == QRNIC_FX_CQE)

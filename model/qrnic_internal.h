@@ -363,6 +363,8 @@ struct qrnic_dev {
 	struct qrnic_config cfg;
 	const struct qrnic_host_ops *ops;
 	void *opaque;
+	const struct qrnic_admin_ops *admin;	/* the admin engine (firmware), or NULL */
+	void *admin_opaque;
 
 	/* registers */
 	uint32_t ctrl;
@@ -446,14 +448,14 @@ struct qrnic_dev {
 	struct qrnic_fault_state *fault;	/* fault.c; NULL: no fault rules ever added */
 };
 
-/* ---- device.c: the choke points ------------------------------------------ */
+/* ---- device.c: the choke points (and regs.c, events.c, work.c, rx.c) ----- */
 /* Every host-memory access of the model goes through these two.  They
  * count, trace and (later) apply the timing model and fault injection.
  * Return 0 or -1; on -1 nothing was transferred to/from buf reliably. */
 int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len);
 int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t len);
 /* Every RoCEv2 frame leaves through qrnic_tx; every received frame enters
- * through qrnic_dev_rx_frame and is dispatched by qrnic_rx_dispatch. */
+ * through qrnic_dev_rx_frame and is dispatched by qrnic_rx_run (rx.c). */
 void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 void qrnic_irq(struct qrnic_dev *d, unsigned vector);
 /* The host's clock (ns). */
@@ -489,7 +491,7 @@ static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64
 	d->stats[s] += n;
 }
 void qrnic_fatal(struct qrnic_dev *d, uint32_t code);
-/* Put a QP on the work list and ask the host to run us. */
+/* work.c: put a QP on the work list and ask the host to run us. */
 void qrnic_qp_kick(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_work_remove(struct qrnic_dev *d, struct qrnic_qp *qp);
 
@@ -556,6 +558,14 @@ void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t
  * lane's last event (else in the heap): for deadlines that mostly grow. */
 void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
 			  uint32_t kind, uint32_t id, uint32_t gen);
+/* events.c: (re)arm the host timer for the first pending event; drop every
+ * event (device reset); free the event storage (qrnic_dev_free). */
+void qrnic_timer_update(struct qrnic_dev *d);
+void qrnic_events_reset(struct qrnic_dev *d);
+void qrnic_events_free(struct qrnic_dev *d);
+/* rx.c: dispatch up to 'budget' queued frames (true if any); drop them all. */
+bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget);
+void qrnic_rxq_clear(struct qrnic_dev *d);
 struct qrnic_qp *qrnic_qp_get(struct qrnic_dev *d, uint32_t qpn);	/* NULL unless valid */
 struct qrnic_cq *qrnic_cq_get(struct qrnic_dev *d, uint32_t cqn);
 struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn);
@@ -791,11 +801,5 @@ bool qrnic_fault_admin_hang(struct qrnic_dev *d, uint8_t opcode);
 void qrnic_fault_event(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_fault_reset(struct qrnic_dev *d);	/* after the reset emptied the event heap */
 void qrnic_fault_free(struct qrnic_dev *d);
-
-/* ---- firmware/ ------------------------------------------------------------ */
-/* Process up to 'budget' admin commands; returns true if more are pending. */
-bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget);
-/* Execute one validated-in-place command copy; fills cqe->status/result. */
-void qrnic_fw_exec(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
 #endif

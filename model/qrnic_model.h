@@ -148,8 +148,31 @@ void qrnic_config_defaults(struct qrnic_config *cfg);
 /* 0 if valid; otherwise -1 and a message in err. */
 int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen);
 
+/*
+ * The admin engine: what executes the commands of the admin queue.  The
+ * model owns the admin queue's registers and doorbell and the device's
+ * tables; the commands are the firmware's business (firmware/, which
+ * offers its engine as qrnic_fw_admin_ops in qrnic_firmware.h).  The model
+ * does not know the firmware: whoever creates the device hands it an
+ * engine through this table.  A device created without one (NULL) still
+ * answers: the first admin doorbell it acts on puts the admin queue into
+ * error (AQ_STATUS.ERROR, and an "unimplemented" log line), and nothing
+ * is executed.
+ */
+struct qrnic_admin_ops {
+	/* Process up to 'budget' commands from the admin queue (called from
+	 * qrnic_dev_run() while the queue is enabled and not in error).
+	 * Returns true if commands remain pending. */
+	bool (*run)(void *opaque, struct qrnic_dev *dev, uint32_t budget);
+	/* Optional (may be NULL): the device was created or reset; the
+	 * engine's state goes back to its reset values. */
+	void (*reset)(void *opaque, struct qrnic_dev *dev);
+};
+
+/* admin: the admin engine (NULL: none), admin_opaque its first argument. */
 struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
-				const struct qrnic_host_ops *ops, void *opaque);
+				const struct qrnic_host_ops *ops, void *opaque,
+				const struct qrnic_admin_ops *admin, void *admin_opaque);
 void qrnic_dev_free(struct qrnic_dev *dev);
 /* Function-level reset: every resource destroyed, registers to reset values. */
 void qrnic_dev_reset(struct qrnic_dev *dev);

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qrnic_internal.h"
 #include "qrnic_fw.h"
 
 /* ---- Check macros ------------------------------------------------------ */
@@ -145,7 +144,7 @@ static struct qrnic_dev *dev_new_cfg(void (*tweak)(struct qrnic_config *))
 		fprintf(stderr, "config rejected: %s\n", err);
 		exit(2);
 	}
-	d = qrnic_dev_new(&cfg, &ops, &H);
+	d = qrnic_dev_new(&cfg, &ops, &H, &qrnic_fw_admin_ops, NULL);
 	if (!d) {
 		fprintf(stderr, "qrnic_dev_new failed\n");
 		exit(2);

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "qrnic_fault.h"
+#include "qrnic_firmware.h"
 #include "qrnic_pcap.h"
 
 #define HX_LOG_KEEP	64
@@ -1239,7 +1240,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 		return HX_E_NOMEM;
 	}
 	h->brk = HX_PAGE;	/* keep bus address base itself unused */
-	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h);
+	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h, &qrnic_fw_admin_ops, NULL);
 	if (!h->dev) {
 		hx_err(w, "qrnic_dev_new failed");
 		mem_unmap(h->mem, h->size);

@@ -4,7 +4,8 @@
  * device, its own DMA-able memory, a shared virtual clock, cables between
  * device pairs with controllable impairments, and a mini driver that talks
  * to each device only through registers, doorbells and rings in host memory
- * (public API qrnic_model.h + ABI headers in model/abi; never qrnic_internal.h).
+ * (public API qrnic_model.h, the firmware's qrnic_firmware.h, ABI headers in
+ * model/abi; never qrnic_internal.h).
  *
  * Flat C API so that Python can call it with ctypes.  Conventions:
  *   - functions returning int64_t give a handle/key (>= 0) on success, or

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: timed events (retransmission and RNR timers, timed
+ * effects, fault injection) in a binary min-heap with FIFO lanes beside it,
+ * the host timer that wakes the device for the first of them, and
+ * qrnic_dev_timer_fire() that runs the due ones.
+ */
+#include <stdlib.h>
+
+#include "qrnic_internal.h"
+
+/* ---- timed events: a binary min-heap ---------------------------------------- */
+static bool ev_before(const struct qrnic_event *a, const struct qrnic_event *b)
+{
+	return a->when < b->when || (a->when == b->when && a->seq < b->seq);
+}
+
+static struct qrnic_event event_pop(struct qrnic_dev *d);
+
+/* An event whose QP is gone or whose timer was re-armed or stopped since. */
+static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	struct qrnic_qp *qp;
+
+	if (ev->kind == QRNIC_EVK_EFFECT)
+		return ev->id >= d->fx_cap || d->fx[ev->id].gen != ev->gen;
+	if (ev->kind != QRNIC_EVK_RETRY && ev->kind != QRNIC_EVK_RNR)
+		return false;
+	qp = qrnic_qp_get(d, ev->id);
+	return !qp || ev->gen != qp->req.timer_gen;
+}
+
+static struct qrnic_event *lane_head(struct qrnic_evlane *l)
+{
+	return &l->ring[l->head & (l->cap - 1)];
+}
+
+/* The event due first: the heap top or a lane head (*from: its lane, or
+ * -1 for the heap); NULL if none is pending. */
+static struct qrnic_event *event_first(struct qrnic_dev *d, int *from)
+{
+	struct qrnic_event *best = d->nevents ? &d->events[0] : NULL;
+
+	*from = -1;
+	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
+		struct qrnic_evlane *l = &d->lanes[i];
+
+		if (l->count && (!best || ev_before(lane_head(l), best))) {
+			best = lane_head(l);
+			*from = i;
+		}
+	}
+	return best;
+}
+
+/* Remove and return the event event_first() found. */
+static struct qrnic_event event_take(struct qrnic_dev *d, int from)
+{
+	struct qrnic_evlane *l;
+	struct qrnic_event ev;
+
+	if (from < 0)
+		return event_pop(d);
+	l = &d->lanes[from];
+	ev = *lane_head(l);
+	l->head++;
+	l->count--;
+	return ev;
+}
+
+/* timer_update() with the event due first already found (event_first()). */
+static void timer_update_from(struct qrnic_dev *d, struct qrnic_event *first, int from)
+{
+	uint64_t next;
+
+	/* Drop cancelled events at the top so the host timer is not armed
+	 * for nothing (events are cancelled lazily, by generation). */
+	while (first && event_stale(d, first)) {
+		event_take(d, from);
+		first = event_first(d, &from);
+	}
+	next = first ? first->when : UINT64_MAX;
+
+	if (next != d->timer_deadline) {
+		d->timer_deadline = next;
+		d->ops->timer_arm(d->opaque, next);
+	}
+}
+
+void qrnic_timer_update(struct qrnic_dev *d)
+{
+	int from;
+	struct qrnic_event *first = event_first(d, &from);
+
+	timer_update_from(d, first, from);
+}
+
+static void event_sift_down(struct qrnic_dev *d, uint32_t i)
+{
+	struct qrnic_event ev = d->events[i];
+
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct qrnic_event *best = &ev;
+
+		if (l < d->nevents && ev_before(&d->events[l], best)) {
+			m = l;
+			best = &d->events[l];
+		}
+		if (r < d->nevents && ev_before(&d->events[r], best))
+			m = r;
+		if (m == i)
+			break;
+		d->events[i] = d->events[m];
+		i = m;
+	}
+	d->events[i] = ev;
+}
+
+/*
+ * Cancelled events (a re-armed retransmission timer, a released effect)
+ * stay in the heap until they reach the top: every ACK re-arms the timer
+ * of its QP, so with a long ACK timeout the heap would grow by one event
+ * per packet for the whole timeout.  When the heap has doubled since the
+ * last purge, drop the stale events and rebuild it.  A stale event never
+ * fires and staleness is permanent (generations only grow), and the pop
+ * order is the strict (when, seq) order, so this changes nothing but the
+ * heap's size.
+ */
+static void event_purge(struct qrnic_dev *d)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < d->nevents; i++)
+		if (!event_stale(d, &d->events[i]))
+			d->events[n++] = d->events[i];
+	d->nevents = n;
+	for (uint32_t i = n / 2; i-- > 0;)
+		event_sift_down(d, i);
+	d->events_compact_at = n * 2 > 64 ? n * 2 : 64;
+}
+
+void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_event ev = { .when = when, .kind = kind, .id = id, .gen = gen,
+				  .seq = d->event_seq++ };
+	uint32_t i;
+
+	if (d->nevents >= d->events_compact_at)
+		event_purge(d);
+	if (d->nevents == d->events_cap) {
+		uint32_t cap = d->events_cap ? d->events_cap * 2 : 64;
+		struct qrnic_event *n = realloc(d->events, cap * sizeof(*n));
+
+		if (!n)
+			return;	/* the QP's retry logic re-arms on the next event */
+		d->events = n;
+		d->events_cap = cap;
+	}
+	i = d->nevents++;
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!ev_before(&ev, &d->events[parent]))
+			break;
+		d->events[i] = d->events[parent];
+		i = parent;
+	}
+	d->events[i] = ev;
+	if (!d->in_run)
+		qrnic_timer_update(d);
+}
+
+/*
+ * Like the heap (event_purge), a lane keeps cancelled events until they
+ * reach its head: every ACK re-arms its QP's retransmission timer, so the
+ * retry lane would grow by one event per packet for a whole ACK timeout.
+ * When a lane has doubled since it was last compacted, its cancelled
+ * events are dropped; the others keep their order.  Staleness is
+ * permanent, so this changes nothing but the lane's size.
+ */
+static void lane_purge(struct qrnic_dev *d, struct qrnic_evlane *l)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < l->count; i++) {
+		struct qrnic_event *ev = &l->ring[(l->head + i) & (l->cap - 1)];
+
+		if (!event_stale(d, ev))
+			l->ring[(l->head + n++) & (l->cap - 1)] = *ev;
+	}
+	l->count = n;
+	l->compact_at = n * 2 > 64 ? n * 2 : 64;
+}
+
+void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
+			  uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_evlane *l = &d->lanes[lane];
+
+	if (l->count && when < l->ring[(l->head + l->count - 1) & (l->cap - 1)].when) {
+		qrnic_event_add(d, when, kind, id, gen);	/* would unsort the lane */
+		return;
+	}
+	if (l->count >= l->compact_at)
+		lane_purge(d, l);
+	if (l->count == l->cap) {
+		uint32_t cap = l->cap ? l->cap * 2 : 64;
+		struct qrnic_event *n = malloc(cap * sizeof(*n));
+
+		if (!n) {
+			qrnic_event_add(d, when, kind, id, gen);
+			return;
+		}
+		for (uint32_t i = 0; i < l->count; i++)
+			n[i] = l->ring[(l->head + i) & (l->cap - 1)];
+		free(l->ring);
+		l->ring = n;
+		l->cap = cap;
+		l->head = 0;
+	}
+	l->ring[(l->head + l->count) & (l->cap - 1)] = (struct qrnic_event){
+		.when = when, .kind = kind, .id = id, .gen = gen, .seq = d->event_seq++ };
+	l->count++;
+	if (!d->in_run)
+		qrnic_timer_update(d);
+}
+
+static struct qrnic_event event_pop(struct qrnic_dev *d)
+{
+	struct qrnic_event top = d->events[0];
+
+	if (--d->nevents) {
+		d->events[0] = d->events[d->nevents];
+		event_sift_down(d, 0);
+	}
+	return top;
+}
+
+void qrnic_dev_timer_fire(struct qrnic_dev *d)
+{
+	uint64_t now = qrnic_now(d);
+	uint32_t n = 0;
+	struct qrnic_event *first;
+	int from;
+
+	d->timer_deadline = UINT64_MAX;
+	d->in_run = true;
+	for (;;) {
+		struct qrnic_event ev;
+		bool stopped;
+
+		first = event_first(d, &from);
+		if (!first || first->when > now || n++ >= 4096)
+			break;
+		ev = event_take(d, from);
+		stopped = !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL);
+
+		/* A disabled or fatal device keeps only fault-injection events
+		 * (e.g. a timed link-up); its transport timers and timed
+		 * effects are dropped. */
+		if (stopped && ev.kind != QRNIC_EVK_FAULT)
+			continue;
+		if (ev.kind == QRNIC_EVK_RETRY || ev.kind == QRNIC_EVK_RNR)
+			qrnic_qp_event(d, &ev);
+		else if (ev.kind == QRNIC_EVK_EFFECT)
+			qrnic_fx_fire(d, &ev);
+		else if (ev.kind == QRNIC_EVK_FAULT)
+			qrnic_fault_event(d, &ev);
+	}
+	d->in_run = false;
+	timer_update_from(d, first, from);	/* first: what ended the loop, still first */
+	if (qrnic_dev_busy(d))
+		d->ops->schedule(d->opaque);
+}
+
+/* Device reset: every pending event is dropped (the rings stay allocated). */
+void qrnic_events_reset(struct qrnic_dev *d)
+{
+	d->nevents = 0;
+	d->events_compact_at = 64;
+	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
+		d->lanes[i].head = d->lanes[i].count = 0;
+		d->lanes[i].compact_at = 64;
+	}
+}
+
+void qrnic_events_free(struct qrnic_dev *d)
+{
+	free(d->events);
+	for (int i = 0; i < QRNIC_NUM_LANES; i++)
+		free(d->lanes[i].ring);
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: the registers (BAR0) and the doorbell pages (BAR2).
+ * A write records what is pending and asks the host to run the device
+ * (qrnic_schedule); no device work runs inside it.
+ */
+#include "qrnic_internal.h"
+
+/* ---- registers -------------------------------------------------------------- */
+static uint32_t mac_lo(const struct qrnic_dev *d)
+{
+	const uint8_t *m = d->cfg.mac;
+
+	return m[0] | (m[1] << 8) | (m[2] << 16) | ((uint32_t)m[3] << 24);
+}
+
+uint64_t qrnic_dev_reg_read(struct qrnic_dev *d, uint64_t off, unsigned size)
+{
+	uint32_t v;
+
+	if (size != 4 || (off & 3)) {
+		if (!(size == 8 && off == QRNIC_REG_EQ_DB))
+			qrnic_guest_error(d, "qrnic: BAR0 read of size %u at 0x%llx: use 32-bit accesses",
+					  size, (unsigned long long)off);
+		return 0;
+	}
+	switch (off) {
+	case QRNIC_REG_VERSION:		v = QRNIC_ABI_VERSION; break;
+	case QRNIC_REG_CAPS:		v = QRNIC_CAPS_ALL; break;
+	case QRNIC_REG_CTRL:		v = d->ctrl; break;
+	case QRNIC_REG_STATUS:		v = d->status; break;
+	case QRNIC_REG_FATAL_CODE:	v = d->fatal_code; break;
+	case QRNIC_REG_NUM_DB_PAGES:	v = d->cfg.max_uctx; break;
+	case QRNIC_REG_NUM_VECTORS:	v = d->cfg.num_vectors; break;
+	case QRNIC_REG_SCRATCH:		v = d->scratch; break;
+	case QRNIC_REG_AQ_SQ_BASE_LO:	v = (uint32_t)d->aq_sq_base; break;
+	case QRNIC_REG_AQ_SQ_BASE_HI:	v = (uint32_t)(d->aq_sq_base >> 32); break;
+	case QRNIC_REG_AQ_CQ_BASE_LO:	v = (uint32_t)d->aq_cq_base; break;
+	case QRNIC_REG_AQ_CQ_BASE_HI:	v = (uint32_t)(d->aq_cq_base >> 32); break;
+	case QRNIC_REG_AQ_CTRL:		v = d->aq_ctrl; break;
+	case QRNIC_REG_AQ_SQ_CI:	v = d->aq_sq_ci; break;
+	case QRNIC_REG_AQ_STATUS:	v = d->aq_status; break;
+	case QRNIC_REG_ETH_TX_BASE_LO:	v = (uint32_t)d->eth_tx_base; break;
+	case QRNIC_REG_ETH_TX_BASE_HI:	v = (uint32_t)(d->eth_tx_base >> 32); break;
+	case QRNIC_REG_ETH_RX_BASE_LO:	v = (uint32_t)d->eth_rx_base; break;
+	case QRNIC_REG_ETH_RX_BASE_HI:	v = (uint32_t)(d->eth_rx_base >> 32); break;
+	case QRNIC_REG_ETH_CTRL:	v = d->eth_ctrl; break;
+	case QRNIC_REG_ETH_TX_CI:	v = d->eth_tx_ci; break;
+	case QRNIC_REG_ETH_RX_CI:	v = d->eth_rx_ci; break;
+	case QRNIC_REG_ETH_IRQ:		v = d->eth_irq; break;
+	case QRNIC_REG_MAC_LO:		v = mac_lo(d); break;
+	case QRNIC_REG_MAC_HI:		v = d->cfg.mac[4] | (d->cfg.mac[5] << 8); break;
+	case QRNIC_REG_PORT_STATUS:	v = d->link_up ? QRNIC_PORT_STATUS_LINK_UP : 0; break;
+	case QRNIC_REG_ETH_MTU:		v = d->cfg.eth_mtu; break;
+	case QRNIC_REG_AQ_SQ_DB:
+	case QRNIC_REG_ETH_TX_DB:
+	case QRNIC_REG_ETH_RX_DB:
+		v = 0;	/* write-only */
+		break;
+	default:
+		qrnic_guest_error(d, "qrnic: read of undefined register 0x%llx",
+				  (unsigned long long)off);
+		v = 0;
+	}
+	return v;
+}
+
+static void aq_ctrl_write(struct qrnic_dev *d, uint32_t v)
+{
+	uint32_t log = v & QRNIC_AQ_CTRL_LOG_DEPTH_MASK;
+
+	if (!(v & QRNIC_AQ_CTRL_ENABLE)) {
+		d->aq_ctrl = v & QRNIC_AQ_CTRL_LOG_DEPTH_MASK;
+		d->aq_status = 0;
+		d->aq_sq_pi = d->aq_sq_ci = d->aq_cq_pi = 0;
+		d->aq_pending = false;
+		return;
+	}
+	if (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) {
+		qrnic_guest_error(d, "qrnic: AQ_CTRL written while the admin queue is enabled");
+		return;
+	}
+	if (log < 1 || log > QRNIC_AQ_MAX_LOG_DEPTH || !d->aq_sq_base || !d->aq_cq_base ||
+	    (d->aq_sq_base & 0xfff) || (d->aq_cq_base & 0xfff)) {
+		qrnic_guest_error(d, "qrnic: admin queue enable with bad depth %u or base "
+				  "0x%llx/0x%llx", log, (unsigned long long)d->aq_sq_base,
+				  (unsigned long long)d->aq_cq_base);
+		d->aq_status = QRNIC_AQ_STATUS_ERROR;
+		return;
+	}
+	d->aq_ctrl = v & (QRNIC_AQ_CTRL_ENABLE | QRNIC_AQ_CTRL_LOG_DEPTH_MASK);
+	d->aq_status = QRNIC_AQ_STATUS_ENABLED;
+	d->aq_sq_pi = d->aq_sq_ci = d->aq_cq_pi = 0;
+}
+
+static void set_base(struct qrnic_dev *d, uint64_t *base, bool hi, uint32_t v, bool locked)
+{
+	if (locked) {
+		qrnic_guest_error(d, "qrnic: ring base written while the ring is enabled");
+		return;
+	}
+	if (hi)
+		*base = (*base & 0xffffffffull) | ((uint64_t)v << 32);
+	else
+		*base = (*base & ~0xffffffffull) | v;
+}
+
+void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigned size)
+{
+	uint32_t v = (uint32_t)val;
+	bool aq_on = d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE;
+
+	if (off == QRNIC_REG_EQ_DB) {
+		if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			return;
+		}
+		if (size != 8) {
+			qrnic_guest_error(d, "qrnic: EQ_DB needs one 64-bit write (got %u bytes)", size);
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			return;
+		}
+		qrnic_eq_doorbell(d, (uint32_t)(val & QRNIC_EQ_DB_EQN_MASK),
+				  (uint32_t)(val >> QRNIC_EQ_DB_CI_SHIFT), val & QRNIC_EQ_DB_ARM);
+		return;
+	}
+	if (size != 4 || (off & 3)) {
+		qrnic_guest_error(d, "qrnic: BAR0 write of size %u at 0x%llx ignored",
+				  size, (unsigned long long)off);
+		return;
+	}
+	if (d->status & QRNIC_STATUS_FATAL && off != QRNIC_REG_CTRL && off != QRNIC_REG_SCRATCH)
+		return;
+
+	switch (off) {
+	case QRNIC_REG_CTRL:
+		if (v & QRNIC_CTRL_RESET) {
+			qrnic_dev_reset(d);
+			return;
+		}
+		if (v & ~(QRNIC_CTRL_ENABLE))
+			qrnic_guest_error(d, "qrnic: reserved CTRL bits 0x%x ignored", v);
+		if (d->status & QRNIC_STATUS_FATAL)
+			return;
+		d->ctrl = v & QRNIC_CTRL_ENABLE;
+		if (d->ctrl)
+			d->status |= QRNIC_STATUS_ENABLED;
+		else
+			d->status &= ~QRNIC_STATUS_ENABLED;
+		qrnic_schedule(d);
+		break;
+	case QRNIC_REG_SCRATCH:
+		d->scratch = v;
+		break;
+	case QRNIC_REG_AQ_SQ_BASE_LO: set_base(d, &d->aq_sq_base, false, v, aq_on); break;
+	case QRNIC_REG_AQ_SQ_BASE_HI: set_base(d, &d->aq_sq_base, true, v, aq_on); break;
+	case QRNIC_REG_AQ_CQ_BASE_LO: set_base(d, &d->aq_cq_base, false, v, aq_on); break;
+	case QRNIC_REG_AQ_CQ_BASE_HI: set_base(d, &d->aq_cq_base, true, v, aq_on); break;
+	case QRNIC_REG_AQ_CTRL:
+		aq_ctrl_write(d, v);
+		break;
+	case QRNIC_REG_AQ_SQ_DB:
+		if (!aq_on || (d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
+			qrnic_guest_error(d, "qrnic: admin doorbell while the admin queue is not running");
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			return;
+		}
+		d->aq_sq_pi = v;
+		d->aq_pending = true;
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+		qrnic_schedule(d);
+		break;
+	case QRNIC_REG_ETH_TX_BASE_LO:
+	case QRNIC_REG_ETH_TX_BASE_HI:
+	case QRNIC_REG_ETH_RX_BASE_LO:
+	case QRNIC_REG_ETH_RX_BASE_HI:
+	case QRNIC_REG_ETH_CTRL:
+	case QRNIC_REG_ETH_TX_DB:
+	case QRNIC_REG_ETH_RX_DB:
+	case QRNIC_REG_ETH_IRQ:
+		qrnic_eth_reg_write(d, off, v);
+		break;
+	default:
+		qrnic_guest_error(d, "qrnic: write 0x%x to read-only or undefined register 0x%llx",
+				  v, (unsigned long long)off);
+	}
+}
+
+/* ---- doorbell pages ---------------------------------------------------------- */
+uint64_t qrnic_dev_db_read(struct qrnic_dev *d, uint64_t off, unsigned size)
+{
+	qrnic_guest_error(d, "qrnic: read of doorbell page offset 0x%llx (write-only)",
+			  (unsigned long long)off);
+	return 0;
+}
+
+static void db_ignored(struct qrnic_dev *d, const char *why, uint64_t off, uint64_t val)
+{
+	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+	qrnic_guest_error(d, "qrnic: doorbell 0x%llx=0x%llx ignored: %s",
+			  (unsigned long long)off, (unsigned long long)val, why);
+}
+
+void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigned size)
+{
+	uint64_t page = off / QRNIC_DB_PAGE_SIZE;
+	uint32_t reg = (uint32_t)(off % QRNIC_DB_PAGE_SIZE);
+	uint32_t qn = (uint32_t)(val & QRNIC_DB_QN_MASK);
+	uint32_t idx = (uint32_t)(val >> QRNIC_DB_IDX_SHIFT);
+
+	if (size != 8 || (off & 7)) {
+		db_ignored(d, "doorbells need one aligned 64-bit write", off, val);
+		return;
+	}
+	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
+		db_ignored(d, "device not enabled", off, val);
+		return;
+	}
+	if (page >= d->cfg.max_uctx || !d->uctx_valid[page]) {
+		db_ignored(d, "doorbell page of no user context", off, val);
+		return;
+	}
+	switch (reg) {
+	case QRNIC_DB_SQ:
+	case QRNIC_DB_RQ: {
+		struct qrnic_qp *qp = qrnic_qp_get(d, qn);
+
+		if (!qp || qp->uctx != page) {
+			db_ignored(d, "no such QP in this context", off, val);
+			return;
+		}
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+		qrnic_trace(d, QRNIC_TR_DOORBELL, qn, 0, reg == QRNIC_DB_SQ ? 0 : 1, idx, 0);
+		qrnic_qp_doorbell(d, qp, reg == QRNIC_DB_SQ, idx);
+		break;
+	}
+	case QRNIC_DB_SRQ: {
+		struct qrnic_srq *srq = qrnic_srq_get(d, qn);
+
+		if (!srq || srq->uctx != page) {
+			db_ignored(d, "no such SRQ in this context", off, val);
+			return;
+		}
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+		qrnic_trace(d, QRNIC_TR_DOORBELL, 0, 0, 3, idx, qn);
+		qrnic_srq_doorbell(d, srq, idx);
+		break;
+	}
+	case QRNIC_DB_CQ: {
+		struct qrnic_cq *cq = qrnic_cq_get(d, qn);
+
+		if (!cq || cq->uctx != page) {
+			db_ignored(d, "no such CQ in this context", off, val);
+			return;
+		}
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+		qrnic_trace(d, QRNIC_TR_DOORBELL, 0, 0, 2, idx, qn);
+		qrnic_cq_doorbell(d, cq, idx, val & QRNIC_DB_CQ_ARM, val & QRNIC_DB_CQ_SOLICITED);
+		break;
+	}
+	default:
+		db_ignored(d, "undefined doorbell offset", off, val);
+	}
+}

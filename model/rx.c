@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: the receive path, the pipeline stage in front of the
+ * responder (responder.c) and the completer (completer.c).  A frame from
+ * the wire (or looped back by the port) is admitted into the receive
+ * queue by qrnic_dev_rx_frame / qrnic_dev_rx_frame_buf; qrnic_dev_run()
+ * drains the queue through qrnic_rx_run(), which parses each frame and
+ * hands it to the completer (responses), the responder (requests), the
+ * multicast groups (mcast.c) or the plain Ethernet rings (eth.c).
+ */
+#include "qrnic_internal.h"
+
+/* ---- receive path ------------------------------------------------------------ */
+/* Whether a frame arriving now is queued: 1 yes, 0 the fault engine took
+ * it, -1 dropped. */
+static int rx_admit(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	if (!d->link_up || !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		return -1;
+	}
+	if (d->rxq_tail - d->rxq_head >= QRNIC_RXQ_DEPTH) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_RX_DROP_OTHER, (uint32_t)len, 0);
+		return -1;
+	}
+	if (len > QRNIC_RX_FRAME_MAX) {
+		qrnic_stat_add(d, QRNIC_STAT_ETH_RX_DROPS, 1);
+		return -1;
+	}
+	if (d->fault && qrnic_fault_rx(d, frame, len))
+		return 0;	/* fault injection dropped, held or queued it */
+	return 1;
+}
+
+static void rx_enqueue(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	struct qrnic_frame *f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
+
+	f->data = buf;
+	f->len = (uint32_t)len;
+	d->rxq_tail++;
+	qrnic_schedule(d);
+}
+
+bool qrnic_dev_rx_full(const struct qrnic_dev *d)
+{
+	/* a device that will not empty its queue (disabled, fatal) drops */
+	return d->rxq_tail - d->rxq_head >= QRNIC_RXQ_DEPTH && (d->ctrl & QRNIC_CTRL_ENABLE) &&
+	       !(d->status & QRNIC_STATUS_FATAL);
+}
+
+bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	int rc = rx_admit(d, frame, len);
+	uint8_t *buf;
+
+	if (rc <= 0)
+		return rc == 0;
+	buf = qrnic_frame_buf_alloc(len);
+	if (!buf) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+		return false;
+	}
+	memcpy(buf, frame, len);
+	rx_enqueue(d, buf, len);
+	return true;
+}
+
+bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	int rc;
+
+	if (d->fault)	/* fault rules look at (and change) the bytes */
+		qrnic_frame_buf_fill(buf);
+	rc = rx_admit(d, buf, len);
+
+	if (rc <= 0) {
+		qrnic_frame_buf_free(buf);
+		return rc == 0;
+	}
+	rx_enqueue(d, buf, len);
+	return true;
+}
+
+static bool gid_is_local(struct qrnic_dev *d, const uint8_t gid[16])
+{
+	for (uint32_t i = 0; i < d->cfg.gid_tbl_len; i++)
+		if (d->gid[i].valid && !memcmp(d->gid[i].gid, gid, 16))
+			return true;
+	return false;
+}
+
+static void rx_drop(struct qrnic_dev *d, enum qrnic_stat why, uint32_t qpn, uint32_t psn, size_t len)
+{
+	qrnic_stat_add(d, why, 1);
+	qrnic_trace(d, QRNIC_TR_DROP, qpn, psn, why, (uint32_t)len, 0);
+}
+
+/* A RoCEv2 packet for a multicast GID: a UD SEND to DestQP 0xffffff for a
+ * group with members here goes to each member (spec 12.11).  Returns false
+ * for anything else (the caller goes on: the Ethernet path). */
+static bool rx_mcast(struct qrnic_dev *d, uint8_t *frame, size_t len, struct qrnic_pkt *p)
+{
+	const struct qrnic_mcg *g = d->nmcg ? qrnic_mcg_find(d, p->dgid) : NULL;
+
+	if (!g || p->opcode < 0x60 || p->dqpn != QRNIC_MCAST_QPN)
+		return false;
+	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len);
+	qrnic_trace(d, QRNIC_TR_RX, p->dqpn, p->psn, p->opcode, (uint32_t)len, 0);
+	qrnic_tm_begin(d, 0);
+	qrnic_mcg_deliver(d, g, p);
+	qrnic_tm_end(d);
+	return true;
+}
+
+/* frame: a frame buffer (the receive queue holds nothing else), which may
+ * carry its payload by reference (qrnic_frame_buf_set_ref) and its headers
+ * by description (qrnic_frame_buf_set_pkt). */
+static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
+{
+	struct qrnic_pkt p;
+	struct qrnic_qp *qp;
+	uint32_t fl, ref_off = 0, ref_len = 0;
+	const uint8_t *ref = qrnic_frame_buf_ref(frame, &ref_off, &ref_len);
+	const struct qrnic_pkt *desc = qrnic_frame_buf_pkt(frame);
+	int rc;
+
+	if ((ref || desc) && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
+		qrnic_frame_buf_fill(frame);
+		ref = NULL;
+		desc = NULL;
+	}
+	if (desc) {	/* built untouched by a device: what parsing it gives */
+		qrnic_wire_pkt_received(desc, ref, ref ? ref_len : 0, &p);
+		ref = NULL;	/* p.payload is the reference already */
+		rc = QRNIC_WIRE_OK;
+	} else {
+		rc = qrnic_wire_parse_icrc(frame, len, &p, qrnic_icrc_on(d));
+	}
+	if (ref && rc != QRNIC_WIRE_OK) {
+		qrnic_frame_buf_fill(frame);	/* bytes for the Ethernet path */
+		ref = NULL;
+	}
+	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
+		qrnic_eth_rx(d, frame, len);
+		return;
+	}
+	if (rc == QRNIC_WIRE_E_ICRC && !gid_is_local(d, p.dgid)) {
+		qrnic_eth_rx(d, frame, len);	/* not ours: its ICRC is not our business */
+		return;
+	}
+	if (rc != QRNIC_WIRE_OK) {
+		rx_drop(d, rc == QRNIC_WIRE_E_ICRC ? QRNIC_STAT_RX_DROP_ICRC
+						   : QRNIC_STAT_RX_DROP_MALFORMED, 0, 0, len);
+		return;
+	}
+	if (qrnic_gid_is_mcast(p.dgid) && rx_mcast(d, frame, len, &p))
+		return;
+	if (!gid_is_local(d, p.dgid)) {
+		qrnic_frame_buf_fill(frame);
+		qrnic_eth_rx(d, frame, len);	/* RoCEv2, but not for us */
+		return;
+	}
+	if (ref) {	/* the payload is read where it is, on its way into our memory */
+		if (p.payload == frame + ref_off && p.paylen == ref_len)
+			p.payload = ref;
+		else
+			qrnic_frame_buf_fill(frame);
+	}
+	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
+	qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len);
+	qrnic_trace(d, QRNIC_TR_RX, p.dqpn, p.psn, p.opcode, (uint32_t)len, 0);
+	qp = qrnic_qp_get(d, p.dqpn);
+	if (!qp) {
+		rx_drop(d, QRNIC_STAT_RX_DROP_NO_QP, p.dqpn, p.psn, len);
+		return;
+	}
+	fl = qrnic_opcode_flags(p.opcode);
+	/* the BTH opcode's transport (its top three bits) must be the QP's */
+	if (p.opcode >= 0x60 ? qp->type != QRNIC_QPT_UD && qp->type != QRNIC_QPT_GSI
+	    : p.opcode >= 0x20 ? qp->type != QRNIC_QPT_UC : qp->type != QRNIC_QPT_RC) {
+		rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
+		return;
+	}
+	/* timing: the packet is parsed on a processing unit after its QP
+	 * context is looked up */
+	qrnic_tm_begin(d, 0);
+	if (qrnic_timed(d)) {
+		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
+		d->tm_t = qrnic_tm_pu(&d->tm, d->tm_t, d->tm.p.resp_pkt_cycles);
+		d->tm_cycles = d->tm.p.ack_cycles;	/* what it sends back: ACK/NAK */
+	}
+	if (fl & QRNIC_HDR_RESPONSE)
+		qrnic_comp_packet(d, qp, &p);
+	else
+		qrnic_resp_packet(d, qp, &p);
+	if (qrnic_timed(d) && d->tm_t > qp->tm_resp && !(fl & QRNIC_HDR_RESPONSE))
+		qp->tm_resp = d->tm_t;
+	qrnic_tm_end(d);
+}
+
+/* Dispatch up to 'budget' frames from the receive queue, oldest first.
+ * Returns true if there was any. */
+bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget)
+{
+	uint32_t n;
+
+	for (n = 0; n < budget && d->rxq_head != d->rxq_tail; n++) {
+		struct qrnic_frame *f = &d->rxq[d->rxq_head % QRNIC_RXQ_DEPTH];
+
+		uint8_t *buf = f->data;
+
+		rx_dispatch(d, buf, f->len);
+		f->data = NULL;
+		d->rxq_head++;
+		qrnic_frame_buf_free(buf);
+	}
+	return n > 0;
+}
+
+/* Drop every frame in the receive queue. */
+void qrnic_rxq_clear(struct qrnic_dev *d)
+{
+	while (d->rxq_head != d->rxq_tail) {
+		struct qrnic_frame *f = &d->rxq[d->rxq_head++ % QRNIC_RXQ_DEPTH];
+
+		qrnic_frame_buf_free(f->data);
+		f->data = NULL;
+	}
+	d->rxq_head = d->rxq_tail = 0;
+}
