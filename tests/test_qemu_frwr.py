@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""qemu tier: fast registration and invalidation at the register level
-(spec 12.12): ALLOC_MR through the admin queue, REG_MR and LOCAL_INV WQEs
-through the SQ doorbell, SEND_WITH_INV between two devices in one QEMU,
-bytes checked in guest RAM."""
+"""qemu tier: fast registration, invalidation and memory windows at the
+register level (spec 12.12, 12.13): ALLOC_MR and ALLOC_MW through the
+admin queue, REG_MR, LOCAL_INV and BIND_MW WQEs through the SQ doorbell,
+SEND_WITH_INV between two devices in one QEMU, bytes checked in guest RAM."""
 import random
 
 import pytest
@@ -71,3 +71,31 @@ def test_local_inv_and_bad_reg_mr(conn):
     assert conn.qa.state == 'ERR'
     assert a.stat('bad_wqes') == 0               # a REG_MR that fails its checks is no bad WQE
     mr.dereg()
+
+
+def test_memory_window_type2(conn):
+    """A type 2 window over part of an MR: the peer's WRITE through it lands
+    in guest RAM, one past its end is NAKed, and after SEND_WITH_INV of its
+    rkey the window is free again."""
+    rng = random.Random(8)
+    a, b = conn.a.dev, conn.b.dev
+    mr = a.reg_mr(conn.pda, 4 * 4096, access=RW | h.ACCESS_MW_BIND)
+    mw = a.alloc_mw(conn.pda, 2)
+    mw.bind(conn.qa, mr, 4096, 4096, access=h.ACCESS_REMOTE_WRITE, wr_id=4)
+    c = conn.cqa.wait(1)[0]
+    assert (c['status_name'], c['opcode_name'], c['wr_id']) == ('SUCCESS', 'BIND_MW', 4), c
+    src = b.reg_mr(conn.pdb, 8192)
+    data = src.fill_random(rng, 0, 4096)
+    conn.qb.post_send('RDMA_WRITE', [(src, 0, 4096)], remote=(mw.rkey, mw.iova))
+    assert conn.cqb.wait(1)[0]['status_name'] == 'SUCCESS'
+    assert mr.read(4096, 4096) == data and mr.read(0, 4096) == bytes(4096)
+    dst = a.reg_mr(conn.pda, 4096)
+    conn.qa.post_recv([(dst, 0, 4096)])
+    conn.qb.post_send('SEND_WITH_INV', [(src, 0, 16)], invalidate=mw.rkey)
+    assert conn.cqb.wait(1)[0]['status_name'] == 'SUCCESS'
+    r = conn.cqa.wait(1)[0]
+    assert r['flags'] & h.CQE_F_WITH_INV and r['imm_data'] == mw.rkey, r
+    assert mw.query()['flags'] == 0x18
+    conn.qb.post_send('RDMA_WRITE', [(src, 0, 8)], remote=(mw.rkey, mw.iova))
+    assert conn.cqb.wait(1)[0]['status_name'] == 'REM_ACCESS_ERR'
+    assert mw.dealloc() == 0 and mr.dereg() == 0

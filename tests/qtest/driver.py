@@ -622,6 +622,7 @@ class Device:
 
     # ---- what h.FastMr (fast registration, spec 12.12) needs, shared ----------
     alloc_mr = h.Device.alloc_mr
+    alloc_mw = h.Device.alloc_mw
 
     def mem_alloc(self, size, align=4096):
         return self.mem.alloc(size, align)
