@@ -163,6 +163,10 @@ enum { QRNIC_WIRE_OK = 0, QRNIC_WIRE_E_NOT_ROCE = 1, QRNIC_WIRE_E_TRUNCATED, QRN
  * is the 4 ICRC bytes on the wire; returns 0 for a frame too short or not
  * IPv4/IPv6. */
 uint32_t qrnic_icrc(const uint8_t *frame, size_t len);
+/* The same from the IP header on: ip[0..ip_len) is the IP datagram with
+ * the ICRC as its last 4 bytes; ipv6 says which header it starts with
+ * (crc.c; wire.c's builder and parser use it). */
+uint32_t qrnic_icrc_ip(const uint8_t *ip, bool ipv6, size_t ip_len);
 
 /* GID helpers */
 bool qrnic_gid_is_v4mapped(const uint8_t gid[16]);
