@@ -258,6 +258,8 @@ static const struct qrnic_fw_op fw_ops[QRNIC_CMD_MAX + 1] = {
 	FW_OP(DETACH_MCAST, qrnic_fw_detach_mcast),
 	FW_OP(ALLOC_MR, qrnic_fw_alloc_mr),
 	FW_OP(ALLOC_MW, qrnic_fw_alloc_mw),
+	FW_OP(RESIZE_CQ, qrnic_fw_resize_cq),
+	FW_OP(MODIFY_CQ, qrnic_fw_modify_cq),
 };
 
 /* The generic part of validation, shared by every opcode.  Bytes of the

@@ -134,6 +134,56 @@ uint8_t qrnic_fw_destroy_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	return QRNIC_AQ_OK;
 }
 
+uint8_t qrnic_fw_resize_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			   struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_resize_cq *c = &cmd->u.resize_cq;
+	struct qrnic_cq *cq = qrnic_fw_cq(d, c->cqn);
+	uint32_t carried;
+	long nz;
+	int st;
+
+#define F(field) QRNIC_FW_OFF(u.resize_cq.field)
+	if (!cq)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(cqn));
+	if (c->log_depth < 1 || c->log_depth > QRNIC_MAX_QUEUE_LOG ||
+	    (1u << c->log_depth) > d->cfg.max_cqe)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(log_depth));
+	nz = qrnic_fw_nonzero(c->rsvd, sizeof(c->rsvd));
+	if (nz >= 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd) + (uint32_t)nz);
+	if (c->rsvd2)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd2));
+	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)sizeof(struct qrnic_cqe) << c->log_depth))
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(ring_addr));
+	st = qrnic_cq_resize(d, cq, c->log_depth, c->ring_addr, &carried);
+	if (st == QRNIC_AQ_BAD_PARAM)	/* the CQEs not consumed do not fit */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(log_depth));
+	if (st == QRNIC_AQ_BAD_STATE)	/* it overran: destroy it */
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_STATE, F(cqn));
+	if (st)
+		return qrnic_fw_fail(cqe, (uint8_t)st, F(ring_addr));
+	cqe->result[0] = carried;
+	return QRNIC_AQ_OK;
+#undef F
+}
+
+uint8_t qrnic_fw_modify_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			   struct qrnic_aq_cqe *cqe)
+{
+	const struct qrnic_cmd_modify_cq *c = &cmd->u.modify_cq;
+	struct qrnic_cq *cq = qrnic_fw_cq(d, c->cqn);
+
+	if (!cq)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.modify_cq.cqn));
+	if (c->rsvd[0] || c->rsvd[1])
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM,
+				     QRNIC_FW_OFF(u.modify_cq.rsvd) + (c->rsvd[0] ? 0 : 4));
+	cq->mod_count = c->count;
+	cq->mod_period_us = c->period_us;
+	return QRNIC_AQ_OK;
+}
+
 /* ---- EQ ------------------------------------------------------------------- */
 uint8_t qrnic_fw_create_eq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			   struct qrnic_aq_cqe *cqe)

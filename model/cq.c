@@ -116,6 +116,8 @@ static void cq_event(struct qrnic_dev *d, struct qrnic_cq *cq)
 
 	cq->armed = false;
 	cq->armed_solicited = false;
+	cq->mod_seen = 0;
+	cq->mod_gen++;		/* a moderation timer running is stale now */
 	if (cq->eqn < d->cfg.max_eq && d->eq[cq->eqn].valid)
 		qrnic_eq_post(d, &d->eq[cq->eqn], QRNIC_EQE_COMPLETION, 0, cqn, 0);
 }
@@ -165,6 +167,32 @@ int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cq
 	return 0;
 }
 
+/* An armed CQ got a CQE that wakes it: the event now, or (moderation)
+ * after mod_count of them or mod_period_us after the first. */
+static void cq_moderate(struct qrnic_dev *d, struct qrnic_cq *cq, bool error)
+{
+	if (error || (!cq->mod_count && !cq->mod_period_us)) {
+		cq_event(d, cq);
+		return;
+	}
+	cq->mod_seen++;
+	if (cq->mod_count && cq->mod_seen >= cq->mod_count) {
+		cq_event(d, cq);
+		return;
+	}
+	if (cq->mod_seen == 1 && cq->mod_period_us)
+		qrnic_event_add(d, qrnic_now(d) + cq->mod_period_us * 1000ull, QRNIC_EVK_CQ_MOD,
+				(uint32_t)(cq - d->cq), cq->mod_gen);
+}
+
+void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, ev->id);
+
+	if (cq && cq->armed && cq->mod_seen && ev->gen == cq->mod_gen)
+		cq_event(d, cq);
+}
+
 void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
 			struct qrnic_cqe *cqe)
 {
@@ -184,7 +212,7 @@ void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
 		qrnic_stat_add(d, QRNIC_STAT_CQE_ERRORS, 1);
 	qrnic_trace(d, QRNIC_TR_CQE, cqe->qpn, 0, (uint32_t)(cq - d->cq), cqe->status, cqe->wr_id);
 	if (cq->armed && (!cq->armed_solicited || solicited || cqe->status != QRNIC_WC_SUCCESS))
-		cq_event(d, cq);
+		cq_moderate(d, cq, cqe->status != QRNIC_WC_SUCCESS);
 }
 
 void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bool arm, bool solicited)
@@ -209,4 +237,49 @@ void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bo
 	}
 	cq->armed = true;
 	cq->armed_solicited = solicited;
+}
+
+int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth, uint64_t ring,
+		    uint32_t *carried)
+{
+	uint32_t cqn = (uint32_t)(cq - d->cq), old_mask = (1u << cq->log_depth) - 1, n, i;
+	const uint32_t zero = 0;
+
+	*carried = 0;
+	if (cq->error)
+		return QRNIC_AQ_BAD_STATE;
+	qrnic_fx_flush_cq(d, cqn);	/* every reserved CQE is in the old ring now */
+	if (cq->error)
+		return QRNIC_AQ_BAD_STATE;
+	if (cq->dbrec) {		/* the freshest consumer index */
+		uint32_t ci;
+
+		if (qrnic_dma_read(d, cq->dbrec, &ci, sizeof(ci)) == 0 &&
+		    cq->pi - ci <= (1u << cq->log_depth))
+			cq->ci = ci;
+	}
+	n = cq->pi - cq->ci;
+	if (n > (1u << log_depth))
+		return QRNIC_AQ_BAD_PARAM;
+	/* copy, body then owner, as the CQEs were written (n <= depth) */
+	for (i = 0; i < n; i++) {
+		struct qrnic_cqe e;
+		uint64_t from = cq->ring + (uint64_t)((cq->ci + i) & old_mask) * sizeof(e);
+		uint64_t to = ring + (uint64_t)i * sizeof(e);
+
+		if (qrnic_dma_read(d, from, &e, sizeof(e)))
+			return QRNIC_AQ_DMA_ERROR;
+		e.owner = owner_bit(i, log_depth);
+		if (qrnic_dma_write(d, to, &e, sizeof(e) - 1) ||
+		    qrnic_dma_write(d, to + sizeof(e) - 1, &e.owner, 1))
+			return QRNIC_AQ_DMA_ERROR;
+	}
+	if (cq->dbrec && qrnic_dma_write(d, cq->dbrec, &zero, sizeof(zero)))
+		return QRNIC_AQ_DMA_ERROR;
+	cq->ring = ring;
+	cq->log_depth = log_depth;
+	cq->pi = cq->vis = n;
+	cq->ci = 0;
+	*carried = n;
+	return 0;
 }

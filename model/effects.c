@@ -145,6 +145,21 @@ void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn)
 			fx_release(d, i);
 }
 
+/* RESIZE_CQ: the CQ's CQEs still to become visible are written now (into
+ * the ring they were reserved in), before the ring goes away. */
+void qrnic_fx_flush_cq(struct qrnic_dev *d, uint32_t cqn)
+{
+	struct qrnic_cq *cq = qrnic_cq_get(d, cqn);
+
+	for (uint32_t i = 1; i < d->fx_cap; i++) {
+		if (d->fx[i].kind == QRNIC_FX_CQE && d->fx[i].len == cqn) {
+			if (cq)
+				qrnic_cq_write_now(d, cq, d->fx[i].slot, &d->fx[i].cqe);
+			fx_release(d, i);
+		}
+	}
+}
+
 static void fx_schedule(struct qrnic_dev *d, struct qrnic_effect *e, uint32_t idx)
 {
 	/* frames leave one after the other and a CQ's CQEs appear in order:

@@ -267,6 +267,8 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 			qrnic_fx_fire(d, &ev);
 		else if (ev.kind == QRNIC_EVK_FAULT)
 			qrnic_fault_event(d, &ev);
+		else if (ev.kind == QRNIC_EVK_CQ_MOD)
+			qrnic_cq_mod_timer(d, &ev);
 	}
 	d->in_run = false;
 	timer_update_from(d, first, from);	/* first: what ended the loop, still first */

@@ -35,8 +35,8 @@
 	X(qrnic_qp_init_state) X(qrnic_qp_fini_state) X(qrnic_qp_set_state) \
 	/* MTT allocation, windows of a destroyed QP (mr.c) */		\
 	X(qrnic_mtt_alloc) X(qrnic_mtt_free) X(qrnic_mw_qp_gone)	\
-	/* CQ teardown of deferred effects (effects.c) */		\
-	X(qrnic_fx_cancel_cq)						\
+	/* CQ teardown of deferred effects (effects.c), resize (cq.c) */	\
+	X(qrnic_fx_cancel_cq) X(qrnic_cq_resize)			\
 	/* SRQ limit (srq.c), multicast groups (mcast.c) */		\
 	X(qrnic_srq_arm)						\
 	X(qrnic_gid_is_mcast) X(qrnic_mcg_attach) X(qrnic_mcg_detach)	\

@@ -120,6 +120,11 @@ struct qrnic_cq {
 	uint32_t refcnt;	/* QPs using it */
 	uint64_t tm_last;	/* timing: last CQE visible at (keeps CQEs in order) */
 	uint32_t vis;		/* CQEs written (pi counts reserved ones too) */
+	/* event moderation (MODIFY_CQ): 0 = off */
+	uint16_t mod_count;
+	uint16_t mod_period_us;
+	uint32_t mod_seen;	/* CQEs since armed that raised no event yet */
+	uint32_t mod_gen;	/* the period timer's generation */
 };
 
 /* A shared receive queue (spec 12.10).  WQEs are copied out in ring order
@@ -311,6 +316,7 @@ enum qrnic_event_kind {
 	QRNIC_EVK_RNR,		/* id = qpn, gen = req.timer_gen */
 	QRNIC_EVK_EFFECT,	/* id = effect slot, gen = its generation (timing) */
 	QRNIC_EVK_FAULT,	/* id, gen: fault.c's (held frame, timed rule, link-up, flush) */
+	QRNIC_EVK_CQ_MOD,	/* id = cqn, gen = cq->mod_gen: moderation period over */
 };
 
 struct qrnic_event {
@@ -583,6 +589,13 @@ void qrnic_async_event(struct qrnic_dev *d, uint8_t subtype, uint32_t handle, ui
 int qrnic_eq_post(struct qrnic_dev *d, struct qrnic_eq *eq, uint8_t type, uint8_t subtype,
 		  uint32_t handle, uint32_t data);
 void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm);
+/* RESIZE_CQ (spec 9.x): 0, or QRNIC_AQ_BAD_PARAM (the CQEs not consumed do
+ * not fit), QRNIC_AQ_BAD_STATE (the CQ overran), QRNIC_AQ_DMA_ERROR; on
+ * failure nothing changed.  *carried: CQEs copied to the new ring. */
+int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth, uint64_t ring,
+		    uint32_t *carried);
+/* The moderation period of CQ id ended (QRNIC_EVK_CQ_MOD). */
+void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev);
 /* Raise what arming doorbells found pending (never inside the MMIO write). */
 void qrnic_arm_run(struct qrnic_dev *d);
 
@@ -766,6 +779,7 @@ bool qrnic_fx_irq(struct qrnic_dev *d, unsigned vector);
 void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_fx_reset(struct qrnic_dev *d);
 void qrnic_fx_cancel_cq(struct qrnic_dev *d, uint32_t cqn);	/* CQ destroyed */
+void qrnic_fx_flush_cq(struct qrnic_dev *d, uint32_t cqn);	/* its CQEs written now */
 /* Send a frame now (what a due TX effect does). */
 void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 /* The same, taking a frame buffer (qrnic_frame_buf_alloc) instead of copying. */

@@ -82,8 +82,8 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
        'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
-       'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e}
-CMD_MAX = 0x1e
+       'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20}
+CMD_MAX = 0x20
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -418,6 +418,9 @@ _SIGS = {
     'hx_create_eq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32]),
     'hx_create_cq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
                                       ctypes.c_uint, ctypes.c_int]),
+    'hx_resize_cq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint]),
+    'hx_modify_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint,
+                                    ctypes.c_uint]),
     'hx_create_qp': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
                                       ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint, ctypes.c_uint,
                                       ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32]),
@@ -521,6 +524,7 @@ _CMD_BODY = {'query': 'qrnic_cmd_query', 'gid': 'qrnic_cmd_gid', 'create_cq': 'q
              'query_qp': 'qrnic_cmd_query_qp', 'reg_mr': 'qrnic_cmd_reg_mr',
              'create_ah': 'qrnic_cmd_create_ah', 'create_eq': 'qrnic_cmd_create_eq',
              'alloc_mr': 'qrnic_cmd_alloc_mr', 'alloc_mw': 'qrnic_cmd_alloc_mw',
+             'resize_cq': 'qrnic_cmd_resize_cq', 'modify_cq': 'qrnic_cmd_modify_cq',
              'hdr': 'qrnic_aq_hdr'}
 _NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av'}
 
@@ -1434,6 +1438,20 @@ class Cq(_Obj):
         super().__init__(dev, cqn)
         self.cqn = cqn
         self.log_depth = log_depth
+
+    def resize(self, log_depth, check=True):
+        """RESIZE_CQ to a fresh ring; returns the CQEs carried over."""
+        r = self._l.hx_resize_cq(self._w, self._i, self.cqn, log_depth)
+        if r < 0:
+            self.dev._status(-r if r > -1000 else r, f'resize_cq {self.cqn}', check)
+            return None
+        self.log_depth = log_depth
+        return r
+
+    def moderate(self, count=0, period_us=0, check=True):
+        """MODIFY_CQ: completion event moderation."""
+        st = self._l.hx_modify_cq(self._w, self._i, self.cqn, count, period_us)
+        return self.dev._status(-st if st < 0 else st, f'modify_cq {self.cqn}', check)
 
     def poll(self, n=1024):
         """Consume up to n CQEs: list of dicts (status, status_name, opcode_name,

@@ -96,7 +96,7 @@ def test_register_reset_values(limits):
     expect = {'VERSION': abi.ABI_VERSION, 'CTRL': 0, 'STATUS': h.STATUS_READY, 'FATAL_CODE': 0,
               'NUM_DB_PAGES': 64, 'NUM_VECTORS': 8, 'SCRATCH': 0, 'AQ_CTRL': 0,
               'AQ_STATUS': 0, 'AQ_SQ_CI': 0, 'ETH_CTRL': 0, 'ETH_MTU': 4200,
-              'CAPS': 0x3ff, 'PORT_STATUS': 1}
+              'CAPS': 0x7ff, 'PORT_STATUS': 1}
     for reg, v in expect.items():
         assert d.reg_read(reg) == v, reg
 

@@ -54,7 +54,9 @@
 #define QRNIC_CMD_DETACH_MCAST		0x1c
 #define QRNIC_CMD_ALLOC_MR		0x1d
 #define QRNIC_CMD_ALLOC_MW		0x1e
-#define QRNIC_CMD_MAX			0x1e
+#define QRNIC_CMD_RESIZE_CQ		0x1f
+#define QRNIC_CMD_MODIFY_CQ		0x20
+#define QRNIC_CMD_MAX			0x20
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -110,6 +112,33 @@ struct qrnic_cmd_create_cq {
 	uint8_t  rsvd[7];
 	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
 	uint64_t dbrec_addr;	/* 4-byte consumer index record, 0 = none */
+};
+
+/* RESIZE_CQ (ABI 1.2): the CQ moves to a new ring of 1 << log_depth
+ * entries (zeroed by the driver, as at CREATE_CQ).  The CQEs not yet
+ * consumed (after the consumer index in the record, or of the last CQ
+ * doorbell) are copied to slots 0, 1, ... of the new ring, in order, and
+ * the indices restart: the next CQE to poll is slot 0, and the device
+ * writes 0 to the doorbell record.  result[0] = CQEs carried over.  Fails
+ * (nothing changed) when they do not fit: BAD_PARAM on log_depth. */
+struct qrnic_cmd_resize_cq {
+	uint32_t cqn;
+	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, <= max_cqe */
+	uint8_t  rsvd[3];
+	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
+	uint64_t rsvd2;
+};
+
+/* MODIFY_CQ (ABI 1.2): completion event moderation.  An armed CQ raises
+ * its completion event after 'count' CQEs, or 'period_us' microseconds
+ * after the first CQE since it was armed, whichever comes first; 0 turns
+ * that trigger off (both 0: an event per arming, at once, the default).
+ * An error CQE raises it at once. */
+struct qrnic_cmd_modify_cq {
+	uint32_t cqn;
+	uint16_t count;
+	uint16_t period_us;
+	uint32_t rsvd[2];
 };
 
 #define QRNIC_QP_F_SQ_SIG_ALL		(1u << 0)	/* every send WQE is signaled */
@@ -323,6 +352,8 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_mcast mcast;
 		struct qrnic_cmd_alloc_mr alloc_mr;
 		struct qrnic_cmd_alloc_mw alloc_mw;
+		struct qrnic_cmd_resize_cq resize_cq;
+		struct qrnic_cmd_modify_cq modify_cq;
 		uint8_t raw[120];
 	} u;
 };
@@ -339,6 +370,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_srq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_mcast, 24);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mr, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mw, 16);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_resize_cq, 24);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_cq, 16);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.

@@ -85,11 +85,12 @@
 							 * SEND_WITH_INV (spec 12.12) */
 #define QRNIC_CAP_MW			(1u << 9)	/* memory windows type 1 and 2:
 							 * ALLOC_MW, BIND_MW (spec 12.13) */
+#define QRNIC_CAP_CQ_RESIZE		(1u << 10)	/* RESIZE_CQ, MODIFY_CQ (moderation) */
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
 					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT | \
-					 QRNIC_CAP_MW)
+					 QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */

@@ -2052,6 +2052,49 @@ int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned l
 	return r;
 }
 
+static struct hx_cq_rec *cq_find(struct hx_dev *h, uint32_t cqn);
+
+/* RESIZE_CQ as a driver does it (spec 6.6.17): a zeroed new ring, the
+ * command, then poll from slot 0 of it.  Returns the CQEs carried over or
+ * a negative status; on failure the driver keeps the old ring. */
+int64_t hx_resize_cq(hx_world *w, int d, uint32_t cqn, unsigned log_depth)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_cq_rec *c = cq_find(h, cqn);
+	struct qrnic_aq_cmd cmd;
+	uint64_t ring;
+	int64_t r;
+
+	if (!c)
+		return HX_E_NOOBJ;
+	ring = hx_mem_alloc(w, d, (uint64_t)sizeof(struct qrnic_cqe) << (log_depth > 20 ? 20 : log_depth),
+			    HX_PAGE);
+	if (!ring)
+		return HX_E_NOMEM;
+	cmd_init(&cmd, QRNIC_CMD_RESIZE_CQ);
+	cmd.u.resize_cq.cqn = cqn;
+	cmd.u.resize_cq.log_depth = (uint8_t)log_depth;
+	cmd.u.resize_cq.ring_addr = ring;
+	r = admin_handle(w, d, &cmd);
+	if (r >= 0) {
+		c->ring = ring;
+		c->log = (uint8_t)log_depth;
+		c->ci = 0;
+	}
+	return r;
+}
+
+int hx_modify_cq(hx_world *w, int d, uint32_t cqn, unsigned count, unsigned period_us)
+{
+	struct qrnic_aq_cmd cmd;
+
+	cmd_init(&cmd, QRNIC_CMD_MODIFY_CQ);
+	cmd.u.modify_cq.cqn = cqn;
+	cmd.u.modify_cq.count = (uint16_t)count;
+	cmd.u.modify_cq.period_us = (uint16_t)period_us;
+	return (int)admin_handle(w, d, &cmd);
+}
+
 static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
 			 uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
 			 unsigned rq_log, unsigned rq_shift, uint32_t flags, uint32_t srqn);
@@ -3002,6 +3045,10 @@ const char *hx_layout(void)
 	P(L(qrnic_cmd_alloc_mr, flags)); P(L(qrnic_cmd_alloc_mr, rsvd));
 	P(S(qrnic_cmd_alloc_mw)); P(L(qrnic_cmd_alloc_mw, pdn)); P(L(qrnic_cmd_alloc_mw, type));
 	P(L(qrnic_cmd_alloc_mw, rsvd0)); P(L(qrnic_cmd_alloc_mw, flags)); P(L(qrnic_cmd_alloc_mw, rsvd));
+	P(S(qrnic_cmd_resize_cq)); P(L(qrnic_cmd_resize_cq, cqn)); P(L(qrnic_cmd_resize_cq, log_depth));
+	P(L(qrnic_cmd_resize_cq, rsvd)); P(L(qrnic_cmd_resize_cq, ring_addr)); P(L(qrnic_cmd_resize_cq, rsvd2));
+	P(S(qrnic_cmd_modify_cq)); P(L(qrnic_cmd_modify_cq, cqn)); P(L(qrnic_cmd_modify_cq, count));
+	P(L(qrnic_cmd_modify_cq, period_us)); P(L(qrnic_cmd_modify_cq, rsvd));
 	P(S(qrnic_bind_mw_wqe)); P(L(qrnic_bind_mw_wqe, access)); P(L(qrnic_bind_mw_wqe, mr_lkey));
 	P(L(qrnic_bind_mw_wqe, key)); P(L(qrnic_bind_mw_wqe, rsvd1)); P(L(qrnic_bind_mw_wqe, addr));
 	P(L(qrnic_bind_mw_wqe, length)); P(L(qrnic_bind_mw_wqe, rsvd2));

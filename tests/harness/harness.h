@@ -228,6 +228,8 @@ int hx_destroy(hx_world *w, int d, uint8_t opcode, uint32_t handle);
 int64_t hx_create_pd(hx_world *w, int d, uint32_t uctx);
 int64_t hx_create_eq(hx_world *w, int d, unsigned log_depth, unsigned vector, uint32_t flags);
 int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth, int dbrec);
+int64_t hx_resize_cq(hx_world *w, int d, uint32_t cqn, unsigned log_depth);
+int hx_modify_cq(hx_world *w, int d, uint32_t cqn, unsigned count, unsigned period_us);
 int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
 		     uint32_t recv_cqn, unsigned qp_type, unsigned sq_log, unsigned sq_shift,
 		     unsigned rq_log, unsigned rq_shift, uint32_t flags);
