@@ -29,6 +29,9 @@ DECLARE_DRV_CMD(uqrnic_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD,
 		empty, qrnic_alloc_pd_resp);
 DECLARE_DRV_CMD(uqrnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 		empty, qrnic_create_cq_resp);
+/* ibv_create_cq_ex: the extended command, the same driver response */
+DECLARE_DRV_CMD(uqrnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
+		empty, qrnic_create_cq_resp);
 DECLARE_DRV_CMD(uqrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, qrnic_create_qp_resp);
 DECLARE_DRV_CMD(uqrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

@@ -26,14 +26,19 @@ static const struct verbs_match_ent qrnic_match_table[] = {
 static void qrnic_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qrnic_ctx_ops = {
+	.alloc_parent_domain = qrnic_alloc_parent_domain,
 	.alloc_pd = qrnic_alloc_pd,
+	.alloc_td = qrnic_alloc_td,
 	/* UD multicast (spec 12.11): the kernel sends ATTACH/DETACH_MCAST */
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.create_ah = qrnic_create_ah,
 	.create_cq = qrnic_create_cq,
+	.create_cq_ex = qrnic_create_cq_ex,
 	.create_qp = qrnic_create_qp,
+	.create_qp_ex = qrnic_create_qp_ex,
 	.create_srq = qrnic_create_srq,
 	.dealloc_pd = qrnic_dealloc_pd,
+	.dealloc_td = qrnic_dealloc_td,
 	.dereg_mr = qrnic_dereg_mr,
 	.destroy_ah = qrnic_destroy_ah,
 	.destroy_cq = qrnic_destroy_cq,

@@ -48,9 +48,30 @@ struct qrnic_context {
 	pthread_mutex_t qp_table_lock;
 };
 
+/* A thread domain (ibv_alloc_td): a promise of the caller that the objects
+ * of a parent domain over it are used by one thread at a time.  The
+ * provider keeps its locks anyway (correct, if not the fastest). */
+struct qrnic_td {
+	struct ibv_td ibvtd;
+	unsigned int refcnt;		/* __atomic: 1 + parent domains on it */
+};
+
+/*
+ * A protection domain, or a parent domain (ibv_alloc_parent_domain) over
+ * one: then ibvpd.handle is the protection domain's handle (every
+ * ibv_cmd_* names the kernel PD through it) and pdn its number.
+ */
 struct qrnic_pd {
 	struct ibv_pd ibvpd;
 	uint32_t pdn;
+	struct qrnic_pd *protection;	/* parent domain: its PD; else NULL */
+	struct qrnic_td *td;		/* parent domain: its TD or NULL */
+	void *pd_context;		/* parent domain: the caller's, kept */
+	/* __atomic.  PD: 1 + parent domains over it; parent domain: 1 + QPs,
+	 * CQs, SRQs, MRs and AHs created with it (the kernel does not know
+	 * parent domains, so the provider keeps them from going away while
+	 * in use: dealloc is EBUSY) */
+	unsigned int refcnt;
 };
 
 struct qrnic_cq {
@@ -64,6 +85,10 @@ struct qrnic_cq {
 	void *map;
 	size_t map_size;
 	uint32_t *dbrec;		/* consumer-index record, or NULL */
+	struct ibv_pd *parent_domain;	/* create_cq_ex with a parent domain */
+	/* ibv_start_poll .. ibv_end_poll (ibv_cq_ex, under lock): the
+	 * current completion, translated as ibv_poll_cq translates it */
+	struct ibv_wc ex_wc;
 };
 
 /* A send or receive queue. */
@@ -89,10 +114,21 @@ struct qrnic_qp {
 	bool sq_sig_all;
 	bool ud;
 	bool uc;
+	/* The ibv_wr_* API of ibv_qp_ex: from wr_start to wr_complete/abort,
+	 * under sq.lock.  Each opcode takes the next SQ slot; its header is
+	 * built in wr_hdr and written to wr_slot when the next WR starts or
+	 * at wr_complete, its data (SGEs or inline) straight into the slot. */
+	uint32_t wr_start_pi;		/* sq.pi at wr_start: abort/error rolls back */
+	int wr_err;			/* first error since wr_start, or 0 */
+	void *wr_slot;			/* slot of the WR being built, or NULL */
+	int wr_qop;			/* its QRNIC_WR_* */
+	bool wr_need_ud;		/* UD: no wr_set_ud_addr yet */
+	struct qrnic_send_wqe wr_hdr;
 };
 
 struct qrnic_srq {
 	struct verbs_srq vsrq;
+	struct ibv_pd *pd;
 	struct qrnic_wq wq;		/* the ring; wq.ci unused (the record says) */
 	uint32_t *dbrec;		/* consumer-index record, written by the device */
 	uint32_t srqn;
@@ -100,10 +136,12 @@ struct qrnic_srq {
 
 struct qrnic_mr {
 	struct verbs_mr vmr;
+	struct ibv_pd *pd;
 };
 
 struct qrnic_ah {
 	struct ibv_ah ibvah;
+	struct ibv_pd *pd;
 	uint32_t ahn;
 };
 
@@ -117,14 +155,29 @@ static inline struct qrnic_pd *to_qpd(struct ibv_pd *ibpd)
 	return container_of(ibpd, struct qrnic_pd, ibvpd);
 }
 
+static inline struct qrnic_td *to_qtd(struct ibv_td *ibtd)
+{
+	return container_of(ibtd, struct qrnic_td, ibvtd);
+}
+
 static inline struct qrnic_cq *to_qcq(struct ibv_cq *ibcq)
 {
 	return container_of(ibcq, struct qrnic_cq, vcq.cq);
 }
 
+static inline struct qrnic_cq *to_qcq_ex(struct ibv_cq_ex *ibcq)
+{
+	return container_of(ibcq, struct qrnic_cq, vcq.cq_ex);
+}
+
 static inline struct qrnic_qp *to_qqp(struct ibv_qp *ibqp)
 {
 	return container_of(ibqp, struct qrnic_qp, vqp.qp);
+}
+
+static inline struct qrnic_qp *to_qqp_ex(struct ibv_qp_ex *ibqpx)
+{
+	return container_of(ibqpx, struct qrnic_qp, vqp.qp_ex);
 }
 
 static inline struct qrnic_srq *to_qsrq(struct ibv_srq *ibsrq)
@@ -145,15 +198,24 @@ int qrnic_query_port(struct ibv_context *context, uint8_t port,
 		     struct ibv_port_attr *attr);
 struct ibv_pd *qrnic_alloc_pd(struct ibv_context *context);
 int qrnic_dealloc_pd(struct ibv_pd *pd);
+struct ibv_td *qrnic_alloc_td(struct ibv_context *context,
+			      struct ibv_td_init_attr *init_attr);
+int qrnic_dealloc_td(struct ibv_td *td);
+struct ibv_pd *qrnic_alloc_parent_domain(struct ibv_context *context,
+					 struct ibv_parent_domain_init_attr *attr);
 struct ibv_mr *qrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int qrnic_dereg_mr(struct verbs_mr *vmr);
 struct ibv_cq *qrnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr);
 int qrnic_destroy_cq(struct ibv_cq *cq);
 int qrnic_poll_cq(struct ibv_cq *cq, int nwc, struct ibv_wc *wc);
 int qrnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *qrnic_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr);
 int qrnic_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		   struct ibv_qp_init_attr *init_attr);
 int qrnic_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);

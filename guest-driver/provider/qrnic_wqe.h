@@ -194,6 +194,165 @@ static inline bool qrnic_wr_may_inline(int qop)
 }
 
 /*
+ * The pieces of a send WQE, shared by ibv_post_send (qrnic_build_send_wqe
+ * below) and the ibv_wr_* API of ibv_qp_ex (verbs.c), so both write the
+ * same bytes for the same work request.  The header h is built apart from
+ * the slot and copied into it last; the data (SGEs or inline payload) goes
+ * straight into the slot after the header.
+ */
+
+/* The fields every send WQE has: opcode, flags, wr_id. */
+static inline void qrnic_send_hdr_init(struct qrnic_send_wqe *h, int qop,
+				       unsigned int send_flags, bool sig_all,
+				       uint64_t wr_id)
+{
+	memset(h, 0, sizeof(*h));
+	h->opcode = (uint8_t)qop;
+	if ((send_flags & IBV_SEND_SIGNALED) || sig_all)
+		h->flags |= QRNIC_WQE_F_SIGNALED;
+	if (send_flags & IBV_SEND_SOLICITED)
+		h->flags |= QRNIC_WQE_F_SOLICITED;
+	if (send_flags & IBV_SEND_FENCE)
+		h->flags |= QRNIC_WQE_F_FENCE;
+	h->wr_id = htole64(wr_id);
+}
+
+/* *_WITH_IMM: the immediate data, already in network order (copied). */
+static inline void qrnic_send_hdr_imm(struct qrnic_send_wqe *h, __be32 imm)
+{
+	memcpy(&h->imm_data, &imm, sizeof(h->imm_data));
+}
+
+/* LOCAL_INV, SEND_WITH_INV: the key, a number (host order, spec 12.12). */
+static inline void qrnic_send_hdr_inv(struct qrnic_send_wqe *h, uint32_t key)
+{
+	h->imm_data = htole32(key);
+}
+
+/* RDMA WRITE*, READ. */
+static inline void qrnic_send_hdr_rdma(struct qrnic_send_wqe *h, uint32_t rkey,
+				       uint64_t remote_addr)
+{
+	h->rkey = htole32(rkey);
+	h->remote_addr = htole64(remote_addr);
+}
+
+/* CMP_AND_SWP (compare, swap) and FETCH_AND_ADD (add, swap unused: 0). */
+static inline void qrnic_send_hdr_atomic(struct qrnic_send_wqe *h, uint32_t rkey,
+					 uint64_t remote_addr,
+					 uint64_t compare_add, uint64_t swap)
+{
+	qrnic_send_hdr_rdma(h, rkey, remote_addr);
+	h->compare_add = htole64(compare_add);
+	if (h->opcode == QRNIC_WR_ATOMIC_CMP_AND_SWP)
+		h->swap = htole64(swap);
+}
+
+/* UD: device AH number, destination QP, Q_Key. */
+static inline void qrnic_send_hdr_ud(struct qrnic_send_wqe *h, uint32_t ahn,
+				     uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	h->ah = htole32(ahn);
+	h->remote_qpn = htole32(remote_qpn & QRNIC_DB_QN_MASK);
+	h->remote_qkey = htole32(remote_qkey);
+}
+
+/* Forget the data of h (a data setter of the ibv_wr_* API replaces it). */
+static inline void qrnic_send_data_reset(struct qrnic_send_wqe *h)
+{
+	h->flags &= (uint8_t)~QRNIC_WQE_F_INLINE;
+	h->num_sge = 0;
+	h->inline_len = 0;
+}
+
+/* Append one SGE after the header (the caller checked the count). */
+static inline void qrnic_send_add_sge(void *slot, struct qrnic_send_wqe *h,
+				      uint64_t addr, uint32_t length,
+				      uint32_t lkey)
+{
+	struct qrnic_sge sge = {
+		.addr = htole64(addr),
+		.length = htole32(length),
+		.lkey = htole32(lkey),
+	};
+
+	memcpy((uint8_t *)slot + QRNIC_SEND_WQE_HDR +
+	       (unsigned int)h->num_sge * QRNIC_SGE_SIZE, &sge, sizeof(sge));
+	h->num_sge++;
+}
+
+/* Append length bytes of inline payload (the caller checked the total). */
+static inline void qrnic_send_add_inline(void *slot, struct qrnic_send_wqe *h,
+					 const void *addr, size_t length)
+{
+	uint32_t len = le32toh(h->inline_len);
+
+	h->flags |= QRNIC_WQE_F_INLINE;
+	memcpy((uint8_t *)slot + QRNIC_SEND_WQE_HDR + len, addr, length);
+	h->inline_len = htole32(len + (uint32_t)length);
+}
+
+/* Bytes after the header that h describes. */
+static inline unsigned int qrnic_send_data_len(const struct qrnic_send_wqe *h)
+{
+	if (h->flags & QRNIC_WQE_F_INLINE)
+		return le32toh(h->inline_len);
+	return (unsigned int)h->num_sge * QRNIC_SGE_SIZE;
+}
+
+/* True when the data of an sg_list goes inline: IBV_SEND_INLINE on an
+ * opcode that may carry inline data (elsewhere the flag is ignored). */
+static inline bool qrnic_send_inline(int qop, unsigned int send_flags)
+{
+	return (send_flags & IBV_SEND_INLINE) && qrnic_wr_may_inline(qop);
+}
+
+/*
+ * Check the data of a send WR of opcode qop: n SGEs of sg, or their bytes
+ * when inl (qrnic_send_inline).  Returns 0 or EINVAL.
+ */
+static inline int qrnic_check_send_data(int qop, bool inl,
+					const struct ibv_sge *sg, int n,
+					const struct qrnic_sq_params *p)
+{
+	uint64_t total = 0;
+	int i;
+
+	if (n < 0)
+		return EINVAL;
+	if (inl) {
+		for (i = 0; i < n; i++)
+			total += sg[i].length;
+		return total > p->max_inline ? EINVAL : 0;
+	}
+	if ((unsigned int)n > p->max_sge)
+		return EINVAL;
+	if (qrnic_wr_is_atomic(qop) && n != 1)
+		return EINVAL;
+	return 0;
+}
+
+/* Write the data of a checked sg_list after the header: SGEs, or their
+ * bytes when inl. */
+static inline void qrnic_send_put_sg(void *slot, struct qrnic_send_wqe *h,
+				     bool inl, const struct ibv_sge *sg, int n)
+{
+	int i;
+
+	if (inl)	/* flagged even with no bytes, as the device reads it */
+		h->flags |= QRNIC_WQE_F_INLINE;
+	for (i = 0; i < n; i++) {
+		if (inl)
+			qrnic_send_add_inline(slot, h,
+					      (const void *)(uintptr_t)sg[i].addr,
+					      sg[i].length);
+		else
+			qrnic_send_add_sge(slot, h, sg[i].addr, sg[i].length,
+					   sg[i].lkey);
+	}
+}
+
+/*
  * Check a send work request against the QP's limits without writing
  * anything.  Returns 0 or EINVAL.
  */
@@ -201,8 +360,6 @@ static inline int qrnic_check_send_wr(const struct ibv_send_wr *wr,
 				      const struct qrnic_sq_params *p)
 {
 	int qop = qrnic_wr_opcode(wr->opcode, p->ud, p->uc);
-	uint64_t total = 0;
-	int i;
 
 	if (qop < 0 || wr->num_sge < 0)
 		return EINVAL;
@@ -210,18 +367,8 @@ static inline int qrnic_check_send_wr(const struct ibv_send_wr *wr,
 		return 0;
 	if (p->ud && !wr->wr.ud.ah)
 		return EINVAL;
-	if ((wr->send_flags & IBV_SEND_INLINE) && qrnic_wr_may_inline(qop)) {
-		for (i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > p->max_inline)
-			return EINVAL;
-		return 0;
-	}
-	if ((unsigned int)wr->num_sge > p->max_sge)
-		return EINVAL;
-	if (qrnic_wr_is_atomic(qop) && wr->num_sge != 1)
-		return EINVAL;
-	return 0;
+	return qrnic_check_send_data(qop, qrnic_send_inline(qop, wr->send_flags),
+				     wr->sg_list, wr->num_sge, p);
 }
 
 /*
@@ -234,27 +381,23 @@ static inline unsigned int qrnic_build_send_wqe(void *slot,
 						const struct qrnic_sq_params *p)
 {
 	int qop = qrnic_wr_opcode(wr->opcode, p->ud, p->uc);
-	uint8_t *data = (uint8_t *)slot + QRNIC_SEND_WQE_HDR;
 	struct qrnic_send_wqe h;
-	unsigned int len = 0;
-	int i;
 
-	memset(&h, 0, sizeof(h));
-	h.opcode = (uint8_t)qop;
-	if ((wr->send_flags & IBV_SEND_SIGNALED) || p->sig_all)
-		h.flags |= QRNIC_WQE_F_SIGNALED;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
-		h.flags |= QRNIC_WQE_F_SOLICITED;
-	if (wr->send_flags & IBV_SEND_FENCE)
-		h.flags |= QRNIC_WQE_F_FENCE;
-	h.wr_id = htole64(wr->wr_id);
+	qrnic_send_hdr_init(&h, qop, wr->send_flags, p->sig_all, wr->wr_id);
 
-	if (qop == QRNIC_WR_SEND_WITH_IMM || qop == QRNIC_WR_RDMA_WRITE_WITH_IMM)
-		memcpy(&h.imm_data, &wr->imm_data, sizeof(h.imm_data));
-	/* LOCAL_INV, SEND_WITH_INV: the key, a number (host order) */
-	if (qop == QRNIC_WR_LOCAL_INV || qop == QRNIC_WR_SEND_WITH_INV)
-		h.imm_data = htole32(wr->invalidate_rkey);
-	if (qop == QRNIC_WR_LOCAL_INV) {
+	switch (qop) {
+	case QRNIC_WR_SEND_WITH_IMM:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
+		qrnic_send_hdr_imm(&h, wr->imm_data);
+		break;
+	case QRNIC_WR_LOCAL_INV:
+	case QRNIC_WR_SEND_WITH_INV:
+		qrnic_send_hdr_inv(&h, wr->invalidate_rkey);
+		break;
+	default:
+		break;
+	}
+	if (qop == QRNIC_WR_LOCAL_INV) {	/* header only */
 		memcpy(slot, &h, sizeof(h));
 		return QRNIC_SEND_WQE_HDR;
 	}
@@ -263,53 +406,28 @@ static inline unsigned int qrnic_build_send_wqe(void *slot,
 	case QRNIC_WR_RDMA_WRITE:
 	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
 	case QRNIC_WR_RDMA_READ:
-		h.rkey = htole32(wr->wr.rdma.rkey);
-		h.remote_addr = htole64(wr->wr.rdma.remote_addr);
+		qrnic_send_hdr_rdma(&h, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
 		break;
 	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
 	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
-		h.rkey = htole32(wr->wr.atomic.rkey);
-		h.remote_addr = htole64(wr->wr.atomic.remote_addr);
-		h.compare_add = htole64(wr->wr.atomic.compare_add);
-		if (qop == QRNIC_WR_ATOMIC_CMP_AND_SWP)
-			h.swap = htole64(wr->wr.atomic.swap);
+		qrnic_send_hdr_atomic(&h, wr->wr.atomic.rkey,
+				      wr->wr.atomic.remote_addr,
+				      wr->wr.atomic.compare_add,
+				      wr->wr.atomic.swap);
 		break;
 	default:
 		break;
 	}
 
-	if (p->ud) {
-		h.ah = htole32(p->ahn);
-		h.remote_qpn = htole32(wr->wr.ud.remote_qpn & QRNIC_DB_QN_MASK);
-		h.remote_qkey = htole32(wr->wr.ud.remote_qkey);
-	}
+	if (p->ud)
+		qrnic_send_hdr_ud(&h, p->ahn, wr->wr.ud.remote_qpn,
+				  wr->wr.ud.remote_qkey);
 
-	if ((wr->send_flags & IBV_SEND_INLINE) && qrnic_wr_may_inline(qop)) {
-		h.flags |= QRNIC_WQE_F_INLINE;
-		for (i = 0; i < wr->num_sge; i++) {
-			const struct ibv_sge *s = &wr->sg_list[i];
-
-			memcpy(data + len, (const void *)(uintptr_t)s->addr,
-			       s->length);
-			len += s->length;
-		}
-		h.inline_len = htole32(len);
-	} else {
-		for (i = 0; i < wr->num_sge; i++) {
-			struct qrnic_sge sge = {
-				.addr = htole64(wr->sg_list[i].addr),
-				.length = htole32(wr->sg_list[i].length),
-				.lkey = htole32(wr->sg_list[i].lkey),
-			};
-
-			memcpy(data + len, &sge, sizeof(sge));
-			len += QRNIC_SGE_SIZE;
-		}
-		h.num_sge = (uint8_t)wr->num_sge;
-	}
+	qrnic_send_put_sg(slot, &h, qrnic_send_inline(qop, wr->send_flags),
+			  wr->sg_list, wr->num_sge);
 
 	memcpy(slot, &h, sizeof(h));
-	return QRNIC_SEND_WQE_HDR + len;
+	return QRNIC_SEND_WQE_HDR + qrnic_send_data_len(&h);
 }
 
 /* ---- receive WQEs -------------------------------------------------- */

@@ -79,17 +79,122 @@ struct ibv_pd *qrnic_alloc_pd(struct ibv_context *context)
 		return NULL;
 	}
 	pd->pdn = resp.drv_payload.pdn;
+	pd->refcnt = 1;
 	return &pd->ibvpd;
+}
+
+/* Objects created with a parent domain hold it (no-ops on a plain PD, which
+ * the kernel keeps while objects use it). */
+static void qrnic_pd_get(struct ibv_pd *ibpd)
+{
+	struct qrnic_pd *pd = to_qpd(ibpd);
+
+	if (pd->protection)
+		__atomic_add_fetch(&pd->refcnt, 1, __ATOMIC_RELAXED);
+}
+
+static void qrnic_pd_put(struct ibv_pd *ibpd)
+{
+	struct qrnic_pd *pd = to_qpd(ibpd);
+
+	if (pd->protection)
+		__atomic_sub_fetch(&pd->refcnt, 1, __ATOMIC_RELAXED);
 }
 
 int qrnic_dealloc_pd(struct ibv_pd *ibpd)
 {
-	int err = ibv_cmd_dealloc_pd(ibpd);
+	struct qrnic_pd *pd = to_qpd(ibpd);
+	int err;
 
+	/* a PD under parent domains, or a parent domain still in use */
+	if (__atomic_load_n(&pd->refcnt, __ATOMIC_RELAXED) > 1)
+		return EBUSY;
+	if (pd->protection) {
+		__atomic_sub_fetch(&pd->protection->refcnt, 1, __ATOMIC_RELAXED);
+		if (pd->td)
+			__atomic_sub_fetch(&pd->td->refcnt, 1, __ATOMIC_RELAXED);
+		free(pd);
+		return 0;
+	}
+	err = ibv_cmd_dealloc_pd(ibpd);
 	if (err)
 		return err;
-	free(to_qpd(ibpd));
+	free(pd);
 	return 0;
+}
+
+/* ---- thread and parent domains ------------------------------------------ */
+
+struct ibv_td *qrnic_alloc_td(struct ibv_context *context,
+			      struct ibv_td_init_attr *init_attr)
+{
+	struct qrnic_td *td;
+
+	if (init_attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (!td)
+		return NULL;
+	td->ibvtd.context = context;
+	td->refcnt = 1;
+	return &td->ibvtd;
+}
+
+int qrnic_dealloc_td(struct ibv_td *ibtd)
+{
+	struct qrnic_td *td = to_qtd(ibtd);
+
+	if (__atomic_load_n(&td->refcnt, __ATOMIC_RELAXED) > 1)
+		return EBUSY;
+	free(td);
+	return 0;
+}
+
+/*
+ * A parent domain is a user-space object: the QPs, CQs, SRQs, MRs and AHs
+ * created with it belong to its protection domain, whose handle it
+ * carries.  The thread domain changes nothing (the locks stay).  The
+ * allocators of IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS are accepted and
+ * never called: the provider allocates no memory the device reads (the
+ * rings are kernel memory it maps).
+ */
+struct ibv_pd *qrnic_alloc_parent_domain(struct ibv_context *context,
+					 struct ibv_parent_domain_init_attr *attr)
+{
+	struct qrnic_pd *pd, *prot;
+
+	if (ibv_check_alloc_parent_domain(attr))
+		return NULL;
+	if (!check_comp_mask(attr->comp_mask,
+			     IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	prot = to_qpd(attr->pd);
+	/* a protection domain of this context, not another parent domain */
+	if (attr->pd->context != context || prot->protection ||
+	    (attr->td && attr->td->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->protection = prot;
+	pd->pdn = prot->pdn;
+	pd->refcnt = 1;
+	if (attr->td) {
+		pd->td = to_qtd(attr->td);
+		__atomic_add_fetch(&pd->td->refcnt, 1, __ATOMIC_RELAXED);
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	__atomic_add_fetch(&prot->refcnt, 1, __ATOMIC_RELAXED);
+	ibv_initialize_parent_domain(&pd->ibvpd, &prot->ibvpd);
+	return &pd->ibvpd;
 }
 
 struct ibv_mr *qrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
@@ -110,16 +215,20 @@ struct ibv_mr *qrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		errno = err;
 		return NULL;
 	}
+	mr->pd = pd;
+	qrnic_pd_get(pd);
 	return &mr->vmr.ibv_mr;
 }
 
 int qrnic_dereg_mr(struct verbs_mr *vmr)
 {
+	struct qrnic_mr *mr = container_of(vmr, struct qrnic_mr, vmr);
 	int err = ibv_cmd_dereg_mr(vmr);
 
 	if (err)
 		return err;
-	free(container_of(vmr, struct qrnic_mr, vmr));
+	qrnic_pd_put(mr->pd);
+	free(mr);
 	return 0;
 }
 
@@ -147,14 +256,58 @@ static bool qrnic_dbrec_ok(uint64_t off, size_t ring_size, uint64_t map_size)
 
 /* ---- CQ ----------------------------------------------------------------- */
 
+/* Map the ring (and dbrec) of a CQ the kernel created; 0 or an errno (the
+ * caller then destroys the CQ). */
+static int qrnic_cq_map(struct ibv_context *context, struct qrnic_cq *cq,
+			const struct qrnic_create_cq_resp *r)
+{
+	size_t ring_size;
+
+	if (r->log_depth < 1 || r->log_depth > QRNIC_MAX_QUEUE_LOG) {
+		verbs_err(verbs_get_ctx(context),
+			  "qrnic: CQ %u: bad log_depth %u\n", r->cqn, r->log_depth);
+		return EINVAL;
+	}
+	ring_size = (size_t)QRNIC_CQE_SIZE << r->log_depth;
+	if (r->mmap_size < ring_size) {
+		verbs_err(verbs_get_ctx(context),
+			  "qrnic: CQ %u: mapping of %llu bytes < ring of %zu\n",
+			  r->cqn, (unsigned long long)r->mmap_size, ring_size);
+		return EINVAL;
+	}
+
+	cq->cqn = r->cqn;
+	cq->log_depth = r->log_depth;
+	cq->mask = (1u << r->log_depth) - 1;
+	cq->ci = 0;
+	cq->map_size = r->mmap_size;
+	cq->map = mmap(NULL, cq->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       context->cmd_fd, r->mmap_key);
+	if (cq->map == MAP_FAILED) {
+		verbs_err(verbs_get_ctx(context), "qrnic: CQ %u: mmap failed\n",
+			  r->cqn);
+		return errno ? errno : EINVAL;
+	}
+	cq->ring = cq->map;
+	/* The dbrec follows the ring in the same mapping; without one the
+	 * consumer index reaches the device through CQ doorbells. */
+	if (qrnic_dbrec_ok(r->dbrec_offset, ring_size, r->mmap_size))
+		cq->dbrec = (uint32_t *)((uint8_t *)cq->map + r->dbrec_offset);
+	else
+		verbs_warn(verbs_get_ctx(context),
+			   "qrnic: CQ %u: no usable dbrec (offset %u)\n",
+			   r->cqn, r->dbrec_offset);
+
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	return 0;
+}
+
 struct ibv_cq *qrnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel, int comp_vector)
 {
 	struct uqrnic_create_cq_resp resp = {};
-	struct qrnic_create_cq_resp *r = &resp.drv_payload;
 	struct ibv_create_cq cmd;
 	struct qrnic_cq *cq;
-	size_t ring_size;
 	int err;
 
 	if (cqe < 1) {
@@ -174,52 +327,14 @@ struct ibv_cq *qrnic_create_cq(struct ibv_context *context, int cqe,
 		errno = err;
 		return NULL;
 	}
-
-	err = EINVAL;
-	if (r->log_depth < 1 || r->log_depth > QRNIC_MAX_QUEUE_LOG) {
-		verbs_err(verbs_get_ctx(context),
-			  "qrnic: CQ %u: bad log_depth %u\n", r->cqn, r->log_depth);
-		goto err_destroy;
+	err = qrnic_cq_map(context, cq, &resp.drv_payload);
+	if (err) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		free(cq);
+		errno = err;
+		return NULL;
 	}
-	ring_size = (size_t)QRNIC_CQE_SIZE << r->log_depth;
-	if (r->mmap_size < ring_size) {
-		verbs_err(verbs_get_ctx(context),
-			  "qrnic: CQ %u: mapping of %llu bytes < ring of %zu\n",
-			  r->cqn, (unsigned long long)r->mmap_size, ring_size);
-		goto err_destroy;
-	}
-
-	cq->cqn = r->cqn;
-	cq->log_depth = r->log_depth;
-	cq->mask = (1u << r->log_depth) - 1;
-	cq->ci = 0;
-	cq->map_size = r->mmap_size;
-	cq->map = mmap(NULL, cq->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       context->cmd_fd, r->mmap_key);
-	if (cq->map == MAP_FAILED) {
-		err = errno;
-		verbs_err(verbs_get_ctx(context), "qrnic: CQ %u: mmap failed\n",
-			  r->cqn);
-		goto err_destroy;
-	}
-	cq->ring = cq->map;
-	/* The dbrec follows the ring in the same mapping; without one the
-	 * consumer index reaches the device through CQ doorbells. */
-	if (qrnic_dbrec_ok(r->dbrec_offset, ring_size, r->mmap_size))
-		cq->dbrec = (uint32_t *)((uint8_t *)cq->map + r->dbrec_offset);
-	else
-		verbs_warn(verbs_get_ctx(context),
-			   "qrnic: CQ %u: no usable dbrec (offset %u)\n",
-			   r->cqn, r->dbrec_offset);
-
-	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	return &cq->vcq.cq;
-
-err_destroy:
-	ibv_cmd_destroy_cq(&cq->vcq.cq);
-	free(cq);
-	errno = err;
-	return NULL;
 }
 
 int qrnic_destroy_cq(struct ibv_cq *ibcq)
@@ -232,6 +347,8 @@ int qrnic_destroy_cq(struct ibv_cq *ibcq)
 		return err;
 	munmap(cq->map, cq->map_size);
 	pthread_spin_destroy(&cq->lock);
+	if (cq->parent_domain)
+		qrnic_pd_put(cq->parent_domain);
 	free(cq);
 	return 0;
 }
@@ -330,6 +447,190 @@ int qrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		      qrnic_db_cq_val(cq->cqn, cq->ci, true, solicited_only));
 	pthread_spin_unlock(&cq->lock);
 	return 0;
+}
+
+/* ---- extended CQ (ibv_create_cq_ex, ibv_start_poll ...) --------------------- */
+
+/*
+ * The same CQ, polled one completion at a time: start_poll takes the lock
+ * and the first CQE, next_poll the following ones, end_poll publishes the
+ * consumer index and unlocks.  Each CQE is consumed exactly as poll_cq
+ * consumes it (qrnic_poll_one: owner bit, read barrier, copy, ci++, the
+ * send/receive queue slots freed) into cq->ex_wc, which the read_*
+ * functions return from; the index reaches the dbrec (or the CQ doorbell)
+ * once per start..end, as once per poll_cq call.  Both kinds of polling
+ * may be mixed on one CQ.
+ */
+static int qrnic_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct qrnic_cq *cq = to_qcq_ex(ibcq);
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	if (qrnic_poll_one(to_qctx(ibcq->context), cq, &cq->ex_wc)) {
+		pthread_spin_unlock(&cq->lock);
+		return ENOENT;	/* no end_poll follows */
+	}
+	ibcq->status = cq->ex_wc.status;
+	ibcq->wr_id = cq->ex_wc.wr_id;
+	return 0;
+}
+
+static int qrnic_next_poll(struct ibv_cq_ex *ibcq)
+{
+	struct qrnic_cq *cq = to_qcq_ex(ibcq);
+
+	if (qrnic_poll_one(to_qctx(ibcq->context), cq, &cq->ex_wc))
+		return ENOENT;	/* the lock stays until end_poll */
+	ibcq->status = cq->ex_wc.status;
+	ibcq->wr_id = cq->ex_wc.wr_id;
+	return 0;
+}
+
+static void qrnic_end_poll(struct ibv_cq_ex *ibcq)
+{
+	struct qrnic_cq *cq = to_qcq_ex(ibcq);
+
+	/* start_poll consumed at least one CQE */
+	qrnic_cq_update_ci(to_qctx(ibcq->context), cq);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode qrnic_wc_read_opcode(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.opcode;
+}
+
+static uint32_t qrnic_wc_read_vendor_err(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.vendor_err;
+}
+
+static uint32_t qrnic_wc_read_byte_len(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.byte_len;
+}
+
+/* The immediate data (network order) or, with IBV_WC_WITH_INV, the
+ * invalidated rkey (host order): ibv_wc_read_invalidated_rkey() reads it
+ * through this function too, as from the union of struct ibv_wc. */
+static __be32 qrnic_wc_read_imm_data(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.imm_data;
+}
+
+static uint32_t qrnic_wc_read_qp_num(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.qp_num;
+}
+
+static uint32_t qrnic_wc_read_src_qp(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.src_qp;
+}
+
+static unsigned int qrnic_wc_read_wc_flags(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.wc_flags;
+}
+
+/* RoCE: no LIDs, no SL in the CQE; 0, as ibv_poll_cq reports them (and rxe) */
+static uint32_t qrnic_wc_read_slid(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.slid;
+}
+
+static uint8_t qrnic_wc_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.sl;
+}
+
+static uint8_t qrnic_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_wc.dlid_path_bits;
+}
+
+/* What create_cq_ex accepts in wc_flags.  Not: completion timestamps
+ * (the 32-byte CQE has no room for one), CVLAN, flow tag, TM info. */
+#define QRNIC_CQ_EX_WC_FLAGS						\
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |			\
+	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |		\
+	 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |			\
+	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct uqrnic_create_cq_ex_resp resp = {};
+	struct ibv_create_cq_ex cmd = {};
+	struct ibv_pd *parent = NULL;
+	struct ibv_cq_ex *ex;
+	struct qrnic_cq *cq;
+	int err;
+
+	if ((attr->wc_flags & ~(uint64_t)QRNIC_CQ_EX_WC_FLAGS) ||
+	    !check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS |
+			     IBV_CQ_INIT_ATTR_MASK_PD) ||
+	    /* SINGLE_THREADED is a hint (the lock stays); no IGNORE_OVERRUN */
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		parent = attr->parent_domain;
+		/* a parent domain of this context, not a plain PD */
+		if (!parent || parent->context != context ||
+		    !to_qpd(parent)->protection) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	if (attr->cqe < 1 || attr->cqe > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+
+	err = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp), 0);
+	if (err) {
+		verbs_err(verbs_get_ctx(context), "qrnic: CREATE_CQ (ex) failed\n");
+		free(cq);
+		errno = err;
+		return NULL;
+	}
+	err = qrnic_cq_map(context, cq, &resp.drv_payload);
+	if (err) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq);
+		free(cq);
+		errno = err;
+		return NULL;
+	}
+	if (parent) {
+		cq->parent_domain = parent;
+		qrnic_pd_get(parent);
+	}
+
+	ex = &cq->vcq.cq_ex;
+	ex->start_poll = qrnic_start_poll;
+	ex->next_poll = qrnic_next_poll;
+	ex->end_poll = qrnic_end_poll;
+	ex->read_opcode = qrnic_wc_read_opcode;
+	ex->read_vendor_err = qrnic_wc_read_vendor_err;
+	ex->read_wc_flags = qrnic_wc_read_wc_flags;
+	/* every reader we have, whatever wc_flags asked for */
+	ex->read_byte_len = qrnic_wc_read_byte_len;
+	ex->read_imm_data = qrnic_wc_read_imm_data;
+	ex->read_qp_num = qrnic_wc_read_qp_num;
+	ex->read_src_qp = qrnic_wc_read_src_qp;
+	ex->read_slid = qrnic_wc_read_slid;
+	ex->read_sl = qrnic_wc_read_sl;
+	ex->read_dlid_path_bits = qrnic_wc_read_dlid_path_bits;
+	return ex;
 }
 
 /* ---- QP ----------------------------------------------------------------- */
@@ -440,21 +741,53 @@ static void qrnic_wq_unmap(struct qrnic_wq *wq)
 	wq->ring = NULL;
 }
 
-struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* send_ops_flags (ibv_qp_ex) each QP type accepts: what post_send posts on
+ * it (qrnic_wr_opcode).  Not: BIND_MW (no memory windows), TSO, FLUSH,
+ * ATOMIC_WRITE. */
+#define QRNIC_UD_SEND_OPS							(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |			 IBV_QP_EX_WITH_LOCAL_INV)
+#define QRNIC_UC_SEND_OPS							(QRNIC_UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE |			 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+#define QRNIC_RC_SEND_OPS							(QRNIC_UC_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |			 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t send_ops_flags);
+
+/*
+ * create_qp and create_qp_ex.  Both send the same (non-extended) CREATE_QP
+ * command with the same udata; ibv_qp_ex is set up only when
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS asks for it (ibv_qp_to_qp_ex() is NULL
+ * otherwise).  attr->pd may be a parent domain.
+ */
+static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
+					     struct ibv_qp_init_attr_ex *attr)
 {
-	struct ibv_context *context = pd->context;
 	struct qrnic_context *ctx = to_qctx(context);
 	struct uqrnic_create_qp_resp resp = {};
 	struct qrnic_create_qp_resp *r = &resp.drv_payload;
 	struct ibv_create_qp cmd;
 	struct qrnic_qp *qp;
 	unsigned int max_inline;
+	uint64_t ops = 0;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	    attr->qp_type != IBV_QPT_UD) {
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	     attr->qp_type != IBV_QPT_UD)) {
 		errno = EOPNOTSUPP;
 		return NULL;
+	}
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		ops = attr->send_ops_flags;
+		if (ops & ~(uint64_t)(attr->qp_type == IBV_QPT_RC ? QRNIC_RC_SEND_OPS :
+				      attr->qp_type == IBV_QPT_UC ? QRNIC_UC_SEND_OPS :
+				      QRNIC_UD_SEND_OPS)) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
 	}
 	/* with an SRQ the RQ capabilities are ignored (the kernel reports 0) */
 	if (attr->cap.max_send_sge > ctx->max_sge ||
@@ -468,8 +801,8 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	if (!qp)
 		return NULL;
 
-	err = ibv_cmd_create_qp(pd, &qp->vqp.qp, attr, &cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
+	err = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd, sizeof(cmd),
+				   &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		verbs_err(verbs_get_ctx(context), "qrnic: CREATE_QP failed\n");
 		free(qp);
@@ -516,9 +849,15 @@ struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	attr->cap.max_recv_sge = qp->rq.max_sge;
 	attr->cap.max_inline_data = qp->max_inline;
 
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		qrnic_set_wr_ops(qp, ops);
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+
 	err = qrnic_set_qp_table(ctx, qp, qp);
 	if (err)
 		goto err_unmap_rq;
+	qrnic_pd_get(attr->pd);
 	return &qp->vqp.qp;
 
 err_unmap_rq:
@@ -530,6 +869,32 @@ err_destroy:
 	free(qp);
 	errno = err;
 	return NULL;
+}
+
+struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp = qrnic_create_qp_common(pd->context, &ex);
+
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+struct ibv_qp *qrnic_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr)
+{
+	return qrnic_create_qp_common(context, attr);
 }
 
 static void qrnic_fill_cap(struct qrnic_qp *qp, struct ibv_qp_cap *cap)
@@ -606,6 +971,7 @@ int qrnic_destroy_qp(struct ibv_qp *ibqp)
 	qrnic_set_qp_table(ctx, qp, NULL);
 	qrnic_wq_unmap(&qp->rq);
 	qrnic_wq_unmap(&qp->sq);
+	qrnic_pd_put(ibqp->pd);
 	free(qp);
 	return 0;
 }
@@ -622,32 +988,57 @@ static inline void *qrnic_wq_slot(struct qrnic_wq *wq, uint32_t idx)
 	return wq->ring + ((size_t)(idx & wq->mask) << wq->wqe_shift);
 }
 
+/* IB: no sends before RTS (ERR flushes them, SQD/SQE queue them). */
+static inline bool qrnic_may_send(struct ibv_qp *ibqp)
+{
+	switch (ibqp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
+{
+	struct qrnic_sq_params p = {
+		.wqe_shift = qp->sq.wqe_shift,
+		.max_sge = qp->sq.max_sge,
+		.max_inline = qp->max_inline,
+		.ud = qp->ud,
+		.uc = qp->uc,
+		.sig_all = qp->sq_sig_all,
+	};
+
+	return p;
+}
+
+/* Announce the SQ's WQEs from start on (caller holds sq.lock). */
+static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
+				     struct qrnic_qp *qp, uint32_t start)
+{
+	if (qp->sq.pi == start)
+		return;
+	/* WQEs are in memory before the device hears of them */
+	udma_to_device_barrier();
+	qrnic_ring_db(ctx, QRNIC_DB_SQ, qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi));
+}
+
 int qrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr)
 {
 	struct qrnic_context *ctx = to_qctx(ibqp->context);
 	struct qrnic_qp *qp = to_qqp(ibqp);
 	struct qrnic_wq *sq = &qp->sq;
-	struct qrnic_sq_params p = {
-		.wqe_shift = sq->wqe_shift,
-		.max_sge = sq->max_sge,
-		.max_inline = qp->max_inline,
-		.ud = qp->ud,
-		.uc = qp->uc,
-		.sig_all = qp->sq_sig_all,
-	};
+	struct qrnic_sq_params p = qrnic_qp_sq_params(qp);
 	uint32_t start;
 	int err = 0;
 
-	/* IB: no sends before RTS (ERR flushes them, SQD/SQE queue them). */
-	switch (ibqp->state) {
-	case IBV_QPS_RESET:
-	case IBV_QPS_INIT:
-	case IBV_QPS_RTR:
+	if (!qrnic_may_send(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
-	default:
-		break;
 	}
 
 	pthread_spin_lock(&sq->lock);
@@ -665,14 +1056,304 @@ int qrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		qrnic_build_send_wqe(qrnic_wq_slot(sq, sq->pi), wr, &p);
 		sq->pi++;
 	}
-	if (sq->pi != start) {
-		/* WQEs are in memory before the device hears of them */
-		udma_to_device_barrier();
-		qrnic_ring_db(ctx, QRNIC_DB_SQ,
-			      qrnic_db_wq_val(ibqp->qp_num, sq->pi));
-	}
+	qrnic_sq_doorbell(ctx, qp, start);
 	pthread_spin_unlock(&sq->lock);
 	return err;
+}
+
+/* ---- post: the ibv_wr_* API of ibv_qp_ex ------------------------------------ */
+
+/*
+ * wr_start takes the SQ lock (as post_send holds it for a list of WRs);
+ * each opcode call takes the next slot, the setters fill it; wr_complete
+ * rings one doorbell for all of them, or, after any error, posts none of
+ * them and returns the first error (EINVAL: a bad WR or a QP before RTS;
+ * ENOMEM: the SQ is full), as mlx5 does; wr_abort drops them.  The WQE
+ * bytes are those post_send writes for the same ibv_send_wr: both use the
+ * pieces of qrnic_wqe.h.
+ */
+
+static inline void qrnic_wr_fail(struct qrnic_qp *qp, int err)
+{
+	if (!qp->wr_err)
+		qp->wr_err = err;
+}
+
+/* Close the WR being built: complete?  Then its header goes into its slot. */
+static void qrnic_wr_finish(struct qrnic_qp *qp)
+{
+	if (!qp->wr_slot)
+		return;
+	if (qp->wr_need_ud ||
+	    (qrnic_wr_is_atomic(qp->wr_qop) && qp->wr_hdr.num_sge != 1))
+		qrnic_wr_fail(qp, EINVAL);
+	else
+		memcpy(qp->wr_slot, &qp->wr_hdr, sizeof(qp->wr_hdr));
+	qp->wr_slot = NULL;
+}
+
+/* Start a WR of opcode op in the next SQ slot; its header, or NULL after
+ * an error (the rest of the batch is then ignored). */
+static struct qrnic_send_wqe *qrnic_wr_new(struct ibv_qp_ex *ibqpx,
+					   enum ibv_wr_opcode op)
+{
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+	struct qrnic_wq *sq = &qp->sq;
+	int qop;
+
+	qrnic_wr_finish(qp);
+	if (qp->wr_err)
+		return NULL;
+	qop = qrnic_wr_opcode(op, qp->ud, qp->uc);
+	if (qop < 0) {
+		qrnic_wr_fail(qp, EINVAL);
+		return NULL;
+	}
+	if (qrnic_wq_full(sq)) {
+		qrnic_wr_fail(qp, ENOMEM);
+		return NULL;
+	}
+	qp->wr_slot = qrnic_wq_slot(sq, sq->pi);
+	sq->pi++;
+	qp->wr_qop = qop;
+	qp->wr_need_ud = qp->ud && qop != QRNIC_WR_LOCAL_INV;
+	qrnic_send_hdr_init(&qp->wr_hdr, qop, ibqpx->wr_flags, qp->sq_sig_all,
+			    ibqpx->wr_id);
+	return &qp->wr_hdr;
+}
+
+static void qrnic_wr_start(struct ibv_qp_ex *ibqpx)
+{
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+
+	pthread_spin_lock(&qp->sq.lock);
+	qp->wr_start_pi = qp->sq.pi;
+	qp->wr_slot = NULL;
+	qp->wr_err = qrnic_may_send(&qp->vqp.qp) ? 0 : EINVAL;
+}
+
+static int qrnic_wr_complete(struct ibv_qp_ex *ibqpx)
+{
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+	int err;
+
+	qrnic_wr_finish(qp);
+	err = qp->wr_err;
+	if (err)
+		qp->sq.pi = qp->wr_start_pi;	/* none of the batch is posted */
+	else
+		qrnic_sq_doorbell(to_qctx(qp->vqp.qp.context), qp, qp->wr_start_pi);
+	pthread_spin_unlock(&qp->sq.lock);
+	return err;
+}
+
+static void qrnic_wr_abort(struct ibv_qp_ex *ibqpx)
+{
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+
+	qp->wr_slot = NULL;
+	qp->sq.pi = qp->wr_start_pi;
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+static void qrnic_wr_send(struct ibv_qp_ex *ibqpx)
+{
+	qrnic_wr_new(ibqpx, IBV_WR_SEND);
+}
+
+static void qrnic_wr_send_imm(struct ibv_qp_ex *ibqpx, __be32 imm_data)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_SEND_WITH_IMM);
+
+	if (h)
+		qrnic_send_hdr_imm(h, imm_data);
+}
+
+static void qrnic_wr_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_SEND_WITH_INV);
+
+	if (h)
+		qrnic_send_hdr_inv(h, invalidate_rkey);
+}
+
+static void qrnic_wr_rdma_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				uint64_t remote_addr)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_RDMA_WRITE);
+
+	if (h)
+		qrnic_send_hdr_rdma(h, rkey, remote_addr);
+}
+
+static void qrnic_wr_rdma_write_imm(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				    uint64_t remote_addr, __be32 imm_data)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_RDMA_WRITE_WITH_IMM);
+
+	if (h) {
+		qrnic_send_hdr_rdma(h, rkey, remote_addr);
+		qrnic_send_hdr_imm(h, imm_data);
+	}
+}
+
+static void qrnic_wr_rdma_read(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+			       uint64_t remote_addr)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_RDMA_READ);
+
+	if (h)
+		qrnic_send_hdr_rdma(h, rkey, remote_addr);
+}
+
+static void qrnic_wr_atomic_cmp_swp(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				    uint64_t remote_addr, uint64_t compare,
+				    uint64_t swap)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_ATOMIC_CMP_AND_SWP);
+
+	if (h)
+		qrnic_send_hdr_atomic(h, rkey, remote_addr, compare, swap);
+}
+
+static void qrnic_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+				      uint64_t remote_addr, uint64_t add)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_ATOMIC_FETCH_AND_ADD);
+
+	if (h)
+		qrnic_send_hdr_atomic(h, rkey, remote_addr, add, 0);
+}
+
+static void qrnic_wr_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_LOCAL_INV);
+
+	if (h)
+		qrnic_send_hdr_inv(h, invalidate_rkey);
+}
+
+/* The WR the setters apply to, or NULL (no WR, or an error already). */
+static struct qrnic_qp *qrnic_wr_cur(struct ibv_qp_ex *ibqpx)
+{
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+
+	if (qp->wr_err)
+		return NULL;
+	if (!qp->wr_slot) {	/* a setter before any opcode */
+		qrnic_wr_fail(qp, EINVAL);
+		return NULL;
+	}
+	return qp;
+}
+
+static void qrnic_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
+				 uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct qrnic_qp *qp = qrnic_wr_cur(ibqpx);
+
+	/* ignored on RC/UC and on LOCAL_INV, as post_send ignores wr.ud */
+	if (!qp || !qp->ud || qp->wr_qop == QRNIC_WR_LOCAL_INV)
+		return;
+	if (!ah) {
+		qrnic_wr_fail(qp, EINVAL);
+		return;
+	}
+	qrnic_send_hdr_ud(&qp->wr_hdr, to_qah(ah)->ahn, remote_qpn, remote_qkey);
+	qp->wr_need_ud = false;
+}
+
+/* SGEs, or with IBV_SEND_INLINE in wr_flags (SEND*, WRITE*) their bytes
+ * inline: exactly post_send's rules and layout. */
+static void qrnic_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
+				  const struct ibv_sge *sg_list)
+{
+	struct qrnic_qp *qp = qrnic_wr_cur(ibqpx);
+	struct qrnic_sq_params p;
+	bool inl;
+
+	if (!qp || qp->wr_qop == QRNIC_WR_LOCAL_INV)	/* header only */
+		return;
+	p = qrnic_qp_sq_params(qp);
+	inl = qrnic_send_inline(qp->wr_qop, ibqpx->wr_flags);
+	if (num_sge > INT32_MAX ||
+	    qrnic_check_send_data(qp->wr_qop, inl, sg_list, (int)num_sge, &p)) {
+		qrnic_wr_fail(qp, EINVAL);
+		return;
+	}
+	qrnic_send_data_reset(&qp->wr_hdr);
+	qrnic_send_put_sg(qp->wr_slot, &qp->wr_hdr, inl, sg_list, (int)num_sge);
+}
+
+static void qrnic_wr_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey,
+			     uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	qrnic_wr_set_sge_list(ibqpx, 1, &sge);
+}
+
+/* Inline payload: SEND* and RDMA WRITE* only (EINVAL elsewhere). */
+static void qrnic_wr_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_buf,
+					  const struct ibv_data_buf *buf_list)
+{
+	struct qrnic_qp *qp = qrnic_wr_cur(ibqpx);
+	uint64_t total = 0;
+	size_t i;
+
+	if (!qp || qp->wr_qop == QRNIC_WR_LOCAL_INV)
+		return;
+	for (i = 0; i < num_buf; i++)
+		total += buf_list[i].length;
+	if (!qrnic_wr_may_inline(qp->wr_qop) || total > qp->max_inline) {
+		qrnic_wr_fail(qp, EINVAL);
+		return;
+	}
+	qrnic_send_data_reset(&qp->wr_hdr);
+	qp->wr_hdr.flags |= QRNIC_WQE_F_INLINE;
+	for (i = 0; i < num_buf; i++)
+		qrnic_send_add_inline(qp->wr_slot, &qp->wr_hdr, buf_list[i].addr,
+				      buf_list[i].length);
+}
+
+static void qrnic_wr_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr,
+				     size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	qrnic_wr_set_inline_data_list(ibqpx, 1, &buf);
+}
+
+static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t flags)
+{
+	struct ibv_qp_ex *x = &qp->vqp.qp_ex;
+
+	x->wr_start = qrnic_wr_start;
+	x->wr_complete = qrnic_wr_complete;
+	x->wr_abort = qrnic_wr_abort;
+	if (flags & IBV_QP_EX_WITH_SEND)
+		x->wr_send = qrnic_wr_send;
+	if (flags & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		x->wr_send_imm = qrnic_wr_send_imm;
+	if (flags & IBV_QP_EX_WITH_SEND_WITH_INV)
+		x->wr_send_inv = qrnic_wr_send_inv;
+	if (flags & IBV_QP_EX_WITH_RDMA_WRITE)
+		x->wr_rdma_write = qrnic_wr_rdma_write;
+	if (flags & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		x->wr_rdma_write_imm = qrnic_wr_rdma_write_imm;
+	if (flags & IBV_QP_EX_WITH_RDMA_READ)
+		x->wr_rdma_read = qrnic_wr_rdma_read;
+	if (flags & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		x->wr_atomic_cmp_swp = qrnic_wr_atomic_cmp_swp;
+	if (flags & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		x->wr_atomic_fetch_add = qrnic_wr_atomic_fetch_add;
+	if (flags & IBV_QP_EX_WITH_LOCAL_INV)
+		x->wr_local_inv = qrnic_wr_local_inv;
+	x->wr_set_ud_addr = qrnic_wr_set_ud_addr;
+	x->wr_set_sge = qrnic_wr_set_sge;
+	x->wr_set_sge_list = qrnic_wr_set_sge_list;
+	x->wr_set_inline_data = qrnic_wr_set_inline_data;
+	x->wr_set_inline_data_list = qrnic_wr_set_inline_data_list;
 }
 
 /*
@@ -787,6 +1468,8 @@ struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *at
 	/* What the ring really holds. */
 	attr->attr.max_wr = srq->wq.depth;
 	attr->attr.max_sge = srq->wq.max_sge;
+	srq->pd = pd;
+	qrnic_pd_get(pd);
 	return &srq->vsrq.srq;
 
 err_unmap:
@@ -821,6 +1504,7 @@ int qrnic_destroy_srq(struct ibv_srq *ibsrq)
 	if (err)
 		return err;
 	qrnic_wq_unmap(&srq->wq);
+	qrnic_pd_put(srq->pd);
 	free(srq);
 	return 0;
 }
@@ -844,15 +1528,19 @@ struct ibv_ah *qrnic_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		return NULL;
 	}
 	ah->ahn = resp.drv_payload.ahn;
+	ah->pd = pd;
+	qrnic_pd_get(pd);
 	return &ah->ibvah;
 }
 
 int qrnic_destroy_ah(struct ibv_ah *ibah)
 {
+	struct qrnic_ah *ah = to_qah(ibah);
 	int err = ibv_cmd_destroy_ah(ibah);
 
 	if (err)
 		return err;
-	free(to_qah(ibah));
+	qrnic_pd_put(ah->pd);
+	free(ah);
 	return 0;
 }

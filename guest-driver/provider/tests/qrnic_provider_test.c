@@ -400,12 +400,10 @@ int ibv_cmd_dereg_mr(struct verbs_mr *vmr)
 			  vmr->ibv_mr.handle) ? EINVAL : 0;
 }
 
-int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
-		      struct ibv_comp_channel *channel, int comp_vector,
-		      struct ibv_cq *cq, struct ibv_create_cq *cmd, size_t cmd_size,
-		      struct ib_uverbs_create_cq_resp *resp, size_t resp_size)
+/* CREATE_CQ as the kernel driver does it; fills the driver udata dr */
+static int fk_create_cq(struct ibv_context *context, int cqe, struct ibv_cq *cq,
+			struct qrnic_create_cq_resp *dr)
 {
-	struct uqrnic_create_cq_resp *r = (void *)resp;
 	struct fk_dev *f = fk_of(context);
 	unsigned int log = log2_up((uint32_t)cqe);
 	struct qrnic_aq_cmd c;
@@ -413,12 +411,6 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	uint64_t ring = (uint64_t)QRNIC_CQE_SIZE << (log ? log : 1);
 	uint32_t cqn;
 
-	(void)channel;
-	(void)comp_vector;
-	(void)cmd;
-	(void)cmd_size;
-	if (resp_size != sizeof(*r))
-		return EINVAL;
 	if (!log)
 		log = 1;
 	reg = fk_alloc(f, FK_CQ, ring + 4, true);
@@ -437,14 +429,66 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	cq->context = context;
 	cq->cqe = (1 << log);
 	cq->handle = cqn;
-	memset(r, 0, sizeof(*r));
-	r->ibv_resp.cqe = (uint32_t)cq->cqe;
-	r->drv_payload.cqn = cqn;
-	r->drv_payload.log_depth = log;
-	r->drv_payload.mmap_key = reg->off;
-	r->drv_payload.mmap_size = reg->size;
-	r->drv_payload.dbrec_offset = fk_no_dbrec ? 0 : (uint32_t)ring;
+	memset(dr, 0, sizeof(*dr));
+	dr->cqn = cqn;
+	dr->log_depth = log;
+	dr->mmap_key = reg->off;
+	dr->mmap_size = reg->size;
+	dr->dbrec_offset = fk_no_dbrec ? 0 : (uint32_t)ring;
 	return 0;
+}
+
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel, int comp_vector,
+		      struct ibv_cq *cq, struct ibv_create_cq *cmd, size_t cmd_size,
+		      struct ib_uverbs_create_cq_resp *resp, size_t resp_size)
+{
+	struct uqrnic_create_cq_resp *r = (void *)resp;
+	int err;
+
+	(void)channel;
+	(void)comp_vector;
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	memset(r, 0, sizeof(*r));
+	err = fk_create_cq(context, cqe, cq, &r->drv_payload);
+	if (!err)
+		r->ibv_resp.cqe = (uint32_t)cq->cqe;
+	return err;
+}
+
+/* the extended command: libibverbs' comp_mask check, the kernel driver's
+ * refusal of CQ flags (qrnic_cq.c) */
+static unsigned int fk_cq_ex_cmds;		/* extended CREATE_CQs seen */
+
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size, struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags)
+{
+	struct uqrnic_create_cq_ex_resp *r = (void *)resp;
+	int err;
+
+	(void)cmd;
+	(void)cmd_size;
+	(void)cmd_flags;
+	if (resp_size != sizeof(*r))
+		return EINVAL;
+	if (cq_attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					     IBV_CQ_INIT_ATTR_MASK_PD))
+		return EOPNOTSUPP;
+	if ((cq_attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (cq_attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))
+		return EOPNOTSUPP;
+	fk_cq_ex_cmds++;
+	memset(r, 0, sizeof(*r));
+	err = fk_create_cq(context, (int)cq_attr->cqe, &cq->cq, &r->drv_payload);
+	if (!err)
+		r->ibv_resp.base.cqe = (uint32_t)cq->cq.cqe;
+	return err;
 }
 
 int ibv_cmd_destroy_cq(struct ibv_cq *cq)
@@ -464,13 +508,18 @@ static unsigned int clampu(unsigned int v, unsigned int lo, unsigned int hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
-		      struct ibv_qp_init_attr *attr, struct ibv_create_qp *cmd,
-		      size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
-		      size_t resp_size)
+/* The provider creates every QP with the (non-extended) CREATE_QP command
+ * through ibv_cmd_create_qp_ex; attr->pd may be a parent domain, whose
+ * handle is its protection domain's. */
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
+			 struct ibv_qp_init_attr_ex *attr, struct ibv_create_qp *cmd,
+			 size_t cmd_size, struct ib_uverbs_create_qp_resp *resp,
+			 size_t resp_size)
 {
 	struct uqrnic_create_qp_resp *r = (void *)resp;
-	struct fk_dev *f = fk_of(pd->context);
+	struct ibv_qp *qp = &vqp->qp;
+	struct ibv_pd *pd = attr->pd;
+	struct fk_dev *f = fk_of(context);
 	unsigned int sq_log, sq_shift, rq_log = 0, rq_shift = 0;
 	struct fk_region *sq, *rq = NULL;
 	struct qrnic_aq_cmd c;
@@ -479,6 +528,10 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	(void)cmd;
 	(void)cmd_size;
 	if (resp_size != sizeof(*r))
+		return EINVAL;
+	/* libibverbs' own check */
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return EINVAL;
 	sq_log = clampu(log2_up(attr->cap.max_send_wr), 1, QRNIC_MAX_QUEUE_LOG);
 	sq_shift = clampu(log2_up(64 + (16 * attr->cap.max_send_sge > attr->cap.max_inline_data ?
@@ -517,7 +570,9 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 	if (rq)
 		rq->handle = qpn | 0x80000000u;
 
-	qp->context = pd->context;
+	qp->context = context;
+	qp->qp_context = attr->qp_context;
+	vqp->comp_mask = 0;
 	qp->pd = pd;
 	qp->send_cq = attr->send_cq;
 	qp->recv_cq = attr->recv_cq;
@@ -1722,6 +1777,848 @@ static void test_invalidate_frmr(void)
 	app_close(&K);
 }
 
+/* ======================================================================= */
+/* extended verbs: ibv_qp_ex (ibv_wr_*), ibv_cq_ex, parent domains          */
+/* ======================================================================= */
+
+#define RC_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |		\
+		IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_RDMA_WRITE |	\
+		IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |	\
+		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |				\
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV)
+
+static struct ibv_qp_ex *qpx_of(struct ibv_qp *qp)
+{
+	struct verbs_qp *vqp = container_of(qp, struct verbs_qp, qp);
+
+	return (vqp->comp_mask & VERBS_QP_EX) ? &vqp->qp_ex : NULL;
+}
+
+static struct ibv_cq_ex *mkcq_ex(struct app *a, uint32_t cqe, uint64_t wc_flags)
+{
+	struct ibv_cq_init_attr_ex ca = { .cqe = cqe, .wc_flags = wc_flags };
+
+	return a->ops.create_cq_ex(a->ctx, &ca);
+}
+
+static struct ibv_qp *mkqp_ex(struct app *a, struct ibv_pd *pd, struct ibv_cq *cq,
+			      enum ibv_qp_type type, uint64_t ops)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 2,
+			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd ? pd : a->pd,
+		.send_ops_flags = ops,
+	};
+
+	return a->ops.create_qp_ex(a->ctx, &ia);
+}
+
+/* Every completion start/next/end_poll gives, read back with all the
+ * ibv_wc_read_* functions into struct ibv_wc (as ibv_poll_cq fills it). */
+static int poll_ex(struct ibv_cq_ex *cq, struct ibv_wc *wc, int max)
+{
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	int n = 0;
+
+	if (ibv_start_poll(cq, &pa))
+		return 0;
+	do {
+		struct ibv_wc *x = &wc[n++];
+
+		memset(x, 0, sizeof(*x));
+		x->wr_id = cq->wr_id;
+		x->status = cq->status;
+		x->opcode = ibv_wc_read_opcode(cq);
+		x->vendor_err = ibv_wc_read_vendor_err(cq);
+		x->byte_len = ibv_wc_read_byte_len(cq);
+		x->wc_flags = ibv_wc_read_wc_flags(cq);
+		if (x->wc_flags & IBV_WC_WITH_IMM)
+			x->imm_data = ibv_wc_read_imm_data(cq);
+		if (x->wc_flags & IBV_WC_WITH_INV)
+			x->invalidated_rkey = ibv_wc_read_invalidated_rkey(cq);
+		x->qp_num = ibv_wc_read_qp_num(cq);
+		x->src_qp = ibv_wc_read_src_qp(cq);
+		x->slid = (uint16_t)ibv_wc_read_slid(cq);
+		x->sl = ibv_wc_read_sl(cq);
+		x->dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+	} while (n < max && ibv_next_poll(cq) == 0);
+	ibv_end_poll(cq);
+	return n;
+}
+
+static bool wc_same(const struct ibv_wc *a, const struct ibv_wc *b)
+{
+	return a->wr_id == b->wr_id && a->status == b->status && a->opcode == b->opcode &&
+	       a->vendor_err == b->vendor_err && a->byte_len == b->byte_len &&
+	       a->imm_data == b->imm_data && a->qp_num == b->qp_num &&
+	       a->src_qp == b->src_qp && a->wc_flags == b->wc_flags &&
+	       a->pkey_index == b->pkey_index && a->slid == b->slid && a->sl == b->sl &&
+	       a->dlid_path_bits == b->dlid_path_bits;
+}
+
+/* The ibv_wr_* calls for wr (one WR of a batch); inl_api: its data through
+ * ibv_wr_set_inline_data(_list) instead of the SGEs (wr must be INLINE). */
+static void wr_post_ex(struct ibv_qp_ex *x, const struct ibv_send_wr *wr, bool ud, bool inl_api)
+{
+	x->wr_id = wr->wr_id;
+	x->wr_flags = (unsigned int)wr->send_flags;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		ibv_wr_send(x);
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		ibv_wr_send_imm(x, wr->imm_data);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		ibv_wr_send_inv(x, wr->invalidate_rkey);
+		break;
+	case IBV_WR_RDMA_WRITE:
+		ibv_wr_rdma_write(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		ibv_wr_rdma_write_imm(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, wr->imm_data);
+		break;
+	case IBV_WR_RDMA_READ:
+		ibv_wr_rdma_read(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		ibv_wr_atomic_cmp_swp(x, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
+				      wr->wr.atomic.compare_add, wr->wr.atomic.swap);
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		ibv_wr_atomic_fetch_add(x, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr,
+					wr->wr.atomic.compare_add);
+		break;
+	case IBV_WR_LOCAL_INV:
+		ibv_wr_local_inv(x, wr->invalidate_rkey);
+		return;
+	default:
+		return;
+	}
+	if (ud)
+		ibv_wr_set_ud_addr(x, wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+	if (inl_api) {
+		struct ibv_data_buf b[4];
+		int i;
+
+		for (i = 0; i < wr->num_sge; i++)
+			b[i] = (struct ibv_data_buf){ (void *)(uintptr_t)wr->sg_list[i].addr,
+						      wr->sg_list[i].length };
+		if (wr->num_sge == 1)
+			ibv_wr_set_inline_data(x, b[0].addr, b[0].length);
+		else
+			ibv_wr_set_inline_data_list(x, (size_t)wr->num_sge, b);
+	} else if (wr->num_sge == 1) {
+		ibv_wr_set_sge(x, wr->sg_list[0].lkey, wr->sg_list[0].addr, wr->sg_list[0].length);
+	} else {
+		ibv_wr_set_sge_list(x, (size_t)wr->num_sge, wr->sg_list);
+	}
+}
+
+static void zero(struct app *a, uint64_t off, uint32_t len)
+{
+	static uint8_t z[MRLEN];
+
+	hx_mr_write(w, a->d, a->mr->lkey, off, z, len);
+}
+
+static bool mr_is(struct app *a, uint64_t off, const void *data, uint32_t len)
+{
+	static uint8_t x[MRLEN];
+
+	hx_mr_read(w, a->d, a->mr->lkey, off, x, len);
+	return !memcmp(x, data, len);
+}
+
+static uint64_t mr_u64(struct app *a, uint64_t off)
+{
+	uint64_t v;
+
+	hx_mr_read(w, a->d, a->mr->lkey, off, &v, 8);
+	return v;
+}
+
+/* create_cq_ex / create_qp_ex refuse what the device cannot do */
+static void test_ex_unsupported(void)
+{
+	static const uint64_t bad_wc[] = {
+		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+		IBV_WC_EX_WITH_CVLAN, IBV_WC_EX_WITH_FLOW_TAG, IBV_WC_EX_WITH_TM_INFO,
+	};
+	struct {
+		enum ibv_qp_type type;
+		uint64_t ops;
+	} bad_ops[] = {
+		{ IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW },
+		{ IBV_QPT_RC, IBV_QP_EX_WITH_TSO },
+		{ IBV_QPT_RC, IBV_QP_EX_WITH_FLUSH },
+		{ IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_WRITE },
+		{ IBV_QPT_RC, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW },
+		{ IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ },
+		{ IBV_QPT_UC, IBV_QP_EX_WITH_SEND_WITH_INV },
+		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP },
+	};
+	struct ibv_cq_init_attr_ex ca = { .cqe = 4, .comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS,
+					  .flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN };
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = A.cq, .recv_cq = A.cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+		.pd = A.pd, .create_flags = IBV_QP_CREATE_SCATTER_FCS,
+	};
+	struct ibv_cq_ex *cx;
+	struct ibv_qp *qp;
+	unsigned int i, cmds = fk_cq_ex_cmds;
+
+	CHECK(A.ops.create_cq_ex && A.ops.create_qp_ex && A.ops.alloc_parent_domain &&
+	      A.ops.alloc_td && A.ops.dealloc_td && A.ops.query_device_ex);
+	/* no device clock: libibverbs answers EOPNOTSUPP for a NULL op */
+	CHECK(A.ops.query_rt_values == NULL);
+	for (i = 0; i < sizeof(bad_wc) / sizeof(bad_wc[0]); i++) {
+		errno = 0;
+		cx = mkcq_ex(&A, 4, IBV_WC_EX_WITH_BYTE_LEN | bad_wc[i]);
+		CHECK(cx == NULL && errno == EOPNOTSUPP);
+	}
+	errno = 0;
+	CHECK(A.ops.create_cq_ex(A.ctx, &ca) == NULL && errno == EOPNOTSUPP);
+	CHECK(fk_cq_ex_cmds == cmds);	/* refused before the kernel */
+	/* a plain PD is no parent domain */
+	ca = (struct ibv_cq_init_attr_ex){ .cqe = 4, .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+					   .parent_domain = A.pd };
+	errno = 0;
+	CHECK(A.ops.create_cq_ex(A.ctx, &ca) == NULL && errno == EINVAL);
+
+	for (i = 0; i < sizeof(bad_ops) / sizeof(bad_ops[0]); i++) {
+		errno = 0;
+		qp = mkqp_ex(&A, NULL, A.cq, bad_ops[i].type, bad_ops[i].ops);
+		CHECK(qp == NULL && errno == EOPNOTSUPP);
+	}
+	errno = 0;
+	CHECK(A.ops.create_qp_ex(A.ctx, &ia) == NULL && errno == EOPNOTSUPP);
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ia.qp_type = IBV_QPT_XRC_SEND;
+	errno = 0;
+	CHECK(A.ops.create_qp_ex(A.ctx, &ia) == NULL && errno == EOPNOTSUPP);
+	/* without SEND_OPS_FLAGS: a QP without ibv_qp_ex, as from create_qp */
+	ia.qp_type = IBV_QPT_RC;
+	qp = A.ops.create_qp_ex(A.ctx, &ia);
+	CHECK(qp && !qpx_of(qp) && ia.cap.max_send_wr == 2);
+	if (qp)
+		CHECK(A.ops.destroy_qp(qp) == 0);
+	qp = mkqp(&A, IBV_QPT_RC, 2, 2, NULL);
+	CHECK(qp && !qpx_of(qp));
+	if (qp)
+		CHECK(A.ops.destroy_qp(qp) == 0);
+	/* every opcode the QP type has */
+	qp = mkqp_ex(&A, NULL, A.cq, IBV_QPT_UD, IBV_QP_EX_WITH_SEND |
+		     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_LOCAL_INV);
+	CHECK(qp && qpx_of(qp) && qpx_of(qp)->wr_send && !qpx_of(qp)->wr_rdma_write &&
+	      !qpx_of(qp)->wr_bind_mw);
+	if (qp)
+		CHECK(A.ops.destroy_qp(qp) == 0);
+}
+
+static uint8_t hbuf[256];	/* host memory: inline payloads */
+
+/* One batch of ibv_wr_* calls (fn) on qp must fail with err at
+ * wr_complete and post nothing. */
+static void wr_fails(struct app *a, struct ibv_qp *qp, struct ibv_cq_ex *cq,
+		     void (*fn)(struct ibv_qp_ex *x, struct app *a), int err, int line)
+{
+	struct ibv_qp_ex *x = qpx_of(qp);
+	struct qrnic_qp *q = to_qqp(qp);
+	uint32_t pi = q->sq.pi;
+	struct ibv_wc wc[4];
+	int rc;
+
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	fn(x, a);
+	rc = ibv_wr_complete(x);
+	fk_run();
+	CHECK(rc == err && q->sq.pi == pi && poll_ex(cq, wc, 4) == 0);
+	if (rc != err || q->sq.pi != pi)
+		printf("  line %d: wr_complete %d (want %d), pi %u -> %u\n", line, rc, err,
+		       pi, q->sq.pi);
+}
+
+static void bad_setter_first(struct ibv_qp_ex *x, struct app *a)
+{
+	ibv_wr_set_sge(x, a->mr->lkey, IOVA, 8);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, a->mr->lkey, IOVA, 8);
+}
+
+static void bad_atomic_sges(struct ibv_qp_ex *x, struct app *a)
+{
+	struct ibv_sge s[2] = { sge(a, 0, 8), sge(a, 8, 8) };
+
+	ibv_wr_send(x);		/* a good one first: it is not posted either */
+	ibv_wr_set_sge(x, a->mr->lkey, IOVA, 8);
+	ibv_wr_atomic_fetch_add(x, B.mr->rkey, IOVA, 1);
+	ibv_wr_set_sge_list(x, 2, s);
+}
+
+static void bad_atomic_no_sge(struct ibv_qp_ex *x, struct app *a)
+{
+	(void)a;
+	ibv_wr_atomic_cmp_swp(x, B.mr->rkey, IOVA, 1, 2);
+}
+
+static void bad_inline_read(struct ibv_qp_ex *x, struct app *a)
+{
+	(void)a;
+	ibv_wr_rdma_read(x, B.mr->rkey, IOVA);
+	ibv_wr_set_inline_data(x, hbuf, 8);
+}
+
+static void bad_inline_long(struct ibv_qp_ex *x, struct app *a)
+{
+	(void)a;
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, hbuf, 65);	/* max_inline 64 */
+}
+
+static void bad_inline_flag_long(struct ibv_qp_ex *x, struct app *a)
+{
+	(void)a;
+	x->wr_flags |= IBV_SEND_INLINE;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 0, (uintptr_t)hbuf, 65);
+}
+
+static void bad_many_sges(struct ibv_qp_ex *x, struct app *a)
+{
+	unsigned int i, n = to_qqp_ex(x)->sq.max_sge + 1;	/* what the slot holds + 1 */
+	struct ibv_sge s[QRNIC_MAX_SGE + 1];
+
+	for (i = 0; i < n; i++)
+		s[i] = sge(a, 8 * i, 8);
+	ibv_wr_send(x);
+	ibv_wr_set_sge_list(x, n, s);
+}
+
+static void bad_full(struct ibv_qp_ex *x, struct app *a)
+{
+	int i;
+
+	for (i = 0; i < 9; i++) {	/* 8 slots */
+		ibv_wr_send(x);
+		ibv_wr_set_sge(x, a->mr->lkey, IOVA, 8);
+	}
+}
+
+static void test_wr_errors(struct app *a, struct ibv_qp *qp, struct ibv_cq_ex *cq)
+{
+	struct ibv_qp_ex *x = qpx_of(qp);
+	struct qrnic_qp *q = to_qqp(qp);
+	struct ibv_qp *fresh;
+	struct ibv_wc wc[4];
+	uint32_t pi;
+
+	wr_fails(a, qp, cq, bad_setter_first, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_atomic_sges, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_atomic_no_sge, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_inline_read, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_inline_long, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_inline_flag_long, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_many_sges, EINVAL, __LINE__);
+	wr_fails(a, qp, cq, bad_full, ENOMEM, __LINE__);
+
+	/* wr_abort drops the batch */
+	pi = q->sq.pi;
+	ibv_wr_start(x);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, B.mr->rkey, IOVA + 0x40000);
+	ibv_wr_set_sge(x, a->mr->lkey, IOVA, 8);
+	ibv_wr_abort(x);
+	fk_run();
+	CHECK(q->sq.pi == pi && poll_ex(cq, wc, 4) == 0);
+
+	/* and the QP still works: 8 WRs, the whole SQ, one batch; unsignaled
+	 * ones come back with the signaled last one */
+	ibv_wr_start(x);
+	for (pi = 0; pi < 8; pi++) {
+		x->wr_id = 0x60 + pi;
+		x->wr_flags = pi == 7 ? IBV_SEND_SIGNALED : 0;
+		ibv_wr_rdma_write(x, B.mr->rkey, IOVA + 0x40000);
+		ibv_wr_set_sge(x, a->mr->lkey, IOVA, 8);
+	}
+	CHECK(ibv_wr_complete(x) == 0);
+	fk_run();
+	CHECK(poll_ex(cq, wc, 4) == 1 && wc[0].wr_id == 0x67 && wc[0].status == IBV_WC_SUCCESS);
+	CHECK(q->sq.ci == q->sq.pi);
+
+	/* before RTS: EINVAL, as post_send */
+	fresh = mkqp_ex(a, NULL, ibv_cq_ex_to_cq(cq), IBV_QPT_RC, RC_OPS);
+	CHECK(fresh != NULL);
+	if (fresh) {
+		ibv_wr_start(qpx_of(fresh));
+		ibv_wr_send(qpx_of(fresh));
+		ibv_wr_set_sge(qpx_of(fresh), a->mr->lkey, IOVA, 8);
+		CHECK(ibv_wr_complete(qpx_of(fresh)) == EINVAL && to_qqp(fresh)->sq.pi == 0);
+		CHECK(a->ops.destroy_qp(fresh) == 0);
+	}
+}
+
+/*
+ * The same 8 RC work requests (every RC opcode, SGE lists, inline data
+ * from SGEs and through set_inline_data(_list), SOLICITED, FENCE) posted
+ * alternately with ibv_post_send and with the ibv_wr_* API: the WQE bytes
+ * must be equal, the payloads arrive, and the completions polled with
+ * ibv_poll_cq (post_send rounds) and with start/next/end_poll (wr rounds)
+ * must be equal field by field.  4 rounds lap both CQs (16 and 8 entries;
+ * B's without a dbrec: its consumer index goes by doorbell).
+ */
+static void test_wr_rc(void)
+{
+	struct ibv_cq_ex *acx = mkcq_ex(&A, 16, IBV_WC_STANDARD_FLAGS), *bcx;
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_qp_ex *xa;
+	struct ibv_wc awc[2][16], bwc[2][8];
+	int round, i;
+
+	fk_no_dbrec = true;
+	bcx = mkcq_ex(&B, 8, IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+		      IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP);
+	fk_no_dbrec = false;
+	CHECK(acx && bcx);
+	if (!acx || !bcx)
+		return;
+	CHECK(to_qcq_ex(acx)->dbrec && !to_qcq_ex(bcx)->dbrec);
+	qa = mkqp_ex(&A, NULL, ibv_cq_ex_to_cq(acx), IBV_QPT_RC, RC_OPS);
+	qb = mkqp_ex(&B, NULL, ibv_cq_ex_to_cq(bcx), IBV_QPT_RC, RC_OPS);
+	CHECK(qa && qb && qpx_of(qa) && qpx_of(qb));
+	if (!qa || !qb || !qpx_of(qa))
+		return;
+	xa = qpx_of(qa);
+	CHECK(to_rts_rc(&A, qa, qb->qp_num, 1) == 0 && to_rts_rc(&B, qb, qa->qp_num, 0) == 0);
+
+	for (i = 0; i < (int)sizeof(hbuf); i++)
+		hbuf[i] = (uint8_t)(0xc3 ^ (i * 7));
+
+	for (round = 0; round < 4; round++) {
+		bool ex = round & 1;
+		struct ibv_sge s0[2] = { sge(&A, 0x100, 300), sge(&A, 0x800, 200) };
+		struct ibv_sge s1[2] = { { (uintptr_t)hbuf, 20, 0 }, { (uintptr_t)hbuf + 100, 30, 0 } };
+		struct ibv_sge s2 = { (uintptr_t)hbuf + 50, 40, 0 };
+		struct ibv_sge s3 = sge(&A, 0x2000, 3000);
+		struct ibv_sge s4 = { (uintptr_t)hbuf + 7, 64, 0 };
+		struct ibv_sge s5 = sge(&A, 0x6000, 2500);
+		struct ibv_sge s6 = sge(&A, 0x8000, 8), s7 = sge(&A, 0x8008, 8);
+		struct ibv_send_wr wr[8] = {
+			{ .wr_id = 0x10, .sg_list = s0, .num_sge = 2, .opcode = IBV_WR_SEND,
+			  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED },
+			{ .wr_id = 0x11, .sg_list = s1, .num_sge = 2, .opcode = IBV_WR_SEND_WITH_IMM,
+			  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+			  .imm_data = htobe32(0x1234500u + (unsigned int)(round >> 1)) },
+			{ .wr_id = 0x12, .sg_list = &s2, .num_sge = 1, .opcode = IBV_WR_SEND,
+			  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE },
+			{ .wr_id = 0x13, .sg_list = &s3, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			  .send_flags = IBV_SEND_SIGNALED },
+			{ .wr_id = 0x14, .sg_list = &s4, .num_sge = 1,
+			  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+			  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+			  .imm_data = htobe32(0xfeed0000u + (unsigned int)(round >> 1)) },
+			{ .wr_id = 0x15, .sg_list = &s5, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+			  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE },
+			{ .wr_id = 0x16, .sg_list = &s6, .num_sge = 1,
+			  .opcode = IBV_WR_ATOMIC_CMP_AND_SWP, .send_flags = IBV_SEND_SIGNALED },
+			{ .wr_id = 0x17, .sg_list = &s7, .num_sge = 1,
+			  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED },
+		}, *bsw;
+		struct ibv_recv_wr rwr[4], *brw;
+		struct ibv_sge rs[4] = { sge(&B, 0x100, 600), sge(&B, 0x1000, 100),
+					 sge(&B, 0x1100, 100), sge(&B, 0x1200, 16) };
+		struct qrnic_qp *q = to_qqp(qa);
+		uint32_t pi0 = q->sq.pi;
+		struct ibv_wc *aw = awc[ex], *bw = bwc[ex];
+
+		for (i = 0; i < 7; i++)
+			wr[i].next = &wr[i + 1];
+		wr[3].wr.rdma.rkey = B.mr->rkey;
+		wr[3].wr.rdma.remote_addr = IOVA + 0x40000;
+		wr[4].wr.rdma.rkey = B.mr->rkey;
+		wr[4].wr.rdma.remote_addr = IOVA + 0x48000;
+		wr[5].wr.rdma.rkey = B.mr->rkey;
+		wr[5].wr.rdma.remote_addr = IOVA + 0x50000;
+		wr[6].wr.atomic.rkey = B.mr->rkey;
+		wr[6].wr.atomic.remote_addr = IOVA + 0x58000;
+		wr[6].wr.atomic.compare_add = 5;
+		wr[6].wr.atomic.swap = 9 + (uint64_t)round;
+		wr[7].wr.atomic.rkey = B.mr->rkey;
+		wr[7].wr.atomic.remote_addr = IOVA + 0x58008;
+		wr[7].wr.atomic.compare_add = 3;
+
+		fill(&A, 0x100, 300, (uint8_t)(10 + round));
+		fill(&A, 0x800, 200, (uint8_t)(20 + round));
+		fill(&A, 0x2000, 3000, (uint8_t)(30 + round));
+		fill(&B, 0x50000, 2500, (uint8_t)(40 + round));
+		zero(&A, 0x6000, 2500);
+		zero(&A, 0x8000, 16);
+		zero(&B, 0x40000, 3000);
+		zero(&B, 0x48000, 64);
+		zero(&B, 0x100, 600);
+		{
+			uint64_t v[2] = { 5, 100 };
+
+			hx_mr_write(w, 1, B.mr->lkey, 0x58000, v, 16);
+		}
+		for (i = 0; i < 4; i++)
+			rwr[i] = (struct ibv_recv_wr){ .wr_id = 0x20u + (unsigned int)i,
+						       .sg_list = &rs[i], .num_sge = 1,
+						       .next = i < 3 ? &rwr[i + 1] : NULL };
+		CHECK(B.ops.post_recv(qb, rwr, &brw) == 0);
+
+		if (!ex) {
+			CHECK(A.ops.post_send(qa, wr, &bsw) == 0);
+		} else {
+			ibv_wr_start(xa);
+			for (i = 0; i < 8; i++)	/* 1: set_inline_data_list, 4: set_inline_data */
+				wr_post_ex(xa, &wr[i], false, i == 1 || i == 4);
+			CHECK(ibv_wr_complete(xa) == 0);
+		}
+		CHECK(q->sq.pi == pi0 + 8);
+		/* the WQEs are the bytes post_send writes for the same WRs:
+		 * header + data, qrnic_build_send_wqe's length */
+		for (i = 0; i < 8; i++) {
+			struct qrnic_sq_params p = {
+				.wqe_shift = q->sq.wqe_shift, .max_sge = q->sq.max_sge,
+				.max_inline = q->max_inline,
+			};
+			static uint8_t tmp[256];
+			const uint8_t *slot = q->sq.ring +
+				((size_t)((pi0 + (uint32_t)i) & q->sq.mask) << q->sq.wqe_shift);
+			unsigned int len = qrnic_build_send_wqe(tmp, &wr[i], &p);
+
+			CHECK(!memcmp(tmp, slot, len));
+			if (memcmp(tmp, slot, len))
+				printf("  %s: WQE %d differs from qrnic_build_send_wqe's\n",
+				       ex ? "wr_*" : "post_send", i);
+		}
+		fk_run();
+
+		if (ex) {
+			CHECK(poll_ex(acx, aw, 16) == 8);
+			CHECK(poll_ex(bcx, bw, 8) == 4);
+		} else {
+			CHECK(A.ops.poll_cq(ibv_cq_ex_to_cq(acx), 16, aw) == 8);
+			CHECK(B.ops.poll_cq(ibv_cq_ex_to_cq(bcx), 8, bw) == 4);
+		}
+		for (i = 0; i < 8; i++)
+			CHECK(aw[i].wr_id == 0x10u + (unsigned int)i &&
+			      aw[i].status == IBV_WC_SUCCESS && aw[i].qp_num == qa->qp_num);
+		CHECK(aw[5].opcode == IBV_WC_RDMA_READ && aw[5].byte_len == 2500 &&
+		      aw[6].opcode == IBV_WC_COMP_SWAP && aw[7].opcode == IBV_WC_FETCH_ADD &&
+		      aw[3].opcode == IBV_WC_RDMA_WRITE && aw[0].opcode == IBV_WC_SEND);
+		CHECK(bw[0].wr_id == 0x20 && bw[0].opcode == IBV_WC_RECV && bw[0].byte_len == 500 &&
+		      bw[0].wc_flags == 0 && bw[0].src_qp == qa->qp_num && bw[0].qp_num == qb->qp_num);
+		CHECK(bw[1].wr_id == 0x21 && bw[1].byte_len == 50 && bw[1].wc_flags == IBV_WC_WITH_IMM &&
+		      be32toh(bw[1].imm_data) == 0x1234500u + (unsigned int)(round >> 1));
+		CHECK(bw[2].wr_id == 0x22 && bw[2].byte_len == 40 && bw[2].wc_flags == 0);
+		CHECK(bw[3].wr_id == 0x23 && bw[3].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+		      bw[3].wc_flags == IBV_WC_WITH_IMM &&
+		      be32toh(bw[3].imm_data) == 0xfeed0000u + (unsigned int)(round >> 1));
+		/* payloads */
+		CHECK(same(&A, 0x100, &B, 0x100, 300) && same(&A, 0x800, &B, 0x100 + 300, 200));
+		CHECK(mr_is(&B, 0x1000, hbuf, 20) && mr_is(&B, 0x1000 + 20, hbuf + 100, 30));
+		CHECK(mr_is(&B, 0x1100, hbuf + 50, 40));
+		CHECK(same(&A, 0x2000, &B, 0x40000, 3000));
+		CHECK(mr_is(&B, 0x48000, hbuf + 7, 64));
+		CHECK(same(&A, 0x6000, &B, 0x50000, 2500));
+		CHECK(mr_u64(&A, 0x8000) == 5 && mr_u64(&B, 0x58000) == 9 + (uint64_t)round);
+		CHECK(mr_u64(&A, 0x8008) == 100 && mr_u64(&B, 0x58008) == 103);
+		/* every slot back; the CQ index published */
+		CHECK(q->sq.ci == q->sq.pi && to_qqp(qb)->rq.ci == to_qqp(qb)->rq.pi);
+		CHECK(le32toh(*to_qcq_ex(acx)->dbrec) == to_qcq_ex(acx)->ci);
+		if (ex) {	/* the same completions, both ways of polling */
+			for (i = 0; i < 8; i++)
+				CHECK(wc_same(&awc[0][i], &awc[1][i]));
+			for (i = 0; i < 4; i++)
+				CHECK(wc_same(&bwc[0][i], &bwc[1][i]));
+		}
+	}
+	CHECK(to_qcq_ex(acx)->ci == 32 && to_qcq_ex(bcx)->ci == 16);	/* lapped */
+
+	/* empty CQ: ENOENT, and no end_poll owed (the lock is free again) */
+	{
+		struct ibv_poll_cq_attr pa = { 0 };
+		struct ibv_wc wc[2];
+
+		CHECK(ibv_start_poll(acx, &pa) == ENOENT);
+		CHECK(A.ops.poll_cq(ibv_cq_ex_to_cq(acx), 2, wc) == 0);
+		pa.comp_mask = 1;
+		CHECK(ibv_start_poll(acx, &pa) == EINVAL);
+	}
+
+	/* mixed: one completion by poll_cq, the rest by start/next/end_poll */
+	{
+		struct ibv_sge s = sge(&A, 0x100, 8);
+		struct ibv_wc wc[4];
+
+		ibv_wr_start(xa);
+		for (i = 0; i < 3; i++) {
+			xa->wr_id = 0x50u + (unsigned int)i;
+			xa->wr_flags = IBV_SEND_SIGNALED;
+			ibv_wr_rdma_write(xa, B.mr->rkey, IOVA + 0x40000);
+			ibv_wr_set_sge(xa, s.lkey, s.addr, s.length);
+		}
+		CHECK(ibv_wr_complete(xa) == 0);
+		fk_run();
+		CHECK(A.ops.poll_cq(ibv_cq_ex_to_cq(acx), 1, wc) == 1 && wc[0].wr_id == 0x50);
+		CHECK(poll_ex(acx, wc, 4) == 2 && wc[0].wr_id == 0x51 && wc[1].wr_id == 0x52);
+		CHECK(le32toh(*to_qcq_ex(acx)->dbrec) == 35);
+	}
+
+	test_wr_errors(&A, qa, acx);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	CHECK(A.ops.destroy_cq(ibv_cq_ex_to_cq(acx)) == 0);
+	CHECK(B.ops.destroy_cq(ibv_cq_ex_to_cq(bcx)) == 0);
+}
+
+/*
+ * Error completions through start/next/end_poll: a LOCAL_INV of an
+ * ordinary MR's key (LOC_QP_OP_ERR, vendor MR_STATE) and the SEND behind
+ * it (flushed); a SEND_WITH_INV naming an ordinary MR (REM_INV_REQ_ERR at
+ * both ends).  The same fields as ibv_poll_cq gives (test_invalidate_user_mrs).
+ */
+static void test_wr_error_completions(void)
+{
+	struct ibv_cq_ex *acx = mkcq_ex(&A, 8, IBV_WC_STANDARD_FLAGS);
+	struct ibv_cq_ex *bcx = mkcq_ex(&B, 8, IBV_WC_STANDARD_FLAGS);
+	struct ibv_sge r = sge(&B, 0xa0000, 64);
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_qp *qa, *qb;
+	struct ibv_qp_ex *x;
+	struct ibv_wc wc[8];
+
+	CHECK(acx && bcx);
+	if (!acx || !bcx)
+		return;
+	qa = mkqp_ex(&A, NULL, ibv_cq_ex_to_cq(acx), IBV_QPT_RC, RC_OPS);
+	qb = mkqp_ex(&B, NULL, ibv_cq_ex_to_cq(bcx), IBV_QPT_RC, RC_OPS);
+	CHECK(qa && qb && !to_rts_rc(&A, qa, qb->qp_num, 1) && !to_rts_rc(&B, qb, qa->qp_num, 0));
+	x = qpx_of(qa);
+	ibv_wr_start(x);
+	x->wr_id = 0x70;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_local_inv(x, A.mr->lkey);
+	ibv_wr_set_sge(x, A.mr->lkey, IOVA, 8);		/* ignored, as by post_send */
+	x->wr_id = 0x71;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, A.mr->lkey, IOVA, 8);
+	CHECK(ibv_wr_complete(x) == 0);
+	fk_run();
+	CHECK(poll_ex(acx, wc, 8) == 2);
+	CHECK(wc[0].wr_id == 0x70 && wc[0].status == IBV_WC_LOC_QP_OP_ERR &&
+	      wc[0].opcode == IBV_WC_LOCAL_INV && wc[0].vendor_err == QRNIC_VERR_MR_STATE &&
+	      wc[0].qp_num == qa->qp_num);
+	CHECK(wc[1].wr_id == 0x71 && wc[1].status == IBV_WC_WR_FLUSH_ERR &&
+	      wc[1].vendor_err == QRNIC_VERR_FLUSH);
+	CHECK(to_qqp(qa)->sq.ci == to_qqp(qa)->sq.pi);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+
+	qa = mkqp_ex(&A, NULL, ibv_cq_ex_to_cq(acx), IBV_QPT_RC, RC_OPS);
+	qb = mkqp_ex(&B, NULL, ibv_cq_ex_to_cq(bcx), IBV_QPT_RC, RC_OPS);
+	CHECK(qa && qb && !to_rts_rc(&A, qa, qb->qp_num, 1) && !to_rts_rc(&B, qb, qa->qp_num, 0));
+	CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0);
+	x = qpx_of(qa);
+	ibv_wr_start(x);
+	x->wr_id = 0x72;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_inv(x, B.mr->rkey);
+	ibv_wr_set_sge(x, A.mr->lkey, IOVA + 0xa0000, 64);
+	CHECK(ibv_wr_complete(x) == 0);
+	fk_run();
+	CHECK(poll_ex(acx, wc, 8) == 1 && wc[0].wr_id == 0x72 &&
+	      wc[0].status == IBV_WC_REM_INV_REQ_ERR && wc[0].vendor_err == QRNIC_VERR_NAK);
+	CHECK(poll_ex(bcx, wc, 8) == 1 && wc[0].wr_id == 1 &&
+	      wc[0].status == IBV_WC_REM_INV_REQ_ERR && wc[0].wc_flags == 0);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	poll_ex(bcx, wc, 8);
+	CHECK(A.ops.destroy_cq(ibv_cq_ex_to_cq(acx)) == 0);
+	CHECK(B.ops.destroy_cq(ibv_cq_ex_to_cq(bcx)) == 0);
+}
+
+/* UD through the wr_* API: set_ud_addr, SEND and SEND_WITH_IMM (inline),
+ * the receiver's GRH flag, src_qp and immediate via the read functions. */
+static void test_wr_ud(void)
+{
+	struct ibv_cq_ex *acx = mkcq_ex(&A, 8, IBV_WC_STANDARD_FLAGS);
+	struct ibv_cq_ex *bcx = mkcq_ex(&B, 8, IBV_WC_STANDARD_FLAGS);
+	struct ibv_ah_attr aha = { .is_global = 1, .port_num = 1 };
+	struct ibv_sge r[2] = { sge(&B, 0x71000, 40 + 500), sge(&B, 0x72000, 40 + 64) };
+	struct ibv_recv_wr rwr[2] = {
+		{ .wr_id = 81, .sg_list = &r[0], .num_sge = 1, .next = &rwr[1] },
+		{ .wr_id = 82, .sg_list = &r[1], .num_sge = 1 },
+	}, *brw;
+	struct ibv_qp *ua, *ub;
+	struct ibv_qp_attr at;
+	struct ibv_qp_ex *x;
+	struct ibv_ah *ah;
+	struct ibv_wc wc[4];
+	int i;
+
+	CHECK(acx && bcx);
+	if (!acx || !bcx)
+		return;
+	ua = mkqp_ex(&A, NULL, ibv_cq_ex_to_cq(acx), IBV_QPT_UD,
+		     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM);
+	ub = mkqp_ex(&B, NULL, ibv_cq_ex_to_cq(bcx), IBV_QPT_UD, IBV_QP_EX_WITH_SEND);
+	CHECK(ua && ub);
+	if (!ua || !ub)
+		return;
+	for (i = 0; i < 2; i++) {
+		struct app *a = i ? &B : &A;
+		struct ibv_qp *q = i ? ub : ua;
+
+		memset(&at, 0, sizeof(at));
+		at.qp_state = IBV_QPS_INIT;
+		at.port_num = 1;
+		at.qkey = 0x1234;
+		CHECK(a->ops.modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       IBV_QP_QKEY) == 0);
+		at.qp_state = IBV_QPS_RTR;
+		CHECK(a->ops.modify_qp(q, &at, IBV_QP_STATE) == 0);
+		at.qp_state = IBV_QPS_RTS;
+		at.sq_psn = 3;
+		CHECK(a->ops.modify_qp(q, &at, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	}
+	gid_of(1, aha.grh.dgid.raw);
+	ah = A.ops.create_ah(A.pd, &aha);
+	CHECK(ah != NULL);
+	x = qpx_of(ua);
+
+	/* a UD send without set_ud_addr is refused */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, A.mr->lkey, IOVA, 8);
+	CHECK(ibv_wr_complete(x) == EINVAL && to_qqp(ua)->sq.pi == 0);
+
+	fill(&A, 0x70000, 500, 9);
+	CHECK(B.ops.post_recv(ub, rwr, &brw) == 0);
+	ibv_wr_start(x);
+	x->wr_id = 91;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, A.mr->lkey, IOVA + 0x70000, 500);
+	ibv_wr_set_ud_addr(x, ah, ub->qp_num, 0x1234);
+	x->wr_id = 92;
+	ibv_wr_send_imm(x, htobe32(0x5151));
+	ibv_wr_set_ud_addr(x, ah, ub->qp_num, 0x1234);
+	ibv_wr_set_inline_data(x, hbuf, 64);
+	CHECK(ibv_wr_complete(x) == 0);
+	fk_run();
+	CHECK(poll_ex(acx, wc, 4) == 2 && wc[0].wr_id == 91 && wc[1].wr_id == 92 &&
+	      wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS);
+	CHECK(poll_ex(bcx, wc, 4) == 2);
+	CHECK(wc[0].wr_id == 81 && wc[0].status == IBV_WC_SUCCESS && wc[0].byte_len == 540 &&
+	      wc[0].wc_flags == IBV_WC_GRH && wc[0].src_qp == ua->qp_num &&
+	      wc[0].qp_num == ub->qp_num && wc[0].slid == 0 && wc[0].sl == 0 &&
+	      wc[0].dlid_path_bits == 0);
+	CHECK(wc[1].wr_id == 82 && wc[1].byte_len == 104 &&
+	      wc[1].wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM) && be32toh(wc[1].imm_data) == 0x5151);
+	CHECK(same(&A, 0x70000, &B, 0x71000 + 40, 500) && mr_is(&B, 0x72000 + 40, hbuf, 64));
+
+	CHECK(A.ops.destroy_ah(ah) == 0);
+	CHECK(A.ops.destroy_qp(ua) == 0 && B.ops.destroy_qp(ub) == 0);
+	CHECK(A.ops.destroy_cq(ibv_cq_ex_to_cq(acx)) == 0);
+	CHECK(B.ops.destroy_cq(ibv_cq_ex_to_cq(bcx)) == 0);
+}
+
+/*
+ * Parent domains: a CQ, a QP, an MR and an AH created with one (over A's
+ * PD, with and without a TD) are objects of A's PD: an RDMA WRITE through
+ * the parent domain's MR and QP to B works; the PD, the TD and the parent
+ * domain cannot go while something uses them (EBUSY).
+ */
+static void test_parent_domain(void)
+{
+	struct ibv_td_init_attr ta = { 0 };
+	struct ibv_td *td = A.ops.alloc_td(A.ctx, &ta);
+	struct ibv_parent_domain_init_attr pa = { .pd = A.pd, .td = td,
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT, .pd_context = &ta };
+	struct ibv_cq_init_attr_ex ca = { .cqe = 4, .wc_flags = IBV_WC_STANDARD_FLAGS,
+					  .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD };
+	struct ibv_pd *par, *par2;
+	struct ibv_cq_ex *cx;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *mr;
+	struct ibv_qp_ex *x;
+	struct ibv_wc wc[4];
+
+	CHECK(td != NULL);
+	par = A.ops.alloc_parent_domain(A.ctx, &pa);
+	CHECK(par != NULL);
+	if (!par)
+		return;
+	CHECK(par->handle == A.pd->handle && par->context == A.ctx &&
+	      to_qpd(par)->pdn == to_qpd(A.pd)->pdn);
+	/* no parent domain over a parent domain; a TD is optional */
+	pa.pd = par;
+	errno = 0;
+	CHECK(A.ops.alloc_parent_domain(A.ctx, &pa) == NULL && errno == EINVAL);
+	pa.pd = A.pd;
+	pa.td = NULL;
+	pa.comp_mask = 0;
+	par2 = A.ops.alloc_parent_domain(A.ctx, &pa);
+	CHECK(par2 != NULL);
+
+	ca.parent_domain = par;
+	cx = A.ops.create_cq_ex(A.ctx, &ca);
+	CHECK(cx != NULL);
+	mr = A.ops.reg_mr(par2, (void *)(uintptr_t)(IOVA + MRLEN), 65536, IOVA + MRLEN,
+			  IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL && mr->pd == par2);
+	qa = mkqp_ex(&A, par, cx ? ibv_cq_ex_to_cq(cx) : A.cq, IBV_QPT_RC, RC_OPS);
+	qb = mkqp_ex(&B, NULL, B.cq, IBV_QPT_RC, RC_OPS);
+	CHECK(qa && qb && qa->pd == par);
+	if (!cx || !mr || !qa || !qb)
+		return;
+	CHECK(!to_rts_rc(&A, qa, qb->qp_num, 1) && !to_rts_rc(&B, qb, qa->qp_num, 0));
+
+	/* in use: EBUSY */
+	CHECK(A.ops.dealloc_pd(par) == EBUSY && A.ops.dealloc_pd(par2) == EBUSY);
+	CHECK(A.ops.dealloc_pd(A.pd) == EBUSY && A.ops.dealloc_td(td) == EBUSY);
+
+	/* the parent domain's MR (A's PD) is a local key for the QP */
+	{
+		static uint8_t src[4096];
+		unsigned int i;
+
+		for (i = 0; i < sizeof(src); i++)
+			src[i] = (uint8_t)(i * 13 + 5);
+		hx_mr_write(w, 0, mr->lkey, 0, src, sizeof(src));
+		zero(&B, 0x90000, 4096);
+		x = qpx_of(qa);
+		ibv_wr_start(x);
+		x->wr_id = 0xd0;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(x, B.mr->rkey, IOVA + 0x90000);
+		ibv_wr_set_sge(x, mr->lkey, IOVA + MRLEN, 4096);
+		CHECK(ibv_wr_complete(x) == 0);
+		fk_run();
+		CHECK(poll_ex(cx, wc, 4) == 1 && wc[0].wr_id == 0xd0 &&
+		      wc[0].status == IBV_WC_SUCCESS);
+		CHECK(mr_is(&B, 0x90000, src, 4096));
+	}
+
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	CHECK(A.ops.dealloc_pd(par) == EBUSY);		/* the CQ still */
+	CHECK(A.ops.destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+	CHECK(A.ops.dealloc_pd(par) == 0);
+	CHECK(A.ops.dealloc_td(td) == 0);
+	CHECK(A.ops.dealloc_pd(par2) == EBUSY);		/* the MR */
+	CHECK(A.ops.dereg_mr(verbs_get_mr(mr)) == 0);
+	CHECK(A.ops.dealloc_pd(par2) == 0);
+}
+
 static void app_close(struct app *a)
 {
 	CHECK(a->ops.destroy_qp(a->qp) == 0);
@@ -1786,6 +2683,11 @@ int main(void)
 	test_srq();
 	test_invalidate_user_mrs();
 	test_invalidate_frmr();
+	test_ex_unsupported();
+	test_wr_rc();
+	test_wr_error_completions();
+	test_wr_ud();
+	test_parent_domain();
 	app_close(&A);
 	app_close(&B);
 
