@@ -380,8 +380,8 @@ int fz_setup_dev(struct fz *f, int d)
 		 * 128 KiB of 64 KiB pages through a 2-level PBL */
 		const struct { uint64_t iova, len; uint32_t access, flags; unsigned shift; int levels; }
 		mrs[] = {
-			{ 0x7f0000001040ull + ((uint64_t)d << 24), 1 << 16, QRNIC_ACCESS_ALL,
-			  HX_MR_SHUFFLE, 12, -1 },
+			{ 0x7f0000001040ull + ((uint64_t)d << 24), 1 << 16, QRNIC_ACCESS_MR_MASK,
+			  HX_MR_SHUFFLE, 12, -1 },	/* windows may be bound to it */
 			{ 0x10000000ull, 8192, QRNIC_ACCESS_LOCAL_WRITE | QRNIC_ACCESS_REMOTE_READ,
 			  0, 12, -1 },
 			{ 0x20000000ull, 1 << 17, QRNIC_ACCESS_ALL, 0, 16, 2 },

@@ -25,8 +25,9 @@
  *                   Ethernet TX ring
  *             9     fast registration: a REG_MR WQE on an FRMR (ALLOC_MR)
  *                   with a page list of the device's pages or raw values,
- *                   or LOCAL_INV / SEND_WITH_INV of an FRMR's key (any
- *                   variant), fields fuzzed
+ *                   LOCAL_INV / SEND_WITH_INV of an FRMR's key (any
+ *                   variant), or BIND_MW of a window (ALLOC_MW) to an MR
+ *                   of the device, fields fuzzed
  *            15     run: up to 2^(b % 28) ns, 1 + u16 % 4096 iterations
  *            10     service: receive WQEs, polling and arming CQs/EQs
  *            11     reset: CTRL.RESET, FLR or disable/enable, then bring-up
@@ -273,6 +274,24 @@ static void act_admin(struct act *a)
 			fz_objs_add(&fd->frmrs, cqe.result[0]);
 		break;
 	}
+	case QRNIC_CMD_ALLOC_MW: {
+		struct qrnic_aq_cmd c;
+		struct qrnic_aq_cqe cqe;
+
+		memset(&c, 0, sizeof(c));
+		c.hdr.opcode = op;
+		c.u.alloc_mw.pdn = (s[1] & 1) ? fd->pd : fz_pick(&fd->pds, s[1], v[1]);
+		c.u.alloc_mw.type = (s[2] & 0x80) ? s[2] : 1 + (s[2] & 1);
+		if (hx_admin(w, d, &c, &cqe, 0) == 0)
+			fz_objs_add(&fd->mws, cqe.result[0]);
+		break;
+	}
+	case QRNIC_CMD_RESIZE_CQ:
+		hx_resize_cq(w, d, fz_pick(&fd->cqs, s[1], v[1]), (s[2] & 0x80) ? s[2] : s[2] % 12);
+		break;
+	case QRNIC_CMD_MODIFY_CQ:
+		hx_modify_cq(w, d, fz_pick(&fd->cqs, s[1], v[1]), v[2] & 0xffff, s[3] % 64);
+		break;
 	case QRNIC_CMD_CREATE_AH: {
 		struct qrnic_av av;
 
@@ -413,9 +432,28 @@ static void act_fast_reg(struct act *a)
 	uint64_t iova = fz_u64(in), len = fz_u16(in);
 	uint32_t variant = fz_u8(in);
 
+	if (s2 & 0x80)		/* a window's rkey instead */
+		key = fz_pick(&a->fd->mws, s1, raw);
 	if (s2 & 1)		/* another variant of the key */
 		key = (key & ~0xffu) | variant;
-	switch (s3 % 3) {
+	switch (s3 % 4) {
+	case 3: {		/* BIND_MW of a window to one of the device's MRs */
+		const struct fz_mr *m = fz_pick_mr(a->fd, s2);
+		struct qrnic_bind_mw_wqe b;
+		uint32_t mw = fz_pick(&a->fd->mws, s1, raw);
+
+		memset(&b, 0, sizeof(b));
+		b.opcode = QRNIC_WR_BIND_MW;
+		b.flags = (s2 & 4) ? fz_u8(in) : QRNIC_WQE_F_SIGNALED;
+		b.access = (s0 & 0x20) ? fz_u8(in) : QRNIC_ACCESS_REMOTE_READ;
+		b.mr_lkey = (s0 & 0x10) ? raw : m->key;
+		b.key = (s2 & 1) ? (mw & ~0xffu) | variant : mw;
+		b.addr = (s1 & 0x40) ? iova : m->iova + (iova % (m->len ? m->len : 1));
+		b.length = (s1 & 0x20) ? iova : len;
+		b.wr_id = raw;
+		hx_post_send_raw(a->w, a->d, qpn, &b, sizeof(b), 1);
+		break;
+	}
 	case 0: {		/* REG_MR over pages of the device's MRs, or raw */
 		struct qrnic_reg_mr_wqe r;
 		uint64_t pbl = hx_scratch(a->w, a->d), pages[16];
@@ -448,8 +486,8 @@ static void act_fast_reg(struct act *a)
 		uint64_t addr = m->iova;
 		uint32_t l = len % 5000, k = m->key;
 
-		hx_post_send(a->w, a->d, qpn, s3 % 3 == 1 ? QRNIC_WR_LOCAL_INV : QRNIC_WR_SEND_WITH_INV,
-			     QRNIC_WQE_F_SIGNALED, raw, (s3 % 3 == 2 && l) ? 1 : 0, &addr, &l, &k,
+		hx_post_send(a->w, a->d, qpn, s3 % 4 == 1 ? QRNIC_WR_LOCAL_INV : QRNIC_WR_SEND_WITH_INV,
+			     QRNIC_WQE_F_SIGNALED, raw, (s3 % 4 == 2 && l) ? 1 : 0, &addr, &l, &k,
 			     NULL, 0, __builtin_bswap32(key), 0, 0, 0, 0, 0, 0, 0, 1);
 		break;
 	}

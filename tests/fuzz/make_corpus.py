@@ -110,7 +110,8 @@ def rx_corpus():
 CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'ALLOC_UCTX': 0x05,
        'CREATE_PD': 0x07, 'CREATE_CQ': 0x09, 'CREATE_QP': 0x0b, 'MODIFY_QP': 0x0c,
        'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
-       'CREATE_AH': 0x12, 'CREATE_EQ': 0x14, 'QUERY_STATS': 0x16, 'ALLOC_MR': 0x1d}
+       'CREATE_AH': 0x12, 'CREATE_EQ': 0x14, 'QUERY_STATS': 0x16, 'ALLOC_MR': 0x1d,
+       'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20}
 
 
 def admin(d, op, s=(0,) * 8, v=(0, 0, 0, 0), x=0, patches=()):
@@ -174,6 +175,11 @@ def guest_corpus():
                      rec(13, traffic(1, 'WRITE', length=200)) + g_run() + fast_reg(0, 1) +
                      g_run() + fast_reg(0, 0) + g_run() + fast_reg(1, 2, length=64) +
                      g_run()),
+        'windows_cq_resize': (admin(0, 'ALLOC_MW', s=(0, 1, 1)) + fast_reg(0, 3, npages=1) + g_run() +
+                              rec(13, traffic(1, 'WRITE', length=200)) + g_run() +
+                              admin(0, 'RESIZE_CQ', s=(0, 0, 9)) +
+                              admin(0, 'MODIFY_CQ', s=(0, 0, 0, 5), v=(0, 0, 4, 0)) +
+                              rec(13, traffic(1, 'SEND', length=100)) + g_run()),
         'link_flap': (rec(13, traffic(0, 'SEND', length=3000)) + rec(12, bytes([1, 0])) +
                       g_run(exp=22) + rec(12, bytes([1, 1])) + g_run(exp=24)),
     }
