@@ -25,7 +25,8 @@ static const struct qrnic_config_param params[] = {
 	  "QEMU assigns its usual 52:54:00:12:34:xx)",
 	  "`MAC_LO/HI`, `mac`" },
 	{ "eth_mtu", "mtu", U32(eth_mtu), 4200, 576, 9000, 0,
-	  "Ethernet payload MTU (bytes)", "`ETH_MTU`, `eth_mtu`" },
+	  "Ethernet payload MTU of the port (bytes); the largest RoCE path MTU that fits "
+	  "is the port's max_mtu", "`ETH_MTU`, `eth_mtu`" },
 	{ "speed_mbps", NULL, U32(speed_mbps), 100000, 1, 1000000, 0,
 	  "reported link speed (Mb/s)", "`speed_mbps`" },
 	{ "max_qp", "max-qp", U32(max_qp), 1024, 4, 65536, 0,
@@ -37,7 +38,7 @@ static const struct qrnic_config_param params[] = {
 	{ "max_cqe", "max-cqe", U32(max_cqe), 32768, 2, 1u << QRNIC_MAX_QUEUE_LOG,
 	  QRNIC_CFG_POW2, "entries per CQ", "`max_cqe`" },
 	{ "max_mr", "max-mr", U32(max_mr), 4096, 2, 1u << 24, 0,
-	  "MR and MW key indexes, including 0 (unused)", "`max_mr`" },
+	  "MPT entries (MRs and memory windows), including 0 (unused)", "`max_mr`" },
 	{ "max_pd", "max-pd", U32(max_pd), 1024, 2, 1u << 24, 0,
 	  "PD number space, including 0 (reserved)", "`max_pd`" },
 	{ "max_ah", "max-ah", U32(max_ah), 1024, 2, 1u << 24, 0,
@@ -49,7 +50,7 @@ static const struct qrnic_config_param params[] = {
 	{ "max_srq", "max-srq", U32(max_srq), 1024, 2, 1u << 24, 0,
 	  "SRQ number space, including 0 (unused)", "`max_srq`" },
 	{ "max_mtt", "max-mtt", U32(max_mtt), 1u << 20, 1, 1u << 28, 0,
-	  "MTT entries: the pages of all MRs together (default: 4 GiB of 4 KiB pages, "
+	  "MTT entries, the pages of all MRs together (2^20: 4 GiB of 4 KiB pages, "
 	  "8 MiB of device memory)", "`max_mtt`" },
 	{ "max_mr_size", "max-mr-size", U64(max_mr_size), 1ull << 32, 4096, 1ull << 40, 0,
 	  "largest MR (bytes)", "`max_mr_size`" },
@@ -61,7 +62,7 @@ static const struct qrnic_config_param params[] = {
 	  "RDMA READs and atomics in flight per QP, as requester and as responder",
 	  "`max_qp_rd_atom`, `max_qp_init_rd_atom`" },
 	{ "loss_window", "loss-window", BOOL(loss_window), 1, 0, 1, 0,
-	  "on: halve a QP's window on loss (spec 12.6); off: a fixed window of 512 packets",
+	  "on: halve a QP's window on loss (spec 12.3); off: a fixed window of 512 packets",
 	  "not seen" },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
