@@ -52,13 +52,12 @@ struct QrnicState {
     bool in_kick;
     bool rx_paused;     /* a frame was held back: the receive queue was full */
 
+    /* The configuration properties (one per parameter of the model's table
+     * that has a property name, made at class_init) write straight into
+     * cfg; instance_init fills it with the table's defaults. */
     struct qrnic_config cfg;
     struct qrnic_dev *dev;
     char *profile;
-    uint32_t max_qp, max_cq, max_mr, max_pd, max_ah, max_eq, max_uctx, max_srq;
-    uint32_t max_qp_wr, max_cqe, max_mtt, num_vectors, mtu, gid_tbl_len;
-    uint64_t max_mr_size;
-    bool loss_window;
     /* "dev N" of the qrnic_event trace: the Nth qrnic realized in this QEMU */
     unsigned trace_dev;
 
@@ -452,34 +451,6 @@ static NetClientInfo qrnic_net_info = {
 };
 
 /* ---- realize ------------------------------------------------------------------ */
-/*
- * qrnic_config_check() names struct qrnic_config fields; say which -device
- * property the user has to change instead.
- */
-static const struct {
-    const char *field, *prop;
-} qrnic_prop_names[] = {
-    { "eth_mtu", "mtu" }, { "max_qp_wr", "max-qp-wr" }, { "max_qp", "max-qp" },
-    { "max_cqe", "max-cqe" }, { "max_cq", "max-cq" }, { "max_mr_size", "max-mr-size" },
-    { "max_mr", "max-mr" }, { "max_pd", "max-pd" }, { "max_ah", "max-ah" },
-    { "max_eq", "max-eq" }, { "max_uctx", "max-uctx" }, { "max_mtt", "max-mtt" },
-    { "max_srq", "max-srq" },
-    { "num_vectors", "num-vectors" }, { "gid_tbl_len", "gid-table-len" }, { "mac", "mac" },
-};
-
-static const char *qrnic_prop_of(const char *err)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(qrnic_prop_names); i++) {
-        size_t n = strlen(qrnic_prop_names[i].field);
-
-        if (strncmp(err, qrnic_prop_names[i].field, n) == 0 &&
-            strncmp(err + n, " must be", 8) == 0) {
-            return qrnic_prop_names[i].prop;
-        }
-    }
-    return NULL;
-}
-
 /* ---- timing ------------------------------------------------------------------- */
 /*
  * "name=value,..." (the model's parameter names) for every timing property
@@ -673,43 +644,24 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     static unsigned instances;
     QrnicState *s = QRNIC(pdev);
     struct qrnic_config *c = &s->cfg;
-    char err[160];
+    struct qrnic_config_error cerr;
     uint64_t db_size;
     int ret;
 
-    qrnic_config_defaults(c);
     /* Like every QEMU NIC: no mac= gives a unique 52:54:00:12:34:xx address. */
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     memcpy(c->mac, s->conf.macaddr.a, 6);
-    c->max_qp = s->max_qp;
-    c->max_cq = s->max_cq;
-    c->max_mr = s->max_mr;
-    c->max_pd = s->max_pd;
-    c->max_ah = s->max_ah;
-    c->max_eq = s->max_eq;
-    c->max_uctx = s->max_uctx;
-    c->max_srq = s->max_srq;
-    c->max_qp_wr = s->max_qp_wr;
-    c->max_cqe = s->max_cqe;
-    c->max_mtt = s->max_mtt;
-    c->max_mr_size = s->max_mr_size;
-    c->num_vectors = s->num_vectors;
-    c->eth_mtu = s->mtu;
-    c->gid_tbl_len = s->gid_tbl_len;
-    c->loss_window = s->loss_window;
     s->trace_dev = instances++;
-    if (qrnic_config_check(c, err, sizeof(err)) != 0) {
-        const char *prop = qrnic_prop_of(err);
+    if (qrnic_config_validate(c, &cerr) != 0) {
+        char why[128];
 
-        if (prop) {
-            error_setg(errp, "qrnic: invalid property '%s': %s", prop, err);
+        qrnic_config_reason_str(&cerr, why, sizeof(why));
+        if (cerr.param && cerr.param->prop) {
+            error_setg(errp, "qrnic: property '%s' %s", cerr.param->prop, why);
         } else {
-            error_setg(errp, "qrnic: invalid configuration: %s", err);
+            error_setg(errp, "qrnic: invalid configuration: %s %s",
+                       cerr.param ? cerr.param->name : "?", why);
         }
-        return;
-    }
-    if (c->num_vectors > 2048) {
-        error_setg(errp, "qrnic: num-vectors must be at most 2048");
         return;
     }
     if (!qrnic_capture_open(s, errp)) {
@@ -818,37 +770,97 @@ static const VMStateDescription qrnic_vmstate = {
 };
 
 /*
- * Not const: class_init renames the timing properties (generated from
- * QRNIC_TIMING_PARAMS with the model's names) to QEMU's spelling, '-' for
- * '_'.  They have no default; instance_init sets them to UINT32_MAX
- * ("unset": the profile's value).
+ * The properties that are not configuration parameters.  The timing ones
+ * (generated from QRNIC_TIMING_PARAMS with the model's names) are renamed
+ * to QEMU's spelling, '-' for '_', by qrnic_make_properties().  They have
+ * no default; instance_init sets them to UINT32_MAX ("unset": the
+ * profile's value).
  */
 #define QRNIC_TM_PROP(n, doc) \
     DEFINE_PROP_UNSIGNED_NODEFAULT(#n, QrnicState, tm_props.n, qdev_prop_uint32, uint32_t),
 
-static Property qrnic_properties[] = {
+static const Property qrnic_fixed_properties[] = {
     DEFINE_NIC_PROPERTIES(QrnicState, conf),
     DEFINE_PROP_STRING("profile", QrnicState, profile),
-    DEFINE_PROP_UINT32("max-qp", QrnicState, max_qp, 1024),
-    DEFINE_PROP_UINT32("max-qp-wr", QrnicState, max_qp_wr, 8192),
-    DEFINE_PROP_UINT32("max-cq", QrnicState, max_cq, 1024),
-    DEFINE_PROP_UINT32("max-cqe", QrnicState, max_cqe, 32768),
-    DEFINE_PROP_UINT32("max-mr", QrnicState, max_mr, 4096),
-    DEFINE_PROP_UINT64("max-mr-size", QrnicState, max_mr_size, 1ull << 32),
-    DEFINE_PROP_UINT32("max-mtt", QrnicState, max_mtt, 1u << 20),
-    DEFINE_PROP_UINT32("max-pd", QrnicState, max_pd, 1024),
-    DEFINE_PROP_UINT32("max-ah", QrnicState, max_ah, 1024),
-    DEFINE_PROP_UINT32("max-eq", QrnicState, max_eq, 64),
-    DEFINE_PROP_UINT32("max-uctx", QrnicState, max_uctx, 64),
-    DEFINE_PROP_UINT32("max-srq", QrnicState, max_srq, 1024),
-    DEFINE_PROP_UINT32("num-vectors", QrnicState, num_vectors, 8),
-    DEFINE_PROP_UINT32("gid-table-len", QrnicState, gid_tbl_len, 16),
-    DEFINE_PROP_UINT32("mtu", QrnicState, mtu, 4200),
-    DEFINE_PROP_BOOL("loss-window", QrnicState, loss_window, true),
     DEFINE_PROP_STRING("fault-plan", QrnicState, fault_plan),
     DEFINE_PROP_STRING("pcap", QrnicState, pcap_path),
     QRNIC_TIMING_PARAMS(QRNIC_TM_PROP)
 };
+
+/*
+ * A property for every parameter of the model's configuration table that
+ * has a property name (but the MAC: that is the NIC property), writing into
+ * QrnicState.cfg, with the table's default: the default lives only in
+ * model/config.c.  Then the fixed properties.  Made once, at class_init;
+ * the array lives as long as the class.
+ */
+static const Property *qrnic_make_properties(size_t *count)
+{
+    size_t nfixed = ARRAY_SIZE(qrnic_fixed_properties), n = 0, cap = nfixed;
+    const struct qrnic_config_param *p;
+    Property *props;
+
+    for (unsigned i = 0; qrnic_config_param(i); i++) {
+        cap++;
+    }
+    props = g_new0(Property, cap);
+    for (unsigned i = 0; (p = qrnic_config_param(i)); i++) {
+        Property *q = &props[n];
+
+        if (!p->prop || p->type == QRNIC_CFG_MAC) {
+            continue;
+        }
+        q->name = p->prop;
+        q->offset = offsetof(QrnicState, cfg) + p->offset;
+        q->set_default = true;
+        q->defval.u = p->def;
+        switch (p->type) {
+        case QRNIC_CFG_U32:
+            q->info = &qdev_prop_uint32;
+            break;
+        case QRNIC_CFG_U64:
+            q->info = &qdev_prop_uint64;
+            break;
+        case QRNIC_CFG_BOOL:
+            q->info = &qdev_prop_bool;
+            break;
+        default:
+            g_assert_not_reached();
+        }
+        n++;
+    }
+    for (size_t i = 0; i < nfixed; i++) {
+        props[n] = qrnic_fixed_properties[i];
+        if (strchr(props[n].name, '_')) {
+            props[n].name = qrnic_prop_name_of(props[n].name);
+        }
+        n++;
+    }
+    *count = n;
+    return props;
+}
+
+/* "<help>, <range>": what -device qrnic,help shows (then the default). */
+static void qrnic_describe_config_properties(ObjectClass *klass)
+{
+    const struct qrnic_config_param *p;
+
+    for (unsigned i = 0; (p = qrnic_config_param(i)); i++) {
+        g_autofree char *desc = NULL;
+
+        if (!p->prop || p->type == QRNIC_CFG_MAC) {
+            continue;
+        }
+        if (p->type == QRNIC_CFG_BOOL) {
+            desc = g_strdup(p->help);
+        } else {
+            desc = g_strdup_printf("%s; %s%" PRIu64 "..%" PRIu64, p->help,
+                                   p->flags & QRNIC_CFG_POW2 ? "a power of two in " : "",
+                                   p->min, p->max);
+        }
+        object_class_property_set_description(klass, p->prop, desc);
+    }
+}
 
 /* ---- QOM: fault control, counters, timing (docs/qemu.md section 11) ---------------- */
 static char *qrnic_get_fault(Object *obj, Error **errp)
@@ -1096,6 +1108,8 @@ static void qrnic_class_init(ObjectClass *klass, void *data)
     DeviceClass *dc = DEVICE_CLASS(klass);
     PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
     ResettableClass *rc = RESETTABLE_CLASS(klass);
+    const Property *props;
+    size_t nprops;
 
     k->realize = qrnic_realize;
     k->exit = qrnic_exit;
@@ -1108,12 +1122,9 @@ static void qrnic_class_init(ObjectClass *klass, void *data)
     rc->phases.hold = qrnic_reset_hold;
     dc->desc = "qrnic RoCEv2 RDMA NIC (software model)";
     dc->vmsd = &qrnic_vmstate;
-    for (size_t i = 0; i < ARRAY_SIZE(qrnic_properties); i++) {
-        if (strchr(qrnic_properties[i].name, '_')) {
-            qrnic_properties[i].name = qrnic_prop_name_of(qrnic_properties[i].name);
-        }
-    }
-    device_class_set_props_n(dc, qrnic_properties, ARRAY_SIZE(qrnic_properties));
+    props = qrnic_make_properties(&nprops);
+    device_class_set_props_n(dc, props, nprops);
+    qrnic_describe_config_properties(klass);
     object_class_property_set_description(klass, "profile",
         "timing profile: functional (default: no timing model), cx5-100g or teach");
     object_class_property_set_description(klass, "fault-plan",
@@ -1138,6 +1149,9 @@ static void qrnic_instance_init(Object *obj)
 
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
+    /* the parameters without a property; the others get the same values
+     * from their property defaults, and then what -device gives */
+    qrnic_config_defaults(&s->cfg);
     for (unsigned i = 0; i < QRNIC_TM_NPARAMS; i++) {
         *qrnic_tm_prop(s, i) = UINT32_MAX;
     }

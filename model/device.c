@@ -1,88 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * qrnic device model: configuration, logging and tracing, the choke points
- * through which every DMA and every frame passes, lookups, and the
- * device's life cycle (create, reset, free).  The rest of the device core:
- * registers and doorbells (regs.c), timed events (events.c), the work loop
- * (work.c) and the receive path (rx.c).
+ * qrnic device model: logging and tracing, the choke points through which
+ * every DMA and every frame passes, lookups, and the device's life cycle
+ * (create, reset, free).  The rest of the device core: the configuration
+ * parameters (config.c), registers and doorbells (regs.c), timed events
+ * (events.c), the work loop (work.c) and the receive path (rx.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "qrnic_internal.h"
-
-/* ---- configuration ------------------------------------------------------- */
-void qrnic_config_defaults(struct qrnic_config *cfg)
-{
-	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-
-	memset(cfg, 0, sizeof(*cfg));
-	memcpy(cfg->mac, mac, 6);
-	cfg->eth_mtu = 4200;
-	cfg->speed_mbps = 100000;
-	cfg->max_qp = 1024;
-	cfg->max_qp_wr = 8192;
-	cfg->max_cq = 1024;
-	cfg->max_cqe = 32768;
-	cfg->max_mr = 4096;
-	cfg->max_pd = 1024;
-	cfg->max_ah = 1024;
-	cfg->max_eq = 64;
-	cfg->max_uctx = 64;
-	cfg->max_srq = 1024;
-	cfg->max_mtt = 1u << 20;	/* 4 GiB of 4 KiB pages, 8 MiB of device memory */
-	cfg->max_mr_size = 1ull << 32;
-	cfg->num_vectors = 8;
-	cfg->gid_tbl_len = 16;
-	cfg->max_rd_atomic = 16;
-	cfg->loss_window = true;
-}
-
-#define CHECK_RANGE(field, lo, hi)						\
-	do {									\
-		if ((uint64_t)cfg->field < (uint64_t)(lo) ||			\
-		    (uint64_t)cfg->field > (uint64_t)(hi)) {			\
-			snprintf(err, errlen, #field " must be in %llu..%llu (got %llu)", \
-				 (unsigned long long)(lo), (unsigned long long)(hi), \
-				 (unsigned long long)cfg->field);		\
-			return -1;						\
-		}								\
-	} while (0)
-
-static bool is_pow2(uint64_t v)
-{
-	return v && !(v & (v - 1));
-}
-
-int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen)
-{
-	CHECK_RANGE(eth_mtu, 576, 9000);
-	CHECK_RANGE(speed_mbps, 1, 1000000);
-	CHECK_RANGE(max_qp, 4, 65536);
-	CHECK_RANGE(max_qp_wr, 2, 1u << QRNIC_MAX_QUEUE_LOG);
-	CHECK_RANGE(max_cq, 2, 65536);
-	CHECK_RANGE(max_cqe, 2, 1u << QRNIC_MAX_QUEUE_LOG);
-	CHECK_RANGE(max_mr, 2, 1u << 24);
-	CHECK_RANGE(max_pd, 2, 1u << 24);
-	CHECK_RANGE(max_ah, 2, 1u << 24);
-	CHECK_RANGE(max_eq, 2, 2048);
-	CHECK_RANGE(max_uctx, 1, 4096);
-	CHECK_RANGE(max_srq, 2, 1u << 24);
-	CHECK_RANGE(max_mtt, 1, 1u << 28);
-	CHECK_RANGE(max_mr_size, 4096, 1ull << 40);
-	CHECK_RANGE(num_vectors, 1, 2048);
-	CHECK_RANGE(gid_tbl_len, 1, 256);
-	CHECK_RANGE(max_rd_atomic, 1, QRNIC_MAX_RD_ATOMIC);
-	if (!is_pow2(cfg->max_qp_wr) || !is_pow2(cfg->max_cqe)) {
-		snprintf(err, errlen, "max_qp_wr and max_cqe must be powers of two");
-		return -1;
-	}
-	if (cfg->mac[0] & 1) {
-		snprintf(err, errlen, "mac must be a unicast address");
-		return -1;
-	}
-	return 0;
-}
 
 /* ---- logging, tracing, stats --------------------------------------------- */
 static void vlog(struct qrnic_dev *d, enum qrnic_log_level lvl, const char *fmt, va_list ap)
@@ -529,10 +456,9 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 				const struct qrnic_host_ops *ops, void *opaque,
 				const struct qrnic_admin_ops *admin, void *admin_opaque)
 {
-	char err[128];
 	struct qrnic_dev *d;
 
-	if (qrnic_config_check(cfg, err, sizeof(err)) != 0)
+	if (qrnic_config_validate(cfg, NULL) != 0)
 		return NULL;
 	d = calloc(1, sizeof(*d));
 	if (!d)

@@ -120,32 +120,105 @@ void qrnic_frame_buf_fill(uint8_t *buf);
 /* Whether a frame buffer's headers are by description (not yet built). */
 bool qrnic_frame_buf_described(const uint8_t *buf);
 
-/* Device configuration (QEMU properties map onto this). */
+/*
+ * Device configuration.  Every field is a parameter of the table in
+ * model/config.c (qrnic_config_param()): its name, type, default, bounds
+ * and meaning live there and only there; QEMU's -device properties, the
+ * harness's "name=value" items and docs/spec.md section 16.2 are made
+ * from that table.
+ */
 struct qrnic_config {
 	uint8_t  mac[6];
-	uint32_t eth_mtu;	/* Ethernet payload MTU, 576..9000; default 4200 */
-	uint32_t speed_mbps;	/* reported link speed; default 100000 */
-	uint32_t max_qp;	/* including QP0/QP1; 4..65536 */
-	uint32_t max_qp_wr;	/* power of two <= 1 << QRNIC_MAX_QUEUE_LOG */
+	uint32_t eth_mtu;
+	uint32_t speed_mbps;
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
 	uint32_t max_cq;
 	uint32_t max_cqe;
 	uint32_t max_mr;
 	uint32_t max_pd;
 	uint32_t max_ah;
 	uint32_t max_eq;
-	uint32_t max_uctx;	/* doorbell pages, including page 0 */
-	uint32_t max_srq;	/* SRQ number space, including 0 (unused); default 1024 */
-	uint32_t max_mtt;	/* total MTT entries (pages of all MRs) */
+	uint32_t max_uctx;
+	uint32_t max_srq;
+	uint32_t max_mtt;
 	uint64_t max_mr_size;
-	uint32_t num_vectors;	/* MSI-X vectors, 1..2048 */
+	uint32_t num_vectors;
 	uint32_t gid_tbl_len;
-	uint32_t max_rd_atomic;	/* per QP, as requester and responder */
-	bool     loss_window;	/* default true: halve a QP's window on loss
-				 * (spec 12.6); false: fixed window of 512 */
+	uint32_t max_rd_atomic;
+	bool     loss_window;
 };
 
+enum qrnic_config_type {
+	QRNIC_CFG_U32,
+	QRNIC_CFG_U64,
+	QRNIC_CFG_BOOL,
+	QRNIC_CFG_MAC,		/* uint8_t[6]; as a number: the 48 bits, first byte highest */
+};
+
+#define QRNIC_CFG_POW2	(1u << 0)	/* must be a power of two */
+
+/* One configuration parameter.  Values (def, min, max) are given as
+ * numbers whatever the type (a bool: 0 or 1; a MAC: see above). */
+struct qrnic_config_param {
+	const char *name;	/* the struct qrnic_config field */
+	const char *prop;	/* its QEMU -device property; NULL: none */
+	enum qrnic_config_type type;
+	size_t offset;		/* offsetof(struct qrnic_config, name) */
+	uint64_t def, min, max;
+	uint32_t flags;		/* QRNIC_CFG_* */
+	const char *help;	/* what it is, with its unit */
+	const char *seen;	/* where a driver sees it (registers, QUERY_* fields) */
+};
+
+/* The i-th parameter, in docs/spec.md order; NULL past the end. */
+const struct qrnic_config_param *qrnic_config_param(unsigned i);
+/* By field name, or by QEMU property name; NULL if none. */
+const struct qrnic_config_param *qrnic_config_param_find(const char *name);
+/* A parameter's value in cfg, as a number. */
+uint64_t qrnic_config_get(const struct qrnic_config *cfg, const struct qrnic_config_param *p);
+/* Store v (not checked against the bounds: qrnic_config_validate() does). */
+void qrnic_config_put(struct qrnic_config *cfg, const struct qrnic_config_param *p, uint64_t v);
+/* The type's name: "uint32", "uint64", "bool", "mac". */
+const char *qrnic_config_type_name(enum qrnic_config_type t);
+
+enum qrnic_config_reason {
+	QRNIC_CFG_OK,
+	QRNIC_CFG_BELOW_MIN,
+	QRNIC_CFG_ABOVE_MAX,	/* including: does not fit the field */
+	QRNIC_CFG_NOT_POW2,
+	QRNIC_CFG_NOT_UNICAST,	/* a MAC with the group bit set */
+	QRNIC_CFG_BAD_VALUE,	/* by name: not a number, boolean or MAC */
+	QRNIC_CFG_UNKNOWN,	/* by name: no such parameter (param is NULL) */
+};
+
+/* What is wrong with a configuration: which parameter, why, its value and
+ * the parameter's bounds. */
+struct qrnic_config_error {
+	const struct qrnic_config_param *param;
+	enum qrnic_config_reason reason;
+	uint64_t value, min, max;
+};
+
+/* Every parameter to its default. */
 void qrnic_config_defaults(struct qrnic_config *cfg);
-/* 0 if valid; otherwise -1 and a message in err. */
+/* 0 if valid; otherwise -1 and, if e is not NULL, the first parameter (in
+ * table order) that is wrong. */
+int qrnic_config_validate(const struct qrnic_config *cfg, struct qrnic_config_error *e);
+/* Set one parameter by name (field or property name) from text: a number
+ * (C syntax: 0x.. accepted), for a bool also on/off/true/false/yes/no, for
+ * the MAC aa:bb:cc:dd:ee:ff.  Range checks are qrnic_config_validate()'s;
+ * a number too large for the field is QRNIC_CFG_ABOVE_MAX.  0 or -1 and e. */
+int qrnic_config_set(struct qrnic_config *cfg, const char *name, const char *value,
+		     struct qrnic_config_error *e);
+/* The reason for humans, without the parameter's name: "must be in
+ * 4..65536 (got 1)".  Returns what snprintf() returns. */
+int qrnic_config_reason_str(const struct qrnic_config_error *e, char *buf, size_t len);
+/* "<name> <reason>", e.g. "max_qp must be in 4..65536 (got 1)"; name NULL:
+ * the field name. */
+int qrnic_config_error_str(const struct qrnic_config_error *e, const char *name,
+			   char *buf, size_t len);
+/* 0 if valid; otherwise -1 and qrnic_config_error_str() in err. */
 int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen);
 
 /*

@@ -338,6 +338,9 @@ _SIGS = {
     'hx_world_free': (None, [ctypes.c_void_p]),
     'hx_world_error': (ctypes.c_char_p, [ctypes.c_void_p]),
     'hx_dev_add': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+    'hx_cfg_param': (ctypes.c_int, [ctypes.c_int] + [ctypes.POINTER(ctypes.c_char_p)] * 3 +
+                     [ctypes.POINTER(ctypes.c_uint64)] * 3 + [ctypes.POINTER(ctypes.c_uint32)] +
+                     [ctypes.POINTER(ctypes.c_char_p)] * 2),
     'hx_num_devs': (ctypes.c_int, [ctypes.c_void_p]),
     'hx_cable': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_now': (ctypes.c_uint64, [ctypes.c_void_p]),
@@ -502,6 +505,63 @@ def layout():
         s, f, off, size = line.split()
         out.setdefault(s, {})[f] = (int(off), int(size))
     return out
+
+
+CFG_POW2 = 1 << 0    # QRNIC_CFG_POW2
+
+
+def config_params():
+    """The model's configuration table (model/config.c), in its order: a
+    list of dicts name, prop (None: no QEMU property), type ('uint32',
+    'uint64', 'bool', 'mac'), default, min, max, pow2, help, seen."""
+    out = []
+    i = 0
+    while True:
+        strs = [ctypes.c_char_p() for _ in range(5)]
+        nums = [ctypes.c_uint64() for _ in range(3)]
+        flags = ctypes.c_uint32()
+        name, prop, typ, help_, seen = strs
+        if lib().hx_cfg_param(i, ctypes.byref(name), ctypes.byref(prop), ctypes.byref(typ),
+                              *[ctypes.byref(n) for n in nums], ctypes.byref(flags),
+                              ctypes.byref(help_), ctypes.byref(seen)) != 0:
+            return out
+        dec = (lambda b: b.value.decode() if b.value is not None else None)
+        out.append({'name': dec(name), 'prop': dec(prop), 'type': dec(typ),
+                    'default': nums[0].value, 'min': nums[1].value, 'max': nums[2].value,
+                    'pow2': bool(flags.value & CFG_POW2), 'help': dec(help_),
+                    'seen': dec(seen)})
+        i += 1
+
+
+def config_value_str(p, v):
+    """A parameter's value as QEMU's -device help shows it."""
+    if p['type'] == 'bool':
+        return 'on' if v else 'off'
+    if p['type'] == 'mac':
+        return ':'.join(f'{v >> s & 0xff:02x}' for s in range(40, -8, -8))
+    return str(v)
+
+
+def config_doc_table():
+    """docs/spec.md section 16.2's table, made from config_params()."""
+    def num(v):
+        return f'2^{v.bit_length() - 1}' if v >= 1 << 20 and not v & (v - 1) else str(v)
+
+    rows = ['| Field | QEMU property | Range | Default | Meaning | Seen as |',
+            '|---|---|---|---|---|---|']
+    for p in config_params():
+        if p['type'] == 'mac':
+            rng, dflt = 'unicast', f"`{config_value_str(p, p['default'])}`"
+        elif p['type'] == 'bool':
+            rng, dflt = 'off, on', config_value_str(p, p['default'])
+        else:
+            rng = f"{num(p['min'])}..{num(p['max'])}"
+            if p['pow2']:
+                rng = 'power of two, ' + rng
+            dflt = num(p['default'])
+        prop = f"`{p['prop']}`" if p['prop'] else '—'
+        rows.append(f"| `{p['name']}` | {prop} | {rng} | {dflt} | {p['help']} | {p['seen']} |")
+    return '\n'.join(rows) + '\n'
 
 
 def check_layout():

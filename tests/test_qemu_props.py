@@ -15,35 +15,55 @@ from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
 
-PROPS = {  # property -> default shown by -device qrnic,help
-    'max-qp': '1024', 'max-qp-wr': '8192', 'max-cq': '1024', 'max-cqe': '32768',
-    'max-mr': '4096', 'max-mr-size': '4294967296', 'max-mtt': '1048576', 'max-pd': '1024',
-    'max-ah': '1024', 'max-eq': '64', 'max-uctx': '64', 'max-srq': '1024', 'num-vectors': '8',
-    'gid-table-len': '16', 'mtu': '4200', 'loss-window': 'on', 'profile': None,
-    'netdev': None, 'mac': None}
+# The configuration parameters with a -device property (model/config.c's
+# table, through the harness library); the MAC is QEMU's NIC property.
+CONFIG = [p for p in h.config_params() if p['prop'] and p['type'] != 'mac']
+BY_PROP = {p['prop']: p for p in CONFIG}
+PROPS = {  # property -> default shown by -device qrnic,help (None: not checked)
+    **{p['prop']: h.config_value_str(p, p['default']) for p in CONFIG},
+    'profile': None, 'netdev': None, 'mac': None}
 
 
 def test_device_help_lists_properties(qemu_binary):  # noqa: F811
     rc, out = run_device_help(qemu_binary)
     assert rc == 0, out
+    assert len(CONFIG) >= 15
     for prop, default in PROPS.items():
         m = re.search(rf'^\s*{re.escape(prop)}=<[^>]+>(.*)$', out, re.M)
         assert m, f'property {prop} missing from -device qrnic,help:\n{out}'
         if default is not None:
             assert f'(default: {default})' in m.group(1), (prop, m.group(0))
+        if prop in BY_PROP:
+            assert BY_PROP[prop]['help'] in m.group(1), (prop, m.group(0))
 
 
-@pytest.mark.parametrize('opt,msg', [
-    ('max-qp=1', "'max-qp'"), ('max-qp=65537', "'max-qp'"), ('mtu=100', "'mtu'"),
-    ('mtu=9001', "'mtu'"), ('profile=bogus', 'profile'), ('num-vectors=0', "'num-vectors'"),
-    ('num-vectors=2049', "'num-vectors'"), ('max-uctx=0', "'max-uctx'"),
-    ('max-uctx=4097', "'max-uctx'"), ('gid-table-len=0', "'gid-table-len'"),
-    ('gid-table-len=257', "'gid-table-len'"), ('max-cqe=1000', 'powers of two'),
-    ('max-qp-wr=3', 'powers of two'), ('max-qp-wr=65536', "'max-qp-wr'"),
-    ('max-mr=1', "'max-mr'"), ('max-mr-size=4095', "'max-mr-size'"),
-    ('max-mtt=0', "'max-mtt'"), ('max-eq=1', "'max-eq'"), ('max-pd=1', "'max-pd'"),
-    ('max-ah=1', "'max-ah'"), ('max-cq=1', "'max-cq'"), ('max-srq=1', "'max-srq'"),
-    ('mac=01:00:5e:00:00:01', "'mac'"), ('max-qp=abc', 'max-qp'), ('loss-window=maybe', 'loss-window'),
+def out_of_range():
+    """(option, message): every bound of every numeric property, one past it."""
+    cases = []
+    for p in CONFIG:
+        if p['type'] == 'bool':
+            continue
+        lo, hi = p['min'], p['max']
+        pow2 = 'a power of two in ' if p['pow2'] else ''
+        for v in ([lo - 1] if lo > 0 else []) + [hi + 1]:
+            if p['type'] == 'uint32' and v > 0xffffffff:
+                continue
+            cases.append((f"{p['prop']}={v}",
+                          f"qrnic: property '{p['prop']}' must be {'' if pow2 else 'in '}"
+                          f"{pow2}{lo}..{hi} (got {v})"))
+        if p['pow2']:
+            v = lo + 1 if lo > 1 else 3
+            cases.append((f"{p['prop']}={v}",
+                          f"qrnic: property '{p['prop']}' must be a power of two in "
+                          f"{lo}..{hi} (got {v})"))
+    return cases
+
+
+@pytest.mark.parametrize('opt,msg', out_of_range() + [
+    ('profile=bogus', 'profile'),
+    ('mac=01:00:5e:00:00:01',
+     "qrnic: property 'mac' must be a unicast address (got 01:00:5e:00:00:01)"),
+    ('max-qp=abc', 'max-qp'), ('loss-window=maybe', 'loss-window'),
 ])
 def test_invalid_property_rejected(qemu_binary, opt, msg):  # noqa: F811
     rc, out = try_start(qemu_binary, ['-device', f'qrnic,{opt}'])
@@ -51,15 +71,22 @@ def test_invalid_property_rejected(qemu_binary, opt, msg):  # noqa: F811
     assert msg in out and 'qrnic' in out, out
 
 
+MIN = {p: c['min'] for p, c in BY_PROP.items()}
+MAX = {p: c['max'] for p, c in BY_PROP.items()}
+DFLT = {p: c['default'] for p, c in BY_PROP.items()}
+# the maximal device: the properties whose maximum costs little
+BIG = ('num-vectors', 'max-uctx', 'mtu', 'max-eq')
+
+
 @pytest.fixture(scope='module')
 def limits(qemu_binary):  # noqa: F811
-    """One QEMU with a minimal and a maximal device."""
+    """One QEMU with a minimal (every numeric property at its minimum) and a
+    maximal device, and two with the defaults."""
+    small = ','.join(f'{p}={MIN[p]}' for p, c in BY_PROP.items() if c['type'] != 'bool')
+    big = ','.join(f'{p}={MAX[p]}' for p in BIG)
     q = Qemu(qemu_binary, [
-        '-device', 'qrnic,id=small,addr=04.0,max-qp=4,max-cq=2,max-mr=2,max-pd=2,max-ah=2,'
-                   'max-eq=2,max-uctx=1,num-vectors=1,mtu=576,max-qp-wr=2,max-cqe=2,'
-                   'gid-table-len=1,max-mtt=1,max-mr-size=4096,mac=02:00:00:00:00:01',
-        '-device', 'qrnic,id=big,addr=05.0,num-vectors=2048,max-uctx=4096,mtu=9000,'
-                   'max-eq=2048,profile=functional,mac=02:00:00:00:00:02',
+        '-device', f'qrnic,id=small,addr=04.0,{small},mac=02:00:00:00:00:01',
+        '-device', f'qrnic,id=big,addr=05.0,{big},profile=functional,mac=02:00:00:00:00:02',
         '-device', 'qrnic,id=dflt1,addr=06.0', '-device', 'qrnic,id=dflt2,addr=07.0'],
         name='limits')
     w = World([q])
@@ -83,10 +110,10 @@ def test_pci_identity_and_layout(limits):
     assert p.cfg_read(caps[PCI_CAP_ID_EXP] + 2, 2) >> 4 & 0xf == 9
     bars = p.bars
     assert bars[abi.BAR_REGS][1:] == (h.BAR0_SIZE, True)
-    assert bars[abi.BAR_DB][1:] == (64 * h.DB_PAGE_SIZE, True)
+    assert bars[abi.BAR_DB][1:] == (DFLT['max-uctx'] * h.DB_PAGE_SIZE, True)
     assert abi.BAR_MSIX in bars
     info = p.msix_info()
-    assert info['vectors'] == 8 and info['table_bir'] == abi.BAR_MSIX
+    assert info['vectors'] == DFLT['num-vectors'] and info['table_bir'] == abi.BAR_MSIX
     assert info['pba_bir'] == abi.BAR_MSIX
     assert set(bars) == {0, 2, 4}
 
@@ -94,8 +121,9 @@ def test_pci_identity_and_layout(limits):
 def test_register_reset_values(limits):
     d = next(x for x in limits.devs if x.pci.devfn == 6 << 3)
     expect = {'VERSION': abi.ABI_VERSION, 'CTRL': 0, 'STATUS': h.STATUS_READY, 'FATAL_CODE': 0,
-              'NUM_DB_PAGES': 64, 'NUM_VECTORS': 8, 'SCRATCH': 0, 'AQ_CTRL': 0,
-              'AQ_STATUS': 0, 'AQ_SQ_CI': 0, 'ETH_CTRL': 0, 'ETH_MTU': 4200,
+              'NUM_DB_PAGES': DFLT['max-uctx'], 'NUM_VECTORS': DFLT['num-vectors'],
+              'SCRATCH': 0, 'AQ_CTRL': 0, 'AQ_STATUS': 0, 'AQ_SQ_CI': 0, 'ETH_CTRL': 0,
+              'ETH_MTU': DFLT['mtu'],
               'CAPS': 0x7ff, 'PORT_STATUS': 1}
     for reg, v in expect.items():
         assert d.reg_read(reg) == v, reg
@@ -104,20 +132,24 @@ def test_register_reset_values(limits):
 def test_limits_reach_the_device(limits):
     by = {x.pci.devfn >> 3: x for x in limits.devs}
     small, big = by[4], by[5]
-    assert small.reg_read('NUM_VECTORS') == 1 and small.pci.msix_vectors == 1
-    assert small.reg_read('NUM_DB_PAGES') == 1 and small.pci.bars[2][1] == h.DB_PAGE_SIZE
-    assert small.reg_read('ETH_MTU') == 576
-    assert big.reg_read('NUM_VECTORS') == 2048 and big.pci.msix_vectors == 2048
-    assert big.reg_read('NUM_DB_PAGES') == 4096
-    assert big.pci.bars[2][1] == 4096 * h.DB_PAGE_SIZE
-    assert big.reg_read('ETH_MTU') == 9000
+    nvec, nuctx, mtu = MIN['num-vectors'], MIN['max-uctx'], MIN['mtu']
+    assert small.reg_read('NUM_VECTORS') == nvec and small.pci.msix_vectors == nvec
+    assert small.reg_read('NUM_DB_PAGES') == nuctx
+    assert small.pci.bars[2][1] == nuctx * h.DB_PAGE_SIZE
+    assert small.reg_read('ETH_MTU') == mtu
+    nvec, nuctx, mtu = MAX['num-vectors'], MAX['max-uctx'], MAX['mtu']
+    assert big.reg_read('NUM_VECTORS') == nvec and big.pci.msix_vectors == nvec
+    assert big.reg_read('NUM_DB_PAGES') == nuctx
+    assert big.pci.bars[2][1] == nuctx * h.DB_PAGE_SIZE
+    assert big.reg_read('ETH_MTU') == mtu
     # the small device works within its limits: AQ, 1 EQ... and refuses more
+    # (the comments below say what happens at today's minimums)
     small.bringup()
     attr = small.query_device()
-    assert (attr['max_qp'], attr['max_mr'], attr['max_eq'], attr['num_vectors'],
-            attr['gid_tbl_len'], attr['max_mtt'], attr['max_mr_size']) == \
-        (4, 2, 2, 1, 1, 1, 4096)
-    assert small.query_port()['eth_mtu'] == 576
+    for p, c in BY_PROP.items():
+        if c['name'] in attr:
+            assert attr[c['name']] == MIN[p], p
+    assert small.query_port()['eth_mtu'] == MIN['mtu']
     eq = small.create_eq(4, vector=0)
     assert small.create_eq(4, vector=1, check=False) is None
     assert small.last_status == h.AQ['BAD_PARAM']

@@ -429,6 +429,27 @@ def test_loss_window_vs_fixed_window():
     assert win['stats']['retransmitted_packets'] < fixed['stats']['retransmitted_packets']
 
 
+def test_device_configuration_by_name():
+    """--device K=V,... sets the model's configuration parameters (names
+    and bounds from model/config.c) on every host; --device
+    loss_window=off is --fixed-window; bad items are refused up front."""
+    args = ('--op', 'write', '--size', '64K', '--mtu', 1024, '--depth', 16, '--count', 300,
+            '--loss', '1%', '--seed', 3)
+    assert sim_json(*args, '--device', 'loss_window=off') == sim_json(*args, '--fixed-window')
+    # --fixed-window wins over the --device item
+    assert sim_json(*args, '--device', 'loss_window=on', '--fixed-window') == \
+        sim_json(*args, '--fixed-window')
+    assert sim_json('--count', 100, '--device', 'max_mtt=4096,gid_tbl_len=4')['ok']
+    run_sim('--count', 100, '--device', 'max_mtt=8', expect_rc=2)    # too few pages for the MRs
+    for item, msg in [('max_qp=1', 'max_qp must be in 4..65536 (got 1)'),
+                      ('max_qp_wr=3', 'max_qp_wr must be a power of two in 2..32768 (got 3)'),
+                      ('bogus=1', 'bogus is not a configuration parameter'),
+                      ('max_qp', "'max_qp' is not name=value"),
+                      ('eth_mtu=x', 'eth_mtu must be a number')]:
+        r = run_sim('--count', 10, '--device', item, expect_rc=2)
+        assert f'--device: {msg}' in r.stderr, (item, r.stderr)
+
+
 @pytest.mark.parametrize('profile', ['functional', 'cx5-100g'])
 @pytest.mark.parametrize('op', ['write', 'read', 'send'])
 def test_trusted_wire_changes_nothing_but_the_icrc(profile, op, tmp_path):

@@ -1151,37 +1151,24 @@ const char *hx_world_error(hx_world *w)
 	return w->err;
 }
 
-static int parse_mac(const char *s, uint8_t *mac)
+int hx_cfg_param(int i, const char **name, const char **prop, const char **type,
+		 uint64_t *def, uint64_t *min, uint64_t *max, uint32_t *flags,
+		 const char **help, const char **seen)
 {
-	unsigned v[6];
+	const struct qrnic_config_param *p = i >= 0 ? qrnic_config_param((unsigned)i) : NULL;
 
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+	if (!p)
 		return -1;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)v[i];
+	*name = p->name;
+	*prop = p->prop;
+	*type = qrnic_config_type_name(p->type);
+	*def = p->def;
+	*min = p->min;
+	*max = p->max;
+	*flags = p->flags;
+	*help = p->help;
+	*seen = p->seen;
 	return 0;
-}
-
-static int cfg_set(struct qrnic_config *c, const char *k, const char *v)
-{
-	unsigned long long x = strtoull(v, NULL, 0);
-
-#define U32(f) if (!strcmp(k, #f)) { c->f = (uint32_t)x; return 0; }
-	U32(eth_mtu) U32(speed_mbps) U32(max_qp) U32(max_qp_wr) U32(max_cq) U32(max_cqe)
-	U32(max_mr) U32(max_pd) U32(max_ah) U32(max_eq) U32(max_uctx) U32(max_mtt) U32(max_srq)
-	U32(num_vectors) U32(gid_tbl_len) U32(max_rd_atomic)
-#undef U32
-	if (!strcmp(k, "max_mr_size")) {
-		c->max_mr_size = x;
-		return 0;
-	}
-	if (!strcmp(k, "mac"))
-		return parse_mac(v, c->mac);
-	if (!strcmp(k, "loss_window")) {
-		c->loss_window = x != 0;
-		return 0;
-	}
-	return -1;
 }
 
 int hx_dev_add(hx_world *w, const char *cfg_kv)
@@ -1212,9 +1199,18 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 		s = strdup(cfg_kv);
 		for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			char *eq = strchr(tok, '=');
+			struct qrnic_config_error e;
 
-			if (!eq || (*eq = 0, cfg_set(&h->cfg, tok, eq + 1) < 0)) {
-				hx_err(w, "bad config item '%s'", tok);
+			if (!eq) {
+				hx_err(w, "bad config item '%s': not name=value", tok);
+				free(s);
+				free(h);
+				return HX_E_INVAL;
+			}
+			*eq = 0;
+			if (qrnic_config_set(&h->cfg, tok, eq + 1, &e) < 0) {
+				qrnic_config_error_str(&e, tok, err, sizeof(err));
+				hx_err(w, "bad config item '%s=%s': %s", tok, eq + 1, err);
 				free(s);
 				free(h);
 				return HX_E_INVAL;

@@ -95,8 +95,15 @@ hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed);
 void hx_world_free(hx_world *w);
 const char *hx_world_error(hx_world *w);
 /* Add a device; cfg_kv: "key=value,..." over qrnic_config_defaults() (keys
- * are the qrnic_config field names; mac=02:00:00:00:00:01).  Returns index. */
+ * are the parameter names of the model's table, qrnic_config_param(), or
+ * their QEMU property names; mac=02:00:00:00:00:01).  Returns index. */
 int hx_dev_add(hx_world *w, const char *cfg_kv);
+/* The i-th configuration parameter of the model's table (for ctypes):
+ * 0, or -1 past the end.  prop is NULL for a parameter without a QEMU
+ * property; type "uint32", "uint64", "bool" or "mac". */
+int hx_cfg_param(int i, const char **name, const char **prop, const char **type,
+		 uint64_t *def, uint64_t *min, uint64_t *max, uint32_t *flags,
+		 const char **help, const char **seen);
 int hx_num_devs(hx_world *w);
 int hx_cable(hx_world *w, int a, int b);
 uint64_t hx_now(hx_world *w);

@@ -83,6 +83,7 @@ struct cfg {
 	bool random_offsets;	/* write/read: remote slot of each message at random */
 	uint64_t inject;	/* testing the checker: corrupt message inject - 1 of QP 0 */
 	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
+	const char *device;	/* --device: "name=value,..." for every host's device */
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
 	bool json, deterministic, quiet, fixed_window;
 	bool icrc;		/* --icrc: ICRCs even on a trusted wire */
@@ -148,6 +149,8 @@ static const char usage_text[] =
 "    --plan-hosts LIST   ... or only these: comma list of host indexes, or all   (all)\n"
 "    --profile NAME      timing profile: functional (default), cx5-100g, teach\n"
 "    --timing K=V,...    override timing parameters (docs/timing.md), e.g. mtt_entries=64\n"
+"    --device K=V,...    device configuration of every host (docs/spec.md 16.2),\n"
+"                        e.g. max_mtt=4096,gid_tbl_len=4\n"
 "    --workload FILE     options from a file (\"key value\" lines, [name] sections = runs)\n"
 "    --quiet             no table (errors only)\n"
 "    --inject-mismatch N test the checker: flip a destination byte of QP 0's message N\n"
@@ -161,6 +164,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
 	{ "pcap", true }, { "plan", true }, { "plan-hosts", true }, { "profile", true }, { "timing", true }, { "quiet", false },
+	{ "device", true },
 	{ "fixed-window", false }, { "icrc", false },
 	{ "name", true }, { "inject-mismatch", true }, { "mr-size", true }, { "offsets", true },
 	{ "signal", true },
@@ -335,6 +339,42 @@ static const char *retired(const char *k)
 	return "";
 }
 
+/* --device: every item a parameter of the model's configuration table
+ * (names and bounds: model/config.c), checked here as the harness will. */
+static int device_check(const char *v)
+{
+	char *s = strdup(v), *tok, *save = NULL;
+	struct qrnic_config cfg;
+	struct qrnic_config_error e;
+	char why[160];
+	int r = 0;
+
+	if (strlen(v) > 900) {
+		free(s);
+		return bad("--device: too long");
+	}
+	qrnic_config_defaults(&cfg);
+	for (tok = strtok_r(s, ",", &save); tok && !r; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq) {
+			r = bad("--device: '%s' is not name=value", tok);
+			break;
+		}
+		*eq = 0;
+		if (qrnic_config_set(&cfg, tok, eq + 1, &e)) {
+			qrnic_config_error_str(&e, tok, why, sizeof(why));
+			r = bad("--device: %s", why);
+		}
+	}
+	if (!r && qrnic_config_validate(&cfg, &e)) {
+		qrnic_config_error_str(&e, NULL, why, sizeof(why));
+		r = bad("--device: %s", why);
+	}
+	free(s);
+	return r;
+}
+
 static int cfg_set(struct cfg *c, const char *k, const char *v)
 {
 	int i = opt_find(k);
@@ -440,6 +480,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		c->trace_format = strdup(v);
 		return 0;
 	}
+	if (!strcmp(k, "device"))
+		return device_check(v) ? -1 : (c->device = strdup(v), 0);
 #define STR(f) if (!strcmp(k, #f)) { c->f = strdup(v); return 0; }
 	STR(trace) STR(pcap) STR(plan) STR(profile) STR(timing)
 	if (!strcmp(k, "plan-hosts")) {
@@ -888,6 +930,7 @@ static int setup(struct sim *s)
 	unsigned pairs = c->hosts / 2;
 	uint64_t mem;
 	uint32_t eqn[HX_MAX_DEV], pdn[HX_MAX_DEV];
+	char dev_kv[1024];
 
 	s->size = op_atomic(c->op) ? 8 : c->size;
 	if (c->op == OP_UD_SEND && s->size > 4096)
@@ -927,11 +970,14 @@ static int setup(struct sim *s)
 	s->w = hx_world_new(mem, c->seed);
 	if (!s->w)
 		return sim_fail(s, SIM_EXIT_USAGE, "out of memory");
+	/* --device, then --fixed-window (which wins) */
+	snprintf(dev_kv, sizeof(dev_kv), "%s%s%s", c->device ? c->device : "",
+		 c->device && c->fixed_window ? "," : "", c->fixed_window ? "loss_window=0" : "");
 	for (unsigned d = 0; d < c->hosts; d++) {
 		uint8_t gid[16];
 		int64_t eq, pd;
 
-		if (hx_dev_add(s->w, c->fixed_window ? "loss_window=0" : "") != (int)d ||
+		if (hx_dev_add(s->w, dev_kv) != (int)d ||
 		    hx_drv_bringup(s->w, (int)d, 5))
 			return sim_fail(s, SIM_EXIT_USAGE, "dev %u: bring-up failed: %s", d,
 					hx_world_error(s->w));

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: the configuration parameters (struct qrnic_config)
+ * as data.  The table below is the one place where a parameter's default,
+ * bounds and meaning are written down; from it the model fills defaults
+ * and validates, QEMU makes its -device properties (hw/qrnic.c), the
+ * harness and qrnic-sim set parameters by name, the tests read the
+ * defaults and docs/spec.md section 16.2 is checked (tests/test_config.py).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "qrnic_internal.h"
+
+#define U32(f)	QRNIC_CFG_U32, offsetof(struct qrnic_config, f)
+#define U64(f)	QRNIC_CFG_U64, offsetof(struct qrnic_config, f)
+#define BOOL(f)	QRNIC_CFG_BOOL, offsetof(struct qrnic_config, f)
+#define MAC(f)	QRNIC_CFG_MAC, offsetof(struct qrnic_config, f)
+#define QRNIC_MAC_MAX	0xffffffffffffull
+
+static const struct qrnic_config_param params[] = {
+	{ "mac", "mac", MAC(mac), 0x525400123456ull, 0, QRNIC_MAC_MAX, 0,
+	  "port MAC address, unicast (QEMU: the standard NIC property; without it "
+	  "QEMU assigns its usual 52:54:00:12:34:xx)",
+	  "`MAC_LO/HI`, `mac`" },
+	{ "eth_mtu", "mtu", U32(eth_mtu), 4200, 576, 9000, 0,
+	  "Ethernet payload MTU of the port (bytes); the largest RoCE path MTU that fits "
+	  "is the port's max_mtu", "`ETH_MTU`, `eth_mtu`" },
+	{ "speed_mbps", NULL, U32(speed_mbps), 100000, 1, 1000000, 0,
+	  "reported link speed (Mb/s)", "`speed_mbps`" },
+	{ "max_qp", "max-qp", U32(max_qp), 1024, 4, 65536, 0,
+	  "QP number space, including QPN 0 and 1", "`max_qp`" },
+	{ "max_qp_wr", "max-qp-wr", U32(max_qp_wr), 8192, 2, 1u << QRNIC_MAX_QUEUE_LOG,
+	  QRNIC_CFG_POW2, "entries per send or receive queue", "`max_qp_wr`" },
+	{ "max_cq", "max-cq", U32(max_cq), 1024, 2, 65536, 0,
+	  "CQ number space, including 0 (unused)", "`max_cq`" },
+	{ "max_cqe", "max-cqe", U32(max_cqe), 32768, 2, 1u << QRNIC_MAX_QUEUE_LOG,
+	  QRNIC_CFG_POW2, "entries per CQ", "`max_cqe`" },
+	{ "max_mr", "max-mr", U32(max_mr), 4096, 2, 1u << 24, 0,
+	  "MPT entries (MRs and memory windows), including 0 (unused)", "`max_mr`" },
+	{ "max_pd", "max-pd", U32(max_pd), 1024, 2, 1u << 24, 0,
+	  "PD number space, including 0 (reserved)", "`max_pd`" },
+	{ "max_ah", "max-ah", U32(max_ah), 1024, 2, 1u << 24, 0,
+	  "AH number space, including 0 (unused)", "`max_ah`" },
+	{ "max_eq", "max-eq", U32(max_eq), 64, 2, 2048, 0,
+	  "EQ number space, including 0 (unused)", "`max_eq`" },
+	{ "max_uctx", "max-uctx", U32(max_uctx), 64, 1, 4096, 0,
+	  "doorbell pages (user contexts), including page 0", "`NUM_DB_PAGES`, `max_uctx`" },
+	{ "max_srq", "max-srq", U32(max_srq), 1024, 2, 1u << 24, 0,
+	  "SRQ number space, including 0 (unused)", "`max_srq`" },
+	{ "max_mtt", "max-mtt", U32(max_mtt), 1u << 20, 1, 1u << 28, 0,
+	  "MTT entries, the pages of all MRs together (2^20: 4 GiB of 4 KiB pages, "
+	  "8 MiB of device memory)", "`max_mtt`" },
+	{ "max_mr_size", "max-mr-size", U64(max_mr_size), 1ull << 32, 4096, 1ull << 40, 0,
+	  "largest MR (bytes)", "`max_mr_size`" },
+	{ "num_vectors", "num-vectors", U32(num_vectors), 8, 1, 2048, 0,
+	  "MSI-X vectors", "`NUM_VECTORS`, `num_vectors`" },
+	{ "gid_tbl_len", "gid-table-len", U32(gid_tbl_len), 16, 1, 256, 0,
+	  "GID table entries", "`gid_tbl_len`" },
+	{ "max_rd_atomic", NULL, U32(max_rd_atomic), 16, 1, QRNIC_MAX_RD_ATOMIC, 0,
+	  "RDMA READs and atomics in flight per QP, as requester and as responder",
+	  "`max_qp_rd_atom`, `max_qp_init_rd_atom`" },
+	{ "loss_window", "loss-window", BOOL(loss_window), 1, 0, 1, 0,
+	  "on: halve a QP's window on loss (spec 12.3); off: a fixed window of 512 packets",
+	  "not seen" },
+};
+#define NPARAMS (sizeof(params) / sizeof(params[0]))
+
+#undef U32
+#undef U64
+#undef BOOL
+#undef MAC
+
+const struct qrnic_config_param *qrnic_config_param(unsigned i)
+{
+	return i < NPARAMS ? &params[i] : NULL;
+}
+
+const struct qrnic_config_param *qrnic_config_param_find(const char *name)
+{
+	for (unsigned i = 0; i < NPARAMS; i++) {
+		if (!strcmp(name, params[i].name) ||
+		    (params[i].prop && !strcmp(name, params[i].prop)))
+			return &params[i];
+	}
+	return NULL;
+}
+
+const char *qrnic_config_type_name(enum qrnic_config_type t)
+{
+	switch (t) {
+	case QRNIC_CFG_U32:
+		return "uint32";
+	case QRNIC_CFG_U64:
+		return "uint64";
+	case QRNIC_CFG_BOOL:
+		return "bool";
+	case QRNIC_CFG_MAC:
+		return "mac";
+	}
+	return "?";
+}
+
+uint64_t qrnic_config_get(const struct qrnic_config *cfg, const struct qrnic_config_param *p)
+{
+	const char *f = (const char *)cfg + p->offset;
+	uint64_t v = 0;
+	uint32_t v32;
+
+	switch (p->type) {
+	case QRNIC_CFG_U32:
+		memcpy(&v32, f, sizeof(v32));
+		return v32;
+	case QRNIC_CFG_U64:
+		memcpy(&v, f, sizeof(v));
+		return v;
+	case QRNIC_CFG_BOOL:
+		return *(const bool *)f;
+	case QRNIC_CFG_MAC:
+		for (int i = 0; i < 6; i++)
+			v = v << 8 | (uint8_t)f[i];
+		return v;
+	}
+	return 0;
+}
+
+void qrnic_config_put(struct qrnic_config *cfg, const struct qrnic_config_param *p, uint64_t v)
+{
+	char *f = (char *)cfg + p->offset;
+	uint32_t v32 = (uint32_t)v;
+
+	switch (p->type) {
+	case QRNIC_CFG_U32:
+		memcpy(f, &v32, sizeof(v32));
+		break;
+	case QRNIC_CFG_U64:
+		memcpy(f, &v, sizeof(v));
+		break;
+	case QRNIC_CFG_BOOL:
+		*(bool *)f = v != 0;
+		break;
+	case QRNIC_CFG_MAC:
+		for (int i = 5; i >= 0; i--, v >>= 8)
+			f[i] = (char)(uint8_t)v;
+		break;
+	}
+}
+
+void qrnic_config_defaults(struct qrnic_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (unsigned i = 0; i < NPARAMS; i++)
+		qrnic_config_put(cfg, &params[i], params[i].def);
+}
+
+static int fail(struct qrnic_config_error *e, const struct qrnic_config_param *p,
+		enum qrnic_config_reason why, uint64_t v)
+{
+	if (e) {
+		e->param = p;
+		e->reason = why;
+		e->value = v;
+		e->min = p ? p->min : 0;
+		e->max = p ? p->max : 0;
+	}
+	return -1;
+}
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int qrnic_config_validate(const struct qrnic_config *cfg, struct qrnic_config_error *e)
+{
+	for (unsigned i = 0; i < NPARAMS; i++) {
+		const struct qrnic_config_param *p = &params[i];
+		uint64_t v = qrnic_config_get(cfg, p);
+
+		if (p->type == QRNIC_CFG_MAC) {
+			if (v >> 40 & 1)	/* the group bit of the first byte */
+				return fail(e, p, QRNIC_CFG_NOT_UNICAST, v);
+			continue;
+		}
+		if (v < p->min)
+			return fail(e, p, QRNIC_CFG_BELOW_MIN, v);
+		if (v > p->max)
+			return fail(e, p, QRNIC_CFG_ABOVE_MAX, v);
+		if ((p->flags & QRNIC_CFG_POW2) && !is_pow2(v))
+			return fail(e, p, QRNIC_CFG_NOT_POW2, v);
+	}
+	if (e)
+		memset(e, 0, sizeof(*e));
+	return 0;
+}
+
+static int parse_number(const char *s, uint64_t *v)
+{
+	unsigned long long x;
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(s, &end, 0);
+	if (*end)
+		return -1;
+	*v = errno == ERANGE ? UINT64_MAX : x;
+	return 0;
+}
+
+static int parse_bool(const char *s, uint64_t *v)
+{
+	static const char *const words[][2] = {
+		{ "off", "on" }, { "false", "true" }, { "no", "yes" },
+	};
+
+	for (unsigned i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		for (unsigned b = 0; b < 2; b++) {
+			if (!strcmp(s, words[i][b])) {
+				*v = b;
+				return 0;
+			}
+		}
+	}
+	return parse_number(s, v);
+}
+
+static int parse_mac(const char *s, uint64_t *v)
+{
+	unsigned b[6];
+	int used = 0;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+		   &used) != 6 || s[used])
+		return -1;
+	*v = 0;
+	for (int i = 0; i < 6; i++)
+		*v = *v << 8 | b[i];
+	return 0;
+}
+
+int qrnic_config_set(struct qrnic_config *cfg, const char *name, const char *value,
+		     struct qrnic_config_error *e)
+{
+	const struct qrnic_config_param *p = qrnic_config_param_find(name);
+	uint64_t v;
+	int r;
+
+	if (!p)
+		return fail(e, NULL, QRNIC_CFG_UNKNOWN, 0);
+	switch (p->type) {
+	case QRNIC_CFG_BOOL:
+		r = parse_bool(value, &v);
+		break;
+	case QRNIC_CFG_MAC:
+		r = parse_mac(value, &v);
+		break;
+	default:
+		r = parse_number(value, &v);
+		break;
+	}
+	if (r < 0)
+		return fail(e, p, QRNIC_CFG_BAD_VALUE, 0);
+	if ((p->type == QRNIC_CFG_U32 && v > UINT32_MAX) || (p->type == QRNIC_CFG_BOOL && v > 1))
+		return fail(e, p, QRNIC_CFG_ABOVE_MAX, v);
+	qrnic_config_put(cfg, p, v);
+	return 0;
+}
+
+int qrnic_config_reason_str(const struct qrnic_config_error *e, char *buf, size_t len)
+{
+	const struct qrnic_config_param *p = e->param;
+	unsigned long long v = e->value, lo = e->min, hi = e->max;
+
+	switch (e->reason) {
+	case QRNIC_CFG_OK:
+		return snprintf(buf, len, "is valid");
+	case QRNIC_CFG_BELOW_MIN:
+	case QRNIC_CFG_ABOVE_MAX:
+		if (p && p->type == QRNIC_CFG_BOOL)
+			return snprintf(buf, len, "must be on or off (got %llu)", v);
+		if (p && (p->flags & QRNIC_CFG_POW2))
+			return snprintf(buf, len, "must be a power of two in %llu..%llu (got %llu)",
+					lo, hi, v);
+		return snprintf(buf, len, "must be in %llu..%llu (got %llu)", lo, hi, v);
+	case QRNIC_CFG_NOT_POW2:
+		return snprintf(buf, len, "must be a power of two in %llu..%llu (got %llu)",
+				lo, hi, v);
+	case QRNIC_CFG_NOT_UNICAST:
+		return snprintf(buf, len, "must be a unicast address (got %02llx:%02llx:%02llx:"
+				"%02llx:%02llx:%02llx)", v >> 40 & 0xff, v >> 32 & 0xff,
+				v >> 24 & 0xff, v >> 16 & 0xff, v >> 8 & 0xff, v & 0xff);
+	case QRNIC_CFG_BAD_VALUE:
+		if (p && p->type == QRNIC_CFG_BOOL)
+			return snprintf(buf, len, "must be on, off, true, false, yes, no, 1 or 0");
+		if (p && p->type == QRNIC_CFG_MAC)
+			return snprintf(buf, len, "must be a MAC address aa:bb:cc:dd:ee:ff");
+		return snprintf(buf, len, "must be a number");
+	case QRNIC_CFG_UNKNOWN:
+		return snprintf(buf, len, "is not a configuration parameter");
+	}
+	return snprintf(buf, len, "is invalid");
+}
+
+int qrnic_config_error_str(const struct qrnic_config_error *e, const char *name,
+			   char *buf, size_t len)
+{
+	char why[128];
+
+	qrnic_config_reason_str(e, why, sizeof(why));
+	if (!name)
+		name = e->param ? e->param->name : "parameter";
+	return snprintf(buf, len, "%s %s", name, why);
+}
+
+int qrnic_config_check(const struct qrnic_config *cfg, char *err, size_t errlen)
+{
+	struct qrnic_config_error e;
+
+	if (qrnic_config_validate(cfg, &e) == 0)
+		return 0;
+	if (err && errlen)
+		qrnic_config_error_str(&e, NULL, err, errlen);
+	return -1;
+}
