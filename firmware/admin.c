@@ -260,6 +260,7 @@ static const struct qrnic_fw_op fw_ops[QRNIC_CMD_MAX + 1] = {
 	FW_OP(ALLOC_MW, qrnic_fw_alloc_mw),
 	FW_OP(RESIZE_CQ, qrnic_fw_resize_cq),
 	FW_OP(MODIFY_CQ, qrnic_fw_modify_cq),
+	FW_OP(REREG_MR, qrnic_fw_rereg_mr),
 };
 
 /* The generic part of validation, shared by every opcode.  Bytes of the

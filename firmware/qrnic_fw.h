@@ -172,6 +172,7 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_rereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_resize_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_modify_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_alloc_mw(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);

@@ -82,8 +82,9 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'QUERY_MR': 0x11, 'CREATE_AH': 0x12, 'DESTROY_AH': 0x13, 'CREATE_EQ': 0x14,
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
        'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
-       'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20}
-CMD_MAX = 0x20
+       'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20,
+       'REREG_MR': 0x21}
+CMD_MAX = 0x21
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -585,8 +586,9 @@ _CMD_BODY = {'query': 'qrnic_cmd_query', 'gid': 'qrnic_cmd_gid', 'create_cq': 'q
              'create_ah': 'qrnic_cmd_create_ah', 'create_eq': 'qrnic_cmd_create_eq',
              'alloc_mr': 'qrnic_cmd_alloc_mr', 'alloc_mw': 'qrnic_cmd_alloc_mw',
              'resize_cq': 'qrnic_cmd_resize_cq', 'modify_cq': 'qrnic_cmd_modify_cq',
+             'rereg_mr': 'qrnic_cmd_rereg_mr',
              'hdr': 'qrnic_aq_hdr'}
-_NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av'}
+_NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av', 'reg': 'qrnic_cmd_reg_mr'}
 
 
 def cmd_offset(path):
@@ -1321,6 +1323,21 @@ class Device:
         if self._status(st, 'alloc_mr', check):
             return None
         return FastMr(self, cqe['result'][0], pdn, max_pages)
+
+    def rereg_mr(self, key, change, pd=0, access=0, flags=0, page_shift=12, levels=0, iova=0,
+                 length=0, pbl_addr=0, npages=0, check=True):
+        """REREG_MR (raw): change is a set of 'trans', 'pd', 'access'.  With
+        'trans' the new pages are given by the caller (levels 0: pbl_addr is
+        the first of npages contiguous pages).  The harness's own record of
+        the MR (Mr.read/write) is not updated: read through mem_read."""
+        bits = {'trans': 1, 'pd': 2, 'access': 4}
+        ch = change if isinstance(change, int) else sum(bits[c] for c in change)
+        pdn = getattr(pd, 'pdn', pd)
+        cmd = struct.pack('<BBHI', CMD['REREG_MR'], 0, 0, 0) + struct.pack('<II', key, ch) + \
+            struct.pack('<IIIBBHQQQII', pdn, access, flags, page_shift, levels, 0, iova, length,
+                        pbl_addr, npages, 0)
+        st, cqe = self.admin(cmd)
+        return self._status(st, 'rereg_mr', check)
 
     def alloc_mw(self, pd, mw_type=2, rsvd0=0, flags=0, rsvd=0, check=True):
         """ALLOC_MW: a memory window (type 1 or 2) of pd, unbound (spec 12.13)."""

@@ -56,7 +56,8 @@
 #define QRNIC_CMD_ALLOC_MW		0x1e
 #define QRNIC_CMD_RESIZE_CQ		0x1f
 #define QRNIC_CMD_MODIFY_CQ		0x20
-#define QRNIC_CMD_MAX			0x20
+#define QRNIC_CMD_REREG_MR		0x21
+#define QRNIC_CMD_MAX			0x21
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -274,6 +275,21 @@ struct qrnic_cmd_alloc_mw {
 	uint32_t rsvd;
 };
 
+/* REREG_MR (ABI 1.2): an MR registered by REG_MR gets a new translation
+ * (iova, length, page_shift, pbl_*, npages, flags PHYS), PD and/or access
+ * -- the fields of 'reg' named by 'change'; the others are ignored -- and
+ * keeps its key (result[0]).  Checked as REG_MR; nothing changes unless it
+ * all succeeds.  BUSY while memory windows are bound to it. */
+#define QRNIC_REREG_TRANS		(1u << 0)
+#define QRNIC_REREG_PD			(1u << 1)
+#define QRNIC_REREG_ACCESS		(1u << 2)
+
+struct qrnic_cmd_rereg_mr {
+	uint32_t key;		/* the MR's key, exactly */
+	uint32_t change;	/* QRNIC_REREG_*, at least one */
+	struct qrnic_cmd_reg_mr reg;
+};
+
 struct qrnic_cmd_create_ah {
 	uint32_t pdn;
 	uint32_t rsvd;
@@ -354,6 +370,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_alloc_mw alloc_mw;
 		struct qrnic_cmd_resize_cq resize_cq;
 		struct qrnic_cmd_modify_cq modify_cq;
+		struct qrnic_cmd_rereg_mr rereg_mr;
 		uint8_t raw[120];
 	} u;
 };
@@ -372,6 +389,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mr, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mw, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_resize_cq, 24);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_cq, 16);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_rereg_mr, 56);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.

@@ -3041,6 +3041,8 @@ const char *hx_layout(void)
 	P(L(qrnic_cmd_alloc_mr, flags)); P(L(qrnic_cmd_alloc_mr, rsvd));
 	P(S(qrnic_cmd_alloc_mw)); P(L(qrnic_cmd_alloc_mw, pdn)); P(L(qrnic_cmd_alloc_mw, type));
 	P(L(qrnic_cmd_alloc_mw, rsvd0)); P(L(qrnic_cmd_alloc_mw, flags)); P(L(qrnic_cmd_alloc_mw, rsvd));
+	P(S(qrnic_cmd_rereg_mr)); P(L(qrnic_cmd_rereg_mr, key)); P(L(qrnic_cmd_rereg_mr, change));
+	P(L(qrnic_cmd_rereg_mr, reg));
 	P(S(qrnic_cmd_resize_cq)); P(L(qrnic_cmd_resize_cq, cqn)); P(L(qrnic_cmd_resize_cq, log_depth));
 	P(L(qrnic_cmd_resize_cq, rsvd)); P(L(qrnic_cmd_resize_cq, ring_addr)); P(L(qrnic_cmd_resize_cq, rsvd2));
 	P(S(qrnic_cmd_modify_cq)); P(L(qrnic_cmd_modify_cq, cqn)); P(L(qrnic_cmd_modify_cq, count));
