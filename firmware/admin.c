@@ -306,7 +306,9 @@ static void fw_finalize(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		case QRNIC_AQ_BAD_HANDLE:
 		case QRNIC_AQ_BAD_STATE:
 		case QRNIC_AQ_BAD_ATTR_MASK:
-			qrnic_guest_error(d, "admin %s (0x%02x) id %u: status %u, field at byte %u",
+			qrnic_guest_err(d, err_admin_cmd,
+					(cmd->hdr.opcode, cmd->hdr.cmd_id, status, cqe->detail),
+					"admin %s (0x%02x) id %u: status %u, field at byte %u",
 					  (cmd->hdr.opcode <= QRNIC_CMD_MAX &&
 					   fw_ops[cmd->hdr.opcode].fn) ?
 					  fw_ops[cmd->hdr.opcode].name : "?",
@@ -346,8 +348,9 @@ static void aq_fail(struct qrnic_dev *d, bool fatal, const char *why)
 	d->aq_status |= QRNIC_AQ_STATUS_ERROR;
 	if (fatal)
 		qrnic_fatal(d, QRNIC_FATAL_AQ);
-	else
-		qrnic_guest_error(d, "admin queue: %s", why);
+	else	/* the one failure that is not fatal: a bad depth */
+		qrnic_guest_err(d, err_aq_bad_depth, (d->aq_ctrl & QRNIC_AQ_CTRL_LOG_DEPTH_MASK),
+				"admin queue: %s", why);
 }
 
 bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget)
@@ -373,7 +376,8 @@ bool qrnic_fw_admin_run(struct qrnic_dev *d, uint32_t budget)
 		if (pending == 0)
 			return false;
 		if (pending > depth) {
-			qrnic_guest_error(d, "admin queue: producer %u more than %u ahead of consumer %u",
+			qrnic_guest_err(d, err_aq_index, (d->aq_sq_pi, d->aq_sq_ci, depth),
+					"admin queue: producer %u more than %u ahead of consumer %u",
 					  d->aq_sq_pi, depth, d->aq_sq_ci);
 			d->aq_status |= QRNIC_AQ_STATUS_ERROR;
 			return false;

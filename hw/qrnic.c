@@ -269,6 +269,27 @@ static void qrnic_host_trace(void *opaque, const struct qrnic_trace_ev *ev)
                       ev->a, ev->b, ev->addr);
 }
 
+/*
+ * The model's typed trace points (model/qrnic_tracepoints.h) to their
+ * trace_qrnic_<name>() functions, generated from the same list as the
+ * qrnic section of hw/trace-events (scripts/qrnic-trace-events).
+ */
+static void qrnic_host_tracepoint(void *opaque, enum qrnic_tp tp, const uint64_t *args)
+{
+    QrnicState *s = opaque;
+
+    switch (tp) {
+#define QRNIC_HW_TP(name, cat, doc, fmt, ...)                                   \
+    case QRNIC_TP_##name:                                                       \
+        trace_qrnic_##name(s->trace_dev, QRNIC_TP_MAP(QRNIC_TP_ARG, __VA_ARGS__)); \
+        break;
+    QRNIC_TRACEPOINTS(QRNIC_HW_TP)
+#undef QRNIC_HW_TP
+    default:
+        break;
+    }
+}
+
 static const struct qrnic_host_ops qrnic_host_ops = {
     .dma_read = qrnic_host_dma_read,
     .dma_write = qrnic_host_dma_write,
@@ -280,6 +301,7 @@ static const struct qrnic_host_ops qrnic_host_ops = {
     .log = qrnic_host_log,
     .trace = qrnic_host_trace,
     .loopback = qrnic_host_loopback,
+    .tracepoint = qrnic_host_tracepoint,
 };
 
 /* ---- work ------------------------------------------------------------------- */

@@ -215,7 +215,8 @@ static void handle_read_resp(struct qrnic_dev *d, struct qrnic_qp *qp, const str
 	    ((fl & QRNIC_HDR_LAST) ? p->paylen != w->total_len - w->done_bytes
 				   : p->paylen != mtu) ||
 	    p->paylen > mtu) {
-		qrnic_guest_error(d, "qrnic: QP %u bad READ response opcode 0x%x len %u",
+		qrnic_guest_err(d, err_bad_read_resp, (qp->qpn, p->opcode, p->paylen),
+				"qrnic: QP %u bad READ response opcode 0x%x len %u",
 				  qp->qpn, p->opcode, p->paylen);
 		fail_at(d, qp, QRNIC_WC_BAD_RESP_ERR);
 		return;

@@ -21,7 +21,7 @@ int qrnic_eq_post(struct qrnic_dev *d, struct qrnic_eq *eq, uint8_t type, uint8_
 
 	if (eq->pi - eq->ci >= depth || (d->fault && qrnic_fault_eqe(d, eq))) {
 		if (!eq->overflow)
-			qrnic_guest_error(d, "qrnic: EQ %u overflow, event lost", eqn);
+			qrnic_guest_err(d, err_eq_overflow, (eqn), "qrnic: EQ %u overflow, event lost", eqn);
 		eq->overflow = true;
 		return -1;
 	}
@@ -53,13 +53,15 @@ void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
 
 	if (eqn == 0 || eqn >= d->cfg.max_eq || !d->eq[eqn].valid) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_error(d, "qrnic: EQ doorbell for EQ %u that does not exist", eqn);
+		qrnic_guest_err(d, err_eq_db_no_eq, (eqn),
+				"qrnic: EQ doorbell for EQ %u that does not exist", eqn);
 		return;
 	}
 	eq = &d->eq[eqn];
 	if (eq->pi - ci > (1u << eq->log_depth)) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_error(d, "qrnic: EQ %u consumer index %u outside [pi-depth, pi=%u]",
+		qrnic_guest_err(d, err_eq_db_index, (eqn, ci, eq->pi),
+				"qrnic: EQ %u consumer index %u outside [pi-depth, pi=%u]",
 				  eqn, ci, eq->pi);
 		return;
 	}
@@ -128,7 +130,8 @@ static void cq_overrun(struct qrnic_dev *d, struct qrnic_cq *cq)
 
 	cq->error = true;
 	qrnic_stat_add(d, QRNIC_STAT_CQ_OVERRUNS, 1);
-	qrnic_guest_error(d, "qrnic: CQ %u overrun (pi %u ci %u)", cqn, cq->pi, cq->ci);
+	qrnic_guest_err(d, err_cq_overrun, (cqn, cq->pi, cq->ci),
+			"qrnic: CQ %u overrun (pi %u ci %u)", cqn, cq->pi, cq->ci);
 	qrnic_async_event(d, QRNIC_EV_CQ_ERR, cqn, 0);
 	for (uint32_t i = 1; i < d->cfg.max_qp; i++) {
 		struct qrnic_qp *qp = &d->qp[i];
@@ -221,7 +224,8 @@ void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bo
 
 	if (cq->pi - ci > depth) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_error(d, "qrnic: CQ %u consumer index %u outside [pi-depth, pi=%u]",
+		qrnic_guest_err(d, err_cq_db_index, ((uint32_t)(cq - d->cq), ci, cq->pi),
+				"qrnic: CQ %u consumer index %u outside [pi-depth, pi=%u]",
 				  (uint32_t)(cq - d->cq), ci, cq->pi);
 		return;
 	}

@@ -56,6 +56,8 @@ void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_
 	ev.b = b;
 	ev.addr = addr;
 	d->ops->trace(d->opaque, &ev);
+	if (d->ops->tracepoint)
+		qrnic_tp_from_trace(d, &ev);
 }
 
 /* Stamped with the modelled time of the stage when a timed step runs. */
@@ -302,7 +304,7 @@ void qrnic_fatal(struct qrnic_dev *d, uint32_t code)
 		return;
 	d->status |= QRNIC_STATUS_FATAL;
 	d->fatal_code = code;
-	qrnic_guest_error(d, "qrnic: device fatal error %u, reset required", code);
+	qrnic_guest_err(d, err_fatal, (code), "qrnic: device fatal error %u, reset required", code);
 	qrnic_async_event(d, QRNIC_EV_DEVICE_FATAL, 0, code);
 }
 

@@ -43,7 +43,8 @@ void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v)
 		uint64_t *base = tx ? &d->eth_tx_base : &d->eth_rx_base;
 
 		if (tx ? tx_on : rx_on) {
-			qrnic_guest_error(d, "qrnic: Ethernet ring base written while enabled");
+			qrnic_guest_err(d, err_eth_base_busy, (off, v),
+					"qrnic: Ethernet ring base written while enabled");
 			return;
 		}
 		if (off & 4)
@@ -57,11 +58,13 @@ void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v)
 		uint32_t rxlog = (v >> QRNIC_ETH_CTRL_RX_LOG_SHIFT) & 0xf;
 
 		if ((v & QRNIC_ETH_CTRL_TX_ENABLE) && !ring_ok(txlog, d->eth_tx_base)) {
-			qrnic_guest_error(d, "qrnic: Ethernet TX enable with bad ring (log %u)", txlog);
+			qrnic_guest_err(d, err_eth_bad_ring, (0, txlog),
+					"qrnic: Ethernet TX enable with bad ring (log %u)", txlog);
 			v &= ~QRNIC_ETH_CTRL_TX_ENABLE;
 		}
 		if ((v & QRNIC_ETH_CTRL_RX_ENABLE) && !ring_ok(rxlog, d->eth_rx_base)) {
-			qrnic_guest_error(d, "qrnic: Ethernet RX enable with bad ring (log %u)", rxlog);
+			qrnic_guest_err(d, err_eth_bad_ring, (1, rxlog),
+					"qrnic: Ethernet RX enable with bad ring (log %u)", rxlog);
 			v &= ~QRNIC_ETH_CTRL_RX_ENABLE;
 		}
 		v &= QRNIC_ETH_CTRL_TX_ENABLE | QRNIC_ETH_CTRL_RX_ENABLE |
@@ -79,7 +82,8 @@ void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v)
 	case QRNIC_REG_ETH_TX_DB:
 		if (!tx_on || v - d->eth_tx_ci > tx_depth(d)) {
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-			qrnic_guest_error(d, "qrnic: Ethernet TX doorbell %u ignored (ci %u, %s)",
+			qrnic_guest_err(d, err_eth_db, (0, v, d->eth_tx_ci, tx_on),
+					"qrnic: Ethernet TX doorbell %u ignored (ci %u, %s)",
 					  v, d->eth_tx_ci, tx_on ? "index out of range" : "TX disabled");
 			return;
 		}
@@ -90,7 +94,8 @@ void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v)
 	case QRNIC_REG_ETH_RX_DB:
 		if (!rx_on || v - d->eth_rx_ci > rx_depth(d)) {
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-			qrnic_guest_error(d, "qrnic: Ethernet RX doorbell %u ignored (ci %u, %s)",
+			qrnic_guest_err(d, err_eth_db, (1, v, d->eth_rx_ci, rx_on),
+					"qrnic: Ethernet RX doorbell %u ignored (ci %u, %s)",
 					  v, d->eth_rx_ci, rx_on ? "index out of range" : "RX disabled");
 			return;
 		}
@@ -98,7 +103,8 @@ void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v)
 		return;
 	case QRNIC_REG_ETH_IRQ:
 		if ((v & 0xffff) >= d->cfg.num_vectors) {
-			qrnic_guest_error(d, "qrnic: ETH_IRQ vector %u >= %u", v & 0xffff,
+			qrnic_guest_err(d, err_eth_irq_vector, (v & 0xffff, d->cfg.num_vectors),
+					"qrnic: ETH_IRQ vector %u >= %u", v & 0xffff,
 					  d->cfg.num_vectors);
 			return;
 		}
@@ -130,14 +136,16 @@ bool qrnic_eth_tx_run(struct qrnic_dev *d)
 		struct qrnic_eth_desc desc;
 
 		if (qrnic_dma_read(d, slot, &desc, sizeof(desc))) {
-			qrnic_guest_error(d, "qrnic: Ethernet TX ring unreachable; TX disabled");
+			qrnic_guest_err(d, err_eth_tx_ring_dma, (slot),
+					"qrnic: Ethernet TX ring unreachable; TX disabled");
 			d->eth_ctrl &= ~QRNIC_ETH_CTRL_TX_ENABLE;
 			break;
 		}
 		desc.flags = QRNIC_ETH_DESC_DONE;
 		if (desc.len < 14 || desc.len > QRNIC_ETH_MAX_FRAME ||
 		    desc.len > d->cfg.eth_mtu + 18) {
-			qrnic_guest_error(d, "qrnic: Ethernet TX descriptor length %u invalid", desc.len);
+			qrnic_guest_err(d, err_eth_tx_desc_len, (desc.len),
+					"qrnic: Ethernet TX descriptor length %u invalid", desc.len);
 			desc.flags |= QRNIC_ETH_DESC_ERR;
 		} else if (qrnic_dma_read(d, desc.addr, frame, desc.len)) {
 			desc.flags |= QRNIC_ETH_DESC_ERR;

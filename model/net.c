@@ -100,7 +100,8 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
 
 	if (!len) {
-		qrnic_guest_error(d, "qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
+		qrnic_guest_err(d, err_build_packet, (p->opcode, paylen),
+				"qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
 		return;
 	}
 	if (buf == d->txbuf) {

@@ -228,7 +228,8 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	} else {
 		if (!qp->rq_addr) {
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-			qrnic_guest_error(d, "qrnic: RQ doorbell for QP %u which has no RQ", qp->qpn);
+			qrnic_guest_err(d, err_qp_db_no_rq, (qp->qpn),
+					"qrnic: RQ doorbell for QP %u which has no RQ", qp->qpn);
 			return;
 		}
 		depth = 1u << qp->rq_log_depth;
@@ -238,14 +239,16 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	 * move backwards. */
 	if (pi - ci > depth || (int32_t)(pi - (sq ? qp->sq_pi : qp->rq_pi)) < 0) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_error(d, "qrnic: QP %u %s producer index %u invalid (consumer %u, depth %u)",
+		qrnic_guest_err(d, err_qp_db_index, (qp->qpn, !sq, pi, ci, depth),
+				"qrnic: QP %u %s producer index %u invalid (consumer %u, depth %u)",
 				  qp->qpn, sq ? "SQ" : "RQ", pi, ci, depth);
 		return;
 	}
 	if (sq) {
 		qp->sq_pi = pi;
 		if (!req_window(d, qp)) {	/* host out of memory: the QP's WQEs flush */
-			qrnic_guest_error(d, "qrnic: QP %u: no memory for its send window", qp->qpn);
+			qrnic_guest_err(d, err_qp_no_memory, (qp->qpn),
+					"qrnic: QP %u: no memory for its send window", qp->qpn);
 			qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
 			return;
 		}

@@ -29,6 +29,8 @@
 	/* host memory, interrupts, errors (device.c) */		\
 	X(qrnic_dma_read) X(qrnic_dma_write) X(qrnic_irq)		\
 	X(qrnic_fatal) X(qrnic_guest_error) X(qrnic_trace_emit)		\
+	/* typed trace points: what qrnic_guest_err() calls (tracepoints.c) */ \
+	X(qrnic_tp_emit)						\
 	/* fault injection of admin commands (fault.c) */		\
 	X(qrnic_fault_admin) X(qrnic_fault_admin_hang)			\
 	/* QP life cycle (qp.c) */					\

@@ -476,6 +476,30 @@ void qrnic_unimp(struct qrnic_dev *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void qrnic_trace_emit(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
 		      uint32_t a, uint32_t b, uint64_t addr);
+/* Typed trace points (qrnic_tracepoints.h): qrnic_tp_<name>(d, fields...)
+ * hands the point to ops->tracepoint, if any.  A guest error is reported
+ * with qrnic_guest_err(d, err_<what>, (fields...), "free text", args...):
+ * its typed point, then its free-text line for the log. */
+void qrnic_tp_emit(struct qrnic_dev *d, enum qrnic_tp tp, const uint64_t *args);
+/* The device event (category EV) of a trace record. */
+void qrnic_tp_from_trace(struct qrnic_dev *d, const struct qrnic_trace_ev *ev);
+#define QRNIC_TP_EMITTER(name, cat, doc, fmt, ...)				\
+static inline void qrnic_tp_##name(struct qrnic_dev *d,				\
+				   QRNIC_TP_MAP(QRNIC_TP_DECL, __VA_ARGS__))	\
+{										\
+	if (d->ops->tracepoint) {						\
+		const uint64_t args_[] = { QRNIC_TP_MAP(QRNIC_TP_VAL, __VA_ARGS__) }; \
+										\
+		qrnic_tp_emit(d, QRNIC_TP_##name, args_);			\
+	}									\
+}
+QRNIC_TRACEPOINTS(QRNIC_TP_EMITTER)
+#undef QRNIC_TP_EMITTER
+#define qrnic_guest_err(d, name, fields, ...)					\
+	do {									\
+		qrnic_tp_##name(d, QRNIC_TP_UNPAREN fields);			\
+		qrnic_guest_error(d, __VA_ARGS__);				\
+	} while (0)
 void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
 			 uint32_t psn, uint32_t a, uint32_t b, uint64_t addr);
 /* Trace points: inline, so that they cost a test while tracing is off. */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "abi/qrnic_abi.h"
+#include "qrnic_tracepoints.h"
 
 struct qrnic_dev;
 
@@ -102,6 +103,12 @@ struct qrnic_host_ops {
 	 * the frame would have left the port, with its bytes built; the
 	 * device then receives it as if it had arrived. */
 	void (*loopback)(void *opaque, const uint8_t *frame, size_t len);
+	/* Optional (may be NULL): a typed trace point (qrnic_tracepoints.h),
+	 * args[i] its i-th field.  Guest errors (err_*) and tolerated
+	 * undefined behaviour (ub_*) come whenever they happen; device events
+	 * only while tracing is on (ops->trace set, qrnic_dev_set_trace), one
+	 * right after each trace record. */
+	void (*tracepoint)(void *opaque, enum qrnic_tp tp, const uint64_t *args);
 };
 
 /* Frame buffers that change hands without a copy (ops->tx_frame_buf,

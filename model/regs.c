@@ -20,7 +20,8 @@ uint64_t qrnic_dev_reg_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 
 	if (size != 4 || (off & 3)) {
 		if (!(size == 8 && off == QRNIC_REG_EQ_DB))
-			qrnic_guest_error(d, "qrnic: BAR0 read of size %u at 0x%llx: use 32-bit accesses",
+			qrnic_guest_err(d, err_mmio_read_size, (off, size),
+					"qrnic: BAR0 read of size %u at 0x%llx: use 32-bit accesses",
 					  size, (unsigned long long)off);
 		return 0;
 	}
@@ -58,7 +59,7 @@ uint64_t qrnic_dev_reg_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 		v = 0;	/* write-only */
 		break;
 	default:
-		qrnic_guest_error(d, "qrnic: read of undefined register 0x%llx",
+		qrnic_guest_err(d, err_mmio_read_undefined, (off), "qrnic: read of undefined register 0x%llx",
 				  (unsigned long long)off);
 		v = 0;
 	}
@@ -77,12 +78,14 @@ static void aq_ctrl_write(struct qrnic_dev *d, uint32_t v)
 		return;
 	}
 	if (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) {
-		qrnic_guest_error(d, "qrnic: AQ_CTRL written while the admin queue is enabled");
+		qrnic_guest_err(d, err_aq_ctrl_busy, (v),
+				"qrnic: AQ_CTRL written while the admin queue is enabled");
 		return;
 	}
 	if (log < 1 || log > QRNIC_AQ_MAX_LOG_DEPTH || !d->aq_sq_base || !d->aq_cq_base ||
 	    (d->aq_sq_base & 0xfff) || (d->aq_cq_base & 0xfff)) {
-		qrnic_guest_error(d, "qrnic: admin queue enable with bad depth %u or base "
+		qrnic_guest_err(d, err_aq_bad_config, (log, d->aq_sq_base, d->aq_cq_base),
+				"qrnic: admin queue enable with bad depth %u or base "
 				  "0x%llx/0x%llx", log, (unsigned long long)d->aq_sq_base,
 				  (unsigned long long)d->aq_cq_base);
 		d->aq_status = QRNIC_AQ_STATUS_ERROR;
@@ -96,7 +99,8 @@ static void aq_ctrl_write(struct qrnic_dev *d, uint32_t v)
 static void set_base(struct qrnic_dev *d, uint64_t *base, bool hi, uint32_t v, bool locked)
 {
 	if (locked) {
-		qrnic_guest_error(d, "qrnic: ring base written while the ring is enabled");
+		qrnic_guest_err(d, err_aq_base_busy, (hi, v),
+				"qrnic: ring base written while the ring is enabled");
 		return;
 	}
 	if (hi)
@@ -113,10 +117,12 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 	if (off == QRNIC_REG_EQ_DB) {
 		if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			qrnic_tp_ub_eq_db_disabled(d, val);
 			return;
 		}
 		if (size != 8) {
-			qrnic_guest_error(d, "qrnic: EQ_DB needs one 64-bit write (got %u bytes)", size);
+			qrnic_guest_err(d, err_eq_db_size, (size),
+					"qrnic: EQ_DB needs one 64-bit write (got %u bytes)", size);
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 			return;
 		}
@@ -125,12 +131,15 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 		return;
 	}
 	if (size != 4 || (off & 3)) {
-		qrnic_guest_error(d, "qrnic: BAR0 write of size %u at 0x%llx ignored",
+		qrnic_guest_err(d, err_mmio_write_size, (off, size),
+				"qrnic: BAR0 write of size %u at 0x%llx ignored",
 				  size, (unsigned long long)off);
 		return;
 	}
-	if (d->status & QRNIC_STATUS_FATAL && off != QRNIC_REG_CTRL && off != QRNIC_REG_SCRATCH)
+	if (d->status & QRNIC_STATUS_FATAL && off != QRNIC_REG_CTRL && off != QRNIC_REG_SCRATCH) {
+		qrnic_tp_ub_write_while_fatal(d, off, v);
 		return;
+	}
 
 	switch (off) {
 	case QRNIC_REG_CTRL:
@@ -139,9 +148,11 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 			return;
 		}
 		if (v & ~(QRNIC_CTRL_ENABLE))
-			qrnic_guest_error(d, "qrnic: reserved CTRL bits 0x%x ignored", v);
-		if (d->status & QRNIC_STATUS_FATAL)
+			qrnic_guest_err(d, err_ctrl_reserved, (v), "qrnic: reserved CTRL bits 0x%x ignored", v);
+		if (d->status & QRNIC_STATUS_FATAL) {
+			qrnic_tp_ub_write_while_fatal(d, off, v);
 			return;
+		}
 		d->ctrl = v & QRNIC_CTRL_ENABLE;
 		if (d->ctrl)
 			d->status |= QRNIC_STATUS_ENABLED;
@@ -161,7 +172,8 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 		break;
 	case QRNIC_REG_AQ_SQ_DB:
 		if (!aq_on || (d->aq_status & QRNIC_AQ_STATUS_ERROR)) {
-			qrnic_guest_error(d, "qrnic: admin doorbell while the admin queue is not running");
+			qrnic_guest_err(d, err_aq_db_not_running, (v),
+					"qrnic: admin doorbell while the admin queue is not running");
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 			return;
 		}
@@ -181,7 +193,8 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 		qrnic_eth_reg_write(d, off, v);
 		break;
 	default:
-		qrnic_guest_error(d, "qrnic: write 0x%x to read-only or undefined register 0x%llx",
+		qrnic_guest_err(d, err_mmio_write_ro, (off, v),
+				"qrnic: write 0x%x to read-only or undefined register 0x%llx",
 				  v, (unsigned long long)off);
 	}
 }
@@ -189,17 +202,18 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 /* ---- doorbell pages ---------------------------------------------------------- */
 uint64_t qrnic_dev_db_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 {
-	qrnic_guest_error(d, "qrnic: read of doorbell page offset 0x%llx (write-only)",
+	qrnic_guest_err(d, err_db_read, (off), "qrnic: read of doorbell page offset 0x%llx (write-only)",
 			  (unsigned long long)off);
 	return 0;
 }
 
-static void db_ignored(struct qrnic_dev *d, const char *why, uint64_t off, uint64_t val)
-{
-	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-	qrnic_guest_error(d, "qrnic: doorbell 0x%llx=0x%llx ignored: %s",
-			  (unsigned long long)off, (unsigned long long)val, why);
-}
+/* A doorbell ignored: counted, its trace point err_db_* (name), logged. */
+#define db_ignored(d, name, why, off, val)					\
+	do {									\
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);		\
+		qrnic_guest_err(d, name, (off, val), "qrnic: doorbell 0x%llx=0x%llx ignored: %s", \
+				(unsigned long long)(off), (unsigned long long)(val), why); \
+	} while (0)
 
 void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigned size)
 {
@@ -209,15 +223,15 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 	uint32_t idx = (uint32_t)(val >> QRNIC_DB_IDX_SHIFT);
 
 	if (size != 8 || (off & 7)) {
-		db_ignored(d, "doorbells need one aligned 64-bit write", off, val);
+		db_ignored(d, err_db_size, "doorbells need one aligned 64-bit write", off, val);
 		return;
 	}
 	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL)) {
-		db_ignored(d, "device not enabled", off, val);
+		db_ignored(d, err_db_disabled, "device not enabled", off, val);
 		return;
 	}
 	if (page >= d->cfg.max_uctx || !d->uctx_valid[page]) {
-		db_ignored(d, "doorbell page of no user context", off, val);
+		db_ignored(d, err_db_no_uctx, "doorbell page of no user context", off, val);
 		return;
 	}
 	switch (reg) {
@@ -226,7 +240,7 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		struct qrnic_qp *qp = qrnic_qp_get(d, qn);
 
 		if (!qp || qp->uctx != page) {
-			db_ignored(d, "no such QP in this context", off, val);
+			db_ignored(d, err_db_no_qp, "no such QP in this context", off, val);
 			return;
 		}
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
@@ -238,7 +252,7 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		struct qrnic_srq *srq = qrnic_srq_get(d, qn);
 
 		if (!srq || srq->uctx != page) {
-			db_ignored(d, "no such SRQ in this context", off, val);
+			db_ignored(d, err_db_no_srq, "no such SRQ in this context", off, val);
 			return;
 		}
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
@@ -250,7 +264,7 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		struct qrnic_cq *cq = qrnic_cq_get(d, qn);
 
 		if (!cq || cq->uctx != page) {
-			db_ignored(d, "no such CQ in this context", off, val);
+			db_ignored(d, err_db_no_cq, "no such CQ in this context", off, val);
 			return;
 		}
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
@@ -259,6 +273,6 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		break;
 	}
 	default:
-		db_ignored(d, "undefined doorbell offset", off, val);
+		db_ignored(d, err_db_bad_offset, "undefined doorbell offset", off, val);
 	}
 }

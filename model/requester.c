@@ -159,7 +159,9 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	    (is_atomic(q->opcode) && q->num_sge != 1)) {
 bad:
 		qrnic_stat_add(d, QRNIC_STAT_BAD_WQES, 1);
-		qrnic_guest_error(d, "qrnic: QP %u bad send WQE %u (opcode %u flags 0x%x sge %u inline %u)",
+		qrnic_guest_err(d, err_bad_send_wqe,
+				(qp->qpn, idx, q->opcode, q->flags, q->num_sge, q->inline_len),
+				"qrnic: QP %u bad send WQE %u (opcode %u flags 0x%x sge %u inline %u)",
 				  qp->qpn, idx, q->opcode, q->flags, q->num_sge, q->inline_len);
 		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_BAD_WQE);
 		return;
@@ -181,6 +183,7 @@ bad:
 		}
 		verr = qrnic_sgl_check(d, qp->pdn, w->sge, q->num_sge, access, &w->total_len);
 		if (verr != QRNIC_VERR_NONE) {
+			qrnic_tp_err_send_lkey(d, qp->qpn, idx, (uint32_t)verr);
 			wqe_fail(w, wc_status_for(verr), (uint8_t)verr);
 			return;
 		}
@@ -697,7 +700,8 @@ static void exec_local(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_sw
 		break;
 	}
 	if (verr != QRNIC_VERR_NONE) {
-		qrnic_guest_error(d, "qrnic: QP %u %s WQE %u of key 0x%x failed (vendor error %d)",
+		qrnic_guest_err(d, err_mr_wqe, (qp->qpn, w->sq_index, op, key, (uint32_t)verr),
+				"qrnic: QP %u %s WQE %u of key 0x%x failed (vendor error %d)",
 				  qp->qpn, name[op], w->sq_index, key, verr);
 		/* IBTA: a bind fails with a memory window bind error */
 		wqe_fail(w, op == QRNIC_WR_BIND_MW ? QRNIC_WC_MW_BIND_ERR : QRNIC_WC_LOC_QP_OP_ERR,

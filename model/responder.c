@@ -111,7 +111,8 @@ int qrnic_rwqe_read(struct qrnic_dev *d, uint64_t addr, uint32_t stride, uint32_
 	if (hdr.num_sge > QRNIC_MAX_SGE ||
 	    sizeof(hdr) + hdr.num_sge * sizeof(struct qrnic_sge) > stride) {
 		qrnic_stat_add(d, QRNIC_STAT_BAD_WQES, 1);
-		qrnic_guest_error(d, "qrnic: bad receive WQE %u at 0x%llx (num_sge %u)", idx,
+		qrnic_guest_err(d, err_bad_recv_wqe, (idx, addr, hdr.num_sge),
+				"qrnic: bad receive WQE %u at 0x%llx (num_sge %u)", idx,
 				  (unsigned long long)addr, hdr.num_sge);
 		return QRNIC_VERR_BAD_WQE;
 	}
@@ -447,7 +448,8 @@ static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 		 * acknowledged).  A key that cannot be: NAK, as Linux rxe. */
 		verr = qrnic_mr_invalidate(d, qp->pdn, qp->qpn, p->ieth_rkey);
 		if (verr != QRNIC_VERR_NONE) {
-			qrnic_guest_error(d, "qrnic: QP %u SEND with invalidate of key 0x%x failed (vendor error %d)",
+			qrnic_guest_err(d, err_remote_inv, (qp->qpn, p->ieth_rkey, (uint32_t)verr),
+					"qrnic: QP %u SEND with invalidate of key 0x%x failed (vendor error %d)",
 					  qp->qpn, p->ieth_rkey, verr);
 			resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR,
 				   QRNIC_WC_REM_INV_REQ_ERR, (uint8_t)verr);
@@ -789,7 +791,8 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	    ((fl & QRNIC_HDR_PAYLOAD) &&
 	     (((fl & (QRNIC_HDR_FIRST | QRNIC_HDR_MIDDLE)) && !(fl & QRNIC_HDR_LAST))
 		      ? p->paylen != mtu : p->paylen > mtu))) {
-		qrnic_guest_error(d, "qrnic: QP %u invalid request opcode 0x%x len %u psn %u",
+		qrnic_guest_err(d, err_bad_request, (qp->qpn, p->opcode, p->paylen, p->psn),
+				"qrnic: QP %u invalid request opcode 0x%x len %u psn %u",
 				  qp->qpn, p->opcode, p->paylen, p->psn);
 		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR,
 			   QRNIC_WC_REM_INV_REQ_ERR, QRNIC_VERR_NAK);

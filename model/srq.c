@@ -27,7 +27,8 @@ void qrnic_srq_doorbell(struct qrnic_dev *d, struct qrnic_srq *s, uint32_t pi)
 	/* the producer may not lap WQEs not yet taken, nor move backwards */
 	if (pi - s->ci > depth || (int32_t)(pi - s->pi) < 0) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_error(d, "qrnic: SRQ %u producer index %u invalid (consumer %u, depth %u)",
+		qrnic_guest_err(d, err_srq_db_index, ((uint32_t)(s - d->srq), pi, s->ci, depth),
+				"qrnic: SRQ %u producer index %u invalid (consumer %u, depth %u)",
 				  (uint32_t)(s - d->srq), pi, s->ci, depth);
 		return;
 	}
@@ -49,7 +50,8 @@ int qrnic_srq_take(struct qrnic_dev *d, struct qrnic_srq *s, struct qrnic_rwqe *
 	s->ci++;	/* taken, whatever it holds: it completes (maybe in error) */
 	verr = qrnic_rwqe_read(d, addr, 1u << s->wqe_shift, s->pdn, idx, r);
 	if (s->dbrec && qrnic_dma_write(d, s->dbrec, &s->ci, sizeof(s->ci)))
-		qrnic_guest_error(d, "qrnic: SRQ %u consumer record at 0x%llx not writable", srqn,
+		qrnic_guest_err(d, err_srq_dbrec, (srqn, s->dbrec),
+				"qrnic: SRQ %u consumer record at 0x%llx not writable", srqn,
 				  (unsigned long long)s->dbrec);
 	if (s->limit && s->pi - s->ci < s->limit) {
 		s->limit = 0;	/* one event per arming */

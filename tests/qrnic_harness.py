@@ -371,6 +371,18 @@ _SIGS = {
     'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
     'hx_log_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_tp_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_tp_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                 ctypes.POINTER(ctypes.c_uint64)]),
+    'hx_tp_count': (ctypes.c_int, []),
+    'qrnic_tp_name': (ctypes.c_char_p, [ctypes.c_uint]),
+    'qrnic_tp_category': (ctypes.c_int, [ctypes.c_uint]),
+    'qrnic_tp_doc': (ctypes.c_char_p, [ctypes.c_uint]),
+    'qrnic_tp_format_src': (ctypes.c_char_p, [ctypes.c_uint]),
+    'qrnic_tp_fields_src': (ctypes.c_char_p, [ctypes.c_uint]),
+    'qrnic_tp_nfields': (ctypes.c_uint, [ctypes.c_uint]),
+    'qrnic_tp_format': (ctypes.c_int, [ctypes.c_uint, ctypes.POINTER(ctypes.c_uint64),
+                                       ctypes.c_char_p, ctypes.c_size_t]),
     'hx_trace_enable': (None, [ctypes.c_void_p, ctypes.c_uint32]),
     'hx_trace_total': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_trace_read': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
@@ -497,6 +509,30 @@ def lib():
             f.argtypes = args
         _lib = l
     return _lib
+
+
+TP_MAX_FIELDS = 8
+TP_CATEGORY = ('err', 'ub', 'ev')
+
+
+def tracepoints():
+    """The typed trace points (model/qrnic_tracepoints.h), in list order:
+    [{'name', 'category' ('err', 'ub', 'ev'), 'doc', 'format' (the format
+    as written in C, e.g. '"addr 0x%" PRIx64'), 'fields': [(type, name)]}]."""
+    l = lib()
+    out = []
+    for tp in range(l.hx_tp_count()):
+        fields = []
+        for f in l.qrnic_tp_fields_src(tp).decode().split('),'):
+            t, n = f.strip().strip('()').split(',')
+            fields.append((t.strip(), n.strip()))
+        assert len(fields) == l.qrnic_tp_nfields(tp)
+        out.append({'name': l.qrnic_tp_name(tp).decode(),
+                    'category': TP_CATEGORY[l.qrnic_tp_category(tp)],
+                    'doc': l.qrnic_tp_doc(tp).decode(),
+                    'format': l.qrnic_tp_format_src(tp).decode(),
+                    'fields': fields})
+    return out
 
 
 def layout():
@@ -1060,7 +1096,31 @@ class Device:
         return self.log_count(0)
 
     def clear_logs(self):
+        """Forget the kept log messages and trace points."""
         self._l.hx_log_clear(self.w, self.idx)
+
+    def tracepoints(self):
+        """Kept err_*/ub_* trace points, oldest first:
+        [(name, {field: value}, text)], text as the point's format prints it."""
+        points = tracepoints()
+        out = []
+        args = (ctypes.c_uint64 * TP_MAX_FIELDS)()
+        buf = ctypes.create_string_buffer(300)
+        i = 0
+        while True:
+            tp = self._l.hx_tp_get(self.w, self.idx, i, args)
+            if tp < 0:
+                break
+            p = points[tp]
+            self._l.qrnic_tp_format(tp, args, buf, len(buf))
+            out.append((p['name'], {n: args[k] for k, (_, n) in enumerate(p['fields'])},
+                        buf.value.decode()))
+            i += 1
+        return out[::-1]
+
+    def tracepoint_count(self):
+        """err_*/ub_* trace points so far (since the last clear_logs)."""
+        return self._l.hx_tp_total(self.w, self.idx)
 
     def dma_stats(self):
         return dict(zip(('reads', 'writes', 'read_bytes', 'write_bytes', 'fails'),

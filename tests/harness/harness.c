@@ -20,6 +20,7 @@
 
 #define HX_LOG_KEEP	64
 #define HX_LOG_LEN	256
+#define HX_TP_KEEP	64	/* err_/ub_ trace points kept per device */
 #define HX_MAX_RULES	64
 #define HX_MAX_PATCH	16
 #define HX_MAX_DENY	16
@@ -102,6 +103,11 @@ struct hx_logmsg {
 	char msg[HX_LOG_LEN];
 };
 
+struct hx_tprec {
+	uint32_t tp;
+	uint64_t args[QRNIC_TP_MAX_FIELDS];
+};
+
 struct hx_dev {
 	struct hx_world *w;
 	int idx;
@@ -125,6 +131,8 @@ struct hx_dev {
 	struct hx_logmsg logs[HX_LOG_KEEP];
 	uint64_t nlogs;
 	uint64_t log_level_count[3];
+	struct hx_tprec tps[HX_TP_KEEP];
+	uint64_t ntps;
 	int peer;
 	uint64_t tx_seq;
 
@@ -1024,6 +1032,22 @@ static void op_trace(void *opaque, const struct qrnic_trace_ev *ev)
 	w->trace_total++;
 }
 
+/* Guest errors and tolerated undefined behaviour (err_*, ub_*): the last
+ * HX_TP_KEEP per device.  Device events are in the trace ring already. */
+static void op_tracepoint(void *opaque, enum qrnic_tp tp, const uint64_t *args)
+{
+	struct hx_dev *h = opaque;
+	struct hx_tprec *r;
+
+	if (qrnic_tp_category(tp) == QRNIC_TPC_EV)
+		return;
+	r = &h->tps[h->ntps % HX_TP_KEEP];
+	r->tp = tp;
+	memset(r->args, 0, sizeof(r->args));
+	memcpy(r->args, args, qrnic_tp_nfields(tp) * sizeof(args[0]));
+	h->ntps++;
+}
+
 static const struct qrnic_host_ops hx_ops = {
 	.dma_read = op_dma_read,
 	.dma_write = op_dma_write,
@@ -1037,6 +1061,7 @@ static const struct qrnic_host_ops hx_ops = {
 	.trace = op_trace,
 	.tx_frame_buf = op_tx_frame_buf,
 	.loopback = op_loopback,
+	.tracepoint = op_tracepoint,
 };
 
 void hx_trace_enable(hx_world *w, uint32_t capacity)
@@ -1637,7 +1662,33 @@ void hx_log_clear(hx_world *w, int d)
 	if (h) {
 		h->nlogs = 0;
 		memset(h->log_level_count, 0, sizeof(h->log_level_count));
+		h->ntps = 0;
 	}
+}
+
+uint64_t hx_tp_total(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? h->ntps : 0;
+}
+
+int hx_tp_get(hx_world *w, int d, int i, uint64_t *args)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_tprec *r;
+
+	if (!h || i < 0 || (uint64_t)i >= h->ntps || i >= HX_TP_KEEP)
+		return -1;
+	r = &h->tps[(h->ntps - 1 - (uint64_t)i) % HX_TP_KEEP];
+	if (args)
+		memcpy(args, r->args, sizeof(r->args));
+	return (int)r->tp;
+}
+
+int hx_tp_count(void)
+{
+	return QRNIC_TP_COUNT;
 }
 
 /* ---- driver: admin queue ----------------------------------------------------------- */

@@ -157,7 +157,13 @@ const uint8_t *hx_mac(hx_world *w, int d);
 /* logs: the last messages per device */
 uint64_t hx_log_total(hx_world *w, int d, int level);	/* level -1: all */
 int hx_log_get(hx_world *w, int d, int i, char *buf, uint32_t buflen);	/* i=0 newest; returns level or -1 */
-void hx_log_clear(hx_world *w, int d);
+void hx_log_clear(hx_world *w, int d);	/* and the trace points below */
+/* typed trace points err_* and ub_* (model/qrnic_tracepoints.h): the last
+ * ones per device; args: QRNIC_TP_MAX_FIELDS values (the point's fields,
+ * then 0) */
+uint64_t hx_tp_total(hx_world *w, int d);
+int hx_tp_get(hx_world *w, int d, int i, uint64_t *args);	/* i=0 newest; returns tp or -1 */
+int hx_tp_count(void);	/* QRNIC_TP_COUNT; names etc.: qrnic_tp_name() ... */
 
 /* trace */
 void hx_trace_enable(hx_world *w, uint32_t capacity);	/* 0 disables */
