@@ -67,6 +67,20 @@ static uint8_t pbl_walk(struct qrnic_dev *d, uint64_t addr, unsigned level, uint
 	return QRNIC_AQ_OK;
 }
 
+/* Claim MPT slot idx for PD pd: a zeroed entry with the slot's next key
+ * (result[0]); the caller fills in the rest. */
+static void mpt_claim(struct qrnic_mr *mr, uint32_t idx, uint32_t pdn, struct qrnic_pd *pd,
+		      struct qrnic_aq_cqe *cqe)
+{
+	memset(&mr->mpt, 0, sizeof(mr->mpt));
+	mr->bound_mws = mr->mw_qpn = 0;
+	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
+	mr->next_tag++;		/* a stale key of this slot never matches again */
+	mr->mpt.pdn = pdn;
+	pd->refcnt++;
+	cqe->result[0] = mr->mpt.key;
+}
+
 /* A free MPT slot (no registered MR, fast-registration MR or window). */
 static struct qrnic_mr *mpt_free_slot(struct qrnic_dev *d, uint32_t *idx_out)
 {
@@ -194,10 +208,7 @@ uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return st;
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
-	memset(&mr->mpt, 0, sizeof(mr->mpt));
-	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
-	mr->next_tag++;		/* a stale key of this slot never matches again */
-	mr->mpt.pdn = c->pdn;
+	mpt_claim(mr, idx, c->pdn, pd, cqe);
 	mr->mpt.access = c->access;
 	mr->mpt.iova = c->iova;
 	mr->mpt.length = c->length;
@@ -205,8 +216,6 @@ uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	mr->mpt.npages = x.npages;	/* MTT entries used */
 	mr->mpt.page_shift = c->page_shift;
 	mr->mpt.flags = QRNIC_MPT_VALID | (x.phys ? QRNIC_MPT_PHYS : 0);
-	pd->refcnt++;
-	cqe->result[0] = mr->mpt.key;
 	return QRNIC_AQ_OK;
 }
 
@@ -351,16 +360,11 @@ uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	base = qrnic_mtt_alloc(d, c->max_pages);
 	if (base == UINT32_MAX)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, F(max_pages));
-	memset(&mr->mpt, 0, sizeof(mr->mpt));
-	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
-	mr->next_tag++;
-	mr->mpt.pdn = c->pdn;
+	mpt_claim(mr, idx, c->pdn, pd, cqe);
 	mr->mpt.mtt_base = base;
 	mr->mpt.max_pages = c->max_pages;
 	mr->mpt.page_shift = QRNIC_MIN_PAGE_SHIFT;
 	mr->mpt.flags = QRNIC_MPT_FAST;	/* free: not VALID until a REG_MR WQE */
-	pd->refcnt++;
-	cqe->result[0] = mr->mpt.key;
 	return QRNIC_AQ_OK;
 #undef F
 }
@@ -388,14 +392,8 @@ uint8_t qrnic_fw_alloc_mw(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	mr = mpt_free_slot(d, &idx);
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
-	memset(&mr->mpt, 0, sizeof(mr->mpt));
-	mr->bound_mws = mr->mw_qpn = 0;
-	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
-	mr->next_tag++;
-	mr->mpt.pdn = c->pdn;
+	mpt_claim(mr, idx, c->pdn, pd, cqe);
 	mr->mpt.flags = QRNIC_MPT_MW | (c->type == QRNIC_MW_TYPE_2 ? QRNIC_MPT_MW_TYPE2 : 0);
-	pd->refcnt++;
-	cqe->result[0] = mr->mpt.key;
 	return QRNIC_AQ_OK;
 #undef F
 }
