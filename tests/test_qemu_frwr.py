@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""qemu tier: fast registration, invalidation and memory windows at the
-register level (spec 12.12, 12.13): ALLOC_MR and ALLOC_MW through the
-admin queue, REG_MR, LOCAL_INV and BIND_MW WQEs through the SQ doorbell,
-SEND_WITH_INV between two devices in one QEMU, bytes checked in guest RAM."""
+"""qemu tier: the Verbs II device features at the register level (spec
+12.12, 12.13, 6.6.17-6.6.19): ALLOC_MR and ALLOC_MW through the admin
+queue, REG_MR, LOCAL_INV and BIND_MW WQEs through the SQ doorbell,
+SEND_WITH_INV between two devices in one QEMU, RESIZE_CQ with completions
+in guest RAM, MODIFY_CQ, REREG_MR; bytes checked in guest RAM."""
 import random
 
 import pytest
@@ -99,3 +100,47 @@ def test_memory_window_type2(conn):
     conn.qb.post_send('RDMA_WRITE', [(src, 0, 8)], remote=(mw.rkey, mw.iova))
     assert conn.cqb.wait(1)[0]['status_name'] == 'REM_ACCESS_ERR'
     assert mw.dealloc() == 0 and mr.dereg() == 0
+
+
+def test_resize_cq_moderation_and_rereg(conn):
+    """Twenty SENDs complete into a 1024-entry CQ; after polling five the
+    CQ moves to a 32-entry ring with the other fifteen carried, in order;
+    moderation delays the event to the fourth CQE; REREG_MR moves an MR's
+    translation under the same rkey."""
+    a, b = conn.a.dev, conn.b.dev
+    src = a.reg_mr(conn.pda, 4096)
+    dst = b.reg_mr(conn.pdb, 4096)
+    for i in range(20):
+        conn.qb.post_recv([(dst, 0, 4096)])
+    for i in range(20):
+        conn.qa.post_send('SEND', [(src, 0, 64)], wr_id=i)
+    got = conn.cqa.wait(5)
+    qworld = conn.a.dev.world
+    qworld.run_until(lambda: conn.cqa.peek() >= 15, 30.0)
+    assert conn.cqa.resize(5) == 15
+    got += conn.cqa.poll()
+    assert [c['wr_id'] for c in got] == list(range(20))
+    # moderation: count 4, no period
+    assert conn.cqa.moderate(4, 0) == 0
+    conn.cqa.arm()
+    a.irq_clear()
+    for i in range(4):
+        conn.qb.post_recv([(dst, 0, 4096)])
+    for i in range(3):
+        conn.qa.post_send('SEND', [(src, 0, 64)], wr_id=100 + i)
+    got = conn.cqa.wait(3)
+    assert [c['wr_id'] for c in got] == [100, 101, 102]
+    assert not any(e['type'] == h.EQE_COMPLETION for e in a.comp_eq.poll())
+    conn.qa.post_send('SEND', [(src, 0, 64)], wr_id=103)
+    conn.cqa.wait(1)
+    assert any(e['type'] == h.EQE_COMPLETION and e['handle'] == conn.cqa.cqn
+               for e in a.comp_eq.poll())
+    # REREG_MR: the peer's WRITE through the same rkey lands in new pages
+    mr = b.reg_mr(conn.pdb, 4096)
+    new = b.mem_alloc(4096)
+    assert b.rereg_mr(mr.key, {'trans'}, iova=0x9000_0000, length=4096, pbl_addr=new,
+                      npages=1, access=h.ACCESS_ALL) == 0
+    src.write(0, b'rereg!' * 10)
+    conn.qa.post_send('RDMA_WRITE', [(src, 0, 60)], remote=(mr.key, 0x9000_0000), wr_id=7)
+    assert conn.cqa.wait(1)[0]['status_name'] == 'SUCCESS'
+    assert b.mem_read(new, 60) == b'rereg!' * 10

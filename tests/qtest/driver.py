@@ -335,6 +335,24 @@ class Cq(_Obj):
         self.dev.world.run_until(ready, timeout)
         return out
 
+    def resize(self, log_depth, check=True):
+        """RESIZE_CQ (spec 6.6.17) to a fresh zeroed ring: on success poll
+        from slot 0 of it; returns the CQEs carried over."""
+        ring = self.dev.mem.alloc(abi.CQE_SIZE << min(log_depth, 16))
+        cmd = struct.pack('<BBHI', h.CMD['RESIZE_CQ'], 0, 0, 0) + \
+            struct.pack('<IB3sQQ', self.cqn, log_depth, b'', ring, 0)
+        st, cqe = self.dev.admin(cmd)
+        r = self.dev._handle(st, cqe, 'resize_cq', check)
+        if r is not None:
+            self.ring, self.log_depth, self.ci = ring, log_depth, 0
+        return r
+
+    def moderate(self, count=0, period_us=0, check=True):
+        cmd = struct.pack('<BBHI', h.CMD['MODIFY_CQ'], 0, 0, 0) + \
+            struct.pack('<IHH8s', self.cqn, count, period_us, b'')
+        st, cqe = self.dev.admin(cmd)
+        return self.dev._status(st, 'modify_cq', check)
+
     def destroy(self, check=True):
         return self.dev.destroy('DESTROY_CQ', self.cqn, check)
 
@@ -623,6 +641,7 @@ class Device:
     # ---- what h.FastMr (fast registration, spec 12.12) needs, shared ----------
     alloc_mr = h.Device.alloc_mr
     alloc_mw = h.Device.alloc_mw
+    rereg_mr = h.Device.rereg_mr
 
     def mem_alloc(self, size, align=4096):
         return self.mem.alloc(size, align)
