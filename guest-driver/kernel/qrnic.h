@@ -9,6 +9,7 @@
 #include <linux/bitops.h>
 #include <linux/interrupt.h>
 #include <linux/io.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/semaphore.h>
@@ -224,6 +225,18 @@ static inline bool qrnic_has_mem_mgt(const struct qrnic_dev *dev)
 	return (dev->attr.caps & QRNIC_CAP_MEM_MGT) && dev->attr.max_fast_reg_pages;
 }
 
+/* ALLOC_MW, BIND_MW WQEs (spec 12.13; ABI 1.2) */
+static inline bool qrnic_has_mw(const struct qrnic_dev *dev)
+{
+	return (dev->attr.caps & QRNIC_CAP_MW) && dev->attr.max_mw > 1;
+}
+
+/* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
+static inline bool qrnic_has_cq_resize(const struct qrnic_dev *dev)
+{
+	return dev->attr.caps & QRNIC_CAP_CQ_RESIZE;
+}
+
 static inline u32 qrnic_rd(struct qrnic_dev *dev, u32 reg)
 {
 	return readl(dev->regs + reg);
@@ -299,15 +312,24 @@ struct qrnic_ring {
 
 #define QRNIC_DBREC_BYTES	64	/* a cache line for a 4-byte index record */
 
+/*
+ * A CQ: ring holds the CQEs, then the dbrec word, from CREATE_CQ on.  After
+ * a resize (RESIZE_CQ has no dbrec address: the record stays where it was)
+ * the CQEs are in resized, a ring of CQEs only, and ring keeps just the
+ * record; another resize replaces resized.  cqes points to the ring polled.
+ */
 struct qrnic_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
-	u32 log_depth;
+	u32 log_depth;			/* kernel CQs: under lock */
 	u32 ci;				/* kernel CQs: under lock */
 	u32 eq_index;
-	struct qrnic_ring ring;		/* CQEs, then the dbrec word */
+	struct qrnic_ring ring;		/* CQEs (until a resize), then the dbrec word */
+	struct qrnic_ring resized;	/* CQEs after a resize, or buf NULL */
+	struct qrnic_cqe *cqes;		/* kernel CQs: the current ring, under lock */
 	u32 dbrec_offset;
 	spinlock_t lock;
+	struct mutex resize_lock;	/* one resize at a time */
 	bool created;
 };
 
@@ -364,6 +386,16 @@ static inline struct qrnic_ah *to_qah(struct ib_ah *ah)
 static inline struct qrnic_mr *to_qmr(struct ib_mr *mr)
 {
 	return container_of(mr, struct qrnic_mr, ibmr);
+}
+
+struct qrnic_mw {
+	struct ib_mw ibmw;
+	u32 key;			/* from ALLOC_MW: DEREG_MR takes it */
+};
+
+static inline struct qrnic_mw *to_qmw(struct ib_mw *mw)
+{
+	return container_of(mw, struct qrnic_mw, ibmw);
 }
 
 static inline struct qrnic_cq *to_qcq(struct ib_cq *cq)
@@ -428,6 +460,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+extern const struct ib_device_ops qrnic_cq_resize_ops;
 void qrnic_cq_fence(struct qrnic_cq *cq);
 void qrnic_cq_comp_event(struct qrnic_dev *dev, u32 cqn);
 void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type type);
@@ -460,6 +493,7 @@ struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 extern const struct ib_device_ops qrnic_mem_mgt_ops;
+extern const struct ib_device_ops qrnic_mw_ops;
 
 /* ---- qrnic_hw_stats.c ---------------------------------------------------- */
 struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 port);

@@ -83,6 +83,9 @@ static const char *const qrnic_aq_opcode_names[QRNIC_CMD_MAX + 1] = {
 	[QRNIC_CMD_QUERY_SRQ]	 = "QUERY_SRQ",
 	[QRNIC_CMD_DESTROY_SRQ]	 = "DESTROY_SRQ",
 	[QRNIC_CMD_ALLOC_MR]	 = "ALLOC_MR",
+	[QRNIC_CMD_ALLOC_MW]	 = "ALLOC_MW",
+	[QRNIC_CMD_RESIZE_CQ]	 = "RESIZE_CQ",
+	[QRNIC_CMD_MODIFY_CQ]	 = "MODIFY_CQ",
 };
 
 int qrnic_aq_status_to_errno(u8 status)
@@ -627,6 +630,44 @@ int qrnic_cmd_alloc_mr(struct qrnic_dev *dev, u32 pdn, u32 max_pages, u32 *key)
 	cmd.u.alloc_mr.pdn = pdn;
 	cmd.u.alloc_mr.max_pages = max_pages;
 	return qrnic_cmd_create(dev, &cmd, key, false);
+}
+
+int qrnic_cmd_alloc_mw(struct qrnic_dev *dev, u32 pdn, u8 type, u32 *rkey)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_ALLOC_MW);
+	cmd.u.alloc_mw.pdn = pdn;
+	cmd.u.alloc_mw.type = type;
+	return qrnic_cmd_create(dev, &cmd, rkey, false);
+}
+
+int qrnic_cmd_resize_cq(struct qrnic_dev *dev, u32 cqn, u8 log_depth,
+			dma_addr_t ring, u32 *carried, bool atomic)
+{
+	struct qrnic_aq_cmd cmd;
+	struct qrnic_aq_cqe cqe;
+	int err;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_RESIZE_CQ);
+	cmd.u.resize_cq.cqn = cqn;
+	cmd.u.resize_cq.log_depth = log_depth;
+	cmd.u.resize_cq.ring_addr = ring;
+	err = qrnic_aq_exec(dev, &cmd, &cqe, atomic);
+	if (!err && carried)
+		*carried = cqe.result[0];
+	return err;
+}
+
+int qrnic_cmd_modify_cq(struct qrnic_dev *dev, u32 cqn, u16 count, u16 period_us)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_MODIFY_CQ);
+	cmd.u.modify_cq.cqn = cqn;
+	cmd.u.modify_cq.count = count;
+	cmd.u.modify_cq.period_us = period_us;
+	return qrnic_aq_exec(dev, &cmd, NULL, false);
 }
 
 int qrnic_cmd_create_ah(struct qrnic_dev *dev, u32 pdn,

@@ -6,6 +6,19 @@
  * (dbrec, docs/spec.md 9.5) in one DMA buffer.  Kernel CQs are polled here
  * and publish their consumer index in the dbrec after every poll; user CQs
  * are mapped to the provider (struct qrnic_create_cq_resp) and polled there.
+ *
+ * Resize (RESIZE_CQ, device cap QRNIC_CAP_CQ_RESIZE): the driver gives the
+ * device a new zeroed ring; the device moves the CQEs not yet consumed (by
+ * the dbrec's index) to its slots 0, 1, ..., writes 0 to the dbrec and
+ * goes on there from index 0.  The dbrec does not move (the command has no
+ * address for it), so the first ring stays allocated for it.  A kernel CQ
+ * is resized under its lock with the command busy-polled: no poll_cq can
+ * run between the device's switch and ours to the new ring and index 0.
+ * A user CQ gets the new ring's mmap key (struct qrnic_resize_cq_resp);
+ * the provider holds its own CQ lock across the command.
+ *
+ * Moderation (MODIFY_CQ): cq_count CQEs or cq_period microseconds after
+ * the first, whichever comes first, raise an armed CQ's event.
  */
 #include <linux/log2.h>
 #include <rdma/uverbs_ioctl.h>
@@ -39,6 +52,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EINVAL;
 
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	cq->log_depth = log;
 	cq->ci = 0;
 	cq->eq_index = attr->comp_vector % dev->num_ceqs;
@@ -46,6 +60,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	err = qrnic_ring_alloc(dev, &cq->ring, cq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
 	if (err)
 		return err;
+	cq->cqes = cq->ring.buf;
 
 	cmd.uctx = uctx ? uctx->uctx : 0;
 	cmd.eqn = dev->ceqs[cq->eq_index].eqn;
@@ -102,9 +117,88 @@ int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	cq->created = false;
 	/* no EQ handler may still be calling into this CQ */
 	qrnic_eq_sync(dev, &dev->ceqs[cq->eq_index]);
+	qrnic_ring_free(dev, &cq->resized);
 	qrnic_ring_free(dev, &cq->ring);
 	return 0;
 }
+
+/*
+ * ib_resize_cq() and IB_USER_VERBS_CMD_RESIZE_CQ.  Fails with -EINVAL, and
+ * changes nothing, when the CQEs not yet polled do not fit the new size.
+ */
+static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibcq->device);
+	struct qrnic_cq *cq = to_qcq(ibcq);
+	struct qrnic_ucontext *uctx =
+		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
+	struct qrnic_resize_cq_resp resp = {};
+	struct qrnic_ring ring, old;
+	unsigned long flags;
+	u32 log, carried = 0;
+	int err;
+
+	if (entries < 1 || entries > dev->attr.max_cqe)
+		return -EINVAL;
+	log = max_t(u32, 1, order_base_2(entries));
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > dev->attr.max_cqe)
+		return -EINVAL;
+
+	mutex_lock(&cq->resize_lock);
+	err = qrnic_ring_alloc(dev, &ring, sizeof(struct qrnic_cqe) << log, uctx);
+	if (err)
+		goto out;
+
+	if (uctx) {
+		/* the provider polls: it holds its own CQ lock meanwhile */
+		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, ring.dma, &carried, false);
+	} else {
+		spin_lock_irqsave(&cq->lock, flags);
+		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, ring.dma, &carried, true);
+		if (!err) {
+			cq->cqes = ring.buf;
+			cq->log_depth = log;
+			cq->ci = 0;	/* the device wrote 0 to the dbrec */
+		}
+		spin_unlock_irqrestore(&cq->lock, flags);
+	}
+	if (err) {
+		/* a device status: nothing changed; else the device is dead
+		 * (a timeout declares it so) and no longer DMAs */
+		qrnic_ring_free(dev, &ring);
+		goto out;
+	}
+
+	/* the device no longer uses the previous ring */
+	old = cq->resized;
+	cq->resized = ring;
+	cq->log_depth = log;
+	qrnic_ring_free(dev, &old);
+	ibcq->cqe = 1U << log;
+
+	if (udata) {
+		resp.log_depth = log;
+		resp.mmap_key = qrnic_ring_mmap_key(&cq->resized);
+		resp.mmap_size = cq->resized.bytes;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	}
+out:
+	mutex_unlock(&cq->resize_lock);
+	return err;
+}
+
+/* ib_modify_cq(), IB_USER_VERBS_EX_CMD_MODIFY_CQ: event moderation */
+static int qrnic_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
+{
+	struct qrnic_dev *dev = to_qdev(ibcq->device);
+
+	return qrnic_cmd_modify_cq(dev, to_qcq(ibcq)->cqn, cq_count, cq_period);
+}
+
+const struct ib_device_ops qrnic_cq_resize_ops = {
+	.modify_cq = qrnic_modify_cq,
+	.resize_cq = qrnic_resize_cq,
+};
 
 /* Wait for a poll_cq in progress (which may be looking at a QP) to finish. */
 void qrnic_cq_fence(struct qrnic_cq *cq)
@@ -128,6 +222,8 @@ static enum ib_wc_opcode qrnic_wc_opcode(u8 op)
 		return IB_WC_COMP_SWAP;
 	case QRNIC_WC_OP_FETCH_ADD:
 		return IB_WC_FETCH_ADD;
+	case QRNIC_WC_OP_BIND_MW:
+		return IB_WC_BIND_MW;
 	case QRNIC_WC_OP_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
 	case QRNIC_WC_OP_REG_MR:
@@ -201,12 +297,14 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct qrnic_dev *dev = to_qdev(ibcq->device);
 	struct qrnic_cq *cq = to_qcq(ibcq);
-	u32 mask = (1U << cq->log_depth) - 1;
-	struct qrnic_cqe *ring = cq->ring.buf;
+	struct qrnic_cqe *ring;
 	unsigned long flags;
 	int n = 0;
+	u32 mask;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	ring = cq->cqes;	/* a resize switches it under the lock */
+	mask = (1U << cq->log_depth) - 1;
 	while (n < num_entries) {
 		const struct qrnic_cqe *cqe = &ring[cq->ci & mask];
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
@@ -249,7 +347,7 @@ int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
 		const struct qrnic_cqe *cqe =
-			&((struct qrnic_cqe *)cq->ring.buf)[cq->ci & ((1U << cq->log_depth) - 1)];
+			&cq->cqes[cq->ci & ((1U << cq->log_depth) - 1)];
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
 
 		if ((READ_ONCE(cqe->owner) & 1) == phase)

@@ -17,6 +17,13 @@
  * (qrnic_qp.c).  map_mr_sg fills the MR's own page list, max_pages
  * little-endian bus addresses in coherent memory, which the device reads
  * when it executes the REG_MR WQE, so the list lives as long as the MR.
+ *
+ * Memory windows (alloc_mw, spec 12.13; device cap QRNIC_CAP_MW): ALLOC_MW
+ * takes an MPT slot of type 1 or 2 (type 2B) for any PD, kernel or user;
+ * DEREG_MR frees it, bound or not.  Binding is a BIND_MW WQE, which only
+ * user space posts (the provider: ibv_bind_mw, IBV_WR_BIND_MW): the kernel
+ * has no bind work request any more, and kernel ULPs use fast registration.
+ * MRs take windows only with IB_ACCESS_MW_BIND (QRNIC_ACCESS_MW_BIND).
  */
 #include <linux/dma-mapping.h>
 #include <rdma/iter.h>
@@ -106,6 +113,18 @@ err:
 	return -ENOMEM;
 }
 
+static_assert(IB_ACCESS_LOCAL_WRITE == QRNIC_ACCESS_LOCAL_WRITE);
+static_assert(IB_ACCESS_REMOTE_WRITE == QRNIC_ACCESS_REMOTE_WRITE);
+static_assert(IB_ACCESS_REMOTE_READ == QRNIC_ACCESS_REMOTE_READ);
+static_assert(IB_ACCESS_REMOTE_ATOMIC == QRNIC_ACCESS_REMOTE_ATOMIC);
+static_assert(IB_ACCESS_MW_BIND == QRNIC_ACCESS_MW_BIND);
+
+/* The IB_ACCESS_* bits REG_MR takes: MW_BIND only with memory windows. */
+static int qrnic_mr_access_supported(struct qrnic_dev *dev)
+{
+	return QRNIC_ACCESS_ALL | (qrnic_has_mw(dev) ? QRNIC_ACCESS_MW_BIND : 0);
+}
+
 struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
@@ -118,7 +137,7 @@ struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	size_t nblocks;
 	int err;
 
-	if (access & ~(QRNIC_ACCESS_ALL | IB_ACCESS_OPTIONAL))
+	if (access & ~(qrnic_mr_access_supported(dev) | IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (!length || length > dev->attr.max_mr_size)
 		return ERR_PTR(-EINVAL);
@@ -147,7 +166,7 @@ struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 
 	cmd.pdn = to_qpd(ibpd)->pdn;
-	cmd.access = access & QRNIC_ACCESS_ALL;
+	cmd.access = access & QRNIC_ACCESS_MR_MASK;	/* IB_ACCESS_* = QRNIC_ACCESS_* */
 	cmd.page_shift = __ffs(pgsz);
 	cmd.iova = iova;
 	cmd.length = length;
@@ -318,4 +337,51 @@ static int qrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_ne
 const struct ib_device_ops qrnic_mem_mgt_ops = {
 	.alloc_mr = qrnic_alloc_mr,
 	.map_mr_sg = qrnic_map_mr_sg,
+};
+
+/* ---- memory windows (spec 12.13) --------------------------------------------- */
+
+static int qrnic_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibmw->device);
+	struct qrnic_mw *mw = to_qmw(ibmw);
+	u8 type;
+	int err;
+
+	if (!qrnic_has_mw(dev))
+		return -EOPNOTSUPP;
+	switch (ibmw->type) {
+	case IB_MW_TYPE_1:
+		type = QRNIC_MW_TYPE_1;
+		break;
+	case IB_MW_TYPE_2:
+		type = QRNIC_MW_TYPE_2;
+		break;
+	default:
+		return -EINVAL;
+	}
+	err = qrnic_cmd_alloc_mw(dev, to_qpd(ibmw->pd)->pdn, type, &mw->key);
+	if (err)
+		return err;
+	ibmw->rkey = mw->key;
+	return 0;
+}
+
+/* DEREG_MR takes any key with the window's MPT index, bound or not. */
+static int qrnic_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct qrnic_dev *dev = to_qdev(ibmw->device);
+	int err;
+
+	err = qrnic_cmd_dereg_mr(dev, to_qmw(ibmw)->key);
+	if (err && !qrnic_dead(dev))
+		return err;
+	return 0;
+}
+
+const struct ib_device_ops qrnic_mw_ops = {
+	.alloc_mw = qrnic_alloc_mw,
+	.dealloc_mw = qrnic_dealloc_mw,
+
+	INIT_RDMA_OBJ_SIZE(ib_mw, qrnic_mw, ibmw),
 };

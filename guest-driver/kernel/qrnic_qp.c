@@ -552,8 +552,9 @@ static int qrnic_build_reg_mr_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 
 	if (!qrnic_has_mem_mgt(dev) || !mr->pages)
 		return -EINVAL;
-	/* MW binding, zero-based, on-demand paging, flush...: not honoured */
-	if (access & ~QRNIC_ACCESS_ALL)
+	/* zero-based, on-demand paging, flush...: not honoured; MW binding
+	 * with memory windows only (the REG_MR WQE takes QRNIC_ACCESS_MW_BIND) */
+	if (access & ~(QRNIC_ACCESS_ALL | (qrnic_has_mw(dev) ? IB_ACCESS_MW_BIND : 0)))
 		return -EINVAL;
 	/* IB: remote write and atomic need local write */
 	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&

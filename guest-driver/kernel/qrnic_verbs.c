@@ -151,6 +151,15 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 		props->max_fast_reg_page_list_len = a->max_fast_reg_pages;
 	}
+	if (qrnic_has_mw(dev)) {		/* spec 12.13 */
+		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		props->max_mw = a->max_mw - 1;	/* MPT index 0 is never valid */
+	}
+	if (qrnic_has_cq_resize(dev)) {		/* MODIFY_CQ: u16 count and period */
+		props->cq_caps.max_cq_moderation_count = U16_MAX;
+		props->cq_caps.max_cq_moderation_period = U16_MAX;
+	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
 	return 0;
@@ -634,6 +643,10 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 		ib_set_device_ops(ibdev, &qrnic_srq_ops);
 	if (qrnic_has_mem_mgt(dev))
 		ib_set_device_ops(ibdev, &qrnic_mem_mgt_ops);
+	if (qrnic_has_mw(dev))
+		ib_set_device_ops(ibdev, &qrnic_mw_ops);
+	if (qrnic_has_cq_resize(dev))
+		ib_set_device_ops(ibdev, &qrnic_cq_resize_ops);
 
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)

@@ -4,8 +4,8 @@
  *
  * The driver-specific udata is exactly model/abi/qrnic_uverbs.h: the
  * provider sends no request udata and receives one qrnic_*_resp after the
- * core response of GET_CONTEXT, ALLOC_PD, CREATE_CQ, CREATE_QP, CREATE_SRQ
- * and CREATE_AH.  DECLARE_DRV_CMD lays each response out as
+ * core response of GET_CONTEXT, ALLOC_PD, CREATE_CQ, RESIZE_CQ, CREATE_QP,
+ * CREATE_SRQ and CREATE_AH.  DECLARE_DRV_CMD lays each response out as
  * { core response; driver response } and checks sizes and alignment.
  */
 #ifndef QRNIC_ABI_WRAP_H
@@ -22,6 +22,7 @@
 #define _STRUCT_qrnic_create_qp_resp struct {}
 #define _STRUCT_qrnic_create_srq_resp struct {}
 #define _STRUCT_qrnic_create_ah_resp struct {}
+#define _STRUCT_qrnic_resize_cq_resp struct {}
 
 DECLARE_DRV_CMD(uqrnic_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT,
 		empty, qrnic_alloc_ucontext_resp);
@@ -32,6 +33,9 @@ DECLARE_DRV_CMD(uqrnic_create_cq, IB_USER_VERBS_CMD_CREATE_CQ,
 /* ibv_create_cq_ex: the extended command, the same driver response */
 DECLARE_DRV_CMD(uqrnic_create_cq_ex, IB_USER_VERBS_EX_CMD_CREATE_CQ,
 		empty, qrnic_create_cq_resp);
+/* ibv_resize_cq: the new ring's mapping (the dbrec stays in the first) */
+DECLARE_DRV_CMD(uqrnic_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ,
+		empty, qrnic_resize_cq_resp);
 DECLARE_DRV_CMD(uqrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, qrnic_create_qp_resp);
 DECLARE_DRV_CMD(uqrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,

@@ -26,17 +26,22 @@ static const struct verbs_match_ent qrnic_match_table[] = {
 static void qrnic_free_context(struct ibv_context *ibctx);
 
 static const struct verbs_context_ops qrnic_ctx_ops = {
+	.alloc_mw = qrnic_alloc_mw,
 	.alloc_parent_domain = qrnic_alloc_parent_domain,
 	.alloc_pd = qrnic_alloc_pd,
 	.alloc_td = qrnic_alloc_td,
 	/* UD multicast (spec 12.11): the kernel sends ATTACH/DETACH_MCAST */
 	.attach_mcast = ibv_cmd_attach_mcast,
+	/* memory windows (spec 12.13): type 1 binds through ibv_bind_mw,
+	 * type 2 through IBV_WR_BIND_MW / ibv_wr_bind_mw */
+	.bind_mw = qrnic_bind_mw,
 	.create_ah = qrnic_create_ah,
 	.create_cq = qrnic_create_cq,
 	.create_cq_ex = qrnic_create_cq_ex,
 	.create_qp = qrnic_create_qp,
 	.create_qp_ex = qrnic_create_qp_ex,
 	.create_srq = qrnic_create_srq,
+	.dealloc_mw = qrnic_dealloc_mw,
 	.dealloc_pd = qrnic_dealloc_pd,
 	.dealloc_td = qrnic_dealloc_td,
 	.dereg_mr = qrnic_dereg_mr,
@@ -46,6 +51,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.destroy_srq = qrnic_destroy_srq,
 	.free_context = qrnic_free_context,
+	.modify_cq = qrnic_modify_cq,
 	.modify_qp = qrnic_modify_qp,
 	.modify_srq = qrnic_modify_srq,
 	.poll_cq = qrnic_poll_cq,
@@ -58,6 +64,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.query_srq = qrnic_query_srq,
 	.reg_mr = qrnic_reg_mr,
 	.req_notify_cq = qrnic_req_notify_cq,
+	.resize_cq = qrnic_resize_cq,
 };
 
 static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,

@@ -81,10 +81,13 @@ struct qrnic_cq {
 	unsigned int log_depth;
 	uint32_t mask;
 	uint32_t ci;			/* free-running consumer index */
-	uint8_t *ring;			/* 32 << log_depth bytes */
-	void *map;
+	uint8_t *ring;			/* 32 << log_depth bytes: map or rmap */
+	void *map;			/* CREATE_CQ's: the first ring, the dbrec */
 	size_t map_size;
-	uint32_t *dbrec;		/* consumer-index record, or NULL */
+	void *rmap;			/* the ring of the last ibv_resize_cq, or NULL */
+	size_t rmap_size;
+	bool lost;			/* a resize left no ring mapped: poll fails */
+	uint32_t *dbrec;		/* consumer-index record (in map), or NULL */
 	struct ibv_pd *parent_domain;	/* create_cq_ex with a parent domain */
 	/* ibv_start_poll .. ibv_end_poll (ibv_cq_ex, under lock): the
 	 * current completion, translated as ibv_poll_cq translates it */
@@ -213,6 +216,11 @@ struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
 int qrnic_destroy_cq(struct ibv_cq *cq);
 int qrnic_poll_cq(struct ibv_cq *cq, int nwc, struct ibv_wc *wc);
 int qrnic_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int qrnic_resize_cq(struct ibv_cq *cq, int cqe);
+int qrnic_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+struct ibv_mw *qrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int qrnic_dealloc_mw(struct ibv_mw *mw);
+int qrnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 struct ibv_qp *qrnic_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *qrnic_create_qp_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr);

@@ -152,10 +152,13 @@ struct qrnic_sq_params {
 };
 
 /* QRNIC_WR_* for an ibv_wr_opcode, or -1 when the QP type cannot post it
- * (UD: SEND only; UC: SEND and RDMA WRITE; RC: all; LOCAL_INV: any). */
+ * (UD: SEND only; UC: SEND, RDMA WRITE and BIND_MW; RC: all; LOCAL_INV:
+ * any). */
 static inline int qrnic_wr_opcode(enum ibv_wr_opcode op, bool ud, bool uc)
 {
 	switch (op) {
+	case IBV_WR_BIND_MW:
+		return ud ? -1 : QRNIC_WR_BIND_MW;
 	case IBV_WR_LOCAL_INV:
 		return QRNIC_WR_LOCAL_INV;
 	case IBV_WR_SEND_WITH_INV:
@@ -352,6 +355,69 @@ static inline void qrnic_send_put_sg(void *slot, struct qrnic_send_wqe *h,
 	}
 }
 
+/* ---- memory window binds (spec 8.6, 12.13) ------------------------- */
+
+/* A bind WQE is a 64-byte header and nothing else, as LOCAL_INV is. */
+static inline bool qrnic_wr_header_only(int qop)
+{
+	return qop == QRNIC_WR_LOCAL_INV || qop == QRNIC_WR_BIND_MW;
+}
+
+/*
+ * The device access bits of a window from mw_access_flags: the remote
+ * rights; IBV_ACCESS_LOCAL_WRITE (which rdma-core's own tests pass) and
+ * the MR-only bits mean nothing for a window and are dropped.  Zero-based
+ * windows are not supported: -1.
+ */
+static inline int qrnic_mw_access(unsigned int mw_access_flags)
+{
+	if (mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return -1;
+	return (int)(mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					IBV_ACCESS_REMOTE_ATOMIC));
+}
+
+/* EINVAL for a bind the device would refuse as malformed; checks that need
+ * the device's tables (keys, PDs, bounds, the MR's MW_BIND) are its own. */
+static inline int qrnic_check_bind(const struct ibv_mw *mw,
+				   const struct ibv_mw_bind_info *bi)
+{
+	if (!mw || qrnic_mw_access(bi->mw_access_flags) < 0)
+		return EINVAL;
+	if (!bi->mr && (bi->addr || bi->length))
+		return EINVAL;
+	return 0;
+}
+
+/*
+ * Write the BIND_MW WQE binding the window to [bi->addr, +bi->length) of
+ * bi->mr with rkey new_rkey (the window's MPT index, any 8-bit variant).
+ * Flags: SIGNALED and FENCE only (the device refuses any other).  The bind
+ * must have passed qrnic_check_bind().  Returns the bytes written (64).
+ */
+static inline unsigned int qrnic_build_bind_mw_wqe(void *slot, uint64_t wr_id,
+						   unsigned int send_flags, bool sig_all,
+						   uint32_t new_rkey,
+						   const struct ibv_mw_bind_info *bi)
+{
+	struct qrnic_bind_mw_wqe b;
+
+	memset(&b, 0, sizeof(b));
+	b.opcode = QRNIC_WR_BIND_MW;
+	if ((send_flags & IBV_SEND_SIGNALED) || sig_all)
+		b.flags |= QRNIC_WQE_F_SIGNALED;
+	if (send_flags & IBV_SEND_FENCE)
+		b.flags |= QRNIC_WQE_F_FENCE;
+	b.access = (uint8_t)qrnic_mw_access(bi->mw_access_flags);
+	b.mr_lkey = htole32(bi->mr ? bi->mr->lkey : 0);
+	b.wr_id = htole64(wr_id);
+	b.key = htole32(new_rkey);
+	b.addr = htole64(bi->addr);
+	b.length = htole64(bi->length);
+	memcpy(slot, &b, sizeof(b));
+	return (unsigned int)sizeof(b);
+}
+
 /*
  * Check a send work request against the QP's limits without writing
  * anything.  Returns 0 or EINVAL.
@@ -363,6 +429,8 @@ static inline int qrnic_check_send_wr(const struct ibv_send_wr *wr,
 
 	if (qop < 0 || wr->num_sge < 0)
 		return EINVAL;
+	if (qop == QRNIC_WR_BIND_MW)
+		return qrnic_check_bind(wr->bind_mw.mw, &wr->bind_mw.bind_info);
 	if (qop == QRNIC_WR_LOCAL_INV)	/* no SGEs, no AH: sg_list is ignored */
 		return 0;
 	if (p->ud && !wr->wr.ud.ah)
@@ -383,6 +451,9 @@ static inline unsigned int qrnic_build_send_wqe(void *slot,
 	int qop = qrnic_wr_opcode(wr->opcode, p->ud, p->uc);
 	struct qrnic_send_wqe h;
 
+	if (qop == QRNIC_WR_BIND_MW)	/* its own 64-byte layout */
+		return qrnic_build_bind_mw_wqe(slot, wr->wr_id, wr->send_flags, p->sig_all,
+					       wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 	qrnic_send_hdr_init(&h, qop, wr->send_flags, p->sig_all, wr->wr_id);
 
 	switch (qop) {

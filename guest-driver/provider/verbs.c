@@ -232,6 +232,75 @@ int qrnic_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* ---- memory windows (spec 12.13) ---------------------------------------- */
+
+struct ibv_mw *qrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int err;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	/* the kernel's ALLOC_MW: mw->rkey is the window's first rkey */
+	err = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		free(mw);
+		errno = err;
+		return NULL;
+	}
+	qrnic_pd_get(pd);
+	return mw;
+}
+
+int qrnic_dealloc_mw(struct ibv_mw *mw)
+{
+	struct ibv_pd *pd = mw->pd;
+	int err = ibv_cmd_dealloc_mw(mw);
+
+	if (err)
+		return err;
+	qrnic_pd_put(pd);
+	free(mw);
+	return 0;
+}
+
+/*
+ * ibv_bind_mw (type 1; libibverbs checked the type and the MR's PD): a
+ * BIND_MW WQE giving the window the next rkey variant, posted like any
+ * send WR.  mw->rkey takes the new key once the WQE is posted (as rxe and
+ * mlx5 do); the completion (IBV_WC_BIND_MW, or IBV_WC_MW_BIND_ERR and the
+ * QP in error) says whether the device bound it.  Length 0 unbinds.
+ */
+int qrnic_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+		.bind_mw = {
+			.mw = mw,
+			.rkey = ibv_inc_rkey(mw->rkey),
+			.bind_info = mw_bind->bind_info,
+		},
+	}, *bad;
+	int err;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	err = qrnic_post_send(qp, &wr, &bad);
+	if (err)
+		return err;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 /* ---- doorbells ------------------------------------------------------- */
 
 /*
@@ -346,6 +415,8 @@ int qrnic_destroy_cq(struct ibv_cq *ibcq)
 	if (err)
 		return err;
 	munmap(cq->map, cq->map_size);
+	if (cq->rmap)
+		munmap(cq->rmap, cq->rmap_size);
 	pthread_spin_destroy(&cq->lock);
 	if (cq->parent_domain)
 		qrnic_pd_put(cq->parent_domain);
@@ -392,6 +463,8 @@ static int qrnic_poll_one(struct qrnic_context *ctx, struct qrnic_cq *cq,
 	struct qrnic_cqe cqe;
 	struct qrnic_qp *qp;
 
+	if (cq->lost)
+		return EIO;
 	if (!qrnic_cqe_valid(slot, cq->ci, cq->log_depth))
 		return ENOENT;
 	/* The owner byte is written last: read nothing else before it. */
@@ -427,9 +500,16 @@ int qrnic_poll_cq(struct ibv_cq *ibcq, int nwc, struct ibv_wc *wc)
 	int n;
 
 	pthread_spin_lock(&cq->lock);
-	for (n = 0; n < nwc; n++)
-		if (qrnic_poll_one(ctx, cq, &wc[n]))
+	for (n = 0; n < nwc; n++) {
+		int err = qrnic_poll_one(ctx, cq, &wc[n]);
+
+		if (err == EIO && !n) {
+			pthread_spin_unlock(&cq->lock);
+			return -1;	/* no ring: a failed resize */
+		}
+		if (err)
 			break;
+	}
 	if (n)
 		qrnic_cq_update_ci(ctx, cq);
 	pthread_spin_unlock(&cq->lock);
@@ -449,6 +529,83 @@ int qrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
+/*
+ * ibv_resize_cq.  The kernel allocates the new ring and sends RESIZE_CQ:
+ * the device moves the CQEs not yet consumed (by the dbrec, or the last CQ
+ * doorbell) to slots 0, 1, ... of the new ring and writes 0 to the dbrec.
+ * The CQ lock is held from before the command until the new ring is
+ * mapped and the consumer index is 0, so no poller sees the old ring after
+ * the device left it, nor the new one at a stale index.  The dbrec stays
+ * in the first mapping.  EINVAL (nothing changed) when the CQEs not polled
+ * do not fit.
+ */
+int qrnic_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct qrnic_cq *cq = to_qcq(ibcq);
+	struct uqrnic_resize_cq_resp resp = {};
+	struct qrnic_resize_cq_resp *r = &resp.drv_payload;
+	struct ibv_resize_cq cmd;
+	size_t ring_size;
+	void *map;
+	int err;
+
+	if (cqe < 1)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	if (cq->lost) {
+		err = EIO;
+		goto out;
+	}
+	/* poll_cq / end_poll published what we consumed: the device carries
+	 * the rest */
+	err = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), &resp.ibv_resp,
+				sizeof(resp));
+	if (err)
+		goto out;
+
+	/* From here on the device writes the new ring only. */
+	ring_size = (size_t)QRNIC_CQE_SIZE << r->log_depth;
+	if (r->log_depth < 1 || r->log_depth > QRNIC_MAX_QUEUE_LOG ||
+	    r->mmap_size < ring_size) {
+		verbs_err(verbs_get_ctx(ibcq->context),
+			  "qrnic: CQ %u: bad resize answer (log_depth %u, %llu bytes)\n",
+			  cq->cqn, r->log_depth, (unsigned long long)r->mmap_size);
+		err = EINVAL;
+		cq->lost = true;
+		goto out;
+	}
+	map = mmap(NULL, r->mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   ibcq->context->cmd_fd, r->mmap_key);
+	if (map == MAP_FAILED) {
+		err = errno ? errno : ENOMEM;
+		verbs_err(verbs_get_ctx(ibcq->context),
+			  "qrnic: CQ %u: mmap of the resized ring failed\n", cq->cqn);
+		cq->lost = true;
+		goto out;
+	}
+	if (cq->rmap)
+		munmap(cq->rmap, cq->rmap_size);
+	cq->rmap = map;
+	cq->rmap_size = r->mmap_size;
+	cq->ring = map;
+	cq->log_depth = r->log_depth;
+	cq->mask = (1u << r->log_depth) - 1;
+	cq->ci = 0;
+out:
+	pthread_spin_unlock(&cq->lock);
+	return err;
+}
+
+/* ibv_modify_cq: completion event moderation (MODIFY_CQ: count, period) */
+int qrnic_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr)
+{
+	struct ibv_modify_cq cmd = {};
+
+	if (attr->attr_mask & ~(uint32_t)IBV_CQ_ATTR_MODERATE)
+		return EINVAL;
+	return ibv_cmd_modify_cq(ibcq, attr, &cmd, sizeof(cmd));
+}
+
 /* ---- extended CQ (ibv_create_cq_ex, ibv_start_poll ...) --------------------- */
 
 /*
@@ -464,13 +621,16 @@ int qrnic_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 static int qrnic_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
 	struct qrnic_cq *cq = to_qcq_ex(ibcq);
+	int err;
 
 	if (attr->comp_mask)
 		return EINVAL;
+
 	pthread_spin_lock(&cq->lock);
-	if (qrnic_poll_one(to_qctx(ibcq->context), cq, &cq->ex_wc)) {
+	err = qrnic_poll_one(to_qctx(ibcq->context), cq, &cq->ex_wc);
+	if (err) {
 		pthread_spin_unlock(&cq->lock);
-		return ENOENT;	/* no end_poll follows */
+		return err;	/* ENOENT (or EIO): no end_poll follows */
 	}
 	ibcq->status = cq->ex_wc.status;
 	ibcq->wr_id = cq->ex_wc.wr_id;
@@ -742,10 +902,9 @@ static void qrnic_wq_unmap(struct qrnic_wq *wq)
 }
 
 /* send_ops_flags (ibv_qp_ex) each QP type accepts: what post_send posts on
- * it (qrnic_wr_opcode).  Not: BIND_MW (no memory windows), TSO, FLUSH,
- * ATOMIC_WRITE. */
+ * it (qrnic_wr_opcode).  Not: TSO, FLUSH, ATOMIC_WRITE. */
 #define QRNIC_UD_SEND_OPS							(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |			 IBV_QP_EX_WITH_LOCAL_INV)
-#define QRNIC_UC_SEND_OPS							(QRNIC_UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE |			 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+#define QRNIC_UC_SEND_OPS							(QRNIC_UD_SEND_OPS | IBV_QP_EX_WITH_RDMA_WRITE |			 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_BIND_MW)
 #define QRNIC_RC_SEND_OPS							(QRNIC_UC_SEND_OPS | IBV_QP_EX_WITH_SEND_WITH_INV |			 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |		 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t send_ops_flags);
@@ -1225,6 +1384,23 @@ static void qrnic_wr_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 		qrnic_send_hdr_atomic(h, rkey, remote_addr, add, 0);
 }
 
+/* ibv_wr_bind_mw: the bind WQE goes through wr_hdr (the same 64 bytes). */
+static void qrnic_wr_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw, uint32_t rkey,
+			     const struct ibv_mw_bind_info *bind_info)
+{
+	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_BIND_MW);
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+
+	if (!h)
+		return;
+	if (qrnic_check_bind(mw, bind_info)) {
+		qrnic_wr_fail(qp, EINVAL);
+		return;
+	}
+	qrnic_build_bind_mw_wqe(h, ibqpx->wr_id, ibqpx->wr_flags, qp->sq_sig_all, rkey,
+				bind_info);
+}
+
 static void qrnic_wr_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
 {
 	struct qrnic_send_wqe *h = qrnic_wr_new(ibqpx, IBV_WR_LOCAL_INV);
@@ -1253,7 +1429,7 @@ static void qrnic_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 	struct qrnic_qp *qp = qrnic_wr_cur(ibqpx);
 
 	/* ignored on RC/UC and on LOCAL_INV, as post_send ignores wr.ud */
-	if (!qp || !qp->ud || qp->wr_qop == QRNIC_WR_LOCAL_INV)
+	if (!qp || !qp->ud || qrnic_wr_header_only(qp->wr_qop))
 		return;
 	if (!ah) {
 		qrnic_wr_fail(qp, EINVAL);
@@ -1272,7 +1448,7 @@ static void qrnic_wr_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
 	struct qrnic_sq_params p;
 	bool inl;
 
-	if (!qp || qp->wr_qop == QRNIC_WR_LOCAL_INV)	/* header only */
+	if (!qp || qrnic_wr_header_only(qp->wr_qop))	/* header only */
 		return;
 	p = qrnic_qp_sq_params(qp);
 	inl = qrnic_send_inline(qp->wr_qop, ibqpx->wr_flags);
@@ -1301,7 +1477,7 @@ static void qrnic_wr_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_bu
 	uint64_t total = 0;
 	size_t i;
 
-	if (!qp || qp->wr_qop == QRNIC_WR_LOCAL_INV)
+	if (!qp || qrnic_wr_header_only(qp->wr_qop))
 		return;
 	for (i = 0; i < num_buf; i++)
 		total += buf_list[i].length;
@@ -1349,6 +1525,8 @@ static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t flags)
 		x->wr_atomic_fetch_add = qrnic_wr_atomic_fetch_add;
 	if (flags & IBV_QP_EX_WITH_LOCAL_INV)
 		x->wr_local_inv = qrnic_wr_local_inv;
+	if (flags & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = qrnic_wr_bind_mw;
 	x->wr_set_ud_addr = qrnic_wr_set_ud_addr;
 	x->wr_set_sge = qrnic_wr_set_sge;
 	x->wr_set_sge_list = qrnic_wr_set_sge_list;

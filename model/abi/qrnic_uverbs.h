@@ -46,6 +46,21 @@ struct qrnic_create_cq_resp {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
 
+/* RESIZE_CQ (ABI 1.2, device cap QRNIC_CAP_CQ_RESIZE).  Request udata: none
+ * (the core command's cqe says the size).  The kernel allocates the new
+ * ring, the device moves the CQEs not consumed to its slots 0, 1, ... and
+ * writes 0 to the dbrec; the response maps the new ring (CQEs only: the
+ * dbrec stays where CREATE_CQ put it, in the first mapping, which stays
+ * valid until the CQ is destroyed).  The provider holds its CQ lock from
+ * before the command until it polls the new ring from index 0. */
+struct qrnic_resize_cq_resp {
+	uint32_t log_depth;
+	uint32_t rsvd;
+	uint64_t mmap_key;
+	uint64_t mmap_size;
+};
+QRNIC_ASSERT_SIZE(struct qrnic_resize_cq_resp, 24);
+
 struct qrnic_create_qp_resp {
 	uint32_t qpn;
 	uint8_t  sq_log_depth;

@@ -57,7 +57,9 @@ static hx_world *w;
 #define FK_MAX_REGIONS	64
 #define PAGE		4096ull
 
-enum fk_kind { FK_DB, FK_CQ, FK_WQ, FK_SRQ };
+/* FK_CQ: a CQ's first ring and its dbrec; FK_CQRING: the ring of its
+ * last resize (CQEs only, as the kernel driver does it) */
+enum fk_kind { FK_DB, FK_CQ, FK_WQ, FK_SRQ, FK_CQRING };
 
 struct fk_region {
 	bool used;
@@ -185,7 +187,7 @@ static void fk_from_dev(struct fk_dev *f)
 	for (i = 0; i < FK_MAX_REGIONS; i++) {
 		struct fk_region *r = &f->reg[i];
 
-		if (r->used && r->kind == FK_CQ)
+		if (r->used && (r->kind == FK_CQ || r->kind == FK_CQRING))
 			hx_mem_read(w, f->d, r->bus, f->map + r->off, r->ring_size);
 		else if (r->used && r->kind == FK_SRQ)
 			hx_mem_read(w, f->d, r->bus + r->ring_size,
@@ -376,8 +378,9 @@ int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va
 		   int access, struct verbs_mr *vmr, struct ibv_reg_mr *cmd,
 		   size_t cmd_size, struct ib_uverbs_reg_mr_resp *resp, size_t resp_size)
 {
+	/* IBV_ACCESS_MW_BIND passes through, as in the kernel driver */
 	int64_t key = hx_reg_mr(w, fk_of(pd->context)->d, pd->handle,
-				(uint32_t)access & QRNIC_ACCESS_ALL, hca_va, length, 12, -1, 0);
+				(uint32_t)access & QRNIC_ACCESS_MR_MASK, hca_va, length, 12, -1, 0);
 
 	(void)cmd;
 	(void)cmd_size;
@@ -495,12 +498,116 @@ int ibv_cmd_destroy_cq(struct ibv_cq *cq)
 {
 	struct fk_dev *f = fk_of(cq->context);
 	struct fk_region *reg = fk_find(f, FK_CQ, cq->handle);
+	struct fk_region *rr = fk_find(f, FK_CQRING, cq->handle);
 
 	if (hx_destroy(w, f->d, QRNIC_CMD_DESTROY_CQ, cq->handle))
 		return EBUSY;
 	if (reg)
 		reg->used = false;
+	if (rr)
+		rr->used = false;
 	return 0;
+}
+
+/* RESIZE_CQ as the kernel driver does it (qrnic_cq.c): a new ring of CQEs
+ * only, the dbrec stays in the first region.  The provider's dbrec and
+ * doorbells reach the device first (shared memory on a real host), and the
+ * device's 0 in the dbrec comes back after. */
+static unsigned int fk_resizes;
+
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
+		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,
+		      size_t resp_size)
+{
+	struct uqrnic_resize_cq_resp *r = (void *)resp;
+	struct fk_dev *f = fk_of(cq->context);
+	struct fk_region *first = fk_find(f, FK_CQ, cq->handle);
+	struct fk_region *old = fk_find(f, FK_CQRING, cq->handle);
+	unsigned int log = log2_up((uint32_t)cqe);
+	struct fk_region *reg;
+	struct qrnic_aq_cmd c;
+	uint64_t ring;
+
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r) || cqe < 1 || !first)
+		return EINVAL;
+	if (!log)
+		log = 1;
+	ring = (uint64_t)QRNIC_CQE_SIZE << log;
+	fk_to_dev(f);
+	reg = fk_alloc(f, FK_CQRING, ring, true);
+	reg->ring_size = ring;
+	memset(&c, 0, sizeof(c));
+	c.u.resize_cq.cqn = cq->handle;
+	c.u.resize_cq.log_depth = (uint8_t)log;
+	c.u.resize_cq.ring_addr = reg->bus;
+	if (admin(f->d, &c, QRNIC_CMD_RESIZE_CQ, NULL)) {
+		reg->used = false;
+		return EINVAL;
+	}
+	fk_resizes++;
+	reg->handle = cq->handle;
+	if (old)
+		old->used = false;
+	hx_mem_read(w, f->d, first->bus + first->ring_size,
+		    f->map + first->off + first->ring_size, 4);
+	hx_mem_read(w, f->d, reg->bus, f->map + reg->off, ring);
+	cq->cqe = 1 << log;
+	memset(r, 0, sizeof(*r));
+	r->ibv_resp.cqe = (uint32_t)cq->cqe;
+	r->drv_payload.log_depth = log;
+	r->drv_payload.mmap_key = reg->off;
+	r->drv_payload.mmap_size = reg->size;
+	return 0;
+}
+
+static struct { uint32_t cqn, count, period, mask; } fk_last_modify;
+
+int ibv_cmd_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr,
+		      struct ibv_modify_cq *cmd, size_t cmd_size)
+{
+	(void)cmd;
+	(void)cmd_size;
+	fk_last_modify.cqn = cq->handle;
+	fk_last_modify.mask = attr->attr_mask;
+	fk_last_modify.count = attr->moderate.cq_count;
+	fk_last_modify.period = attr->moderate.cq_period;
+	/* libibverbs' own check; the kernel: IB_CQ_MODERATE only */
+	if (attr->attr_mask != IBV_CQ_ATTR_MODERATE)
+		return EINVAL;
+	return hx_modify_cq(w, fk_of(cq->context)->d, cq->handle, attr->moderate.cq_count,
+			    attr->moderate.cq_period) ? EINVAL : 0;
+}
+
+/* ALLOC_MW / DEREG_MR as the kernel driver sends them (qrnic_mr.c) */
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type, struct ibv_mw *mw,
+		     struct ibv_alloc_mw *cmd, size_t cmd_size,
+		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size)
+{
+	struct qrnic_aq_cmd c;
+	uint32_t rkey;
+
+	(void)cmd;
+	(void)cmd_size;
+	(void)resp;
+	(void)resp_size;
+	memset(&c, 0, sizeof(c));
+	c.u.alloc_mw.pdn = pd->handle;
+	c.u.alloc_mw.type = type == IBV_MW_TYPE_1 ? QRNIC_MW_TYPE_1 : QRNIC_MW_TYPE_2;
+	if (admin(fk_of(pd->context)->d, &c, QRNIC_CMD_ALLOC_MW, &rkey))
+		return EINVAL;
+	mw->context = pd->context;
+	mw->pd = pd;
+	mw->rkey = rkey;
+	mw->handle = rkey;
+	mw->type = type;
+	return 0;
+}
+
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw)
+{
+	return hx_destroy(w, fk_of(mw->context)->d, QRNIC_CMD_DEREG_MR, mw->handle) ? EINVAL : 0;
 }
 
 static unsigned int clampu(unsigned int v, unsigned int lo, unsigned int hi)
@@ -1953,11 +2060,10 @@ static void test_ex_unsupported(void)
 		enum ibv_qp_type type;
 		uint64_t ops;
 	} bad_ops[] = {
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW },
 		{ IBV_QPT_RC, IBV_QP_EX_WITH_TSO },
 		{ IBV_QPT_RC, IBV_QP_EX_WITH_FLUSH },
 		{ IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_WRITE },
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_RDMA_READ },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_SEND_WITH_INV },
 		{ IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD },
@@ -2619,6 +2725,571 @@ static void test_parent_domain(void)
 	CHECK(A.ops.dealloc_pd(par2) == 0);
 }
 
+/* ======================================================================= */
+/* memory windows (spec 12.13), CQ resize and moderation                    */
+/* ======================================================================= */
+
+#define MWIOVA	0x7f0000400000ull
+#define MWLEN	(64 * 1024)
+
+static void drain(void)
+{
+	struct ibv_wc wc[16];
+
+	fk_run();
+	while (poll_all(&A, A.cq, wc, 16) > 0)
+		;
+	while (poll_all(&B, B.cq, wc, 16) > 0)
+		;
+}
+
+/* One WR of B on qb against A's memory at raddr with rkey (B's buffer at
+ * boff); the status of its completion, or -1 without exactly one. */
+static int b_access(struct ibv_qp *qb, enum ibv_wr_opcode op, uint32_t rkey,
+		    uint64_t raddr, uint64_t boff, uint32_t len)
+{
+	struct ibv_sge s = sge(&B, boff, len);
+	struct ibv_send_wr wr = { .wr_id = 0xb0b, .sg_list = &s, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc[4];
+
+	wr.wr.rdma.rkey = rkey;
+	wr.wr.rdma.remote_addr = raddr;
+	if (B.ops.post_send(qb, &wr, &bad))
+		return -1;
+	fk_run();
+	if (poll_all(&B, B.cq, wc, 4) != 1 || wc[0].wr_id != 0xb0b)
+		return -1;
+	return wc[0].status;
+}
+
+/* b_access on a fresh RC pair (type 1 windows answer any QP of the PD) */
+static int b_access_new(enum ibv_wr_opcode op, uint32_t rkey, uint64_t raddr, uint64_t boff,
+			uint32_t len)
+{
+	struct ibv_qp *qa, *qb;
+	int st = -1;
+
+	if (rc_pair(&A, NULL, &B, NULL, &qa, &qb))
+		st = b_access(qb, op, rkey, raddr, boff, len);
+	if (qa)
+		CHECK(A.ops.destroy_qp(qa) == 0);
+	if (qb)
+		CHECK(B.ops.destroy_qp(qb) == 0);
+	drain();
+	return st;
+}
+
+static bool mw_same(struct ibv_mr *mr, uint64_t off, uint64_t boff, uint32_t len)
+{
+	static uint8_t x[MWLEN], y[MWLEN];
+
+	hx_mr_read(w, 0, mr->lkey, off, x, len);
+	hx_mr_read(w, 1, B.mr->lkey, boff, y, len);
+	return !memcmp(x, y, len);
+}
+
+/* A's one completion: its status, or -1; *op its opcode */
+static int a_one(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode *op, uint32_t *verr)
+{
+	struct ibv_wc wc[4];
+	int n;
+
+	fk_run();
+	n = poll_all(&A, cq, wc, 4);
+	if (n != 1 || wc[0].wr_id != wr_id) {
+		printf("  A: %d completions, wr_id %llx status %d\n", n,
+		       (unsigned long long)wc[0].wr_id, wc[0].status);
+		return -1;
+	}
+	if (op)
+		*op = wc[0].opcode;
+	if (verr)
+		*verr = wc[0].vendor_err;
+	return wc[0].status;
+}
+
+/*
+ * Type 1: ibv_bind_mw gives the window the next rkey (mw->rkey updated),
+ * completion IBV_WC_BIND_MW; B's WRITE and READ through it land in (come
+ * from) the window's range of the MR; a byte past it, a right it lacks, the
+ * rkey of before a rebind and the rkey after an unbind (length 0) are
+ * remote access errors; LOCAL_INV does not invalidate a type 1 window.
+ */
+static void test_mw_type1(void)
+{
+	struct ibv_mr *mr = A.ops.reg_mr(A.pd, (void *)(uintptr_t)MWIOVA, MWLEN, MWIOVA,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = A.ops.alloc_mw(A.pd, IBV_MW_TYPE_1);
+	struct ibv_mw_bind bind = {
+		.wr_id = 0x31, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = MWIOVA + 0x1000, .length = 0x2000,
+			       /* LOCAL_WRITE as rdma-core's tests pass it: dropped */
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE },
+	};
+	enum ibv_wc_opcode op = 0;
+	struct ibv_send_wr inv, *bad;
+	struct ibv_qp *qa, *qb;
+	uint32_t rkey0, old, verr = 0;
+
+	CHECK(A.ops.alloc_mw && A.ops.bind_mw && A.ops.dealloc_mw);
+	CHECK(mr != NULL && mw != NULL);
+	if (!mr || !mw)
+		return;
+	CHECK(mw->type == IBV_MW_TYPE_1 && mw->pd == A.pd && (mw->rkey >> 8) != 0);
+	drain();
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	rkey0 = mw->rkey;
+	CHECK(A.ops.bind_mw(qa, mw, &bind) == 0);
+	CHECK(mw->rkey == ibv_inc_rkey(rkey0) && mw->rkey != rkey0);
+	CHECK(a_one(A.cq, 0x31, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW);
+
+	fill(&B, 0x50000, 0x2000, 9);
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, mw->rkey, MWIOVA + 0x1000, 0x50000, 0x2000) ==
+	      IBV_WC_SUCCESS);
+	CHECK(mw_same(mr, 0x1000, 0x50000, 0x2000));
+	CHECK(b_access(qb, IBV_WR_RDMA_READ, mw->rkey, MWIOVA + 0x1800, 0x58000, 0x800) ==
+	      IBV_WC_SUCCESS);
+	CHECK(mw_same(mr, 0x1800, 0x58000, 0x800));
+	/* the MR itself lends nothing remotely (no REMOTE_* on it) */
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, mr->rkey, MWIOVA + 0x1000, 0x50000, 8) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	/* one byte past the window, one before it; any QP of the PD */
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, mw->rkey, MWIOVA + 0x2fff, 0x50000, 2) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(b_access_new(IBV_WR_RDMA_READ, mw->rkey, MWIOVA + 0xfff, 0x50000, 2) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(b_access_new(IBV_WR_RDMA_READ, mw->rkey, MWIOVA + 0x1000, 0x58000, 16) ==
+	      IBV_WC_SUCCESS);
+
+	/* rebind, read-only, elsewhere: the old rkey dies */
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	old = mw->rkey;
+	bind.wr_id = 0x32;
+	bind.bind_info.addr = MWIOVA + 0x8000;
+	bind.bind_info.length = 0x1000;
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	CHECK(A.ops.bind_mw(qa, mw, &bind) == 0 && mw->rkey == ibv_inc_rkey(old));
+	CHECK(a_one(A.cq, 0x32, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW);
+	CHECK(b_access(qb, IBV_WR_RDMA_READ, mw->rkey, MWIOVA + 0x8000, 0x58000, 0x1000) ==
+	      IBV_WC_SUCCESS);
+	CHECK(mw_same(mr, 0x8000, 0x58000, 0x1000));
+	/* LOCAL_INV of a type 1 window fails (MR_STATE) and the QP errs */
+	inv = wr_of(IBV_WR_LOCAL_INV, 0x33, NULL, mw->rkey);
+	CHECK(A.ops.post_send(qa, &inv, &bad) == 0);
+	CHECK(a_one(A.cq, 0x33, &op, &verr) == IBV_WC_LOC_QP_OP_ERR &&
+	      verr == QRNIC_VERR_MR_STATE);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(b_access_new(IBV_WR_RDMA_READ, old, MWIOVA + 0x1000, 0x58000, 8) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, mw->rkey, MWIOVA + 0x8000, 0x50000, 8) ==
+	      IBV_WC_REM_ACCESS_ERR);	/* read-only now */
+	CHECK(b_access_new(IBV_WR_RDMA_READ, mw->rkey, MWIOVA + 0x8000, 0x58000, 8) ==
+	      IBV_WC_SUCCESS);
+
+	/* unbind: length 0, no MR (ibv_bind_mw allows it) */
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	bind.wr_id = 0x34;
+	memset(&bind.bind_info, 0, sizeof(bind.bind_info));
+	old = mw->rkey;
+	CHECK(A.ops.bind_mw(qa, mw, &bind) == 0 && mw->rkey == ibv_inc_rkey(old));
+	CHECK(a_one(A.cq, 0x34, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW);
+	CHECK(b_access(qb, IBV_WR_RDMA_READ, mw->rkey, MWIOVA + 0x8000, 0x58000, 8) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(b_access_new(IBV_WR_RDMA_READ, old, MWIOVA + 0x8000, 0x58000, 8) ==
+	      IBV_WC_REM_ACCESS_ERR);
+
+	CHECK(A.ops.dealloc_mw(mw) == 0);
+	CHECK(A.ops.dereg_mr(verbs_get_mr(mr)) == 0);
+}
+
+/*
+ * Type 2 (2B): IBV_WR_BIND_MW in ibv_post_send with the caller's new rkey;
+ * B's WRITE through it on the connected QP lands; LOCAL_INV frees it;
+ * bound again through ibv_wr_bind_mw of an extended QP, B's SEND_WITH_INV
+ * frees it (A's receive carries IBV_WC_WITH_INV and the rkey); accesses
+ * after either invalidation are remote access errors; dealloc of a bound
+ * window kills it too.
+ */
+static void test_mw_type2(void)
+{
+	struct ibv_mr *mr = A.ops.reg_mr(A.pd, (void *)(uintptr_t)MWIOVA, MWLEN, MWIOVA,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = A.ops.alloc_mw(A.pd, IBV_MW_TYPE_2);
+	struct ibv_mw_bind_info bi = { .mr = mr, .addr = MWIOVA, .length = 0x4000,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_send_wr wr = { .wr_id = 0x41, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge rs = sge(&A, 0x70000, 64), ss = sge(&B, 0x50000, 64);
+	struct ibv_recv_wr rwr = { .wr_id = 0x4a, .sg_list = &rs, .num_sge = 1 }, *brw;
+	enum ibv_wc_opcode op = 0;
+	struct ibv_qp *qa, *qb, *qx;
+	struct ibv_qp_ex *x;
+	struct ibv_wc wc[4];
+	struct ibv_mw_bind mb = { .bind_info = bi };
+	uint32_t rkey;
+
+	CHECK(mr != NULL && mw != NULL);
+	if (!mr || !mw)
+		return;
+	CHECK(mw->type == IBV_MW_TYPE_2);
+	drain();
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	/* ibv_bind_mw is type 1 only */
+	CHECK(A.ops.bind_mw(qa, mw, &mb) == EINVAL);
+	rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = bi;
+	CHECK(A.ops.post_send(qa, &wr, &bad) == 0);
+	CHECK(a_one(A.cq, 0x41, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW);
+	fill(&B, 0x50000, 0x4000, 21);
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, rkey, MWIOVA, 0x50000, 0x4000) == IBV_WC_SUCCESS);
+	CHECK(mw_same(mr, 0, 0x50000, 0x4000));
+	/* another QP of the same PDs: type 2B answers its own QP only */
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, rkey, MWIOVA, 0x50000, 8) == IBV_WC_REM_ACCESS_ERR);
+	/* bound already: a second bind fails (MR_STATE) */
+	/* LOCAL_INV frees it */
+	wr = wr_of(IBV_WR_LOCAL_INV, 0x42, NULL, rkey);
+	CHECK(A.ops.post_send(qa, &wr, &bad) == 0);
+	CHECK(a_one(A.cq, 0x42, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_LOCAL_INV);
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, rkey, MWIOVA, 0x50000, 8) == IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+
+	/* the extended QP's ibv_wr_bind_mw, then SEND_WITH_INV from the peer */
+	qx = mkqp_ex(&A, NULL, A.cq, IBV_QPT_RC,
+		     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW);
+	CHECK(qx != NULL);
+	if (!qx)
+		return;
+	qb = rc_qp(&B, NULL, qx->qp_num, 0);
+	CHECK(qb && to_rts_rc(&A, qx, qb->qp_num, 1) == 0);
+	x = qpx_of(qx);
+	CHECK(x && x->wr_bind_mw);
+	rkey = ibv_inc_rkey(rkey);
+	x->wr_start(x);
+	x->wr_id = 0x43;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	x->wr_bind_mw(x, mw, rkey, &bi);
+	ibv_wr_set_sge(x, 1, 2, 3);		/* ignored: a bind has no data */
+	CHECK(x->wr_complete(x) == 0);
+	CHECK(a_one(A.cq, 0x43, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW);
+	/* the same bytes post_send writes */
+	{
+		struct qrnic_qp *q = to_qqp(qx);
+		uint8_t want[64];
+
+		qrnic_build_bind_mw_wqe(want, 0x43, IBV_SEND_SIGNALED, false, rkey, &bi);
+		CHECK(!memcmp(want, q->sq.ring + ((size_t)((q->sq.pi - 1) & q->sq.mask) <<
+						   q->sq.wqe_shift), 64));
+	}
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, rkey, MWIOVA + 0x100, 0x50000, 0x100) ==
+	      IBV_WC_SUCCESS);
+	CHECK(mw_same(mr, 0x100, 0x50000, 0x100));
+	CHECK(A.ops.post_recv(qx, &rwr, &brw) == 0);
+	wr = wr_of(IBV_WR_SEND_WITH_INV, 0x44, &ss, rkey);
+	CHECK(B.ops.post_send(qb, &wr, &bad) == 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 4) == 1 && wc[0].wr_id == 0x44 &&
+	      wc[0].status == IBV_WC_SUCCESS);
+	CHECK(poll_all(&A, A.cq, wc, 4) == 1 && wc[0].wr_id == 0x4a &&
+	      wc[0].status == IBV_WC_SUCCESS && (wc[0].wc_flags & IBV_WC_WITH_INV) &&
+	      wc[0].invalidated_rkey == rkey);
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, rkey, MWIOVA, 0x50000, 8) == IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.destroy_qp(qx) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+
+	/* bound again, then deallocated while bound: its rkey dies with it */
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	rkey = ibv_inc_rkey(rkey);
+	wr = (struct ibv_send_wr){ .wr_id = 0x45, .opcode = IBV_WR_BIND_MW,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = bi;
+	CHECK(A.ops.post_send(qa, &wr, &bad) == 0);
+	CHECK(a_one(A.cq, 0x45, &op, NULL) == IBV_WC_SUCCESS);
+	/* the MR cannot go while a window is bound to it */
+	CHECK(A.ops.dereg_mr(verbs_get_mr(mr)) != 0);
+	CHECK(A.ops.dealloc_mw(mw) == 0);
+	CHECK(b_access(qb, IBV_WR_RDMA_WRITE, rkey, MWIOVA, 0x50000, 8) == IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(A.ops.dereg_mr(verbs_get_mr(mr)) == 0);
+}
+
+/* Binds the device or the provider refuses. */
+static void test_mw_errors(void)
+{
+	struct ibv_mr *mr = A.ops.reg_mr(A.pd, (void *)(uintptr_t)MWIOVA, MWLEN, MWIOVA,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mr *ro = A.ops.reg_mr(A.pd, (void *)(uintptr_t)(MWIOVA + MWLEN), 4096,
+					 MWIOVA + MWLEN, IBV_ACCESS_MW_BIND);
+	struct ibv_mw *m1 = A.ops.alloc_mw(A.pd, IBV_MW_TYPE_1);
+	struct ibv_mw *m2 = A.ops.alloc_mw(A.pd, IBV_MW_TYPE_2);
+	struct ibv_mw_bind_info bi = { .mr = mr, .addr = MWIOVA, .length = 4096,
+				       .mw_access_flags = IBV_ACCESS_REMOTE_READ };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED },
+			   *bad = NULL;
+	struct {
+		const char *what;
+		struct ibv_mw *mw;
+		struct ibv_mr *mr;
+		uint64_t addr, length;
+		unsigned int access;
+		uint32_t verr;
+	} cases[] = {
+		{ "MR without MW_BIND", m1, NULL, IOVA, 4096, IBV_ACCESS_REMOTE_READ,
+		  QRNIC_VERR_ACCESS },
+		{ "remote write on an MR without local write", m2, NULL, MWIOVA + MWLEN, 4096,
+		  IBV_ACCESS_REMOTE_WRITE, QRNIC_VERR_ACCESS },
+		{ "past the MR", m2, NULL, MWIOVA + MWLEN - 4096, 8192, IBV_ACCESS_REMOTE_READ,
+		  QRNIC_VERR_BOUNDS },
+		{ "type 2 bound already", m2, NULL, MWIOVA, 4096, IBV_ACCESS_REMOTE_READ,
+		  QRNIC_VERR_MR_STATE },
+	};
+	enum ibv_wc_opcode op = 0;
+	struct ibv_qp *qa, *qb;
+	uint32_t verr = 0;
+	unsigned int i;
+
+	CHECK(mr && ro && m1 && m2);
+	if (!mr || !ro || !m1 || !m2)
+		return;
+	drain();
+	CHECK(A.ops.alloc_mw(A.pd, (enum ibv_mw_type)3) == NULL && errno == EINVAL);
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+	/* refused by the provider: zero-based, an MR missing, a UD-less check */
+	wr.bind_mw.mw = m2;
+	wr.bind_mw.rkey = ibv_inc_rkey(m2->rkey);
+	wr.bind_mw.bind_info = bi;
+	wr.bind_mw.bind_info.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
+	CHECK(A.ops.post_send(qa, &wr, &bad) == EINVAL && bad == &wr);
+	wr.bind_mw.bind_info = bi;
+	wr.bind_mw.bind_info.mr = NULL;
+	CHECK(A.ops.post_send(qa, &wr, &bad) == EINVAL && bad == &wr);
+	wr.bind_mw.mw = NULL;
+	CHECK(A.ops.post_send(qa, &wr, &bad) == EINVAL && bad == &wr);
+	CHECK(to_qqp(qa)->sq.pi == 0);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+
+	/* a first good bind of m2, so that "bound already" has something */
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+		if (i == 3) {
+			wr.wr_id = 0x60;
+			wr.bind_mw.mw = m2;
+			wr.bind_mw.rkey = ibv_inc_rkey(m2->rkey);
+			wr.bind_mw.bind_info = bi;
+			CHECK(A.ops.post_send(qa, &wr, &bad) == 0);
+			CHECK(a_one(A.cq, 0x60, NULL, NULL) == IBV_WC_SUCCESS);
+			m2->rkey = wr.bind_mw.rkey;
+		}
+		wr.wr_id = 0x61 + i;
+		wr.bind_mw.mw = cases[i].mw;
+		wr.bind_mw.rkey = ibv_inc_rkey(cases[i].mw->rkey);
+		wr.bind_mw.bind_info.mr = i == 0 ? A.mr : i == 1 || i == 2 ? ro : mr;
+		wr.bind_mw.bind_info.addr = cases[i].addr;
+		wr.bind_mw.bind_info.length = cases[i].length;
+		wr.bind_mw.bind_info.mw_access_flags = cases[i].access;
+		if (i == 2)	/* past the end of ro */
+			wr.bind_mw.bind_info.addr = MWIOVA + MWLEN;
+		CHECK(A.ops.post_send(qa, &wr, &bad) == 0);
+		CHECK(a_one(A.cq, 0x61 + i, &op, &verr) == IBV_WC_MW_BIND_ERR &&
+		      op == IBV_WC_BIND_MW && verr == cases[i].verr);
+		if (verr != cases[i].verr)
+			printf("  %s: vendor_err %u\n", cases[i].what, verr);
+		CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+		drain();
+	}
+	CHECK(A.ops.dealloc_mw(m1) == 0 && A.ops.dealloc_mw(m2) == 0);
+	CHECK(A.ops.dereg_mr(verbs_get_mr(ro)) == 0);
+	CHECK(A.ops.dereg_mr(verbs_get_mr(mr)) == 0);
+}
+
+/* n signaled RDMA WRITEs of A on qa, wr_ids id0.. */
+static void a_writes(struct ibv_qp *qa, int n, uint64_t id0)
+{
+	struct ibv_sge s = sge(&A, 0x90000, 256);
+	struct ibv_send_wr wr, *bad;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		wr = (struct ibv_send_wr){ .wr_id = id0 + i, .sg_list = &s, .num_sge = 1,
+					   .opcode = IBV_WR_RDMA_WRITE,
+					   .send_flags = IBV_SEND_SIGNALED };
+		wr.wr.rdma.rkey = B.mr->rkey;
+		wr.wr.rdma.remote_addr = IOVA + 0x90000 + 256 * (uint64_t)(i % 16);
+		CHECK(A.ops.post_send(qa, &wr, &bad) == 0);
+	}
+}
+
+/* poll everything of cq; true if it is exactly wr_ids id0..id0+n-1, in order */
+static bool a_poll_seq(struct ibv_cq *cq, int n, uint64_t id0)
+{
+	struct ibv_wc wc[64];
+	int got = 0, k, i;
+
+	while ((k = poll_all(&A, cq, wc + got, 64 - got)) > 0)
+		got += k;
+	if (got != n) {
+		printf("  %d completions, want %d\n", got, n);
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		if (wc[i].wr_id != id0 + i || wc[i].status != IBV_WC_SUCCESS)
+			return false;
+	return true;
+}
+
+/*
+ * ibv_resize_cq with completions in flight: some CQEs polled, some written
+ * and not polled, some not written yet (WQEs posted, the doorbell reaching
+ * the device with the resize): after it, every one is polled once, in
+ * order, from the new ring; too small for what is outstanding: EINVAL and
+ * nothing changed; many resizes while traffic runs; a CQ without dbrec.
+ */
+static void test_resize_cq(void)
+{
+	uint64_t over = hx_dev_stat(w, 0, QRNIC_STAT_CQ_OVERRUNS);
+	struct ibv_cq *cq = A.ops.create_cq(A.ctx, 8, NULL, 0);
+	struct qrnic_cq *q;
+	struct ibv_qp *qa, *qb;
+	struct ibv_wc wc[4];
+	unsigned int r0 = fk_resizes;
+	int i, errs = 0;
+	uint64_t id = 1000;
+
+	CHECK(A.ops.resize_cq != NULL && cq != NULL && cq->cqe == 8);
+	if (!cq)
+		return;
+	q = to_qcq(cq);
+	drain();
+	CHECK(rc_pair(&A, cq, &B, NULL, &qa, &qb));
+	fill(&A, 0x90000, 256, 5);
+
+	a_writes(qa, 4, id);
+	fk_run();
+	CHECK(poll_all(&A, cq, wc, 1) == 1 && wc[0].wr_id == id);	/* 3 left */
+	a_writes(qa, 4, id + 4);		/* not run: in flight at the resize */
+	CHECK(A.ops.resize_cq(cq, 16) == 0);
+	CHECK(cq->cqe == 16 && q->ci == 0 && q->log_depth == 4 && q->rmap != NULL);
+	CHECK(fk_resizes == r0 + 1);
+	fk_run();
+	CHECK(a_poll_seq(cq, 7, id + 1));
+	id += 8;
+
+	/* 6 outstanding do not fit 2: EINVAL, nothing changed */
+	a_writes(qa, 6, id);
+	fk_run();
+	CHECK(A.ops.resize_cq(cq, 2) == EINVAL);
+	CHECK(cq->cqe == 16 && q->log_depth == 4);
+	CHECK(a_poll_seq(cq, 6, id));
+	id += 6;
+	/* 3 fit 4 */
+	a_writes(qa, 3, id);
+	fk_run();
+	CHECK(A.ops.resize_cq(cq, 3) == 0 && cq->cqe == 4);
+	CHECK(a_poll_seq(cq, 3, id));
+	id += 3;
+	CHECK(A.ops.resize_cq(cq, 0) == EINVAL);
+
+	/* resize between every post and its completion, wrapping both sizes */
+	for (i = 0; i < 40; i++) {
+		int n = 1 + i % 4;
+
+		a_writes(qa, n, id);
+		if (A.ops.resize_cq(cq, i % 2 ? 4 : 8))
+			errs++;
+		if (i % 3 == 0)
+			fk_run();
+		fk_run();
+		errs += !a_poll_seq(cq, n, id);
+		id += n;
+	}
+	CHECK(errs == 0);
+	CHECK(hx_dev_stat(w, 0, QRNIC_STAT_CQ_OVERRUNS) == over);
+	CHECK(to_qqp(qa)->sq.ci == to_qqp(qa)->sq.pi);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(A.ops.destroy_cq(cq) == 0);
+
+	/* without a dbrec the index reaches the device by CQ doorbells */
+	fk_no_dbrec = true;
+	cq = A.ops.create_cq(A.ctx, 4, NULL, 0);
+	fk_no_dbrec = false;
+	CHECK(cq && to_qcq(cq)->dbrec == NULL);
+	if (!cq)
+		return;
+	CHECK(rc_pair(&A, cq, &B, NULL, &qa, &qb));
+	errs = 0;
+	for (i = 0; i < 20; i++) {
+		a_writes(qa, 3, id);
+		fk_run();
+		poll_all(&A, cq, wc, 1);
+		errs += wc[0].wr_id != id;
+		if (A.ops.resize_cq(cq, i % 2 ? 4 : 16))
+			errs++;
+		errs += !a_poll_seq(cq, 2, id + 1);
+		id += 3;
+	}
+	CHECK(errs == 0);
+	CHECK(hx_dev_stat(w, 0, QRNIC_STAT_CQ_OVERRUNS) == over);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(A.ops.destroy_cq(cq) == 0);
+}
+
+/* ibv_modify_cq (IBV_CQ_ATTR_MODERATE): an armed CQ's event after count CQEs */
+static void test_modify_cq(void)
+{
+	struct ibv_cq *cq = A.ops.create_cq(A.ctx, 16, NULL, 0);
+	struct ibv_modify_cq_attr ma = { .attr_mask = IBV_CQ_ATTR_MODERATE,
+					 .moderate = { .cq_count = 4, .cq_period = 0 } };
+	struct qrnic_eqe eqe[8];
+	struct ibv_qp *qa, *qb;
+	uint64_t id = 5000;
+
+	CHECK(A.ops.modify_cq != NULL && cq != NULL);
+	if (!cq)
+		return;
+	drain();
+	while (hx_poll_eq(w, 0, fk[0].eqn, eqe, 8) > 0)
+		;
+	CHECK(rc_pair(&A, cq, &B, NULL, &qa, &qb));
+	CHECK(A.ops.modify_cq(cq, &ma) == 0);
+	CHECK(fk_last_modify.cqn == to_qcq(cq)->cqn && fk_last_modify.count == 4);
+	CHECK(A.ops.req_notify_cq(cq, 0) == 0);
+	a_writes(qa, 3, id);
+	fk_run();
+	CHECK(hx_poll_eq(w, 0, fk[0].eqn, eqe, 8) == 0);	/* 3 < 4 */
+	a_writes(qa, 1, id + 3);
+	fk_run();
+	CHECK(hx_poll_eq(w, 0, fk[0].eqn, eqe, 8) == 1 && eqe[0].handle == to_qcq(cq)->cqn);
+	CHECK(a_poll_seq(cq, 4, id));
+	/* back to an event per completion */
+	ma.moderate.cq_count = 0;
+	CHECK(A.ops.modify_cq(cq, &ma) == 0);
+	CHECK(A.ops.req_notify_cq(cq, 0) == 0);
+	a_writes(qa, 1, id + 4);
+	fk_run();
+	CHECK(hx_poll_eq(w, 0, fk[0].eqn, eqe, 8) == 1);
+	CHECK(a_poll_seq(cq, 1, id + 4));
+	/* nothing but IBV_CQ_ATTR_MODERATE */
+	ma.attr_mask = IBV_CQ_ATTR_MODERATE << 1;
+	CHECK(A.ops.modify_cq(cq, &ma) == EINVAL);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(A.ops.destroy_cq(cq) == 0);
+}
+
 static void app_close(struct app *a)
 {
 	CHECK(a->ops.destroy_qp(a->qp) == 0);
@@ -2688,6 +3359,11 @@ int main(void)
 	test_wr_error_completions();
 	test_wr_ud();
 	test_parent_domain();
+	test_mw_type1();
+	test_mw_type2();
+	test_mw_errors();
+	test_resize_cq();
+	test_modify_cq();
 	app_close(&A);
 	app_close(&B);
 

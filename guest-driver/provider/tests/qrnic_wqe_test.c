@@ -392,8 +392,10 @@ static void test_send_ud(void)
 	CHECK(qrnic_check_send_wr(&wr, &p) == EINVAL);
 	wr.opcode = IBV_WR_LOCAL_INV;
 	CHECK(qrnic_check_send_wr(&wr, &p) == 0);
-	/* RC: unsupported opcodes (no MWs) */
+	/* BIND_MW: not on UD; on RC not without a window */
 	wr.opcode = IBV_WR_BIND_MW;
+	CHECK(qrnic_check_send_wr(&wr, &p) == EINVAL);
+	wr.bind_mw.mw = NULL;
 	CHECK(qrnic_check_send_wr(&wr, &rc_params) == EINVAL);
 	/* SGE limit */
 	wr.opcode = IBV_WR_SEND;
@@ -491,6 +493,76 @@ static void test_send_uc(void)
 	}
 	wr.opcode = IBV_WR_RDMA_READ;
 	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);	/* the same WR on RC */
+}
+
+/* BIND_MW (spec 8.6): the 64-byte bind WQE, whatever the slot size; remote
+ * rights only (LOCAL_WRITE dropped), SIGNALED and FENCE only, no data even
+ * with IBV_SEND_INLINE; zero-based windows and a length without an MR are
+ * refused; length 0 without an MR (type 1 unbind) has mr_lkey 0. */
+static void test_bind_mw(void)
+{
+	struct ibv_mr mr = { .lkey = 0x123456 };
+	struct ibv_mw mw = { .rkey = 0x777701, .type = IBV_MW_TYPE_2 };
+	struct ibv_sge sg = { .addr = 1, .length = 2, .lkey = 3 };
+	struct ibv_send_wr wr = {
+		.wr_id = 0x0102030405060708ull, .opcode = IBV_WR_BIND_MW, .sg_list = &sg,
+		.num_sge = 1,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE | IBV_SEND_SOLICITED |
+			      IBV_SEND_INLINE,
+	};
+	struct qrnic_sq_params uc = { .wqe_shift = 7, .max_sge = 4, .max_inline = 64, .uc = true };
+	uint8_t slot[128];
+	unsigned int n, i;
+
+	wr.bind_mw.mw = &mw;
+	wr.bind_mw.rkey = 0x777702;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = &mr, .addr = 0xfedcba9876543210ull, .length = 0x100000000ull,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_MW_BIND,
+	};
+	CHECK(qrnic_wr_opcode(IBV_WR_BIND_MW, false, false) == QRNIC_WR_BIND_MW);
+	CHECK(qrnic_wr_opcode(IBV_WR_BIND_MW, false, true) == QRNIC_WR_BIND_MW);
+	CHECK(qrnic_wr_opcode(IBV_WR_BIND_MW, true, false) == -1);
+	CHECK(qrnic_wr_header_only(QRNIC_WR_BIND_MW) && qrnic_wr_header_only(QRNIC_WR_LOCAL_INV) &&
+	      !qrnic_wr_header_only(QRNIC_WR_SEND));
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	CHECK(qrnic_check_send_wr(&wr, &uc) == 0);
+	memset(slot, 0xee, sizeof(slot));
+	n = qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(n == 64);
+	CHECK(slot[0] == QRNIC_WR_BIND_MW && slot[0] == 8);
+	CHECK(slot[1] == (QRNIC_WQE_F_SIGNALED | QRNIC_WQE_F_FENCE));
+	CHECK(slot[2] == 0);
+	CHECK(slot[3] == (QRNIC_ACCESS_REMOTE_WRITE | QRNIC_ACCESS_REMOTE_READ |
+			  QRNIC_ACCESS_REMOTE_ATOMIC));
+	CHECK(rd32(slot + 4) == 0x123456);
+	CHECK(rd64(slot + 8) == 0x0102030405060708ull);
+	CHECK(rd32(slot + 16) == 0x777702 && rd32(slot + 20) == 0);
+	CHECK(rd64(slot + 24) == 0xfedcba9876543210ull);
+	CHECK(rd64(slot + 32) == 0x100000000ull);
+	for (i = 40; i < 64; i++)
+		CHECK(slot[i] == 0);
+	CHECK(slot[64] == 0xee);		/* nothing after the 64 bytes */
+	/* sig_all signals it */
+	wr.send_flags = 0;
+	qrnic_build_send_wqe(slot, &wr, &(struct qrnic_sq_params){ .wqe_shift = 6,
+		.max_sge = 0, .sig_all = true });
+	CHECK(slot[1] == QRNIC_WQE_F_SIGNALED);
+	/* type 1 unbind: no MR, length 0 */
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ 0 };
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(rd32(slot + 4) == 0 && rd64(slot + 32) == 0 && slot[3] == 0);
+	/* refused */
+	wr.bind_mw.bind_info.length = 1;
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == EINVAL);
+	wr.bind_mw.bind_info.mr = &mr;
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_ZERO_BASED;
+	CHECK(qrnic_check_send_wr(&wr, &rc_params) == EINVAL);
+	CHECK(qrnic_mw_access(IBV_ACCESS_LOCAL_WRITE) == 0);
 }
 
 /* ---- receive WQEs (spec 8.4) ------------------------------------------- */
@@ -721,6 +793,7 @@ int main(void)
 	test_send_inline();
 	test_send_ud();
 	test_send_uc();
+	test_bind_mw();
 	test_send_invalidate();
 	test_recv();
 	test_srq_room();
