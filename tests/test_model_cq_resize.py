@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""CQ resize and moderation (issue: Verbs II, item 3; spec 6.6.17, 6.6.18,
-9.8): RESIZE_CQ with completions in flight loses none and keeps their
+"""CQ resize and moderation (issue: Verbs II, item 3; spec 6.6.17,
+6.6.18): RESIZE_CQ with completions in flight loses none and keeps their
 order, bigger and smaller, under the timing model too; too small is
 refused with nothing changed; MODIFY_CQ's count and period decide when
 the completion event comes; bad input."""

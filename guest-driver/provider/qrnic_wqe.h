@@ -355,7 +355,7 @@ static inline void qrnic_send_put_sg(void *slot, struct qrnic_send_wqe *h,
 	}
 }
 
-/* ---- memory window binds (spec 8.6, 12.13) ------------------------- */
+/* ---- memory window binds (spec 8.8, 12.13) ------------------------- */
 
 /* A bind WQE is a 64-byte header and nothing else, as LOCAL_INV is. */
 static inline bool qrnic_wr_header_only(int qop)

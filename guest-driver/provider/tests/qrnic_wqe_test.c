@@ -495,7 +495,7 @@ static void test_send_uc(void)
 	CHECK(qrnic_check_send_wr(&wr, &rc_params) == 0);	/* the same WR on RC */
 }
 
-/* BIND_MW (spec 8.6): the 64-byte bind WQE, whatever the slot size; remote
+/* BIND_MW (spec 8.8): the 64-byte bind WQE, whatever the slot size; remote
  * rights only (LOCAL_WRITE dropped), SIGNALED and FENCE only, no data even
  * with IBV_SEND_INLINE; zero-based windows and a length without an MR are
  * refused; length 0 without an MR (type 1 unbind) has mr_lkey 0. */
