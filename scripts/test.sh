@@ -2,8 +2,13 @@
 # Build qrnic and run its tests.
 #
 # Usage: scripts/test.sh [pytest args...]
-#   QRNIC_TIERS   comma list of test tiers to run (default: unit,qemu,guest).
+#   QRNIC_TIERS   comma list of test tiers to run (default: unit,san,qemu,guest).
 #                 unit = model + firmware through the C harness;
+#                 san = the unit tier's model tests again, on a second build
+#                       (build-san) with AddressSanitizer and UBSan, errors
+#                       fatal (the fuzz smoke, which has its own sanitized
+#                       build, and the wire/tshark and firmware C tests,
+#                       which compile themselves with ASan, are left out);
 #                 qemu = QEMU device through qtest (builds QEMU, cached);
 #                 guest = booted Linux guests (pytest markers, see tests/conftest.py)
 #   QRNIC_BUILD_DIR  build directory (default: build)
@@ -16,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
-export QRNIC_TIERS=${QRNIC_TIERS:-unit,qemu,guest}
+export QRNIC_TIERS=${QRNIC_TIERS:-unit,san,qemu,guest}
 
 # ---- packages ------------------------------------------------------------------
 PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin)
@@ -73,8 +78,35 @@ set +e
 /usr/bin/python3 -m pytest "${where[@]}" -q -ra "$@"
 rc=$?
 set -e
-if [ "$rc" = 5 ]; then
+if [ "$rc" = 5 ] && [[ ",$QRNIC_TIERS," != ",san," ]]; then
     echo "test.sh: pytest collected no tests (tiers: $QRNIC_TIERS) - treating as failure" >&2
     exit 1
+fi
+[ "$rc" = 5 ] && rc=0
+
+# ---- sanitizer tier: the model tests on an ASan + UBSan build ----------------------
+if [[ ",$QRNIC_TIERS," == *",san,"* ]]; then
+    SAN=${QRNIC_SAN_BUILD_DIR:-$ROOT/build-san}
+    if [ ! -f "$SAN/build.ninja" ]; then
+        meson setup "$SAN" -Db_sanitize=address,undefined -Db_lundef=false \
+            -Dc_args=-fno-sanitize-recover=all >/dev/null || {
+            echo "test.sh: meson setup of $SAN failed" >&2; exit 1; }
+    else
+        meson setup --reconfigure "$SAN" >/dev/null
+    fi
+    ninja -C "$SAN" >/dev/null || { echo "test.sh: the sanitizer build failed" >&2; exit 1; }
+    echo "test.sh: tier san: the model tests under ASan + UBSan ($SAN)" >&2
+    # Python loads the instrumented harness through ctypes: the runtimes must
+    # come first.  Leak checking is off (the interpreter's own allocations).
+    set +e
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    QRNIC_TIERS=unit QRNIC_BUILD_DIR="$SAN" \
+        /usr/bin/python3 -m pytest "${where[@]}" -q -ra -p no:cacheprovider \
+        -k "not fuzz and not tshark and not wire and not fw_unit" "$@"
+    src=$?
+    set -e
+    [ "$rc" = 0 ] && rc=$src
 fi
 exit "$rc"
