@@ -36,6 +36,7 @@ import time
 
 import pytest
 
+from guest.storage import fio_job, fio_verify, sha256_read
 from guest.vmlib import VMError, guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
@@ -54,6 +55,7 @@ DD_CASES = [(4096, 0), (8192, 12800), (12288, 66048), (65536, 198144),
 PY_CASES = [(4096, 512, 3145728), (4096 + 512, 3584, 3211264), (65536, 512, 3277824),
             (1048576, 2048, 4194816), (1048576 - 512, 512, 6291456)]
 REGION = 8 << 20        # all the cases lie below 8 MiB
+FIO_MB = 4              # fio: two regions of 4 MiB behind REGION
 
 # O_DIRECT from/to buffers that start inside a page, then the whole region
 PY_IO = r'''
@@ -169,14 +171,24 @@ modprobe -r nvme-rdma nvme-loop nvmet-rdma nvmet null_blk 2>&1
 true''' % {'nvmet': NVMET, 'nqn': NQN, 'port': PORT_ID}, timeout=180, check=False)
 
 
+def has_nvme_cli(vm):
+    return vm.run('command -v nvme', check=False).ok
+
+
 def connect(vm, traddr, host_traddr, transport='rdma'):
-    """Connect through /dev/nvme-fabrics; returns (controller, block device, address)."""
-    if transport == 'rdma':
-        opts = 'transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,host_traddr=%s,nr_io_queues=1' % (
-            traddr, NQN, host_traddr)
+    """Connect with nvme-cli (`nvme connect`), or through /dev/nvme-fabrics
+    when the image has no nvme-cli; returns (controller, block device, address)."""
+    if transport == 'rdma' and has_nvme_cli(vm):
+        # -w: host_traddr binds the host to port B; -i: one I/O queue
+        vm.run('nvme connect -t rdma -a %s -s 4420 -n %s -w %s -i 1' % (traddr, NQN, host_traddr),
+               timeout=180)
     else:
-        opts = 'transport=%s,nqn=%s' % (transport, NQN)
-    vm.run('echo "%s" > /dev/nvme-fabrics' % opts, timeout=180)
+        if transport == 'rdma':
+            opts = 'transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,host_traddr=%s,nr_io_queues=1' % (
+                traddr, NQN, host_traddr)
+        else:
+            opts = 'transport=%s,nqn=%s' % (transport, NQN)
+        vm.run('echo "%s" > /dev/nvme-fabrics' % opts, timeout=180)
     out = vm.run(r'''
 for i in $(seq 100); do
   for c in /sys/class/nvme/nvme*; do
@@ -193,6 +205,17 @@ exit 1''' % NQN, timeout=60)
     f = out.split()
     assert len(f) >= 3 and f[2] == transport, out
     return f[0], '/dev/' + f[1], ' '.join(f[3:])
+
+
+def disconnect(vm, ctrl):
+    """`nvme disconnect -n NQN` (or delete_controller); waits until the controller is gone."""
+    if has_nvme_cli(vm):
+        out = vm.run('nvme disconnect -n %s' % NQN, timeout=180)
+        assert 'disconnected 1 controller' in out, out
+    else:
+        vm.run('echo 1 > /sys/class/nvme/%s/delete_controller' % ctrl, timeout=180)
+    vm.run('for i in $(seq 100); do [ -e /sys/class/nvme/%s ] || exit 0; sleep 0.2; done; exit 1' % ctrl,
+           timeout=60)
 
 
 def verify_io(vm, bdev):
@@ -314,6 +337,24 @@ def nvme_rdma_io(topo, guest_dmesg, tgt, host, rw):
         # host and target talked across the cable (port B -> port A), not through loopback
         assert hw[host.ibdev]['tx_packets'] > 0 and hw[tgt.ibdev]['rx_packets'] > 0, hw
         assert hw[host.ibdev]['loopback_frames'] == 0 and hw[tgt.ibdev]['loopback_frames'] == 0, hw
+
+        # fio: random writes with crc32c-verified read back behind the region,
+        # then a disconnect and a new connection: the data is still there
+        t0 = time.monotonic()
+        job = fio_job(FIO_MB << 20, dev=bdev, offset=REGION)
+        wrote, read = fio_verify(vm, job)
+        assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
+        whole = sha256_read(vm, bdev, NS_MB << 20)
+        disconnect(vm, ctrl)
+        ctrl2, bdev2, _ = connect(vm, tgt.ip, host.ip)
+        _, reread = fio_verify(vm, fio_job(FIO_MB << 20, dev=bdev2, offset=REGION), verify_only=True)
+        assert reread == 2 * (FIO_MB << 20), reread
+        assert sha256_read(vm, bdev2, NS_MB << 20) == whole, 'the namespace changed across a reconnect'
+        verified += wrote + reread + 2 * (NS_MB << 20)
+        print('nvme-rdma (%s, %s): fio wrote and verified %d bytes, verified them again and the whole '
+              'namespace (sha256) after a disconnect and a new connection (%s): %d bytes verified in all, '
+              'fio and reconnect %.0f s' % (rw, 'nvme-cli' if has_nvme_cli(vm) else '/dev/nvme-fabrics',
+                                           wrote, ctrl2, verified, time.monotonic() - t0))
     finally:
         down = nvmet_teardown(vm)
     assert 'in use' not in down.output, down.output
