@@ -5,8 +5,9 @@ qrnic's fast registration (spec 12.12; ABI 1.2).
 One T1 guest (one VM, two qrnic ports cabled back to back): nvmet +
 nvmet-rdma export a namespace on port A's address (configfs; a
 memory-backed null_blk with 512-byte blocks), and nvme-rdma on port B
-connects to it (through /dev/nvme-fabrics: the image has no nvme-cli;
-host_traddr binds the host to port B).  nvme-rdma registers every data
+connects to it with `nvme connect -t rdma` (nvme-cli; the
+/dev/nvme-fabrics write when an image has no nvme-cli; -w / host_traddr
+binds the host to port B).  nvme-rdma registers every data
 buffer of an I/O with IB_WR_REG_MR (alloc_mr + map_mr_sg, a page list the
 device reads) and asks the target for remote invalidation: nvmet-rdma
 answers with SEND_WITH_INV, and the host's receive completion carries
@@ -15,7 +16,10 @@ IB_WC_WITH_INVALIDATE (without it, nvme-rdma would post a LOCAL_INV).
 Data: a random pattern written with dd (O_DIRECT) in sizes from 4 KiB to
 1 MiB at offsets that are not 4 KiB aligned, and from buffers that do not
 start on a page (python3, O_DIRECT: the MR's iova is not page aligned),
-read back and compared by sha256, then the whole region once more.  The
+read back and compared by sha256, then the whole region once more.  Then
+fio (randwrite, 4 KiB and 128 KiB blocks, iodepth 16, O_DIRECT,
+verify=crc32c) behind that region, `nvme disconnect`, a new connection,
+fio --verify_only and the whole namespace's sha256 as before.  The
 driver's debugfs counters (qrnic/<pci>/mem_mgt) say how many REG_MR,
 LOCAL_INV and SEND_WITH_INV work requests were posted on which port and
 how many receives reported an invalidation.  Then a clean disconnect, the
@@ -29,7 +33,7 @@ case reloads the RDMA stack with ib_core force_mr=1, which makes the
 target's rdma_rw register its RDMA READ/WRITE buffers too (REG_MR with
 local write access) and post a LOCAL_INV before reusing an MR.
 
-About 80 s for both cases under TCG, boot included."""
+About 90 s for both cases under TCG, boot included."""
 import json
 import re
 import time
