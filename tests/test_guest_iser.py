@@ -76,6 +76,9 @@ rm -f $TP/lun/lun_0/qrnicdisk; [ -d $TP/lun/lun_0 ] && rmdir $TP/lun/lun_0
 [ -d $T/iscsi ] && rmdir $T/iscsi
 [ -d $T/core/rd_mcp_0/qrnicdisk ] && rmdir $T/core/rd_mcp_0/qrnicdisk
 [ -d $T/core/rd_mcp_0 ] && rmdir $T/core/rd_mcp_0
+# isert releases a closed connection from a work item: ib_isert can stay
+# "in use" for a moment after the portal is gone
+for i in $(seq 50); do modprobe -r ib_isert iscsi_target_mod target_core_mod 2>/dev/null && break; sleep 0.2; done
 modprobe -r ib_isert iscsi_target_mod target_core_mod 2>&1
 true''' % {'t': T, 'iqn': IQN}, timeout=120, check=False)
 
