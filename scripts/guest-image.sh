@@ -50,7 +50,11 @@ KPKG=linux-image-$KVER
 SUITE=trixie
 VARIANT=minbase
 INCLUDE=(rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest python3-pyverbs
-         iproute2 kmod procps pciutils ethtool tcpdump strace)
+         iproute2 kmod procps pciutils ethtool tcpdump strace
+         # storage over RDMA (docs/storage.md): NVMe-oF host tool, I/O with
+         # verification, NFS server and client tools, iSCSI initiator (iSER);
+         # the LIO target (isert) is set up through configfs, no targetcli
+         nvme-cli fio nfs-kernel-server nfs-common open-iscsi)
 HOST_PKGS=(debootstrap busybox-static e2fsprogs kmod cpio xz-utils dpkg)
 PROVIDER_SO=libqrnic-rdmav34.so
 PROVIDER_DRIVER=qrnic.driver
@@ -67,6 +71,11 @@ PRUNE_MODULES=(sound drivers/media drivers/iio drivers/usb drivers/hid drivers/i
     drivers/scsi drivers/ata drivers/watchdog drivers/mfd drivers/power drivers/regulator drivers/pinctrl
     drivers/gnss drivers/nfc drivers/rtc net/wireless net/mac80211 net/bluetooth net/nfc net/ieee802154
     net/can fs/ocfs2 fs/gfs2 fs/xfs fs/btrfs fs/ntfs3 fs/f2fs fs/bcachefs)
+# ... but these modules of a pruned directory are kept: the SCSI midlayer, disk
+# and iSCSI transport that iSER (ib_iser) and the LIO target (target_core_mod
+# needs scsi_common) stand on.
+PRUNE_KEEP=(drivers/scsi/scsi_common.ko drivers/scsi/scsi_mod.ko drivers/scsi/sd_mod.ko
+    drivers/scsi/sg.ko drivers/scsi/scsi_transport_iscsi.ko drivers/scsi/libiscsi.ko)
 
 PROG=guest-image
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
@@ -206,9 +215,12 @@ if [ "$FORCE_ROOTFS" = 1 ] || [ ! -f "$ROOTFS_TAR" ]; then
     run tar -C "$R" --numeric-owner -cf "$ROOTFS_TAR.tmp" . || die "tar of the rootfs failed"
     mv "$ROOTFS_TAR.tmp" "$ROOTFS_TAR"
     rm -rf "$R"
-    for old in "$G"/rootfs-*.tar; do [ "$old" = "$ROOTFS_TAR" ] || rm -f "$old"; done
+    # keep this one and the newest other (another branch with another package
+    # list would otherwise redo its debootstrap after every build of this one)
+    for old in $(ls -1t "$G"/rootfs-*.tar | grep -vx "$ROOTFS_TAR" | tail -n +2); do rm -f "$old"; done
     say "rootfs $ROOTFS_KEY ready in $(since $t) ($(du -m "$ROOTFS_TAR" | cut -f1) MB tar)"
 fi
+touch "$ROOTFS_TAR"   # the newest used, for the pruning above
 
 # ---- driver and provider -------------------------------------------------------------
 DRIVER_NOTE="not included (--no-driver)" PROVIDER_NOTE="not included (--no-driver)"
@@ -314,6 +326,10 @@ mkdir -p "$S/usr/lib/modules"
 cp -a "$KDIR/lib/modules/$KVER" "$MODDIR"
 if [ "${QRNIC_FULL_MODULES:-0}" != 1 ]; then
     for d in "${PRUNE_MODULES[@]}"; do rm -rf "${MODDIR:?}/kernel/$d"; done
+    for m in "${PRUNE_KEEP[@]}"; do
+        [ -f "$KDIR/lib/modules/$KVER/kernel/$m" ] || die "PRUNE_KEEP: $m not in $KDEB"
+        install -m 0644 -D "$KDIR/lib/modules/$KVER/kernel/$m" "$MODDIR/kernel/$m"
+    done
 fi
 if [ -n "$KO_FILE" ]; then
     mkdir -p "$MODDIR/extra"

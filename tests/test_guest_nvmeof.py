@@ -5,8 +5,9 @@ qrnic's fast registration (spec 12.12; ABI 1.2).
 One T1 guest (one VM, two qrnic ports cabled back to back): nvmet +
 nvmet-rdma export a namespace on port A's address (configfs; a
 memory-backed null_blk with 512-byte blocks), and nvme-rdma on port B
-connects to it (through /dev/nvme-fabrics: the image has no nvme-cli;
-host_traddr binds the host to port B).  nvme-rdma registers every data
+connects to it with `nvme connect -t rdma` (nvme-cli; the
+/dev/nvme-fabrics write when an image has no nvme-cli; -w / host_traddr
+binds the host to port B).  nvme-rdma registers every data
 buffer of an I/O with IB_WR_REG_MR (alloc_mr + map_mr_sg, a page list the
 device reads) and asks the target for remote invalidation: nvmet-rdma
 answers with SEND_WITH_INV, and the host's receive completion carries
@@ -15,7 +16,10 @@ IB_WC_WITH_INVALIDATE (without it, nvme-rdma would post a LOCAL_INV).
 Data: a random pattern written with dd (O_DIRECT) in sizes from 4 KiB to
 1 MiB at offsets that are not 4 KiB aligned, and from buffers that do not
 start on a page (python3, O_DIRECT: the MR's iova is not page aligned),
-read back and compared by sha256, then the whole region once more.  The
+read back and compared by sha256, then the whole region once more.  Then
+fio (randwrite, 4 KiB and 128 KiB blocks, iodepth 16, O_DIRECT,
+verify=crc32c) behind that region, `nvme disconnect`, a new connection,
+fio --verify_only and the whole namespace's sha256 as before.  The
 driver's debugfs counters (qrnic/<pci>/mem_mgt) say how many REG_MR,
 LOCAL_INV and SEND_WITH_INV work requests were posted on which port and
 how many receives reported an invalidation.  Then a clean disconnect, the
@@ -29,13 +33,14 @@ case reloads the RDMA stack with ib_core force_mr=1, which makes the
 target's rdma_rw register its RDMA READ/WRITE buffers too (REG_MR with
 local write access) and post a LOCAL_INV before reusing an MR.
 
-About 80 s for both cases under TCG, boot included."""
+About 90 s for both cases under TCG, boot included."""
 import json
 import re
 import time
 
 import pytest
 
+from guest.storage import fio_job, fio_verify, sha256_read
 from guest.vmlib import VMError, guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
@@ -54,6 +59,7 @@ DD_CASES = [(4096, 0), (8192, 12800), (12288, 66048), (65536, 198144),
 PY_CASES = [(4096, 512, 3145728), (4096 + 512, 3584, 3211264), (65536, 512, 3277824),
             (1048576, 2048, 4194816), (1048576 - 512, 512, 6291456)]
 REGION = 8 << 20        # all the cases lie below 8 MiB
+FIO_MB = 4              # fio: two regions of 4 MiB behind REGION
 
 # O_DIRECT from/to buffers that start inside a page, then the whole region
 PY_IO = r'''
@@ -169,14 +175,24 @@ modprobe -r nvme-rdma nvme-loop nvmet-rdma nvmet null_blk 2>&1
 true''' % {'nvmet': NVMET, 'nqn': NQN, 'port': PORT_ID}, timeout=180, check=False)
 
 
+def has_nvme_cli(vm):
+    return vm.run('command -v nvme', check=False).ok
+
+
 def connect(vm, traddr, host_traddr, transport='rdma'):
-    """Connect through /dev/nvme-fabrics; returns (controller, block device, address)."""
-    if transport == 'rdma':
-        opts = 'transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,host_traddr=%s,nr_io_queues=1' % (
-            traddr, NQN, host_traddr)
+    """Connect with nvme-cli (`nvme connect`), or through /dev/nvme-fabrics
+    when the image has no nvme-cli; returns (controller, block device, address)."""
+    if transport == 'rdma' and has_nvme_cli(vm):
+        # -w: host_traddr binds the host to port B; -i: one I/O queue
+        vm.run('nvme connect -t rdma -a %s -s 4420 -n %s -w %s -i 1' % (traddr, NQN, host_traddr),
+               timeout=180)
     else:
-        opts = 'transport=%s,nqn=%s' % (transport, NQN)
-    vm.run('echo "%s" > /dev/nvme-fabrics' % opts, timeout=180)
+        if transport == 'rdma':
+            opts = 'transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,host_traddr=%s,nr_io_queues=1' % (
+                traddr, NQN, host_traddr)
+        else:
+            opts = 'transport=%s,nqn=%s' % (transport, NQN)
+        vm.run('echo "%s" > /dev/nvme-fabrics' % opts, timeout=180)
     out = vm.run(r'''
 for i in $(seq 100); do
   for c in /sys/class/nvme/nvme*; do
@@ -193,6 +209,17 @@ exit 1''' % NQN, timeout=60)
     f = out.split()
     assert len(f) >= 3 and f[2] == transport, out
     return f[0], '/dev/' + f[1], ' '.join(f[3:])
+
+
+def disconnect(vm, ctrl):
+    """`nvme disconnect -n NQN` (or delete_controller); waits until the controller is gone."""
+    if has_nvme_cli(vm):
+        out = vm.run('nvme disconnect -n %s' % NQN, timeout=180)
+        assert 'disconnected 1 controller' in out, out
+    else:
+        vm.run('echo 1 > /sys/class/nvme/%s/delete_controller' % ctrl, timeout=180)
+    vm.run('for i in $(seq 100); do [ -e /sys/class/nvme/%s ] || exit 0; sleep 0.2; done; exit 1' % ctrl,
+           timeout=60)
 
 
 def verify_io(vm, bdev):
@@ -314,6 +341,24 @@ def nvme_rdma_io(topo, guest_dmesg, tgt, host, rw):
         # host and target talked across the cable (port B -> port A), not through loopback
         assert hw[host.ibdev]['tx_packets'] > 0 and hw[tgt.ibdev]['rx_packets'] > 0, hw
         assert hw[host.ibdev]['loopback_frames'] == 0 and hw[tgt.ibdev]['loopback_frames'] == 0, hw
+
+        # fio: random writes with crc32c-verified read back behind the region,
+        # then a disconnect and a new connection: the data is still there
+        t0 = time.monotonic()
+        job = fio_job(FIO_MB << 20, dev=bdev, offset=REGION)
+        wrote, read = fio_verify(vm, job)
+        assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
+        whole = sha256_read(vm, bdev, NS_MB << 20)
+        disconnect(vm, ctrl)
+        ctrl2, bdev2, _ = connect(vm, tgt.ip, host.ip)
+        _, reread = fio_verify(vm, fio_job(FIO_MB << 20, dev=bdev2, offset=REGION), verify_only=True)
+        assert reread == 2 * (FIO_MB << 20), reread
+        assert sha256_read(vm, bdev2, NS_MB << 20) == whole, 'the namespace changed across a reconnect'
+        verified += wrote + reread + 2 * (NS_MB << 20)
+        print('nvme-rdma (%s, %s): fio wrote and verified %d bytes, verified them again and the whole '
+              'namespace (sha256) after a disconnect and a new connection (%s): %d bytes verified in all, '
+              'fio and reconnect %.0f s' % (rw, 'nvme-cli' if has_nvme_cli(vm) else '/dev/nvme-fabrics',
+                                           wrote, ctrl2, verified, time.monotonic() - t0))
     finally:
         down = nvmet_teardown(vm)
     assert 'in use' not in down.output, down.output
@@ -331,4 +376,55 @@ def nvme_rdma_io(topo, guest_dmesg, tgt, host, rw):
     bad = [ln for ln in log.splitlines() if 'nvme' in ln and
            re.search(r'failed with status|Bogus remote invalidation|memreg|error recovery|'
                      r'reconnect|I/O error|timeout|failed', ln, re.I)]
+    assert not bad, '\n'.join(bad)
+
+
+# Wire faults on the host's port (both directions): 1 % of the RoCE frames
+# dropped, 0.5 % held back and overtaken (reorder).  RC retransmission must
+# hide both from nvme-rdma: fio's crc32c verification passes, no nvme error
+# recovery, no failed completion.
+WIRE_FAULTS = ('drop prob=1% seed=0x5701', 'reorder prob=0.5% hold=2 release=3 seed=0x5702')
+
+
+def test_nvme_rdma_wire_faults(topo, guest_dmesg):
+    from test_guest_faults import Faults, qom_id
+    need_driver(topo, provider=False)
+    tgt, host = topo.pair()
+    vm = tgt.vm
+    faults = Faults(vm)
+    faults.clear()
+    nvmet_teardown(vm)
+    dev = qom_id(host)
+    hw_before = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, host)}
+    try:
+        setup_target(vm, tgt.ip)
+        ctrl, bdev, _ = connect(vm, tgt.ip, host.ip)
+        t0 = time.monotonic()
+        for rule in WIRE_FAULTS:
+            faults.add(dev, rule)
+        job = fio_job(FIO_MB << 20, dev=bdev, offset=0)
+        wrote, read = fio_verify(vm, job)
+        assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
+        fired = faults.fired(dev)
+        faults.clear()
+        disconnect(vm, ctrl)
+        ctrl2, bdev2, _ = connect(vm, tgt.ip, host.ip)
+        _, reread = fio_verify(vm, fio_job(FIO_MB << 20, dev=bdev2, offset=0), verify_only=True)
+        assert reread == 2 * (FIO_MB << 20), reread
+        hw_after = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, host)}
+        hw = {d: {k: hw_after[d][k] - hw_before[d][k]
+                  for k in ('tx_packets', 'retransmitted_packets', 'retransmit_timeouts', 'seq_naks_sent',
+                            'cqe_errors')} for d in hw_after}
+        print('\nnvme-rdma under %s on %s: fio wrote and verified %d bytes (%.0f s), %d fault firings, '
+              'verified again after a reconnect; device %s' % (' + '.join(WIRE_FAULTS), dev, wrote,
+                                                                time.monotonic() - t0, fired, hw))
+        assert fired > 0, 'no fault fired'
+        assert sum(h['retransmitted_packets'] for h in hw.values()) > 0, hw
+    finally:
+        faults.clear()
+        down = nvmet_teardown(vm)
+    assert 'in use' not in down.output, down.output
+    log = '\n'.join(t for r in guest_dmesg.new().values() for _, t in r)
+    bad = [ln for ln in log.splitlines() if 'nvme' in ln and
+           re.search(r'failed with status|error recovery|reconnect|I/O error|timeout', ln, re.I)]
     assert not bad, '\n'.join(bad)
