@@ -86,7 +86,7 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
        'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20,
        'REREG_MR': 0x21, 'ALLOC_XRCD': 0x22, 'DEALLOC_XRCD': 0x23}
-CMD_MAX = 0x21
+CMD_MAX = 0x23
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -141,6 +141,9 @@ OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
       'UC_WRITE_FIRST': 0x26, 'UC_WRITE_MIDDLE': 0x27, 'UC_WRITE_LAST': 0x28,
       'UC_WRITE_LAST_IMM': 0x29, 'UC_WRITE_ONLY': 0x2a, 'UC_WRITE_ONLY_IMM': 0x2b,
       'UD_SEND_ONLY': 0x64, 'UD_SEND_ONLY_IMM': 0x65}
+# XRC (transport 101): the RC opcodes + 0xa0; requests carry an XRCETH
+OP.update({'XRC' + k[2:]: v | 0xa0 for k, v in list(OP.items()) if k.startswith('RC_')})
+XRC_RESPONSES = (0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2)
 OP_NAME = {v: k for k, v in OP.items()}
 # AETH syndromes
 AETH_ACK = 0x00            # 0x00-0x1f (credit count in low bits)
@@ -734,6 +737,7 @@ class Frame:
         self.atomic_orig = None
         self.deth = None
         self.ieth = None
+        self.xrc_srqn = None
         self.payload = b''
         self._decode()
 
@@ -783,9 +787,14 @@ class Frame:
         self.psn = int.from_bytes(d[b + 9:b + 12], 'big')
         p = b + 12
         op = self.opcode
-        if op >= 0x60:  # UD: DETH
+        if 0x60 <= op < 0x80:  # UD: DETH
             self.deth = (struct.unpack_from('>I', d, p)[0], int.from_bytes(d[p + 5:p + 8], 'big'))
             p += 8
+        if op >= 0xa0:  # XRC: the RC layout, with an XRCETH on requests
+            if op not in XRC_RESPONSES:
+                self.xrc_srqn = int.from_bytes(d[p + 1:p + 4], 'big')
+                p += 4
+            op &= 0x1f
         if op in (0x06, 0x0a, 0x0b, 0x0c, 0x26, 0x2a, 0x2b):
             self.reth = struct.unpack_from('>QII', d, p)  # va, rkey, len
             p += 16
