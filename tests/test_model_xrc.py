@@ -49,11 +49,10 @@ class Xrc:
 
 @pytest.mark.parametrize('loopback', [False, True], ids=['wire', 'loopback'])
 def test_two_ini_into_two_srqs_through_one_tgt(world, loopback):
-    """Two INI QPs on one device SEND, through one TGT QP, into two XRC SRQs
-    of one domain; the receives complete on each SRQ's CQ."""
+    """Two INI QPs on one device SEND into two XRC SRQs of one domain on the
+    other; the receives complete on each SRQ's CQ.  An XRC connection is one
+    INI QP to one TGT QP, so INI i talks to TGT i, and each names either SRQ."""
     x = Xrc(world, n_ini=2, n_srq=2, loopback=loopback)
-    # one TGT serves both INIs' sends: connect INI 1 to TGT 0 as well?  No:
-    # a TGT QP has one peer, so INI i talks to TGT i; both name either SRQ.
     src = x.a.reg_mr(x.pda, 1 << 16)
     dst = x.b.reg_mr(x.pdb, 1 << 16)
     data = src.fill_random(random.Random(5))
