@@ -86,6 +86,7 @@ static uint8_t fw_query_device(struct qrnic_dev *d, const struct qrnic_aq_cmd *c
 	a.max_mcg_qp = QRNIC_MAX_MCG_QP;
 	a.max_fast_reg_pages = QRNIC_MAX_FAST_REG_PAGES;
 	a.max_mw = c->max_mr;	/* one MPT for MRs and windows */
+	a.max_xrcd = c->max_xrcd;
 	a.page_size_cap = ((1ull << (QRNIC_MAX_PAGE_SHIFT + 1)) - 1) &
 			  ~((1ull << QRNIC_MIN_PAGE_SHIFT) - 1);
 	a.max_mr_size = c->max_mr_size;
@@ -212,6 +213,9 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 	for (i = 1; i < d->cfg.max_srq; i++)
 		if (d->srq[i].valid && d->srq[i].uctx == u)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
+	for (i = 1; i < d->cfg.max_xrcd; i++)
+		if (d->xrcd[i].valid && d->xrcd[i].uctx == u)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
 	for (i = 1; i < d->cfg.max_qp; i++)
 		if (d->qp[i].valid && d->qp[i].uctx == u)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
@@ -261,6 +265,8 @@ static const struct qrnic_fw_op fw_ops[QRNIC_CMD_MAX + 1] = {
 	FW_OP(RESIZE_CQ, qrnic_fw_resize_cq),
 	FW_OP(MODIFY_CQ, qrnic_fw_modify_cq),
 	FW_OP(REREG_MR, qrnic_fw_rereg_mr),
+	FW_OP(ALLOC_XRCD, qrnic_fw_alloc_xrcd),
+	FW_OP(DEALLOC_XRCD, qrnic_fw_dealloc_xrcd),
 };
 
 /* The generic part of validation, shared by every opcode.  Bytes of the

@@ -5,9 +5,9 @@
  * MODIFY_QP follows the IBTA chapter 11 QP state machine as Linux encodes
  * it in ib_modify_qp_is_ok() (drivers/infiniband/core/verbs.c): for every
  * (current, next) pair, whether it is allowed and which attributes are
- * required and optional, per transport (RC, UC, UD, GSI).  Differences from
+ * required and optional, per transport (RC, UC, UD, GSI, XRC INI, XRC TGT).  Differences from
  * that table, all deliberate:
- *   - SQE -> RTS only for UC/UD/GSI (an RC QP never enters SQE);
+ *   - SQE -> RTS only for UC/UD/GSI (an RC or XRC QP never enters SQE);
  *   - GSI accepts PORT as an optional attribute of RESET->INIT and
  *     INIT->INIT (UD requires it there; harmless for QP1, port is 1);
  *   - ALT_PATH, PATH_MIG_STATE and CAP are answered QRNIC_AQ_NOT_SUPPORTED
@@ -29,12 +29,13 @@
 #include "qrnic_fw.h"
 
 /* ---- The state machine ---------------------------------------------------- */
-enum { T_RC, T_UD, T_GSI, T_UC, T_NUM };
+enum { T_RC, T_UD, T_GSI, T_UC, T_XI, T_XT, T_NUM };	/* T_XI/T_XT: XRC INI/TGT */
 #define V_RC	(1u << T_RC)
 #define V_UD	(1u << T_UD)
 #define V_GSI	(1u << T_GSI)
 #define V_UC	(1u << T_UC)
-#define V_ALL	(V_RC | V_UD | V_GSI | V_UC)
+#define V_XRC	((1u << T_XI) | (1u << T_XT))
+#define V_ALL	(V_RC | V_UD | V_GSI | V_UC | V_XRC)
 
 struct qp_trans {
 	uint8_t  valid;			/* V_* bits: allowed for these types */
@@ -55,6 +56,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
+				[T_XI] = A(PKEY_INDEX) | A(PORT),
+				[T_XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 			.opt = { [T_GSI] = A(PORT) },
 		},
@@ -69,6 +72,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY) | A(PORT),
+				[T_XI] = A(PKEY_INDEX) | A(PORT),
+				[T_XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 		},
 		[S(RTR)] = {
@@ -77,10 +82,15 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_RC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
 					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 				[T_UC] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+				[T_XI] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN),
+				[T_XT] = A(AV) | A(PATH_MTU) | A(DEST_QPN) | A(RQ_PSN) |
+					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 			},
 			.opt = {
 				[T_RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
+				[T_XI] = A(ALT_PATH) | A(PKEY_INDEX),
+				[T_XT] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
 			},
@@ -97,6 +107,9 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UC] = A(SQ_PSN),
 				[T_UD] = A(SQ_PSN),
 				[T_GSI] = A(SQ_PSN),
+				[T_XI] = A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) | A(SQ_PSN) |
+					 A(MAX_QP_RD_ATOMIC),
+				[T_XT] = A(TIMEOUT) | A(SQ_PSN),
 			},
 			.opt = {
 				[T_RC] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
@@ -105,6 +118,9 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
+				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(PATH_MIG_STATE),
+				[T_XT] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -120,6 +136,9 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
+				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(PATH_MIG_STATE),
+				[T_XT] = A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) |
+					 A(PATH_MIG_STATE) | A(MIN_RNR_TIMER),
 			},
 		},
 		[S(SQD)] = {
@@ -129,6 +148,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UC] = A(EN_SQD_ASYNC),
 				[T_UD] = A(EN_SQD_ASYNC),
 				[T_GSI] = A(EN_SQD_ASYNC),
+				[T_XI] = A(EN_SQD_ASYNC),
+				[T_XT] = A(EN_SQD_ASYNC),
 			},
 		},
 	},
@@ -144,6 +165,9 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
+		[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(PATH_MIG_STATE),
+				[T_XT] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
 		},
 		[S(SQD)] = {
@@ -157,6 +181,12 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
+				[T_XI] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
+					 A(MAX_QP_RD_ATOMIC) | A(ALT_PATH) | A(PKEY_INDEX) |
+					 A(PATH_MIG_STATE),
+				[T_XT] = A(PORT) | A(AV) | A(TIMEOUT) | A(MAX_DEST_RD_ATOMIC) |
+					 A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
 		},
 	},
@@ -185,6 +215,8 @@ static int qp_type_col(uint8_t qp_type)
 	case QRNIC_QPT_UC:	return T_UC;
 	case QRNIC_QPT_UD:	return T_UD;
 	case QRNIC_QPT_GSI:	return T_GSI;
+	case QRNIC_QPT_XRC_INI:	return T_XI;
+	case QRNIC_QPT_XRC_TGT:	return T_XT;
 	default:		return -1;
 	}
 }
@@ -267,27 +299,53 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	long nz;
 
 #define F(field) QRNIC_FW_OFF(u.create_qp.field)
+	/* XRC (ABI 1.3): a TGT QP has no PD, CQ, SQ or RQ, only an XRC domain
+	 * (in the srqn field); an INI QP has no receive side */
+	const bool ini = c->qp_type == QRNIC_QPT_XRC_INI, tgt = c->qp_type == QRNIC_QPT_XRC_TGT;
+	struct qrnic_xrcd *xrcd = NULL;
+
 	if (!qrnic_fw_uctx_ok(d, c->uctx))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(uctx));
-	pd = qrnic_fw_pd(d, c->pdn);
-	if (!pd || pd->uctx != c->uctx)
-		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
-	scq = qrnic_fw_cq(d, c->send_cqn);
-	if (!scq || scq->uctx != c->uctx)
-		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(send_cqn));
-	rcq = qrnic_fw_cq(d, c->recv_cqn);
-	if (!rcq || rcq->uctx != c->uctx)
-		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(recv_cqn));
+	if (tgt) {
+		if (c->pdn)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(pdn));
+		pd = NULL;
+	} else {
+		pd = qrnic_fw_pd(d, c->pdn);
+		if (!pd || pd->uctx != c->uctx)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(pdn));
+	}
+	if (tgt) {
+		if (c->send_cqn)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(send_cqn));
+		scq = NULL;
+	} else {
+		scq = qrnic_fw_cq(d, c->send_cqn);
+		if (!scq || scq->uctx != c->uctx)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(send_cqn));
+	}
+	if (ini || tgt) {
+		if (c->recv_cqn)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(recv_cqn));
+		rcq = NULL;
+	} else {
+		rcq = qrnic_fw_cq(d, c->recv_cqn);
+		if (!rcq || rcq->uctx != c->uctx)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(recv_cqn));
+	}
 	if (qp_type_col(c->qp_type) < 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(qp_type));
 	if (c->qp_type == QRNIC_QPT_GSI && c->uctx != 0)	/* QP1 is the kernel's */
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(uctx));
-	if (c->sq_log_depth < 1 || c->sq_log_depth > QRNIC_MAX_QUEUE_LOG ||
-	    (1u << c->sq_log_depth) > d->cfg.max_qp_wr)
+	if (tgt ? c->sq_log_depth != 0
+		: (c->sq_log_depth < 1 || c->sq_log_depth > QRNIC_MAX_QUEUE_LOG ||
+		   (1u << c->sq_log_depth) > d->cfg.max_qp_wr))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_log_depth));
-	if (c->sq_wqe_shift < QRNIC_MIN_WQE_SHIFT || c->sq_wqe_shift > QRNIC_MAX_SEND_WQE_SHIFT)
+	if (tgt ? c->sq_wqe_shift != 0
+		: (c->sq_wqe_shift < QRNIC_MIN_WQE_SHIFT || c->sq_wqe_shift > QRNIC_MAX_SEND_WQE_SHIFT))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_wqe_shift));
-	if (c->rq_log_depth > QRNIC_MAX_QUEUE_LOG || (1u << c->rq_log_depth) > d->cfg.max_qp_wr)
+	if (c->rq_log_depth > QRNIC_MAX_QUEUE_LOG || (1u << c->rq_log_depth) > d->cfg.max_qp_wr ||
+	    ((ini || tgt) && c->rq_log_depth))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_log_depth));
 	/* rq_log_depth 0: no RQ; rq_wqe_shift is then not used, rq_addr must be 0 */
 	if (c->rq_log_depth && (c->rq_wqe_shift < QRNIC_MIN_RECV_WQE_SHIFT ||
@@ -296,16 +354,24 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	nz = qrnic_fw_nonzero(c->rsvd0, sizeof(c->rsvd0));
 	if (nz >= 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd0) + (uint32_t)nz);
-	if (c->flags & ~QRNIC_QP_F_SQ_SIG_ALL)
+	if (c->flags & ~(tgt ? 0 : QRNIC_QP_F_SQ_SIG_ALL))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
-	if (c->srqn) {
+	if (tgt) {
+		xrcd = qrnic_fw_xrcd_for(d, c->xrcd, c->uctx);
+		if (!xrcd)
+			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(xrcd));
+	} else if (ini && c->srqn) {
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(srqn));
+	} else if (c->srqn) {
 		srq = qrnic_fw_srq(d, c->srqn);
-		if (!srq || srq->uctx != c->uctx || c->qp_type == QRNIC_QPT_GSI)
+		/* an XRC SRQ serves XRC TGT QPs only */
+		if (!srq || srq->uctx != c->uctx || c->qp_type == QRNIC_QPT_GSI || srq->xrcd)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, F(srqn));
 		if (c->rq_log_depth || c->rq_wqe_shift || c->rq_addr)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_log_depth));
 	}
-	if (!qrnic_fw_ring_ok(c->sq_addr, 1ull << (c->sq_log_depth + c->sq_wqe_shift)))
+	if (tgt ? c->sq_addr != 0
+		: !qrnic_fw_ring_ok(c->sq_addr, 1ull << (c->sq_log_depth + c->sq_wqe_shift)))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_addr));
 	if (c->rq_log_depth ? !qrnic_fw_ring_ok(c->rq_addr,
 						 1ull << (c->rq_log_depth + c->rq_wqe_shift))
@@ -342,7 +408,8 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->pdn = c->pdn;
 	qp->send_cqn = c->send_cqn;
 	qp->recv_cqn = c->recv_cqn;
-	qp->srqn = c->srqn;
+	qp->srqn = tgt ? 0 : c->srqn;
+	qp->xrcd = tgt ? c->xrcd : 0;
 	qp->flags = c->flags;
 	qp_attr_defaults(&qp->attr);
 	qp->sq_addr = c->sq_addr;
@@ -356,11 +423,16 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		qp_clear(qp);
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 	}
-	pd->refcnt++;
-	scq->refcnt++;
-	rcq->refcnt++;
+	if (pd)
+		pd->refcnt++;
+	if (scq)
+		scq->refcnt++;
+	if (rcq)
+		rcq->refcnt++;
 	if (srq)
 		srq->refcnt++;
+	if (xrcd)
+		xrcd->refcnt++;
 	cqe->result[0] = qpn;
 	return QRNIC_AQ_OK;
 #undef F
@@ -521,6 +593,7 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	struct qrnic_pd *pd;
 	struct qrnic_cq *cq;
 	struct qrnic_srq *srq;
+	struct qrnic_xrcd *xrcd;
 
 	if (!qp)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
@@ -539,6 +612,9 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	srq = qrnic_fw_srq(d, qp->srqn);
 	if (srq && srq->refcnt)
 		srq->refcnt--;
+	xrcd = qrnic_fw_xrcd(d, qp->xrcd);
+	if (xrcd && xrcd->refcnt)
+		xrcd->refcnt--;
 	qp_clear(qp);
 	return QRNIC_AQ_OK;
 }

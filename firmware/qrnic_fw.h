@@ -108,6 +108,21 @@ static inline struct qrnic_srq *qrnic_fw_srq(struct qrnic_dev *d, uint32_t srqn)
 	return (srqn && srqn < d->cfg.max_srq && d->srq[srqn].valid) ? &d->srq[srqn] : NULL;
 }
 
+static inline struct qrnic_xrcd *qrnic_fw_xrcd(struct qrnic_dev *d, uint32_t xrcdn)
+{
+	return (xrcdn && xrcdn < d->cfg.max_xrcd && d->xrcd[xrcdn].valid) ? &d->xrcd[xrcdn] : NULL;
+}
+
+/* An XRC domain that objects of user context uctx may join: one of uctx,
+ * or a kernel one (uctx 0, shared as the kernel shares an XRCD). */
+static inline struct qrnic_xrcd *qrnic_fw_xrcd_for(struct qrnic_dev *d, uint32_t xrcdn,
+						   uint32_t uctx)
+{
+	struct qrnic_xrcd *x = qrnic_fw_xrcd(d, xrcdn);
+
+	return x && (x->uctx == uctx || x->uctx == 0) ? x : NULL;
+}
+
 static inline struct qrnic_qp *qrnic_fw_qp(struct qrnic_dev *d, uint32_t qpn)
 {
 	return (qpn && qpn < d->cfg.max_qp && d->qp[qpn].valid) ? &d->qp[qpn] : NULL;
@@ -182,6 +197,8 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 uint8_t qrnic_fw_modify_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_query_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_destroy_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_alloc_xrcd(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
+uint8_t qrnic_fw_dealloc_xrcd(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 
 uint8_t qrnic_fw_attach_mcast(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);
 uint8_t qrnic_fw_detach_mcast(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd, struct qrnic_aq_cqe *cqe);

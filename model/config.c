@@ -49,6 +49,8 @@ static const struct qrnic_config_param params[] = {
 	  "doorbell pages (user contexts), including page 0", "`NUM_DB_PAGES`, `max_uctx`" },
 	{ "max_srq", "max-srq", U32(max_srq), 1024, 2, 1u << 24, 0,
 	  "SRQ number space, including 0 (unused)", "`max_srq`" },
+	{ "max_xrcd", "max-xrcd", U32(max_xrcd), 64, 2, 1u << 24, 0,
+	  "XRC domain number space, including 0 (unused)", "`max_xrcd`" },
 	{ "max_mtt", "max-mtt", U32(max_mtt), 1u << 20, 1, 1u << 28, 0,
 	  "MTT entries, the pages of all MRs together (2^20: 4 GiB of 4 KiB pages, "
 	  "8 MiB of device memory)", "`max_mtt`" },

@@ -347,6 +347,7 @@ static void free_tables(struct qrnic_dev *d)
 	free(d->mtt);
 	free(d->mtt_used);
 	free(d->srq);
+	free(d->xrcd);
 	d->srq = NULL;
 	d->uctx_valid = NULL;
 	d->pd = NULL;
@@ -375,8 +376,9 @@ static int alloc_tables(struct qrnic_dev *d)
 	d->mtt = calloc(c->max_mtt, sizeof(*d->mtt));
 	d->mtt_used = calloc(c->max_mtt, sizeof(*d->mtt_used));
 	d->srq = calloc(c->max_srq, sizeof(*d->srq));
+	d->xrcd = calloc(c->max_xrcd, sizeof(*d->xrcd));
 	if (!d->uctx_valid || !d->pd || !d->cq || !d->eq || !d->qp || !d->mr || !d->ah ||
-	    !d->gid || !d->mtt || !d->mtt_used || !d->srq) {
+	    !d->gid || !d->mtt || !d->mtt_used || !d->srq || !d->xrcd) {
 		free_tables(d);
 		return -1;
 	}
@@ -405,6 +407,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
 		memset(d->srq, 0, c->max_srq * sizeof(*d->srq));
+		memset(d->xrcd, 0, c->max_xrcd * sizeof(*d->xrcd));
 		/* Keep each MR slot's tag so keys from before the reset stay stale. */
 		for (uint32_t i = 0; i < c->max_mr; i++) {
 			uint8_t tag = d->mr[i].next_tag;

@@ -144,7 +144,7 @@ int qrnic_mr_check(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 int qrnic_rkey_check(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
 		     uint64_t len, uint32_t access)
 {
-	return mr_lookup(d, rkey, qp->pdn, qp->qpn, va, len, access, NULL);
+	return mr_lookup(d, rkey, qrnic_qp_rkey_pdn(qp), qp->qpn, va, len, access, NULL);
 }
 
 /* ---- Translation ----------------------------------------------------------- */
@@ -217,13 +217,13 @@ int qrnic_mr_write(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint64_t va,
 int qrnic_rkey_read(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
 		    void *buf, uint32_t len, uint32_t access)
 {
-	return mr_xfer(d, rkey, qp->pdn, qp->qpn, va, buf, NULL, len, access);
+	return mr_xfer(d, rkey, qrnic_qp_rkey_pdn(qp), qp->qpn, va, buf, NULL, len, access);
 }
 
 int qrnic_rkey_write(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
 		     const void *buf, uint32_t len, uint32_t access)
 {
-	return mr_xfer(d, rkey, qp->pdn, qp->qpn, va, NULL, buf, len, access);
+	return mr_xfer(d, rkey, qrnic_qp_rkey_pdn(qp), qp->qpn, va, NULL, buf, len, access);
 }
 
 /* ---- Fast registration and invalidation ----------------------------------- */

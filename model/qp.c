@@ -112,7 +112,9 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qp->req.cur = qp->req.sq_next = qp->req.sq_ci;
 	qp->req.rd_atomic_out = 0;
 
-	if (qp->resp.recv_active) {
+	if (qp->resp.recv_active && qp->type == QRNIC_QPT_XRC_TGT) {
+		qrnic_xrc_flush_recv(d, qp);	/* to the CQ of the XRC SRQ */
+	} else if (qp->resp.recv_active) {
 		post_flush_cqe(d, qp, false, qp->resp.rwqe.wr_id, qp->resp.rq_ci, QRNIC_WC_OP_RECV);
 		qp->resp.recv_active = false;
 		qp->resp.rq_ci++;
@@ -191,7 +193,7 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 		qrnic_qp_flush(d, qp);
 		/* it takes no more WQEs from its SRQ (IBTA 11.6.3.3: the
 		 * driver may now destroy it without losing a receive) */
-		if (old != QRNIC_QPS_ERR && qp->srqn)
+		if (old != QRNIC_QPS_ERR && (qp->srqn || qp->type == QRNIC_QPT_XRC_TGT))
 			qrnic_async_event(d, QRNIC_EV_QP_LAST_WQE_REACHED, qp->qpn, 0);
 		break;
 	case QRNIC_QPS_SQD:
@@ -223,6 +225,12 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	uint32_t ci;
 
 	if (sq) {
+		if (!qp->sq_addr) {	/* an XRC TGT QP */
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			qrnic_guest_err(d, err_qp_db_no_sq, (qp->qpn),
+					"qrnic: SQ doorbell for QP %u which has no SQ", qp->qpn);
+			return;
+		}
 		depth = 1u << qp->sq_log_depth;
 		ci = qp->req.sq_ci;
 	} else {
@@ -285,13 +293,13 @@ static bool qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 		qrnic_qp_flush(d, qp);
 		return false;
 	case QRNIC_QPS_RTR:
-		if (qp->type == QRNIC_QPT_RC)
+		if (qrnic_qp_rc(qp))
 			more = qrnic_resp_step(d, qp, QRNIC_QP_PKT_BUDGET);
 		return more;
 	case QRNIC_QPS_RTS:
 	case QRNIC_QPS_SQD:
 	case QRNIC_QPS_SQE:
-		if (qp->type == QRNIC_QPT_RC)
+		if (qrnic_qp_rc(qp))
 			more = qrnic_resp_step(d, qp, QRNIC_QP_PKT_BUDGET);
 		if (qp->attr.qp_state == QRNIC_QPS_ERR)
 			return false;

@@ -141,6 +141,15 @@ struct qrnic_srq {
 	uint32_t ci;		/* next WQE to take, free running */
 	uint32_t limit;		/* SRQ_LIMIT_REACHED armed below this; 0 = not */
 	uint32_t refcnt;	/* QPs using it */
+	uint32_t xrcd;		/* XRC SRQ: its domain (0: an ordinary SRQ) */
+	uint32_t cqn;		/* XRC SRQ: where its receive CQEs go */
+};
+
+/* An XRC domain (spec 12.14): XRC SRQs and XRC TGT QPs belong to one. */
+struct qrnic_xrcd {
+	bool valid;
+	uint32_t uctx;		/* 0: the kernel's, usable by every uctx */
+	uint32_t refcnt;	/* XRC SRQs and TGT QPs in it */
 };
 
 /* A UD multicast group (spec 12.11); free while nqp is 0. */
@@ -175,6 +184,7 @@ struct qrnic_rwqe {
 	uint64_t wr_id;
 	uint32_t rq_index;	/* of the RQ, or of the SRQ it came from */
 	uint32_t pdn;		/* its lkeys' PD: the QP's, or the SRQ's */
+	uint32_t srqn;		/* the SRQ it came from, 0: the QP's RQ */
 	uint32_t num_sge;
 	uint32_t total_len;
 	struct qrnic_sge sge[QRNIC_MAX_SGE];
@@ -231,6 +241,7 @@ struct qrnic_rsrc {
 	uint32_t len;
 	uint64_t atomic_orig;
 	uint64_t tm_issue;	/* timing: response payload reads may start */
+	uint32_t pdn;		/* XRC TGT: the PD its rkey is checked against */
 };
 
 struct qrnic_resp {
@@ -263,6 +274,9 @@ struct qrnic_resp {
 	bool rsrc_maybe;	/* set with every rsrc[].pending = true; false:
 				 * none is pending (qrnic_resp_step skips the scan) */
 	uint32_t rq_ci;		/* next RQ index to consume */
+	uint32_t xrc_srqn;	/* XRC TGT: the XRC SRQ the request being executed
+				 * names (XRCETH), checked to be of the QP's domain */
+	uint32_t xrc_pdn;	/* ... and its PD, that rkeys are checked against */
 };
 
 /* A QP's place on one of the device's QP lists (the work list, the flush
@@ -288,6 +302,7 @@ struct qrnic_qp {
 	uint32_t send_cqn;
 	uint32_t recv_cqn;
 	uint32_t srqn;		/* receives from this SRQ; 0 = own RQ */
+	uint32_t xrcd;		/* XRC TGT: its XRC domain */
 	uint32_t flags;		/* QRNIC_QP_F_* */
 	struct qrnic_qp_attr attr;	/* current attributes; attr.qp_state is THE state */
 	/* rings */
@@ -309,6 +324,21 @@ struct qrnic_qp {
 	uint64_t tm_pkt;	/* requester: previous packet processed */
 	uint64_t tm_resp;	/* responder: last request processed */
 };
+
+/* Reliable connected semantics (ACKs, retries, READ and atomics): RC and
+ * the two XRC types, an INI QP's send side and a TGT QP's receive side. */
+static inline bool qrnic_qp_rc(const struct qrnic_qp *qp)
+{
+	return qp->type == QRNIC_QPT_RC || qp->type == QRNIC_QPT_XRC_INI ||
+	       qp->type == QRNIC_QPT_XRC_TGT;
+}
+
+/* The PD that the rkeys of incoming requests are checked against: the
+ * QP's, or for an XRC TGT QP the PD of the XRC SRQ the request names. */
+static inline uint32_t qrnic_qp_rkey_pdn(const struct qrnic_qp *qp)
+{
+	return qp->type == QRNIC_QPT_XRC_TGT ? qp->resp.xrc_pdn : qp->pdn;
+}
 
 /* Timed events (retransmission, RNR wait, later: timing model). */
 enum qrnic_event_kind {
@@ -400,6 +430,7 @@ struct qrnic_dev {
 	struct qrnic_mr *mr;		/* [max_mr] */
 	struct qrnic_ah *ah;		/* [max_ah] */
 	struct qrnic_srq *srq;		/* [max_srq] */
+	struct qrnic_xrcd *xrcd;	/* [max_xrcd] */
 	struct qrnic_mcg mcg[QRNIC_MAX_MCG];
 	uint32_t nmcg;			/* groups in use */
 	struct qrnic_gid_entry *gid;	/* [gid_tbl_len] */
@@ -733,6 +764,7 @@ bool qrnic_srq_empty(const struct qrnic_srq *s);
 /* Take the SRQ's next WQE into r (the consumer index advances, the record
  * is written, SRQ_LIMIT_REACHED may fire); QRNIC_VERR_* of its validation. */
 int qrnic_srq_take(struct qrnic_dev *d, struct qrnic_srq *s, struct qrnic_rwqe *r);
+void qrnic_xrc_flush_recv(struct qrnic_dev *d, struct qrnic_qp *qp);	/* srq.c */
 
 /* ---- requester.c / completer.c / responder.c ----------------------------- */
 bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);

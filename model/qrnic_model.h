@@ -148,6 +148,7 @@ struct qrnic_config {
 	uint32_t max_eq;
 	uint32_t max_uctx;
 	uint32_t max_srq;
+	uint32_t max_xrcd;
 	uint32_t max_mtt;
 	uint64_t max_mr_size;
 	uint32_t num_vectors;

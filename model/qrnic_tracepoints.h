@@ -113,6 +113,9 @@
 	X(err_qp_db_no_rq, ERR,						\
 	  "an RQ doorbell for a QP without an RQ (ignored)",		\
 	  "qpn %u", (uint32_t, qpn))					\
+	X(err_qp_db_no_sq, ERR,						\
+	  "an SQ doorbell for a QP without an SQ, an XRC TGT QP (ignored)", \
+	  "qpn %u", (uint32_t, qpn))					\
 	X(err_qp_db_index, ERR,						\
 	  "an SQ (rq 0) or RQ (rq 1) producer index that laps the consumer or moves back (ignored)", \
 	  "qpn %u rq %u pi %u ci %u depth %u",				\
@@ -170,6 +173,9 @@
 	  "a received SEND with invalidate named a key that cannot be invalidated (NAK)", \
 	  "qpn %u key 0x%x verr %u",					\
 	  (uint32_t, qpn), (uint32_t, key), (uint32_t, verr))		\
+	X(err_xrc_srq, ERR,						\
+	  "an XRC request naming no XRC SRQ of the TGT QP's XRC domain (NAK invalid request)", \
+	  "qpn %u srqn %u psn %u", (uint32_t, qpn), (uint32_t, srqn), (uint32_t, psn)) \
 	X(err_bad_request, ERR,						\
 	  "a received request with an opcode or length the QP cannot take (NAK invalid request)", \
 	  "qpn %u opcode 0x%x len %u psn %u",				\

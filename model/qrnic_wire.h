@@ -37,11 +37,14 @@
 #define QRNIC_IMMDT_LEN 4
 #define QRNIC_IETH_LEN 4
 #define QRNIC_DETH_LEN 8
+#define QRNIC_XRCETH_LEN 4
 #define QRNIC_ICRC_LEN 4
-/* largest header stack: eth + ipv6 + udp + bth + atomiceth (or reth+immdt, deth+immdt) */
-#define QRNIC_MAX_HDR_LEN (QRNIC_ETH_HLEN + QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN + QRNIC_ATOMICETH_LEN)
+/* largest header stack: eth + ipv6 + udp + bth + xrceth + atomiceth (XRC atomics) */
+#define QRNIC_MAX_HDR_LEN (QRNIC_ETH_HLEN + QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN + \
+			   QRNIC_XRCETH_LEN + QRNIC_ATOMICETH_LEN)
 
-/* IBTA BTH opcodes: RC (0x00-0x1f), UC (0x20-0x3f) and UD (0x60-0x7f) */
+/* IBTA BTH opcodes: RC (0x00-0x1f), UC (0x20-0x3f), UD (0x60-0x7f) and XRC
+ * (0xa0-0xbf: the RC opcodes + 0xa0; requests carry an XRCETH) */
 enum qrnic_ib_opcode {
 	QRNIC_OP_RC_SEND_FIRST = 0x00, QRNIC_OP_RC_SEND_MIDDLE = 0x01, QRNIC_OP_RC_SEND_LAST = 0x02,
 	QRNIC_OP_RC_SEND_LAST_IMM = 0x03, QRNIC_OP_RC_SEND_ONLY = 0x04, QRNIC_OP_RC_SEND_ONLY_IMM = 0x05,
@@ -56,6 +59,9 @@ enum qrnic_ib_opcode {
 	QRNIC_OP_UC_WRITE_FIRST = 0x26, QRNIC_OP_UC_WRITE_MIDDLE = 0x27, QRNIC_OP_UC_WRITE_LAST = 0x28,
 	QRNIC_OP_UC_WRITE_LAST_IMM = 0x29, QRNIC_OP_UC_WRITE_ONLY = 0x2a, QRNIC_OP_UC_WRITE_ONLY_IMM = 0x2b,
 	QRNIC_OP_UD_SEND_ONLY = 0x64, QRNIC_OP_UD_SEND_ONLY_IMM = 0x65,
+	QRNIC_OP_XRC = 0xa0,	/* XRC opcode = RC opcode | QRNIC_OP_XRC */
+	QRNIC_OP_XRC_SEND_FIRST = 0xa0, QRNIC_OP_XRC_SEND_ONLY = 0xa4, QRNIC_OP_XRC_READ_REQ = 0xac,
+	QRNIC_OP_XRC_ACK = 0xb1, QRNIC_OP_XRC_SEND_ONLY_INV = 0xb7,
 };
 
 /* per-opcode header flags */
@@ -76,6 +82,7 @@ enum qrnic_ib_opcode {
 #define QRNIC_HDR_READ (1u<<14)
 #define QRNIC_HDR_ATOMIC (1u<<15)
 #define QRNIC_HDR_IETH (1u<<16)     /* SEND with invalidate: a 4-byte IETH (R_Key) where ImmDt would be */
+#define QRNIC_HDR_XRCETH (1u<<17)   /* XRC request: a 4-byte XRCETH ([23:0] XRC SRQ) after the BTH */
 /* returns 0 for an opcode qrnic does not implement */
 uint32_t qrnic_opcode_flags(uint8_t opcode);
 const char *qrnic_opcode_name(uint8_t opcode);   /* "RC_SEND_FIRST", ... , "UNKNOWN" */
@@ -108,6 +115,7 @@ struct qrnic_pkt {
 	uint32_t imm;             /* raw 4 bytes as they appear on the wire, memcpy'd into this u32 (NOT byte swapped) */
 	uint32_t deth_qkey; uint32_t deth_sqpn;           /* sqpn 24 bits */
 	uint32_t ieth_rkey;       /* IETH: the R_Key to invalidate */
+	uint32_t xrc_srqn;        /* XRCETH: the XRC SRQ, 24 bits */
 	/* payload: on parse, points into the caller's frame buffer (valid only while that buffer is) */
 	const uint8_t *payload; uint32_t paylen;
 };

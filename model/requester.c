@@ -21,15 +21,15 @@ static uint32_t path_mtu(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 	uint32_t m = qrnic_mtu_bytes(qp->attr.path_mtu);
 
 	/* UD QPs have no path MTU attribute: the port's MTU applies. */
-	if ((qp->type != QRNIC_QPT_RC && qp->type != QRNIC_QPT_UC) || !m)
+	if ((!qrnic_qp_rc(qp) && qp->type != QRNIC_QPT_UC) || !m)
 		return qrnic_mtu_bytes(qrnic_port_ib_mtu(d));
 	return m;
 }
 
-/* RC and UC: one peer, set by MODIFY_QP (attr.av, dest_qpn) */
+/* RC, XRC and UC: one peer, set by MODIFY_QP (attr.av, dest_qpn) */
 static inline bool connected(const struct qrnic_qp *qp)
 {
-	return qp->type == QRNIC_QPT_RC || qp->type == QRNIC_QPT_UC;
+	return qrnic_qp_rc(qp) || qp->type == QRNIC_QPT_UC;
 }
 
 static bool is_rd_atomic(uint8_t op)
@@ -61,12 +61,12 @@ static bool opcode_ok(const struct qrnic_qp *qp, uint8_t op)
 	case QRNIC_WR_RDMA_WRITE:
 	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
 	case QRNIC_WR_BIND_MW:		/* windows serve rkeys: connected QPs */
-		return qp->type == QRNIC_QPT_RC || qp->type == QRNIC_QPT_UC;
+		return connected(qp);
 	case QRNIC_WR_RDMA_READ:
 	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
 	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
 	case QRNIC_WR_SEND_WITH_INV:
-		return qp->type == QRNIC_QPT_RC;
+		return qrnic_qp_rc(qp);
 	default:
 		return false;
 	}
@@ -151,7 +151,8 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 		return;
 	}
 	if (!opcode_ok(qp, q->opcode) ||
-	    (q->flags & ~0xfu) || q->rsvd0 || q->rsvd1 ||
+	    (q->flags & ~0xfu) || q->rsvd0 ||
+	    (qp->type == QRNIC_QPT_XRC_INI ? (q->xrc_srqn & ~QRNIC_PSN_MASK) : q->rsvd1) ||
 	    ((q->flags & QRNIC_WQE_F_INLINE) &&
 	     (q->num_sge || q->inline_len > room || is_rd_atomic(q->opcode))) ||
 	    (!(q->flags & QRNIC_WQE_F_INLINE) &&
@@ -231,7 +232,7 @@ void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
 
 	qp->req.timer_gen = ++d->timer_gen;
 	qp->req.timer_armed = false;
-	if (!to || qp->type != QRNIC_QPT_RC)
+	if (!to || !qrnic_qp_rc(qp))
 		return;
 	qp->req.timer_armed = true;
 	qrnic_event_add_lane(d, QRNIC_LANE_RETRY, qrnic_now(d) + to, QRNIC_EVK_RETRY, qp->qpn,
@@ -607,6 +608,8 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 			p.opcode = rc_opcode(w->wqe.opcode, first, last);
 			if (qp->type == QRNIC_QPT_UC)	/* the same, transport 001 */
 				p.opcode |= QRNIC_OP_UC_SEND_FIRST;
+			else if (qp->type == QRNIC_QPT_XRC_INI)	/* transport 101 */
+				p.opcode |= QRNIC_OP_XRC;
 			if (first && (w->wqe.opcode == QRNIC_WR_RDMA_WRITE ||
 				      w->wqe.opcode == QRNIC_WR_RDMA_WRITE_WITH_IMM)) {
 				p.reth_va = w->wqe.remote_addr;
@@ -645,11 +648,15 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		break;
 	}
 	}
+	if (qp->type == QRNIC_QPT_XRC_INI) {	/* READ and atomics too; XRCETH */
+		p.opcode |= QRNIC_OP_XRC;
+		p.xrc_srqn = w->wqe.xrc_srqn & QRNIC_PSN_MASK;
+	}
 	if (p.ackreq) {
 		qp->req.pkts_since_ackreq = qp->req.msgs_since_ackreq = 0;
 		qp->req.ackreq_psn = p.psn;
 	}
-	if (qp->type != QRNIC_QPT_RC)
+	if (!qrnic_qp_rc(qp))
 		p.ackreq = false;
 	if (qrnic_psn_diff(p.psn, qp->req.high_psn) < 0)
 		qrnic_stat_add(d, QRNIC_STAT_RETRANSMITTED_PACKETS, 1);
@@ -718,7 +725,7 @@ static bool wqe_fully_sent(const struct qrnic_qp *qp, const struct qrnic_swqe *w
 
 bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 {
-	bool rc = qp->type == QRNIC_QPT_RC;
+	bool rc = qrnic_qp_rc(qp);
 	bool sent_any = false;
 
 	if (!qp->req.win || qp->req.rnr_wait)

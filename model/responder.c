@@ -32,6 +32,8 @@ static void send_aeth(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t opcode, 
 		return;
 	}
 	p.opcode = opcode;
+	if (qp->type == QRNIC_QPT_XRC_TGT)	/* XRC responses: transport 101, no XRCETH */
+		p.opcode |= QRNIC_OP_XRC;
 	p.dqpn = qp->attr.dest_qpn;
 	p.psn = psn & QRNIC_PSN_MASK;
 	p.aeth_syndrome = syn;
@@ -123,6 +125,13 @@ int qrnic_rwqe_read(struct qrnic_dev *d, uint64_t addr, uint32_t stride, uint32_
 			       &r->total_len);
 }
 
+/* The SRQ a QP's receives come from: its own, or for an XRC TGT QP the
+ * XRC SRQ that the request being executed names; 0 = its RQ. */
+static inline uint32_t recv_srqn(const struct qrnic_qp *qp)
+{
+	return qp->type == QRNIC_QPT_XRC_TGT ? qp->resp.xrc_srqn : qp->srqn;
+}
+
 /* Take the QP's next receive WQE -- from its RQ, or from its SRQ -- and
  * validate it.  Returns QRNIC_VERR_*; on return the QP has an active
  * receive (completed in error if it failed).  The caller checked that one
@@ -135,9 +144,9 @@ static int fetch_rwqe(struct qrnic_dev *d, struct qrnic_qp *qp)
 
 	qp->resp.recv_active = true;
 	qp->resp.recv_off = 0;
-	if (qp->srqn) {
-		srq = qrnic_srq_get(d, qp->srqn);
-		if (!srq) {	/* cannot happen: the SRQ is held by the QP */
+	if (recv_srqn(qp)) {
+		srq = qrnic_srq_get(d, recv_srqn(qp));
+		if (!srq) {	/* cannot happen: the SRQ is held by the QP (XRC: checked) */
 			memset(r, 0, offsetof(struct qrnic_rwqe, sge));
 			return QRNIC_VERR_BAD_WQE;
 		}
@@ -163,8 +172,18 @@ static uint8_t recv_status_for(int verr)
  * done, the next message takes the next WQE. */
 static void recv_cqe_post(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_cqe *cqe)
 {
-	struct qrnic_cq *cq = qrnic_cq_get(d, qp->recv_cqn);
+	struct qrnic_cq *cq;
 
+	if (qp->type == QRNIC_QPT_XRC_TGT) {
+		/* to the XRC SRQ's CQ, which says where it came from (spec 12.14) */
+		const struct qrnic_srq *srq = qrnic_srq_get(d, qp->resp.rwqe.srqn);
+
+		cq = srq ? qrnic_cq_get(d, srq->cqn) : NULL;
+		cqe->flags |= QRNIC_CQE_F_XRC;
+		cqe->src_qp = qp->resp.rwqe.srqn;
+	} else {
+		cq = qrnic_cq_get(d, qp->recv_cqn);
+	}
 	cqe->wr_id = qp->resp.rwqe.wr_id;
 	cqe->qpn = qp->qpn;
 	cqe->wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
@@ -213,8 +232,8 @@ static void complete_recv_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_
 
 static bool rq_empty(struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
-	if (qp->srqn) {
-		const struct qrnic_srq *srq = qrnic_srq_get(d, qp->srqn);
+	if (recv_srqn(qp)) {
+		const struct qrnic_srq *srq = qrnic_srq_get(d, recv_srqn(qp));
 
 		return !srq || qrnic_srq_empty(srq);
 	}
@@ -446,7 +465,7 @@ static void rc_send(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 		/* SEND with invalidate: the rkey, an FRMR of this QP's PD, is
 		 * invalidated once, with the message (a duplicate is only
 		 * acknowledged).  A key that cannot be: NAK, as Linux rxe. */
-		verr = qrnic_mr_invalidate(d, qp->pdn, qp->qpn, p->ieth_rkey);
+		verr = qrnic_mr_invalidate(d, qrnic_qp_rkey_pdn(qp), qp->qpn, p->ieth_rkey);
 		if (verr != QRNIC_VERR_NONE) {
 			qrnic_guest_err(d, err_remote_inv, (qp->qpn, p->ieth_rkey, (uint32_t)verr),
 					"qrnic: QP %u SEND with invalidate of key 0x%x failed (vendor error %d)",
@@ -570,6 +589,7 @@ static void rc_read(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	r->va = p->reth_va;
 	r->rkey = p->reth_rkey;
 	r->len = p->reth_len;
+	r->pdn = qp->resp.xrc_pdn;	/* XRC TGT: for the response reads */
 	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, r->npkts);
 	qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
 	qrnic_qp_kick(d, qp);
@@ -619,6 +639,7 @@ static void rc_atomic(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrn
 	r->psn = p->psn;
 	r->npkts = 1;
 	r->atomic_orig = orig;
+	r->pdn = qp->resp.xrc_pdn;
 	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, 1);
 	qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
 	qrnic_qp_kick(d, qp);
@@ -748,6 +769,27 @@ static void uc_receive(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		complete_recv(d, qp, p, qp->resp.recv_off, QRNIC_WC_OP_RECV, 0, qp->attr.dest_qpn);
 }
 
+/* XRC TGT: an in-order request names, in its XRCETH, an XRC SRQ of the
+ * TGT QP's XRC domain; the receive of a SEND or WRITE with immediate comes
+ * from it and rkeys are checked against its PD.  Any other SRQ number
+ * (none, an ordinary SRQ, one of another domain) is an invalid request. */
+static bool xrc_srq_check(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
+{
+	const struct qrnic_srq *srq = qrnic_srq_get(d, p->xrc_srqn);
+
+	if (!srq || !srq->xrcd || srq->xrcd != qp->xrcd) {
+		qrnic_guest_err(d, err_xrc_srq, (qp->qpn, p->xrc_srqn, p->psn),
+				"qrnic: XRC TGT QP %u request psn %u names SRQ %u, not of its XRC domain",
+				  qp->qpn, p->psn, p->xrc_srqn);
+		resp_fatal(d, qp, AETH_NAK_INV_REQ, p->psn, QRNIC_EV_QP_REQ_ERR,
+			   QRNIC_WC_REM_INV_REQ_ERR, QRNIC_VERR_NAK);
+		return false;
+	}
+	qp->resp.xrc_srqn = p->xrc_srqn;
+	qp->resp.xrc_pdn = srq->pdn;
+	return true;
+}
+
 void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
 {
 	uint8_t st = qp->attr.qp_state;
@@ -764,7 +806,7 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		uc_receive(d, qp, p);
 		return;
 	}
-	if (qp->type != QRNIC_QPT_RC) {
+	if (!qrnic_qp_rc(qp)) {
 		ud_receive(d, qp, p);
 		return;
 	}
@@ -787,6 +829,8 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	}
 	qp->resp.nak_sent = false;
 
+	if (qp->type == QRNIC_QPT_XRC_TGT && !xrc_srq_check(d, qp, p))
+		return;
 	if (!opcode_in_sequence(qp, fl) ||
 	    ((fl & QRNIC_HDR_PAYLOAD) &&
 	     (((fl & (QRNIC_HDR_FIRST | QRNIC_HDR_MIDDLE)) && !(fl & QRNIC_HDR_LAST))
@@ -882,6 +926,10 @@ bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 			op = first && last ? QRNIC_OP_RC_READ_RESP_ONLY
 			     : first ? QRNIC_OP_RC_READ_RESP_FIRST
 			     : last ? QRNIC_OP_RC_READ_RESP_LAST : QRNIC_OP_RC_READ_RESP_MIDDLE;
+			if (qp->type == QRNIC_QPT_XRC_TGT) {
+				op |= QRNIC_OP_XRC;
+				qp->resp.xrc_pdn = r->pdn;	/* the READ's rkey PD */
+			}
 			if (len) {
 				/* straight into the frame, where the payload goes */
 				struct qrnic_pkt where = {

@@ -178,9 +178,18 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 		return;
 	}
 	fl = qrnic_opcode_flags(p.opcode);
-	/* the BTH opcode's transport (its top three bits) must be the QP's */
-	if (p.opcode >= 0x60 ? qp->type != QRNIC_QPT_UD && qp->type != QRNIC_QPT_GSI
-	    : p.opcode >= 0x20 ? qp->type != QRNIC_QPT_UC : qp->type != QRNIC_QPT_RC) {
+	/* the BTH opcode's transport (its top three bits) must be the QP's;
+	 * XRC (101): responses for an INI QP, requests for a TGT QP, which
+	 * from here on are handled with the RC opcodes (the XRCETH is in p) */
+	if (p.opcode >= QRNIC_OP_XRC) {
+		if ((fl & QRNIC_HDR_RESPONSE) ? qp->type != QRNIC_QPT_XRC_INI
+					      : qp->type != QRNIC_QPT_XRC_TGT) {
+			rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
+			return;
+		}
+		p.opcode &= (uint8_t)~QRNIC_OP_XRC;
+	} else if (p.opcode >= 0x60 ? qp->type != QRNIC_QPT_UD && qp->type != QRNIC_QPT_GSI
+		   : p.opcode >= 0x20 ? qp->type != QRNIC_QPT_UC : qp->type != QRNIC_QPT_RC) {
 		rx_drop(d, QRNIC_STAT_RX_DROP_MALFORMED, p.dqpn, p.psn, len);
 		return;
 	}

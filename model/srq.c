@@ -49,6 +49,7 @@ int qrnic_srq_take(struct qrnic_dev *d, struct qrnic_srq *s, struct qrnic_rwqe *
 
 	s->ci++;	/* taken, whatever it holds: it completes (maybe in error) */
 	verr = qrnic_rwqe_read(d, addr, 1u << s->wqe_shift, s->pdn, idx, r);
+	r->srqn = srqn;
 	if (s->dbrec && qrnic_dma_write(d, s->dbrec, &s->ci, sizeof(s->ci)))
 		qrnic_guest_err(d, err_srq_dbrec, (srqn, s->dbrec),
 				"qrnic: SRQ %u consumer record at 0x%llx not writable", srqn,
@@ -58,4 +59,28 @@ int qrnic_srq_take(struct qrnic_dev *d, struct qrnic_srq *s, struct qrnic_rwqe *
 		qrnic_async_event(d, QRNIC_EV_SRQ_LIMIT_REACHED, srqn, 0);
 	}
 	return verr;
+}
+
+/* An XRC TGT QP entering ERROR with a receive taken and not completed: it
+ * completes with WR_FLUSH_ERR on the CQ of the XRC SRQ it came from
+ * (spec 12.14); the SRQ's other WQEs stay for the other QPs. */
+void qrnic_xrc_flush_recv(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	const struct qrnic_srq *s = qrnic_srq_get(d, qp->resp.rwqe.srqn);
+	struct qrnic_cq *cq = s ? qrnic_cq_get(d, s->cqn) : NULL;
+	struct qrnic_cqe cqe;
+
+	qp->resp.recv_active = false;
+	if (!cq)
+		return;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = qp->resp.rwqe.wr_id;
+	cqe.qpn = qp->qpn;
+	cqe.src_qp = qp->resp.rwqe.srqn;
+	cqe.status = QRNIC_WC_WR_FLUSH_ERR;
+	cqe.vendor_err = QRNIC_VERR_FLUSH;
+	cqe.opcode = QRNIC_WC_OP_RECV;
+	cqe.flags = QRNIC_CQE_F_XRC;
+	cqe.wqe_index = (uint16_t)qp->resp.rwqe.rq_index;
+	qrnic_cq_post(d, cq, &cqe);
 }

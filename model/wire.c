@@ -64,6 +64,7 @@ static uint16_t udp_sum(const uint8_t *ip, bool ipv6, const uint8_t *udp, size_t
 #define F_RQ		QRNIC_HDR_REQUEST
 #define F_RS		QRNIC_HDR_RESPONSE
 #define F_PL		QRNIC_HDR_PAYLOAD
+#define X		QRNIC_HDR_XRCETH
 
 static const struct {
 	uint32_t flags;
@@ -127,6 +128,43 @@ static const struct {
 	[QRNIC_OP_UD_SEND_ONLY] = { F_RQ | QRNIC_HDR_SEND | F_PL | F_ONLY | QRNIC_HDR_DETH, "UD_SEND_ONLY" },
 	[QRNIC_OP_UD_SEND_ONLY_IMM] = { F_RQ | QRNIC_HDR_SEND | F_PL | F_ONLY | QRNIC_HDR_DETH |
 					QRNIC_HDR_IMMDT, "UD_SEND_ONLY_IMM" },
+	/* XRC (IBTA 9.2, transport 101): the RC opcodes; requests carry an XRCETH */
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_FIRST] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_FIRST, "XRC_SEND_FIRST" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_MIDDLE] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_MIDDLE, "XRC_SEND_MIDDLE" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_LAST, "XRC_SEND_LAST" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST_IMM] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_LAST | QRNIC_HDR_IMMDT,
+					"XRC_SEND_LAST_IMM" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | F_ONLY, "XRC_SEND_ONLY" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY_IMM] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | F_ONLY | QRNIC_HDR_IMMDT,
+					"XRC_SEND_ONLY_IMM" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_FIRST] = { F_RQ | X | QRNIC_HDR_WRITE | F_PL | QRNIC_HDR_FIRST | QRNIC_HDR_RETH,
+				      "XRC_WRITE_FIRST" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_MIDDLE] = { F_RQ | X | QRNIC_HDR_WRITE | F_PL | QRNIC_HDR_MIDDLE, "XRC_WRITE_MIDDLE" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_LAST] = { F_RQ | X | QRNIC_HDR_WRITE | F_PL | QRNIC_HDR_LAST, "XRC_WRITE_LAST" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_LAST_IMM] = { F_RQ | X | QRNIC_HDR_WRITE | F_PL | QRNIC_HDR_LAST | QRNIC_HDR_IMMDT,
+					 "XRC_WRITE_LAST_IMM" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_ONLY] = { F_RQ | X | QRNIC_HDR_WRITE | F_PL | F_ONLY | QRNIC_HDR_RETH,
+				     "XRC_WRITE_ONLY" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_ONLY_IMM] = { F_RQ | X | QRNIC_HDR_WRITE | F_PL | F_ONLY | QRNIC_HDR_RETH |
+					 QRNIC_HDR_IMMDT, "XRC_WRITE_ONLY_IMM" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_READ_REQ] = { F_RQ | X | QRNIC_HDR_READ | F_ONLY | QRNIC_HDR_RETH, "XRC_READ_REQ" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_FIRST] = { F_RS | QRNIC_HDR_READ | F_PL | QRNIC_HDR_FIRST | QRNIC_HDR_AETH,
+					  "XRC_READ_RESP_FIRST" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_MIDDLE] = { F_RS | QRNIC_HDR_READ | F_PL | QRNIC_HDR_MIDDLE,
+					   "XRC_READ_RESP_MIDDLE" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_LAST] = { F_RS | QRNIC_HDR_READ | F_PL | QRNIC_HDR_LAST | QRNIC_HDR_AETH,
+					 "XRC_READ_RESP_LAST" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_ONLY] = { F_RS | QRNIC_HDR_READ | F_PL | F_ONLY | QRNIC_HDR_AETH,
+					 "XRC_READ_RESP_ONLY" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_ACK] = { F_RS | F_ONLY | QRNIC_HDR_AETH, "XRC_ACK" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_ATOMIC_ACK] = { F_RS | QRNIC_HDR_ATOMIC | F_ONLY | QRNIC_HDR_AETH |
+				     QRNIC_HDR_ATOMICACKETH, "XRC_ATOMIC_ACK" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_CMP_SWAP] = { F_RQ | X | QRNIC_HDR_ATOMIC | F_ONLY | QRNIC_HDR_ATOMICETH, "XRC_CMP_SWAP" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_FETCH_ADD] = { F_RQ | X | QRNIC_HDR_ATOMIC | F_ONLY | QRNIC_HDR_ATOMICETH, "XRC_FETCH_ADD" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST_INV] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | QRNIC_HDR_LAST | QRNIC_HDR_IETH,
+					"XRC_SEND_LAST_INV" },
+	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY_INV] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | F_ONLY | QRNIC_HDR_IETH,
+					"XRC_SEND_ONLY_INV" },
 };
 
 uint32_t qrnic_opcode_flags(uint8_t opcode)
@@ -159,7 +197,8 @@ static const uint8_t ext_tab[64] = { EXT16(0), EXT16(16), EXT16(32), EXT16(48) }
 
 static inline uint32_t ext_len(uint32_t fl)
 {
-	return ext_tab[fl & QRNIC_HDR_EXT_MASK] + ((fl & QRNIC_HDR_IETH) ? QRNIC_IETH_LEN : 0);
+	return ext_tab[fl & QRNIC_HDR_EXT_MASK] + ((fl & QRNIC_HDR_IETH) ? QRNIC_IETH_LEN : 0) +
+	       ((fl & QRNIC_HDR_XRCETH) ? QRNIC_XRCETH_LEN : 0);
 }
 
 uint32_t qrnic_opcode_hdr_len(uint8_t opcode)
@@ -224,6 +263,7 @@ void qrnic_wire_pkt_received(const struct qrnic_pkt *p, const uint8_t *payload, 
 		out->imm = 0;
 	if (!(fl & QRNIC_HDR_IETH))
 		out->ieth_rkey = 0;
+	out->xrc_srqn = (fl & QRNIC_HDR_XRCETH) ? out->xrc_srqn & 0xffffff : 0;
 	if (fl & QRNIC_HDR_PAYLOAD) {
 		out->payload = payload;
 		out->paylen = paylen;
@@ -375,6 +415,11 @@ size_t qrnic_wire_build_icrc(const struct qrnic_pkt *p, const void *payload, uin
 		h[4] = 0;
 		wr24(h + 5, p->deth_sqpn);
 		h += QRNIC_DETH_LEN;
+	}
+	if (fl & QRNIC_HDR_XRCETH) {
+		h[0] = 0;
+		wr24(h + 1, p->xrc_srqn);
+		h += QRNIC_XRCETH_LEN;
 	}
 	if (fl & QRNIC_HDR_RETH) {
 		wr64(h, p->reth_va);
@@ -582,6 +627,10 @@ int qrnic_wire_parse_icrc(const uint8_t *frame, size_t len, struct qrnic_pkt *p,
 		p->deth_qkey = rd32(h);
 		p->deth_sqpn = rd24(h + 5);
 		h += QRNIC_DETH_LEN;
+	}
+	if (fl & QRNIC_HDR_XRCETH) {
+		p->xrc_srqn = rd24(h + 1);	/* [31:24] reserved: ignored */
+		h += QRNIC_XRCETH_LEN;
 	}
 	if (fl & QRNIC_HDR_RETH) {
 		p->reth_va = rd64(h);

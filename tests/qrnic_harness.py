@@ -24,7 +24,7 @@ import struct
 MAX_SGE = 16
 GRH_BYTES = 40
 
-QPT = {'RC': 2, 'UC': 3, 'UD': 4, 'GSI': 0xf1}
+QPT = {'RC': 2, 'UC': 3, 'UD': 4, 'GSI': 0xf1, 'XRC_INI': 9, 'XRC_TGT': 10}
 QPS = {'RESET': 0, 'INIT': 1, 'RTR': 2, 'RTS': 3, 'SQD': 4, 'SQE': 5, 'ERR': 6}
 QPS_NAME = {v: k for k, v in QPS.items()}
 
@@ -61,6 +61,8 @@ CQE_F_GRH = 2
 CQE_F_IPV4 = 4
 CQE_F_SEND = 8
 CQE_F_WITH_INV = 16
+CQE_F_XRC = 32
+SRQ_F_XRC = 1
 VERR = ['NONE', 'BAD_WQE', 'LKEY', 'PD', 'BOUNDS', 'ACCESS', 'DMA', 'LENGTH', 'NAK',
         'RETRY', 'FLUSH', 'INJECTED', 'BAD_AH', 'ALIGN', 'MR_STATE']
 
@@ -83,8 +85,8 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
        'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
        'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20,
-       'REREG_MR': 0x21}
-CMD_MAX = 0x21
+       'REREG_MR': 0x21, 'ALLOC_XRCD': 0x22, 'DEALLOC_XRCD': 0x23}
+CMD_MAX = 0x23
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -122,7 +124,7 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 2           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration
+ABI_MINOR = 3           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -139,6 +141,9 @@ OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
       'UC_WRITE_FIRST': 0x26, 'UC_WRITE_MIDDLE': 0x27, 'UC_WRITE_LAST': 0x28,
       'UC_WRITE_LAST_IMM': 0x29, 'UC_WRITE_ONLY': 0x2a, 'UC_WRITE_ONLY_IMM': 0x2b,
       'UD_SEND_ONLY': 0x64, 'UD_SEND_ONLY_IMM': 0x65}
+# XRC (transport 101): the RC opcodes + 0xa0; requests carry an XRCETH
+OP.update({'XRC' + k[2:]: v | 0xa0 for k, v in list(OP.items()) if k.startswith('RC_')})
+XRC_RESPONSES = (0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2)
 OP_NAME = {v: k for k, v in OP.items()}
 # AETH syndromes
 AETH_ACK = 0x00            # 0x00-0x1f (credit count in low bits)
@@ -221,7 +226,8 @@ class DeviceAttr(LE):
                     ('mac', ctypes.c_uint8 * 6), ('rsvd0', ctypes.c_uint8 * 2),
                     ('max_srq', ctypes.c_uint32), ('max_srq_wr', ctypes.c_uint32),
                     ('max_mcg', ctypes.c_uint32), ('max_mcg_qp', ctypes.c_uint32),
-                    ('max_fast_reg_pages', ctypes.c_uint32), ('max_mw', ctypes.c_uint32)]
+                    ('max_fast_reg_pages', ctypes.c_uint32), ('max_mw', ctypes.c_uint32),
+                    ('max_xrcd', ctypes.c_uint32), ('rsvd1', ctypes.c_uint32)]
 
 
 class PortAttr(LE):
@@ -249,7 +255,7 @@ class SendWqe(LE):
                 ('wr_id', ctypes.c_uint64), ('imm_data', ctypes.c_uint32), ('rkey', ctypes.c_uint32),
                 ('remote_addr', ctypes.c_uint64), ('compare_add', ctypes.c_uint64),
                 ('swap', ctypes.c_uint64), ('ah', ctypes.c_uint32), ('remote_qpn', ctypes.c_uint32),
-                ('remote_qkey', ctypes.c_uint32), ('rsvd1', ctypes.c_uint32)]
+                ('remote_qkey', ctypes.c_uint32), ('xrc_srqn', ctypes.c_uint32)]
 
 
 class Sge(LE):
@@ -622,7 +628,8 @@ _CMD_BODY = {'query': 'qrnic_cmd_query', 'gid': 'qrnic_cmd_gid', 'create_cq': 'q
              'create_ah': 'qrnic_cmd_create_ah', 'create_eq': 'qrnic_cmd_create_eq',
              'alloc_mr': 'qrnic_cmd_alloc_mr', 'alloc_mw': 'qrnic_cmd_alloc_mw',
              'resize_cq': 'qrnic_cmd_resize_cq', 'modify_cq': 'qrnic_cmd_modify_cq',
-             'rereg_mr': 'qrnic_cmd_rereg_mr',
+             'rereg_mr': 'qrnic_cmd_rereg_mr', 'create_srq': 'qrnic_cmd_create_srq',
+             'alloc_xrcd': 'qrnic_cmd_alloc_xrcd',
              'hdr': 'qrnic_aq_hdr'}
 _NESTED = {'attr': 'qrnic_qp_attr', 'av': 'qrnic_av', 'reg': 'qrnic_cmd_reg_mr'}
 
@@ -730,6 +737,7 @@ class Frame:
         self.atomic_orig = None
         self.deth = None
         self.ieth = None
+        self.xrc_srqn = None
         self.payload = b''
         self._decode()
 
@@ -779,9 +787,14 @@ class Frame:
         self.psn = int.from_bytes(d[b + 9:b + 12], 'big')
         p = b + 12
         op = self.opcode
-        if op >= 0x60:  # UD: DETH
+        if 0x60 <= op < 0x80:  # UD: DETH
             self.deth = (struct.unpack_from('>I', d, p)[0], int.from_bytes(d[p + 5:p + 8], 'big'))
             p += 8
+        if op >= 0xa0:  # XRC: the RC layout, with an XRCETH on requests
+            if op not in XRC_RESPONSES:
+                self.xrc_srqn = int.from_bytes(d[p + 1:p + 4], 'big')
+                p += 4
+            op &= 0x1f
         if op in (0x06, 0x0a, 0x0b, 0x0c, 0x26, 0x2a, 0x2b):
             self.reth = struct.unpack_from('>QII', d, p)  # va, rkey, len
             p += 16
@@ -1337,6 +1350,47 @@ class Device:
     def detach_mcast(self, qp, gid, check=True):
         return self._mcast('DETACH_MCAST', qp, gid, check)
 
+    def alloc_xrcd(self, uctx=0, rsvd=0, check=True):
+        """ALLOC_XRCD (ABI 1.3): returns the XRC domain number."""
+        st, cqe = self.admin(struct.pack('<BBHI', CMD['ALLOC_XRCD'], 0, 0, 0) +
+                             struct.pack('<II', uctx, rsvd))
+        if self._status(st, 'alloc_xrcd', check):
+            return None
+        return cqe['result'][0]
+
+    def dealloc_xrcd(self, xrcd, check=True):
+        return self.destroy('DEALLOC_XRCD', xrcd, check)
+
+    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, limit=0, uctx=0,
+                       dbrec=True, check=True):
+        """An XRC SRQ (CREATE_SRQ with QRNIC_SRQ_F_XRC) of domain xrcd whose
+        receive completions go to cq."""
+        self.patch_next_cmd('create_srq.flags', SRQ_F_XRC)
+        self.patch_next_cmd('create_srq.xrcd', xrcd)
+        self.patch_next_cmd('create_srq.cqn', cq.cqn if isinstance(cq, Cq) else cq)
+        return self.create_srq(pd, log_depth, wqe_shift, limit, uctx, dbrec, check)
+
+    def create_xrc_ini(self, pd, send_cq, sq_log=6, sq_shift=9, uctx=0, flags=0, check=True):
+        """An XRC INI QP: send side only (no receive CQ, no RQ)."""
+        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
+        r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, pdn, scq, 0, QPT['XRC_INI'],
+                                     sq_log, sq_shift, 0, flags)
+        h = self._handle(r, 'create_qp', check)
+        if h is None:
+            return None
+        return Qp(self, h, QPT['XRC_INI'], pd if isinstance(pd, Pd) else None, send_cq, None,
+                  sq_log, sq_shift, 0, 0)
+
+    def create_xrc_tgt(self, xrcd, uctx=0, check=True):
+        """An XRC TGT QP of domain xrcd: no PD, CQs, SQ or RQ."""
+        r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, 0, 0, 0, QPT['XRC_TGT'], 0, 0,
+                                     xrcd, 0)
+        h = self._handle(r, 'create_qp', check)
+        if h is None:
+            return None
+        return Qp(self, h, QPT['XRC_TGT'], None, None, None, 0, 0, 0, 0)
+
     def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
         pdn = pd.pdn if isinstance(pd, Pd) else pd
         h = self._handle(self._l.hx_create_srq(self.w, self.idx, uctx, pdn, log_depth, wqe_shift,
@@ -1830,7 +1884,9 @@ class QpTransitions:
     modify() and qp_type)."""
 
     def to_init(self, access=ACCESS_REMOTE, qkey=None, check=True):
-        if self.qp_type in (QPT['RC'], QPT['UC']):
+        if self.qp_type == QPT['XRC_INI']:
+            return self.modify('INIT', pkey_index=0, port_num=1, check=check)
+        if self.qp_type in (QPT['RC'], QPT['UC'], QPT['XRC_TGT']):
             return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
                                check=check)
         return self.modify('INIT', pkey_index=0, port_num=1,
@@ -1838,11 +1894,11 @@ class QpTransitions:
 
     def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
                max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
-        if self.qp_type not in (QPT['RC'], QPT['UC']):
+        if self.qp_type not in (QPT['RC'], QPT['UC'], QPT['XRC_INI'], QPT['XRC_TGT']):
             return self.modify('RTR', check=check)
         gid, nt = remote_dev.gids[gid_index]
         av = make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
-        if self.qp_type == QPT['UC']:
+        if self.qp_type in (QPT['UC'], QPT['XRC_INI']):
             return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn,
                                rq_psn=rq_psn, check=check)
         return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn, rq_psn=rq_psn,
@@ -1850,7 +1906,9 @@ class QpTransitions:
                            check=check)
 
     def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4, check=True):
-        if self.qp_type != QPT['RC']:
+        if self.qp_type == QPT['XRC_TGT']:
+            return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, check=check)
+        if self.qp_type not in (QPT['RC'], QPT['XRC_INI']):
             return self.modify('RTS', sq_psn=sq_psn, check=check)
         return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
                            rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)

@@ -57,7 +57,9 @@
 #define QRNIC_CMD_RESIZE_CQ		0x1f
 #define QRNIC_CMD_MODIFY_CQ		0x20
 #define QRNIC_CMD_REREG_MR		0x21
-#define QRNIC_CMD_MAX			0x21
+#define QRNIC_CMD_ALLOC_XRCD		0x22	/* ABI 1.3 */
+#define QRNIC_CMD_DEALLOC_XRCD		0x23	/* ABI 1.3 */
+#define QRNIC_CMD_MAX			0x23
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -156,10 +158,13 @@ struct qrnic_cmd_create_qp {
 	uint8_t  rq_wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
 	uint8_t  rsvd0[3];
 	uint32_t flags;		/* QRNIC_QP_F_* */
-	uint32_t srqn;		/* receives come from this SRQ (same uctx and PD
+	union {
+		uint32_t srqn;	/* receives come from this SRQ (same uctx and PD
 				 * owner; RC, UC, UD); 0 = the QP's own RQ.  With
 				 * an SRQ, rq_log_depth, rq_wqe_shift and rq_addr
 				 * must be 0 */
+		uint32_t xrcd;	/* QRNIC_QPT_XRC_TGT: its XRC domain (ABI 1.3) */
+	};
 	uint64_t sq_addr;	/* contiguous, 4 KiB aligned */
 	uint64_t rq_addr;
 };
@@ -318,11 +323,23 @@ struct qrnic_cmd_create_srq {
 	uint32_t pdn;		/* the SGEs' lkeys belong to this PD */
 	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, 1 << log_depth <= max_srq_wr */
 	uint8_t  wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
-	uint16_t rsvd0;
+	uint16_t flags;		/* QRNIC_SRQ_F_* (ABI 1.3; rsvd0, 0, before) */
 	uint32_t limit;		/* SRQ_LIMIT_REACHED armed below this many WQEs;
 				 * 0 = not armed; < 1 << log_depth */
 	uint64_t ring_addr;	/* contiguous, 4 KiB aligned */
 	uint64_t dbrec_addr;	/* 4-byte consumer index record, 8-byte aligned; 0 = none */
+	/* ABI 1.3: with QRNIC_SRQ_F_XRC, else all 0 */
+	uint32_t xrcd;		/* the XRC domain of the SRQ */
+	uint32_t cqn;		/* receive completions of the SRQ go to this CQ */
+	uint64_t rsvd1;
+};
+#define QRNIC_SRQ_F_XRC			(1u << 0)	/* an XRC SRQ (ABI 1.3) */
+
+/* XRC domain (ABI 1.3, spec 6.6.20): groups XRC SRQs and XRC TGT QPs.
+ * result[0] = the xrcd number.  DEALLOC_XRCD takes handle = xrcd. */
+struct qrnic_cmd_alloc_xrcd {
+	uint32_t uctx;		/* owner (0 = kernel: usable by every uctx) */
+	uint32_t rsvd;
 };
 
 #define QRNIC_SRQ_ATTR_MAX_WR		(1u << 0)	/* ibv_srq_attr_mask: resize,
@@ -371,6 +388,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_resize_cq resize_cq;
 		struct qrnic_cmd_modify_cq modify_cq;
 		struct qrnic_cmd_rereg_mr rereg_mr;
+		struct qrnic_cmd_alloc_xrcd alloc_xrcd;
 		uint8_t raw[120];
 	} u;
 };
@@ -382,7 +400,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_qp, 80);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_reg_mr, 48);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_eq, 16);
-QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_srq, 32);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_srq, 48);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_xrcd, 8);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_srq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_mcast, 24);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mr, 16);
@@ -450,8 +469,10 @@ struct qrnic_device_attr {
 	uint32_t max_mcg_qp;	/* QRNIC_MAX_MCG_QP */
 	uint32_t max_fast_reg_pages;	/* QRNIC_MAX_FAST_REG_PAGES (ABI 1.2) */
 	uint32_t max_mw;	/* memory windows share the MPT with MRs: max_mr (ABI 1.2) */
+	uint32_t max_xrcd;	/* XRC domain numbers 1..max_xrcd-1 (ABI 1.3) */
+	uint32_t rsvd1;
 };
-QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 128);
+QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 136);
 
 /* port state: enum ibv_port_state; phys_state: IB PortPhysicalState */
 #define QRNIC_PORT_DOWN			1

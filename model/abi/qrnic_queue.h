@@ -28,6 +28,10 @@
 #define QRNIC_QPT_UD			4
 #define QRNIC_QPT_GSI			0xf1	/* qrnic value, not an ibv one: QP1, UD
 						 * semantics, qpn fixed to 1, kernel only */
+#define QRNIC_QPT_XRC_INI		9	/* IBV_QPT_XRC_SEND: RC send side, each
+						 * WQE names the remote XRC SRQ (ABI 1.3) */
+#define QRNIC_QPT_XRC_TGT		10	/* IBV_QPT_XRC_RECV: RC receive side of
+						 * an XRC domain; no SQ, no RQ (ABI 1.3) */
 
 #define QRNIC_QPS_RESET			0
 #define QRNIC_QPS_INIT			1
@@ -91,12 +95,17 @@ struct qrnic_send_wqe {
 	uint32_t ah;		/* UD: address handle number */
 	uint32_t remote_qpn;	/* UD: destination QP */
 	uint32_t remote_qkey;	/* UD: Q_Key; bit 31 set: send the QP's own qkey */
-	uint32_t rsvd1;
+	union {
+		uint32_t rsvd1;		/* 0, except on an XRC INI QP: */
+		uint32_t xrc_srqn;	/* XRC INI: [23:0] the remote XRC SRQ (XRCETH),
+					 * [31:24] 0 (ABI 1.3) */
+	};
 };
 QRNIC_ASSERT_SIZE(struct qrnic_send_wqe, 64);
 QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, wr_id, 8);
 QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, remote_addr, 24);
 QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, ah, 48);
+QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, xrc_srqn, 60);
 
 /*
  * REG_MR WQE (fast registration, spec 12.12): 64 bytes, no SGEs, nothing
@@ -228,7 +237,8 @@ struct qrnic_cqe {
 				 * with QRNIC_CQE_F_WITH_INV, the rkey, host order */
 	uint32_t qpn;		/* local QP */
 	uint32_t src_qp;	/* receive CQEs: sender's QP (UD: DETH SrcQP;
-				 * RC: the peer's QPN, attr.dest_qpn); else 0 */
+				 * RC: the peer's QPN, attr.dest_qpn); with
+				 * QRNIC_CQE_F_XRC: the XRC SRQ number; else 0 */
 	uint8_t  status;	/* QRNIC_WC_* */
 	uint8_t  opcode;	/* QRNIC_WC_OP_* */
 	uint8_t  flags;		/* QRNIC_CQE_F_* */
@@ -243,6 +253,8 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, status, 24);
 QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 
 /* vendor_err: why an error CQE was produced */
+#define QRNIC_CQE_F_XRC			(1u << 5)	/* receive through an XRC SRQ: qpn = the
+							 * XRC TGT QP, src_qp = the SRQ (ABI 1.3) */
 #define QRNIC_VERR_NONE			0
 #define QRNIC_VERR_BAD_WQE		1	/* opcode, flags or counts invalid */
 #define QRNIC_VERR_LKEY			2	/* no such MR / stale key */

@@ -384,6 +384,12 @@ static void destroy_all(struct qrnic_dev *d)
 	for (i = 1; i < d->cfg.max_ah; i++)
 		if (d->ah[i].valid)
 			CHECK_EQ(destroy(d, QRNIC_CMD_DESTROY_AH, i), QRNIC_AQ_OK);
+	for (i = 1; i < d->cfg.max_srq; i++)	/* XRC SRQs hold CQs */
+		if (d->srq[i].valid)
+			CHECK_EQ(destroy(d, QRNIC_CMD_DESTROY_SRQ, i), QRNIC_AQ_OK);
+	for (i = 1; i < d->cfg.max_xrcd; i++)
+		if (d->xrcd[i].valid)
+			CHECK_EQ(destroy(d, QRNIC_CMD_DEALLOC_XRCD, i), QRNIC_AQ_OK);
 	for (i = 1; i < d->cfg.max_cq; i++)
 		if (d->cq[i].valid)
 			CHECK_EQ(destroy(d, QRNIC_CMD_DESTROY_CQ, i), QRNIC_AQ_OK);
@@ -478,7 +484,8 @@ static void test_queries(void)
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
 			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT |
-			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE);
+			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC);
+	CHECK_EQ(da.max_xrcd, d->cfg.max_xrcd);
 	CHECK_EQ(da.max_srq, d->cfg.max_srq);
 	CHECK_EQ(da.max_srq_wr, d->cfg.max_qp_wr);
 	CHECK(da.max_qp_rd_atom <= QRNIC_MAX_RD_ATOMIC);

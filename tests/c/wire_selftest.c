@@ -74,6 +74,14 @@ static const uint8_t all_ops[] = {
 	QRNIC_OP_UC_WRITE_FIRST, QRNIC_OP_UC_WRITE_MIDDLE, QRNIC_OP_UC_WRITE_LAST,
 	QRNIC_OP_UC_WRITE_LAST_IMM, QRNIC_OP_UC_WRITE_ONLY, QRNIC_OP_UC_WRITE_ONLY_IMM,
 	QRNIC_OP_UD_SEND_ONLY, QRNIC_OP_UD_SEND_ONLY_IMM,
+	QRNIC_OP_XRC | QRNIC_OP_RC_SEND_FIRST, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_MIDDLE, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST,
+	QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST_IMM, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY_IMM,
+	QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_FIRST, QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_MIDDLE, QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_LAST,
+	QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_LAST_IMM, QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_ONLY, QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_ONLY_IMM,
+	QRNIC_OP_XRC | QRNIC_OP_RC_READ_REQ, QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_FIRST, QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_MIDDLE,
+	QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_LAST, QRNIC_OP_XRC | QRNIC_OP_RC_READ_RESP_ONLY, QRNIC_OP_XRC | QRNIC_OP_RC_ACK,
+	QRNIC_OP_XRC | QRNIC_OP_RC_ATOMIC_ACK, QRNIC_OP_XRC | QRNIC_OP_RC_CMP_SWAP, QRNIC_OP_XRC | QRNIC_OP_RC_FETCH_ADD,
+	QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST_INV, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY_INV,
 };
 #define N_OPS (sizeof(all_ops) / sizeof(all_ops[0]))
 
@@ -157,6 +165,7 @@ static void normalize(struct qrnic_pkt *e, uint32_t paylen)
 	if (!(fl & QRNIC_HDR_DETH))
 		e->deth_qkey = 0, e->deth_sqpn = 0;
 	e->deth_sqpn &= 0xffffff;
+	e->xrc_srqn = (fl & QRNIC_HDR_XRCETH) ? e->xrc_srqn & 0xffffff : 0;
 	e->payload = NULL;
 	e->paylen = (fl & QRNIC_HDR_PAYLOAD) ? paylen : 0;
 }
@@ -176,7 +185,7 @@ static const char *pkt_diff(const struct qrnic_pkt *a, const struct qrnic_pkt *b
 	F(opcode); F(se); F(migreq); F(ackreq); F(padcnt); F(tver); F(pkey); F(dqpn); F(psn);
 	F(reth_va); F(reth_rkey); F(reth_len); F(aeth_syndrome); F(aeth_msn);
 	F(atomic_va); F(atomic_rkey); F(atomic_swap_add); F(atomic_cmp); F(atomic_ack_orig);
-	F(imm); F(ieth_rkey); F(deth_qkey); F(deth_sqpn); F(paylen);
+	F(imm); F(ieth_rkey); F(deth_qkey); F(deth_sqpn); F(xrc_srqn); F(paylen);
 	return NULL;
 #undef F
 #undef M
@@ -223,6 +232,7 @@ static void rand_pkt(struct qrnic_pkt *p, uint8_t op, bool v6)
 	p->ieth_rkey = rnd32();
 	p->deth_qkey = rnd32();
 	p->deth_sqpn = rnd32();
+	p->xrc_srqn = rnd32();
 }
 
 /* Parse a copy of frame[0..len) held in a heap buffer of exactly len bytes,
@@ -812,7 +822,7 @@ static void opcode_table(void)
 		{ 0x64, "UD_SEND_ONLY", 20, QRNIC_HDR_DETH | QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
 		{ 0x65, "UD_SEND_ONLY_IMM", 24, QRNIC_HDR_DETH | QRNIC_HDR_IMMDT | QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
 	};
-	unsigned known = 0, maxhdr = 0;
+	unsigned known = 0, maxhdr = 0, n_xrc = 0;
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		CHECK(qrnic_opcode_flags(t[i].op) == t[i].fl, "flags of %s: %#x want %#x", t[i].name,
@@ -822,6 +832,20 @@ static void opcode_table(void)
 		if (t[i].hdr > maxhdr)
 			maxhdr = t[i].hdr;
 	}
+	/* XRC (0xa0..): the RC rows, with a 4-byte XRCETH on requests */
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]) && t[i].op < 0x20; i++) {
+		uint8_t op = (uint8_t)(t[i].op | QRNIC_OP_XRC);
+		uint32_t x = (t[i].fl & QRNIC_HDR_REQUEST) ? QRNIC_HDR_XRCETH : 0;
+		char name[32];
+
+		snprintf(name, sizeof(name), "XRC_%s", t[i].name + 3);
+		CHECK(qrnic_opcode_flags(op) == (t[i].fl | x), "flags of %s", name);
+		CHECK(strcmp(qrnic_opcode_name(op), name) == 0, "name of %#x", op);
+		CHECK(qrnic_opcode_hdr_len(op) == t[i].hdr + (x ? 4 : 0), "hdr len of %s", name);
+		if (qrnic_opcode_hdr_len(op) > maxhdr)
+			maxhdr = qrnic_opcode_hdr_len(op);
+		n_xrc++;
+	}
 	for (unsigned op = 0; op < 256; op++)
 		if (qrnic_opcode_flags((uint8_t)op))
 			known++;
@@ -829,7 +853,7 @@ static void opcode_table(void)
 			CHECK(strcmp(qrnic_opcode_name((uint8_t)op), "UNKNOWN") == 0 &&
 			      qrnic_opcode_hdr_len((uint8_t)op) == 0 &&
 			      qrnic_wire_frame_len(false, (uint8_t)op, 0) == 0, "unknown opcode %#x", op);
-	CHECK(known == N_OPS && known == sizeof(t) / sizeof(t[0]), "%u known opcodes", known);
+	CHECK(known == N_OPS && known == sizeof(t) / sizeof(t[0]) + n_xrc, "%u known opcodes", known);
 	CHECK(QRNIC_MAX_HDR_LEN == 14 + 40 + 8 + maxhdr, "QRNIC_MAX_HDR_LEN");
 	CHECK(strcmp(qrnic_wire_strerror(QRNIC_WIRE_E_ICRC), "ICRC") == 0 &&
 	      strcmp(qrnic_wire_strerror(QRNIC_WIRE_E_NOT_ROCE), "NOT_ROCE") == 0, "strerror");
@@ -950,6 +974,7 @@ static void print_json(unsigned idx, const struct qrnic_pkt *p, size_t len, bool
 			{ QRNIC_HDR_DETH, "DETH" }, { QRNIC_HDR_RETH, "RETH" }, { QRNIC_HDR_AETH, "AETH" },
 			{ QRNIC_HDR_ATOMICETH, "ATOMICETH" }, { QRNIC_HDR_ATOMICACKETH, "ATOMICACKETH" },
 			{ QRNIC_HDR_IMMDT, "IMMDT" }, { QRNIC_HDR_PAYLOAD, "PAYLOAD" },
+			{ QRNIC_HDR_XRCETH, "XRCETH" },
 		};
 		for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
 			if (fl & h[i].f) {
@@ -977,6 +1002,8 @@ static void print_json(unsigned idx, const struct qrnic_pkt *p, size_t len, bool
 	}
 	if (fl & QRNIC_HDR_IETH)
 		printf(", \"ieth_rkey\": %u", p->ieth_rkey);
+	if (fl & QRNIC_HDR_XRCETH)
+		printf(", \"xrc_srqn\": %u", p->xrc_srqn);
 	printf(", \"payload\": \"");
 	for (uint32_t i = 0; i < p->paylen; i++)
 		printf("%02x", p->payload[i]);
@@ -1049,6 +1076,7 @@ static int mode_pcap(const char *path)
 			((uint8_t *)&p.imm)[3] = (uint8_t)k;
 			p.deth_qkey = 0x80010000u + k;
 			p.deth_sqpn = 0x000300u + k;
+			p.xrc_srqn = 0x000400u + k;
 			for (uint32_t j = 0; j < paylen; j++)
 				pay[j] = (uint8_t)('a' + (j + k) % 26);
 

@@ -2176,17 +2176,21 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 	/* ring sizes as the driver would compute them; capped so that garbage
 	 * parameters do not exhaust simulated memory (the device must reject
 	 * them anyway) */
-	if (sq_log + sq_shift <= 24)
+	const bool xrc = qp_type == QRNIC_QPT_XRC_INI || qp_type == QRNIC_QPT_XRC_TGT;
+
+	if (qp_type == QRNIC_QPT_XRC_TGT)
+		sq = 0;		/* no SQ; srqn is the XRC domain */
+	else if (sq_log + sq_shift <= 24)
 		sq = hx_mem_alloc(w, d, 1ull << (sq_log + sq_shift), HX_PAGE);
 	else
 		sq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
-	if (srqn)
-		rq = 0;		/* receives from the SRQ: no RQ */
+	if (srqn || xrc)
+		rq = 0;		/* receives from the SRQ (or XRC: none): no RQ */
 	else if (rq_log + rq_shift <= 24)
 		rq = hx_mem_alloc(w, d, 1ull << (rq_log + rq_shift), HX_PAGE);
 	else
 		rq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
-	if (!sq || (!rq && !srqn))
+	if ((!sq && qp_type != QRNIC_QPT_XRC_TGT) || (!rq && !srqn && !xrc))
 		return HX_E_NOMEM;
 	cmd_init(&c, QRNIC_CMD_CREATE_QP);
 	c.u.create_qp.uctx = uctx;
@@ -3016,6 +3020,7 @@ const char *hx_layout(void)
 	P(L(qrnic_send_wqe, imm_data)); P(L(qrnic_send_wqe, rkey)); P(L(qrnic_send_wqe, remote_addr));
 	P(L(qrnic_send_wqe, compare_add)); P(L(qrnic_send_wqe, swap)); P(L(qrnic_send_wqe, ah));
 	P(L(qrnic_send_wqe, remote_qpn)); P(L(qrnic_send_wqe, remote_qkey));
+	P(L(qrnic_send_wqe, xrc_srqn));
 	P(S(qrnic_sge)); P(L(qrnic_sge, addr)); P(L(qrnic_sge, length)); P(L(qrnic_sge, lkey));
 	P(S(qrnic_recv_wqe)); P(L(qrnic_recv_wqe, wr_id)); P(L(qrnic_recv_wqe, num_sge));
 	P(S(qrnic_cqe)); P(L(qrnic_cqe, wr_id)); P(L(qrnic_cqe, byte_len)); P(L(qrnic_cqe, imm_data));
@@ -3075,10 +3080,13 @@ const char *hx_layout(void)
 	P(L(qrnic_device_attr, max_srq)); P(L(qrnic_device_attr, max_srq_wr));
 	P(L(qrnic_device_attr, max_mcg)); P(L(qrnic_device_attr, max_mcg_qp));
 	P(L(qrnic_device_attr, max_fast_reg_pages)); P(L(qrnic_device_attr, max_mw));
+	P(L(qrnic_device_attr, max_xrcd)); P(L(qrnic_device_attr, rsvd1));
 	P(S(qrnic_cmd_create_srq)); P(L(qrnic_cmd_create_srq, uctx)); P(L(qrnic_cmd_create_srq, pdn));
 	P(L(qrnic_cmd_create_srq, log_depth)); P(L(qrnic_cmd_create_srq, wqe_shift));
-	P(L(qrnic_cmd_create_srq, rsvd0)); P(L(qrnic_cmd_create_srq, limit));
+	P(L(qrnic_cmd_create_srq, flags)); P(L(qrnic_cmd_create_srq, limit));
 	P(L(qrnic_cmd_create_srq, ring_addr)); P(L(qrnic_cmd_create_srq, dbrec_addr));
+	P(L(qrnic_cmd_create_srq, xrcd)); P(L(qrnic_cmd_create_srq, cqn)); P(L(qrnic_cmd_create_srq, rsvd1));
+	P(S(qrnic_cmd_alloc_xrcd)); P(L(qrnic_cmd_alloc_xrcd, uctx)); P(L(qrnic_cmd_alloc_xrcd, rsvd));
 	P(S(qrnic_cmd_modify_srq)); P(L(qrnic_cmd_modify_srq, srqn)); P(L(qrnic_cmd_modify_srq, attr_mask));
 	P(L(qrnic_cmd_modify_srq, limit)); P(L(qrnic_cmd_modify_srq, rsvd));
 	P(S(qrnic_port_attr)); P(L(qrnic_port_attr, state)); P(L(qrnic_port_attr, phys_state));

@@ -122,7 +122,8 @@ class CmdCreateEq(LE):
 class CmdCreateSrq(LE):
     _pack_ = 1
     _fields_ = [('uctx', u32), ('pdn', u32), ('log_depth', u8), ('wqe_shift', u8),
-                ('rsvd0', u16), ('limit', u32), ('ring_addr', u64), ('dbrec_addr', u64)]
+                ('flags', u16), ('limit', u32), ('ring_addr', u64), ('dbrec_addr', u64),
+                ('xrcd', u32), ('cqn', u32), ('rsvd1', u64)]
 
 
 class CmdModifySrq(LE):
