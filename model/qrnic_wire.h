@@ -38,6 +38,7 @@
 #define QRNIC_IETH_LEN 4
 #define QRNIC_DETH_LEN 8
 #define QRNIC_ICRC_LEN 4
+#define QRNIC_CNP_RSVD_LEN 16	/* CNP: 16 reserved bytes after the BTH (RoCEv2 Annex A17) */
 /* largest header stack: eth + ipv6 + udp + bth + atomiceth (or reth+immdt, deth+immdt) */
 #define QRNIC_MAX_HDR_LEN (QRNIC_ETH_HLEN + QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN + QRNIC_ATOMICETH_LEN)
 
@@ -56,6 +57,8 @@ enum qrnic_ib_opcode {
 	QRNIC_OP_UC_WRITE_FIRST = 0x26, QRNIC_OP_UC_WRITE_MIDDLE = 0x27, QRNIC_OP_UC_WRITE_LAST = 0x28,
 	QRNIC_OP_UC_WRITE_LAST_IMM = 0x29, QRNIC_OP_UC_WRITE_ONLY = 0x2a, QRNIC_OP_UC_WRITE_ONLY_IMM = 0x2b,
 	QRNIC_OP_UD_SEND_ONLY = 0x64, QRNIC_OP_UD_SEND_ONLY_IMM = 0x65,
+	/* RoCEv2 congestion notification packet (transport 100, Annex A17) */
+	QRNIC_OP_CNP = 0x81,
 };
 
 /* per-opcode header flags */
@@ -76,6 +79,7 @@ enum qrnic_ib_opcode {
 #define QRNIC_HDR_READ (1u<<14)
 #define QRNIC_HDR_ATOMIC (1u<<15)
 #define QRNIC_HDR_IETH (1u<<16)     /* SEND with invalidate: a 4-byte IETH (R_Key) where ImmDt would be */
+#define QRNIC_HDR_CNP (1u<<17)      /* CNP: 16 reserved bytes (written as 0, ignored on receive), no payload */
 /* returns 0 for an opcode qrnic does not implement */
 uint32_t qrnic_opcode_flags(uint8_t opcode);
 const char *qrnic_opcode_name(uint8_t opcode);   /* "RC_SEND_FIRST", ... , "UNKNOWN" */
