@@ -155,13 +155,16 @@ bool qrnic_cc_hold_slow(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	uint64_t now = qrnic_now(d);
 
-	if (!d->tm.enabled || qp->cc.next_tx <= now)
+	/* a packet is prepared up to QRNIC_CC_LOOKAHEAD_NS before its time
+	 * (its payload read overlaps the wait); qrnic_cc_pace() then holds
+	 * it to the exact time */
+	if (!d->tm.enabled || qp->cc.next_tx <= now + QRNIC_CC_LOOKAHEAD_NS)
 		return false;
 	qrnic_cc_ops_of(d)->on_timer(d, qp, now);
 	if (!qp->cc.active)
 		return false;	/* back at the line rate: the port paces */
 	qp->cc.gen = ++d->timer_gen;
-	qrnic_event_add(d, qp->cc.next_tx, QRNIC_EVK_CC, qp->qpn, qp->cc.gen);
+	qrnic_event_add(d, qp->cc.next_tx - QRNIC_CC_LOOKAHEAD_NS, QRNIC_EVK_CC, qp->qpn, qp->cc.gen);
 	return true;
 }
 

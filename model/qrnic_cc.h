@@ -23,6 +23,10 @@ struct qrnic_pkt;
 
 enum qrnic_cc_algo { QRNIC_CC_NONE = 0, QRNIC_CC_DCQCN = 1, QRNIC_CC_NALGO };
 
+/* The rate limiter lets a QP prepare its next packet (WQE, payload reads)
+ * this long before the packet's time, as a NIC's scheduler runs ahead. */
+#define QRNIC_CC_LOOKAHEAD_NS	2000
+
 #define QRNIC_ECN_MASK	3
 #define QRNIC_ECN_ECT0	2	/* ECN-capable transport (0): IP ECN bits 10 */
 #define QRNIC_ECN_CE	3	/* congestion experienced: 11 */

@@ -361,6 +361,7 @@ _SIGS = {
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
     'hx_dev_selfcheck': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_advance': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64]),
     'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_qp_cc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
                                 ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint64)]),
@@ -787,7 +788,7 @@ class Frame:
         self.psn = int.from_bytes(d[b + 9:b + 12], 'big')
         p = b + 12
         op = self.opcode
-        if op >= 0x60:  # UD: DETH
+        if 0x60 <= op < 0x80:  # UD: DETH
             self.deth = (struct.unpack_from('>I', d, p)[0], int.from_bytes(d[p + 5:p + 8], 'big'))
             p += 8
         if op in (0x06, 0x0a, 0x0b, 0x0c, 0x26, 0x2a, 0x2b):
@@ -916,6 +917,10 @@ class World:
 
     def run_for(self, ns):
         return self.run(ns=ns)
+
+    def advance(self, ns):
+        """Run for ns; the clock ends ns later even if everything went idle."""
+        return RUN_RESULT[self._l.hx_advance(self.w, ns)]
 
     @property
     def iterations(self):

@@ -1528,6 +1528,17 @@ int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
 	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL, UINT64_MAX);
 }
 
+int hx_advance(hx_world *w, uint64_t ns)
+{
+	uint64_t until = w->now + ns;
+	int r = hx_run(w, ns, 0);
+
+	if (w->now < until)
+		w->now = until;	/* idle before: the clock goes on all the same */
+	hx_run(w, 0, 0);
+	return r;
+}
+
 int hx_watch_writes(hx_world *w, int d, int on)
 {
 	struct hx_dev *h = D(w, d);

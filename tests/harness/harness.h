@@ -114,6 +114,8 @@ int hx_cable(hx_world *w, int a, int b);
 uint64_t hx_now(hx_world *w);
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
 uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
+/* hx_run() for ns, then the clock is at now + ns even if the world went idle. */
+int hx_advance(hx_world *w, uint64_t ns);
 /* Earliest pending event (frame arrival, timer deadline) in ns, UINT64_MAX if
  * none.  hx_run(w, 0, 0) settles the current instant; hx_run(w, next - now, 0)
  * then advances to exactly that event and settles it. */
