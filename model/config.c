@@ -66,6 +66,40 @@ static const struct qrnic_config_param params[] = {
 	{ "loss_window", "loss-window", BOOL(loss_window), 1, 0, 1, 0,
 	  "on: halve a QP's window on loss (spec 12.3); off: a fixed window of 512 packets",
 	  "not seen" },
+	/* congestion control, spec 12.15 (names and defaults: ConnectX DCQCN, mlx5 ecn sysfs) */
+	{ "cc_algo", "cc-algo", U32(cc_algo), 0, 0, QRNIC_CC_NALGO - 1, 0,
+	  "congestion control of RC/UC QPs: 0 none (packets not ECN-capable, no CNPs), "
+	  "1 DCQCN (ECT(0), CNPs, rate limiting under a timing profile)", "not seen" },
+	{ "np_min_time_between_cnps", "np-min-time-between-cnps", U32(np_min_time_between_cnps),
+	  4, 0, 1000000, 0, "notification point: at most one CNP per QP per this many us "
+	  "(mlx5 min_time_between_cnps)", "not seen" },
+	{ "np_cnp_dscp", "np-cnp-dscp", U32(np_cnp_dscp), 48, 0, 63, 0,
+	  "notification point: IP DSCP of CNPs (mlx5 cnp_dscp)", "not seen" },
+	{ "rp_dce_tcp_g", "rp-dce-tcp-g", U32(rp_dce_tcp_g), 1019, 0, 1023, 0,
+	  "reaction point: alpha keeps this many 1024ths per alpha period, g = 1 - this/1024 "
+	  "(mlx5 dce_tcp_g)", "not seen" },
+	{ "rp_dce_tcp_rtt", "rp-dce-tcp-rtt", U32(rp_dce_tcp_rtt), 1, 1, 131071, 0,
+	  "reaction point: alpha update period (us) (mlx5 dce_tcp_rtt)", "not seen" },
+	{ "rp_initial_alpha_value", "rp-initial-alpha-value", U32(rp_initial_alpha_value), 1023,
+	  0, 1023, 0, "reaction point: alpha (1024ths) at a QP's first CNP "
+	  "(mlx5 initial_alpha_value)", "not seen" },
+	{ "rp_min_rate", "rp-min-rate", U32(rp_min_rate), 1, 1, 1000000, 0,
+	  "reaction point: lowest rate (Mb/s) (mlx5 rpg_min_rate)", "not seen" },
+	{ "rp_min_dec_fac", "rp-min-dec-fac", U32(rp_min_dec_fac), 50, 0, 100, 0,
+	  "reaction point: one CNP leaves at least this % of the rate (mlx5 rpg_min_dec_fac)",
+	  "not seen" },
+	{ "rp_time_reset", "rp-time-reset", U32(rp_time_reset), 300, 1, 1000000, 0,
+	  "reaction point: rate-increase timer period T (us) (mlx5 rpg_time_reset)", "not seen" },
+	{ "rp_byte_reset", "rp-byte-reset", U32(rp_byte_reset), 32767, 0, 1u << 30, 0,
+	  "reaction point: rate-increase byte counter B (bytes sent); 0: none, the timer alone "
+	  "sets the stage (mlx5 rpg_byte_reset)", "not seen" },
+	{ "rp_threshold", "rp-threshold", U32(rp_threshold), 1, 1, 31, 0,
+	  "reaction point: F, rate-increase events of fast recovery (mlx5 rpg_threshold)",
+	  "not seen" },
+	{ "rp_ai_rate", "rp-ai-rate", U32(rp_ai_rate), 5, 1, 1000000, 0,
+	  "reaction point: additive increase R_AI (Mb/s) (mlx5 rpg_ai_rate)", "not seen" },
+	{ "rp_hai_rate", "rp-hai-rate", U32(rp_hai_rate), 50, 1, 1000000, 0,
+	  "reaction point: hyper increase R_HAI (Mb/s) (mlx5 rpg_hai_rate)", "not seen" },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 

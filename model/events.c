@@ -24,6 +24,8 @@ static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
 
 	if (ev->kind == QRNIC_EVK_EFFECT)
 		return ev->id >= d->fx_cap || d->fx[ev->id].gen != ev->gen;
+	if (ev->kind == QRNIC_EVK_CC)
+		return qrnic_cc_event_stale(d, ev);
 	if (ev->kind != QRNIC_EVK_RETRY && ev->kind != QRNIC_EVK_RNR)
 		return false;
 	qp = qrnic_qp_get(d, ev->id);
@@ -269,6 +271,8 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 			qrnic_fault_event(d, &ev);
 		else if (ev.kind == QRNIC_EVK_CQ_MOD)
 			qrnic_cq_mod_timer(d, &ev);
+		else if (ev.kind == QRNIC_EVK_CC)
+			qrnic_cc_event(d, &ev);
 	}
 	d->in_run = false;
 	timer_update_from(d, first, from);	/* first: what ended the loop, still first */

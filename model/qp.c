@@ -15,6 +15,7 @@ int qrnic_qp_init_state(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
+	memset(&qp->cc, 0, sizeof(qp->cc));
 	qp->sq_pi = qp->rq_pi = 0;
 	return 0;
 }
@@ -43,6 +44,7 @@ static void clear_transport(struct qrnic_dev *d, struct qrnic_qp *qp)
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->req.win = win;
 	qp->req.timer_gen = ++d->timer_gen;
+	memset(&qp->cc, 0, sizeof(qp->cc));
 	qp->sq_pi = qp->rq_pi = 0;
 }
 

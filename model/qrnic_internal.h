@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "qrnic_model.h"
+#include "qrnic_cc.h"
 #include "qrnic_wire.h"
 #include "qrnic_timing.h"
 
@@ -323,6 +324,7 @@ struct qrnic_qp {
 	uint64_t tm_req;	/* requester: last WQE issued (keeps WQEs in order) */
 	uint64_t tm_pkt;	/* requester: previous packet processed */
 	uint64_t tm_resp;	/* responder: last request processed */
+	struct qrnic_cc_qp cc;	/* congestion control (qrnic_cc.h) */
 };
 
 /* Reliable connected semantics (ACKs, retries, READ and atomics): RC and
@@ -347,6 +349,7 @@ enum qrnic_event_kind {
 	QRNIC_EVK_EFFECT,	/* id = effect slot, gen = its generation (timing) */
 	QRNIC_EVK_FAULT,	/* id, gen: fault.c's (held frame, timed rule, link-up, flush) */
 	QRNIC_EVK_CQ_MOD,	/* id = cqn, gen = cq->mod_gen: moderation period over */
+	QRNIC_EVK_CC,		/* id = qpn, gen = cc.gen: the rate limiter lets the QP send */
 };
 
 struct qrnic_event {

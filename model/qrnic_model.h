@@ -155,6 +155,20 @@ struct qrnic_config {
 	uint32_t gid_tbl_len;
 	uint32_t max_rd_atomic;
 	bool     loss_window;
+	/* congestion control (spec 12.15; DCQCN parameters as ConnectX names them) */
+	uint32_t cc_algo;			/* enum qrnic_cc_algo: 0 none, 1 dcqcn */
+	uint32_t np_min_time_between_cnps;	/* us */
+	uint32_t np_cnp_dscp;
+	uint32_t rp_dce_tcp_g;			/* 1/1024 */
+	uint32_t rp_dce_tcp_rtt;		/* us */
+	uint32_t rp_initial_alpha_value;	/* 1/1024 */
+	uint32_t rp_min_rate;			/* Mb/s */
+	uint32_t rp_min_dec_fac;		/* % */
+	uint32_t rp_time_reset;			/* us */
+	uint32_t rp_byte_reset;			/* bytes */
+	uint32_t rp_threshold;
+	uint32_t rp_ai_rate;			/* Mb/s */
+	uint32_t rp_hai_rate;			/* Mb/s */
 };
 
 enum qrnic_config_type {
@@ -323,6 +337,18 @@ const char *qrnic_dev_timing_profile(const struct qrnic_dev *dev);
 
 void qrnic_dev_set_link(struct qrnic_dev *dev, bool up);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
+/* A QP's congestion control state (spec 12.15), its timers brought up to
+ * the device's time first.  0, or -1 if qpn is not a QP. */
+struct qrnic_cc_info {
+	uint32_t algo;		/* cc_algo */
+	bool     limited;	/* the reaction point limits the rate */
+	double   rate_mbps;	/* current rate (the line rate when not limited) */
+	double   target_mbps;	/* target rate */
+	double   alpha;
+	uint32_t t_stage, b_stage;	/* rate-increase events since the last CNP: timer, byte counter */
+	uint64_t cnps;		/* CNPs this QP handled */
+};
+int qrnic_qp_cc_info(struct qrnic_dev *dev, uint32_t qpn, struct qrnic_cc_info *out);
 const char *qrnic_stat_name(enum qrnic_stat s);
 
 #endif

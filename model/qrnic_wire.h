@@ -39,6 +39,7 @@
 #define QRNIC_DETH_LEN 8
 #define QRNIC_XRCETH_LEN 4
 #define QRNIC_ICRC_LEN 4
+#define QRNIC_CNP_RSVD_LEN 16	/* CNP: 16 reserved bytes after the BTH (RoCEv2 Annex A17) */
 /* largest header stack: eth + ipv6 + udp + bth + xrceth + atomiceth (XRC atomics) */
 #define QRNIC_MAX_HDR_LEN (QRNIC_ETH_HLEN + QRNIC_IPV6_HLEN + QRNIC_UDP_HLEN + QRNIC_BTH_LEN + \
 			   QRNIC_XRCETH_LEN + QRNIC_ATOMICETH_LEN)
@@ -62,6 +63,8 @@ enum qrnic_ib_opcode {
 	QRNIC_OP_XRC = 0xa0,	/* XRC opcode = RC opcode | QRNIC_OP_XRC */
 	QRNIC_OP_XRC_SEND_FIRST = 0xa0, QRNIC_OP_XRC_SEND_ONLY = 0xa4, QRNIC_OP_XRC_READ_REQ = 0xac,
 	QRNIC_OP_XRC_ACK = 0xb1, QRNIC_OP_XRC_SEND_ONLY_INV = 0xb7,
+	/* RoCEv2 congestion notification packet (transport 100, Annex A17) */
+	QRNIC_OP_CNP = 0x81,
 };
 
 /* per-opcode header flags */
@@ -83,6 +86,7 @@ enum qrnic_ib_opcode {
 #define QRNIC_HDR_ATOMIC (1u<<15)
 #define QRNIC_HDR_IETH (1u<<16)     /* SEND with invalidate: a 4-byte IETH (R_Key) where ImmDt would be */
 #define QRNIC_HDR_XRCETH (1u<<17)   /* XRC request: a 4-byte XRCETH ([23:0] XRC SRQ) after the BTH */
+#define QRNIC_HDR_CNP (1u<<18)      /* CNP: 16 reserved bytes (written as 0, ignored on receive), no payload */
 /* returns 0 for an opcode qrnic does not implement */
 uint32_t qrnic_opcode_flags(uint8_t opcode);
 const char *qrnic_opcode_name(uint8_t opcode);   /* "RC_SEND_FIRST", ... , "UNKNOWN" */

@@ -377,6 +377,7 @@ void qrnic_req_cwnd_grow(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkt
 {
 	struct qrnic_req *r = &qp->req;
 
+	qrnic_cc_ack(d, qp, npkts);
 	if (r->cc_recovering && qrnic_psn_diff(r->una_psn, r->cc_recover_psn) >= 0)
 		r->cc_recovering = false;
 	if (r->cwnd >= QRNIC_MAX_UNACKED_PKTS)
@@ -663,6 +664,9 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	if (qrnic_timed(d)) {	/* packets of a QP leave in order */
 		d->tm_t = max64(d->tm_t, qp->tm_pkt);
 		d->tm_cycles = d->tm.p.req_pkt_cycles;
+		if (qp->cc.active)	/* the rate limiter (cc.c) */
+			qrnic_cc_pace(d, qp, &d->tm_t,
+				      (uint32_t)qrnic_wire_frame_len(p.ipv6, p.opcode, len));
 	}
 	qrnic_send_pkt(d, &p, payload, len);
 	if (qrnic_timed(d))
@@ -806,6 +810,8 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		}
 		if (rc && qrnic_psn_diff(qp->req.cur_psn, qp->req.una_psn) >= (int32_t)qp->req.cwnd)
 			break;
+		if (qp->cc.active && qrnic_cc_hold_slow(d, qp))
+			break;	/* the rate limiter services the QP again (cc.c) */
 		if (!send_one(d, qp, w)) {
 			qp->req.stopped = true;
 			qp->req.cur++;

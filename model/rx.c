@@ -177,6 +177,10 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 		rx_drop(d, QRNIC_STAT_RX_DROP_NO_QP, p.dqpn, p.psn, len);
 		return;
 	}
+	if (p.opcode == QRNIC_OP_CNP) {	/* congestion control (cc.c) */
+		qrnic_cc_rx_cnp(d, qp, &p);
+		return;
+	}
 	fl = qrnic_opcode_flags(p.opcode);
 	/* the BTH opcode's transport (its top three bits) must be the QP's;
 	 * XRC (101): responses for an INI QP, requests for a TGT QP, which
@@ -201,6 +205,8 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 		d->tm_t = qrnic_tm_pu(&d->tm, d->tm_t, d->tm.p.resp_pkt_cycles);
 		d->tm_cycles = d->tm.p.ack_cycles;	/* what it sends back: ACK/NAK */
 	}
+	if ((p.traffic_class & QRNIC_ECN_MASK) == QRNIC_ECN_CE)
+		qrnic_cc_np_ce(d, qp, &p);	/* the notification point (cc.c) */
 	if (fl & QRNIC_HDR_RESPONSE)
 		qrnic_comp_packet(d, qp, &p);
 	else

@@ -165,6 +165,8 @@ static const struct {
 					"XRC_SEND_LAST_INV" },
 	[QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY_INV] = { F_RQ | X | QRNIC_HDR_SEND | F_PL | F_ONLY | QRNIC_HDR_IETH,
 					"XRC_SEND_ONLY_INV" },
+	/* RoCEv2 CNP: neither request nor response; 16 reserved bytes */
+	[QRNIC_OP_CNP] = { F_ONLY | QRNIC_HDR_CNP, "CNP" },
 };
 
 uint32_t qrnic_opcode_flags(uint8_t opcode)
@@ -198,7 +200,8 @@ static const uint8_t ext_tab[64] = { EXT16(0), EXT16(16), EXT16(32), EXT16(48) }
 static inline uint32_t ext_len(uint32_t fl)
 {
 	return ext_tab[fl & QRNIC_HDR_EXT_MASK] + ((fl & QRNIC_HDR_IETH) ? QRNIC_IETH_LEN : 0) +
-	       ((fl & QRNIC_HDR_XRCETH) ? QRNIC_XRCETH_LEN : 0);
+	       ((fl & QRNIC_HDR_XRCETH) ? QRNIC_XRCETH_LEN : 0) +
+	       ((fl & QRNIC_HDR_CNP) ? QRNIC_CNP_RSVD_LEN : 0);
 }
 
 uint32_t qrnic_opcode_hdr_len(uint8_t opcode)
@@ -451,6 +454,10 @@ size_t qrnic_wire_build_icrc(const struct qrnic_pkt *p, const void *payload, uin
 		wr32(h, p->ieth_rkey);
 		h += QRNIC_IETH_LEN;
 	}
+	if (fl & QRNIC_HDR_CNP) {
+		memset(h, 0, QRNIC_CNP_RSVD_LEN);
+		h += QRNIC_CNP_RSVD_LEN;
+	}
 
 	/* payload + pad (nothing to copy when it was read in place) */
 	if (paylen && h != (const uint8_t *)payload)
@@ -662,6 +669,8 @@ int qrnic_wire_parse_icrc(const uint8_t *frame, size_t len, struct qrnic_pkt *p,
 		p->ieth_rkey = rd32(h);
 		h += QRNIC_IETH_LEN;
 	}
+	if (fl & QRNIC_HDR_CNP)
+		h += QRNIC_CNP_RSVD_LEN;	/* reserved: not checked */
 	if (fl & QRNIC_HDR_PAYLOAD) {
 		p->payload = h;
 		p->paylen = (uint32_t)(data - pad);

@@ -140,7 +140,7 @@ OP = {'RC_SEND_FIRST': 0x00, 'RC_SEND_MIDDLE': 0x01, 'RC_SEND_LAST': 0x02,
       'UC_SEND_LAST_IMM': 0x23, 'UC_SEND_ONLY': 0x24, 'UC_SEND_ONLY_IMM': 0x25,
       'UC_WRITE_FIRST': 0x26, 'UC_WRITE_MIDDLE': 0x27, 'UC_WRITE_LAST': 0x28,
       'UC_WRITE_LAST_IMM': 0x29, 'UC_WRITE_ONLY': 0x2a, 'UC_WRITE_ONLY_IMM': 0x2b,
-      'UD_SEND_ONLY': 0x64, 'UD_SEND_ONLY_IMM': 0x65}
+      'UD_SEND_ONLY': 0x64, 'UD_SEND_ONLY_IMM': 0x65, 'CNP': 0x81}
 # XRC (transport 101): the RC opcodes + 0xa0; requests carry an XRCETH
 OP.update({'XRC' + k[2:]: v | 0xa0 for k, v in list(OP.items()) if k.startswith('RC_')})
 XRC_RESPONSES = (0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2)
@@ -157,7 +157,7 @@ NAK_REM_OP = 0x63
 E_TIMEOUT, E_NOAQ, E_FULL, E_NOOBJ, E_INVAL, E_NOMEM, E_DEV = \
     -1000, -1001, -1002, -1003, -1004, -1005, -1006
 RUN_RESULT = {0: 'idle', 1: 'time', 2: 'iter', 3: 'stop'}
-ACT = {'drop': 0, 'dup': 1, 'hold': 2, 'corrupt': 3}
+ACT = {'drop': 0, 'dup': 1, 'hold': 2, 'corrupt': 3, 'mark_ce': 4}
 F_DELIVERED, F_DROP_RULE, F_DROP_RANDOM, F_DUPLICATED, F_HELD, F_CORRUPTED, F_RX_FULL, \
     F_NO_CABLE, F_LOOPBACK = (1 << i for i in range(9))
 MR_SHUFFLE, MR_CONTIG, MR_PHYS = 1, 2, 4
@@ -367,7 +367,10 @@ _SIGS = {
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
     'hx_dev_selfcheck': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_advance': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64]),
     'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_qp_cc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint64)]),
     'hx_stat_name': (ctypes.c_char_p, [ctypes.c_int]),
     'hx_stat_count': (ctypes.c_int, []),
     'hx_irq_count': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]),
@@ -738,6 +741,8 @@ class Frame:
         self.deth = None
         self.ieth = None
         self.xrc_srqn = None
+        self.cnp_rsvd = None
+        self.tclass = None
         self.payload = b''
         self._decode()
 
@@ -754,6 +759,7 @@ class Frame:
             ihl = (d[off] & 0xf) * 4
             self.ip_version = 4
             self.tos = d[off + 1]
+            self.tclass = self.tos
             self.ttl = d[off + 8]
             self.sip = ipaddress.IPv4Address(d[off + 12:off + 16])
             self.dip = ipaddress.IPv4Address(d[off + 16:off + 20])
@@ -763,6 +769,7 @@ class Frame:
             l4 = off + ihl
         elif et == 0x86dd and len(d) >= off + 40:
             self.ip_version = 6
+            self.tclass = (struct.unpack_from('>I', d, off)[0] >> 20) & 0xff
             self.sip = ipaddress.IPv6Address(d[off + 8:off + 24])
             self.dip = ipaddress.IPv6Address(d[off + 24:off + 40])
             self.ttl = d[off + 7]
@@ -782,6 +789,8 @@ class Frame:
         self.se = bool(d[b + 1] & 0x80)
         self.padcnt = (d[b + 1] >> 4) & 3
         self.pkey = struct.unpack_from('>H', d, b + 2)[0]
+        self.fecn = bool(d[b + 4] & 0x80)
+        self.becn = bool(d[b + 4] & 0x40)
         self.dqpn = int.from_bytes(d[b + 5:b + 8], 'big')
         self.ackreq = bool(d[b + 8] & 0x80)
         self.psn = int.from_bytes(d[b + 9:b + 12], 'big')
@@ -814,9 +823,17 @@ class Frame:
         if op in (0x16, 0x17):
             self.ieth = struct.unpack_from('>I', d, p)[0]  # the R_Key to invalidate
             p += 4
+        if op == 0x81:  # CNP: 16 reserved bytes
+            self.cnp_rsvd = bytes(d[p:p + 16])
+            p += 16
         end = min(ip_end, len(d)) - 4 - self.padcnt
         self.payload = bytes(d[p:end]) if end > p else b''
         self.icrc = bytes(d[min(ip_end, len(d)) - 4:min(ip_end, len(d))])
+
+    @property
+    def ecn(self):
+        """The IP ECN field: 0 Not-ECT, 2 ECT(0), 1 ECT(1), 3 CE (None if not IP)."""
+        return None if self.tclass is None else self.tclass & 3
 
     @property
     def is_nak(self):
@@ -914,6 +931,10 @@ class World:
     def run_for(self, ns):
         return self.run(ns=ns)
 
+    def advance(self, ns):
+        """Run for ns; the clock ends ns later even if everything went idle."""
+        return RUN_RESULT[self._l.hx_advance(self.w, ns)]
+
     @property
     def iterations(self):
         return self._l.hx_run_iterations(self.w)
@@ -928,7 +949,8 @@ class World:
     def rule(self, action, src=-1, index=-1, opcode=-1, psn=-1, dqpn=-1, skip=0, count=1,
              arg=0, arg2=0):
         """Add a wire rule.  action: 'drop' | 'dup' | 'hold' (arg = release after arg
-        more frames from the same sender) | 'corrupt' (arg = byte offset, arg2 = xor).
+        more frames from the same sender) | 'corrupt' (arg = byte offset, arg2 = xor) |
+        'mark_ce' (IP ECN to CE on ECN-capable frames; arg = mark one in every arg matches).
         Match: src device, index (that sender's frame index if src given, else the
         global one), BTH opcode (int or name), psn, dqpn; -1 = any.  skip: let the
         first 'skip' matches pass; count: fire this many times (-1 = always).
@@ -1081,6 +1103,15 @@ class Device:
 
     def stat(self, name):
         return self.stats()[name]
+
+    def qp_cc(self, qpn):
+        """A QP's congestion control state (spec 12.15), timers brought up to now:
+        dict of algo, limited, rate (Mb/s), target (Mb/s), alpha, t_stage, b_stage, cnps."""
+        out = (ctypes.c_double * 3)()
+        st = (ctypes.c_uint64 * 5)()
+        _check(self._l.hx_qp_cc(self.w, self.idx, qpn, out, st), 'qp_cc')
+        return {'rate': out[0], 'target': out[1], 'alpha': out[2], 'algo': st[0],
+                'limited': bool(st[1]), 't_stage': st[2], 'b_stage': st[3], 'cnps': st[4]}
 
     def irq_count(self, vector):
         return self._l.hx_irq_count(self.w, self.idx, vector)

@@ -545,7 +545,10 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(MPT_CACHE_MISSES, "mpt_cache_misses")			\
 	X(MTT_CACHE_HITS, "mtt_cache_hits")			\
 	X(MTT_CACHE_MISSES, "mtt_cache_misses")		\
-	X(LOOPBACK_FRAMES, "loopback_frames")
+	X(LOOPBACK_FRAMES, "loopback_frames")			\
+	X(ECN_MARKED_RECEIVED, "ecn_marked_received")		\
+	X(CNP_SENT, "cnp_sent")					\
+	X(CNP_RECEIVED, "cnp_received")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

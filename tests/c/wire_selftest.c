@@ -73,7 +73,7 @@ static const uint8_t all_ops[] = {
 	QRNIC_OP_UC_SEND_LAST_IMM, QRNIC_OP_UC_SEND_ONLY, QRNIC_OP_UC_SEND_ONLY_IMM,
 	QRNIC_OP_UC_WRITE_FIRST, QRNIC_OP_UC_WRITE_MIDDLE, QRNIC_OP_UC_WRITE_LAST,
 	QRNIC_OP_UC_WRITE_LAST_IMM, QRNIC_OP_UC_WRITE_ONLY, QRNIC_OP_UC_WRITE_ONLY_IMM,
-	QRNIC_OP_UD_SEND_ONLY, QRNIC_OP_UD_SEND_ONLY_IMM,
+	QRNIC_OP_UD_SEND_ONLY, QRNIC_OP_UD_SEND_ONLY_IMM, QRNIC_OP_CNP,
 	QRNIC_OP_XRC | QRNIC_OP_RC_SEND_FIRST, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_MIDDLE, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST,
 	QRNIC_OP_XRC | QRNIC_OP_RC_SEND_LAST_IMM, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY, QRNIC_OP_XRC | QRNIC_OP_RC_SEND_ONLY_IMM,
 	QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_FIRST, QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_MIDDLE, QRNIC_OP_XRC | QRNIC_OP_RC_WRITE_LAST,
@@ -472,7 +472,7 @@ static void targeted(uint8_t op, bool v6, size_t len, const struct qrnic_pkt *ex
 	RESET(); bth[1] = (uint8_t)((bth[1] & 0xf0) | 1); refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_BTH, "tver 1");
 	RESET(); bth[0] = 0x2c; refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_OPCODE, "UC READ opcode");
 	RESET(); bth[0] = 0x30; refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_OPCODE, "opcode 0x30");
-	RESET(); bth[0] = 0x81; refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_OPCODE, "CNP opcode");
+	RESET(); bth[0] = 0x80; refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_OPCODE, "opcode 0x80 (transport 100 but not CNP)");
 	RESET(); bth[0] = 0x15; refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_OPCODE, "opcode 0x15");
 	RESET(); bth[0] = 0xff; refix(work, len); EXPECT(QRNIC_WIRE_E_BAD_OPCODE, "opcode 0xff");
 	/* reserved bits are ignored (covered by the ICRC, so refix) */
@@ -759,7 +759,9 @@ static void golden(void)
 	      qrnic_icrc(b, n));
 	CHECK(ref_icrc(b, n) == 0x2a00fd82u, "reference ICRC on CNP");
 	r = qrnic_wire_parse(b, n, &out);
-	CHECK(r == QRNIC_WIRE_E_BAD_OPCODE, "CNP (0x81) parse -> %s", qrnic_wire_strerror(r));
+	CHECK(r == QRNIC_WIRE_OK && out.opcode == QRNIC_OP_CNP && out.dqpn == 0x118 && out.becn &&
+	      !out.fecn && out.paylen == 0 && out.payload == NULL && out.traffic_class == 0xc2,
+	      "CNP (0x81) parse -> %s", qrnic_wire_strerror(r));
 	b[n - 1] ^= 1;
 	CHECK(qrnic_icrc(b, n) == 0x2a00fd82u, "ICRC ignores its own bytes");
 	/* the CNP with FECN/BECN (byte 4 of the BTH) changed keeps its ICRC */
@@ -821,6 +823,7 @@ static void opcode_table(void)
 		{ 0x2b, "UC_WRITE_ONLY_IMM", 32, QRNIC_HDR_RETH | QRNIC_HDR_IMMDT | QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_WRITE },
 		{ 0x64, "UD_SEND_ONLY", 20, QRNIC_HDR_DETH | QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
 		{ 0x65, "UD_SEND_ONLY_IMM", 24, QRNIC_HDR_DETH | QRNIC_HDR_IMMDT | QRNIC_HDR_PAYLOAD | QRNIC_HDR_FIRST | QRNIC_HDR_LAST | QRNIC_HDR_REQUEST | QRNIC_HDR_SEND },
+		{ 0x81, "CNP", 28, QRNIC_HDR_CNP | QRNIC_HDR_FIRST | QRNIC_HDR_LAST },
 	};
 	unsigned known = 0, maxhdr = 0, n_xrc = 0;
 

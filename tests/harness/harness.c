@@ -618,7 +618,7 @@ int hx_wire_rule_add(hx_world *w, int src, int64_t index, int opcode, int64_t ps
 {
 	struct hx_rule *r;
 
-	if (w->nrules >= HX_MAX_RULES || action < HX_ACT_DROP || action > HX_ACT_CORRUPT)
+	if (w->nrules >= HX_MAX_RULES || action < HX_ACT_DROP || action > HX_ACT_MARK_CE)
 		return HX_E_INVAL;
 	r = &w->rules[w->nrules];
 	memset(r, 0, sizeof(*r));
@@ -792,6 +792,37 @@ static void held_add(hx_world *w, struct hx_frame *fr, int k)
 	*pp = fr;
 }
 
+/* The IP ECN field of a frame: 0..3, or -1 if it is not IPv4/IPv6. */
+static int frame_ecn(const uint8_t *f, size_t len)
+{
+	if (len >= 14 + 20 && f[12] == 0x08 && f[13] == 0x00)
+		return f[15] & 3;
+	if (len >= 14 + 40 && f[12] == 0x86 && f[13] == 0xdd)
+		return (f[15] >> 4) & 3;
+	return -1;
+}
+
+/* HX_ACT_MARK_CE: ECN field to CE; IPv4: header checksum recomputed. */
+static void mark_ce(uint8_t *f, size_t len)
+{
+	if (len >= 14 + 20 && f[12] == 0x08 && f[13] == 0x00) {
+		uint8_t *ip = f + 14;
+		uint32_t sum = 0;
+
+		ip[1] |= 3;
+		ip[10] = ip[11] = 0;
+		for (int i = 0; i < 20; i += 2)
+			sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		sum = ~sum & 0xffff;
+		ip[10] = (uint8_t)(sum >> 8);
+		ip[11] = (uint8_t)sum;
+	} else if (len >= 14 + 40 && f[12] == 0x86 && f[13] == 0xdd) {
+		f[15] |= 0x30;	/* traffic class bits 1:0 are byte 1 bits 5:4 */
+	}
+}
+
 static bool rule_matches(struct hx_rule *r, int src, uint64_t src_seq, uint64_t gseq,
 			 bool parsed, int op, uint32_t dqpn, uint32_t psn)
 {
@@ -842,8 +873,16 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 
 		if (!rule_matches(r, src, src_seq, gseq, parsed, op, dqpn, psn))
 			continue;
+		if (r->action == HX_ACT_MARK_CE) {
+			int ecn = frame_ecn(f, len);
+
+			if (ecn != 1 && ecn != 2)
+				continue;	/* a switch marks only ECN-capable packets */
+		}
 		r->matched++;
 		if (r->matched <= r->skip)
+			continue;
+		if (r->action == HX_ACT_MARK_CE && r->arg > 1 && (r->matched - r->skip) % r->arg)
 			continue;
 		if (r->count > 0)
 			r->count--;
@@ -890,6 +929,8 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	}
 	fr = owned ? frame_take(w, owned, (uint32_t)len, src, dst, li)
 		   : frame_new(w, f, (uint32_t)len, src, dst, li);
+	if (action == HX_ACT_MARK_CE)
+		mark_ce(fr->data, fr->len);
 	if (action == HX_ACT_CORRUPT) {
 		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
 		w->ws[HX_WS_CORRUPTED]++;
@@ -1487,6 +1528,17 @@ int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
 	return run_loop(w, max_ns, max_iter ? max_iter : UINT64_MAX, NULL, NULL, UINT64_MAX);
 }
 
+int hx_advance(hx_world *w, uint64_t ns)
+{
+	uint64_t until = w->now + ns;
+	int r = hx_run(w, ns, 0);
+
+	if (w->now < until)
+		w->now = until;	/* idle before: the clock goes on all the same */
+	hx_run(w, 0, 0);
+	return r;
+}
+
 int hx_watch_writes(hx_world *w, int d, int on)
 {
 	struct hx_dev *h = D(w, d);
@@ -1589,6 +1641,24 @@ int hx_dev_selfcheck(hx_world *w, int d, int on)
 	if (!h)
 		return HX_E_INVAL;
 	qrnic_dev_set_selfcheck(h->dev, on != 0);
+	return 0;
+}
+
+int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5])
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_cc_info ci;
+
+	if (!h || qrnic_qp_cc_info(h->dev, qpn, &ci) < 0)
+		return HX_E_INVAL;
+	out[0] = ci.rate_mbps;
+	out[1] = ci.target_mbps;
+	out[2] = ci.alpha;
+	st[0] = ci.algo;
+	st[1] = ci.limited;
+	st[2] = ci.t_stage;
+	st[3] = ci.b_stage;
+	st[4] = ci.cnps;
 	return 0;
 }
 

@@ -43,6 +43,11 @@
 #define HX_ACT_DUP		1	/* arg: extra copies (0 means 1) */
 #define HX_ACT_HOLD		2	/* arg: release after arg more frames from the same sender */
 #define HX_ACT_CORRUPT		3	/* arg: byte offset (from frame start), arg2: xor mask (0 = 0xff) */
+/* Set the IP ECN field to CE (11), the IPv4 header checksum updated (the
+ * ICRC does not cover it): a switch's ECN marking.  Matches ECN-capable
+ * (ECT) IPv4/IPv6 frames only.  arg: mark one in every arg matches (0, 1:
+ * every one). */
+#define HX_ACT_MARK_CE		4
 
 /* frame log fates (bit set) */
 #define HX_F_DELIVERED		(1u << 0)
@@ -109,6 +114,8 @@ int hx_cable(hx_world *w, int a, int b);
 uint64_t hx_now(hx_world *w);
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
 uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
+/* hx_run() for ns, then the clock is at now + ns even if the world went idle. */
+int hx_advance(hx_world *w, uint64_t ns);
 /* Earliest pending event (frame arrival, timer deadline) in ns, UINT64_MAX if
  * none.  hx_run(w, 0, 0) settles the current instant; hx_run(w, next - now, 0)
  * then advances to exactly that event and settles it. */
@@ -147,6 +154,9 @@ int hx_dev_check(hx_world *w, int d, char *why, size_t len);
 /* check the lists after every QP service step too (hx_dev_check reports) */
 int hx_dev_selfcheck(hx_world *w, int d, int on);
 uint64_t hx_dev_stat(hx_world *w, int d, int s);
+/* A QP's congestion control state (qrnic_qp_cc_info): 0 or HX_E_*.
+ * out: rate_mbps, target_mbps, alpha; st: algo, limited, t_stage, b_stage, cnps. */
+int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5]);
 const char *hx_stat_name(int s);
 int hx_stat_count(void);
 uint64_t hx_irq_count(hx_world *w, int d, unsigned vector);

@@ -49,7 +49,7 @@ STAT_NAMES = [
     'atomics_executed', 'atomics_replayed', 'eth_tx_frames', 'eth_rx_frames', 'eth_rx_drops',
     'late_events', 'late_ns_total', 'faults_injected', 'window_cuts', 'qpc_cache_hits', 'qpc_cache_misses',
     'mpt_cache_hits', 'mpt_cache_misses', 'mtt_cache_hits', 'mtt_cache_misses',
-    'loopback_frames']   # QRNIC_STATS() order
+    'loopback_frames', 'ecn_marked_received', 'cnp_sent', 'cnp_received']   # QRNIC_STATS() order
 
 
 class AqHdr(LE):
