@@ -231,6 +231,13 @@ static inline bool qrnic_has_mw(const struct qrnic_dev *dev)
 	return (dev->attr.caps & QRNIC_CAP_MW) && dev->attr.max_mw > 1;
 }
 
+/* XRC domains, XRC SRQs, XRC INI/TGT QPs (spec 12.14; ABI 1.3) */
+static inline bool qrnic_has_xrc(const struct qrnic_dev *dev)
+{
+	return (dev->attr.caps & QRNIC_CAP_XRC) && (dev->attr.caps & QRNIC_CAP_SRQ) &&
+	       dev->attr.max_xrcd > 1 && dev->attr.max_srq > 1;
+}
+
 /* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
 static inline bool qrnic_has_cq_resize(const struct qrnic_dev *dev)
 {
@@ -360,6 +367,21 @@ struct qrnic_qp {
  * consumer-index record that the device writes after each WQE it takes, in
  * one ring.  A slot is free again once the record has passed it.
  */
+/*
+ * XRC domain: always a kernel one (uctx 0) on the device, because
+ * ibv_open_xrcd shares it between processes and ib_core creates XRC TGT
+ * QPs without udata (spec 6.6.20).
+ */
+struct qrnic_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 xrcdn;
+};
+
+static inline struct qrnic_xrcd *to_qxrcd(struct ib_xrcd *x)
+{
+	return container_of(x, struct qrnic_xrcd, ibxrcd);
+}
+
 struct qrnic_srq {
 	struct ib_srq ibsrq;
 	u32 srqn;
@@ -485,6 +507,7 @@ int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci
 
 /* ---- qrnic_srq.c --------------------------------------------------------- */
 extern const struct ib_device_ops qrnic_srq_ops;
+extern const struct ib_device_ops qrnic_xrc_ops;
 void qrnic_srq_async_event(struct qrnic_dev *dev, u32 srqn, enum ib_event_type type);
 
 /* ---- qrnic_mr.c ---------------------------------------------------------- */

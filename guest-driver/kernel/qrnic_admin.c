@@ -714,6 +714,20 @@ int qrnic_cmd_create_srq(struct qrnic_dev *dev,
 	return qrnic_cmd_create(dev, &cmd, srqn, false);
 }
 
+int qrnic_cmd_alloc_xrcd(struct qrnic_dev *dev, u32 uctx, u32 *xrcdn)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_ALLOC_XRCD);
+	cmd.u.alloc_xrcd.uctx = uctx;
+	return qrnic_cmd_create(dev, &cmd, xrcdn, false);
+}
+
+int qrnic_cmd_dealloc_xrcd(struct qrnic_dev *dev, u32 xrcdn)
+{
+	return qrnic_cmd_simple(dev, QRNIC_CMD_DEALLOC_XRCD, xrcdn, false);
+}
+
 int qrnic_cmd_modify_srq(struct qrnic_dev *dev, u32 srqn, u32 attr_mask, u32 limit)
 {
 	struct qrnic_aq_cmd cmd;

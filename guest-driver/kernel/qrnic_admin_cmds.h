@@ -75,5 +75,7 @@ int qrnic_cmd_create_srq(struct qrnic_dev *dev,
 int qrnic_cmd_modify_srq(struct qrnic_dev *dev, u32 srqn, u32 attr_mask, u32 limit);
 int qrnic_cmd_query_srq(struct qrnic_dev *dev, u32 srqn, struct qrnic_srq_query *out);
 int qrnic_cmd_destroy_srq(struct qrnic_dev *dev, u32 srqn);
+int qrnic_cmd_alloc_xrcd(struct qrnic_dev *dev, u32 uctx, u32 *xrcdn);
+int qrnic_cmd_dealloc_xrcd(struct qrnic_dev *dev, u32 xrcdn);
 
 #endif /* QRNIC_ADMIN_CMDS_H */

@@ -73,6 +73,16 @@ static int qrnic_qp_type(struct qrnic_dev *dev, enum ib_qp_type type, bool user,
 			return -EOPNOTSUPP;
 		*hw = QRNIC_QPT_GSI;
 		return 0;
+	case IB_QPT_XRC_INI:
+		if (!qrnic_has_xrc(dev))
+			return -EOPNOTSUPP;
+		*hw = QRNIC_QPT_XRC_INI;
+		return 0;
+	case IB_QPT_XRC_TGT:
+		if (!qrnic_has_xrc(dev))
+			return -EOPNOTSUPP;
+		*hw = QRNIC_QPT_XRC_TGT;
+		return 0;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -148,6 +158,45 @@ static int qrnic_wq_alloc(struct qrnic_dev *dev, struct qrnic_wq *wq,
 				uctx);
 }
 
+/*
+ * XRC TGT QP (spec 6.6.8, 12.14): no PD, CQs or rings, only its domain.
+ * ib_core creates it without udata (ib_create_qp_user), so it is a kernel
+ * QP of a kernel domain whichever process opened it.
+ */
+static int qrnic_create_xrc_tgt_qp(struct qrnic_dev *dev, struct qrnic_qp *qp,
+				   struct ib_qp_init_attr *init_attr)
+{
+	struct qrnic_cmd_create_qp cmd = {};
+	int err;
+
+	if (init_attr->create_flags || init_attr->rwq_ind_tbl || !init_attr->xrcd ||
+	    init_attr->srq || init_attr->send_cq || init_attr->recv_cq)
+		return -EINVAL;
+	err = qrnic_qp_type(dev, IB_QPT_XRC_TGT, false, &qp->hw_type);
+	if (err)
+		return err;
+	qp->user = false;
+	qp->sig_all = false;
+	qp->state = IB_QPS_RESET;
+	spin_lock_init(&qp->sq.lock);
+	spin_lock_init(&qp->rq.lock);
+	memset(&init_attr->cap, 0, sizeof(init_attr->cap));
+
+	cmd.qp_type = QRNIC_QPT_XRC_TGT;
+	cmd.xrcd = to_qxrcd(init_attr->xrcd)->xrcdn;
+	err = qrnic_cmd_create_qp(dev, &cmd, &qp->qpn);
+	if (err)
+		return err;
+	qp->ibqp.qp_num = qp->qpn;
+	err = xa_insert_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL);
+	if (err) {
+		if (qrnic_cmd_destroy_qp(dev, qp->qpn) && !qrnic_dead(dev))
+			dev_err(&dev->pdev->dev, "cannot undo XRC TGT QP %u\n", qp->qpn);
+		return err;
+	}
+	return 0;
+}
+
 int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		    struct ib_udata *udata)
 {
@@ -160,6 +209,8 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct qrnic_cmd_create_qp cmd = {};
 	int err;
 
+	if (init_attr->qp_type == IB_QPT_XRC_TGT)
+		return qrnic_create_xrc_tgt_qp(dev, qp, init_attr);
 	if (init_attr->create_flags || init_attr->rwq_ind_tbl ||
 	    init_attr->xrcd || !init_attr->send_cq)
 		return -EOPNOTSUPP;
@@ -168,6 +219,14 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	err = qrnic_qp_type(dev, init_attr->qp_type, !!uctx, &qp->hw_type);
 	if (err)
 		return err;
+	if (qp->hw_type == QRNIC_QPT_XRC_INI) {
+		/* the send side only: no RQ, no SRQ, no receive CQ (spec 6.6.8) */
+		if (init_attr->srq)
+			return -EINVAL;
+		init_attr->cap.max_recv_wr = 0;
+		init_attr->cap.max_recv_sge = 0;
+		recv_cq = NULL;
+	}
 	if (init_attr->srq) {
 		/* RC, UC, UD only (the device's rule) */
 		if (qp->hw_type == QRNIC_QPT_GSI)
@@ -197,7 +256,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	cmd.uctx = uctx ? uctx->uctx : 0;
 	cmd.pdn = to_qpd(ibqp->pd)->pdn;
 	cmd.send_cqn = to_qcq(init_attr->send_cq)->cqn;
-	cmd.recv_cqn = to_qcq(recv_cq)->cqn;
+	cmd.recv_cqn = recv_cq ? to_qcq(recv_cq)->cqn : 0;
 	cmd.qp_type = qp->hw_type;
 	cmd.sq_log_depth = qp->sq.log_depth;
 	cmd.sq_wqe_shift = qp->sq.wqe_shift;
@@ -270,7 +329,8 @@ int qrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qrnic_eq_sync(dev, NULL);		/* async events */
 	if (!qp->user) {
 		/* a poll_cq in progress may have looked the QP up */
-		qrnic_cq_fence(to_qcq(ibqp->send_cq));
+		if (ibqp->send_cq)	/* an XRC TGT QP has none */
+			qrnic_cq_fence(to_qcq(ibqp->send_cq));
 		if (ibqp->recv_cq)
 			qrnic_cq_fence(to_qcq(ibqp->recv_cq));
 	}
@@ -292,6 +352,15 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 
 	if (attr_mask & ~QRNIC_QP_ATTR_SUPPORTED)
 		return -EOPNOTSUPP;
+	/*
+	 * Linux requires ACCESS_FLAGS at RESET -> INIT of an XRC INI QP (and
+	 * ibv_xsrq_pingpong passes it) but the send side has no use for it;
+	 * the device takes the INI column without the responder's
+	 * attributes (spec 11.3): drop them, as mlx5 ignores them.
+	 */
+	if (qp->hw_type == QRNIC_QPT_XRC_INI)
+		attr_mask &= ~(IB_QP_ACCESS_FLAGS | IB_QP_MAX_DEST_RD_ATOMIC |
+			       IB_QP_MIN_RNR_TIMER);
 
 	hw.attr_mask = attr_mask;
 	if (attr_mask & IB_QP_STATE)

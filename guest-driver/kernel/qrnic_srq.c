@@ -39,8 +39,12 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 log;
 	int err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type == IB_SRQT_XRC) {
+		if (!qrnic_has_xrc(dev) || !init->ext.xrc.xrcd || !init->ext.cq)
+			return -EOPNOTSUPP;
+	} else if (init->srq_type != IB_SRQT_BASIC) {
 		return -EOPNOTSUPP;
+	}
 	if (!attr->max_wr || attr->max_wr > dev->attr.max_srq_wr ||
 	    attr->max_sge > dev->attr.max_sge)
 		return -EINVAL;
@@ -66,6 +70,11 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.wqe_shift = srq->wq.wqe_shift;
 	cmd.ring_addr = srq->wq.ring.dma;
 	cmd.dbrec_addr = srq->wq.ring.dma + srq->dbrec_offset;
+	if (init->srq_type == IB_SRQT_XRC) {	/* spec 6.6.13, 12.14 */
+		cmd.flags = QRNIC_SRQ_F_XRC;
+		cmd.xrcd = to_qxrcd(init->ext.xrc.xrcd)->xrcdn;
+		cmd.cqn = to_qcq(init->ext.cq)->cqn;
+	}
 	err = qrnic_cmd_create_srq(dev, &cmd, &srq->srqn);
 	if (err)
 		goto err_free_ring;
@@ -73,6 +82,8 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	err = xa_insert_irq(&dev->srqs, srq->srqn, srq, GFP_KERNEL);
 	if (err)
 		goto err_destroy;
+	if (init->srq_type == IB_SRQT_XRC)
+		ibsrq->ext.xrc.srq_num = srq->srqn;	/* uverbs reports it */
 	attr->max_wr = 1U << log;
 	attr->max_sge = srq->wq.max_sge;
 	attr->srq_limit = 0;
@@ -199,4 +210,28 @@ const struct ib_device_ops qrnic_srq_ops = {
 	.query_srq = qrnic_query_srq,
 
 	INIT_RDMA_OBJ_SIZE(ib_srq, qrnic_srq, ibsrq),
+};
+
+/* ---- XRC domains (spec 6.6.20) ------------------------------------------- */
+
+static int qrnic_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	/* a kernel domain (uctx 0): shared by processes, usable by TGT QPs */
+	return qrnic_cmd_alloc_xrcd(to_qdev(ibxrcd->device), 0, &to_qxrcd(ibxrcd)->xrcdn);
+}
+
+static int qrnic_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibxrcd->device);
+	int err;
+
+	err = qrnic_cmd_dealloc_xrcd(dev, to_qxrcd(ibxrcd)->xrcdn);
+	return qrnic_dead(dev) ? 0 : err;
+}
+
+const struct ib_device_ops qrnic_xrc_ops = {
+	.alloc_xrcd = qrnic_alloc_xrcd,
+	.dealloc_xrcd = qrnic_dealloc_xrcd,
+
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, qrnic_xrcd, ibxrcd),
 };

@@ -147,6 +147,8 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 		props->max_srq_wr = a->max_srq_wr;
 		props->max_srq_sge = a->max_sge;
 	}
+	if (qrnic_has_xrc(dev))		/* spec 12.14 (6.12 has no max_xrcd attribute) */
+		props->device_cap_flags |= IB_DEVICE_XRC;
 	if (qrnic_has_mem_mgt(dev)) {		/* spec 12.12 */
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
 		props->max_fast_reg_page_list_len = a->max_fast_reg_pages;
@@ -641,6 +643,8 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 	ib_set_device_ops(ibdev, &qrnic_dev_ops);
 	if ((dev->caps & QRNIC_CAP_SRQ) && dev->attr.max_srq > 1)
 		ib_set_device_ops(ibdev, &qrnic_srq_ops);
+	if (qrnic_has_xrc(dev))
+		ib_set_device_ops(ibdev, &qrnic_xrc_ops);
 	if (qrnic_has_mem_mgt(dev))
 		ib_set_device_ops(ibdev, &qrnic_mem_mgt_ops);
 	if (qrnic_has_mw(dev))
