@@ -40,6 +40,9 @@ DECLARE_DRV_CMD(uqrnic_create_qp, IB_USER_VERBS_CMD_CREATE_QP,
 		empty, qrnic_create_qp_resp);
 DECLARE_DRV_CMD(uqrnic_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ,
 		empty, qrnic_create_srq_resp);
+/* ibv_create_srq_ex (XRC SRQs): the same driver response */
+DECLARE_DRV_CMD(uqrnic_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ,
+		empty, qrnic_create_srq_resp);
 DECLARE_DRV_CMD(uqrnic_create_ah, IB_USER_VERBS_CMD_CREATE_AH,
 		empty, qrnic_create_ah_resp);
 

@@ -41,6 +41,11 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.create_qp = qrnic_create_qp,
 	.create_qp_ex = qrnic_create_qp_ex,
 	.create_srq = qrnic_create_srq,
+	/* XRC (spec 12.14; the kernel has them with QRNIC_CAP_XRC) */
+	.create_srq_ex = qrnic_create_srq_ex,
+	.get_srq_num = qrnic_get_srq_num,
+	.open_xrcd = qrnic_open_xrcd,
+	.close_xrcd = qrnic_close_xrcd,
 	.dealloc_mw = qrnic_dealloc_mw,
 	.dealloc_pd = qrnic_dealloc_pd,
 	.dealloc_td = qrnic_dealloc_td,

@@ -117,6 +117,8 @@ struct qrnic_qp {
 	bool sq_sig_all;
 	bool ud;
 	bool uc;
+	bool xrc_send;			/* IBV_QPT_XRC_SEND: WQEs name a remote SRQ */
+	bool xrc_recv;			/* IBV_QPT_XRC_RECV: no rings, no CQs, no PD */
 	/* The ibv_wr_* API of ibv_qp_ex: from wr_start to wr_complete/abort,
 	 * under sq.lock.  Each opcode takes the next SQ slot; its header is
 	 * built in wr_hdr and written to wr_slot when the next WR starts or
@@ -233,6 +235,12 @@ int qrnic_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 int qrnic_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
 struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+struct ibv_srq *qrnic_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int qrnic_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_xrcd *qrnic_open_xrcd(struct ibv_context *context,
+				 struct ibv_xrcd_init_attr *attr);
+int qrnic_close_xrcd(struct ibv_xrcd *xrcd);
 int qrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
 int qrnic_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int qrnic_destroy_srq(struct ibv_srq *srq);

@@ -148,6 +148,8 @@ struct qrnic_sq_params {
 	bool ud;			/* UD (or GSI) QP: SEND* only */
 	bool uc;			/* UC QP: SEND* and RDMA_WRITE* only */
 	bool sig_all;			/* QP created with sq_sig_all */
+	bool xrc;			/* XRC INI QP: wr->qp_type.xrc.remote_srqn
+					 * goes into xrc_srqn (ABI 1.3) */
 	uint32_t ahn;			/* UD: device AH number of wr->wr.ud.ah */
 };
 
@@ -455,6 +457,8 @@ static inline unsigned int qrnic_build_send_wqe(void *slot,
 		return qrnic_build_bind_mw_wqe(slot, wr->wr_id, wr->send_flags, p->sig_all,
 					       wr->bind_mw.rkey, &wr->bind_mw.bind_info);
 	qrnic_send_hdr_init(&h, qop, wr->send_flags, p->sig_all, wr->wr_id);
+	if (p->xrc)	/* the remote XRC SRQ, sent in the XRCETH (spec 8.1) */
+		h.xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn & 0xffffffu);
 
 	switch (qop) {
 	case QRNIC_WR_SEND_WITH_IMM:

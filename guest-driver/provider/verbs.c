@@ -795,10 +795,16 @@ struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
 
 /* ---- QP ----------------------------------------------------------------- */
 
+/* An XRC SEND QP has no receive CQ: its send CQ stands in. */
+static struct qrnic_cq *qrnic_qp_rcq(struct ibv_qp *ibqp)
+{
+	return to_qcq(ibqp->recv_cq ? ibqp->recv_cq : ibqp->send_cq);
+}
+
 static void qrnic_lock_cqs(struct ibv_qp *ibqp)
 {
 	struct qrnic_cq *scq = to_qcq(ibqp->send_cq);
-	struct qrnic_cq *rcq = to_qcq(ibqp->recv_cq);
+	struct qrnic_cq *rcq = qrnic_qp_rcq(ibqp);
 
 	if (scq == rcq) {
 		pthread_spin_lock(&scq->lock);
@@ -814,7 +820,7 @@ static void qrnic_lock_cqs(struct ibv_qp *ibqp)
 static void qrnic_unlock_cqs(struct ibv_qp *ibqp)
 {
 	struct qrnic_cq *scq = to_qcq(ibqp->send_cq);
-	struct qrnic_cq *rcq = to_qcq(ibqp->recv_cq);
+	struct qrnic_cq *rcq = qrnic_qp_rcq(ibqp);
 
 	pthread_spin_unlock(&scq->lock);
 	if (rcq != scq)
@@ -830,6 +836,8 @@ static int qrnic_set_qp_table(struct qrnic_context *ctx, struct qrnic_qp *qp,
 
 	if (qpn >= QRNIC_QP_TABLE_TOP * QRNIC_QP_TABLE_LEAF)
 		return EINVAL;
+	if (qp->xrc_recv)	/* no queue of its own to free slots in */
+		return 0;
 	pthread_mutex_lock(&ctx->qp_table_lock);
 	leaf = ctx->qp_table[qpn >> QRNIC_QP_TABLE_SHIFT];
 	if (!leaf && val) {
@@ -910,6 +918,43 @@ static void qrnic_wq_unmap(struct qrnic_wq *wq)
 static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t send_ops_flags);
 
 /*
+ * XRC RECV QP (IBV_QPT_XRC_RECV, spec 12.14): the kernel creates the XRC
+ * TGT QP in the XRC domain, without rings, CQs or PD and without driver
+ * data (ib_core passes no udata for it).  Its receives come through the
+ * XRC SRQs of the domain, whose CQEs name it (QRNIC_CQE_F_XRC).
+ */
+static struct ibv_qp *qrnic_create_xrc_recv_qp(struct ibv_context *context,
+					       struct ibv_qp_init_attr_ex *attr)
+{
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_create_qp cmd;
+	struct qrnic_qp *qp;
+	int err;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd ||
+	    !check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_XRCD) ||
+	    attr->srq || attr->send_cq || attr->recv_cq) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	err = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd, sizeof(cmd),
+				   &resp, sizeof(resp));
+	if (err) {
+		verbs_err(verbs_get_ctx(context), "qrnic: CREATE_QP (XRC RECV) failed\n");
+		free(qp);
+		errno = err;
+		return NULL;
+	}
+	qp->xrc_recv = true;
+	qp->vqp.qp.state = IBV_QPS_RESET;
+	memset(&attr->cap, 0, sizeof(attr->cap));
+	return &qp->vqp.qp;
+}
+
+/*
  * create_qp and create_qp_ex.  Both send the same (non-extended) CREATE_QP
  * command with the same udata; ibv_qp_ex is set up only when
  * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS asks for it (ibv_qp_to_qp_ex() is NULL
@@ -927,6 +972,8 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 	uint64_t ops = 0;
 	int err;
 
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return qrnic_create_xrc_recv_qp(context, attr);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
 	    attr->pd->context != context) {
 		errno = EINVAL;
@@ -935,13 +982,23 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
 	    (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	     attr->qp_type != IBV_QPT_UD)) {
+	     attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (attr->qp_type == IBV_QPT_XRC_SEND) {
+		/* the send side only (spec 12.14) */
+		if (attr->srq || attr->cap.max_recv_wr) {
+			errno = EINVAL;
+			return NULL;
+		}
+		attr->recv_cq = NULL;
+		attr->cap.max_recv_sge = 0;
+	}
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
-		if (ops & ~(uint64_t)(attr->qp_type == IBV_QPT_RC ? QRNIC_RC_SEND_OPS :
+		if (ops & ~(uint64_t)(attr->qp_type == IBV_QPT_RC ||
+				      attr->qp_type == IBV_QPT_XRC_SEND ? QRNIC_RC_SEND_OPS :
 				      attr->qp_type == IBV_QPT_UC ? QRNIC_UC_SEND_OPS :
 				      QRNIC_UD_SEND_OPS)) {
 			errno = EOPNOTSUPP;
@@ -999,6 +1056,7 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->ud = attr->qp_type == IBV_QPT_UD;
 	qp->uc = attr->qp_type == IBV_QPT_UC;
+	qp->xrc_send = attr->qp_type == IBV_QPT_XRC_SEND;
 	qp->vqp.qp.state = IBV_QPS_RESET;
 
 	/* What the rings really hold. */
@@ -1130,7 +1188,8 @@ int qrnic_destroy_qp(struct ibv_qp *ibqp)
 	qrnic_set_qp_table(ctx, qp, NULL);
 	qrnic_wq_unmap(&qp->rq);
 	qrnic_wq_unmap(&qp->sq);
-	qrnic_pd_put(ibqp->pd);
+	if (!qp->xrc_recv)	/* it has no PD */
+		qrnic_pd_put(ibqp->pd);
 	free(qp);
 	return 0;
 }
@@ -1169,6 +1228,7 @@ static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
 		.ud = qp->ud,
 		.uc = qp->uc,
 		.sig_all = qp->sq_sig_all,
+		.xrc = qp->xrc_send,
 	};
 
 	return p;
@@ -1423,6 +1483,18 @@ static struct qrnic_qp *qrnic_wr_cur(struct ibv_qp_ex *ibqpx)
 	return qp;
 }
 
+/* XRC SEND QPs: the remote XRC SRQ of the WR being built (spec 8.1) */
+static void qrnic_wr_set_xrc_srqn(struct ibv_qp_ex *ibqpx, uint32_t remote_srqn)
+{
+	struct qrnic_qp *qp = to_qqp_ex(ibqpx);
+
+	if (!qp->wr_slot || !qp->xrc_send) {
+		qrnic_wr_fail(qp, EINVAL);
+		return;
+	}
+	qp->wr_hdr.xrc_srqn = htole32(remote_srqn & 0xffffffu);
+}
+
 static void qrnic_wr_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 				 uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -1528,6 +1600,7 @@ static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t flags)
 	if (flags & IBV_QP_EX_WITH_BIND_MW)
 		x->wr_bind_mw = qrnic_wr_bind_mw;
 	x->wr_set_ud_addr = qrnic_wr_set_ud_addr;
+	x->wr_set_xrc_srqn = qrnic_wr_set_xrc_srqn;
 	x->wr_set_sge = qrnic_wr_set_sge;
 	x->wr_set_sge_list = qrnic_wr_set_sge_list;
 	x->wr_set_inline_data = qrnic_wr_set_inline_data;
@@ -1600,6 +1673,9 @@ int qrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 /* ---- SRQ ---------------------------------------------------------------- */
 
+static int qrnic_srq_map(struct ibv_context *context, struct qrnic_srq *srq,
+			 const struct qrnic_create_srq_resp *r);
+
 struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct ibv_context *context = pd->context;
@@ -1626,23 +1702,9 @@ struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *at
 		return NULL;
 	}
 
-	/* one mapping: the ring, then the record the device writes */
-	err = qrnic_wq_map(context, &srq->wq, "SRQ", r->srqn, r->log_depth,
-			   r->wqe_shift, QRNIC_MIN_RECV_WQE_SHIFT,
-			   QRNIC_MAX_RECV_WQE_SHIFT, r->mmap_key, r->mmap_size);
+	err = qrnic_srq_map(context, srq, r);
 	if (err)
 		goto err_destroy;
-	if (!qrnic_dbrec_ok(r->dbrec_offset, (size_t)srq->wq.depth << srq->wq.wqe_shift,
-			    r->mmap_size)) {
-		verbs_err(verbs_get_ctx(context), "qrnic: SRQ %u: bad dbrec offset %u\n",
-			  r->srqn, r->dbrec_offset);
-		err = EINVAL;
-		goto err_unmap;
-	}
-	srq->dbrec = (uint32_t *)(srq->wq.ring + r->dbrec_offset);
-	srq->wq.max_sge = qrnic_rq_max_sge(r->wqe_shift);
-	srq->srqn = r->srqn;
-
 	/* What the ring really holds. */
 	attr->attr.max_wr = srq->wq.depth;
 	attr->attr.max_sge = srq->wq.max_sge;
@@ -1650,13 +1712,152 @@ struct ibv_srq *qrnic_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *at
 	qrnic_pd_get(pd);
 	return &srq->vsrq.srq;
 
-err_unmap:
-	qrnic_wq_unmap(&srq->wq);
 err_destroy:
 	ibv_cmd_destroy_srq(&srq->vsrq.srq);
 	free(srq);
 	errno = err;
 	return NULL;
+}
+
+/* Map an SRQ's ring and record as a create_srq response describes them. */
+static int qrnic_srq_map(struct ibv_context *context, struct qrnic_srq *srq,
+			 const struct qrnic_create_srq_resp *r)
+{
+	int err;
+
+	/* one mapping: the ring, then the record the device writes */
+	err = qrnic_wq_map(context, &srq->wq, "SRQ", r->srqn, r->log_depth,
+			   r->wqe_shift, QRNIC_MIN_RECV_WQE_SHIFT,
+			   QRNIC_MAX_RECV_WQE_SHIFT, r->mmap_key, r->mmap_size);
+	if (err)
+		return err;
+	if (!qrnic_dbrec_ok(r->dbrec_offset, (size_t)srq->wq.depth << srq->wq.wqe_shift,
+			    r->mmap_size)) {
+		verbs_err(verbs_get_ctx(context), "qrnic: SRQ %u: bad dbrec offset %u\n",
+			  r->srqn, r->dbrec_offset);
+		qrnic_wq_unmap(&srq->wq);
+		return EINVAL;
+	}
+	srq->dbrec = (uint32_t *)(srq->wq.ring + r->dbrec_offset);
+	srq->wq.max_sge = qrnic_rq_max_sge(r->wqe_shift);
+	srq->srqn = r->srqn;
+	return 0;
+}
+
+/*
+ * ibv_create_srq_ex: basic SRQs as ibv_create_srq, XRC SRQs (spec 12.14)
+ * through CREATE_XSRQ: an XRC domain, a PD and the CQ its receive
+ * completions go to.  Slots are reclaimed from the record as for any SRQ,
+ * so polling needs nothing from the SRQ (QRNIC_CQE_F_XRC CQEs name the
+ * XRC RECV QP, which wc.qp_num reports, and the SRQ in src_qp).
+ */
+struct ibv_srq *qrnic_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr)
+{
+	struct uqrnic_create_xsrq_resp resp = {};
+	struct qrnic_create_srq_resp *r = &resp.drv_payload;
+	struct ibv_create_xsrq cmd;
+	struct qrnic_srq *srq;
+	int err;
+
+	if (!check_comp_mask(attr->comp_mask, IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) || attr->srq_type == IBV_SRQT_BASIC) {
+		struct ibv_srq_init_attr a = {
+			.srq_context = attr->srq_context,
+			.attr = attr->attr,
+		};
+		struct ibv_srq *s = qrnic_create_srq(attr->pd, &a);
+
+		if (s)
+			attr->attr = a.attr;
+		return s;
+	}
+	if (attr->srq_type != IBV_SRQT_XRC) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd ||
+	    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq ||
+	    attr->attr.max_wr < 1 || attr->attr.max_sge > to_qctx(context)->max_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	err = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd, sizeof(cmd),
+				    &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		verbs_err(verbs_get_ctx(context), "qrnic: CREATE_XSRQ failed\n");
+		free(srq);
+		errno = err;
+		return NULL;
+	}
+	err = qrnic_srq_map(context, srq, r);
+	if (err) {
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		free(srq);
+		errno = err;
+		return NULL;
+	}
+	attr->attr.max_wr = srq->wq.depth;
+	attr->attr.max_sge = srq->wq.max_sge;
+	srq->pd = attr->pd;
+	qrnic_pd_get(attr->pd);
+	return &srq->vsrq.srq;
+}
+
+int qrnic_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct qrnic_srq *srq = to_qsrq(ibsrq);
+
+	if (srq->vsrq.srq_type != IBV_SRQT_XRC)
+		return EOPNOTSUPP;
+	*srq_num = srq->srqn;
+	return 0;
+}
+
+/* ---- XRC domains (spec 6.6.20) ------------------------------------------ */
+
+struct ibv_xrcd *qrnic_open_xrcd(struct ibv_context *context,
+				 struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp;
+	struct ibv_open_xrcd cmd;
+	struct verbs_xrcd *xrcd;
+	int err;
+
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+	err = ibv_cmd_open_xrcd(context, xrcd, sizeof(*xrcd), attr, &cmd, sizeof(cmd),
+				&resp, sizeof(resp));
+	if (err) {
+		free(xrcd);
+		errno = err;
+		return NULL;
+	}
+	return &xrcd->xrcd;
+}
+
+int qrnic_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *xrcd = container_of(ibxrcd, struct verbs_xrcd, xrcd);
+	int err;
+
+	err = ibv_cmd_close_xrcd(xrcd);
+	if (err)
+		return err;
+	free(xrcd);
+	return 0;
 }
 
 int qrnic_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
