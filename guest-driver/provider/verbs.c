@@ -1808,6 +1808,7 @@ struct ibv_srq *qrnic_create_srq_ex(struct ibv_context *context,
 		errno = err;
 		return NULL;
 	}
+	srq->vsrq.srq_type = IBV_SRQT_XRC;	/* as libibverbs sets it */
 	attr->attr.max_wr = srq->wq.depth;
 	attr->attr.max_sge = srq->wq.max_sge;
 	srq->pd = attr->pd;

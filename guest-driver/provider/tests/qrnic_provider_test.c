@@ -634,11 +634,32 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 
 	(void)cmd;
 	(void)cmd_size;
-	if (resp_size != sizeof(*r))
-		return EINVAL;
 	/* libibverbs' own check */
 	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
 					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return EINVAL;
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		/* as ib_core + the driver: a kernel XRC TGT QP of the domain,
+		 * no driver response */
+		if (resp_size != sizeof(*resp) || !attr->xrcd)
+			return EINVAL;
+		memset(&c, 0, sizeof(c));
+		c.u.create_qp.qp_type = QRNIC_QPT_XRC_TGT;
+		c.u.create_qp.xrcd = container_of(attr->xrcd, struct verbs_xrcd, xrcd)->handle;
+		if (admin(f->d, &c, QRNIC_CMD_CREATE_QP, &qpn))
+			return EINVAL;
+		memset(qp, 0, sizeof(*qp));
+		qp->context = context;
+		qp->qp_type = attr->qp_type;
+		qp->state = IBV_QPS_RESET;
+		qp->qp_num = qp->handle = qpn;
+		vqp->comp_mask = VERBS_QP_XRCD;
+		vqp->xrcd = container_of(attr->xrcd, struct verbs_xrcd, xrcd);
+		memset(resp, 0, resp_size);
+		resp->qpn = qpn;
+		return 0;
+	}
+	if (resp_size != sizeof(*r))
 		return EINVAL;
 	sq_log = clampu(log2_up(attr->cap.max_send_wr), 1, QRNIC_MAX_QUEUE_LOG);
 	sq_shift = clampu(log2_up(64 + (16 * attr->cap.max_send_sge > attr->cap.max_inline_data ?
@@ -657,8 +678,9 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 	c.u.create_qp.uctx = fk_uctx(pd->context);
 	c.u.create_qp.pdn = pd->handle;
 	c.u.create_qp.send_cqn = attr->send_cq->handle;
-	c.u.create_qp.recv_cqn = attr->recv_cq->handle;
-	c.u.create_qp.qp_type = attr->qp_type == IBV_QPT_UD ? QRNIC_QPT_UD : QRNIC_QPT_RC;
+	c.u.create_qp.recv_cqn = attr->recv_cq ? attr->recv_cq->handle : 0;
+	c.u.create_qp.qp_type = attr->qp_type == IBV_QPT_UD ? QRNIC_QPT_UD :
+				attr->qp_type == IBV_QPT_XRC_SEND ? QRNIC_QPT_XRC_INI : QRNIC_QPT_RC;
 	c.u.create_qp.sq_log_depth = (uint8_t)sq_log;
 	c.u.create_qp.sq_wqe_shift = (uint8_t)sq_shift;
 	c.u.create_qp.rq_log_depth = (uint8_t)rq_log;
@@ -764,6 +786,93 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 	r->drv_payload.mmap_size = reg->size;
 	r->drv_payload.dbrec_offset = (uint32_t)ring;
 	return 0;
+}
+
+/* XRC SRQs (CREATE_XSRQ): as the driver, the same response as CREATE_SRQ */
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *vsrq,
+			  struct ibv_srq_init_attr_ex *attr_ex, struct ibv_create_xsrq *cmd,
+			  size_t cmd_size, struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size)
+{
+	struct uqrnic_create_xsrq_resp *r = (void *)resp;
+	struct fk_dev *f = fk_of(context);
+	struct ibv_srq *srq = &vsrq->srq;
+	unsigned int log = clampu(log2_up(attr_ex->attr.max_wr), 1, QRNIC_MAX_QUEUE_LOG);
+	unsigned int shift = clampu(log2_up(16 + 16 * (attr_ex->attr.max_sge ?
+						       attr_ex->attr.max_sge : 1)),
+				    QRNIC_MIN_RECV_WQE_SHIFT, QRNIC_MAX_RECV_WQE_SHIFT);
+	uint64_t ring = (1ull << log) << shift;
+	struct qrnic_aq_cmd c;
+	struct fk_region *reg;
+	uint32_t srqn;
+
+	(void)cmd;
+	(void)cmd_size;
+	if (resp_size != sizeof(*r) || attr_ex->srq_type != IBV_SRQT_XRC)
+		return EINVAL;
+	reg = fk_alloc(f, FK_SRQ, ring + 4, true);
+	reg->ring_size = ring;
+	memset(&c, 0, sizeof(c));
+	c.u.create_srq.uctx = fk_uctx(context);
+	c.u.create_srq.pdn = attr_ex->pd->handle;
+	c.u.create_srq.log_depth = (uint8_t)log;
+	c.u.create_srq.wqe_shift = (uint8_t)shift;
+	c.u.create_srq.flags = QRNIC_SRQ_F_XRC;
+	c.u.create_srq.xrcd = container_of(attr_ex->xrcd, struct verbs_xrcd, xrcd)->handle;
+	c.u.create_srq.cqn = attr_ex->cq->handle;
+	c.u.create_srq.ring_addr = reg->bus;
+	c.u.create_srq.dbrec_addr = reg->bus + ring;
+	if (admin(f->d, &c, QRNIC_CMD_CREATE_SRQ, &srqn)) {
+		reg->used = false;
+		return EINVAL;
+	}
+	reg->handle = srqn;
+	srq->context = context;
+	srq->pd = attr_ex->pd;
+	srq->handle = srqn;
+	vsrq->srq_type = IBV_SRQT_XRC;
+	vsrq->srq_num = srqn;
+	memset(r, 0, sizeof(*r));
+	r->ibv_resp.srq_handle = srqn;
+	r->ibv_resp.srqn = srqn;
+	r->ibv_resp.max_wr = attr_ex->attr.max_wr = 1u << log;
+	r->ibv_resp.max_sge = attr_ex->attr.max_sge = qrnic_rq_max_sge(shift);
+	r->drv_payload.srqn = srqn;
+	r->drv_payload.log_depth = (uint8_t)log;
+	r->drv_payload.wqe_shift = (uint8_t)shift;
+	r->drv_payload.mmap_key = reg->off;
+	r->drv_payload.mmap_size = reg->size;
+	r->drv_payload.dbrec_offset = (uint32_t)ring;
+	return 0;
+}
+
+/* ibv_open_xrcd: as the driver, a kernel domain (uctx 0) */
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd, int vxrcd_size,
+		      struct ibv_xrcd_init_attr *attr, struct ibv_open_xrcd *cmd,
+		      size_t cmd_size, struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size)
+{
+	struct qrnic_aq_cmd c;
+	uint32_t n;
+
+	(void)vxrcd_size;
+	(void)attr;
+	(void)cmd;
+	(void)cmd_size;
+	(void)resp_size;
+	memset(&c, 0, sizeof(c));
+	if (admin(fk_of(context)->d, &c, QRNIC_CMD_ALLOC_XRCD, &n))
+		return ENOMEM;
+	xrcd->xrcd.context = context;
+	xrcd->comp_mask = VERBS_XRCD_HANDLE;
+	xrcd->handle = n;
+	resp->xrcd_handle = n;
+	return 0;
+}
+
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd)
+{
+	return hx_destroy(w, fk_of(xrcd->xrcd.context)->d, QRNIC_CMD_DEALLOC_XRCD,
+			  xrcd->handle) ? EBUSY : 0;
 }
 
 int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
@@ -1605,6 +1714,165 @@ static void test_srq(void)
 
 /* ---- LOCAL_INV and SEND_WITH_INV (spec 12.12) ----------------------------- */
 
+/*
+ * XRC (spec 12.14): an XRC domain, an XRC SRQ with its own CQ and an XRC
+ * RECV QP on B; an XRC SEND QP on A whose WRs name the SRQ, through
+ * post_send (wr.qp_type.xrc.remote_srqn) and ibv_wr_set_xrc_srqn.  The
+ * receive completions come on the SRQ's CQ with qp_num = the RECV QP;
+ * the payload lands in the SRQ's buffers; the SRQ's slots come back.
+ */
+static void test_xrc(void)
+{
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+						      IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .fd = -1, .oflags = 0 };
+	struct ibv_srq_init_attr_ex sa;
+	struct ibv_qp_init_attr_ex qa;
+	struct ibv_recv_wr rwr[4], *brw;
+	struct ibv_send_wr swr, *bsw;
+	struct ibv_sge rs[4], ss;
+	struct ibv_qp *sq, *rq;
+	struct ibv_qp_ex *x;
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+	struct ibv_qp_attr at;
+	struct ibv_wc wc[8];
+	uint32_t srqn = 0;
+	int i, n, errs = 0;
+
+	xrcd = B.ops.open_xrcd(B.ctx, &xa);
+	cq = B.ops.create_cq(B.ctx, 8, NULL, 0);
+	CHECK(xrcd && cq);
+	if (!xrcd || !cq)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 4;
+	sa.attr.max_sge = 1;
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+		       IBV_SRQ_INIT_ATTR_PD;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.xrcd = xrcd;
+	sa.cq = cq;
+	sa.pd = B.pd;
+	srq = B.ops.create_srq_ex(B.ctx, &sa);
+	CHECK(srq != NULL);
+	if (!srq)
+		return;
+	CHECK(B.ops.get_srq_num(srq, &srqn) == 0 && srqn == to_qsrq(srq)->srqn);
+	CHECK(sa.attr.max_wr == 4);
+
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_XRC_RECV;
+	qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	qa.xrcd = xrcd;
+	rq = B.ops.create_qp_ex(B.ctx, &qa);
+	CHECK(rq != NULL);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_XRC_SEND;
+	qa.send_cq = A.cq;
+	qa.cap.max_send_wr = 4;
+	qa.cap.max_send_sge = 1;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qa.pd = A.pd;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	sq = A.ops.create_qp_ex(A.ctx, &qa);
+	CHECK(sq != NULL);
+	if (!rq || !sq)
+		return;
+	CHECK(to_qqp(sq)->rq.ring == NULL && qa.cap.max_recv_wr == 0);
+
+	/* the RECV QP: RC's responder attributes; the SEND QP: the requester's */
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK(B.ops.modify_qp(rq, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			      IBV_QP_ACCESS_FLAGS) == 0);
+	CHECK(A.ops.modify_qp(sq, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT) == 0);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	at.path_mtu = IBV_MTU_1024;
+	at.rq_psn = 7;
+	at.max_dest_rd_atomic = 1;
+	at.min_rnr_timer = 1;
+	at.ah_attr.is_global = 1;
+	at.ah_attr.port_num = 1;
+	at.dest_qp_num = sq->qp_num;
+	gid_of(0, at.ah_attr.grh.dgid.raw);
+	CHECK(B.ops.modify_qp(rq, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			      IBV_QP_MIN_RNR_TIMER) == 0);
+	at.dest_qp_num = rq->qp_num;
+	gid_of(1, at.ah_attr.grh.dgid.raw);
+	CHECK(A.ops.modify_qp(sq, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN) == 0);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.timeout = 14;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.sq_psn = 7;
+	at.max_rd_atomic = 1;
+	CHECK(B.ops.modify_qp(rq, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN) == 0);
+	CHECK(A.ops.modify_qp(sq, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+
+	for (i = 0; i < 4; i++) {
+		rs[i] = sge(&B, 0xc0000 + 0x1000 * (uint64_t)i, 2048);
+		rwr[i] = (struct ibv_recv_wr){ .wr_id = 700 + i, .sg_list = &rs[i], .num_sge = 1,
+					       .next = i < 3 ? &rwr[i + 1] : NULL };
+	}
+	CHECK(B.ops.post_srq_recv(srq, rwr, &brw) == 0);
+	fill(&A, 0xb0000, 1500, 0x5a);
+	fill(&A, 0xb1000, 700, 0xa5);
+
+	/* post_send: the remote SRQ from wr.qp_type.xrc */
+	ss = sge(&A, 0xb0000, 1500);
+	swr = (struct ibv_send_wr){ .wr_id = 71, .sg_list = &ss, .num_sge = 1,
+				    .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED };
+	swr.qp_type.xrc.remote_srqn = srqn;
+	CHECK(A.ops.post_send(sq, &swr, &bsw) == 0);
+	/* the ibv_wr_* API: ibv_wr_set_xrc_srqn */
+	x = (to_qqp(sq)->vqp.comp_mask & VERBS_QP_EX) ? &to_qqp(sq)->vqp.qp_ex : NULL;
+	CHECK(x != NULL);
+	if (x) {
+		x->wr_start(x);
+		x->wr_id = 72;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		x->wr_send(x);
+		x->wr_set_xrc_srqn(x, srqn);
+		x->wr_set_sge(x, A.mr->lkey, IOVA + 0xb1000, 700);
+		CHECK(x->wr_complete(x) == 0);
+	}
+	fk_run();
+
+	n = poll_all(&B, cq, wc, 8);
+	CHECK(n == 2);
+	for (i = 0; i < n; i++)
+		errs += wc[i].status != IBV_WC_SUCCESS || wc[i].opcode != IBV_WC_RECV ||
+			wc[i].qp_num != rq->qp_num || wc[i].wr_id != 700u + i ||
+			wc[i].byte_len != (i ? 700u : 1500u);
+	CHECK(errs == 0);
+	CHECK(same(&A, 0xb0000, &B, 0xc0000, 1500));
+	CHECK(same(&A, 0xb1000, &B, 0xc1000, 700));
+	n = poll_all(&A, A.cq, wc, 8);
+	CHECK(n == 2 && wc[0].status == IBV_WC_SUCCESS && wc[0].wr_id == 71 &&
+	      wc[1].status == IBV_WC_SUCCESS && wc[1].wr_id == 72);
+	/* the SRQ's two slots came back through its record: 2 + 2 free */
+	for (i = 0; i < 2; i++)
+		rwr[i].next = i < 1 ? &rwr[i + 1] : NULL;
+	CHECK(B.ops.post_srq_recv(srq, rwr, &brw) == 0);
+
+	/* the domain is busy while its SRQ and RECV QP exist */
+	CHECK(B.ops.close_xrcd(xrcd) == EBUSY);
+	CHECK(A.ops.destroy_qp(sq) == 0);
+	CHECK(B.ops.destroy_qp(rq) == 0);
+	CHECK(B.ops.destroy_srq(srq) == 0);
+	CHECK(B.ops.destroy_cq(cq) == 0);
+	CHECK(B.ops.close_xrcd(xrcd) == 0);
+}
+
 static struct app K;	/* a kernel-mode context on device 1 (uctx 0) */
 static void app_close(struct app *a);
 
@@ -2108,7 +2376,7 @@ static void test_ex_unsupported(void)
 	errno = 0;
 	CHECK(A.ops.create_qp_ex(A.ctx, &ia) == NULL && errno == EOPNOTSUPP);
 	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-	ia.qp_type = IBV_QPT_XRC_SEND;
+	ia.qp_type = IBV_QPT_RAW_PACKET;	/* XRC_SEND: test_xrc */
 	errno = 0;
 	CHECK(A.ops.create_qp_ex(A.ctx, &ia) == NULL && errno == EOPNOTSUPP);
 	/* without SEND_OPS_FLAGS: a QP without ibv_qp_ex, as from create_qp */
@@ -3352,6 +3620,7 @@ int main(void)
 	test_err_reset();
 	test_ud();
 	test_srq();
+	test_xrc();
 	test_invalidate_user_mrs();
 	test_invalidate_frmr();
 	test_ex_unsupported();
