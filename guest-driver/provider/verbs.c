@@ -1146,6 +1146,8 @@ static void qrnic_qp_reset_indexes(struct qrnic_qp *qp)
 	struct qrnic_wq *wqs[2] = { &qp->sq, &qp->rq };
 	int i;
 
+	if (qp->xrc_recv)	/* no queues, no CQs */
+		return;
 	qrnic_lock_cqs(&qp->vqp.qp);
 	for (i = 0; i < 2; i++) {
 		if (!wqs[i]->ring)
@@ -1255,7 +1257,7 @@ int qrnic_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start;
 	int err = 0;
 
-	if (!qrnic_may_send(ibqp)) {
+	if (!qrnic_may_send(ibqp) || qp->xrc_recv) {	/* an XRC RECV QP has no SQ */
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -1864,6 +1864,15 @@ static void test_xrc(void)
 		rwr[i].next = i < 1 ? &rwr[i + 1] : NULL;
 	CHECK(B.ops.post_srq_recv(srq, rwr, &brw) == 0);
 
+	/* an XRC RECV QP has no queues: nothing to post, RESET touches none */
+	CHECK(B.ops.post_send(rq, &swr, &bsw) == EINVAL && bsw == &swr);
+	CHECK(B.ops.post_recv(rq, rwr, &brw) == EINVAL && brw == rwr);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RESET;
+	CHECK(B.ops.modify_qp(rq, &at, IBV_QP_STATE) == 0);
+	/* nor an XRC SEND QP a receive queue */
+	CHECK(A.ops.post_recv(sq, rwr, &brw) == EINVAL && brw == rwr);
+
 	/* the domain is busy while its SRQ and RECV QP exist */
 	CHECK(B.ops.close_xrcd(xrcd) == EBUSY);
 	CHECK(A.ops.destroy_qp(sq) == 0);
