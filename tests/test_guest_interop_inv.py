@@ -26,7 +26,7 @@ import pytest
 from guest.interop import _last_json
 from guest.vmlib import check_pair, client_server, guest_dmesg, next_port  # noqa: F401
 from test_guest_interop import endpoints, topo  # noqa: F401
-from test_guest_nvmeof import NQN, connect, disconnect, mem_mgt, nvmet_teardown, setup_target
+from test_guest_nvmeof import MODULES, NQN, connect, disconnect, mem_mgt, nvmet_teardown, setup_target
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 
@@ -85,9 +85,13 @@ def test_nvme_rdma_send_with_inv(topo, guest_dmesg, direction):
         nvmet_teardown(ep.vm)
     before = mem_mgt(q)
     assert before['supported'] == 1, before
+    for ep in (tgt, host):
+        missing = ep.vm.run('for m in %s; do modinfo -n $m >/dev/null 2>&1 || echo $m; done' % ' '.join(MODULES))
+        assert not missing.strip(), '%s lacks the modules: %s' % (ep.ibdev, missing.split())
     ctrl = None
     try:
         setup_target(tgt.vm, tgt.ip)
+        host.vm.run('modprobe -a nvme-fabrics nvme-rdma', timeout=120)
         ctrl, bdev, address = connect(host.vm, tgt.ip, host.ip)
         assert int(host.vm.run('cat /sys/block/%s/queue/logical_block_size' % bdev[5:])) == 512
         t0 = time.monotonic()
