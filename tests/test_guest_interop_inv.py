@@ -10,7 +10,8 @@
   the host's FRMR (qrnic's debugfs mem_mgt: recv_inv grows with reg_mr_posted);
   'qrnic-tgt': qrnic posts SEND_WITH_INV (send_inv_posted) and rxe invalidates.
   A random pattern is written with dd (O_DIRECT) at offsets that are not 4 KiB
-  aligned, read back and compared by sha256, then the whole region once more.
+  aligned, read back and compared by sha256, then the whole region once more;
+  then fio randwrite with verify=crc32c behind it.
 * MW-protected WRITE: a pyverbs pair (MW_CHECK).  The binder allocates a type 2
   memory window, binds it over part of an MR with IBV_WR_BIND_MW and sends the
   window's rkey and address over TCP; the writer RDMA-WRITEs through it and READs
@@ -24,6 +25,7 @@ import time
 import pytest
 
 from guest.interop import _last_json
+from guest.storage import fio_job, fio_verify
 from guest.vmlib import check_pair, client_server, guest_dmesg, next_port  # noqa: F401
 from test_guest_interop import endpoints, topo  # noqa: F401
 from test_guest_nvmeof import MODULES, NQN, connect, disconnect, mem_mgt, nvmet_teardown, setup_target
@@ -32,6 +34,7 @@ pytestmark = [pytest.mark.guest, pytest.mark.slow]
 
 NS_MB = 16
 REGION = 4 << 20
+FIO_MB = 1               # fio: two regions of 1 MiB behind REGION
 DD_CASES = [(4096, 0), (8192, 12800), (65536, 198144), (131072 + 512, 527872), (1048576, 1049088)]
 
 
@@ -102,6 +105,10 @@ def test_nvme_rdma_send_with_inv(topo, guest_dmesg, direction):
         assert int(host.vm.run('cat /sys/block/%s/queue/logical_block_size' % bdev[5:])) == 512
         t0 = time.monotonic()
         verified = _dd_io(host.vm, bdev)
+        # fio: random writes behind the region, read back with crc32c verification
+        wrote, read = fio_verify(host.vm, fio_job(FIO_MB << 20, dev=bdev, offset=REGION))
+        assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
+        verified += wrote + read
         after = mem_mgt(q)
         d = {k: after[k] - before[k] for k in after}
         print('\nnvme-rdma %s: host %s (%s) -> target %s: %d bytes verified in %.0f s; qrnic mem_mgt %s'
