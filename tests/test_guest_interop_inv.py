@@ -226,7 +226,8 @@ if role == 'binder':
     out['steps']['local-inv'] = {'ok': wc.status == 0, 'status': wc.status, 'opcode': wc.opcode}
     send({'invalidated': wc.status == 0})
     m = recv()   # the writer's WRITE through the invalidated window
-    out['steps']['after-inv'] = {'ok': sha(mr.read(SIZE, 0)) == sha(exp), 'memory_unchanged': sha(mr.read(SIZE, 0)) == sha(exp)}
+    same = sha(mr.read(SIZE, 0)) == sha(exp)
+    out['steps']['after-inv'] = {'ok': same, 'memory_unchanged': same, 'writer_status': m['status']}
     send({'bye': 1})
 else:
     lmr = MR(pd, SIZE, RACC)
