@@ -17,7 +17,9 @@
   window's rkey and address over TCP; the writer RDMA-WRITEs through it and READs
   back through it (sha256 on both sides); the binder invalidates the window with
   LOCAL_INV and the writer's next WRITE completes with IBV_WC_REM_ACCESS_ERR, the
-  binder's memory unchanged.  'qrnic-binds' and 'rxe-binds'."""
+  binder's memory unchanged.  'qrnic-binds' and 'rxe-binds'; 'local' (the binder's
+  LOCAL_INV) and 'remote' (the writer's SEND_WITH_INV naming the window's rkey: the
+  binder's receive completion reports the invalidation)."""
 import json
 import re
 import time
@@ -150,11 +152,12 @@ from pyverbs.device import Context
 from pyverbs.mr import MR, MW, MWBindInfo
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
-from pyverbs.wr import SGE, SendWR
+from pyverbs.wr import RecvWR, SGE, SendWR
 import pyverbs.enums as e
 
 role, dev, gidx, port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-peer_ip = sys.argv[5] if len(sys.argv) > 5 else None
+inv_mode = sys.argv[5]          # local: the binder posts LOCAL_INV; remote: the writer SEND_WITH_INV
+peer_ip = sys.argv[6] if len(sys.argv) > 6 else None
 SIZE, WOFF, WLEN, WR = 64 * 1024, 4096, 16384, 8192
 RACC = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
 sha = lambda b: hashlib.sha256(bytes(b)).hexdigest()
@@ -203,6 +206,8 @@ def poll(timeout=60):
 
 if role == 'binder':
     mr = MR(pd, SIZE, RACC | e.IBV_ACCESS_MW_BIND)
+    rmr = MR(pd, 4096, RACC)
+    qp.post_recv(RecvWR(wr_id=7, num_sge=1, sg=[SGE(rmr.buf, 4096, rmr.lkey)]))
     base = random.Random(0x3a7).randbytes(SIZE)
     mr.write(base, SIZE, 0)
     mw = MW(pd, e.IBV_MW_TYPE_2)
@@ -219,11 +224,23 @@ if role == 'binder':
     now = mr.read(SIZE, 0)
     exp = bytearray(base); exp[WOFF:WOFF + WR] = bytes.fromhex(m['wdata'])
     out['steps']['write-read'] = {'ok': sha(now) == sha(exp), 'sha': sha(now)}
-    inv = SendWR(opcode=e.IBV_WR_LOCAL_INV, send_flags=e.IBV_SEND_SIGNALED)
-    inv.imm_data = rkey          # invalidate_rkey shares the union with imm_data
-    qp.post_send(inv)
-    wc = poll()
-    out['steps']['local-inv'] = {'ok': wc.status == 0, 'status': wc.status, 'opcode': wc.opcode}
+    if inv_mode == 'local':
+        inv = SendWR(opcode=e.IBV_WR_LOCAL_INV, send_flags=e.IBV_SEND_SIGNALED)
+        inv.imm_data = rkey          # invalidate_rkey shares the union with imm_data
+        qp.post_send(inv)
+        wc = poll()
+        out['steps']['local-inv'] = {'ok': wc.status == 0, 'status': wc.status, 'opcode': wc.opcode}
+    else:
+        send({'remote_inv': True})
+        wc = poll()                  # the writer's SEND_WITH_INV
+        flags = wc.wc_flags
+        # the invalidation flag: IBV_WC_WITH_INV (8); rxe reports the kernel's
+        # IB_WC_WITH_INVALIDATE bit (4, IBV_WC_IP_CSUM_OK in libibverbs): the test checks which
+        out['steps']['remote-inv'] = {'ok': wc.status == 0 and wc.opcode == e.IBV_WC_RECV and
+                                      bool(flags & 0xc) and wc.imm_data == rkey and wc.byte_len == 64,
+                                      'status': wc.status, 'opcode': wc.opcode, 'wc_flags': flags,
+                                      'invalidated_rkey': wc.imm_data, 'byte_len': wc.byte_len,
+                                      'sender': recv()['sent']}
     send({'invalidated': wc.status == 0})
     m = recv()   # the writer's WRITE through the invalidated window
     same = sha(mr.read(SIZE, 0)) == sha(exp)
@@ -251,6 +268,15 @@ else:
                             'status': st}
     send({'wdata': wdata.hex()})
     m2 = recv()
+    if m2.get('remote_inv'):
+        wr = SendWR(opcode=e.IBV_WR_SEND_WITH_INV, num_sge=1, sg=[SGE(lmr.buf, 64, lmr.lkey)],
+                    send_flags=e.IBV_SEND_SIGNALED)
+        wr.imm_data = m['rkey']      # invalidate_rkey
+        qp.post_send(wr)
+        st = poll().status
+        out['steps']['send-inv'] = {'ok': st == 0, 'status': st}
+        send({'sent': st})
+        m2 = recv()
     st = rdma(e.IBV_WR_RDMA_WRITE, WR, 512, m['addr'])
     out['steps']['write-after-inv'] = {'ok': m2['invalidated'] and st == e.IBV_WC_REM_ACCESS_ERR, 'status': st}
     send({'status': st})
@@ -261,21 +287,31 @@ print(json.dumps(out))
 MW_PATH = '/root/mw_check.py'
 
 
+@pytest.mark.parametrize('inv', ['local', 'remote'])
 @pytest.mark.parametrize('direction', ['qrnic-binds', 'rxe-binds'])
-def test_mw_write_invalidate(topo, direction):
+def test_mw_write_invalidate(topo, direction, inv):
     q, r = _qrnic_rxe(topo)
     b, w = (q, r) if direction == 'qrnic-binds' else (r, q)
     for ep in (b, w):
         ep.vm.put(MW_PATH, MW_CHECK)
     port = next_port()
-    srv, cli = client_server(b.vm, 'python3 %s binder %s %d %d' % (MW_PATH, b.ibdev, b.gid, port),
-                             w.vm, 'python3 %s writer %s %d %d %s' % (MW_PATH, w.ibdev, w.gid, port, b.ip),
+    srv, cli = client_server(b.vm, 'python3 %s binder %s %d %d %s' % (MW_PATH, b.ibdev, b.gid, port, inv),
+                             w.vm, 'python3 %s writer %s %d %d %s %s' % (MW_PATH, w.ibdev, w.gid, port, inv, b.ip),
                              port, timeout=120)
     bj, wj = _last_json(srv.out), _last_json(cli.out)
-    print('\nMW %s: binder %s, writer %s' % (direction, json.dumps(bj), json.dumps(wj)))
+    print('\nMW %s %s: binder %s, writer %s' % (direction, inv, json.dumps(bj), json.dumps(wj)))
     check_pair(srv, cli)
     assert bj and wj, (srv.output[-3000:], cli.output[-3000:])
     assert bj['ok'] and wj['ok'], (bj, wj)
-    assert set(bj['steps']) == {'bind', 'write-read', 'local-inv', 'after-inv'}, bj
-    assert set(wj['steps']) == {'write', 'read', 'write-after-inv'}, wj
+    assert set(bj['steps']) == {'bind', 'write-read', inv + '-inv', 'after-inv'}, bj
+    assert set(wj['steps']) == {'write', 'read', 'write-after-inv'} | ({'send-inv'} if inv == 'remote' else set()), wj
     assert wj['steps']['write-after-inv']['status'] == 10, wj     # IBV_WC_REM_ACCESS_ERR
+    if inv == 'remote':
+        flags = bj['steps']['remote-inv']['wc_flags']
+        if direction == 'qrnic-binds':
+            assert flags & 8, bj        # IBV_WC_WITH_INV
+        else:
+            # docs/interop.md 3.11: rxe's receive completion carries bit 2 (the kernel's
+            # IB_WC_WITH_INVALIDATE; IBV_WC_IP_CSUM_OK to libibverbs), not IBV_WC_WITH_INV;
+            # invalidated_rkey is right and the window is invalid (the next WRITE is refused)
+            assert flags & 4 and not flags & 8, bj
