@@ -314,14 +314,9 @@ uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
 	if (mr->bound_mws)	/* memory windows are bound to it (as Linux rxe) */
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, QRNIC_FW_OFF(u.handle.handle));
-	if (mr->mpt.flags & QRNIC_MPT_MW) {
-		/* a window: its MR has one window less if it is bound */
-		uint32_t p = mr->mpt.max_pages;
-
-		if ((mr->mpt.flags & QRNIC_MPT_VALID) && p && p < d->cfg.max_mr &&
-		    d->mr[p].bound_mws)
-			d->mr[p].bound_mws--;
-	} else if (mr->mpt.flags & QRNIC_MPT_FAST)
+	if (mr->mpt.flags & QRNIC_MPT_MW)
+		qrnic_mw_unbind(d, mr);	/* a window: its MR and QP have one less */
+	else if (mr->mpt.flags & QRNIC_MPT_FAST)
 		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.max_pages);
 	else if (!(mr->mpt.flags & QRNIC_MPT_PHYS) && mr->mpt.npages)
 		qrnic_mtt_free(d, mr->mpt.mtt_base, mr->mpt.npages);

@@ -599,7 +599,7 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, QRNIC_FW_OFF(u.handle.handle));
 	qrnic_qp_fini_state(d, qp);
 	qrnic_mcg_detach_qp(d, qp->qpn);	/* its QPN may name another QP later */
-	qrnic_mw_qp_gone(d, qp->qpn);		/* likewise its type 2 windows */
+	qrnic_mw_qp_gone(d, qp);		/* likewise its type 2 windows */
 	pd = qrnic_fw_pd(d, qp->pdn);
 	if (pd && pd->refcnt)
 		pd->refcnt--;

@@ -227,7 +227,6 @@ int qrnic_rkey_write(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rk
 }
 
 /* ---- Fast registration and invalidation ----------------------------------- */
-static void mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw);
 
 /* The MPT slot of key's index, whatever it holds (NULL: out of range). */
 static struct qrnic_mpt_entry *mpt_slot(struct qrnic_dev *d, uint32_t key)
@@ -307,7 +306,7 @@ int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t qpn, uint32_
 			return QRNIC_VERR_PD;
 		if ((m->flags & QRNIC_MPT_VALID) && mr->mw_qpn != qpn)
 			return QRNIC_VERR_LKEY;
-		mw_unbind(d, mr);
+		qrnic_mw_unbind(d, mr);
 		return QRNIC_VERR_NONE;
 	}
 	if (!(m->flags & QRNIC_MPT_FAST))
@@ -321,13 +320,18 @@ int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t qpn, uint32_
 }
 
 /* ---- Memory windows --------------------------------------------------------- */
-/* A bound window becomes free: its MR has one window less. */
-static void mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw)
+void qrnic_mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw)
 {
 	uint32_t p = mw->mpt.max_pages;
 
-	if ((mw->mpt.flags & QRNIC_MPT_VALID) && p && p < d->cfg.max_mr && d->mr[p].bound_mws)
-		d->mr[p].bound_mws--;
+	if (mw->mpt.flags & QRNIC_MPT_VALID) {
+		struct qrnic_qp *qp = mw->mw_qpn ? qrnic_qp_get(d, mw->mw_qpn) : NULL;
+
+		if (p && p < d->cfg.max_mr && d->mr[p].bound_mws)
+			d->mr[p].bound_mws--;
+		if (qp && qp->bound_mws)
+			qp->bound_mws--;
+	}
 	mw->mpt.flags &= ~QRNIC_MPT_VALID;
 	mw->mpt.max_pages = 0;
 	mw->mpt.iova = mw->mpt.length = 0;
@@ -335,7 +339,7 @@ static void mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw)
 	mw->mw_qpn = 0;
 }
 
-int qrnic_mw_bind(struct qrnic_dev *d, const struct qrnic_qp *qp, const struct qrnic_bind_mw_wqe *w)
+int qrnic_mw_bind(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_bind_mw_wqe *w)
 {
 	struct qrnic_mpt_entry *m = mpt_slot(d, w->key);
 	const struct qrnic_mpt_entry *mr;
@@ -356,7 +360,7 @@ int qrnic_mw_bind(struct qrnic_dev *d, const struct qrnic_qp *qp, const struct q
 			  QRNIC_ACCESS_REMOTE_ATOMIC))
 		return QRNIC_VERR_BAD_WQE;	/* no zero-based windows either */
 	if (!type2 && w->length == 0) {		/* type 1: unbind */
-		mw_unbind(d, mw);
+		qrnic_mw_unbind(d, mw);
 		m->key = w->key;
 		return QRNIC_VERR_NONE;
 	}
@@ -377,26 +381,31 @@ int qrnic_mw_bind(struct qrnic_dev *d, const struct qrnic_qp *qp, const struct q
 	if (w->addr < mr->iova || (w->length && (w->addr - mr->iova >= mr->length ||
 						w->length > mr->length - (w->addr - mr->iova))))
 		return QRNIC_VERR_BOUNDS;
-	mw_unbind(d, mw);			/* type 1: bound elsewhere before */
+	qrnic_mw_unbind(d, mw);			/* type 1: bound elsewhere before */
 	m->key = w->key;
 	m->iova = w->addr;
 	m->length = w->length;
 	m->access = w->access;
 	m->max_pages = pidx;
 	mw->mw_qpn = type2 ? qp->qpn : 0;
+	if (type2)
+		qp->bound_mws++;
 	d->mr[pidx].bound_mws++;
 	m->flags |= QRNIC_MPT_VALID;
 	return QRNIC_VERR_NONE;
 }
 
-void qrnic_mw_qp_gone(struct qrnic_dev *d, uint32_t qpn)
+void qrnic_mw_qp_gone(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	for (uint32_t i = 1; i < d->cfg.max_mr; i++) {
+	uint32_t qpn = qp->qpn;
+
+	/* the MPT walk only for a QP that has windows bound through it */
+	for (uint32_t i = 1; i < d->cfg.max_mr && qp->bound_mws; i++) {
 		struct qrnic_mr *mw = &d->mr[i];
 
 		if ((mw->mpt.flags & (QRNIC_MPT_MW | QRNIC_MPT_MW_TYPE2 | QRNIC_MPT_VALID)) ==
 		    (QRNIC_MPT_MW | QRNIC_MPT_MW_TYPE2 | QRNIC_MPT_VALID) && mw->mw_qpn == qpn)
-			mw_unbind(d, mw);
+			qrnic_mw_unbind(d, mw);
 	}
 }
 

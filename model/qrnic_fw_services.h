@@ -36,7 +36,7 @@
 	/* QP life cycle (qp.c) */					\
 	X(qrnic_qp_init_state) X(qrnic_qp_fini_state) X(qrnic_qp_set_state) \
 	/* MTT allocation, windows of a destroyed QP (mr.c) */		\
-	X(qrnic_mtt_alloc) X(qrnic_mtt_free) X(qrnic_mw_qp_gone)	\
+	X(qrnic_mtt_alloc) X(qrnic_mtt_free) X(qrnic_mw_qp_gone) X(qrnic_mw_unbind)	\
 	/* CQ teardown of deferred effects (effects.c), resize (cq.c) */	\
 	X(qrnic_fx_cancel_cq) X(qrnic_cq_resize)			\
 	/* SRQ limit (srq.c), multicast groups (mcast.c) */		\

@@ -319,6 +319,7 @@ struct qrnic_qp {
 	struct qrnic_resp resp;
 	struct qrnic_qlink work;		/* on d->work: has work to service */
 	struct qrnic_qlink flushq;	/* on d->flushq: to be flushed (error) */
+	uint32_t bound_mws;	/* type 2 windows bound through it (mr.c) */
 	/* timing: when this QP's pipelines are free */
 	uint64_t tm_db;		/* requester: last doorbell processed */
 	uint64_t tm_req;	/* requester: last WQE issued (keeps WQEs in order) */
@@ -693,9 +694,12 @@ int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_
 int qrnic_mr_invalidate(struct qrnic_dev *d, uint32_t pdn, uint32_t qpn, uint32_t key);
 /* Memory windows (spec 12.13): BIND_MW WQE w on QP qp.  Returns
  * QRNIC_VERR_*; a failure changes nothing. */
-int qrnic_mw_bind(struct qrnic_dev *d, const struct qrnic_qp *qp, const struct qrnic_bind_mw_wqe *w);
-/* QP qpn is destroyed: the type 2 windows bound through it become free. */
-void qrnic_mw_qp_gone(struct qrnic_dev *d, uint32_t qpn);
+int qrnic_mw_bind(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_bind_mw_wqe *w);
+/* Window mw becomes free (unbound): its MR and its QP (type 2) have one
+ * window less.  DEREG_MR of a window, invalidation, rebinding. */
+void qrnic_mw_unbind(struct qrnic_dev *d, struct qrnic_mr *mw);
+/* QP qp is destroyed: the type 2 windows bound through it become free. */
+void qrnic_mw_qp_gone(struct qrnic_dev *d, struct qrnic_qp *qp);
 /* Remote access through rkey by the responder of QP qp (pdn, qpn): as
  * qrnic_mr_check/read/write, and a memory window's rkey works too. */
 int qrnic_rkey_check(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rkey, uint64_t va,
