@@ -401,6 +401,7 @@ _SIGS = {
                                        ctypes.c_char_p, ctypes.c_size_t]),
     'hx_trace_enable': (None, [ctypes.c_void_p, ctypes.c_uint32]),
     'hx_trace_total': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_next_event': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_trace_read': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
                                         ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]),
     'hx_trace_name': (ctypes.c_char_p, [ctypes.c_uint32]),
@@ -937,6 +938,12 @@ class World:
 
     def run_for(self, ns):
         return self.run(ns=ns)
+
+    def next_event(self):
+        """Virtual time of the earliest pending event (frame arrival, device
+        timer), or None if there is none (hx_next_event)."""
+        t = self._l.hx_next_event(self.w)
+        return None if t == (1 << 64) - 1 else t
 
     def advance(self, ns):
         """Run for ns; the clock ends ns later even if everything went idle."""
