@@ -158,7 +158,11 @@ def main(argv=None):
     src = make_source(args)
     if args.state:
         if args.source == 'sim' and args.run_for:
-            src.advance(args.run_for)
+            done = 0                    # in slices, as the server does, polling between
+            while done < args.run_for:
+                step = min(20_000, args.run_for - done)
+                src.advance(step)
+                done += step
         json.dump(src.state(args.frames), sys.stdout, sort_keys=True)
         print()
         src.close()

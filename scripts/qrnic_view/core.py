@@ -66,6 +66,7 @@ class FrameTracker:
 
     def __init__(self, keep=300, max_pending=4096, keep_events=50000, remember=65536):
         self.frames = collections.deque(maxlen=keep)
+        self.incidents = collections.deque(maxlen=40)  # lost, NAK and retransmitted frames
         self.pending = collections.deque()
         self.max_pending = max_pending
         self.events = collections.deque(maxlen=keep_events)
@@ -122,6 +123,8 @@ class FrameTracker:
             if len(self.sent) > self.remember:
                 self.sent.popitem(last=False)
         self.frames.append(f)
+        if f['retx'] or f['nak']:
+            self.incidents.append(f)
         self.pending.append(f)
         if len(self.pending) > self.max_pending:
             self.pending.popleft()['status'] = 'unknown'
@@ -145,6 +148,7 @@ class FrameTracker:
                 g['status'] = 'lost'
                 g['dst'] = ev['dev']
                 self.counts['lost'] += 1
+                self.incidents.append(g)
             else:
                 keep.append(g)
         f['status'] = 'delivered'
@@ -166,6 +170,10 @@ class FrameTracker:
                 g['dst'] = devs[1] if g['src'] == devs[0] else devs[0]
             out.append(g)
         return out
+
+    def recent_incidents(self, n=20):
+        """The last n lost, NAK and retransmitted frames, oldest first."""
+        return [dict(f) for f in list(self.incidents)[-n:]]
 
     def timeline_svg(self, n=1, title=None):
         """The last n complete operations (doorbell to CQE) of the records

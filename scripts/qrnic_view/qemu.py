@@ -185,6 +185,7 @@ class QemuSource:
                 'running': self._running(), 'now_ns': self.frames.last_t, 'steps': self.steps,
                 'workload': None, 'devices': devs,
                 'frames': self.frames.recent(nframes),
+                'incidents': self.frames.recent_incidents(),
                 'frame_counts': dict(self.frames.counts), 'trace_lost': 0,
             }
 

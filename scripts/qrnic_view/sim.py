@@ -207,6 +207,7 @@ class SimSource:
                              'outstanding': self.outstanding, 'errors': self.errors[-5:]},
                 'devices': devs,
                 'frames': self.frames.recent(nframes),
+                'incidents': self.frames.recent_incidents(),
                 'frame_counts': dict(self.frames.counts),
                 'trace_lost': self.trace_lost,
             }

@@ -180,6 +180,21 @@ function renderSeq(st) {
     `${c.lost || 0} lost, ${c.retransmitted || 0} retransmitted, ${c.naks || 0} NAKs)`;
 }
 
+function renderIncidents(st) {
+  const inc = st.incidents || [];
+  if (!inc.length) { $('incidents').textContent = 'none yet'; return; }
+  let h = '<table><tr><th>frame</th><th>time</th><th class="l">what</th><th>from</th><th>to</th>' +
+    '<th>QPN</th><th>PSN</th><th class="l">opcode</th></tr>';
+  for (const f of inc) {
+    const what = f.status === 'lost' ? 'lost' : f.nak ? 'NAK' : 'retransmitted';
+    h += `<tr id="inc-${f.id}" class="incident ${what}" data-psn="${f.psn}" data-op="${esc(f.op)}">` +
+      `<td>${f.id}</td><td>${esc(fmtTime(f.t_tx))}</td><td class="l">${what}</td><td>${f.src}</td>` +
+      `<td>${f.dst === null ? '-' : f.dst}</td><td>${f.qpn}</td><td>${f.psn}</td>` +
+      `<td class="l">${esc(f.op)}</td></tr>`;
+  }
+  $('incidents').innerHTML = h + '</table>';
+}
+
 function render(st) {
   if (!st.devices) {
     $('error').textContent = st.error || 'no state';
@@ -200,6 +215,7 @@ function render(st) {
     `${w.outstanding}${w.errors.length ? ', errors: ' + w.errors.join('; ') : ''}` : '';
   renderDevices(st);
   renderSeq(st);
+  renderIncidents(st);
 }
 
 let polling = null;
