@@ -21,6 +21,7 @@ appeared (or a time limit), then stop it; the guest and the device run
 for that short while, and several events may happen before the stop lands.
 """
 import os
+import re
 import sys
 import threading
 import time
@@ -68,6 +69,9 @@ class QemuSource:
             for k in kids:
                 if k.get('type') == 'child<qrnic>':
                     found.append((k['name'], f'{parent}/{k["name"]}'))
+        # qom-list has no order: sort by id, numbers in their order (qrnic2 < qrnic10)
+        found.sort(key=lambda f: [int(t) if t.isdigit() else t
+                                  for t in re.split(r'(\d+)', f[0])])
         if devs:
             by_id = dict(found)
             missing = [d for d in devs if d not in by_id]
