@@ -24,7 +24,10 @@ BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
 export QRNIC_TIERS=${QRNIC_TIERS:-unit,san,qemu,guest}
 
 # ---- packages ------------------------------------------------------------------
-PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin)
+# python3-aiohttp: scripts/qrnic-view's server; chromium, chromium-driver and
+# python3-selenium: its browser test (tests/test_view_browser.py, unit tier)
+PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin
+      python3-aiohttp chromium chromium-driver python3-selenium)
 missing=()
 for p in "${PKGS[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
