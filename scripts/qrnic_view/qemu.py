@@ -32,6 +32,7 @@ sys.path.insert(0, core.SCRIPTS)
 from qrnic_vm.qmp import Qmp, QmpError  # noqa: E402
 
 VIEWS = ('qps', 'cqs', 'eqs', 'srqs')
+TAIL_BYTES = 4 << 20
 
 
 class QemuSourceError(Exception):
@@ -51,12 +52,19 @@ class QemuSource:
         self.paths = self._find_devices(devs)
         self.trace_log = trace_log
         self.trace_pos = 0
+        self.skip_partial = False
         self.partial = b''
         self.frames = core.FrameTracker()
         self.steps = 0
         if trace_log is not None and not os.path.exists(trace_log):
             raise QemuSourceError(f'{trace_log}: no such trace log (start QEMU with '
                                   f'-trace qrnic_event,file={trace_log})')
+        if trace_log is not None:
+            # a long log: start with its last TAIL_BYTES (from a line start)
+            size = os.path.getsize(trace_log)
+            if size > TAIL_BYTES:
+                self.trace_pos = size - TAIL_BYTES
+                self.skip_partial = True
 
     def _find_devices(self, devs):
         """QOM paths of the qrnic devices: the given ids, or every qrnic."""
@@ -100,6 +108,9 @@ class QemuSource:
         data = self.partial + data
         lines = data.split(b'\n')
         self.partial = lines.pop()
+        if self.skip_partial and lines:
+            lines.pop(0)                # the rest of a line begun before where we started
+            self.skip_partial = False
         if len(self.partial) > 65536:              # not a trace line anyway
             self.partial = b''
         rx = core.timeline().QEMU_RE
