@@ -302,3 +302,43 @@ def test_timeline_svg_before_any_operation():
                                 'no trace records' in j['error'])
     finally:
         s.close()
+
+
+def test_timeline_svg_is_qrnic_timelines(tmp_path):
+    """The view's SVG of the last 2 operations is byte for byte what
+    scripts/qrnic-timeline draws from the same trace records, selected and
+    labelled the same way."""
+    sys.path.insert(0, os.path.join(REPO, 'scripts'))
+    from qrnic_view.sim import SimSource
+    src = SimSource(op='read', size=2048, depth=1, count=3, profile='teach')
+    try:
+        for _ in range(400):
+            if src.completed == 3:
+                break
+            src.advance(5000)
+        assert src.completed == 3 and not src.errors
+        svg = src.timeline_svg(2)
+        trace = tmp_path / 'trace.jsonl'
+        with open(trace, 'w') as f:
+            for e in src.frames.events:
+                f.write(json.dumps({'seq': e['seq'], 'dev': e['dev'], 't_ns': e['t_ns'],
+                                    'type': e['type'], 'qpn': e['qpn'], 'psn': e['psn'],
+                                    'a': e['a'], 'b': e['b'], 'addr': e['addr']}) + '\n')
+        tl = os.path.join(REPO, 'scripts', 'qrnic-timeline')
+        r = subprocess.run([sys.executable, tl, str(trace), '--list'], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert len([ln for ln in r.stdout.splitlines() if 'RDMA READ' in ln]) == 3
+        qa = src.c.qa.qpn
+        labels = []
+        for idx in (1, 2):
+            psn = 0x100 + idx * 2           # 2 KiB READs at MTU 1024: 2 response packets each
+            labels += ['--label', f'RDMA READ, dev 0 QP {qa}, PSN {psn}']
+        out = tmp_path / 'tl.svg'
+        r = subprocess.run([sys.executable, tl, str(trace), '--op', 'index=1', '--op', 'index=2',
+                            '--title', 'qrnic-view: the last 2 operation(s)', '-o', str(out)]
+                           + labels, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert out.read_text() == svg
+    finally:
+        src.close()
