@@ -109,30 +109,40 @@ def test_page_updates_and_shows_retransmission(browser):
               f'{cell} to change from {first}')
         assert text(browser, 'd0-qp2-state') == 'RTS'
         assert text(browser, 'status') == 'running'
-        # the dropped packet: lost, NAKed, sent again -- in the sequence diagram
+        # the dropped packet: lost, NAKed, sent again -- first in the list of
+        # incidents (kept after the frames scroll out of the diagram); pause
+        # then, so that the diagram still holds them when it is read
+        _wait(lambda: {'lost', 'NAK', 'retransmitted'} <=
+              {i['cls'].split()[-1] for i in incidents(browser)}, 'the incidents')
+        click(browser, 'btn-pause')
+        _wait(lambda: text(browser, 'status') == 'paused', 'paused')
         retx = _wait(lambda: frames(browser, 'retx'), 'a retransmitted frame in the diagram')
         assert 'WRITE' in retx[0]['op'] and retx[0]['src'] == '0'
         lost = frames(browser, 'lost')
         assert lost and lost[0]['psn'] == retx[0]['psn']
         naks = frames(browser, 'nak')
         assert naks and naks[0]['psn'] == retx[0]['psn'] and naks[0]['src'] == '1'
-        # ... and in the list of incidents, which keeps them after they scroll out
-        kinds = {i['cls'].split()[-1] for i in incidents(browser)}
-        assert {'lost', 'NAK', 'retransmitted'} <= kinds
         counts = text(browser, 'frame-counts')
         assert '1 lost' in counts and '1 NAKs' in counts
         shot = os.environ.get('QRNIC_VIEW_SCREENSHOT')
         if shot:
             browser.save_screenshot(shot)
-        # pause and step from the page
-        click(browser, 'btn-pause')
-        _wait(lambda: text(browser, 'status') == 'paused', 'paused')
-        t0 = int(browser.execute_script('return document.getElementById("now").dataset.ns;'))
-        click(browser, 'btn-step')
-        _wait(lambda: (text(browser, 'msg') or '').startswith('step:'), 'the step')
-        _wait(lambda: int(browser.execute_script(
-            'return document.getElementById("now").dataset.ns;')) > t0,
-            'the clock to move by one step')
+        # step from the page (paused above)
+        # (a step whose work was due at the current instant leaves the clock
+        # where it is: a few steps must move it)
+        def now():
+            return int(browser.execute_script('return document.getElementById("now").dataset.ns;'))
+        t0 = now()
+        for _ in range(5):
+            browser.execute_script('document.getElementById("msg").textContent = "";')
+            click(browser, 'btn-step')
+            msg = _wait(lambda: (lambda m: m if m.startswith('step:') else None)(
+                text(browser, 'msg') or ''), 'the step')
+            assert 'trace records' in msg
+            time.sleep(0.5)                 # the page fetches the state after the step
+            if now() > t0:
+                break
+        _wait(lambda: now() > t0, 'the clock to move')
         assert text(browser, 'status') == 'paused'
         # an SVG of the last 2 operations is offered
         browser.execute_script('document.getElementById("timeline-n").value = "2";')
