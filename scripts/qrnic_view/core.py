@@ -62,7 +62,11 @@ class FrameTracker:
     opcode) was sent before is a retransmission; an ACK frame that follows
     the device's own 'nak' record for that PSN is a NAK.  Bounded: the last
     `keep` frames, at most `max_pending` frames waiting for their arrival,
-    the last `keep_events` records (for the SVG)."""
+    the last `keep_events` records (for the SVG).
+
+    Not scripts/qrnic-timeline's pair_frames(): that pairs a whole trace at
+    once, while the view takes records as they come and must say at every
+    moment which frames are in flight."""
 
     def __init__(self, keep=300, max_pending=4096, keep_events=50000, remember=65536):
         self.frames = collections.deque(maxlen=keep)

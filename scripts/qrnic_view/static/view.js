@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // qrnic live view: renders the state that scripts/qrnic-view pushes over a
-// WebSocket (or, if that fails, polls from /api/state).  Plain JS, no library.
+// WebSocket (or, if that fails, polls from /api/state).  Plain JS, no library:
+// the page is tables and one SVG of lifelines and arrows, whose layout (rows
+// in time order) is the part that matters; Debian's libjs-d3 (3.5 in
+// bookworm) would be one more file to serve without doing that part.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
