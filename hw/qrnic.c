@@ -1066,7 +1066,8 @@ static void qrnic_get_view(Object *obj, Visitor *v, const char *name, void *opaq
         return;
     }
     do {
-        unsigned n = s->dev ? qrnic_dev_view(s->dev, k, start, buf, chunk, &next) : 0;
+        /* each round moves start past the records it got (chunk >= 1) */
+        unsigned n = s->dev && chunk ? qrnic_dev_view(s->dev, k, start, buf, chunk, &next) : 0;
 
         for (unsigned r = 0; r < n && ok; r++) {
             uint32_t *rec = buf + r * nf;
