@@ -1048,6 +1048,52 @@ static void qrnic_get_stats(Object *obj, Visitor *v, const char *name, void *opa
     visit_end_struct(v, NULL);
 }
 
+/* "qps", "cqs", "eqs", "srqs": the model's read-only snapshot of every valid
+ * object of a kind (qrnic_dev_view, model/query.c), a list of structs of
+ * its uint32 fields; QPs also get "state-name" and "type-name".  Field names
+ * come from the model's table (underscores as in "stats"). */
+static void qrnic_get_view(Object *obj, Visitor *v, const char *name, void *opaque,
+                           Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    enum qrnic_view_kind k = (enum qrnic_view_kind)(uintptr_t)opaque;
+    unsigned nf = qrnic_view_nfields(k);
+    uint32_t buf[64 * 40], start = 0, next = 0;
+    unsigned chunk = ARRAY_SIZE(buf) / (nf ? nf : 1);
+    bool ok = true;
+
+    if (!visit_start_list(v, name, NULL, 0, errp)) {
+        return;
+    }
+    do {
+        /* each round moves start past the records it got (chunk >= 1) */
+        unsigned n = s->dev && chunk ? qrnic_dev_view(s->dev, k, start, buf, chunk, &next) : 0;
+
+        for (unsigned r = 0; r < n && ok; r++) {
+            uint32_t *rec = buf + r * nf;
+
+            ok = visit_start_struct(v, NULL, NULL, 0, errp);
+            for (unsigned i = 0; i < nf && ok; i++) {
+                ok = visit_type_uint32(v, qrnic_view_field(k, i), &rec[i], errp);
+            }
+            if (ok && k == QRNIC_VIEW_QP) {
+                struct qrnic_qp_view *qv = (struct qrnic_qp_view *)rec;
+                char *st = (char *)qrnic_qp_state_name(qv->state);
+                char *ty = (char *)qrnic_qp_type_name(qv->type);
+
+                ok = visit_type_str(v, "state-name", &st, errp) &&
+                     visit_type_str(v, "type-name", &ty, errp);
+            }
+            if (ok) {
+                ok = visit_check_struct(v, errp);
+            }
+            visit_end_struct(v, NULL);
+        }
+        start = next;
+    } while (ok && next);
+    visit_end_list(v, NULL);
+}
+
 /* The profile and every parameter the model runs with (after overrides). */
 static void qrnic_get_timing(Object *obj, Visitor *v, const char *name, void *opaque,
                              Error **errp)
@@ -1089,6 +1135,17 @@ static void qrnic_class_add_qom(ObjectClass *klass)
         { "faults-injected", QRNIC_STAT_FAULTS_INJECTED,
           "faults injected by fault rules since the last device reset" },
     };
+    static const struct {
+        const char *name;
+        enum qrnic_view_kind kind;
+        const char *desc;
+    } views[] = {
+        { "qps", QRNIC_VIEW_QP, "read-only: every QP: state, PSNs (next, una, high, epsn), "
+          "window, retry counters, SQ/RQ producer and consumer indexes (docs/qemu.md 11)" },
+        { "cqs", QRNIC_VIEW_CQ, "read-only: every CQ: depth, producer and consumer indexes" },
+        { "eqs", QRNIC_VIEW_EQ, "read-only: every EQ: depth, producer and consumer indexes" },
+        { "srqs", QRNIC_VIEW_SRQ, "read-only: every SRQ: depth, producer and consumer indexes" },
+    };
 
     object_class_property_add_str(klass, "fault", qrnic_get_fault, qrnic_set_fault);
     object_class_property_set_description(klass, "fault",
@@ -1121,6 +1178,11 @@ static void qrnic_class_add_qom(ObjectClass *klass)
         "read-only: every device counter, as QUERY_STATS reports them");
     object_class_property_add(klass, "timing", "qrnic-timing", qrnic_get_timing, NULL, NULL,
                               NULL);
+    for (size_t i = 0; i < ARRAY_SIZE(views); i++) {
+        object_class_property_add(klass, views[i].name, "qrnic-view-list", qrnic_get_view,
+                                  NULL, NULL, (void *)(uintptr_t)views[i].kind);
+        object_class_property_set_description(klass, views[i].name, views[i].desc);
+    }
     object_class_property_set_description(klass, "timing",
         "read-only: the timing profile and the parameters in effect");
 }

@@ -351,4 +351,67 @@ struct qrnic_cc_info {
 int qrnic_qp_cc_info(struct qrnic_dev *dev, uint32_t qpn, struct qrnic_cc_info *out);
 const char *qrnic_stat_name(enum qrnic_stat s);
 
+/*
+ * Read-only snapshots of the device's queues (model/query.c), for
+ * debuggers and live views: QEMU's "qps", "cqs", "eqs" and "srqs"
+ * properties, the harness (hx_query_view) and scripts/qrnic-view.  They
+ * read guest-influenced state and only read it: every loop is bounded by
+ * the table size, no pointer of the state is followed, any value of any
+ * field is reported as it is.  Every field is a uint32_t, so a record is
+ * also an array of qrnic_view_nfields() numbers, named by qrnic_view_field().
+ * PSNs are 24-bit; ring indexes are free running (occupancy: pi - ci).
+ */
+struct qrnic_qp_view {
+	uint32_t qpn, type, state;		/* QRNIC_QPT_*, QRNIC_QPS_* */
+	uint32_t dest_qpn, path_mtu;		/* path_mtu in bytes, 0: not set */
+	uint32_t send_cqn, recv_cqn, srqn;
+	uint32_t sq_depth, sq_pi, sq_next, sq_ci;	/* doorbell, fetched, completed */
+	uint32_t rq_depth, rq_pi, rq_ci;
+	uint32_t next_psn, una_psn, high_psn;	/* requester: next new, oldest unacked, highest sent + 1 */
+	uint32_t send_psn;			/* requester: next packet sent (goes back on a retry) */
+	uint32_t epsn, msn;			/* responder: expected PSN, messages */
+	uint32_t inflight;			/* high_psn - una_psn: packets not acknowledged */
+	uint32_t cwnd;				/* loss window, packets (spec 12.6) */
+	uint32_t rd_atomic_out;
+	uint32_t timeout, retry_cnt, retry_left, rnr_retry, rnr_left;
+	uint32_t rnr_wait, timer_armed, stopped, nak_sent, on_work;	/* 0/1 */
+};
+
+struct qrnic_cq_view {
+	uint32_t cqn, eqn, depth;
+	uint32_t pi;		/* next CQE slot (reserved ones count) */
+	uint32_t ci;		/* the consumer index the device last got */
+	uint32_t written;	/* CQEs written */
+	uint32_t armed, error;
+};
+
+struct qrnic_eq_view {
+	uint32_t eqn, vector, depth, pi, ci;
+	uint32_t async, armed, overflow;
+};
+
+struct qrnic_srq_view {
+	uint32_t srqn, depth, pi, ci, limit, xrcd, cqn;
+};
+
+enum qrnic_view_kind { QRNIC_VIEW_QP, QRNIC_VIEW_CQ, QRNIC_VIEW_EQ, QRNIC_VIEW_SRQ,
+		       QRNIC_VIEW_KINDS };
+
+/* Fields of a record of kind k: how many, and the i-th's name (the member
+ * name; NULL past the end or for a bad kind). */
+unsigned qrnic_view_nfields(enum qrnic_view_kind k);
+const char *qrnic_view_field(enum qrnic_view_kind k, unsigned i);
+/* The kind's name: "qp", "cq", "eq", "srq" (NULL if bad). */
+const char *qrnic_view_kind_name(enum qrnic_view_kind k);
+/* Up to max records of the valid objects of kind k whose number is >=
+ * start, in number order, into out (an array of the kind's struct).
+ * Returns how many; *next (if not NULL) is where to go on from, or 0 when
+ * the table has been walked to its end.  Visits at most the table size. */
+unsigned qrnic_dev_view(struct qrnic_dev *d, enum qrnic_view_kind k, uint32_t start,
+			void *out, unsigned max, uint32_t *next);
+/* "RESET" "INIT" "RTR" "RTS" "SQD" "SQE" "ERR", "?" otherwise. */
+const char *qrnic_qp_state_name(uint32_t state);
+/* "RC" "UC" "UD" "GSI" "XRC_INI" "XRC_TGT", "?" otherwise. */
+const char *qrnic_qp_type_name(uint32_t type);
+
 #endif

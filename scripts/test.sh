@@ -8,7 +8,9 @@
 #                       (build-san) with AddressSanitizer and UBSan, errors
 #                       fatal (the fuzz smoke, which has its own sanitized
 #                       build, and the wire/tshark and firmware C tests,
-#                       which compile themselves with ASan, are left out);
+#                       which compile themselves with ASan, are left out,
+#                       and the live view's browser test: Chromium would
+#                       inherit the preloaded sanitizer runtimes);
 #                 qemu = QEMU device through qtest (builds QEMU, cached);
 #                 guest = booted Linux guests (pytest markers, see tests/conftest.py)
 #   QRNIC_BUILD_DIR  build directory (default: build)
@@ -24,7 +26,10 @@ BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
 export QRNIC_TIERS=${QRNIC_TIERS:-unit,san,qemu,guest}
 
 # ---- packages ------------------------------------------------------------------
-PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin)
+# python3-aiohttp: scripts/qrnic-view's server; chromium, chromium-driver and
+# python3-selenium: its browser test (tests/test_view_browser.py, unit tier)
+PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark librsvg2-bin
+      python3-aiohttp chromium chromium-driver python3-selenium)
 missing=()
 for p in "${PKGS[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -104,7 +109,7 @@ if [[ ",$QRNIC_TIERS," == *",san,"* ]]; then
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     QRNIC_TIERS=unit QRNIC_BUILD_DIR="$SAN" \
         /usr/bin/python3 -m pytest "${where[@]}" -q -ra -p no:cacheprovider \
-        -k "not fuzz and not tshark and not wire and not fw_unit" "$@"
+        -k "not fuzz and not tshark and not wire and not fw_unit and not view_browser" "$@"
     src=$?
     set -e
     [ "$rc" = 0 ] && rc=$src

@@ -371,6 +371,13 @@ _SIGS = {
     'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_qp_cc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
                                 ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_uint64)]),
+    'hx_query_view': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_uint32,
+                                     ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint,
+                                     ctypes.POINTER(ctypes.c_uint32)]),
+    'hx_view_nfields': (ctypes.c_int, [ctypes.c_int]),
+    'hx_view_field': (ctypes.c_char_p, [ctypes.c_int, ctypes.c_int]),
+    'qrnic_qp_state_name': (ctypes.c_char_p, [ctypes.c_uint32]),
+    'qrnic_qp_type_name': (ctypes.c_char_p, [ctypes.c_uint32]),
     'hx_stat_name': (ctypes.c_char_p, [ctypes.c_int]),
     'hx_stat_count': (ctypes.c_int, []),
     'hx_irq_count': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]),
@@ -394,6 +401,7 @@ _SIGS = {
                                        ctypes.c_char_p, ctypes.c_size_t]),
     'hx_trace_enable': (None, [ctypes.c_void_p, ctypes.c_uint32]),
     'hx_trace_total': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_next_event': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_trace_read': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
                                         ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]),
     'hx_trace_name': (ctypes.c_char_p, [ctypes.c_uint32]),
@@ -931,6 +939,12 @@ class World:
     def run_for(self, ns):
         return self.run(ns=ns)
 
+    def next_event(self):
+        """Virtual time of the earliest pending event (frame arrival, device
+        timer), or None if there is none (hx_next_event)."""
+        t = self._l.hx_next_event(self.w)
+        return None if t == (1 << 64) - 1 else t
+
     def advance(self, ns):
         """Run for ns; the clock ends ns later even if everything went idle."""
         return RUN_RESULT[self._l.hx_advance(self.w, ns)]
@@ -1112,6 +1126,33 @@ class Device:
         _check(self._l.hx_qp_cc(self.w, self.idx, qpn, out, st), 'qp_cc')
         return {'rate': out[0], 'target': out[1], 'alpha': out[2], 'algo': st[0],
                 'limited': bool(st[1]), 't_stage': st[2], 'b_stage': st[3], 'cnps': st[4]}
+
+    VIEW_KINDS = ('qp', 'cq', 'eq', 'srq')      # enum qrnic_view_kind
+
+    def view(self, kind):
+        """The model's read-only snapshot of every valid object of a kind ('qp',
+        'cq', 'eq', 'srq'; qrnic_dev_view, model/query.c): a list of dicts of
+        the view's fields, in number order; QPs also get 'state_name' and
+        'type_name'."""
+        k = self.VIEW_KINDS.index(kind)
+        names = [self._l.hx_view_field(k, i).decode()
+                 for i in range(self._l.hx_view_nfields(k))]
+        nf, chunk = len(names), 64
+        buf = (ctypes.c_uint32 * (nf * chunk))()
+        nxt = ctypes.c_uint32(0)
+        out, start = [], 0
+        while True:
+            n = self._l.hx_query_view(self.w, self.idx, k, start, buf, chunk, ctypes.byref(nxt))
+            _check(n, 'query_view')
+            for r in range(n):
+                rec = dict(zip(names, buf[r * nf:(r + 1) * nf]))
+                if kind == 'qp':
+                    rec['state_name'] = self._l.qrnic_qp_state_name(rec['state']).decode()
+                    rec['type_name'] = self._l.qrnic_qp_type_name(rec['type']).decode()
+                out.append(rec)
+            if not nxt.value:
+                return out
+            start = nxt.value
 
     def irq_count(self, vector):
         return self._l.hx_irq_count(self.w, self.idx, vector)

@@ -146,6 +146,43 @@ void fz_check(struct fz *f)
 	}
 	if (hx_wire_stat(f->w, HX_WS_BUSY_UNSCHEDULED))
 		die(f, "a device had work but had not asked to be scheduled", -1);
+	fz_check_views(f);
+}
+
+/* The read-only snapshots (qrnic_dev_view, QEMU's "qps"/"cqs"/"eqs"/"srqs")
+ * of whatever state the fuzzer made: every walk ends, reports objects in
+ * increasing number order, and each record's number is its first field. */
+void fz_check_views(struct fz *f)
+{
+	static uint32_t buf[16 * 64];
+	char msg[200];
+
+	for (int d = 0; d < FZ_NDEV; d++) {
+		for (int k = 0; k < QRNIC_VIEW_KINDS; k++) {
+			int nf = hx_view_nfields(k);
+			uint32_t start = 0, next = 0, last = 0;
+			int n, walks = 0;
+			bool any = false;
+
+			do {
+				n = hx_query_view(f->w, d, k, start, buf, 16, &next);
+				if (n < 0 || n > 16 || ++walks > (1 << 17))
+					die(f, "qrnic_dev_view: bad count or endless walk", d);
+				for (int r = 0; r < n; r++) {
+					uint32_t num = buf[r * nf];
+
+					if (num < start || (any && num <= last)) {
+						snprintf(msg, sizeof(msg), "qrnic_dev_view kind %d: "
+							 "record %u after %u (start %u)", k, num, last, start);
+						die(f, msg, d);
+					}
+					last = num;
+					any = true;
+				}
+				start = next;
+			} while (next);
+		}
+	}
 }
 
 /* ---- bounded runs and hang detection --------------------------------------------- */

@@ -134,6 +134,7 @@ void fz_mark(struct fz *f);
 void fz_account_admin(struct fz *f);
 /* The device invariants; abort() with a message if one is broken. */
 void fz_check(struct fz *f);
+void fz_check_views(struct fz *f);
 
 /* ---- frames and traffic ---------------------------------------------------- */
 /* Build, from input bytes, a RoCEv2 frame as device 1 - dst would send it

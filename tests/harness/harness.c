@@ -1662,6 +1662,28 @@ int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5])
 	return 0;
 }
 
+int hx_query_view(hx_world *w, int d, int k, uint32_t start, uint32_t *out, unsigned max,
+		  uint32_t *next)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || k < 0 || k >= QRNIC_VIEW_KINDS || !out)
+		return HX_E_INVAL;
+	return (int)qrnic_dev_view(h->dev, (enum qrnic_view_kind)k, start, out, max, next);
+}
+
+int hx_view_nfields(int k)
+{
+	return k < 0 || k >= QRNIC_VIEW_KINDS ? 0 : (int)qrnic_view_nfields((enum qrnic_view_kind)k);
+}
+
+const char *hx_view_field(int k, int i)
+{
+	if (k < 0 || k >= QRNIC_VIEW_KINDS || i < 0)
+		return NULL;
+	return qrnic_view_field((enum qrnic_view_kind)k, (unsigned)i);
+}
+
 uint64_t hx_dev_stat(hx_world *w, int d, int s)
 {
 	struct hx_dev *h = D(w, d);

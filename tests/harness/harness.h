@@ -157,6 +157,14 @@ uint64_t hx_dev_stat(hx_world *w, int d, int s);
 /* A QP's congestion control state (qrnic_qp_cc_info): 0 or HX_E_*.
  * out: rate_mbps, target_mbps, alpha; st: algo, limited, t_stage, b_stage, cnps. */
 int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5]);
+/* The model's read-only queue snapshots (qrnic_dev_view, model/query.c):
+ * up to max records of kind k (enum qrnic_view_kind) from number start on,
+ * each hx_view_nfields(k) uint32 values, into out.  Returns how many (or
+ * a negative HX_E_*); *next as qrnic_dev_view's. */
+int hx_query_view(hx_world *w, int d, int k, uint32_t start, uint32_t *out, unsigned max,
+		  uint32_t *next);
+int hx_view_nfields(int k);
+const char *hx_view_field(int k, int i);	/* NULL past the end */
 const char *hx_stat_name(int s);
 int hx_stat_count(void);
 uint64_t hx_irq_count(hx_world *w, int d, unsigned vector);
