@@ -1114,6 +1114,15 @@ static bool load_list(struct qrnic_dev *d, struct qrnic_snap_r *r, struct qrnic_
 	return !r->bad;
 }
 
+static int event_cmp(const void *x, const void *y)
+{
+	const struct qrnic_event *a = x, *b = y;
+
+	if (a->when != b->when)
+		return a->when < b->when ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
 static void save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 {
 	uint32_t n;
@@ -1131,31 +1140,39 @@ static void save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qs_bytes(w, f->data, f->len);
 	}
 
-	/* events: the heap and the lanes, one list (their order is (when, seq)
-	 * whichever structure holds them) */
+	/* events: the heap and the lanes, one list in the order they fire,
+	 * (when, seq): which structure held them is no state, and sorted the
+	 * stream is the same whatever the heap's layout */
 	n = d->nevents;
 	for (int l = 0; l < QRNIC_NUM_LANES; l++)
 		n += d->lanes[l].count;
-	qs_u32(w, n);
-	for (uint32_t i = 0; i < d->nevents; i++) {
-		qs_u64(w, d->events[i].when);
-		qs_u32(w, d->events[i].kind);
-		qs_u32(w, d->events[i].id);
-		qs_u32(w, d->events[i].gen);
-		qs_u64(w, d->events[i].seq);
-	}
-	for (int l = 0; l < QRNIC_NUM_LANES; l++) {
-		const struct qrnic_evlane *ln = &d->lanes[l];
+	{
+		struct qrnic_event *all = n ? malloc(n * sizeof(*all)) : NULL;
+		uint32_t k = 0;
 
-		for (uint32_t i = 0; i < ln->count; i++) {
-			const struct qrnic_event *ev = &ln->ring[(ln->head + i) & (ln->cap - 1)];
-
-			qs_u64(w, ev->when);
-			qs_u32(w, ev->kind);
-			qs_u32(w, ev->id);
-			qs_u32(w, ev->gen);
-			qs_u64(w, ev->seq);
+		if (n && !all) {
+			w->oom = true;
+			n = 0;
 		}
+		for (uint32_t i = 0; i < d->nevents && all; i++)
+			all[k++] = d->events[i];
+		for (int l = 0; l < QRNIC_NUM_LANES && all; l++) {
+			const struct qrnic_evlane *ln = &d->lanes[l];
+
+			for (uint32_t i = 0; i < ln->count; i++)
+				all[k++] = ln->ring[(ln->head + i) & (ln->cap - 1)];
+		}
+		if (n)
+			qsort(all, n, sizeof(*all), event_cmp);
+		qs_u32(w, n);
+		for (uint32_t i = 0; i < n; i++) {
+			qs_u64(w, all[i].when);
+			qs_u32(w, all[i].kind);
+			qs_u32(w, all[i].id);
+			qs_u32(w, all[i].gen);
+			qs_u64(w, all[i].seq);
+		}
+		free(all);
 	}
 
 	/* timed effects: the slot table as it is (events name slots) */

@@ -251,3 +251,49 @@ def test_load_refuses_inconsistent_references(world):
     bad = q.snap_replace(s, 'OBJS', bytes(objs))
     _refused(a, bad, 'reference count')
     a.load(s)
+
+
+FIXTURES = __import__('os').path.join(__import__('os').path.dirname(__file__), 'fixtures')
+
+
+def test_the_stream_layout_is_the_versioned_one(tmp_path):
+    """The code writes exactly the committed fixture: a layout change
+    without a section version bump fails here (see make_snapshot_fixture.py
+    for what to do)."""
+    import subprocess
+    import sys
+    out = tmp_path / 'now.bin'
+    subprocess.run([sys.executable, f'{FIXTURES}/make_snapshot_fixture.py', str(out)],
+                   check=True)
+    old = open(f'{FIXTURES}/snapshot-v1.bin', 'rb').read()
+    now = out.read_bytes()
+    a, b = q.snap_sections(old), q.snap_sections(now)
+    assert list(a) == list(b)
+    for tag in a:
+        assert a[tag][0] == b[tag][0] or a[tag][1] != b[tag][1], tag
+        assert (a[tag][0], a[tag][1]) == (b[tag][0], b[tag][1]), \
+            f'section {tag} changed without a version bump'
+
+
+def test_a_stream_of_every_earlier_version_loads():
+    """Every fixture loads into a device configured as it was, and the
+    device keeps running on it (its host memory is not the saved one's:
+    whatever the QPs then do, nothing may crash or hang)."""
+    import glob
+    from fixtures.make_snapshot_fixture import CFG
+    paths = sorted(glob.glob(f'{FIXTURES}/snapshot-v*.bin'))
+    assert paths
+    for p in paths:
+        w = q.World(2, cfg=CFG)
+        try:
+            a = w.devs[0]
+            a.set_timing('cx5-100g')
+            s = open(p, 'rb').read()
+            a.load(s)
+            if p.endswith('-v1.bin'):
+                assert a.save() == s     # nothing lost, nothing added
+            a.check()
+            assert w.run(ns=50_000_000) in ('idle', 'time')
+            a.check()
+        finally:
+            w.close()
