@@ -240,3 +240,68 @@ def test_vmstate_layout_is_the_documented_one(qemu_binary, tmp_path):  # noqa: F
     rows = re.findall(r'^\| `([a-z_]+)` \| `([A-Za-z0-9:_-]+)` \|', table, re.M)
     assert rows, 'docs/qemu.md: no VMState field table'
     assert rows == got, got
+
+
+def test_migrating_a_device_in_every_kind_of_state(qemu_binary, tmp_path):  # noqa: F811
+    """A QP in ERR, an armed CQ, an async event not yet read by the driver,
+    a fault rule half way through its count: after the migration each is
+    as it was and behaves as it would have."""
+    w = World.single(qemu_binary, 2)
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024, timeout=8)
+        bad = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        rng = random.Random(3)
+        # a rule that dropped one WRITE packet of three so far (every second
+        # one: the first WRITE passes, the second is dropped once and resent)
+        rid, = a.fault('drop dir=tx op=write nth=2 count=3')
+        for _ in range(2):
+            scenarios.rdma_write(conn, la, rb, rng, n=800, sges=1)
+        before = {r['id']: r for r in a.qom_get('fault-rules')}[rid]
+        assert before['fired'] == 1 and not before['done']
+        # a QP in ERR with a WQE flushed
+        bad.qa.modify('ERR')
+        bad.qa.post_send('SEND', [(la, 0, 64)], wr_id=0x77)
+        flushed = bad.cqa.wait(1)
+        assert flushed[0]['status_name'] == 'WR_FLUSH_ERR'
+        # an armed CQ with nothing in it, and a PORT_ERR event the driver
+        # has not read
+        conn.cqb.arm()
+        a.qemu.qmp('set_link', name='qrnic0', up=False)
+        w.settle()
+        stats0 = [d.qom_get('stats') for d in w.devs]
+
+        migrate(w, str(tmp_path / 'states.bin'))
+
+        assert [d.qom_get('stats') for d in w.devs] == stats0
+        # the event is still there to be read
+        ev = a.async_eq.poll()
+        assert [e['event'] for e in ev] == ['PORT_ERR'], ev
+        a.qemu.qmp('set_link', name='qrnic0', up=True)
+        w.settle()
+        assert [e['event'] for e in a.async_eq.poll()] == ['PORT_ACTIVE']
+        # the QP is still in ERR: a new WQE is flushed
+        assert bad.qa.query()['state_name'] == 'ERR'
+        bad.qa.post_send('SEND', [(la, 0, 64)], wr_id=0x78)
+        c = bad.cqa.wait(1)
+        assert (c[0]['wr_id'], c[0]['status_name']) == (0x78, 'WR_FLUSH_ERR')
+        # the rule goes on from its count: two more drops, then done
+        after = {r['id']: r for r in a.qom_get('fault-rules')}[rid]
+        assert (after['matched'], after['fired']) == (before['matched'], before['fired'])
+        # the armed CQ raises its event (and its MSI-X) on the next CQE
+        b.irq_fired(b.comp_eq.vector)
+        conn.qb.post_recv([(rb, 0, 4096)], wr_id=5)
+        for _ in range(2):
+            scenarios.rdma_write(conn, la, rb, rng, n=800, sges=1)
+        conn.qa.post_send('SEND', [(la, 0, 100)], wr_id=6)
+        assert scenarios.one_cqe(conn.cqa)['status_name'] == 'SUCCESS'
+        got = conn.cqb.wait(1)
+        assert got[0]['wr_id'] == 5
+        assert [e['type_name'] for e in b.comp_eq.poll()] == ['COMPLETION']
+        assert b.irq_fired(b.comp_eq.vector)
+        rule = {r['id']: r for r in a.qom_get('fault-rules')}[rid]
+        assert rule['fired'] == 3 and rule['done'], rule
+        assert a.qom_get('stats')['retransmit_timeouts'] == 3
+    finally:
+        w.close()
