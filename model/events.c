@@ -280,6 +280,36 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 		d->ops->schedule(d->opaque);
 }
 
+/* A saved event goes back into the heap with its sequence number: the
+ * order of events is (when, seq) whether a lane or the heap held them. */
+int qrnic_event_restore(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	uint32_t i;
+
+	if (d->nevents == d->events_cap) {
+		uint32_t cap = d->events_cap ? d->events_cap * 2 : 64;
+		struct qrnic_event *n = realloc(d->events, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		d->events = n;
+		d->events_cap = cap;
+	}
+	i = d->nevents++;
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!ev_before(ev, &d->events[parent]))
+			break;
+		d->events[i] = d->events[parent];
+		i = parent;
+	}
+	d->events[i] = *ev;
+	if (d->nevents * 2 > d->events_compact_at)
+		d->events_compact_at = d->nevents * 2;
+	return 0;
+}
+
 /* Device reset: every pending event is dropped (the rings stay allocated). */
 void qrnic_events_reset(struct qrnic_dev *d)
 {

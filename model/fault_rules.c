@@ -34,6 +34,11 @@ static struct qrnic_fault_state *state(struct qrnic_dev *d)
 	return fs;
 }
 
+struct qrnic_fault_state *qrnic_fault_state_get(struct qrnic_dev *d)
+{
+	return state(d);
+}
+
 static void recount(struct qrnic_fault_state *fs)
 {
 	memset(fs->ncls, 0, sizeof(fs->ncls));

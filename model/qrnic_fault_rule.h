@@ -2,7 +2,8 @@
 /*
  * qrnic device model: fault rules and a device's fault state, shared by
  * the rule parser (fault_parse.c), the rule set (fault_rules.c) and the
- * engine (fault.c).  Private to those three; hosts use qrnic_fault.h.
+ * engine (fault.c), and its snapshot (fault_snap.c).  Private to those;
+ * hosts use qrnic_fault.h.
  */
 #ifndef QRNIC_FAULT_RULE_H
 #define QRNIC_FAULT_RULE_H
@@ -125,6 +126,10 @@ struct qrnic_fault_state {
 	uint32_t link_gen;
 	uint64_t injected, held_overflow, held_flushed;
 };
+
+/* fault_rules.c: the device's fault state, created empty if it has none
+ * (NULL: out of memory). */
+struct qrnic_fault_state *qrnic_fault_state_get(struct qrnic_dev *d);
 
 #define SCRATCH_LEN	(QRNIC_RX_FRAME_MAX > QRNIC_MAX_FRAME ? QRNIC_RX_FRAME_MAX : QRNIC_MAX_FRAME)
 

@@ -627,6 +627,8 @@ void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint6
  * event (device reset); free the event storage (qrnic_dev_free). */
 void qrnic_timer_update(struct qrnic_dev *d);
 void qrnic_events_reset(struct qrnic_dev *d);
+/* snapshot.c: put back a saved event as it was (its seq kept); 0 or -1. */
+int qrnic_event_restore(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_events_free(struct qrnic_dev *d);
 /* rx.c: dispatch up to 'budget' queued frames (true if any); drop them all. */
 bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget);

@@ -325,6 +325,25 @@ void qrnic_dev_set_selfcheck(struct qrnic_dev *dev, bool on);
 uint32_t qrnic_dev_selfcheck_failures(const struct qrnic_dev *dev);
 
 /*
+ * Snapshots (migration, savevm/loadvm; docs/qemu.md section 9): the
+ * device's whole state as a byte stream of versioned sections.  Call
+ * between the other calls, never from inside one (not from ops callbacks).
+ * Save: 0 and a malloc'd *buf of *len bytes (the caller frees it), or -1
+ * (out of memory).  Load: into a device of the same configuration and
+ * timing profile; 0, or -1 with the reason in err -- a stream that is
+ * truncated, corrupt or inconsistent is refused, never half-loaded: the
+ * device is then reset.  Host settings (trace, trusted wire, clock) stay
+ * as the host set them.  After a load the device re-arms its timer
+ * (ops->timer_arm) and asks to run (ops->schedule) if it has work.
+ */
+int qrnic_dev_save(struct qrnic_dev *dev, uint8_t **buf, size_t *len);
+int qrnic_dev_load(struct qrnic_dev *dev, const uint8_t *buf, size_t len, char *err,
+		   size_t errlen);
+/* The sections of a stream, one "TAG version [optional] bytes" line each
+ * (tests, docs).  0, or -1 if the stream is malformed or out is too small. */
+int qrnic_snap_describe(const uint8_t *buf, size_t len, char *out, size_t outlen);
+
+/*
  * Timing model (docs/timing.md).  profile: "functional" (the default: every
  * effect visible at once), "cx5-100g" or "teach"; overrides: NULL or
  * "param=value,..." with the parameter names of QRNIC_TIMING_PARAMS

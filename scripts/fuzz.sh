@@ -3,7 +3,8 @@
 # Build and run the libFuzzer targets of the device model (docs/fuzzing.md).
 #
 # Usage: scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--build-only] [--fresh] [target...]
-#   targets: rx (tests/fuzz/fuzz_rx.c), guest (tests/fuzz/fuzz_guest.c); default both
+#   targets: rx (tests/fuzz/fuzz_rx.c), guest (tests/fuzz/fuzz_guest.c), snapshot
+#            (tests/fuzz/fuzz_snapshot.c); default all three
 #   --seconds N     run each target for N seconds (default 60)
 #   --build-dir DIR where binaries, working corpora, logs and crash files go
 #                   (default build-fuzz in the repository)
@@ -58,10 +59,11 @@ while (($#)); do
         -*) bad "unknown option '$1'" ;;
         rx|fuzz_rx) TARGETS+=(rx); shift ;;
         guest|fuzz_guest) TARGETS+=(guest); shift ;;
-        *) bad "unknown target '$1' (targets: rx, guest)" ;;
+        snapshot|fuzz_snapshot) TARGETS+=(snapshot); shift ;;
+        *) bad "unknown target '$1' (targets: rx, guest, snapshot)" ;;
     esac
 done
-((${#TARGETS[@]})) || TARGETS=(rx guest)
+((${#TARGETS[@]})) || TARGETS=(rx guest snapshot)
 mkdir -p "$BUILD"
 BUILD=$(cd "$BUILD" && pwd)
 
@@ -160,7 +162,7 @@ echo "$PROG: built ${TARGETS[*]/#/$BUILD/fuzz_}" >&2
 ((BUILD_ONLY)) && exit 0
 
 # ---- run -----------------------------------------------------------------------------
-max_len() { case $1 in rx) echo 16384 ;; *) echo 4096 ;; esac; }
+max_len() { case $1 in rx) echo 16384 ;; snapshot) echo 32768 ;; *) echo 4096 ;; esac; }
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=32:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -367,6 +367,11 @@ _SIGS = {
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
     'hx_dev_selfcheck': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_dev_save': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64]),
+    'hx_dev_load': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint64]),
+    'hx_dev_snapshot': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_snap_describe': (ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_char_p,
+                                        ctypes.c_uint32]),
     'hx_advance': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64]),
     'hx_dev_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_qp_cc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
@@ -414,6 +419,7 @@ _SIGS = {
     'hx_mem_deny_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dma_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_wire_set_latency': (None, [ctypes.c_void_p, ctypes.c_uint64]),
+    'hx_wire_set_rate': (None, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]),
     'hx_wire_rule_add': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int,
                                         ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32, ctypes.c_int64,
                                         ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32]),
@@ -673,6 +679,42 @@ def _check(rc, what):
 
 class HarnessError(Exception):
     pass
+
+
+# ---- snapshot streams (model/qrnic_snap.h, docs/qemu.md section 9) ----------
+def snap_sections(stream):
+    """{tag: (version, payload, flags)} of a device snapshot stream, in order."""
+    import struct
+    assert stream[:4] == b'QRNS', 'not a snapshot stream'
+    out, off = {}, 8
+    while off < len(stream):
+        tag, ver, flags, n = struct.unpack_from('<4sHHI', stream, off)
+        off += 12
+        out[tag.decode()] = (ver, stream[off:off + n], flags)
+        off += n
+    return out
+
+
+def snap_describe(stream):
+    """The model's own listing of the sections (qrnic_snap_describe)."""
+    out = ctypes.create_string_buffer(4096)
+    if lib().hx_snap_describe(stream, len(stream), out, len(out)) != 0:
+        raise HarnessError('malformed stream')
+    return out.value.decode()
+
+
+def snap_replace(stream, tag, payload):
+    """The stream with section tag's payload replaced."""
+    import struct
+    out, off = bytearray(stream[:8]), 8
+    while off < len(stream):
+        t, ver, flags, n = struct.unpack_from('<4sHHI', stream, off)
+        body = stream[off + 12:off + 12 + n]
+        if t.decode() == tag:
+            body = payload
+        out += struct.pack('<4sHHI', t, ver, flags, len(body)) + body
+        off += 12 + n
+    return bytes(out)
 
 
 class AdminError(HarnessError):
@@ -960,6 +1002,10 @@ class World:
     def set_latency(self, ns):
         self._l.hx_wire_set_latency(self.w, ns)
 
+    def set_rate(self, bits_per_s, overhead_bytes=0):
+        """Serialize frames on the wire at this rate (0: instantly)."""
+        self._l.hx_wire_set_rate(self.w, int(bits_per_s), overhead_bytes)
+
     def rule(self, action, src=-1, index=-1, opcode=-1, psn=-1, dqpn=-1, skip=0, count=1,
              arg=0, arg2=0):
         """Add a wire rule.  action: 'drop' | 'dup' | 'hold' (arg = release after arg
@@ -1099,6 +1145,29 @@ class Device:
         """Check the device's QP lists after every service step as well;
         check() then also fails if any of those checks did."""
         _check(self._l.hx_dev_selfcheck(self.w, self.idx, 1 if on else 0), 'selfcheck')
+
+    # -- snapshots (docs/qemu.md section 9)
+    def save(self):
+        """The device's whole state as a snapshot stream (bytes)."""
+        n = self._l.hx_dev_save(self.w, self.idx, None, 0)
+        if n < 0:
+            raise HarnessError(self._l.hx_world_error(self.w).decode())
+        buf = ctypes.create_string_buffer(n)
+        if self._l.hx_dev_save(self.w, self.idx, buf, n) != n:
+            raise HarnessError('save: the stream changed size')
+        return buf.raw
+
+    def load(self, stream):
+        """Load a snapshot stream; raises HarnessError with the device's
+        reason if it refuses it (the device is then reset)."""
+        stream = bytes(stream)
+        if self._l.hx_dev_load(self.w, self.idx, stream, len(stream)) != 0:
+            raise HarnessError(self._l.hx_world_error(self.w).decode(errors='replace'))
+
+    def snapshot(self):
+        """Migrate in place: save, make the device anew, load."""
+        if self._l.hx_dev_snapshot(self.w, self.idx) != 0:
+            raise HarnessError(self._l.hx_world_error(self.w).decode())
 
     def check(self):
         """The device's internal QP lists are consistent (raises if not)."""

@@ -125,6 +125,8 @@ struct hx_dev {
 	/* host services */
 	bool sched;
 	uint64_t deadline;
+	bool selfcheck;		/* hx_dev_selfcheck */
+	char tm_profile[32], tm_over[512];	/* hx_set_timing, for hx_dev_snapshot */
 	uint64_t *irqs;
 	unsigned nvec;
 	uint64_t irq_total;
@@ -1641,6 +1643,7 @@ int hx_dev_selfcheck(hx_world *w, int d, int on)
 	if (!h)
 		return HX_E_INVAL;
 	qrnic_dev_set_selfcheck(h->dev, on != 0);
+	h->selfcheck = on != 0;
 	return 0;
 }
 
@@ -3428,5 +3431,93 @@ int hx_set_timing(hx_world *w, int d, const char *profile, const char *overrides
 		hx_err(w, "dev %d: %s", d, err);
 		return HX_E_INVAL;
 	}
+	/* kept for hx_dev_snapshot, which makes the device anew */
+	snprintf(h->tm_profile, sizeof(h->tm_profile), "%s", profile ? profile : "");
+	snprintf(h->tm_over, sizeof(h->tm_over), "%s", overrides ? overrides : "");
+	return 0;
+}
+
+/* ---- snapshots ---------------------------------------------------------------- */
+int64_t hx_dev_save(hx_world *w, int d, void *out, uint64_t cap)
+{
+	struct hx_dev *h = D(w, d);
+	uint8_t *buf;
+	size_t len;
+
+	if (!h)
+		return HX_E_INVAL;
+	if (qrnic_dev_save(h->dev, &buf, &len) != 0) {
+		hx_err(w, "dev %d: save failed", d);
+		return HX_E_NOMEM;
+	}
+	if (out && len <= cap)
+		memcpy(out, buf, len);
+	free(buf);
+	return (int64_t)len;
+}
+
+int hx_dev_load(hx_world *w, int d, const void *buf, uint64_t len)
+{
+	struct hx_dev *h = D(w, d);
+	char err[256];
+
+	if (!h)
+		return HX_E_INVAL;
+	if (qrnic_dev_load(h->dev, buf, len, err, sizeof(err)) != 0) {
+		hx_err(w, "dev %d: load: %s", d, err);
+		return HX_E_INVAL;
+	}
+	return 0;
+}
+
+int hx_snap_describe(const void *buf, uint64_t len, char *out, uint32_t outlen)
+{
+	return qrnic_snap_describe(buf, len, out, outlen);
+}
+
+/* Migrate device d in place: save it, free it, make a new device with the
+ * same configuration and host settings, load the stream into it.  The
+ * host memory, the wire and the clock stay: what a migration keeps. */
+int hx_dev_snapshot(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_dev *nd;
+	uint8_t *buf;
+	size_t len;
+	char err[256];
+
+	if (!h)
+		return HX_E_INVAL;
+	if (qrnic_dev_save(h->dev, &buf, &len) != 0) {
+		hx_err(w, "dev %d: save failed", d);
+		return HX_E_NOMEM;
+	}
+	qrnic_dev_free(h->dev);
+	h->dev = NULL;
+	deadline_set(h, UINT64_MAX);
+	nd = qrnic_dev_new(&h->cfg, &hx_ops, h, &qrnic_fw_admin_ops, NULL);
+	if (!nd) {
+		free(buf);
+		hx_err(w, "dev %d: qrnic_dev_new failed", d);
+		return HX_E_DEV;
+	}
+	h->dev = nd;
+	qrnic_dev_set_trace(nd, w->trace_cap != 0);
+	qrnic_dev_set_clock(nd, &w->now);
+	qrnic_dev_set_selfcheck(nd, h->selfcheck);
+	if (h->tm_profile[0] &&
+	    qrnic_dev_set_timing(nd, h->tm_profile, h->tm_over[0] ? h->tm_over : NULL, err,
+				 sizeof(err)) != 0) {
+		free(buf);
+		hx_err(w, "dev %d: timing: %s", d, err);
+		return HX_E_INVAL;
+	}
+	trust_apply(w);
+	if (qrnic_dev_load(nd, buf, len, err, sizeof(err)) != 0) {
+		free(buf);
+		hx_err(w, "dev %d: load: %s", d, err);
+		return HX_E_INVAL;
+	}
+	free(buf);
 	return 0;
 }

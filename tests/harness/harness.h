@@ -151,6 +151,13 @@ void hx_set_link(hx_world *w, int d, int up);
 int hx_dev_busy(hx_world *w, int d);
 /* qrnic_dev_check_lists: 0, or -1 with the reason in why */
 int hx_dev_check(hx_world *w, int d, char *why, size_t len);
+/* Snapshots (qrnic_dev_save/load): the stream's length (copied to out if
+ * it fits cap), or < 0; load 0 or < 0 (hx_world_error says why);
+ * snapshot: save, make the device anew, load (a migration in place). */
+int64_t hx_dev_save(hx_world *w, int d, void *out, uint64_t cap);
+int hx_dev_load(hx_world *w, int d, const void *buf, uint64_t len);
+int hx_dev_snapshot(hx_world *w, int d);
+int hx_snap_describe(const void *buf, uint64_t len, char *out, uint32_t outlen);
 /* check the lists after every QP service step too (hx_dev_check reports) */
 int hx_dev_selfcheck(hx_world *w, int d, int on);
 uint64_t hx_dev_stat(hx_world *w, int d, int s);

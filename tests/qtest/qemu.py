@@ -59,6 +59,8 @@ class Qemu:
     def __init__(self, binary, args=(), name='qemu', mem='512M', qmp=True, timeout=30.0,
                  extra_env=None):
         self.binary = binary
+        self.args = list(args)      # without the qtest/QMP plumbing (a migration target reuses them)
+        self.mem_size = mem
         self.name = name
         self.dir = tempfile.mkdtemp(prefix=f'qrnic-{name}-')
         self.log_path = os.path.join(self.dir, 'stderr.log')

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * qrnic device model: the byte stream of a device snapshot (snapshot.c,
+ * fault_snap.c; docs/qemu.md section 9 describes the layout).
+ *
+ * Why not QEMU's VMState: the model is QEMU-free (the simulator, the test
+ * harness and the fuzzers snapshot it too), so it writes its own stream and
+ * QEMU carries that stream as one buffer of the device's VMState.  The
+ * format borrows VMState's ideas: sections with a version each, optional
+ * sections (subsections) that a loader may skip, every value little-endian
+ * at a fixed width, and a loader that checks everything it reads.
+ *
+ * Stream: "QRNS" magic, u32 format version, then sections until "END.":
+ *   u32 tag (four ASCII characters), u16 version, u16 flags, u32 length,
+ *   then length bytes of payload.
+ * A reader never reads past its section: a short section is an error.
+ */
+#ifndef QRNIC_SNAP_H
+#define QRNIC_SNAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define QRNIC_SNAP_MAGIC	0x534e5251u	/* "QRNS" little-endian */
+#define QRNIC_SNAP_FORMAT	1
+#define QRNIC_SNAP_F_OPTIONAL	1u	/* a loader that does not know it skips it */
+
+#define QRNIC_SNAP_TAG(s)	((uint32_t)(s)[0] | (uint32_t)(s)[1] << 8 |	\
+				 (uint32_t)(s)[2] << 16 | (uint32_t)(s)[3] << 24)
+
+struct qrnic_snap_w {
+	uint8_t *buf;
+	size_t len, cap;
+	size_t sec;		/* offset of the open section's header */
+	bool oom;
+};
+
+struct qrnic_snap_r {
+	const uint8_t *p;
+	size_t len, off;	/* the section being read: p[0..len) */
+	uint16_t version;	/* of that section */
+	bool bad;		/* a read went past the end, or a check failed */
+	char *err;
+	size_t errlen;
+};
+
+void qrnic_snap_put(struct qrnic_snap_w *w, const void *p, size_t n);
+static inline void qs_u8(struct qrnic_snap_w *w, uint8_t v)
+{
+	qrnic_snap_put(w, &v, 1);
+}
+static inline void qs_u16(struct qrnic_snap_w *w, uint16_t v)
+{
+	uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+
+	qrnic_snap_put(w, b, 2);
+}
+static inline void qs_u32(struct qrnic_snap_w *w, uint32_t v)
+{
+	uint8_t b[4];
+
+	for (int i = 0; i < 4; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	qrnic_snap_put(w, b, 4);
+}
+static inline void qs_u64(struct qrnic_snap_w *w, uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	qrnic_snap_put(w, b, 8);
+}
+static inline void qs_bool(struct qrnic_snap_w *w, bool v)
+{
+	qs_u8(w, v ? 1 : 0);
+}
+static inline void qs_f64(struct qrnic_snap_w *w, double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));	/* IEEE 754 bits: exact */
+	qs_u64(w, u);
+}
+static inline void qs_bytes(struct qrnic_snap_w *w, const void *p, size_t n)
+{
+	qrnic_snap_put(w, p, n);
+}
+void qs_begin(struct qrnic_snap_w *w, const char *tag, uint16_t version, uint16_t flags);
+void qs_end(struct qrnic_snap_w *w);
+
+/* Reading: a value past the end of the section reads as 0 and marks the
+ * reader bad (the load then fails with "section ... truncated"). */
+bool qr_fail(struct qrnic_snap_r *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool qr_get(struct qrnic_snap_r *r, void *p, size_t n);
+static inline uint8_t qr_u8(struct qrnic_snap_r *r)
+{
+	uint8_t b = 0;
+
+	qr_get(r, &b, 1);
+	return b;
+}
+static inline uint16_t qr_u16(struct qrnic_snap_r *r)
+{
+	uint8_t b[2] = { 0 };
+
+	qr_get(r, b, 2);
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+static inline uint32_t qr_u32(struct qrnic_snap_r *r)
+{
+	uint8_t b[4] = { 0 };
+	uint32_t v = 0;
+
+	qr_get(r, b, 4);
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)b[i] << (8 * i);
+	return v;
+}
+static inline uint64_t qr_u64(struct qrnic_snap_r *r)
+{
+	uint8_t b[8] = { 0 };
+	uint64_t v = 0;
+
+	qr_get(r, b, 8);
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)b[i] << (8 * i);
+	return v;
+}
+static inline bool qr_bool(struct qrnic_snap_r *r)
+{
+	uint8_t v = qr_u8(r);
+
+	if (v > 1)
+		qr_fail(r, "boolean %u is neither 0 nor 1", v);
+	return v == 1;
+}
+static inline double qr_f64(struct qrnic_snap_r *r)
+{
+	uint64_t u = qr_u64(r);
+	double v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
+static inline bool qr_bytes(struct qrnic_snap_r *r, void *p, size_t n)
+{
+	return qr_get(r, p, n);
+}
+/* Bytes left in the section. */
+static inline size_t qr_left(const struct qrnic_snap_r *r)
+{
+	return r->len - r->off;
+}
+
+struct qrnic_dev;
+/* fault_snap.c: the fault state ("FLT." section, optional: only a device
+ * that ever had fault rules writes it; loading replaces the rules). */
+void qrnic_fault_save(struct qrnic_dev *d, struct qrnic_snap_w *w);
+bool qrnic_fault_load(struct qrnic_dev *d, struct qrnic_snap_r *r);
+
+#endif
