@@ -1,0 +1,20 @@
+"""docs/timeline.md: the WRITE vs READ picture, the --list of a lossy READ run, cold/warm caches."""
+
+
+def generate(r):
+    w = r.sim('--op', 'write', '--size', '4096', '--depth', '1', '--count', '1', '--profile',
+              'teach', '--quiet', trace='qrnic-write.jsonl')
+    rd = r.sim('--op', 'read', '--size', '4096', '--depth', '1', '--count', '1', '--profile',
+               'teach', '--quiet', trace='qrnic-read.jsonl')
+    r.picture('docs/img/timeline-write-vs-read.svg', w, '--compare', rd,
+              '--label', 'RDMA WRITE 4 KiB', '--label', 'RDMA READ 4 KiB',
+              '--title', 'qrnic, profile teach: one 4 KiB WRITE and one 4 KiB READ')
+    loss = r.sim('--op', 'read', '--size', '8K', '--mtu', '1024', '--depth', '1', '--count', '20',
+                 '--loss', '2%', '--seed', '3', '--profile', 'teach', '--quiet',
+                 trace='qrnic-read-loss.jsonl')
+    rows = r.timeline(loss, '--list').splitlines()
+    r.block('timeline-loss-list', '\n'.join(rows[:5] + ['...']))
+    w3 = r.sim('--op', 'write', '--size', '4096', '--depth', '1', '--count', '3', '--profile',
+               'teach', '--quiet', trace='qrnic-write3.jsonl')
+    lat = [ln.split()[-2] for ln in r.timeline(w3, '--list').splitlines()[1:]]
+    r.figure('timeline-cold-warm', f'{lat[0]} µs against {lat[1]} µs')
