@@ -239,15 +239,6 @@ def test_png(tmp_path):
     assert (tmp_path / 'w.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
-def test_docs_example_svg():
-    """docs/img/ holds the example of docs/timeline.md: valid, with both panels."""
-    path = os.path.join(ROOT, 'docs', 'img', 'timeline-write-vs-read.svg')
-    root = ET.parse(path).getroot()
-    kinds = [p.get('data-kind') for p in panels(root)]
-    assert kinds == ['RDMA WRITE', 'RDMA READ']
-    assert os.path.getsize(path) < 100_000
-
-
 def label_rows(panel):
     """Per device: (label box y, leader polyline points, data-t-ns, data-label) of each
     labelled stage."""
