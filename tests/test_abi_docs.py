@@ -62,3 +62,20 @@ def test_query_stats_size():
     qp = asserted_sizes()['qrnic_qp_attr']
     mpt = asserted_sizes()['qrnic_mpt_entry']
     assert f'({dev}, {port}, {n * 8}, {qp} or {mpt} bytes)' in s
+
+
+def test_spec_names_every_timing_profile():
+    """spec.md once said only the functional profile exists: the profile
+    property's sentence must name every profile the model has (the
+    simulator's --help lists them from the model's table)."""
+    import subprocess
+    import qrnic_harness as q
+    sim = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
+    r = subprocess.run([sim, '--help'], capture_output=True, text=True, timeout=60)
+    line = next(ln for ln in (r.stdout + r.stderr).splitlines() if '--profile NAME' in ln)
+    names = re.findall(r'[a-z][a-z0-9-]+(?=\s*(?:\(default\))?(?:,|$))', line.split(':', 1)[1])
+    assert 'functional' in names and 'teach' in names and len(names) >= 3, names
+    m = re.search(r'has a `profile` property selecting the timing model\n(.*?)\)', spec(), re.S)
+    assert m, 'spec.md section 16: the profile sentence moved'
+    for n in names:
+        assert f'`{n}`' in m.group(1), f'spec.md does not name the {n} profile'
