@@ -9,6 +9,11 @@ def generate(r):
     r.picture('docs/img/timeline-write-vs-read.svg', w, '--compare', rd,
               '--label', 'RDMA WRITE 4 KiB', '--label', 'RDMA READ 4 KiB',
               '--title', 'qrnic, profile teach: one 4 KiB WRITE and one 4 KiB READ')
+    # the example label of section 3: the responder's rx of the WRITE
+    ev = r.events(w)
+    db = next(e for e in ev if e['type'] == 'doorbell' and e['a'] == 0)['t_ns']
+    rx = next(e for e in ev if e['type'] == 'rx' and e['dev'] == 1)['t_ns']
+    r.figure('timeline-example-rel', f'`+{(rx - db) / 1000:.3f} µs`')
     loss = r.sim('--op', 'read', '--size', '8K', '--mtu', '1024', '--depth', '1', '--count', '20',
                  '--loss', '2%', '--seed', '3', '--profile', 'teach', '--quiet',
                  trace='qrnic-read-loss.jsonl')
