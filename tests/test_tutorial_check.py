@@ -95,3 +95,21 @@ def test_usage_errors():
     assert r.returncode == 2 and 'which exercise' in r.stderr
     r = check('4.2')
     assert r.returncode == 0 and 'parts, in this order: packets' in r.stdout
+
+
+@pytest.mark.parametrize('text,msg', [
+    ('garbage [[\n', 'Expected'),
+    ('[[exercise]]\nid = "x"\n', 'valid id'),
+    ('[[exercise]]\nid = "1.1"\nask = "q"\n', 'no [[exercise.part]]'),
+    ('[[exercise]]\nid = "1.1"\nask = "q"\n[[exercise.part]]\nwhat = "w"\ntype = "words"\n'
+     'all = ["(("]\n', 'bad regular expression'),
+    ('[[exercise]]\nid = "1.1"\nask = "q"\n[[exercise.part]]\nwhat = "w"\ntype = "number"\n'
+     'measure = { kind = "sim-list", sim = "--op write --count 1", op = 7, field = "pkts" }\n',
+     'the measurement failed'),
+])
+def test_bad_answers_file(tmp_path, text, msg):
+    """A broken answers file is a clear error (exit 2), never a traceback."""
+    f = tmp_path / 'answers.toml'
+    f.write_text(text)
+    r = check('--answers', str(f), '1.1', '1')
+    assert r.returncode == 2 and msg in r.stderr and 'Traceback' not in r.stderr, r.stderr
