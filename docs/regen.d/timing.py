@@ -1,4 +1,4 @@
-"""docs/timing.md: the cx5-100g calibration table (4.1), its latency breakdown, teach's latencies (4.3)."""
+"""docs/timing.md: cx5-100g calibration (4.1), the latency breakdown, teach latencies (4.3)."""
 
 CX5 = ('--profile', 'cx5-100g', '--rate', '0', '--latency', '0')
 MINUS = '\u2212'
@@ -51,8 +51,8 @@ def generate(r):
     sat = next(k for k in (1, 2, 4, 8) if round(bw[k], 1) >= 0.95 * round(peak, 1))
     r.figure('timing-sat', f'{sat} KiB')
     others = '; '.join(f'{k} KiB: {bw[k]:.1f}' for k in (1, 2, 4, 8) if k != sat)
-    r.figure('timing-sat-sweep', f'{bw[sat]:.1f} Gb/s, {round(bw[sat], 1) / round(peak, 1) * 100:.1f}'
-                                 f' % of {peak:.1f}; {others}')
+    share = round(bw[sat], 1) / round(peak, 1) * 100
+    r.figure('timing-sat-sweep', f'{bw[sat]:.1f} Gb/s, {share:.1f} % of {peak:.1f}; {others}')
 
     def mtt(mr, order='random'):
         args = ['--op', 'write', '--size', '4K', '--depth', '128', '--count', '60000',

@@ -1,4 +1,4 @@
-"""docs/tutorial/06-read-vs-write.md: WRITE vs READ at teach (picture, stage times) and cx5-100g latencies."""
+"""docs/tutorial/06-read-vs-write.md: WRITE vs READ at teach; cx5-100g latencies."""
 
 
 def generate(r):
