@@ -31,9 +31,9 @@ def regen(*args):
 def test_committed_docs_are_regenerated():
     r = regen('--check')
     assert r.returncode == 0, r.stdout + r.stderr
-    m = re.search(r'(\d+) pictures, (\d+) figures: all as committed', r.stdout)
+    m = re.search(r'(\d+) pictures, (\d+) figures, (\d+) claims: all as committed', r.stdout)
     assert m, r.stdout
-    assert int(m.group(1)) >= 3 and int(m.group(2)) >= 18
+    assert int(m.group(1)) >= 3 and int(m.group(2)) >= 18 and int(m.group(3)) >= 7
 
 
 def rx_times(tmp_path, extra):
@@ -71,6 +71,18 @@ def test_changed_stage_time_is_drift(tmp_path):
     assert 'figure l04-total drifted' in out
     assert f'numbers {total0 / 1000:.1f}  ->  {total1 / 1000:.1f}' in out
     assert 'figure l04-sim-list drifted' in out
+
+
+def test_prose_claim_that_no_longer_holds():
+    """Lesson 4's exercise says a WRITE at MTU 4096 takes longer than at
+    1024.  With a fast port and costly per-packet processing it would not:
+    regeneration stops (exit 2) and names the text to rewrite, instead of
+    quoting figures that contradict it."""
+    r = regen('--check', '--sim-arg=--timing',
+              '--sim-arg=link_mbps=100000,req_pkt_cycles=30,resp_pkt_cycles=30')
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert 'tutorial-04' in r.stderr and 'MTU 4096' in r.stderr and 'no longer holds' in r.stderr
+    assert 'Traceback' not in r.stderr
 
 
 def test_bad_arguments_and_list():

@@ -19,7 +19,12 @@ def generate(r):
                  trace='qrnic-read-loss.jsonl')
     rows = r.timeline(loss, '--list').splitlines()
     r.block('timeline-loss-list', '\n'.join(rows[:5] + ['...']))
+    pkts = [int(row.split()[-7]) for row in rows[1:5]]
+    r.claim(pkts == [1, 1, 1, 2], 'Operation 3 lost a READ response (2 request frames)')
+    r.claim(128 in range(int(rows[4].split()[3]), int(rows[4].split()[3]) + 8),
+            '--qpn 2 --psn 128 selects operation 3')
     w3 = r.sim('--op', 'write', '--size', '4096', '--depth', '1', '--count', '3', '--profile',
                'teach', '--quiet', trace='qrnic-write3.jsonl')
     lat = [ln.split()[-2] for ln in r.timeline(w3, '--list').splitlines()[1:]]
     r.figure('timeline-cold-warm', f'{lat[0]} µs against {lat[1]} µs')
+    r.claim(float(lat[0]) > float(lat[1]), 'the first WRITE (cold caches) is slower')

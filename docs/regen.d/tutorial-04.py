@@ -21,3 +21,12 @@ def generate(r):
     r.figure('l04-wire', r.us(rx0['t_ns'] - txs[0]['t_ns']))
     r.figure('l04-total', r.us(cqe - db))
     r.figure('l04-ex1-gap', r.us(tr - rd16['t_ns']))
+    r.claim(len(txs) == 4, 'a 4 KiB WRITE at MTU 1024 is four packets')
+    # exercise 2: "Fewer packets, yet the WRITE takes *longer* than at MTU 1024"
+    t4 = r.sim('--op', 'write', '--size', '4096', '--mtu', '4096', '--depth', '1', '--count', '1',
+               '--profile', 'teach', '--quiet', trace='mtu4096.jsonl')
+    ev4 = r.events(t4)
+    total4 = next(e for e in ev4 if e['type'] == 'cqe')['t_ns'] - \
+        next(e for e in ev4 if e['type'] == 'doorbell' and e['a'] == 0)['t_ns']
+    r.claim(total4 > cqe - db and sum(e['type'] == 'tx' and e['dev'] == 0 for e in ev4) == 1,
+            'exercise 2: at MTU 4096 one packet, and the WRITE takes longer')

@@ -22,6 +22,8 @@ def generate(r):
     r.figure('l06-read-total', r.us(rtot))
     r.figure('l06-read-req-tx', r.us(rtx))
     r.figure('l06-write-tx', r.us(wtx))
+    r.claim(rtot > wtot, 'the READ takes longer than the WRITE at teach')
+    r.claim(rtx < wtx, 'the READ request leaves before the WRITE\'s first packet')
     out, p50 = [], {}
     for op in ('write', 'read'):
         text = r.sim('--op', op, '--size', '64', '--depth', '1', '--count', '1000', '--profile',
@@ -33,3 +35,4 @@ def generate(r):
     r.block('l06-cx5-latency', '\n'.join(out))
     r.figure('l06-cx5-write', f'{p50["write"] / 1000:.2f}')
     r.figure('l06-cx5-read', f'{p50["read"] / 1000:.2f}')
+    r.claim(p50['read'] > p50['write'], 'at cx5-100g a small READ costs a little more')
