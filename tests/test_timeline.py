@@ -239,13 +239,105 @@ def test_png(tmp_path):
     assert (tmp_path / 'w.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
 
 
-def test_docs_example_svg():
-    """docs/img/ holds the example of docs/timeline.md: valid, with both panels."""
-    path = os.path.join(ROOT, 'docs', 'img', 'timeline-write-vs-read.svg')
-    root = ET.parse(path).getroot()
-    kinds = [p.get('data-kind') for p in panels(root)]
-    assert kinds == ['RDMA WRITE', 'RDMA READ']
-    assert os.path.getsize(path) < 100_000
+def label_rows(panel):
+    """Per device: (label box y, leader polyline points, data-t-ns, data-label) of each
+    labelled stage."""
+    out = {}
+    for g in stages(panel):
+        box = g.find(NS + 'rect')
+        pts = [tuple(map(float, p.split(','))) for p in g.find(NS + 'polyline').get('points')
+               .split()]
+        out.setdefault(g.get('data-dev'), []).append(
+            (float(box.get('y')), pts, int(g.get('data-t-ns')), g.get('data-label')))
+    return out
+
+
+def _cross(p1, p2, q1, q2):
+    """Segments p1p2 and q1q2 properly intersect (not just touch)."""
+    def orient(a, b, c):
+        v = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        return (v > 1e-6) - (v < -1e-6)
+    return (orient(p1, p2, q1) * orient(p1, p2, q2) < 0 and
+            orient(q1, q2, p1) * orient(q1, q2, p2) < 0)
+
+
+def check_label_order(panel):
+    """Labels of each side in time order, top to bottom, and no two leader lines
+    crossing."""
+    for dev, rows in label_rows(panel).items():
+        by_y = sorted(rows, key=lambda r: r[0])
+        times = [r[2] for r in by_y]
+        assert times == sorted(times), (dev, [(r[3], r[2]) for r in by_y])
+        assert len({r[0] for r in rows}) == len(rows), 'two labels on one row'
+        segs = [(a, b, r[3]) for r in rows for a, b in zip(r[1], r[1][1:])]
+        for i, (a, b, la) in enumerate(segs):
+            for c, d, lb in segs[i + 1:]:
+                assert not _cross(a, b, c, d), f'leader lines of {la!r} and {lb!r} cross'
+
+
+NAK_PLAN = 'drop dir=tx op=write nth=2 count=1\n'
+
+
+def test_nak_picture_order_legend(tmp_path):
+    """A fault plan drops the second WRITE packet: the responder NAKs the PSN
+    gap (sequence error) and the requester goes back.  The picture labels
+    each side's stages in time order with leader lines that do not cross,
+    draws the NAK frame as a NAK (not "ACK"), and has a legend naming every
+    stage type and arrow kind it uses."""
+    plan = tmp_path / 'nak.plan'
+    plan.write_text(NAK_PLAN)
+    t = sim_trace(tmp_path, 'write', 'nak', extra=('--mtu', '1024', '--plan', str(plan)))
+    evs = read_events(t)
+    naks = [e for e in evs if e['type'] == 'nak']
+    assert [(e['dev'], e['a']) for e in naks] == [(1, 0x60), (0, 0x60)]   # seq error
+    root = render(tmp_path, t, name='nak')
+    (p,) = panels(root)
+    check_label_order(p)
+    # the NAK frame: an ACK opcode whose AETH says NAK
+    arrows = packets(p)
+    nak_arrows = [g for g in arrows if g.get('data-name') == 'NAK']
+    assert len(nak_arrows) == 1
+    g = nak_arrows[0]
+    assert (int(g.get('data-opcode')), int(g.get('data-psn'))) == (0x11, naks[0]['psn'])
+    assert (g.get('data-nak'), int(g.get('data-syndrome'))) == ('seq', 0x60)
+    assert int(g.get('data-tx-ns')) == next(e['t_ns'] for e in evs if e['type'] == 'tx' and
+                                            e['dev'] == 1 and e['psn'] == naks[0]['psn'])
+    lab = [x for x in texts(g) if x]
+    assert lab and all(x.startswith('NAK PSN') for x in lab), lab
+    # the only arrows called ACK are the real ACKs (of the last PSN)
+    acks = [g for g in arrows if g.get('data-name') == 'ACK']
+    assert [int(a.get('data-psn')) for a in acks] == \
+        [e['psn'] for e in evs if e['type'] == 'ack' and e['dev'] == 1]
+    stage_labels = [g.get('data-label') for g in stages(p)]
+    assert 'tx NAK PSN %d' % naks[0]['psn'] in stage_labels
+    assert 'rx NAK PSN %d' % naks[0]['psn'] in stage_labels
+    assert not any(s.startswith(('tx ACK', 'rx ACK')) and ('PSN %d' % naks[0]['psn']) in s
+                   for s in stage_labels)
+    # the legend: every stage type drawn and every arrow kind
+    (leg,) = [g for g in root.iter(NS + 'g') if g.get('class') == 'legend']
+    items = {(i.get('data-kind'), i.get('data-type'))
+             for i in leg.iter(NS + 'g') if i.get('class') == 'legend-item'}
+    drawn = {g.get('data-type') for g in p.iter(NS + 'rect') if g.get('class') == 'stage-box'}
+    assert {t for k, t in items if k == 'stage'} == drawn
+    assert {t for k, t in items if k == 'packet'} == {'frame', 'nak', 'lost'}
+    assert any('NAK' in (x or '') for x in texts(leg))
+
+
+def test_labels_in_time_order_clean_runs(tmp_path):
+    """Without faults too: the tx record of a packet is stamped when it leaves
+    the port, after the next packet's translation and DMA began; the labels
+    still run in time order (mtu 1024: four packets), in every panel."""
+    w = sim_trace(tmp_path, 'write', 'w', extra=('--mtu', '1024'))
+    r = sim_trace(tmp_path, 'read', 'r', extra=('--mtu', '1024'))
+    evs = read_events(w)
+    assert any(b['t_ns'] < a['t_ns'] for a, b in zip(evs, evs[1:]) if a['dev'] == b['dev']), \
+        'the trace is in time order: this test would not test anything'
+    root = render(tmp_path, w, '--compare', r, name='wr')
+    for p in panels(root):
+        check_label_order(p)
+    (leg,) = [g for g in root.iter(NS + 'g') if g.get('class') == 'legend']
+    assert {i.get('data-type') for i in leg.iter(NS + 'g')
+            if i.get('data-kind') == 'packet'} == {'frame'}
 
 
 # ---- qemu tier: a real QEMU log ------------------------------------------------------------

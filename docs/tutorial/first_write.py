@@ -47,8 +47,8 @@ class Side:
         self.mr = MR(self.pd, size, access)                         # 2
         self.cq = CQ(self.ctx, 16)                                  # 3
         cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=1, max_recv_sge=1)
-        # (unused QPs, so that the two devices' QPs get different numbers: a QEMU trace of
-        # two devices has no device field, and docs/tutorial/04-timeline.md draws one)
+        # (unused QPs, so that the two devices' QPs get different numbers, which keeps the
+        # QPNs of lesson 4's trace apart; the trace records also name their device)
         self.spare = [QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
                       for _ in range(spare_qps)]
         self.qp = QP(self.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))

@@ -394,6 +394,11 @@ struct qrnic_aq_cmd {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_aq_cmd, QRNIC_AQ_SQE_SIZE);
 QRNIC_ASSERT_OFFSET(struct qrnic_aq_cmd, u, 8);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_query, 16);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_gid, 24);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_handle, 4);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_pd, 4);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_query_qp, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_cq, 32);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_qp, 48);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_qp, 80);
