@@ -35,7 +35,9 @@ static void progress(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qp->req.retry_left = qp->attr.retry_cnt;
 	qp->req.rnr_left = qp->attr.rnr_retry;
 	qp->req.resync = false;
-	if (qrnic_req_outstanding(qp))
+	/* During an RNR wait the RNR timer restarts transmission (and the
+	 * retry timer with it): the retry timer stays stopped (spec 12.3). */
+	if (qrnic_req_outstanding(qp) && !qp->req.rnr_wait)
 		qrnic_req_arm_retry(d, qp);
 	else
 		qrnic_req_stop_retry(d, qp);
@@ -124,11 +126,9 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		if (qp->attr.rnr_retry != 7)
 			qp->req.rnr_left--;
 		qp->req.una_psn = psn;
-		qp->req.rnr_wait = true;
 		qp->req.rnr_echo = true;
 		qp->req.rnr_psn = psn;
-		qrnic_req_stop_retry(d, qp);
-		qrnic_event_add(d, qrnic_now(d) + wait, QRNIC_EVK_RNR, qp->qpn, qp->req.timer_gen);
+		qrnic_req_rnr_wait(d, qp, wait);
 		break;
 	}
 	case 3: {	/* NAK */
