@@ -115,6 +115,9 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 
 		qrnic_trace(d, QRNIC_TR_NAK, qp->qpn, psn, syn, p->aeth_msn, 0);
 		qrnic_stat_add(d, QRNIC_STAT_RNR_NAKS_RCVD, 1);
+		if (qrnic_psn_diff(psn, qp->req.una_psn) < 0)
+			break;	/* stale (a late duplicate): that PSN was ACKed
+				 * since; una_psn must not go back to it */
 		if (ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK))) {
 			resync(d, qp);
 			break;

@@ -148,3 +148,35 @@ def test_progress_during_rnr_wait_does_not_start_the_retry_timer(world):
               if f.src == 0 and f.psn == (conn.psn_a + 2) & 0xffffff]
     assert len(resent) == 2
     assert world.now - t0 >= 2_560_000
+
+
+def test_stale_rnr_nak_is_ignored(world):
+    """An RNR NAK for a PSN acknowledged since (a late duplicate: here the
+    first RNR NAK again, injected after its SEND was resent and ACKed)
+    says nothing about what is in flight: the oldest unacknowledged PSN
+    must not go back to it, and the next SEND must not wait an RNR timer."""
+    rng = random.Random(4)
+    a, b = world.devs
+    conn = pair(world, 4096, min_rnr_timer=16)     # 2.56 ms
+    la, rb, src = buffers(conn, 2, rng, recvs=0)
+    conn.qa.post_send('SEND', [(la, 0, SIZE)], wr_id=0)
+    assert world.run(ns=100_000) == 'time'
+    rnr = [f for f in world.frames(roce_only=True) if f.src == 1 and f.is_rnr_nak]
+    assert len(rnr) == 1 and rnr[0].psn == conn.psn_a
+    for i in range(2):
+        conn.qb.post_recv([(rb, i * SIZE, SIZE)], wr_id=1000 + i)
+    assert world.run() == 'idle'
+    assert [(c['wr_id'], c['status_name']) for c in conn.cqa.poll()] == [(0, 'SUCCESS')]
+    assert a.stat('rnr_naks_rcvd') == 1
+    resent = a.stat('retransmitted_packets')
+    t0 = world.now
+    conn.qa.post_send('SEND', [(la, SIZE, SIZE)], wr_id=1)
+    a.inject(rnr[0].data)
+    assert world.run() == 'idle'
+    assert [(c['wr_id'], c['status_name']) for c in conn.cqa.poll()] == [(1, 'SUCCESS')]
+    assert world.now - t0 < 100_000                 # no RNR wait
+    assert a.stat('rnr_naks_rcvd') == 2             # counted, then ignored
+    assert a.stat('retransmitted_packets') == resent
+    cb = conn.cqb.poll()
+    assert [(c['wr_id'], c['byte_len']) for c in cb] == [(1000, SIZE), (1001, SIZE)]
+    assert rb.read(0, 2 * SIZE) == src
