@@ -145,6 +145,9 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		switch (code) {
 		case 0:
 			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_RCVD, 1);
+			if (qrnic_psn_diff(psn, qp->req.una_psn) < 0)
+				break;	/* stale: the responder has ACKed that
+					 * PSN since (a late duplicate) */
 			if (qp->req.rnr_wait)
 				break;	/* the RNR retry will resend from there */
 			if (qp->req.rnr_echo && psn == qp->req.rnr_psn && !missing) {

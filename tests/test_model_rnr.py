@@ -180,3 +180,27 @@ def test_stale_rnr_nak_is_ignored(world):
     cb = conn.cqb.poll()
     assert [(c['wr_id'], c['byte_len']) for c in cb] == [(1000, SIZE), (1001, SIZE)]
     assert rb.read(0, 2 * SIZE) == src
+
+
+def test_stale_sequence_nak_is_ignored(world):
+    """The same for a sequence NAK: the first SEND's ACK arrives twice and
+    the second copy is turned into a sequence NAK (for a PSN the requester
+    has just seen ACKed).  With retry_cnt=0 it used to consume the only
+    retry and fail the SEND still in flight with RETRY_EXC_ERR."""
+    rng = random.Random(5)
+    a, b = world.devs
+    conn = pair(world, 4096, retry_cnt=0)
+    la, rb, src = buffers(conn, 2, rng)
+    world.set_latency(1_000)
+    world.rule('dup', src=1, opcode='RC_ACK', count=1)
+    rid = a.fault(f'nak dir=rx qp={conn.qa.qpn} type=seq nth=2 count=1')
+    for i in range(2):
+        conn.qa.post_send('SEND', [(la, i * SIZE, SIZE)], wr_id=i)
+        world.advance(200)
+    assert world.run() == 'idle'
+    assert a.fault_fired(rid) == 1
+    check_delivered(conn, rb, src, 2)
+    assert conn.qa.state == 'RTS'
+    assert a.stat('seq_naks_rcvd') == 1             # counted, then ignored
+    assert a.stat('window_cuts') == 0
+    assert a.stat('retransmitted_packets') == 0
