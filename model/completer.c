@@ -35,7 +35,9 @@ static void progress(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qp->req.retry_left = qp->attr.retry_cnt;
 	qp->req.rnr_left = qp->attr.rnr_retry;
 	qp->req.resync = false;
-	if (qrnic_req_outstanding(qp))
+	/* During an RNR wait the RNR timer restarts transmission (and the
+	 * retry timer with it): the retry timer stays stopped (spec 12.3). */
+	if (qrnic_req_outstanding(qp) && !qp->req.rnr_wait)
 		qrnic_req_arm_retry(d, qp);
 	else
 		qrnic_req_stop_retry(d, qp);
@@ -113,6 +115,9 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 
 		qrnic_trace(d, QRNIC_TR_NAK, qp->qpn, psn, syn, p->aeth_msn, 0);
 		qrnic_stat_add(d, QRNIC_STAT_RNR_NAKS_RCVD, 1);
+		if (qrnic_psn_diff(psn, qp->req.una_psn) < 0)
+			break;	/* stale (a late duplicate): that PSN was ACKed
+				 * since; una_psn must not go back to it */
 		if (ack_through(d, qp, qrnic_psn_add(psn, QRNIC_PSN_MASK))) {
 			resync(d, qp);
 			break;
@@ -124,11 +129,9 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		if (qp->attr.rnr_retry != 7)
 			qp->req.rnr_left--;
 		qp->req.una_psn = psn;
-		qp->req.rnr_wait = true;
 		qp->req.rnr_echo = true;
 		qp->req.rnr_psn = psn;
-		qrnic_req_stop_retry(d, qp);
-		qrnic_event_add(d, qrnic_now(d) + wait, QRNIC_EVK_RNR, qp->qpn, qp->req.timer_gen);
+		qrnic_req_rnr_wait(d, qp, wait);
 		break;
 	}
 	case 3: {	/* NAK */
@@ -142,6 +145,9 @@ static void handle_ack(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 		switch (code) {
 		case 0:
 			qrnic_stat_add(d, QRNIC_STAT_SEQ_NAKS_RCVD, 1);
+			if (qrnic_psn_diff(psn, qp->req.una_psn) < 0)
+				break;	/* stale: the responder has ACKed that
+					 * PSN since (a late duplicate) */
 			if (qp->req.rnr_wait)
 				break;	/* the RNR retry will resend from there */
 			if (qp->req.rnr_echo && psn == qp->req.rnr_psn && !missing) {

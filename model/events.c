@@ -29,7 +29,7 @@ static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
 	if (ev->kind != QRNIC_EVK_RETRY && ev->kind != QRNIC_EVK_RNR)
 		return false;
 	qp = qrnic_qp_get(d, ev->id);
-	return !qp || ev->gen != qp->req.timer_gen;
+	return !qp || !qrnic_req_event_current(qp, ev);
 }
 
 static struct qrnic_event *lane_head(struct qrnic_evlane *l)

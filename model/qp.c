@@ -33,7 +33,7 @@ void qrnic_qp_fini_state(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qrnic_qlist_remove(d, &d->flushq, QRNIC_QL_FLUSH, qp);
 	free(qp->req.win);
 	qp->req.win = NULL;
-	qp->req.timer_gen = ++d->timer_gen;	/* armed events become stale */
+	qrnic_req_stop_timers(d, qp);	/* armed events become stale */
 }
 
 static void clear_transport(struct qrnic_dev *d, struct qrnic_qp *qp)
@@ -43,7 +43,7 @@ static void clear_transport(struct qrnic_dev *d, struct qrnic_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->req.win = win;
-	qp->req.timer_gen = ++d->timer_gen;
+	qrnic_req_stop_timers(d, qp);
 	memset(&qp->cc, 0, sizeof(qp->cc));
 	qp->sq_pi = qp->rq_pi = 0;
 }
@@ -135,8 +135,7 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 	for (uint32_t i = 0; i < QRNIC_MAX_RD_ATOMIC; i++)
 		qp->resp.rsrc[i].pending = false;
 	qp->resp.ack_pending = false;
-	qp->req.timer_gen = ++d->timer_gen;
-	qp->req.timer_armed = false;
+	qrnic_req_stop_timers(d, qp);
 }
 
 /* Flush a QP's queues (qp_flush_now), iteratively: a flush CQE that
@@ -317,7 +316,7 @@ void qrnic_qp_event(struct qrnic_dev *d, const struct qrnic_event *ev)
 {
 	struct qrnic_qp *qp = qrnic_qp_get(d, ev->id);
 
-	if (!qp || ev->gen != qp->req.timer_gen)
+	if (!qp || !qrnic_req_event_current(qp, ev))
 		return;		/* stale: QP gone, reset, or timer re-armed since */
 	qrnic_req_timer(d, qp, ev->kind);
 }

@@ -208,8 +208,12 @@ struct qrnic_req {
 	uint32_t ackreq_psn;	/* PSN of the last packet sent with AckReq */
 	uint8_t  retry_left;
 	uint8_t  rnr_left;
-	bool     rnr_wait;	/* stopped until the RNR timer fires */
-	uint32_t timer_gen;	/* invalidates armed retry/RNR timers */
+	/* RNR wait: nothing is sent until the RNR timer fires.  Set only
+	 * together with an RNR timer event of generation rnr_gen; whatever
+	 * makes that event stale clears it. */
+	bool     rnr_wait;
+	uint32_t rnr_gen;	/* invalidates an armed RNR timer */
+	uint32_t timer_gen;	/* invalidates an armed retry timer */
 	bool     timer_armed;
 	bool     stopped;	/* a WQE failed: fetch nothing more */
 	bool     resync;	/* READ re-requested after a response gap at resync_psn */
@@ -346,7 +350,7 @@ static inline uint32_t qrnic_qp_rkey_pdn(const struct qrnic_qp *qp)
 /* Timed events (retransmission, RNR wait, later: timing model). */
 enum qrnic_event_kind {
 	QRNIC_EVK_RETRY = 1,	/* id = qpn, gen = req.timer_gen */
-	QRNIC_EVK_RNR,		/* id = qpn, gen = req.timer_gen */
+	QRNIC_EVK_RNR,		/* id = qpn, gen = req.rnr_gen */
 	QRNIC_EVK_EFFECT,	/* id = effect slot, gen = its generation (timing) */
 	QRNIC_EVK_FAULT,	/* id, gen: fault.c's (held frame, timed rule, link-up, flush) */
 	QRNIC_EVK_CQ_MOD,	/* id = cqn, gen = cq->mod_gen: moderation period over */
@@ -780,6 +784,9 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
 void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind);
 void qrnic_req_arm_retry(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_req_rnr_wait(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t wait_ns);
+void qrnic_req_stop_timers(struct qrnic_dev *d, struct qrnic_qp *qp);
+bool qrnic_req_event_current(const struct qrnic_qp *qp, const struct qrnic_event *ev);
 bool qrnic_req_outstanding(const struct qrnic_qp *qp);
 void qrnic_req_cwnd_cut(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_req_cwnd_grow(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkts);

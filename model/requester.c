@@ -245,6 +245,36 @@ void qrnic_req_stop_retry(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qp->req.timer_armed = false;
 }
 
+/* An RNR NAK: send nothing until the RNR timer fires (a later RNR NAK
+ * restarts it).  The retry timer stays stopped meanwhile (progress does
+ * not restart it, completer.c).  The RNR timer has its own generation:
+ * an ACK that makes progress during the wait re-arms or stops the retry
+ * timer, and must not cancel the RNR timer with it, or rnr_wait would
+ * never be cleared and the requester would send nothing more. */
+void qrnic_req_rnr_wait(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t wait_ns)
+{
+	qrnic_req_stop_retry(d, qp);
+	qp->req.rnr_wait = true;
+	qp->req.rnr_gen = ++d->timer_gen;
+	qrnic_event_add(d, qrnic_now(d) + wait_ns, QRNIC_EVK_RNR, qp->qpn, qp->req.rnr_gen);
+}
+
+/* Cancel both timers (reset, flush, destroy): an RNR wait ends with its
+ * timer. */
+void qrnic_req_stop_timers(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	qrnic_req_stop_retry(d, qp);
+	qp->req.rnr_gen = ++d->timer_gen;
+	qp->req.rnr_wait = false;
+}
+
+/* The timer event ev (QRNIC_EVK_RETRY or QRNIC_EVK_RNR) of qp has been
+ * neither re-armed nor stopped since it was set. */
+bool qrnic_req_event_current(const struct qrnic_qp *qp, const struct qrnic_event *ev)
+{
+	return ev->gen == (ev->kind == QRNIC_EVK_RNR ? qp->req.rnr_gen : qp->req.timer_gen);
+}
+
 /* Something is unacknowledged: PSNs [una_psn, next_psn). */
 bool qrnic_req_outstanding(const struct qrnic_qp *qp)
 {
@@ -427,14 +457,15 @@ uint64_t qrnic_rnr_timer_ns(uint8_t code)
 
 void qrnic_req_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t kind)
 {
+	if (kind == QRNIC_EVK_RNR) {
+		qp->req.rnr_wait = false;	/* whatever the state: the wait is over */
+		if (qp->attr.qp_state == QRNIC_QPS_RTS || qp->attr.qp_state == QRNIC_QPS_SQD)
+			qrnic_req_retry(d, qp, 2);
+		return;
+	}
 	if (qp->attr.qp_state != QRNIC_QPS_RTS && qp->attr.qp_state != QRNIC_QPS_SQD)
 		return;
 	qp->req.timer_armed = false;
-	if (kind == QRNIC_EVK_RNR) {
-		qp->req.rnr_wait = false;
-		qrnic_req_retry(d, qp, 2);
-		return;
-	}
 	if (!qrnic_req_outstanding(qp))
 		return;
 	qrnic_stat_add(d, QRNIC_STAT_RETRANSMIT_TIMEOUTS, 1);

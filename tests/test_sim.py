@@ -379,6 +379,29 @@ def test_plan(tmp_path):
     assert j['stats'].get('retransmitted_packets', 0) >= 1
 
 
+@pytest.mark.parametrize('depth', [2, 8])
+def test_plan_rnr_nak_with_sends_in_flight(tmp_path, depth):
+    """Regression: one forged RNR NAK with more than one SEND in flight.
+    The ACKs of the later SENDs arrive during the RNR wait; they used to
+    cancel the RNR timer, and the run ended "stalled: 2 messages
+    outstanding and nothing left to happen" (test_model_rnr.py)."""
+    plan = tmp_path / 'plan.txt'
+    plan.write_text('nak dir=tx type=rnr timer=4 count=1\n')
+    args = ['--op', 'send', '--size', '4096', '--depth', str(depth), '--count', '100',
+            '--plan', str(plan), '--plan-hosts', '1', '--json', '--deterministic']
+    r = subprocess.run([os.path.join(REPO, 'scripts', 'qrnic-sim')] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300,
+                       env=dict(os.environ, QRNIC_BUILD_DIR=q.build_dir()))
+    assert r.returncode == 0 and 'stalled' not in r.stderr, r.stderr
+    j = json.loads(r.stdout)
+    check_sane(j, 'send', 4096, 1, 100)
+    st = j['stats']
+    assert st['faults_injected'] == 1
+    assert st['rnr_naks_rcvd'] == 1 and st.get('rnr_naks_sent', 0) == 0
+    assert st.get('retransmit_timeouts', 0) == 0
+    assert j['sim_ns'] >= 40_000            # the RNR wait (timer code 4) was kept
+
+
 def test_plan_missing_file_or_feature():
     r = run_sim('--plan', '/nonexistent/plan', expect_rc=2)
     assert 'not available yet' in r.stderr or 'No such file' in r.stderr
