@@ -803,6 +803,7 @@ static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qr
 	qs_u8(w, q->retry_left);
 	qs_u8(w, q->rnr_left);
 	qs_bool(w, q->rnr_wait);
+	qs_u32(w, q->rnr_gen);
 	qs_u32(w, q->timer_gen);
 	qs_bool(w, q->timer_armed);
 	qs_bool(w, q->stopped);
@@ -956,6 +957,7 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	q->retry_left = qr_u8(r);
 	q->rnr_left = qr_u8(r);
 	q->rnr_wait = qr_bool(r);
+	q->rnr_gen = qr_u32(r);
 	q->timer_gen = qr_u32(r);
 	q->timer_armed = qr_bool(r);
 	q->stopped = qr_bool(r);

@@ -115,16 +115,21 @@ def test_migrating_in_place_changes_nothing(profile):
     same(base, got)
 
 
-def test_migrating_under_loss_and_fault_rules():
-    """Retransmission timers, held (delayed/reordered) frames, a rule's
-    counter and random generator half way through."""
-    plan = ('drop nth=7 count=5\ndelay dir=rx ns=30000 jitter=5000 prob=20% count=6\n'
-            'reorder dir=tx prob=5% hold=2 release=3 seed=3 count=4\ndup op=send count=2')
+@pytest.mark.parametrize('plan', [
+    'drop nth=7 count=5\ndelay dir=rx ns=30000 jitter=5000 prob=20% count=6\n'
+    'reorder dir=tx prob=5% hold=2 release=3 seed=3 count=4\ndup op=send count=2',
+    'nak dir=tx type=rnr timer=4 nth=3 count=4\ndrop nth=11 count=2',
+], ids=['loss-delay-reorder-dup', 'rnr'])
+def test_migrating_under_loss_and_fault_rules(plan):
+    """Retransmission and RNR timers, held (delayed/reordered) frames, a
+    rule's counter and random generator half way through."""
     base = workload('cx5-100g', fault=plan, loss=0.02, timeout=5)
     st = base['stats']
     assert st[0]['faults_injected'] > 0
     assert min(s['retransmitted_packets'] for s in st) > 0
     assert sum(s['retransmit_timeouts'] for s in st) > 0, 'no retransmission timer fired'
+    if 'rnr' in plan:
+        assert st[1]['rnr_naks_rcvd'] > 0, 'no RNR wait'
     n = base['iters']
     snaps = [i * n // 9 + 1 for i in range(1, 9)]
     same(base, workload('cx5-100g', fault=plan, loss=0.02, timeout=5, snaps=snaps))
@@ -297,3 +302,44 @@ def test_a_stream_of_every_earlier_version_loads():
             a.check()
         finally:
             w.close()
+
+
+def _rnr_run(snapshot):
+    """SENDs into a QP with no receive posted yet: an RNR wait; migrate in
+    place in the middle of it (snapshot) or not; the receives come later."""
+    w = q.World(2)
+    try:
+        a, b = w.devs
+        for d in w.devs:
+            d.set_timing('cx5-100g')
+        c = q.connect_rc(a, b, mtu=1024, min_rnr_timer=14, timeout=12)
+        src = a.reg_mr(c.pda, 1 << 14)
+        dst = b.reg_mr(c.pdb, 1 << 14)
+        src.fill_random(random.Random(2), 0, 1 << 14)
+        for i in range(3):
+            c.qa.post_send('SEND', [(src, i * 1000, 1000)], wr_id=i)
+        for _ in range(100000):
+            if b.stat('rnr_naks_sent') > 0:
+                break
+            assert w.run(max_iter=1) == 'iter'
+        assert b.stat('rnr_naks_sent') == 1
+        w.advance(100_000)         # well inside the 1.28 ms wait
+        if snapshot:
+            for d in w.devs:
+                d.snapshot()
+        for i in range(3):
+            c.qb.post_recv([(dst, i * 2000, 2000)], wr_id=10 + i)
+        assert w.run() == 'idle'
+        return ([(x['wr_id'], x['status_name']) for x in c.cqa.poll()],
+                [(x['wr_id'], x['byte_len']) for x in c.cqb.poll()], w.now,
+                [d.stats() for d in w.devs], [(f.t, f.data) for f in w.frames()])
+    finally:
+        w.close()
+
+
+def test_migrating_during_an_rnr_wait():
+    base = _rnr_run(False)
+    assert base[0] == [(0, 'SUCCESS'), (1, 'SUCCESS'), (2, 'SUCCESS')]
+    assert base[1] == [(10, 1000), (11, 1000), (12, 1000)]
+    assert base[2] > 1_000_000, 'the wait (1.28 ms) is part of the run'
+    assert _rnr_run(True) == base
