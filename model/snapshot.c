@@ -1415,9 +1415,10 @@ static bool load_time(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	t->prefetches = qr_u64(r);
 	if (r->bad)
 		return false;
+	/* mtt_recent_next runs free (used modulo QRNIC_TM_STREAMS) */
 	if (t->pu_head >= QRNIC_TM_MAX_PU || (t->p.num_pu && t->pu_head >= t->p.num_pu) ||
 	    t->rd_slot >= sizeof(t->rd_credit_free) / sizeof(t->rd_credit_free[0]) ||
-	    t->mtt_recent_next >= QRNIC_TM_STREAMS)
+	    (t->p.pcie_read_credits && t->rd_slot >= t->p.pcie_read_credits))
 		return qr_fail(r, "timing: a resource index is out of range");
 	return load_cache(r, &t->qpc, "QPC") && load_cache(r, &t->mpt, "MPT") &&
 	       load_cache(r, &t->mtt, "MTT");

@@ -11,6 +11,7 @@ counters of the same workload run without.  A load that forgot anything
 would change what happens next.  Then: a stream is input, so truncated,
 corrupted and inconsistent streams are refused with a reason, never
 crash, and leave the device reset."""
+import os
 import random
 
 import pytest
@@ -343,3 +344,41 @@ def test_migrating_during_an_rnr_wait():
     assert base[1] == [(10, 1000), (11, 1000), (12, 1000)]
     assert base[2] > 1_000_000, 'the wait (1.28 ms) is part of the run'
     assert _rnr_run(True) == base
+
+
+SIM_WORKLOADS = {
+    'loss-read-cx5': '--op read --size 8192 --mtu 1024 --qps 2 --depth 8 --count 60 --loss 0.02 '
+                     '--seed 3 --ack-timeout 8 --profile cx5-100g --rate 0 --latency 0',
+    'mtt-misses': '--op write --size 4096 --qps 2 --depth 16 --count 80 --profile cx5-100g '
+                  '--rate 0 --latency 0 --mr-size 64M --offsets random --timing mtt_entries=64',
+    'teach-trace': '--op write --size 8192 --mtu 1024 --count 3 --profile teach --trace TRACE',
+    'hosts4-pcap': '--op send --size 3000 --mtu 1024 --hosts 4 --count 40 --pcap PCAP',
+    'loss-fixed': '--op write --size 4096 --count 150 --depth 32 --loss 0.02 --fixed-window '
+                  '--ack-timeout 8',
+}
+
+
+@pytest.mark.parametrize('name', sorted(SIM_WORKLOADS))
+def test_simulator_runs_unchanged_when_migrated_every_step(name, tmp_path):
+    """qrnic-sim --migrate-every N migrates every device in place every N
+    run steps: the JSON results, traces and pcaps are byte for byte those
+    of the run without (bench/sim_identical does this for its 22
+    workloads with SIM_IDENTICAL_NEW_ARGS='--migrate-every N')."""
+    import json
+    import subprocess
+    sim = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
+    outs = {}
+    for side, extra in (('plain', []), ('mig', ['--migrate-every', '2'])):
+        args = SIM_WORKLOADS[name].replace('TRACE', str(tmp_path / f'{side}.trace')) \
+            .replace('PCAP', str(tmp_path / f'{side}.pcap')).split()
+        r = subprocess.run([sim] + args + extra + ['--json', '--deterministic'],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        outs[side] = res
+    assert outs['mig'].pop('migrations') > 0
+    assert outs['plain'] == outs['mig']
+    for ext in ('trace', 'pcap'):
+        p = tmp_path / f'plain.{ext}'
+        if p.exists():
+            assert p.read_bytes() == (tmp_path / f'mig.{ext}').read_bytes(), ext

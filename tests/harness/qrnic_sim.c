@@ -85,6 +85,7 @@ struct cfg {
 	const char *trace, *trace_format, *pcap, *plan, *profile, *timing;
 	const char *device;	/* --device: "name=value,..." for every host's device */
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
+	uint64_t migrate_every;	/* --migrate-every N: devices migrated in place every N run steps */
 	bool json, deterministic, quiet, fixed_window;
 	bool icrc;		/* --icrc: ICRCs even on a trusted wire */
 	bool count_set;
@@ -122,6 +123,9 @@ static const char usage_text[] =
 "                        perftest's --cq-mod; N <= depth (latency: those only) (1)\n"
 "    --count N           messages per QP                                (1000)\n"
 "    --duration T        post for T of simulated time instead (e.g. 100us)\n"
+"    --migrate-every N   every N run steps, migrate every device in place (save,\n"
+"                        make anew, load: docs/qemu.md 9); the results must not\n"
+"                        change (bench/sim_identical)\n"
 "    --hosts N           hosts, even: N/2 cabled pairs each run the workload (2)\n"
 "    --mtu BYTES         RC path MTU 256..4096                          (4096)\n"
 "    --ack-timeout E     RC local ACK timeout 4.096us * 2^E             (14)\n"
@@ -159,7 +163,7 @@ static const char usage_text[] =
 /* option table: name, takes a value */
 static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "op", true }, { "size", true }, { "qps", true }, { "depth", true }, { "count", true },
-	{ "duration", true }, { "hosts", true }, { "mtu", true }, { "ack-timeout", true },
+	{ "duration", true }, { "migrate-every", true }, { "hosts", true }, { "mtu", true }, { "ack-timeout", true },
 	{ "retry-cnt", true }, { "rate", true }, { "overhead", true }, { "latency", true },
 	{ "loss", true }, { "seed", true }, { "verify", true }, { "json", false },
 	{ "deterministic", false }, { "trace", true }, { "trace-format", true },
@@ -406,6 +410,15 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 	}
 	if (!strcmp(k, "duration"))
 		return parse_time(k, v, &c->duration_ns);
+	if (!strcmp(k, "migrate-every")) {
+		if (parse_u64(k, v, &c->migrate_every))
+			return -1;
+		if (!c->migrate_every) {
+			snprintf(errbuf, sizeof(errbuf), "--migrate-every needs a number of steps >= 1");
+			return -1;
+		}
+		return 0;
+	}
 	if (!strcmp(k, "hosts")) {
 		if (parse_small(k, v, 2, HX_MAX_DEV, &c->hosts))
 			return -1;
@@ -707,6 +720,7 @@ struct sim {
 	bool trusted;		/* trusted wire in effect: no ICRCs, payloads by reference */
 	uint8_t *buf1, *buf2;	/* scratch, one slot each */
 	uint64_t seen_writes;	/* hx_watched_writes() at the last poll */
+	uint64_t steps, migrations;	/* run steps so far; in-place migrations (--migrate-every) */
 	FILE *trace;
 	bool trace_csv;
 	uint64_t trace_seq, trace_lost, trace_written;
@@ -1221,6 +1235,22 @@ static void lat_add(struct sim *s, uint64_t ns)
 	s->lat[s->nlat++] = ns;
 }
 
+/* --migrate-every N: after every N run steps, every device is saved,
+ * made anew and loaded (qrnic_dev_save/qrnic_dev_load through
+ * hx_dev_snapshot), as a migration would.  The run must not notice:
+ * bench/sim_identical compares the outputs with and without. */
+static void step_done(struct sim *s)
+{
+	if (!s->c.migrate_every || ++s->steps % s->c.migrate_every || s->fail)
+		return;
+	for (int d = 0; d < hx_num_devs(s->w); d++)
+		if (hx_dev_snapshot(s->w, d) != 0) {
+			sim_fail(s, SIM_EXIT_FAIL, "migration of device %d: %s", d, hx_world_error(s->w));
+			return;
+		}
+	s->migrations++;
+}
+
 /* Settle the current instant.  The trace ring is drained between bounded
  * steps. */
 static void settle(struct sim *s)
@@ -1231,6 +1261,7 @@ static void settle(struct sim *s)
 	do {
 		rc = hx_run(s->w, 0, iters);
 		trace_drain(s);
+		step_done(s);
 	} while (rc == HX_RUN_ITER);
 }
 
@@ -1251,6 +1282,7 @@ static bool advance(struct sim *s)
 	do {
 		rc = hx_run_to_write(s->w, UINT64_MAX, iters, s->seen_writes);
 		trace_drain(s);
+		step_done(s);
 	} while (rc == HX_RUN_ITER);
 	return rc != HX_RUN_IDLE;
 }
@@ -2066,6 +2098,8 @@ static void report_json(struct sim *s, const struct results *r)
 		",\"atomics\":%" PRIu64 ",\"final_buffers\":%" PRIu64 ",\"final_bytes\":%" PRIu64
 		",\"errors\":%" PRIu64 "}", verify_name[c->verify], s->v_msgs, s->v_bytes, s->v_atomics,
 		s->v_final, s->v_final_bytes, s->errors);
+	if (c->migrate_every)
+		fprintf(o, ",\"migrations\":%" PRIu64, s->migrations);
 	fprintf(o, ",\"sim_ns\":%" PRIu64, r->sim_ns);
 	fprintf(o, ",\"latency_ns\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
 		",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":%.1f}",
