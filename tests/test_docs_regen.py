@@ -93,3 +93,52 @@ def test_bad_arguments_and_list():
     assert r.returncode == 0
     for name in ('timeline', 'tutorial-04', 'tutorial-06'):
         assert name in r.stdout
+
+
+def load_regen():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader('docs_regen', REGEN)
+    spec = importlib.util.spec_from_loader('docs_regen', loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_tutorial_pictures_are_regenerated_and_compared(tmp_path):
+    """docs/regen draws docs/tutorial/mkpictures' pictures too (generator
+    tutorial-pictures), and --check compares them byte for byte: a changed
+    label is reported with the texts that moved."""
+    r = regen('--list')
+    assert 'tutorial-pictures' in r.stdout
+    out = tmp_path / 'out'
+    r = regen('--only', 'tutorial-pictures', '--out', str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    pics = sorted(p.name for p in (out / 'docs' / 'tutorial' / 'img').iterdir())
+    assert {'boot-bringup.svg', 'interop-t3.svg', 'sim-loss-gobackn.svg', 'sim-rnr.svg',
+            'frame-layout.svg'} <= set(pics)
+    for name in pics:
+        assert f'picture docs/tutorial/img/{name}' in r.stdout
+        committed = os.path.join(ROOT, 'docs', 'tutorial', 'img', name)
+        assert (out / 'docs' / 'tutorial' / 'img' / name).read_bytes() == \
+            open(committed, 'rb').read(), name
+    mod = load_regen()
+    new = out / 'docs' / 'tutorial' / 'img' / 'sim-loss-gobackn.svg'
+    old = tmp_path / 'old.svg'
+    old.write_text(new.read_text().replace('PSN 101', 'PSN 109'))
+    problems = mod.compare_svg('x.svg', str(old), str(new))
+    assert problems[0] == 'x.svg: the picture drifted (committed -> regenerated):'
+    assert any('resend from PSN 109 (sequence NAK)  ->  resend from PSN 101 (sequence NAK)' in p
+               for p in problems), problems
+    assert mod.compare_svg('x.svg', str(new), str(new)) == []
+
+
+def test_lesson_figures_are_the_lessons_own_commands():
+    """Lesson 6's ConnectX-5 table and lesson 1's bring-up are what the
+    lesson's own ```sh block prints (r.lesson_sh), and come before the
+    exercises, so docs/tutorial/run-steps runs them."""
+    for page, name in (('06-read-vs-write.md', 'l06-cx5-table'), ('01-boot.md', 'l01-bringup')):
+        text = open(os.path.join(ROOT, 'docs', 'tutorial', page), encoding='utf-8').read()
+        i = text.index(f'<!-- regen:{name} -->')
+        assert i < text.index('\n## Exercise'), page
+        assert text.rfind('```sh', 0, i) > text.rfind('<!-- /regen -->', 0, i), page
