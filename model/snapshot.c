@@ -727,6 +727,24 @@ static void load_swqe(struct qrnic_snap_r *r, struct qrnic_swqe *s)
 	s->counted = qr_bool(r);
 	s->atomic_orig = qr_u64(r);
 	s->tm_issue = qr_u64(r);
+	if (r->bad)
+		return;
+	/* the payload the requester will read: within the inline bytes or
+	 * the SGEs (which it checks again against their MRs on every read) */
+	{
+		uint64_t room = 0;
+
+		if (s->wqe.flags & QRNIC_WQE_F_INLINE)
+			room = nin;
+		else
+			for (uint32_t i = 0; i < s->wqe.num_sge; i++)
+				room += s->sge[i].length;
+		if (s->total_len > room || s->total_len > QRNIC_MAX_MSG_SIZE ||
+		    s->sent > (s->total_len ? s->total_len : 1) || s->done_bytes > s->total_len)
+			qr_fail(r, "WQE %u: length %u, sent %u, done %u beyond its %llu bytes",
+				s->sq_index, s->total_len, s->sent, s->done_bytes,
+				(unsigned long long)room);
+	}
 }
 
 static void save_rwqe(struct qrnic_snap_w *w, const struct qrnic_rwqe *q)
@@ -755,6 +773,15 @@ static void load_rwqe(struct qrnic_snap_r *r, struct qrnic_rwqe *q)
 		return;
 	}
 	qr_bytes(r, q->sge, q->num_sge * sizeof(q->sge[0]));
+	if (!r->bad) {
+		uint64_t room = 0;
+
+		for (uint32_t i = 0; i < q->num_sge; i++)
+			room += q->sge[i].length;
+		if (q->total_len > room)
+			qr_fail(r, "receive WQE: length %u beyond its %llu bytes", q->total_len,
+				(unsigned long long)room);
+	}
 }
 
 static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qrnic_qp *qp)

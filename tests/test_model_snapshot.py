@@ -382,3 +382,27 @@ def test_simulator_runs_unchanged_when_migrated_every_step(name, tmp_path):
         p = tmp_path / f'plain.{ext}'
         if p.exists():
             assert p.read_bytes() == (tmp_path / f'mig.{ext}').read_bytes(), ext
+
+
+def test_load_refuses_a_wqe_longer_than_its_bytes():
+    """A send WQE in flight whose length exceeds its inline bytes (or its
+    SGEs) would make the requester read past them: refused."""
+    import struct
+    from fuzz.make_snapshot_corpus import SNAP_CFG
+    s = open(os.path.join(FIXTURES, '..', 'fuzz', 'corpus', 'snapshot', 'inline-teach'),
+             'rb').read()
+    body = bytearray(q.snap_sections(s)['QPS.'][1])
+    i = body.find(bytes(range(200)))          # the inline payload of the WQE in flight
+    assert i > 0
+    off = i + 200 + 4                          # after it: sq_index, then total_len
+    assert struct.unpack_from('<I', body, off)[0] == 200
+    w = q.World(2, cfg=SNAP_CFG, mem_mb=64)
+    try:
+        a = w.devs[0]
+        a.set_timing('teach')
+        a.load(s)
+        for bad in (201, 100000):
+            struct.pack_into('<I', body, off, bad)
+            _refused(a, q.snap_replace(s, 'QPS.', bytes(body)), 'beyond its 200 bytes')
+    finally:
+        w.close()

@@ -4,8 +4,8 @@
 device snapshot streams of devices configured as fuzz_snapshot.c's world
 (SNAP_CFG; functional profile, or teach), caught in different states:
 idle after bring-up; RC traffic in flight; loss and retransmission timers
-with fault rules holding frames; UD, SRQ and memory windows; a QP in ERR
-with an armed CQ and an async event pending.
+with fault rules holding frames; an inline SEND half sent; a QP in ERR
+with an armed CQ.
 
     /usr/bin/python3 tests/fuzz/make_snapshot_corpus.py
 """
@@ -66,6 +66,15 @@ def seeds():
     w = world('teach')
     rc_traffic(w, 120, plan='drop nth=3 count=4\ndelay dir=rx ns=40000 count=2', loss=0.05)
     out['faults-teach'] = w.devs[0].save()
+    w.close()
+    w = world('teach')
+    a, b = w.devs
+    c = q.connect_rc(a, b, mtu=256)
+    dst = b.reg_mr(c.pdb, 1 << 12)
+    c.qb.post_recv([(dst, 0, 4096)], wr_id=1)
+    c.qa.post_send('SEND', inline=bytes(range(200)), wr_id=2)
+    w.run(max_iter=3)
+    out['inline-teach'] = a.save()
     w.close()
     w = world('functional')
     c = rc_traffic(w, 2)
