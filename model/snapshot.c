@@ -1632,6 +1632,50 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 				d->xrcd[i].refcnt, xrcd_ref[i]);
 			goto out;
 		}
+	/* memory windows: each MR's and QP's count of the windows bound to it */
+	{
+		uint32_t *mw_mr = calloc(c->max_mr ? c->max_mr : 1, sizeof(*mw_mr));
+		uint32_t *mw_qp = calloc(c->max_qp ? c->max_qp : 1, sizeof(*mw_qp));
+		bool bad = !mw_mr || !mw_qp;
+
+		for (uint32_t i = 0; i < c->max_mr && !bad; i++) {
+			const struct qrnic_mr *m = &d->mr[i];
+			uint32_t p = m->mpt.max_pages;
+
+			if (!(m->mpt.flags & QRNIC_MPT_VALID) || !(m->mpt.flags & QRNIC_MPT_MW))
+				continue;
+			if (!p || p >= c->max_mr || !(d->mr[p].mpt.flags & QRNIC_MPT_VALID) ||
+			    (d->mr[p].mpt.flags & QRNIC_MPT_MW) ||
+			    (m->mw_qpn && (m->mw_qpn >= c->max_qp || !d->qp[m->mw_qpn].valid))) {
+				qr_fail(r, "window %u: bound to MR %u or QP %u that does not exist", i, p,
+					m->mw_qpn);
+				bad = true;
+				break;
+			}
+			mw_mr[p]++;
+			if (m->mw_qpn)
+				mw_qp[m->mw_qpn]++;
+		}
+		for (uint32_t i = 0; i < c->max_mr && !bad; i++)
+			if ((d->mr[i].mpt.flags & QRNIC_MPT_VALID) &&
+			    !(d->mr[i].mpt.flags & QRNIC_MPT_MW) && d->mr[i].bound_mws != mw_mr[i]) {
+				qr_fail(r, "MR %u: %u windows bound, %u counted", i, mw_mr[i],
+					d->mr[i].bound_mws);
+				bad = true;
+			}
+		for (uint32_t i = 1; i < c->max_qp && !bad; i++)
+			if (d->qp[i].valid && d->qp[i].bound_mws != mw_qp[i]) {
+				qr_fail(r, "QP %u: %u windows bound through it, %u counted", i, mw_qp[i],
+					d->qp[i].bound_mws);
+				bad = true;
+			}
+		if (!mw_mr || !mw_qp)
+			qr_fail(r, "out of memory");
+		free(mw_mr);
+		free(mw_qp);
+		if (bad)
+			goto out;
+	}
 	{
 		uint32_t groups = 0;
 
