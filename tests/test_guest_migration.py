@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tier: migration and snapshots of booted guests with RDMA traffic in
+flight (issue 20 items 2 and 3, docs/qemu.md section 9).
+
+Live migration, T2 (two VMs, one qrnic each, -netdev dgram): while the stock
+tools run between vm0 (server) and vm1 (client), one VM is live-migrated into
+a new QEMU (the same command line plus -incoming defer, the same qcow2 root
+overlay and the same UDP link socket; Topology.migrate).  The tools must end
+with exit status 0: perftest checks its own completions, rping -V compares
+every payload.  The device counters (QOM `stats`) of both ends are read
+before and after; the test prints the migration's downtime and total time
+(query-migrate) and how many packets the two devices retransmitted, and
+asserts that the migrated device carried traffic after the migration.
+
+savevm/loadvm, T1 (one VM, two qrnic ports on a hub): ib_write_bw between the
+guest's two ports; savevm while it runs; the run finishes; loadvm puts the
+guest and both devices back (the device counters read while stopped are those
+of the snapshot) and the same tool processes run to their end a second time;
+then a fresh run passes.
+
+Run with -s to see the figures (lines starting 'MIGRATION:' / 'SNAPSHOT:').
+"""
+import time
+
+import pytest
+
+from guest.vmlib import (check_pair, get_topology, guest_dmesg, need_driver, next_port,  # noqa: F401
+                         perftest_table, wait_cm_listen, wait_tcp_listen)
+from qrnic_vm import PrereqError
+
+pytestmark = [pytest.mark.guest, pytest.mark.slow]
+
+# counters worth quoting (QOM stats names, as QUERY_STATS reports them)
+SHOWN = ('tx_packets', 'rx_packets', 'retransmitted_packets', 'retransmit_timeouts',
+         'duplicate_requests', 'out_of_sequence', 'seq_err_naks_sent', 'seq_err_naks_rcvd',
+         'implied_nak_seq_err', 'local_ack_timeout_err', 'eth_rx_drops')
+
+
+@pytest.fixture(scope='module')
+def topo(request):
+    """The topology of the test, booted with qcow2 root overlays (needed by
+    migration, whose source and target share the disk, and by savevm)."""
+    try:
+        t = get_topology(request.param, request.config, overlay=True)
+    except PrereqError as e:
+        pytest.fail('guest prerequisites: %s' % e, pytrace=False)
+    need_driver(t)
+    return t
+
+
+def dev_stats(vm, i=0):
+    """The counters of the VM's i-th qrnic device (QMP qom-get stats; no guest command)."""
+    return vm.qmp_cmd('qom-get', path=vm.qrnic_paths()[i], property='stats')
+
+
+def delta(a, b):
+    return {k: b[k] - a.get(k, 0) for k in b if isinstance(b[k], int)}
+
+
+def shown(d):
+    return ', '.join('%s %d' % (k, d[k]) for k in SHOWN if k in d)
+
+
+def wait_traffic(vm, base, packets=300, timeout=120, i=0):
+    """Wait until the device sent `packets` more packets than in base; returns its stats."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = dev_stats(vm, i)
+        if st['tx_packets'] - base['tx_packets'] >= packets:
+            return st
+        if time.monotonic() > deadline:
+            pytest.fail('%s: no RDMA traffic: %d packets in %ds' % (vm.name, st['tx_packets'] - base['tx_packets'],
+                                                                   timeout), pytrace=False)
+        time.sleep(0.5)
+
+
+# ---- live migration, T2 ------------------------------------------------------------------
+RPING_COUNT = 1500
+
+
+def migrating_run(t, tool, migrate=(1,)):
+    """Run TOOL between vm0 (server) and vm1 (client); once traffic flows, live-migrate the VMs
+    listed in `migrate` one after the other.  Returns the figures."""
+    srv_ep, cli_ep = t.pair(refresh=True)
+    port = next_port()
+    if tool == 'rping':
+        scmd = 'rping -s -a %s -p %d -V -S 4096 -C %d' % (srv_ep.ip, port, RPING_COUNT)
+        ccmd = 'rping -c -a %s -I %s -p %d -V -S 4096 -C %d' % (srv_ep.ip, cli_ep.ip, port, RPING_COUNT)
+    else:
+        common = '%s -p %d -F -D 14' % (tool, port)
+        scmd = '%s -d %s -x %d' % (common, srv_ep.ibdev, srv_ep.gid)
+        ccmd = '%s -d %s -x %d %s' % (common, cli_ep.ibdev, cli_ep.gid, srv_ep.ip)
+    base = {v.guest_name: dev_stats(v) for v in t.vms}
+    t0 = time.monotonic()
+    sjob = srv_ep.vm.spawn(scmd)
+    waiter = wait_cm_listen if tool == 'rping' else wait_tcp_listen
+    if not waiter(srv_ep.vm, port):
+        pytest.fail('server did not listen: %s' % sjob.stop().output, pytrace=False)
+    cjob = cli_ep.vm.spawn(ccmd)
+    migs = []
+    try:
+        for i in migrate:
+            src = t.vms[i]
+            wait_traffic(src, base[src.guest_name] if not migs else dev_stats(src), packets=300)
+            before = {v.guest_name: dev_stats(v) for v in t.vms}
+            # the agent of the migrating VM stays idle: no guest command until it is done
+            dst = t.migrate(i, jobs=(sjob, cjob))
+            right_after = dev_stats(dst)
+            migs.append((src.name, dst.name, dst.migration, before, right_after))
+        cli = cjob.wait(180)
+        srv = sjob.wait(60)
+    finally:
+        for j in (cjob, sjob):
+            if j.result is None:
+                j.stop()
+    dt = time.monotonic() - t0
+    if cli.running or srv.running:
+        pytest.fail('%s still running after the migration' % tool, pytrace=False)
+    check_pair(srv, cli)
+    end = {v.guest_name: dev_stats(v) for v in t.vms}
+    figures = {'tool': tool, 'run_s': dt, 'migrations': [], 'delta': {}}
+    for name in end:
+        figures['delta'][name] = delta(base[name], end[name])
+    for src_name, dst_name, st, before, right_after in migs:
+        guest = dst_name.split('.')[0]
+        after_mig = delta(right_after, end[guest])
+        figures['migrations'].append({'from': src_name, 'to': dst_name, 'downtime_ms': st.get('downtime'),
+                                      'total_ms': st.get('total-time'), 'setup_ms': st.get('setup-time'),
+                                      'mib': st.get('ram', {}).get('transferred', 0) / 1048576.0,
+                                      'tx_after': after_mig['tx_packets'],
+                                      # the migrated device: while migrating (source, from the
+                                      # start of the migration, then target), and after it
+                                      'during': delta(before[guest], right_after), 'after': after_mig,
+                                      'before': delta(base[guest], before[guest])})
+        # the migrated device carried the traffic on: it sent packets after the migration
+        # (the tool was still running when the VM moved)
+        assert after_mig['tx_packets'] > 0, (dst_name, right_after, end[guest])
+    for m in figures['migrations']:
+        print('MIGRATION: %s: %s -> %s: downtime %s ms, total %s ms (setup %s ms), %.1f MiB of RAM sent; '
+              'the target then sent %d packets'
+              % (tool, m['from'], m['to'], m['downtime_ms'], m['total_ms'], m['setup_ms'], m['mib'],
+                 m['tx_after']))
+        for phase in ('before', 'during', 'after'):
+            print('MIGRATION: %s: %s device %s the migration: %s' % (tool, m['to'].split('.')[0], phase,
+                                                                   shown(m[phase])))
+    for name, d in figures['delta'].items():
+        print('MIGRATION: %s: %s device over the whole run: %s' % (tool, name, shown(d)))
+    print('MIGRATION: %s: run time %.1f s, exit status server %s client %s'
+          % (tool, dt, srv.rc, cli.rc))
+    return figures, srv, cli
+
+
+@pytest.mark.parametrize('topo', ['T2'], indirect=True)
+@pytest.mark.parametrize('tool', ['ib_write_bw', 'ib_send_bw'])
+def test_live_migration_perftest(topo, tool):
+    """perftest in duration mode (-D 14) between vm0 and vm1; vm1 (the requester) moves."""
+    fig, srv, cli = migrating_run(topo, tool, migrate=(1,))
+    row = perftest_table(cli.output)
+    assert row and int(row['#iterations']) > 0, cli.output
+
+
+@pytest.mark.parametrize('topo', ['T2'], indirect=True)
+def test_live_migration_rping_validated(topo):
+    """rping -V (every payload compared) between vm0 and vm1; vm1 moves."""
+    fig, srv, cli = migrating_run(topo, 'rping', migrate=(1,))
+    assert 'data mismatch' not in cli.output + srv.output, cli.output
+
+
+@pytest.mark.parametrize('topo', ['T2'], indirect=True)
+def test_live_migration_both_ways(topo):
+    """ib_write_bw; first vm0 (the responder: the peer's retransmission timer runs during
+    its downtime) moves, then vm1 (the requester)."""
+    fig, srv, cli = migrating_run(topo, 'ib_write_bw', migrate=(0, 1))
+    row = perftest_table(cli.output)
+    assert row and int(row['#iterations']) > 0, cli.output
+    assert len(fig['migrations']) == 2
+
+
+# ---- savevm / loadvm, T1 ------------------------------------------------------------------
+@pytest.mark.parametrize('topo', ['T1'], indirect=True)
+def test_savevm_loadvm_traffic(topo):
+    """ib_write_bw between the two ports of one guest; savevm mid-run; the run ends; loadvm
+    puts guest and devices back to the snapshot, and the same processes finish again; a fresh
+    run passes."""
+    vm = topo.vms[0]
+    srv_ep, cli_ep = topo.pair(refresh=True)
+    port = next_port()
+    # duration mode: the guest's own timer ends it (after loadvm too); the hub between the two
+    # ports is fast (a few hundred MiB/s), an iteration count would be done before savevm
+    common = 'ib_write_bw -p %d -F -D 10' % port
+    scmd = '%s -d %s -x %d' % (common, srv_ep.ibdev, srv_ep.gid)
+    ccmd = '%s -d %s -x %d %s' % (common, cli_ep.ibdev, cli_ep.gid, srv_ep.ip)
+    t0 = time.monotonic()
+    sjob = vm.spawn(scmd)
+    assert wait_tcp_listen(vm, port), sjob.stop().output
+    cjob = vm.spawn(ccmd)
+    base = dev_stats(vm, 1)
+    wait_traffic(vm, base, packets=300, i=1)
+    # stop, read both devices, save (a stopped VM stays stopped), go on
+    vm.qmp_cmd('stop')
+    saved = [dev_stats(vm, 0), dev_stats(vm, 1)]
+    save_s = vm.savevm('rdma')
+    vm.qmp_cmd('cont')
+    first = (cjob.wait(180), sjob.wait(60))
+    for r in first:
+        assert not r.running, r.cmd
+    check_pair(first[1], first[0])
+    assert perftest_table(first[0].output), first[0].output
+    after_first = [dev_stats(vm, 0), dev_stats(vm, 1)]
+    # the tool was still running at the snapshot: the client's device sent more afterwards
+    assert after_first[1]['tx_packets'] > saved[1]['tx_packets'], (saved[1], after_first[1])
+    # back to the snapshot; the devices' counters are the saved ones
+    vm.qmp_cmd('stop')
+    load_s = vm.loadvm('rdma')
+    loaded = [dev_stats(vm, 0), dev_stats(vm, 1)]
+    assert loaded == saved, [delta(a, b) for a, b in zip(saved, loaded)]
+    vm.qmp_cmd('cont')
+    # the tool processes of the snapshot run on to their end a second time
+    second = (cjob.wait(180), sjob.wait(60))
+    for r in second:
+        assert not r.running, r.cmd
+    check_pair(second[1], second[0])
+    row2 = perftest_table(second[0].output)
+    assert row2 and int(row2['#iterations']) > 0, second[0].output
+    after_second = [dev_stats(vm, 0), dev_stats(vm, 1)]
+    # a fresh run after loadvm
+    port = next_port()
+    common = 'ib_write_bw -p %d -F -n 200' % port
+    sjob = vm.spawn('%s -d %s -x %d' % (common, srv_ep.ibdev, srv_ep.gid))
+    assert wait_tcp_listen(vm, port), sjob.stop().output
+    cli = vm.run('%s -d %s -x %d %s' % (common, cli_ep.ibdev, cli_ep.gid, srv_ep.ip), timeout=180, check=False)
+    srv = sjob.wait(60)
+    check_pair(srv, cli)
+    assert perftest_table(cli.output)
+    dt = time.monotonic() - t0
+    d1 = delta(saved[1], after_first[1])
+    d2 = delta(saved[1], after_second[1])
+    print('SNAPSHOT: savevm %.2f s, loadvm %.2f s (1 GiB guest)' % (save_s, load_s))
+    print('SNAPSHOT: client device from the snapshot to the end, first time: %s' % shown(d1))
+    print('SNAPSHOT: client device from the snapshot to the end, after loadvm: %s' % shown(d2))
+    print('SNAPSHOT: run time %.1f s' % dt)
