@@ -196,20 +196,28 @@ def make_qcow2_overlay(path, backing, backing_fmt='raw', size=None, cluster_bits
     Layout: cluster 0 the header (with the backing format extension and the backing file
     name), 1 the refcount table, 2 its one refcount block (16-bit counts), 3.. the L1 table,
     all zero: every guest read falls through to the backing file."""
-    backing = os.path.abspath(backing)
-    size = os.path.getsize(backing) if size is None else size
+    if backing is None:             # a blank image (e.g. a place for savevm's state)
+        if size is None:
+            raise ValueError('qcow2: a blank image needs a size')
+        name = b''
+    else:
+        backing = os.path.abspath(backing)
+        size = os.path.getsize(backing) if size is None else size
+        name = backing.encode()
     cs = 1 << cluster_bits
     l1_size = max(1, -(-size // (cs * (cs // 8))))
     l1_clusters = -(-l1_size * 8 // cs)
     nclusters = 3 + l1_clusters
     if nclusters > cs // 2:
         raise ValueError('qcow2 overlay: %d clusters do not fit in one refcount block' % nclusters)
-    fmt = backing_fmt.encode()
-    ext = struct.pack('>II', 0xE2792ACA, len(fmt)) + fmt + b'\0' * (-len(fmt) % 8)
+    ext = b''
+    if name:
+        fmt = backing_fmt.encode()
+        ext = struct.pack('>II', 0xE2792ACA, len(fmt)) + fmt + b'\0' * (-len(fmt) % 8)
     ext += struct.pack('>II', 0, 0)
     hdr_len = 104
-    name = backing.encode()
-    header = struct.pack('>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, hdr_len + len(ext), len(name), cluster_bits,
+    header = struct.pack('>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, hdr_len + len(ext) if name else 0,
+                         len(name), cluster_bits,
                          size, 0, l1_size, 3 * cs, 1 * cs, 1, 0, 0, 0, 0, 0, 4, hdr_len)
     assert len(header) == hdr_len
     c0 = header + ext + name
