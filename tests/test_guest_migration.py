@@ -18,7 +18,13 @@ guest and both devices back (the device counters read while stopped are those
 of the snapshot) and the same tool processes run to their end a second time;
 then a fresh run passes.
 
-Run with -s to see the figures (lines starting 'MIGRATION:' / 'SNAPSHOT:').
+Replay under -icount (the deterministic runner, one T1 guest from an
+initramfs): savevm in the middle of ib_write_lat between the two ports; two
+QEMUs started with -loadvm of it give the same device timeline (-trace
+qrnic_event) up to the VM's stop, the same pcaps, output and counters.
+
+Run with -s to see the figures (lines starting 'MIGRATION:', 'SNAPSHOT:',
+'REPLAY:'); docs/qemu.md section 9 "In the test guests" has them.
 """
 import re
 import time
@@ -161,7 +167,8 @@ def migrating_run(t, tool, migrate=(1,)):
 @pytest.mark.parametrize('topo', ['T2'], indirect=True)
 @pytest.mark.parametrize('tool', ['ib_write_bw', 'ib_send_bw'])
 def test_live_migration_perftest(topo, tool):
-    """perftest in duration mode (-D 14) between vm0 and vm1; vm1 (the requester) moves."""
+    """perftest in duration mode (-D 14, ACK timeout -u 16) between vm0 and vm1; vm1 (the
+    requester) moves."""
     fig, srv, cli = migrating_run(topo, tool, migrate=(1,))
     row = perftest_table(cli.output)
     assert row and int(row['#iterations']) > 0, cli.output
