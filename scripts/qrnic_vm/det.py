@@ -38,6 +38,7 @@ from .runner import (QEMU_DATA_ARGS, REPO, PrereqError, VMError, _live, _mac, _r
 ICOUNT = 'shift=0,sleep=off,align=off'
 RTC_BASE = '2026-01-01T00:00:00'
 QOM_PROPS = ('late-events', 'late-ns-total', 'stats')
+MAX_CAPTURE = int(os.environ.get('QRNIC_DET_MAX_CAPTURE', 2 << 30))     # bytes per pcap/trace file
 
 
 class DetResult:
@@ -142,10 +143,27 @@ def det_args(qemu, kernel, initrd, rundir, ports=2, smp=2, mem=1024, icount=ICOU
 
 
 def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=900, rundir=None, progress=True,
-            qom_props=QOM_PROPS, **kw):
+            qom_props=QOM_PROPS, snap_image=None, save_at=None, loadvm=None, trace=None, **kw):
     """Boot, run WORKLOAD (a /bin/sh script; EP<i>_DEV/_NETDEV/_IP/_GID set), wait for the poweroff,
     read qom_props of every qrnic device.  kw: det_args (smp, mem, icount, seed, rtc, profile, pcap,
-    dev_props, ips, append, extra, ports).  Returns a DetResult (also .pcaps, .args)."""
+    dev_props, ips, append, extra, ports).  Returns a DetResult (also .pcaps, .args).
+
+    Snapshots: snap_image, a qcow2 file (runner.make_qcow2_overlay(path, None, size=...)) given
+    to QEMU as a drive without a device, holds savevm's state.  save_at=(marker, tag): when the
+    console shows marker, stop the VM, savevm tag, quit (the result has .saved_s and no
+    workload status).  loadvm=tag: start from that snapshot (-loadvm).  trace: a file for
+    -trace qrnic_event (trace_events: more trace event patterns into the same file)."""
+    extra = list(kw.pop('extra', ()))
+    trace_events = kw.pop('trace_events', ())
+    if snap_image:
+        extra += ['-drive', 'if=none,id=snap,format=qcow2,file=%s' % snap_image]
+    if loadvm:
+        extra += ['-loadvm', loadvm]
+    if trace:
+        for ev in trace_events:
+            extra += ['-trace', ev]
+        extra += ['-trace', 'qrnic_event,file=%s' % trace]
+    kw['extra'] = extra
     qemu = qemu or find_qemu(build=build)
     check_qemu_devices(qemu, ('qrnic',))
     try:
@@ -181,11 +199,23 @@ def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=90
                                 start_new_session=True)
     _live.add(proc)
     qom = {}
+    saved_s = trace_at_stop = None
     try:
         # Wait for the guest's last line, reading only the console file (nothing reaches QEMU).
         while True:
             with open(console, 'rb') as f:
                 text = f.read()
+            if save_at and save_at[0].encode() in text:
+                t1 = time.monotonic()
+                _qmp_session(qmp_sock, [('stop', None)])
+                out = _qmp_session(qmp_sock, [('human-monitor-command',
+                                               {'command-line': 'savevm %s' % save_at[1]})], timeout=300)[0]
+                if out.strip():
+                    raise VMError('savevm %s: %s' % (save_at[1], out.strip()))
+                saved_s = time.monotonic() - t1
+                _qmp_session(qmp_sock, [('quit', None)])
+                proc.wait(30)
+                break
             if b'QRNIC-DET-DONE' in text:
                 break
             if b'Kernel panic' in text:     # panic=-1 + -no-reboot: the VM stops without DONE
@@ -198,10 +228,14 @@ def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=90
             if time.monotonic() - t0 > timeout:
                 raise VMError('the guest did not finish within %ds; logs in %s:\n%s'
                               % (timeout, rundir, _tail(console, 30)))
-            time.sleep(0.5)
+            # a runaway workload must not fill the disk with its captures or trace
+            for f in list(pcaps.values()) + ([trace] if trace else []):
+                if os.path.exists(f) and os.path.getsize(f) > MAX_CAPTURE:
+                    raise VMError('%s grew beyond %d MiB: stopped (logs in %s)' % (f, MAX_CAPTURE >> 20, rundir))
+            time.sleep(0.02 if save_at else 0.5)
         # The guest powers off right after that line: the VM stops (-action shutdown=pause).
         deadline = time.monotonic() + 60
-        while True:
+        while saved_s is None:
             st = _qmp_session(qmp_sock, [('query-status', None)])[0]
             if st.get('status') == 'shutdown' or not st.get('running'):
                 break
@@ -209,9 +243,17 @@ def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=90
                 raise VMError('the guest did not power off after QRNIC-DET-DONE (status %s); logs in %s'
                               % (st, rundir))
             time.sleep(0.2)
+        # what the devices traced up to here is the run; QEMU's exit adds the ports going down
+        # (the netdevs are deleted: an async PORT_ERR event on each device), stamped with the
+        # virtual time at which the VM stopped
+        if trace and saved_s is None and os.path.exists(trace):
+            with open(trace, 'rb') as f:
+                trace_at_stop = f.read().count(b'\n')
         ports = kw.get('ports', 2)
         cmds = [('qom-get', {'path': '/machine/peripheral/qrnic-%d' % i, 'property': p})
                 for i in range(ports) for p in qom_props]
+        if saved_s is not None:
+            cmds = []
         vals = _qmp_session(qmp_sock, cmds + [('quit', None)]) if cmds else []
         for (c, a), v in zip(cmds, vals):
             qom.setdefault(a['path'].rsplit('/', 1)[1], {})[a['property']] = v
@@ -224,7 +266,8 @@ def det_run(workload, qemu=None, image=None, detdir=None, build=True, timeout=90
     wall = time.monotonic() - t0
     with open(console, 'rb') as f:
         res = DetResult(rundir, f.read().decode('utf-8', 'replace'), qom, wall)
-    res.pcaps, res.args = pcaps, args
+    res.pcaps, res.args, res.saved_s, res.trace = pcaps, args, saved_s, trace
+    res.trace_at_stop = trace_at_stop     # lines of trace written before QEMU was told to quit
     if progress:
         print('qrnic_vm.det: done in %.1fs (workload rc %s)' % (wall, res.rc), file=sys.stderr, flush=True)
     return res

@@ -7,6 +7,7 @@ import os
 import shlex
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -188,6 +189,50 @@ def check_qemu_devices(qemu, need=('qrnic', 'virtio-blk-pci', 'virtio-serial-pci
                           % (qemu, ', '.join(missing)))
 
 
+def make_qcow2_overlay(path, backing, backing_fmt='raw', size=None, cluster_bits=16):
+    """Write an empty qcow2 (version 3) image at path whose backing file is backing, as
+    `qemu-img create -f qcow2 -b BACKING -F FMT PATH` does (the QEMU the runner builds has no
+    qemu-img).  size: the virtual size, default the backing file's size (right for raw).
+    Layout: cluster 0 the header (with the backing format extension and the backing file
+    name), 1 the refcount table, 2 its one refcount block (16-bit counts), 3.. the L1 table,
+    all zero: every guest read falls through to the backing file."""
+    if backing is None:             # a blank image (e.g. a place for savevm's state)
+        if size is None:
+            raise ValueError('qcow2: a blank image needs a size')
+        name = b''
+    else:
+        backing = os.path.abspath(backing)
+        size = os.path.getsize(backing) if size is None else size
+        name = backing.encode()
+    cs = 1 << cluster_bits
+    l1_size = max(1, -(-size // (cs * (cs // 8))))
+    l1_clusters = -(-l1_size * 8 // cs)
+    nclusters = 3 + l1_clusters
+    if nclusters > cs // 2:
+        raise ValueError('qcow2 overlay: %d clusters do not fit in one refcount block' % nclusters)
+    ext = b''
+    if name:
+        fmt = backing_fmt.encode()
+        ext = struct.pack('>II', 0xE2792ACA, len(fmt)) + fmt + b'\0' * (-len(fmt) % 8)
+    ext += struct.pack('>II', 0, 0)
+    hdr_len = 104
+    header = struct.pack('>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, hdr_len + len(ext) if name else 0,
+                         len(name), cluster_bits,
+                         size, 0, l1_size, 3 * cs, 1 * cs, 1, 0, 0, 0, 0, 0, 4, hdr_len)
+    assert len(header) == hdr_len
+    c0 = header + ext + name
+    if len(c0) > cs:
+        raise ValueError('qcow2 overlay: backing file name too long')
+    img = bytearray(nclusters * cs)
+    img[:len(c0)] = c0
+    struct.pack_into('>Q', img, 1 * cs, 2 * cs)
+    for c in range(nclusters):
+        struct.pack_into('>H', img, 2 * cs + 2 * c, 1)
+    with open(path, 'wb') as f:
+        f.write(img)
+    return path
+
+
 class Image:
     def __init__(self, path):
         self.path = path
@@ -269,8 +314,22 @@ class VM:
     """One QEMU guest.  nics: list of (model, netdev_args, mac), model 'qrnic' or 'virtio-net-pci'."""
 
     def __init__(self, name, qemu, image, rundir, nics, append=(), mem=1024, smp=1, cpu=None,
-                 progress=True, qrnic_props=''):
+                 progress=True, qrnic_props='', overlay=False, extra_args=(), incoming=None,
+                 guest_name=None):
         self.name, self.qemu, self.image, self.rundir = name, qemu, image, rundir
+        # guest_name: the guest's host name (kernel command line); a migration target keeps
+        # its source's (VM.twin).  overlay: True = the root disk is a qcow2 overlay of the
+        # image, <rundir>/<name>-root.qcow2 (needed by savevm/loadvm and by migration, where
+        # source and target share the file); a path = that overlay; False = snapshot=on.
+        # incoming: start with '-incoming incoming' (a migration target, 'defer' for QMP
+        # migrate-incoming).  extra_args: appended to QEMU's command line.
+        self.guest_name = guest_name or name
+        if overlay is True:
+            overlay = os.path.join(rundir, name + '-root.qcow2')
+        self.overlay = overlay or None
+        self.extra_args = list(extra_args)
+        self.incoming = incoming
+        self.migration = None       # query-migrate of the migration that made this VM (migrate_to)
         self.nics, self.append, self.mem, self.smp, self.cpu = nics, list(append), mem, smp, cpu
         self.qrnic_props = qrnic_props
         self.progress = progress
@@ -300,7 +359,7 @@ class VM:
     def kernel_cmdline(self):
         base = ['console=ttyS0,115200', 'root=/dev/vda', 'rootfstype=ext4', 'rw', 'init=/sbin/qrnic-init',
                 'panic=-1', 'nokaslr', 'loglevel=4', 'log_buf_len=4M', 'kfence.sample_interval=100',
-                'tsc=reliable', 'no_timer_check', 'mitigations=off', 'qrnicvm.host=' + self.name]
+                'tsc=reliable', 'no_timer_check', 'mitigations=off', 'qrnicvm.host=' + self.guest_name]
         extra = os.environ.get('QRNIC_GUEST_APPEND', '').split()
         return ' '.join(base + self.append + extra)
 
@@ -312,8 +371,11 @@ class VM:
             a += ['-cpu', self.cpu]
         a += QEMU_DATA_ARGS
         a += ['-kernel', self.image.kernel, '-initrd', self.image.initrd, '-append', self.kernel_cmdline()]
-        a += ['-drive', 'file=%s,if=none,id=root,format=raw,snapshot=on,cache=unsafe' % self.image.rootfs,
-              '-device', 'virtio-blk-pci,drive=root']
+        if self.overlay:
+            a += ['-drive', 'file=%s,if=none,id=root,format=qcow2,cache=unsafe' % self.overlay]
+        else:
+            a += ['-drive', 'file=%s,if=none,id=root,format=raw,snapshot=on,cache=unsafe' % self.image.rootfs]
+        a += ['-device', 'virtio-blk-pci,drive=root']
         a += ['-chardev', 'file,id=con,path=%s' % self.console_log, '-serial', 'chardev:con']
         a += ['-device', 'virtio-serial-pci,id=vser0',
               '-chardev', 'socket,id=agent,path=%s' % self.agent_sock,
@@ -325,7 +387,14 @@ class VM:
             a += ['-netdev', '%s,id=%s' % (netdev, nid)]
             props = ',' + self.qrnic_props if model == 'qrnic' and self.qrnic_props else ''
             a += ['-device', '%s,netdev=%s,mac=%s,id=%s-%d%s' % (model, nid, mac, model.split('-')[0], i, props)]
+        a += self.extra_args
+        if self.incoming:
+            a += ['-incoming', self.incoming]
         return a
+
+    def qrnic_paths(self):
+        """QOM paths of this VM's qrnic devices, in -device order."""
+        return ['/machine/peripheral/qrnic-%d' % i for i, (m, _n, _mac) in enumerate(self.nics) if m == 'qrnic']
 
     # -- life cycle --
     def log(self, msg):
@@ -344,7 +413,16 @@ class VM:
         self._lsock.bind(self.agent_sock)
         self._lsock.listen(1)
         links = [n for _m, n, _mac in self.nics if isinstance(n, DgramNet)]
-        fds = [fd for fd in (n.open() for n in links) if fd is not None]
+        if self.incoming:
+            # A migration target uses the very UDP sockets of its source (the runner keeps
+            # them open, see below): the peer's frames keep arriving at the same port, and
+            # whichever QEMU runs the guest reads them.  A stopped VM's netdev reads at most
+            # one frame, which it queues until the VM runs.
+            fds = [n.sock.fileno() for n in links if n.sock is not None]
+        else:
+            fds = [fd for fd in (n.open() for n in links) if fd is not None]
+        if self.overlay and not self.incoming and not os.path.exists(self.overlay):
+            make_qcow2_overlay(self.overlay, self.image.rootfs, 'raw')
         for n in links:
             if n.got_rcvbuf is not None:
                 self.log('dgram link :%d -> :%d, socket receive buffer %d bytes'
@@ -361,8 +439,10 @@ class VM:
                                          start_new_session=True, pass_fds=fds)
         finally:
             qlog.close()
-            for n in links:     # QEMU has its own copy now
-                n.close()
+            # QEMU has its own copy now; a VM that may migrate keeps the runner's for its twin
+            if not self.overlay:
+                for n in links:
+                    n.close()
         _live.add(self.proc)
         self._lsock.settimeout(0.2)
         deadline = time.monotonic() + 30
@@ -380,6 +460,18 @@ class VM:
         self._alog = open(self.agent_log, 'a')
         threading.Thread(target=self._reader, name=self.name + '-agent', daemon=True).start()
         threading.Thread(target=self._tail_console, name=self.name + '-console', daemon=True).start()
+        if self.incoming:
+            # the guest is already up (in the source): no 'ready' from its agent; QMP is
+            # what the migration needs
+            while not os.path.exists(self.qmp_sock):
+                if self.proc.poll() is not None:
+                    raise VMError('%s: QEMU exited at start-up (status %s):\n%s'
+                                  % (self.name, self.proc.returncode, self._tail(self.qemu_log, 20)))
+                if time.monotonic() > deadline:
+                    raise VMError('%s: no QMP socket' % self.name)
+                time.sleep(0.05)
+            self.boot_time = 0.0
+            self._ready.set()
 
     def wait_ready(self, timeout=180):
         deadline = time.monotonic() + timeout
@@ -440,6 +532,125 @@ class VM:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None and not self._dead
+
+    # -- QMP, migration, snapshots --
+    def qmp(self, timeout=30.0):
+        """A QMP session with this VM's QEMU (use as a context manager)."""
+        return Qmp(self.qmp_sock, timeout=timeout, name=self.name)
+
+    def qmp_cmd(self, command, timeout=30.0, **arguments):
+        with self.qmp(timeout) as q:
+            return q.execute(command, arguments, timeout=timeout)
+
+    def qrnic_stats(self):
+        """{QOM path: the device's counters (qom-get stats)} of every qrnic device."""
+        with self.qmp() as q:
+            return {p: q.cmd('qom-get', path=p, property='stats') for p in self.qrnic_paths()}
+
+    def hmp(self, command_line, timeout=300.0):
+        """A human monitor command through QMP; returns its output."""
+        return self.qmp_cmd('human-monitor-command', timeout=timeout, **{'command-line': command_line})
+
+    def savevm(self, tag, timeout=300.0):
+        """savevm TAG (the VM stops while its state is written into the qcow2 overlay, then
+        runs on); returns the seconds it took.  Needs overlay=..."""
+        return self._snapshot_cmd('savevm', tag, timeout)
+
+    def loadvm(self, tag, timeout=300.0):
+        """loadvm TAG: the VM goes back to the snapshot and runs on from there."""
+        return self._snapshot_cmd('loadvm', tag, timeout)
+
+    def _snapshot_cmd(self, what, tag, timeout):
+        if not self.overlay:
+            raise VMError('%s: %s needs a qcow2 root disk (VM(overlay=True))' % (self.name, what))
+        t0 = time.monotonic()
+        out = self.hmp('%s %s' % (what, tag), timeout=timeout)
+        dt = time.monotonic() - t0
+        if out.strip():             # HMP prints only errors for these
+            raise VMError('%s: %s %s: %s' % (self.name, what, tag, out.strip()))
+        self.log('%s %s: %.2fs' % (what, tag, dt))
+        return dt
+
+    def twin(self, name=None):
+        """A VM with this one's configuration (same QEMU arguments, the same root overlay and
+        the same UDP link sockets) plus '-incoming defer', with its own QMP, agent and console:
+        the target of migrate_to().  Not started."""
+        if not self.overlay:
+            raise VMError('%s: migration needs a shared root disk (VM(overlay=True))' % self.name)
+        if name is None:
+            i = 1
+            while os.path.exists(os.path.join(self.rundir, '%s.m%d-cmdline.txt' % (self.guest_name, i))):
+                i += 1
+            name = '%s.m%d' % (self.guest_name, i)
+        t = VM(name, qemu=self.qemu, image=self.image, rundir=self.rundir, nics=self.nics,
+               append=self.append, mem=self.mem, smp=self.smp, cpu=self.cpu, progress=self.progress,
+               qrnic_props=self.qrnic_props, overlay=self.overlay, extra_args=self.extra_args,
+               incoming='defer', guest_name=self.guest_name)
+        t.place_index = self.place_index
+        return t
+
+    def migrate_to(self, dst, uri=None, params=None, timeout=600.0):
+        """Live-migrate this VM into dst (a started twin()): QMP migrate-incoming on dst, migrate
+        on this one, wait until both report completed and dst runs.  Returns the source's final
+        query-migrate (status, total-time, downtime, setup-time in ms, ram stats), also kept in
+        dst.migration.  This QEMU is left stopped (postmigrate); quit_migrated() ends it."""
+        uri = uri or 'unix:' + os.path.join(self.rundir, dst.name + '-mig.sock')
+        params = dict({'max-bandwidth': 1 << 30}, **(params or {}))
+        with dst.qmp() as qd, self.qmp() as qs:
+            qd.cmd('migrate-incoming', uri=uri)
+            qs.cmd('migrate-set-parameters', **params)
+            self.log('migrating to %s (%s)' % (dst.name, uri))
+            t0 = time.monotonic()
+            qs.cmd('migrate', uri=uri)
+            deadline = t0 + timeout
+            while True:
+                st = qs.cmd('query-migrate')
+                if st.get('status') in ('completed', 'failed', 'cancelled'):
+                    break
+                if time.monotonic() > deadline:
+                    raise VMError('%s: migration to %s did not end within %ss: %s' % (self.name, dst.name, timeout, st))
+                time.sleep(0.05)
+            if st['status'] != 'completed':
+                raise VMError('%s: migration to %s %s: %s\n%s' % (self.name, dst.name, st['status'],
+                              st.get('error-desc', st), self._tail(dst.qemu_log, 10)))
+            while True:
+                dst_st = qd.cmd('query-migrate')
+                run = qd.cmd('query-status')
+                if dst_st.get('status') == 'failed' or dst.proc.poll() is not None:
+                    raise VMError('%s: incoming migration failed: %s\n%s'
+                                  % (dst.name, dst_st, self._tail(dst.qemu_log, 10)))
+                if run.get('running'):
+                    break
+                if time.monotonic() > deadline:
+                    raise VMError('%s: not running after the migration: %s %s' % (dst.name, dst_st, run))
+                time.sleep(0.05)
+        st['wall-time'] = time.monotonic() - t0
+        dst.migration = st
+        self.log('migrated to %s: %s, total %s ms, downtime %s ms, %.1f MiB transferred'
+                 % (dst.name, st['status'], st.get('total-time'), st.get('downtime'),
+                    st.get('ram', {}).get('transferred', 0) / 1048576.0))
+        return st
+
+    def quit_migrated(self, why='migrated'):
+        """End this (migrated, stopped) QEMU with QMP quit: no poweroff through the agent,
+        whose guest runs elsewhere now."""
+        self._dead = why
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                with Qmp(self.qmp_sock, timeout=5, name=self.name) as q:
+                    q.quit()
+                self.proc.wait(10)
+            except (QmpError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self._stop_tail.set()
+        _live.discard(self.proc)
+        for s in (self._sock, self._lsock):
+            try:
+                s and s.close()
+            except OSError:
+                pass
+        self.log('stopped: %s' % why)
 
     def shutdown(self, timeout=30):
         """Power off from inside; then QMP quit; then SIGKILL.  Returns how it ended."""
@@ -702,7 +913,7 @@ class Topology:
 
     def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
                  require_driver=False, progress=True, rundir=None, ips=None, boot_timeout=300,
-                 qrnic_props='', image=None, qemu=None):
+                 qrnic_props='', image=None, qemu=None, overlay=False, extra_args=()):
         if name not in TOPOLOGIES:
             raise ValueError('unknown topology %r (choose from %s)' % (name, ', '.join(TOPOLOGIES)))
         self.name, self.link = name, link
@@ -719,7 +930,7 @@ class Topology:
         self.ips = ips
         self.vms = []
         kw = dict(qemu=self.qemu, image=self.image, rundir=self.rundir, mem=mem, smp=smp, cpu=cpu,
-                  progress=progress, qrnic_props=qrnic_props)
+                  progress=progress, qrnic_props=qrnic_props, overlay=overlay, extra_args=extra_args)
         if name == 'T1':
             if link == 'hub':
                 nets = ['hubport,hubid=0', 'hubport,hubid=0']
@@ -773,6 +984,30 @@ class Topology:
 
     def __exit__(self, *exc):
         self.stop()
+
+    def migrate(self, i, jobs=(), **kw):
+        """Live-migrate VM number i into a new QEMU (VM.twin, VM.migrate_to) and make the
+        topology, its endpoints and the given Jobs use the new VM; the old QEMU quits.
+        Returns the new VM (its .migration: query-migrate's figures).  The topology needs
+        overlay=True.  Keep the agent idle meanwhile (no command of this VM in flight)."""
+        src = self.vms[i]
+        dst = src.twin()
+        dst.start()
+        try:
+            dst.wait_ready()
+            src.migrate_to(dst, **kw)
+        except BaseException:
+            dst.quit_migrated('migration failed')
+            raise
+        src.quit_migrated('migrated to %s' % dst.name)
+        self.vms[i] = dst
+        for e in self._eps or ():
+            if e.vm is src:
+                e.vm = dst
+        for j in jobs:
+            if j.vm is src:
+                j.vm = dst
+        return dst
 
     def endpoints(self, refresh=False):
         """All qrnic/rxe RDMA endpoints, VM order then PCI order."""

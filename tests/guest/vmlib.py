@@ -52,9 +52,10 @@ class DmesgWatch:
         self.marks = {}
         self.mark()
 
+    # keyed by the guest's name: a migrated VM (Topology.migrate) is the same guest
     def mark(self):
         for v in self.t.vms:
-            self.marks[v.name] = v.kmsg_last_seq()
+            self.marks[v.guest_name] = v.kmsg_last_seq()
 
     def allow(self, regex):
         """Do not fail on lines matching regex (for tests that provoke a kernel message)."""
@@ -66,9 +67,9 @@ class DmesgWatch:
         for v in self.t.vms:
             if not v.alive():
                 continue
-            recs = v.kmsg(self.marks.get(v.name, -1))
+            recs = v.kmsg(self.marks.get(v.guest_name, -1))
             if recs:
-                self.marks[v.name] = recs[-1][0]
+                self.marks[v.guest_name] = recs[-1][0]
             out[v.name] = [(r[1], r[3]) for r in recs]
         return out
 
@@ -113,21 +114,24 @@ def ensure_driver(t):
             v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
 
 
-def get_topology(name, config=None):
-    t = _topos.get(name)
+def get_topology(name, config=None, overlay=False):
+    """The booted topology NAME (T1/T2/T3); overlay=True: one whose root disks are qcow2
+    overlays (savevm/loadvm and migration need them), cached as NAME+overlay."""
+    key = name + ('+overlay' if overlay else '')
+    t = _topos.get(key)
     if t is not None and not _healthy(t):
         print('vmlib: %s is not healthy any more; rebooting it (logs of the old one: %s)' % (name, t.rundir),
               file=sys.stderr)
         t.stop()
-        del _topos[name]
+        del _topos[key]
         t = None
     if t is None:
         _stop_all()
         t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
                      smp=int(os.environ.get('QRNIC_GUEST_SMP', '1')),
-                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')))
+                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay)
         t.start()
-        _topos[name] = t
+        _topos[key] = t
         if config is not None and not _cleanup_registered[0]:
             config.add_cleanup(_stop_all)
             _cleanup_registered[0] = True
