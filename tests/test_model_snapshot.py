@@ -406,3 +406,27 @@ def test_load_refuses_a_wqe_longer_than_its_bytes():
             _refused(a, q.snap_replace(s, 'QPS.', bytes(body)), 'beyond its 200 bytes')
     finally:
         w.close()
+
+
+@pytest.mark.parametrize('mw_type', [1, 2])
+def test_memory_windows_survive_a_migration(world, mw_type):
+    """A bound window keeps granting its range, and only it, after the
+    device is migrated in place; destroying its QP (type 2) frees it."""
+    from test_model_mw import bound, one, RW
+    a, b = world.devs
+    conn = q.connect_rc(a, b)
+    mr, mw = bound(conn, mw_type, off=4096, length=4096, access=RW)
+    before = a.save()
+    for d in world.devs:
+        d.snapshot()
+    assert a.save() == before
+    src = b.reg_mr(conn.pdb, 8192)
+    data = src.fill_random(random.Random(1), 0, 4096)
+    conn.qb.post_send('RDMA_WRITE', [(src, 0, 4096)], remote=(mw, 0))
+    assert one(conn.cqb)['status_name'] == 'SUCCESS'
+    assert mr.read(4096, 4096) == data
+    conn.qb.post_send('RDMA_WRITE', [(src, 0, 2)], remote=(mw, 4095))   # one byte past it
+    assert one(conn.cqb)['status_name'] == 'REM_ACCESS_ERR'
+    if mw_type == 2:
+        conn.qa.destroy()
+        assert not mw.query()['flags'] & 1, 'the window is free with its QP gone'
