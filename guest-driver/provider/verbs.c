@@ -232,6 +232,36 @@ int qrnic_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/*
+ * ibv_rereg_mr: the kernel's rereg_user_mr changes the MR in place (the
+ * device's REREG_MR keeps the key, spec 6.6.19); libibverbs checked the
+ * flags and updates mr->addr, length and pd.  The provider only moves its
+ * reference from the old PD (or parent domain) to the new one.
+ */
+int qrnic_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+		   size_t length, int access)
+{
+	struct qrnic_mr *mr = container_of(vmr, struct qrnic_mr, vmr);
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+	int err;
+
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != vmr->ibv_mr.context))
+		return EINVAL;
+	err = ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr, access, pd,
+			       &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (err)
+		return err;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		qrnic_pd_get(pd);
+		qrnic_pd_put(mr->pd);
+		mr->pd = pd;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
+	return 0;
+}
+
 /* ---- memory windows (spec 12.13) ---------------------------------------- */
 
 struct ibv_mw *qrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
