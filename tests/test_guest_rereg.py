@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Guest tier: ibv_rereg_mr and ibv_modify_cq through the kernel driver
+(rereg_user_mr, modify_cq) and the provider, in one T1 guest, both ends on one
+device (local loopback):
+
+- tests/guest/qrnic_mr_cq.c, built here on the host against the cached rdma-core
+  56.1 build (the guest has no compiler) and copied in:
+  ``rereg``: IBV_REREG_MR_CHANGE_TRANSLATION (the same rkey writes and reads the
+  new range, byte for byte; the old range and a byte past the new end are
+  REM_ACCESS_ERR and the old pages keep their bytes), _CHANGE_ACCESS (REMOTE_WRITE
+  taken away: refused and memory unchanged; given back: written; a registration
+  pinned read-only made writable: written), _CHANGE_PD (a QP of the old PD
+  refused, one of the new PD written, the new PD busy), TRANSLATION and PD
+  together, and bad input (no flags, PROT_NONE pages, REMOTE_WRITE without
+  LOCAL_WRITE: refused, the MR unchanged);
+  ``modcq``: an armed CQ's event without moderation (first CQE), with cq_count 4
+  (none after 3 CQEs, one after the 4th), with cq_period (one CQE of 1000), for an
+  error CQE (at once), modify_cq without attributes refused, moderation off again;
+- the driver's debugfs counters show the reregistrations it did in place
+  (rereg_mr) and those that pinned pages again (rereg_repin);
+- rdma-core 56.1's own pyverbs test_mr.MRTest (rereg of access, atomic access,
+  PD and address with traffic, and bad flags): all 6 pass, none skipped.
+
+What is not tested here: the kernel-CQ path of resize_cq (a kernel ULP calling
+ib_resize_cq: the driver switches its own ring under the CQ lock) has no user in
+the guest; user CQ resize goes through the driver's resize_cq with udata and is
+tested by tests/test_guest_mw_cq.py.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from guest.vmlib import pair, topo  # noqa: F401
+from test_guest_mw_cq import SUITE_FILES, _unittest_results
+
+pytestmark = [pytest.mark.guest, pytest.mark.slow,
+              pytest.mark.parametrize('topo', ['T1'], indirect=True)]
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.environ.get('QRNIC_CACHE', '/var/cache/qrnic')
+RDMA_CORE = os.path.join(CACHE, 'rdma-core-56.1')
+RDMA_BUILD = os.path.join(CACHE, 'rdma-core-56.1-build')
+PROG_SRC = os.path.join(HERE, 'guest', 'qrnic_mr_cq.c')
+GUEST_PROG = '/tmp/qrnic_mr_cq'
+SUITE_DIR = '/tmp/rdma-core-tests-mr'
+
+
+@pytest.fixture(scope='module')
+def prog(tmp_path_factory):
+    """qrnic_mr_cq built on the host against rdma-core 56.1 (the guest's version)."""
+    inc, lib = os.path.join(RDMA_BUILD, 'include'), os.path.join(RDMA_BUILD, 'lib')
+    if not os.path.exists(os.path.join(inc, 'infiniband', 'verbs.h')):
+        pytest.fail('rdma-core 56.1 build not cached at %s (scripts/build-provider.sh makes it)'
+                    % RDMA_BUILD, pytrace=False)
+    out = str(tmp_path_factory.mktemp('prog') / 'qrnic_mr_cq')
+    r = subprocess.run(['cc', '-O2', '-Wall', '-Wextra', '-Werror', '-std=gnu11', '-I', inc,
+                        PROG_SRC, '-L', lib, '-libverbs', '-o', out],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    with open(out, 'rb') as f:
+        return f.read()
+
+
+def _mem_mgt(ep):
+    pci = ep.vm.run('basename $(readlink -f /sys/class/infiniband/%s/device)' % ep.ibdev).strip()
+    out = ep.vm.run('cat /sys/kernel/debug/qrnic/%s/mem_mgt' % pci)
+    return {k: int(v) for k, v in (ln.split() for ln in out.splitlines() if len(ln.split()) == 2)}
+
+
+def _run(ep, prog, mode):
+    ep.vm.put(GUEST_PROG, prog, mode=0o755)
+    r = ep.vm.run('%s %s %s %d' % (GUEST_PROG, mode, ep.ibdev, ep.gid), timeout=300,
+                  check=False, merge=True)
+    print('qrnic_mr_cq %s on %s:\n%s' % (mode, ep.ibdev, r.output))
+    return r
+
+
+def test_rereg_mr_program(topo, prog):
+    """Translation, access and PD changes enforced by the device; bad input refused."""
+    s, _ = pair(topo)
+    before = _mem_mgt(s)
+    r = _run(s, prog, 'rereg')
+    assert r.rc == 0 and r.output.rstrip().endswith('ALL OK'), r.output
+    oks = [ln for ln in r.output.splitlines() if ln.startswith('ok ')]
+    assert len(oks) == 9, oks
+    after = _mem_mgt(s)
+    d = {k: after[k] - before.get(k, 0) for k in ('rereg_mr', 'rereg_repin')}
+    # in place: translation, access x2, read-only -> writable, PD, PD+translation
+    # (the three bad ones fail); pinned again: the translations and read-only -> writable
+    assert d == {'rereg_mr': 6, 'rereg_repin': 3}, (before, after)
+
+
+def test_modify_cq_program(topo, prog):
+    """CQ event moderation by count and period through the kernel's modify_cq."""
+    s, _ = pair(topo)
+    r = _run(s, prog, 'modcq')
+    assert r.rc == 0 and r.output.rstrip().endswith('ALL OK'), r.output
+    oks = [ln for ln in r.output.splitlines() if ln.startswith('ok ')]
+    assert len(oks) == 7, oks
+
+
+def test_rdma_core_mr_tests(topo):
+    """rdma-core's MRTest (its rereg tests) against one qrnic device: all pass."""
+    missing = [f for f in SUITE_FILES if not os.path.exists(os.path.join(RDMA_CORE, 'tests', f))]
+    if missing:
+        pytest.fail('rdma-core 56.1 source not cached at %s (run scripts/build-provider.sh): '
+                    'missing %s' % (RDMA_CORE, ', '.join(missing)), pytrace=False)
+    s, c = pair(topo)
+    v = c.vm
+    v.run('rm -rf %s && mkdir -p %s/tests' % (SUITE_DIR, SUITE_DIR), timeout=30)
+    for f in SUITE_FILES:
+        with open(os.path.join(RDMA_CORE, 'tests', f), 'rb') as fh:
+            v.put('%s/tests/%s' % (SUITE_DIR, f), fh.read())
+    r = v.run('cd %s && python3 -u tests/run_tests.py --dev %s --gid %d -v test_mr.MRTest'
+              % (SUITE_DIR, c.ibdev, c.gid), timeout=600, check=False, merge=True)
+    res = _unittest_results(r.output)
+    print('rdma-core MRTest on %s: %s' % (c.ibdev, json.dumps(res, indent=1, sort_keys=True)))
+    want = {'MRTest.test_mr_rereg_atomic', 'MRTest.test_mr_rereg_access',
+            'MRTest.test_mr_rereg_access_bad_flow', 'MRTest.test_mr_rereg_pd',
+            'MRTest.test_mr_rereg_addr', 'MRTest.test_reg_mr_bad_flags'}
+    assert set(res) == want, (sorted(res), r.output[-6000:])
+    bad = {k: v_ for k, v_ in res.items() if v_ != 'ok'}
+    assert not bad and r.rc == 0, '%s\n%s' % (bad, r.output[-8000:])
