@@ -8,6 +8,9 @@
  * memory: level 0 for a single page, else 1, 2 or 3 levels of 512 entries.
  * The device copies the PBL once, so it is freed right after REG_MR.
  *
+ * rereg_user_mr (ibv_rereg_mr) changes a user MR in place with REREG_MR
+ * (spec 6.6.19), keeping its key; see qrnic_rereg_user_mr().
+ *
  * DMA MRs (get_dma_mr, used for the kernel PDs' local_dma_lkey) are
  * QRNIC_MR_F_PHYS MRs over bus addresses [0, max_mr_size).
  *

@@ -219,9 +219,10 @@ static int do_rereg(void)
 	pattern(chk, 2 * PG, 1);
 	if (memcmp(old, chk, 2 * PG))
 		fail("old range changed after rereg");
-	expect(rdma(req, cq, IBV_WR_RDMA_READ, smr, chk, 3 * PG - 200, key, neu + 100),
+	memset(src, 0, 3 * PG);
+	expect(rdma(req, cq, IBV_WR_RDMA_READ, smr, src, 3 * PG - 200, key, neu + 100),
 	       IBV_WC_SUCCESS, "READ of the new range");
-	if (memcmp(chk, neu + 100, 3 * PG - 200))
+	if (memcmp(src, neu + 100, 3 * PG - 200))
 		fail("READ of the new range: bytes differ");
 	OK("translation: new range written and read through the same rkey");
 	expect(rdma(req, cq, IBV_WR_RDMA_WRITE, smr, src, 64, key, old), IBV_WC_REM_ACCESS_ERR,
