@@ -3141,6 +3141,87 @@ static int a_one(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode *op, uint
 }
 
 /*
+ * A QP's completions not yet polled leave its CQ when it goes to RESET (as
+ * mlx5's provider does; rdma-core's MRTest relies on it): qa1 and qa2 of A
+ * share A.cq; a receive of qa2, qa1's two flushed receives (ERR), another
+ * receive of qa2 are in it; after qa1 -> RESET the CQ yields qa2's two, in
+ * order, and nothing else; qa1 reconnected works with a clean CQ.  Also
+ * across the ring's end (the owner bit of a moved CQE flips).
+ */
+static void one_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t off)
+{
+	struct ibv_sge s = sge(&A, off, 256);
+	struct ibv_recv_wr r = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	CHECK(A.ops.post_recv(qp, &r, &bad) == 0);
+}
+
+static void b_send(struct ibv_qp *qb, uint64_t wr_id)
+{
+	struct ibv_sge s = sge(&B, 0x100, 64);
+	struct ibv_send_wr wr = wr_of(IBV_WR_SEND, wr_id, &s, 0), *bad;
+	struct ibv_wc wc[2];
+
+	CHECK(B.ops.post_send(qb, &wr, &bad) == 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 2) == 1 && wc[0].status == IBV_WC_SUCCESS);
+}
+
+static void test_reset_cleans_cq(void)
+{
+	struct ibv_qp *qa1, *qb1, *qa2, *qb2;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	struct qrnic_cq *cq = to_qcq(A.cq);
+	struct ibv_wc wc[8];
+	int lap, n;
+
+	drain();
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa1, &qb1));
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa2, &qb2));
+	for (lap = 0; lap < 2; lap++) {
+		/* the second lap starts near the ring's end */
+		if (lap) {
+			while ((cq->ci & cq->mask) != cq->mask - 1) {
+				one_recv(qa2, 0x7000, 0);
+				b_send(qb2, 1);
+				fk_run();
+				CHECK(poll_all(&A, A.cq, wc, 1) == 1);
+			}
+		}
+		one_recv(qa2, 0x91, 0x1000);
+		b_send(qb2, 2);
+		one_recv(qa1, 0x81, 0x2000);
+		one_recv(qa1, 0x82, 0x3000);
+		at.qp_state = IBV_QPS_ERR;
+		CHECK(A.ops.modify_qp(qa1, &at, IBV_QP_STATE) == 0);
+		fk_run();
+		one_recv(qa2, 0x92, 0x4000);
+		b_send(qb2, 3);
+		at.qp_state = IBV_QPS_RESET;
+		CHECK(A.ops.modify_qp(qa1, &at, IBV_QP_STATE) == 0);
+		n = poll_all(&A, A.cq, wc, 8);
+		CHECK(n == 2 && wc[0].wr_id == 0x91 && wc[1].wr_id == 0x92 &&
+		      wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS &&
+		      wc[0].qp_num == qa2->qp_num);
+		if (n != 2)
+			printf("  lap %d: %d CQEs, first wr_id %llx status %d\n", lap, n,
+			       (unsigned long long)wc[0].wr_id, wc[0].status);
+		/* qa1 again: connected anew, its receive completes, nothing stale */
+		CHECK(to_rts_rc(&A, qa1, qb1->qp_num, 1) == 0);
+		at.qp_state = IBV_QPS_RESET;
+		CHECK(B.ops.modify_qp(qb1, &at, IBV_QP_STATE) == 0);
+		CHECK(to_rts_rc(&B, qb1, qa1->qp_num, 0) == 0);
+		one_recv(qa1, 0x83, 0x5000);
+		b_send(qb1, 4);
+		n = poll_all(&A, A.cq, wc, 8);
+		CHECK(n == 1 && wc[0].wr_id == 0x83 && wc[0].status == IBV_WC_SUCCESS);
+	}
+	CHECK(A.ops.destroy_qp(qa1) == 0 && A.ops.destroy_qp(qa2) == 0);
+	CHECK(B.ops.destroy_qp(qb1) == 0 && B.ops.destroy_qp(qb2) == 0);
+	drain();
+}
+
+/*
  * ibv_rereg_mr through the provider's rereg_mr (REREG_MR in the fake
  * kernel): the key stays; ACCESS: a read-only MR refuses B's WRITE, made
  * writable the same rkey takes it; PD: moved to a second PD, QPs of the
@@ -3793,6 +3874,7 @@ int main(void)
 	test_resize_cq();
 	test_modify_cq();
 	test_rereg_mr();
+	test_reset_cleans_cq();
 	app_close(&A);
 	app_close(&B);
 
