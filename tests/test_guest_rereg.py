@@ -21,10 +21,19 @@ device (local loopback):
 - rdma-core 56.1's own pyverbs test_mr.MRTest (rereg of access, atomic access,
   PD and address with traffic, and bad flags): all 6 pass, none skipped.
 
-What is not tested here: the kernel-CQ path of resize_cq (a kernel ULP calling
-ib_resize_cq: the driver switches its own ring under the CQ lock) has no user in
-the guest; user CQ resize goes through the driver's resize_cq with udata and is
-tested by tests/test_guest_mw_cq.py.
+- tests/guest/kmod/qrnic_cqtest.c, a test module built here against the guest
+  kernel's headers and loaded in the guest: ib_resize_cq on a *kernel* CQ (the
+  driver's path without udata, which switches its own ring under the CQ lock)
+  with CQEs pending (too small: -EINVAL and nothing lost; bigger; smaller with
+  some polled), new CQEs on the new ring across its end, and
+  rdma_set_cq_moderation (the kernel's ib_modify_cq): accepted, an error CQE
+  still raises the event at once.  Its CQEs come from receive WQEs flushed by
+  ERROR, so no network is needed.
+
+User CQ resize goes through the driver's resize_cq with udata and is tested by
+tests/test_guest_mw_cq.py.  Not tested: moderation of successful completions on a
+kernel CQ (the userspace program covers it through the same driver op), a kernel
+CQ resized while a peer's traffic completes into it.
 """
 import json
 import os
@@ -60,6 +69,30 @@ def prog(tmp_path_factory):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     with open(out, 'rb') as f:
+        return f.read()
+
+
+KMOD_DIR = os.path.join(HERE, 'guest', 'kmod')
+KVER = '6.12.95+deb12-amd64'
+
+
+@pytest.fixture(scope='module')
+def cqtest_ko(tmp_path_factory):
+    """qrnic_cqtest.ko built against the guest kernel's headers (scripts/build-kmod.sh
+    unpacks them), with warnings as errors as the driver."""
+    kdir = os.environ.get('QRNIC_KDIR') or os.path.join(
+        CACHE, 'kroot-' + KVER, 'usr', 'src', 'linux-headers-' + KVER)
+    if not os.path.exists(os.path.join(kdir, 'Makefile')):
+        pytest.fail('no kernel build dir at %s (scripts/build-kmod.sh prepares it)' % kdir,
+                    pytrace=False)
+    bld = tmp_path_factory.mktemp('cqtest')
+    for f in ('Kbuild', 'qrnic_cqtest.c'):
+        with open(os.path.join(KMOD_DIR, f), 'rb') as src, open(bld / f, 'wb') as dst:
+            dst.write(src.read())
+    r = subprocess.run(['make', '-C', kdir, 'M=%s' % bld, 'W=1', 'modules'],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and 'warning:' not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    with open(bld / 'qrnic_cqtest.ko', 'rb') as f:
         return f.read()
 
 
@@ -123,3 +156,18 @@ def test_rdma_core_mr_tests(topo):
     assert set(res) == want, (sorted(res), r.output[-6000:])
     bad = {k: v_ for k, v_ in res.items() if v_ != 'ok'}
     assert not bad and r.rc == 0, '%s\n%s' % (bad, r.output[-8000:])
+
+
+def test_kernel_cq_resize_and_moderation(topo, cqtest_ko):
+    """ib_resize_cq and rdma_set_cq_moderation from a kernel module on a kernel CQ."""
+    s, _ = pair(topo)
+    v = s.vm
+    v.put('/tmp/qrnic_cqtest.ko', cqtest_ko)
+    v.run('rmmod qrnic_cqtest 2>/dev/null', timeout=30, check=False)
+    r = v.run('insmod /tmp/qrnic_cqtest.ko dev=%s' % s.ibdev, timeout=120, check=False,
+              merge=True)
+    log = v.run('dmesg | grep qrnic_cqtest', timeout=30, check=False).output
+    print('insmod qrnic_cqtest on %s: rc %s %s\n%s' % (s.ibdev, r.rc, r.output, log))
+    v.run('rmmod qrnic_cqtest', timeout=30, check=False)
+    assert r.rc == 0 and 'qrnic_cqtest: PASS' in log and 'FAIL' not in log, log
+    assert 'grown' in log and 'shrunk to 16 with 3 of 5 pending' in log, log
