@@ -16,6 +16,13 @@ device (local loopback):
   ``modcq``: an armed CQ's event without moderation (first CQE), with cq_count 4
   (none after 3 CQEs, one after the 4th), with cq_period (one CQE of 1000), for an
   error CQE (at once), modify_cq without attributes refused, moderation off again;
+  ``xrcini`` (issue 16): an XRC SEND QP given ACCESS_FLAGS at INIT, RTR and RTS
+  reports each in ibv_query_qp; MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER are accepted
+  but read 0, because Linux's ib_uverbs removes them from an XRC INI QP's mask
+  before the driver (modify_qp_mask(); kernel users' ib_modify_qp passes them, and
+  the model and qtest tests check that the device keeps them); an attribute outside
+  the transition's is refused and changes nothing; bad arguments get a usage
+  message;
 - the driver's debugfs counters show the reregistrations it did in place
   (rereg_mr) and those that pinned pages again (rereg_repin);
 - rdma-core 56.1's own pyverbs test_mr.MRTest (rereg of access, atomic access,
@@ -132,6 +139,28 @@ def test_modify_cq_program(topo, prog):
     assert r.rc == 0 and r.output.rstrip().endswith('ALL OK'), r.output
     oks = [ln for ln in r.output.splitlines() if ln.startswith('ok ')]
     assert len(oks) == 7, oks
+
+
+def test_xrc_ini_keeps_access_flags(topo, prog):
+    """Issue 16: an XRC SEND QP's ACCESS_FLAGS reaches the device and comes back from
+    ibv_query_qp (ib_uverbs removes MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER on the way);
+    a refused modify changes nothing."""
+    s, _ = pair(topo)
+    r = _run(s, prog, 'xrcini')
+    assert r.rc == 0 and r.output.rstrip().endswith('ALL OK'), r.output
+    oks = [ln for ln in r.output.splitlines() if ln.startswith('ok ')]
+    assert len(oks) == 5, oks
+
+
+def test_usage_errors(topo, prog):
+    """The program's bad arguments: a usage message and exit status 2, no crash."""
+    s, _ = pair(topo)
+    s.vm.put(GUEST_PROG, prog, mode=0o755)
+    for args in ('', 'bogus %s 0' % s.ibdev, 'rereg no_such_dev 0', 'rereg %s x' % s.ibdev,
+                 'rereg %s 999' % s.ibdev):
+        r = s.vm.run('%s %s' % (GUEST_PROG, args), timeout=60, check=False, merge=True)
+        assert r.rc == 2 and ('usage' in r.output or 'no device' in r.output or
+                              'bad GID index' in r.output), (args, r.rc, r.output)
 
 
 def test_rdma_core_mr_tests(topo):

@@ -6,6 +6,8 @@
  *
  *   qrnic_mr_cq rereg DEV GID_INDEX   ibv_rereg_mr: translation, access, PD
  *   qrnic_mr_cq modcq DEV GID_INDEX   ibv_modify_cq: CQ event moderation
+ *   qrnic_mr_cq xrcini DEV GID_INDEX  an XRC SEND QP keeps the ACCESS_FLAGS
+ *                                     it is given (issue 16)
  *
  * Both ends are RC QPs on the one device DEV (local loopback, spec 12.8):
  * the requester's WRITE/READ against the responder's MR is what checks
@@ -464,14 +466,119 @@ static int do_modcq(void)
 	return 0;
 }
 
+static void query(struct ibv_qp *qp, struct ibv_qp_attr *a)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(a, 0, sizeof(*a));
+	if (ibv_query_qp(qp, a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_MIN_RNR_TIMER, &ia))
+		fail("query_qp: %s", strerror(errno));
+}
+
+/*
+ * An XRC SEND (INI) QP takes ACCESS_FLAGS where an RC QP does (issue 16):
+ * the kernel driver passes it, the device keeps it and ibv_query_qp reports
+ * it.  MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER are accepted but never reach the
+ * driver from user space: ib_uverbs's modify_qp_mask() removes them from an
+ * XRC INI QP's mask ("ignored fields"), so they read 0.  An attribute that
+ * is not one of the transition's is refused and changes nothing.
+ */
+static int do_xrcini(void)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_XRC_SEND, .send_cq = cq,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd,
+	};
+	struct ibv_qp_attr a, q;
+	struct ibv_qp *qp;
+	int r;
+
+	if (!pd || !cq)
+		fail("pd/cq");
+	qp = ibv_create_qp_ex(ctx, &init);
+	if (!qp)
+		fail("create XRC SEND QP: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		fail("INI to INIT with ACCESS_FLAGS: %s", strerror(errno));
+	query(qp, &q);
+	if (q.qp_state != IBV_QPS_INIT || q.qp_access_flags != a.qp_access_flags)
+		fail("INIT: state %d access %#x", q.qp_state, q.qp_access_flags);
+	OK("INIT: ACCESS_FLAGS kept");
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = 0x123;
+	a.rq_psn = 5;
+	a.max_dest_rd_atomic = 3;
+	a.min_rnr_timer = 12;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gidx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+			  IBV_QP_ACCESS_FLAGS))
+		fail("INI to RTR with ACCESS_FLAGS, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER: %s",
+		     strerror(errno));
+	query(qp, &q);
+	if (q.qp_state != IBV_QPS_RTR || q.qp_access_flags != IBV_ACCESS_REMOTE_READ ||
+	    q.max_dest_rd_atomic != 0 || q.min_rnr_timer != 0)
+		fail("RTR: state %d access %#x max_dest_rd_atomic %u min_rnr_timer %u", q.qp_state,
+		     q.qp_access_flags, q.max_dest_rd_atomic, q.min_rnr_timer);
+	OK("RTR: ACCESS_FLAGS kept; MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER removed by ib_uverbs");
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 9;
+	a.max_rd_atomic = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+			  IBV_QP_ACCESS_FLAGS))
+		fail("INI to RTS with ACCESS_FLAGS: %s", strerror(errno));
+	query(qp, &q);
+	if (q.qp_state != IBV_QPS_RTS || q.qp_access_flags != IBV_ACCESS_REMOTE_WRITE)
+		fail("RTS: state %d access %#x", q.qp_state, q.qp_access_flags);
+	OK("RTS: ACCESS_FLAGS kept");
+	memset(&a, 0, sizeof(a));
+	a.timeout = 20;
+	a.qp_access_flags = 0;
+	r = ibv_modify_qp(qp, &a, IBV_QP_TIMEOUT | IBV_QP_ACCESS_FLAGS);
+	query(qp, &q);
+	if (r == 0 || q.qp_state != IBV_QPS_RTS || q.qp_access_flags != IBV_ACCESS_REMOTE_WRITE)
+		fail("RTS->RTS with TIMEOUT: %d, state %d access %#x", r, q.qp_state,
+		     q.qp_access_flags);
+	OK("RTS->RTS with TIMEOUT (not one of its attributes) refused, nothing changed");
+	if (ibv_destroy_qp(qp) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd))
+		fail("teardown: %s", strerror(errno));
+	OK("teardown");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
 	char *end;
 	int i, n, r;
 
-	if (argc != 4 || (strcmp(argv[1], "rereg") && strcmp(argv[1], "modcq"))) {
-		fprintf(stderr, "usage: %s rereg|modcq DEVICE GID_INDEX\n", argv[0]);
+	if (argc != 4 || (strcmp(argv[1], "rereg") && strcmp(argv[1], "modcq") &&
+			  strcmp(argv[1], "xrcini"))) {
+		fprintf(stderr, "usage: %s rereg|modcq|xrcini DEVICE GID_INDEX\n", argv[0]);
 		return 2;
 	}
 	gidx = (int)strtol(argv[3], &end, 10);
@@ -494,7 +601,8 @@ int main(int argc, char **argv)
 		fail("open %s: %s", argv[2], strerror(errno));
 	if (ibv_query_gid(ctx, 1, gidx, &gid))
 		fail("query_gid %d", gidx);
-	r = !strcmp(argv[1], "rereg") ? do_rereg() : do_modcq();
+	r = !strcmp(argv[1], "rereg") ? do_rereg() : !strcmp(argv[1], "modcq") ? do_modcq() :
+	    do_xrcini();
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	printf("ALL OK\n");
