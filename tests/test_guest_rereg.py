@@ -28,14 +28,16 @@ device (local loopback):
 - rdma-core 56.1's own pyverbs test_mr.MRTest (rereg of access, atomic access,
   PD and address with traffic, and bad flags): all 6 pass, none skipped.
 
-- tests/guest/kmod/qrnic_cqtest.c, a test module built here against the guest
+- tests/guest/kmod/qrnic_ktest.c, a test module built here against the guest
   kernel's headers and loaded in the guest: ib_resize_cq on a *kernel* CQ (the
   driver's path without udata, which switches its own ring under the CQ lock)
   with CQEs pending (too small: -EINVAL and nothing lost; bigger; smaller with
   some polled), new CQEs on the new ring across its end, and
   rdma_set_cq_moderation (the kernel's ib_modify_cq): accepted, an error CQE
   still raises the event at once.  Its CQEs come from receive WQEs flushed by
-  ERROR, so no network is needed.
+  ERROR, so no network is needed.  Then a kernel XRC INI QP given ACCESS_FLAGS,
+  MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER through ib_modify_qp reports all three in
+  ib_query_qp (issue 16: the driver passes them, the device keeps them).
 
 User CQ resize goes through the driver's resize_cq with udata and is tested by
 tests/test_guest_mw_cq.py.  Not tested: moderation of successful completions on a
@@ -84,22 +86,22 @@ KVER = '6.12.95+deb12-amd64'
 
 
 @pytest.fixture(scope='module')
-def cqtest_ko(tmp_path_factory):
-    """qrnic_cqtest.ko built against the guest kernel's headers (scripts/build-kmod.sh
+def ktest_ko(tmp_path_factory):
+    """qrnic_ktest.ko built against the guest kernel's headers (scripts/build-kmod.sh
     unpacks them), with warnings as errors as the driver."""
     kdir = os.environ.get('QRNIC_KDIR') or os.path.join(
         CACHE, 'kroot-' + KVER, 'usr', 'src', 'linux-headers-' + KVER)
     if not os.path.exists(os.path.join(kdir, 'Makefile')):
         pytest.fail('no kernel build dir at %s (scripts/build-kmod.sh prepares it)' % kdir,
                     pytrace=False)
-    bld = tmp_path_factory.mktemp('cqtest')
-    for f in ('Kbuild', 'qrnic_cqtest.c'):
+    bld = tmp_path_factory.mktemp('ktest')
+    for f in ('Kbuild', 'qrnic_ktest.c'):
         with open(os.path.join(KMOD_DIR, f), 'rb') as src, open(bld / f, 'wb') as dst:
             dst.write(src.read())
     r = subprocess.run(['make', '-C', kdir, 'M=%s' % bld, 'W=1', 'modules'],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and 'warning:' not in r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
-    with open(bld / 'qrnic_cqtest.ko', 'rb') as f:
+    with open(bld / 'qrnic_ktest.ko', 'rb') as f:
         return f.read()
 
 
@@ -187,16 +189,18 @@ def test_rdma_core_mr_tests(topo):
     assert not bad and r.rc == 0, '%s\n%s' % (bad, r.output[-8000:])
 
 
-def test_kernel_cq_resize_and_moderation(topo, cqtest_ko):
-    """ib_resize_cq and rdma_set_cq_moderation from a kernel module on a kernel CQ."""
+def test_kernel_module_cq_resize_moderation_xrc_ini(topo, ktest_ko):
+    """From a kernel module: ib_resize_cq and rdma_set_cq_moderation on a kernel CQ;
+    an XRC INI QP's responder attributes through ib_modify_qp / ib_query_qp."""
     s, _ = pair(topo)
     v = s.vm
-    v.put('/tmp/qrnic_cqtest.ko', cqtest_ko)
-    v.run('rmmod qrnic_cqtest 2>/dev/null', timeout=30, check=False)
-    r = v.run('insmod /tmp/qrnic_cqtest.ko dev=%s' % s.ibdev, timeout=120, check=False,
+    v.put('/tmp/qrnic_ktest.ko', ktest_ko)
+    v.run('rmmod qrnic_ktest 2>/dev/null', timeout=30, check=False)
+    r = v.run('insmod /tmp/qrnic_ktest.ko dev=%s' % s.ibdev, timeout=120, check=False,
               merge=True)
-    log = v.run('dmesg | grep qrnic_cqtest', timeout=30, check=False).output
-    print('insmod qrnic_cqtest on %s: rc %s %s\n%s' % (s.ibdev, r.rc, r.output, log))
-    v.run('rmmod qrnic_cqtest', timeout=30, check=False)
-    assert r.rc == 0 and 'qrnic_cqtest: PASS' in log and 'FAIL' not in log, log
+    log = v.run('dmesg | grep qrnic_ktest', timeout=30, check=False).output
+    print('insmod qrnic_ktest on %s: rc %s %s\n%s' % (s.ibdev, r.rc, r.output, log))
+    v.run('rmmod qrnic_ktest', timeout=30, check=False)
+    assert r.rc == 0 and 'qrnic_ktest: PASS' in log and 'FAIL' not in log, log
     assert 'grown' in log and 'shrunk to 16 with 3 of 5 pending' in log, log
+    assert 'XRC INI kept access 0x2 max_dest_rd_atomic 3 min_rnr_timer 20' in log, log
