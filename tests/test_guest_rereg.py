@@ -35,7 +35,9 @@ device (local loopback):
   some polled), new CQEs on the new ring across its end, and
   rdma_set_cq_moderation (the kernel's ib_modify_cq): accepted, an error CQE
   still raises the event at once.  Its CQEs come from receive WQEs flushed by
-  ERROR, so no network is needed.  Then a kernel XRC INI QP given ACCESS_FLAGS,
+  ERROR, so no network is needed.  A kernel QP going to RESET takes its unpolled
+  CQEs out of a CQ it shares with another QP (whose CQEs stay, in order).  Then a
+  kernel XRC INI QP given ACCESS_FLAGS,
   MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER through ib_modify_qp reports all three in
   ib_query_qp (issue 16: the driver passes them, the device keeps them).
 
@@ -204,3 +206,4 @@ def test_kernel_module_cq_resize_moderation_xrc_ini(topo, ktest_ko):
     assert r.rc == 0 and 'qrnic_ktest: PASS' in log and 'FAIL' not in log, log
     assert 'grown' in log and 'shrunk to 16 with 3 of 5 pending' in log, log
     assert 'XRC INI kept access 0x2 max_dest_rd_atomic 3 min_rnr_timer 20' in log, log
+    assert 'RESET took 3 CQEs of its QP, kept 2 of another' in log, log

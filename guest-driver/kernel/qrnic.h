@@ -492,6 +492,7 @@ int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 extern const struct ib_device_ops qrnic_cq_resize_ops;
+void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn);
 void qrnic_cq_fence(struct qrnic_cq *cq);
 void qrnic_cq_comp_event(struct qrnic_dev *dev, u32 cqn);
 void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type type);

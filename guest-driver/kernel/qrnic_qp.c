@@ -416,6 +416,11 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 			qp->rq.pi = 0;
 			WRITE_ONCE(qp->rq.ci, 0);
 			spin_unlock_irqrestore(&qp->rq.lock, flags);
+			/* and its completions not yet polled go */
+			if (ibqp->send_cq)
+				qrnic_cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+			if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+				qrnic_cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
 		}
 	}
 	return 0;

@@ -9,6 +9,8 @@
  *   completions come without a network: receive WQEs posted to an RC QP in
  *   INIT are flushed (IB_WC_WR_FLUSH_ERR) when the QP goes to ERROR, so the
  *   CQ holds a known sequence of CQEs, polled or not;
+ * - a kernel QP going to RESET takes its unpolled CQEs out of a CQ it shares
+ *   with another QP, whose CQEs stay, in order;
  * - an XRC INI QP's ACCESS_FLAGS, MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER
  *   through ib_modify_qp() (user space cannot pass the last two: ib_uverbs
  *   removes them) come back from ib_query_qp() (issue 16).
@@ -53,36 +55,41 @@ struct ctx {
 	u64 dma;
 };
 
-/* RESET -> INIT, n receive WQEs wr_id first.., -> ERROR: n flushed CQEs */
-static int flush_n(struct ctx *c, u64 first, int n)
+/* qp: RESET -> INIT, n receive WQEs wr_id first.., -> ERROR: n flushed CQEs */
+static int flush_qp(struct ctx *c, struct ib_qp *qp, u64 first, int n)
 {
 	struct ib_qp_attr a = { .qp_state = IB_QPS_RESET };
 	struct ib_sge sge = { .addr = c->dma, .length = 64, .lkey = c->pd->local_dma_lkey };
 	const struct ib_recv_wr *bad;
 	int i, err;
 
-	err = ib_modify_qp(c->qp, &a, IB_QP_STATE);
+	err = ib_modify_qp(qp, &a, IB_QP_STATE);
 	if (err)
 		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IB_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
-	err = ib_modify_qp(c->qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
 			   IB_QP_ACCESS_FLAGS);
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
 		struct ib_recv_wr wr = { .wr_id = first + i, .sg_list = &sge, .num_sge = 1 };
 
-		err = ib_post_recv(c->qp, &wr, &bad);
+		err = ib_post_recv(qp, &wr, &bad);
 		if (err)
 			return err;
 	}
 	a.qp_state = IB_QPS_ERR;
-	err = ib_modify_qp(c->qp, &a, IB_QP_STATE);
+	err = ib_modify_qp(qp, &a, IB_QP_STATE);
 	msleep(50);	/* the CQEs are written at their modelled time */
 	return err;
+}
+
+static int flush_n(struct ctx *c, u64 first, int n)
+{
+	return flush_qp(c, c->qp, first, n);
 }
 
 /* poll exactly n flushed CQEs with wr_ids first.. in order, then none */
@@ -209,9 +216,10 @@ static int __init qrnic_ktest_init(void)
 			 .max_recv_sge = 1 },
 	};
 	struct ib_device *ibdev;
+	struct ib_qp *qp2 = NULL;
 	struct ctx c = {};
 	void *buf = NULL;
-	int err = 0, i, cqe0;
+	int err = 0, i, k, cqe0;
 
 	ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
 	if (!ibdev) {
@@ -264,6 +272,24 @@ static int __init qrnic_ktest_init(void)
 	}
 	pr_info("qrnic_ktest: shrunk to %d with 3 of 5 pending; 30 CQEs after\n", c.cq->cqe);
 
+	/* a QP to RESET takes its unpolled CQEs out of the CQ, the other's stay */
+	qp2 = ib_create_qp(c.pd, &qattr);
+	CHECK(!IS_ERR(qp2), "%ld", PTR_ERR(qp2));
+	CHECK(flush_n(&c, 800, 3) == 0, "");
+	CHECK(flush_qp(&c, qp2, 700, 2) == 0, "");
+	CHECK(flush_n(&c, 900, 1) == 0, "");	/* RESET first: 800..802 go */
+	{
+		static const u64 want[] = { 700, 701, 900 };
+		struct ib_wc wc[8];
+
+		k = ib_poll_cq(c.cq, 8, wc);
+		CHECK(k == 3, "%d CQEs after RESET", k);
+		for (i = 0; i < 3; i++)
+			CHECK(wc[i].wr_id == want[i] && wc[i].status == IB_WC_WR_FLUSH_ERR,
+			      "CQE %d: wr_id %llu status %d", i, wc[i].wr_id, wc[i].status);
+	}
+	pr_info("qrnic_ktest: RESET took 3 CQEs of its QP, kept 2 of another\n");
+
 	/* moderation: accepted, and an error CQE raises the event at once */
 	err = rdma_set_cq_moderation(c.cq, 4, 0);
 	CHECK(err == 0, "modify_cq 4/0: %d", err);
@@ -283,6 +309,8 @@ static int __init qrnic_ktest_init(void)
 		goto out;
 	pr_info("qrnic_ktest: PASS\n");
 out:
+	if (qp2 && !IS_ERR(qp2))
+		ib_destroy_qp(qp2);
 	if (c.qp && !IS_ERR(c.qp))
 		ib_destroy_qp(c.qp);
 	if (c.cq && !IS_ERR(c.cq))
