@@ -59,7 +59,9 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_XI] = A(PKEY_INDEX) | A(PORT),
 				[T_XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
-			.opt = { [T_GSI] = A(PORT) },
+			/* XRC INI: ACCESS_FLAGS optional (Linux requires it;
+			 * kept and reported, no effect: no responder) */
+			.opt = { [T_GSI] = A(PORT), [T_XI] = A(ACCESS_FLAGS) },
 		},
 	},
 	[S(INIT)] = {
@@ -72,7 +74,7 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UC] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_UD] = A(PKEY_INDEX) | A(PORT) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY) | A(PORT),
-				[T_XI] = A(PKEY_INDEX) | A(PORT),
+				[T_XI] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 				[T_XT] = A(PKEY_INDEX) | A(PORT) | A(ACCESS_FLAGS),
 			},
 		},
@@ -89,7 +91,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 			.opt = {
 				[T_RC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UC] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
-				[T_XI] = A(ALT_PATH) | A(PKEY_INDEX),
+				[T_XI] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |
+					 A(MAX_DEST_RD_ATOMIC) | A(MIN_RNR_TIMER),
 				[T_XT] = A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX),
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
@@ -118,7 +121,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
-				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(PATH_MIG_STATE),
+				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 				[T_XT] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
 					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
@@ -136,7 +140,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
-				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(PATH_MIG_STATE),
+				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 				[T_XT] = A(CUR_STATE) | A(ACCESS_FLAGS) | A(ALT_PATH) |
 					 A(PATH_MIG_STATE) | A(MIN_RNR_TIMER),
 			},
@@ -165,7 +170,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 					 A(PATH_MIG_STATE),
 				[T_UD] = A(CUR_STATE) | A(QKEY),
 				[T_GSI] = A(CUR_STATE) | A(QKEY),
-		[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(PATH_MIG_STATE),
+				[T_XI] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
+					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 				[T_XT] = A(CUR_STATE) | A(ALT_PATH) | A(ACCESS_FLAGS) |
 					 A(MIN_RNR_TIMER) | A(PATH_MIG_STATE),
 			},
@@ -182,7 +188,8 @@ static const struct qp_trans qp_table[S(ERR) + 1][S(ERR) + 1] = {
 				[T_UD] = A(PKEY_INDEX) | A(QKEY),
 				[T_GSI] = A(PKEY_INDEX) | A(QKEY),
 				[T_XI] = A(PORT) | A(AV) | A(TIMEOUT) | A(RETRY_CNT) | A(RNR_RETRY) |
-					 A(MAX_QP_RD_ATOMIC) | A(ALT_PATH) | A(PKEY_INDEX) |
+					 A(MAX_QP_RD_ATOMIC) | A(MAX_DEST_RD_ATOMIC) | A(ALT_PATH) |
+					 A(ACCESS_FLAGS) | A(PKEY_INDEX) | A(MIN_RNR_TIMER) |
 					 A(PATH_MIG_STATE),
 				[T_XT] = A(PORT) | A(AV) | A(TIMEOUT) | A(MAX_DEST_RD_ATOMIC) |
 					 A(ALT_PATH) | A(ACCESS_FLAGS) | A(PKEY_INDEX) |

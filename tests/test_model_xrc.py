@@ -262,8 +262,8 @@ def test_admin_xrcd_refcounts_and_bad_input(world):
     assert a.create_xrc_ini(pd, cq, check=False) is None
     assert a.last_status == AQ['BAD_PARAM'] and a.last_cqe()['detail'] == 36
     ini = a.create_xrc_ini(pd, cq)
-    # modify masks per type: INI takes no ACCESS_FLAGS at RESET->INIT
-    assert ini.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=0,
+    # modify masks per type: INI takes no QKEY (a UD attribute)
+    assert ini.modify('INIT', pkey_index=0, port_num=1, qkey=5,
                       check=False) == AQ['BAD_ATTR_MASK']
     ini.to_init()
     tgt.to_init()
@@ -314,3 +314,65 @@ def test_tgt_sq_doorbell_ignored_and_flush_to_the_srq_cq(world):
     ign = x.b.stats()['doorbells_ignored']
     x.b.db_write(q.DB_SQ, x.tgt[0].qpn | (1 << 32))
     assert x.b.stats()['doorbells_ignored'] == ign + 1
+
+
+def test_ini_keeps_the_responder_attributes(world):
+    """Issue 16: an XRC INI QP takes ACCESS_FLAGS, MAX_DEST_RD_ATOMIC and
+    MIN_RNR_TIMER where an RC QP does (Linux requires ACCESS_FLAGS at
+    RESET->INIT); QUERY_QP reports what was given, bad values are refused as
+    for RC, attributes RC lacks at a transition are still refused, and the QP
+    sends as before (the attributes have no effect on a QP with no responder)."""
+    a, b = world.devs
+    pda, pdb = a.alloc_pd(), b.alloc_pd()
+    xrcd = b.alloc_xrcd()
+    scq, cqa = b.create_cq(6), a.create_cq(6)
+    srq = b.create_xrc_srq(pdb, xrcd, scq)
+    ini, tgt = a.create_xrc_ini(pda, cqa), b.create_xrc_tgt(xrcd)
+    acc = q.ACCESS_LOCAL_WRITE | q.ACCESS_REMOTE_READ
+    assert ini.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=acc) == AQ['OK']
+    assert ini.query()['qp_access_flags'] == acc
+    assert ini.modify('INIT', qp_access_flags=q.ACCESS_ALL) == AQ['OK']     # INIT -> INIT
+    assert ini.query()['qp_access_flags'] == q.ACCESS_ALL
+    tgt.to_init(q.ACCESS_ALL)
+    gid, nt = b.gids[0]
+    av = q.make_av(gid, b.mac, nt, sgid_index=0)
+    # bad values: refused as for RC, nothing changes
+    assert ini.modify('RTR', av=av, path_mtu=q.MTU[1024], dest_qpn=tgt.qpn, rq_psn=5,
+                      max_dest_rd_atomic=200, check=False) == AQ['BAD_PARAM']
+    assert ini.modify('RTR', av=av, path_mtu=q.MTU[1024], dest_qpn=tgt.qpn, rq_psn=5,
+                      min_rnr_timer=32, check=False) == AQ['BAD_PARAM']
+    assert ini.modify('RTR', av=av, path_mtu=q.MTU[1024], dest_qpn=tgt.qpn, rq_psn=5,
+                      qp_access_flags=0x100, check=False) == AQ['BAD_PARAM']
+    assert ini.query()['state_name'] == 'INIT'
+    assert ini.modify('RTR', av=av, path_mtu=q.MTU[1024], dest_qpn=tgt.qpn, rq_psn=5,
+                      max_dest_rd_atomic=3, min_rnr_timer=12,
+                      qp_access_flags=q.ACCESS_LOCAL_WRITE) == AQ['OK']
+    got = ini.query()
+    assert (got['state_name'], got['max_dest_rd_atomic'], got['min_rnr_timer'],
+            got['qp_access_flags']) == ('RTR', 3, 12, q.ACCESS_LOCAL_WRITE), got
+    tgt.to_rtr(a, ini.qpn, mtu=1024, rq_psn=0x100)
+    # RTR -> RTS: ACCESS_FLAGS and MIN_RNR_TIMER optional, MAX_DEST_RD_ATOMIC not (as RC)
+    rts = dict(sq_psn=0x100, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4)
+    assert ini.modify('RTS', max_dest_rd_atomic=1, check=False, **rts) == AQ['BAD_ATTR_MASK']
+    assert ini.modify('RTS', min_rnr_timer=20, qp_access_flags=q.ACCESS_ALL, **rts) == AQ['OK']
+    tgt.to_rts(sq_psn=5)
+    got = ini.query()
+    assert (got['state_name'], got['max_dest_rd_atomic'], got['min_rnr_timer'],
+            got['qp_access_flags']) == ('RTS', 3, 20, q.ACCESS_ALL), got
+    assert ini.modify(min_rnr_timer=7) == AQ['OK']                        # RTS -> RTS
+    assert ini.query()['min_rnr_timer'] == 7
+    # it sends as before
+    src, dst = a.reg_mr(pda, 4096), b.reg_mr(pdb, 4096)
+    data = src.fill_random(random.Random(3), 0, 1000)
+    srq.post_recv([(dst, 0, 4096)], wr_id=9)
+    ini.dev.patch_next_wqe('xrc_srqn', srq.srqn)
+    ini.post_send('SEND', [(src, 0, 1000)], wr_id=1)
+    assert world.run() == 'idle'
+    assert [c['status_name'] for c in cqa.poll()] == ['SUCCESS']
+    rc = scq.poll()
+    assert [(c['wr_id'], c['status_name'], c['byte_len']) for c in rc] == [(9, 'SUCCESS', 1000)]
+    assert dst.read(0, 1000) == data
+    # back to RESET: the attributes of a new QP
+    assert ini.modify('RESET') == AQ['OK']
+    got = ini.query()
+    assert (got['max_dest_rd_atomic'], got['min_rnr_timer'], got['qp_access_flags']) == (0, 0, 0)

@@ -355,3 +355,69 @@ def test_srq_shared_by_two_qps_register_level(world):
     world.run_until(lambda: b.query_stats()['doorbells_ignored'] > s0['doorbells_ignored'], 5)
     assert b.query_stats()['doorbells_ignored'] == s0['doorbells_ignored'] + 1
     scenarios.healthy(world, a, b)
+
+
+def test_xrc_send_register_level(world):
+    """XRC through the admin queue and the rings (spec 6.6.20, 12.14): an XRC
+    domain, two XRC SRQs of it on b (each with its own CQ), an XRC INI QP on a
+    and an XRC TGT QP on b.  The INI QP takes the responder attributes RC takes
+    and QUERY_QP reports them (issue 16).  SENDs naming either SRQ in the WQE's
+    xrc_srqn land in that SRQ's buffers, byte for byte, complete on its CQ (XRC
+    flag, src_qp = the SRQ, qpn = the TGT QP) and on the INI QP's CQ; a WQE
+    naming an SRQ outside the domain is NAKed (REM_INV_REQ_ERR); the domain is
+    busy until its SRQs and TGT QP are gone."""
+    a, b = world.devs
+    pda, pdb = a.alloc_pd(), b.alloc_pd()
+    xrcd = b.alloc_xrcd()
+    assert xrcd and b.alloc_xrcd(uctx=99, check=False) is None
+    scq = [b.create_cq(6) for _ in range(2)]
+    srq = [b.create_xrc_srq(pdb, xrcd, cq, log_depth=4) for cq in scq]
+    plain = b.create_srq(pdb, log_depth=4)
+    cqa = a.create_cq(6)
+    ini = a.create_xrc_ini(pda, cqa)
+    tgt = b.create_xrc_tgt(xrcd)
+    assert ini.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=h.ACCESS_ALL) == 0
+    tgt.to_init(h.ACCESS_ALL)
+    gid, nt = b.gids[0]
+    assert ini.modify('RTR', av=h.make_av(gid, b.mac, nt, sgid_index=0), path_mtu=h.MTU[1024],
+                      dest_qpn=tgt.qpn, rq_psn=0x40, max_dest_rd_atomic=2, min_rnr_timer=9) == 0
+    tgt.to_rtr(a, ini.qpn, mtu=1024, rq_psn=0x80)
+    ini.to_rts(sq_psn=0x80)
+    tgt.to_rts(sq_psn=0x40)
+    got = ini.query()
+    assert (got['state_name'], got['qp_access_flags'], got['max_dest_rd_atomic'],
+            got['min_rnr_timer']) == ('RTS', h.ACCESS_ALL, 2, 9), got
+    assert tgt.query()['state_name'] == 'RTS'
+
+    la = a.reg_mr(pda, 16384)
+    rb = b.reg_mr(pdb, 16384)
+    data = la.fill_random(random.Random(12))
+    for s in range(2):
+        for i in range(2):
+            srq[s].post_recv([(rb, (s * 2 + i) * 4096, 4096)], wr_id=0x700 + s * 16 + i)
+    sizes = [3000, 100, 4096, 1]
+    for i, n in enumerate(sizes):
+        ini.post_send('SEND', [(la, i * 4096, n)], wr_id=i, xrc_srqn=srq[i % 2].srqn)
+        scenarios.expect_success(scenarios.one_cqe(cqa), 'SEND', i, ini.qpn)
+    for s in range(2):
+        cqes = scq[s].wait(2)
+        assert len(cqes) == 2, cqes
+        for k, c in enumerate(cqes):
+            i = s + 2 * k                        # the i-th SEND named SRQ i % 2
+            assert c['status_name'] == 'SUCCESS' and c['byte_len'] == sizes[i], c
+            assert c['wr_id'] == 0x700 + s * 16 + k and c['qpn'] == tgt.qpn, c
+            assert c['flags'] & h.CQE_F_XRC and c['src_qp'] == srq[s].srqn, c
+            assert rb.read((s * 2 + k) * 4096, sizes[i]) == data[i * 4096:i * 4096 + sizes[i]]
+        assert srq[s].ci == 2
+    # an SRQ that is not of the domain: NAK invalid request at the INI QP
+    ini.post_send('SEND', [(la, 0, 64)], wr_id=9, xrc_srqn=plain.srqn)
+    c = scenarios.one_cqe(cqa)
+    assert (c['wr_id'], c['status_name']) == (9, 'REM_INV_REQ_ERR'), c
+    assert b.dealloc_xrcd(xrcd, check=False) == h.AQ_STATUS.index('BUSY')
+    tgt.destroy()
+    for x in srq:
+        x.destroy()
+    plain.destroy()
+    ini.destroy()
+    assert b.dealloc_xrcd(xrcd) == 0
+    scenarios.healthy(world, a, b)

@@ -202,6 +202,8 @@ struct qrnic_dev {
 		atomic64_t local_inv_done;	/* IB_WC_LOCAL_INV completions (signaled) */
 		atomic64_t recv_inv;		/* receives with IB_WC_WITH_INVALIDATE */
 		atomic64_t errors;		/* error completions of REG_MR / LOCAL_INV */
+		atomic64_t rereg_mr;		/* REREG_MR that succeeded (rereg_user_mr) */
+		atomic64_t rereg_repin;		/* of them: pinned again (TRANS, or access made writable) */
 	} frwr;
 
 	struct xarray cqs;		/* cqn -> struct qrnic_cq (kernel and user) */
@@ -236,6 +238,12 @@ static inline bool qrnic_has_xrc(const struct qrnic_dev *dev)
 {
 	return (dev->attr.caps & QRNIC_CAP_XRC) && (dev->attr.caps & QRNIC_CAP_SRQ) &&
 	       dev->attr.max_xrcd > 1 && dev->attr.max_srq > 1;
+}
+
+/* REREG_MR (ABI 1.2; no capability bit: the ABI minor version says it) */
+static inline bool qrnic_has_rereg(const struct qrnic_dev *dev)
+{
+	return (dev->attr.abi_version & 0xffff) >= 2;
 }
 
 /* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
@@ -300,6 +308,7 @@ struct qrnic_mr {
 	size_t pages_bytes;
 	u32 max_pages;
 	u32 npages;			/* of the last map_mr_sg */
+	int access;			/* IB_ACCESS_* of a user MR (rereg keeps it) */
 };
 
 /*
@@ -483,6 +492,7 @@ int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 extern const struct ib_device_ops qrnic_cq_resize_ops;
+void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn);
 void qrnic_cq_fence(struct qrnic_cq *cq);
 void qrnic_cq_comp_event(struct qrnic_dev *dev, u32 cqn);
 void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type type);
@@ -515,8 +525,12 @@ struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int qrnic_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *qrnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
+				  u64 iova, int access, struct ib_pd *ibpd,
+				  struct ib_udata *udata);
 extern const struct ib_device_ops qrnic_mem_mgt_ops;
 extern const struct ib_device_ops qrnic_mw_ops;
+extern const struct ib_device_ops qrnic_rereg_ops;
 
 /* ---- qrnic_hw_stats.c ---------------------------------------------------- */
 struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 port);

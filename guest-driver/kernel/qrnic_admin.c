@@ -617,6 +617,19 @@ int qrnic_cmd_reg_mr(struct qrnic_dev *dev, const struct qrnic_cmd_reg_mr *p,
 	return qrnic_cmd_create(dev, &cmd, key, false);
 }
 
+int qrnic_cmd_rereg_mr(struct qrnic_dev *dev, u32 key, u32 change,
+		       const struct qrnic_cmd_reg_mr *reg)
+{
+	struct qrnic_aq_cmd cmd;
+	u32 out;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_REREG_MR);
+	cmd.u.rereg_mr.key = key;
+	cmd.u.rereg_mr.change = change;
+	cmd.u.rereg_mr.reg = *reg;
+	return qrnic_cmd_create(dev, &cmd, &out, false);	/* result[0]: the key, unchanged */
+}
+
 int qrnic_cmd_dereg_mr(struct qrnic_dev *dev, u32 key)
 {
 	return qrnic_cmd_simple(dev, QRNIC_CMD_DEREG_MR, key, false);

@@ -46,6 +46,8 @@ int qrnic_cmd_query_qp(struct qrnic_dev *dev, u32 qpn, struct qrnic_qp_attr *out
 int qrnic_cmd_destroy_qp(struct qrnic_dev *dev, u32 qpn);
 int qrnic_cmd_reg_mr(struct qrnic_dev *dev, const struct qrnic_cmd_reg_mr *p,
 		     u32 *key);
+int qrnic_cmd_rereg_mr(struct qrnic_dev *dev, u32 key, u32 change,
+		       const struct qrnic_cmd_reg_mr *reg);
 int qrnic_cmd_dereg_mr(struct qrnic_dev *dev, u32 key);
 int qrnic_cmd_alloc_mr(struct qrnic_dev *dev, u32 pdn, u32 max_pages, u32 *key);
 /* ALLOC_MW (spec 6.6.16): type QRNIC_MW_TYPE_1 or _2; DEREG_MR frees it */

@@ -330,6 +330,53 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	return n;
 }
 
+/*
+ * Take the CQEs of QP qpn that are not yet polled out of the kernel CQ cq,
+ * as mlx5 does when a kernel QP goes to RESET: they name queue slots that
+ * no longer exist, and the ULP's objects behind their wr_id (an ib_cqe) may
+ * be gone by the time the QP is used again.  The valid CQEs are those from
+ * ci up to the first slot the device has not written; from the newest
+ * back, the other QPs' CQEs move up over the removed ones (their owner bit
+ * set for their new slot) and ci passes the slots that emptied.  Slots the
+ * device has not written are not touched.  The provider does the same for
+ * user CQs.
+ */
+void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn)
+{
+	u32 mask, end, i, nfreed = 0;
+	struct qrnic_cqe *ring;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	ring = cq->cqes;
+	mask = (1U << cq->log_depth) - 1;
+	for (end = cq->ci; end - cq->ci <= mask; end++) {
+		u8 phase = ((end >> cq->log_depth) & 1) ^ 1;
+
+		if ((READ_ONCE(ring[end & mask].owner) & 1) != phase)
+			break;
+	}
+	dma_rmb();	/* owners before the rest of the CQEs */
+	for (i = end; i != cq->ci;) {
+		struct qrnic_cqe *c = &ring[--i & mask];
+
+		if (c->qpn == qpn) {
+			nfreed++;
+		} else if (nfreed) {
+			struct qrnic_cqe tmp = *c;
+			u32 to = i + nfreed;
+
+			tmp.owner = (tmp.owner & ~1) | (((to >> cq->log_depth) & 1) ^ 1);
+			ring[to & mask] = tmp;
+		}
+	}
+	if (nfreed) {
+		cq->ci += nfreed;
+		WRITE_ONCE(*qrnic_cq_dbrec(cq), cq->ci);
+	}
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct qrnic_dev *dev = to_qdev(ibcq->device);

@@ -228,6 +228,8 @@ static int qrnic_mem_mgt_show(struct seq_file *m, void *v)
 	seq_printf(m, "local_inv_done %lld\n", atomic64_read(&dev->frwr.local_inv_done));
 	seq_printf(m, "recv_inv %lld\n", atomic64_read(&dev->frwr.recv_inv));
 	seq_printf(m, "errors %lld\n", atomic64_read(&dev->frwr.errors));
+	seq_printf(m, "rereg_mr %lld\n", atomic64_read(&dev->frwr.rereg_mr));
+	seq_printf(m, "rereg_repin %lld\n", atomic64_read(&dev->frwr.rereg_repin));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(qrnic_mem_mgt);

@@ -8,6 +8,9 @@
  * memory: level 0 for a single page, else 1, 2 or 3 levels of 512 entries.
  * The device copies the PBL once, so it is freed right after REG_MR.
  *
+ * rereg_user_mr (ibv_rereg_mr) changes a user MR in place with REREG_MR
+ * (spec 6.6.19), keeping its key; see qrnic_rereg_user_mr().
+ *
  * DMA MRs (get_dma_mr, used for the kernel PDs' local_dma_lkey) are
  * QRNIC_MR_F_PHYS MRs over bus addresses [0, max_mr_size).
  *
@@ -125,16 +128,56 @@ static int qrnic_mr_access_supported(struct qrnic_dev *dev)
 	return QRNIC_ACCESS_ALL | (qrnic_has_mw(dev) ? QRNIC_ACCESS_MW_BIND : 0);
 }
 
+/*
+ * The translation of @umem for REG_MR / REREG_MR: page size, page count
+ * and the page list (level 0: the only page itself; else a PBL in @pbl,
+ * which the caller frees once the device has copied it).
+ */
+static int qrnic_mr_xlate(struct qrnic_dev *dev, struct ib_umem *umem, u64 iova,
+			  u64 length, struct qrnic_cmd_reg_mr *cmd, struct qrnic_pbl *pbl)
+{
+	struct ib_block_iter biter;
+	unsigned long pgsz;
+	size_t nblocks;
+	int err;
+
+	pgsz = ib_umem_find_best_pgsz(umem,
+				      dev->attr.page_size_cap &
+				      GENMASK_ULL(QRNIC_MAX_PAGE_SHIFT, QRNIC_MIN_PAGE_SHIFT),
+				      iova);
+	if (!pgsz)
+		return -EINVAL;
+	nblocks = ib_umem_num_dma_blocks(umem, pgsz);
+	if (nblocks > dev->attr.max_mtt)
+		return -ENOMEM;
+
+	cmd->page_shift = __ffs(pgsz);
+	cmd->iova = iova;
+	cmd->length = length;
+	cmd->npages = nblocks;
+	if (nblocks == 1) {
+		/* level 0: pbl_addr is the (only) data page */
+		rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
+			cmd->pbl_addr = rdma_block_iter_dma_address(&biter);
+			break;
+		}
+		return 0;
+	}
+	err = qrnic_pbl_build(dev, umem, pgsz, nblocks, pbl);
+	if (err)
+		return err;
+	cmd->pbl_levels = pbl->levels;
+	cmd->pbl_addr = pbl->root;
+	return 0;
+}
+
 struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
 	struct qrnic_dev *dev = to_qdev(ibpd->device);
 	struct qrnic_cmd_reg_mr cmd = {};
 	struct qrnic_pbl pbl = {};
-	struct ib_block_iter biter;
-	unsigned long pgsz;
 	struct qrnic_mr *mr;
-	size_t nblocks;
 	int err;
 
 	if (access & ~(qrnic_mr_access_supported(dev) | IB_ACCESS_OPTIONAL))
@@ -151,45 +194,18 @@ struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		err = PTR_ERR(mr->umem);
 		goto err_free;
 	}
-	pgsz = ib_umem_find_best_pgsz(mr->umem,
-				      dev->attr.page_size_cap &
-				      GENMASK_ULL(QRNIC_MAX_PAGE_SHIFT, QRNIC_MIN_PAGE_SHIFT),
-				      iova);
-	if (!pgsz) {
-		err = -EINVAL;
-		goto err_release;
-	}
-	nblocks = ib_umem_num_dma_blocks(mr->umem, pgsz);
-	if (nblocks > dev->attr.max_mtt) {
-		err = -ENOMEM;
-		goto err_release;
-	}
-
 	cmd.pdn = to_qpd(ibpd)->pdn;
 	cmd.access = access & QRNIC_ACCESS_MR_MASK;	/* IB_ACCESS_* = QRNIC_ACCESS_* */
-	cmd.page_shift = __ffs(pgsz);
-	cmd.iova = iova;
-	cmd.length = length;
-	cmd.npages = nblocks;
-	if (nblocks == 1) {
-		/* level 0: pbl_addr is the (only) data page */
-		rdma_umem_for_each_dma_block(mr->umem, &biter, pgsz) {
-			cmd.pbl_addr = rdma_block_iter_dma_address(&biter);
-			break;
-		}
-	} else {
-		err = qrnic_pbl_build(dev, mr->umem, pgsz, nblocks, &pbl);
-		if (err)
-			goto err_release;
-		cmd.pbl_levels = pbl.levels;
-		cmd.pbl_addr = pbl.root;
-	}
+	err = qrnic_mr_xlate(dev, mr->umem, iova, length, &cmd, &pbl);
+	if (err)
+		goto err_release;
 
 	err = qrnic_cmd_reg_mr(dev, &cmd, &mr->key);
 	qrnic_pbl_free(dev, &pbl);	/* the device copied it */
 	if (err)
 		goto err_release;
 
+	mr->access = access;
 	mr->ibmr.lkey = mr->key;
 	mr->ibmr.rkey = mr->key;
 	return &mr->ibmr;
@@ -200,6 +216,89 @@ err_free:
 	kfree(mr);
 	return ERR_PTR(err);
 }
+
+/*
+ * ibv_rereg_mr (IB_USER_VERBS_CMD_REREG_MR): REREG_MR (spec 6.6.19) changes
+ * the MR in place and keeps its key, so this always returns NULL (the core
+ * then updates ibmr->pd, iova and length itself).  A new translation pins
+ * the new range and builds its page list first; the device copies it and
+ * only then lets go of the old MTT range, so the old pages are unpinned
+ * after the command succeeded, and a failure leaves the MR (and its pinned
+ * pages) exactly as they were.  Pages pinned read-only cannot take a
+ * writable access: such an access change pins the same range again,
+ * writable, and hands the device that translation too (as mlx5 does).
+ * DMA MRs and fast-registration MRs have no umem: EINVAL, as the device
+ * would answer BAD_HANDLE for the latter.
+ */
+struct ib_mr *qrnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 length,
+				  u64 iova, int access, struct ib_pd *ibpd,
+				  struct ib_udata *udata)
+{
+	struct qrnic_dev *dev = to_qdev(ibmr->device);
+	struct qrnic_mr *mr = to_qmr(ibmr);
+	struct qrnic_cmd_reg_mr cmd = {};
+	struct ib_umem *umem = NULL;
+	struct qrnic_pbl pbl = {};
+	u32 change = 0;
+	int err;
+
+	if (!mr->umem)
+		return ERR_PTR(-EINVAL);
+	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (flags & IB_MR_REREG_ACCESS) {
+		if (access & ~(qrnic_mr_access_supported(dev) | IB_ACCESS_OPTIONAL))
+			return ERR_PTR(-EOPNOTSUPP);
+		change |= QRNIC_REREG_ACCESS;
+		cmd.access = access & QRNIC_ACCESS_MR_MASK;
+	} else {
+		access = mr->access;
+	}
+	if (flags & IB_MR_REREG_PD) {
+		change |= QRNIC_REREG_PD;
+		cmd.pdn = to_qpd(ibpd)->pdn;
+	}
+	if (!(flags & IB_MR_REREG_TRANS) && ib_access_writable(access) &&
+	    !mr->umem->writable) {
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = ibmr->iova;
+		flags |= IB_MR_REREG_TRANS;
+	}
+	if (flags & IB_MR_REREG_TRANS) {
+		if (!length || length > dev->attr.max_mr_size)
+			return ERR_PTR(-EINVAL);
+		umem = ib_umem_get(ibmr->device, start, length, access);
+		if (IS_ERR(umem))
+			return ERR_CAST(umem);
+		err = qrnic_mr_xlate(dev, umem, iova, length, &cmd, &pbl);
+		if (err)
+			goto err_release;
+		change |= QRNIC_REREG_TRANS;
+	}
+
+	err = qrnic_cmd_rereg_mr(dev, mr->key, change, &cmd);
+	qrnic_pbl_free(dev, &pbl);	/* the device copied it */
+	if (err)
+		goto err_release;
+	atomic64_inc(&dev->frwr.rereg_mr);
+	if (umem) {
+		atomic64_inc(&dev->frwr.rereg_repin);
+		ib_umem_release(mr->umem);	/* the device let go of it */
+		mr->umem = umem;
+	}
+	mr->access = access;
+	return NULL;
+
+err_release:
+	if (umem)
+		ib_umem_release(umem);
+	return ERR_PTR(err);
+}
+
+const struct ib_device_ops qrnic_rereg_ops = {
+	.rereg_user_mr = qrnic_rereg_user_mr,
+};
 
 struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access)
 {

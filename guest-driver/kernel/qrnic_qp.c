@@ -353,15 +353,12 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	if (attr_mask & ~QRNIC_QP_ATTR_SUPPORTED)
 		return -EOPNOTSUPP;
 	/*
-	 * Linux requires ACCESS_FLAGS at RESET -> INIT of an XRC INI QP (and
-	 * ibv_xsrq_pingpong passes it) but the send side has no use for it;
-	 * the device takes the INI column without the responder's
-	 * attributes (spec 11.3): drop them, as mlx5 ignores them.
+	 * An XRC INI QP takes ACCESS_FLAGS, MAX_DEST_RD_ATOMIC and
+	 * MIN_RNR_TIMER where an RC QP does (spec 11.3; Linux requires
+	 * ACCESS_FLAGS at its RESET -> INIT and ibv_xsrq_pingpong passes it):
+	 * they go to the device, which keeps them and reports them in
+	 * QUERY_QP, though a QP with no responder has no use for them.
 	 */
-	if (qp->hw_type == QRNIC_QPT_XRC_INI)
-		attr_mask &= ~(IB_QP_ACCESS_FLAGS | IB_QP_MAX_DEST_RD_ATOMIC |
-			       IB_QP_MIN_RNR_TIMER);
-
 	hw.attr_mask = attr_mask;
 	if (attr_mask & IB_QP_STATE)
 		hw.qp_state = attr->qp_state;
@@ -419,6 +416,11 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 			qp->rq.pi = 0;
 			WRITE_ONCE(qp->rq.ci, 0);
 			spin_unlock_irqrestore(&qp->rq.lock, flags);
+			/* and its completions not yet polled go */
+			if (ibqp->send_cq)
+				qrnic_cq_clean(to_qcq(ibqp->send_cq), qp->qpn);
+			if (ibqp->recv_cq && ibqp->recv_cq != ibqp->send_cq)
+				qrnic_cq_clean(to_qcq(ibqp->recv_cq), qp->qpn);
 		}
 	}
 	return 0;

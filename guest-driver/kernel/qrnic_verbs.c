@@ -651,6 +651,8 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 		ib_set_device_ops(ibdev, &qrnic_mw_ops);
 	if (qrnic_has_cq_resize(dev))
 		ib_set_device_ops(ibdev, &qrnic_cq_resize_ops);
+	if (qrnic_has_rereg(dev))
+		ib_set_device_ops(ibdev, &qrnic_rereg_ops);
 
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)

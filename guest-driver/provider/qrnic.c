@@ -69,6 +69,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.query_srq = qrnic_query_srq,
 	.reg_mr = qrnic_reg_mr,
 	.req_notify_cq = qrnic_req_notify_cq,
+	.rereg_mr = qrnic_rereg_mr,
 	.resize_cq = qrnic_resize_cq,
 };
 

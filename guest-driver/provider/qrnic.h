@@ -211,6 +211,8 @@ struct ibv_pd *qrnic_alloc_parent_domain(struct ibv_context *context,
 struct ibv_mr *qrnic_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
 int qrnic_dereg_mr(struct verbs_mr *vmr);
+int qrnic_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+		   size_t length, int access);
 struct ibv_cq *qrnic_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel, int comp_vector);
 struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,

@@ -232,6 +232,36 @@ int qrnic_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/*
+ * ibv_rereg_mr: the kernel's rereg_user_mr changes the MR in place (the
+ * device's REREG_MR keeps the key, spec 6.6.19); libibverbs checked the
+ * flags and updates mr->addr, length and pd.  The provider only moves its
+ * reference from the old PD (or parent domain) to the new one.
+ */
+int qrnic_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd, void *addr,
+		   size_t length, int access)
+{
+	struct qrnic_mr *mr = container_of(vmr, struct qrnic_mr, vmr);
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+	int err;
+
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != vmr->ibv_mr.context))
+		return EINVAL;
+	err = ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr, access, pd,
+			       &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (err)
+		return err;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		qrnic_pd_get(pd);
+		qrnic_pd_put(mr->pd);
+		mr->pd = pd;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
+	return 0;
+}
+
 /* ---- memory windows (spec 12.13) ---------------------------------------- */
 
 struct ibv_mw *qrnic_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
@@ -1140,15 +1170,72 @@ int qrnic_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	return 0;
 }
 
-/* The device restarts both queues at index 0 on any -> RESET (spec 11.3). */
+/*
+ * Take the CQEs of QP qpn that are in cq and not yet polled out of it
+ * (caller holds cq->lock), as mlx5's provider does when a QP goes to
+ * RESET: the completions of before the reset (the flushed WQEs of an
+ * ERROR, say) name queue slots that no longer exist, and a consumer that
+ * reconnects the QP must not poll them as completions of its new work
+ * (rdma-core's MRTest polls the first CQE after restating its QPs).
+ * The valid CQEs are those from ci up to the first slot the device has
+ * not written; from the newest back, the others' CQEs move up over the
+ * removed ones (their owner bit set for their new slot), and ci passes
+ * the slots that emptied.  Slots not yet written are not touched.
+ */
+static void qrnic_cq_clean(struct qrnic_context *ctx, struct qrnic_cq *cq, uint32_t qpn)
+{
+	uint32_t end, i, nfreed = 0;
+
+	if (cq->lost || !cq->ring)
+		return;
+	for (end = cq->ci; end - cq->ci <= cq->mask; end++)
+		if (!qrnic_cqe_valid(cq->ring + (size_t)(end & cq->mask) * QRNIC_CQE_SIZE, end,
+				     cq->log_depth))
+			break;
+	udma_from_device_barrier();
+	for (i = end; i != cq->ci;) {
+		struct qrnic_cqe *c;
+
+		i--;
+		c = (struct qrnic_cqe *)(cq->ring + (size_t)(i & cq->mask) * QRNIC_CQE_SIZE);
+		if (le32toh(c->qpn) == qpn) {
+			nfreed++;
+		} else if (nfreed) {
+			struct qrnic_cqe *to = (struct qrnic_cqe *)(cq->ring +
+				(size_t)((i + nfreed) & cq->mask) * QRNIC_CQE_SIZE);
+			struct qrnic_cqe tmp = *c;
+
+			tmp.owner = (uint8_t)((tmp.owner & ~1u) |
+					      qrnic_cq_owner(i + nfreed, cq->log_depth));
+			*to = tmp;
+		}
+	}
+	if (nfreed) {
+		cq->ci += nfreed;
+		qrnic_cq_update_ci(ctx, cq);
+	}
+}
+
+/*
+ * The device restarts both queues at index 0 on any -> RESET (spec 11.3);
+ * the QP's completions not yet polled go (qrnic_cq_clean).
+ */
 static void qrnic_qp_reset_indexes(struct qrnic_qp *qp)
 {
+	struct qrnic_context *ctx = to_qctx(qp->vqp.qp.context);
+	struct ibv_qp *ibqp = &qp->vqp.qp;
 	struct qrnic_wq *wqs[2] = { &qp->sq, &qp->rq };
+	struct qrnic_cq *scq, *rcq;
 	int i;
 
 	if (qp->xrc_recv)	/* no queues, no CQs */
 		return;
-	qrnic_lock_cqs(&qp->vqp.qp);
+	qrnic_lock_cqs(ibqp);
+	scq = to_qcq(ibqp->send_cq);
+	rcq = qrnic_qp_rcq(ibqp);
+	qrnic_cq_clean(ctx, scq, ibqp->qp_num);
+	if (rcq && rcq != scq)
+		qrnic_cq_clean(ctx, rcq, ibqp->qp_num);
 	for (i = 0; i < 2; i++) {
 		if (!wqs[i]->ring)
 			continue;

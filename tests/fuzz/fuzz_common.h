@@ -81,6 +81,7 @@ struct fz_dev {
 	struct fz_objs qps, cqs, pds, eqs, ahs, uctxs, srqs;
 	struct fz_objs frmrs;	/* keys of fast-registration MRs (ALLOC_MR) */
 	struct fz_objs mws;	/* rkeys of memory windows (ALLOC_MW) */
+	struct fz_objs xrcds;	/* XRC domains (ALLOC_XRCD) */
 	uint64_t eth_tx_ring, eth_rx_ring;
 	uint32_t eth_tx_pi;	/* Ethernet TX producer index */
 };

@@ -9,9 +9,12 @@
  *   kind % 16 = 0   admin command through the harness helper for a chosen
  *                   opcode (valid arguments from the objects the fuzzer
  *                   knows, or raw values), then up to 3 byte patches of
- *                   the command (hx_patch_next_cmd)
+ *                   the command (hx_patch_next_cmd); XRC: ALLOC/DEALLOC_XRCD,
+ *                   XRC SRQs, XRC INI and TGT QPs, their modify masks;
+ *                   REREG_MR (translation onto any host memory, PD, access)
  *             1     admin command, 128 raw bytes
- *             2     post send WQE, fields fuzzed, up to 3 byte patches
+ *             2     post send WQE, fields fuzzed, up to 3 byte patches; the
+ *                   XRC SRQ number of an INI QP's WQE from the known SRQs
  *             3     post receive WQE, likewise
  *             4     doorbell (BAR2): page, queue, index near the driver's
  *                   or raw, access size
@@ -43,6 +46,7 @@
  * fz_account_admin).  Total work per input is bounded by FZ_MAX_RECORDS
  * and FZ_BUDGET_ITERS.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +108,16 @@ static void modify_qp(struct act *a, const uint8_t *s, const uint32_t *v, uint64
 				  QRNIC_QP_ATTR_MAX_QP_RD_ATOMIC,
 		[QRNIC_QPS_SQD] = QRNIC_QP_ATTR_EN_SQD_ASYNC,
 	};
+	/* XRC TGT: the RC masks without the requester's attributes */
+	static const uint32_t xt_mask[8] = {
+		[QRNIC_QPS_INIT] = QRNIC_QP_ATTR_PKEY_INDEX | QRNIC_QP_ATTR_PORT |
+				   QRNIC_QP_ATTR_ACCESS_FLAGS,
+		[QRNIC_QPS_RTR] = QRNIC_QP_ATTR_AV | QRNIC_QP_ATTR_PATH_MTU | QRNIC_QP_ATTR_DEST_QPN |
+				  QRNIC_QP_ATTR_RQ_PSN | QRNIC_QP_ATTR_MAX_DEST_RD_ATOMIC |
+				  QRNIC_QP_ATTR_MIN_RNR_TIMER,
+		[QRNIC_QPS_RTS] = QRNIC_QP_ATTR_TIMEOUT | QRNIC_QP_ATTR_SQ_PSN,
+		[QRNIC_QPS_SQD] = QRNIC_QP_ATTR_EN_SQD_ASYNC,
+	};
 	static const uint32_t ud_mask[8] = {
 		[QRNIC_QPS_INIT] = QRNIC_QP_ATTR_PKEY_INDEX | QRNIC_QP_ATTR_PORT | QRNIC_QP_ATTR_QKEY,
 		[QRNIC_QPS_RTS] = QRNIC_QP_ATTR_SQ_PSN,
@@ -115,7 +129,8 @@ static void modify_qp(struct act *a, const uint8_t *s, const uint32_t *v, uint64
 
 	memset(&at, 0, sizeof(at));
 	at.qp_state = to;
-	at.attr_mask = QRNIC_QP_ATTR_STATE | ((s[2] & 1) ? ud_mask : rc_mask)[to];
+	at.attr_mask = QRNIC_QP_ATTR_STATE |
+		       ((s[2] & 1) ? ud_mask : (s[2] & 0x40) ? xt_mask : rc_mask)[to];
 	if (s[2] & 0x80)
 		at.attr_mask ^= v[1];
 	at.cur_qp_state = (uint8_t)(x >> 52) % 8;
@@ -156,6 +171,38 @@ static void reg_mr(struct act *a, const uint8_t *s, const uint32_t *v, uint64_t 
 	r = hx_reg_mr(a->w, a->d, pd, access, iova, len, shift, levels, flags);
 	if (r >= 0)
 		fz_add_mr(a->fd, (uint32_t)r, iova, len);
+}
+
+/*
+ * REREG_MR of a known MR (or a raw key): a new translation of contiguous
+ * pages anywhere in the host's memory (rings included) or raw fields, a PD
+ * of the device, any access; the change bits valid or raw.
+ */
+static void rereg_mr(struct act *a, const uint8_t *s, const uint32_t *v, uint64_t x)
+{
+	const struct fz_mr *m = fz_pick_mr(a->fd, s[1]);
+	struct qrnic_cmd_reg_mr *r;
+	struct qrnic_aq_cmd c;
+	unsigned shift = 12 + s[5] % 3;
+	uint64_t ps = 1ull << shift;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.opcode = QRNIC_CMD_REREG_MR;
+	c.u.rereg_mr.key = (s[1] & 0x80) ? v[1] : m->key;
+	c.u.rereg_mr.change = (s[2] & 0x80) ? v[2] : 1u + s[2] % 7u;
+	r = &c.u.rereg_mr.reg;
+	r->pdn = (s[3] & 1) ? a->fd->pd : fz_pick(&a->fd->pds, s[3], v[3]);
+	r->access = (s[4] & 0x80) ? v[0] : s[4] & 0xfu;
+	r->page_shift = (uint8_t)((s[5] & 0x80) ? s[5] & 0x3f : shift);
+	r->iova = (s[6] & 0x20) ? x : 0x40000000ull + (x & 0xffffff);
+	r->length = (s[6] & 0x10) ? (uint64_t)v[3] << 8 : 1 + (v[3] >> 8) % (1u << 17);
+	r->npages = (uint32_t)(((r->iova & (ps - 1)) + r->length + ps - 1) >> shift);
+	if (s[6] & 0x80)
+		r->npages = v[0] & 0xffff;
+	r->pbl_levels = (s[6] & 0x40) ? s[6] % 5 : 0;
+	r->pbl_addr = (s[7] & 0x80) ? x : (hx_mem_base(a->w, a->d) + v[2] % FZ_MEM) & ~(ps - 1);
+	r->flags = (s[7] & 0x40) ? QRNIC_MR_F_PHYS : 0;
+	hx_admin(a->w, a->d, &c, NULL, 0);
 }
 
 static void destroy(struct act *a, uint8_t op, struct fz_objs *o, uint8_t sel, uint32_t raw)
@@ -237,6 +284,21 @@ static void act_admin(struct act *a)
 							   fz_pick(&fd->srqs, s[7], v[0]), 0));
 			break;
 		}
+		if ((s[4] & 0x60) == 0x40) {	/* XRC INI: send side only */
+			fz_keep(&fd->qps, hx_create_qp_srq(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
+							   fz_pick(&fd->cqs, s[2], v[2]),
+							   (s[3] & 0x80) ? fz_pick(&fd->cqs, s[3] & 0x7f, v[3])
+									 : 0,
+							   QRNIC_QPT_XRC_INI, s[5] % 9, 5 + s[6] % 6, 0, 0));
+			break;
+		}
+		if ((s[4] & 0x60) == 0x60) {	/* XRC TGT of a domain: no PD, CQs, rings */
+			fz_keep(&fd->qps, hx_create_qp_srq(w, d, uctx,
+							   (s[3] & 0x80) ? fz_pick(&fd->pds, s[1], v[1]) : 0,
+							   0, 0, QRNIC_QPT_XRC_TGT, 0, 0,
+							   fz_pick(&fd->xrcds, s[5], v[0]), 0));
+			break;
+		}
 		fz_keep(&fd->qps, hx_create_qp(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
 					       fz_pick(&fd->cqs, s[2], v[2]), fz_pick(&fd->cqs, s[3], v[3]),
 					       types[s[4] % 4], s[5] % 9, 5 + s[6] % 6, s[7] % 9,
@@ -311,6 +373,18 @@ static void act_admin(struct act *a)
 		destroy(a, op, &fd->eqs, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_SRQ:
+		if (s[6] & 0x80) {	/* an XRC SRQ of a domain, its CQ */
+			uint16_t fl = (s[6] & 0x40) ? (uint16_t)v[3] : QRNIC_SRQ_F_XRC;
+			uint32_t xrcd = fz_pick(&fd->xrcds, s[6] & 0x3f, v[3]);
+			uint32_t cqn = fz_pick(&fd->cqs, s[7], v[0]);
+
+			hx_patch_next_cmd(w, d, offsetof(struct qrnic_aq_cmd, u.create_srq.flags), &fl,
+					  sizeof(fl));
+			hx_patch_next_cmd(w, d, offsetof(struct qrnic_aq_cmd, u.create_srq.xrcd), &xrcd,
+					  sizeof(xrcd));
+			hx_patch_next_cmd(w, d, offsetof(struct qrnic_aq_cmd, u.create_srq.cqn), &cqn,
+					  sizeof(cqn));
+		}
 		fz_keep(&fd->srqs, hx_create_srq(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]), s[2] % 17,
 						 s[3] % 11, (s[4] & 0x80) ? v[2] : s[4] % 8, s[5] & 1));
 		break;
@@ -326,6 +400,24 @@ static void act_admin(struct act *a)
 	}
 	case QRNIC_CMD_DESTROY_SRQ:
 		destroy(a, op, &fd->srqs, s[1], v[1]);
+		break;
+	case QRNIC_CMD_REREG_MR:
+		rereg_mr(a, s, v, x);
+		break;
+	case QRNIC_CMD_ALLOC_XRCD: {
+		struct qrnic_aq_cmd c;
+		struct qrnic_aq_cqe cqe;
+
+		memset(&c, 0, sizeof(c));
+		c.hdr.opcode = op;
+		c.u.alloc_xrcd.uctx = uctx;
+		c.u.alloc_xrcd.rsvd = (s[1] & 0x80) ? v[1] : 0;
+		if (hx_admin(w, d, &c, &cqe, 0) == 0)
+			fz_objs_add(&fd->xrcds, cqe.result[0]);
+		break;
+	}
+	case QRNIC_CMD_DEALLOC_XRCD:
+		destroy(a, op, &fd->xrcds, s[1], v[1]);
 		break;
 	case QRNIC_CMD_ATTACH_MCAST:
 	case QRNIC_CMD_DETACH_MCAST: {
@@ -417,6 +509,12 @@ static void act_post_send(struct act *a)
 	if (!(rs & 0x80))
 		raddr = rm->iova + raddr % rm->len;
 	wqe_patches(a, s3 >> 5);
+	if ((op & 0xc0) == 0x40) {	/* an XRC SRQ of the peer (or our own: loopback) */
+		uint32_t srqn = fz_pick((op & 0x20) ? &a->fd->srqs : &a->fp->srqs, op >> 3, raw);
+
+		hx_patch_next_wqe(a->w, a->d, offsetof(struct qrnic_send_wqe, xrc_srqn), &srqn,
+				  sizeof(srqn));
+	}
 	hx_post_send(a->w, a->d, qpn, (op & 0x80) ? op & 0x7f : op % 8u, fl, raw, nsge, addr, len,
 		     key, inl, inl_len, imm, (rs & 0x20) ? raw : rm->key, raddr, ca, sw,
 		     fz_pick(&a->fd->ahs, s0 >> 1, raw), fz_pick(&a->fp->qps, rs, raw),

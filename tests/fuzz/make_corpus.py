@@ -111,7 +111,8 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'ALLOC_UCTX': 
        'CREATE_PD': 0x07, 'CREATE_CQ': 0x09, 'CREATE_QP': 0x0b, 'MODIFY_QP': 0x0c,
        'QUERY_QP': 0x0d, 'DESTROY_QP': 0x0e, 'REG_MR': 0x0f, 'DEREG_MR': 0x10,
        'CREATE_AH': 0x12, 'CREATE_EQ': 0x14, 'QUERY_STATS': 0x16, 'ALLOC_MR': 0x1d,
-       'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20}
+       'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20, 'CREATE_SRQ': 0x17,
+       'REREG_MR': 0x21, 'ALLOC_XRCD': 0x22, 'DEALLOC_XRCD': 0x23}
 
 
 def admin(d, op, s=(0,) * 8, v=(0, 0, 0, 0), x=0, patches=()):
@@ -138,6 +139,34 @@ def modify(d, qp_index, state, dest_index=1, psn=0, x=0x0004_0303_0801_04):
     # s: qp, state, mask set (RC), av selector, port, access, path mtu, dest
     return admin(d, 'MODIFY_QP', s=(qp_index, state, 0, 0, 1, 0x0e, 0, dest_index),
                  v=(0, 0, 0, psn), x=x)
+
+
+def xrc_seed():
+    """An XRC connection: device 1 gets a domain, a CQ, an XRC SRQ of the domain and
+    a TGT QP of it; device 0 an INI QP (both QP index 6, after the six base QPs);
+    both go to RTS (the INI QP with the RC masks, responder attributes included,
+    the TGT QP with its own), a receive WQE goes to the SRQ, the INI QP SENDs
+    1000 bytes naming the peer's SRQ (its WQE's xrc_srqn); then device 0's MR 0
+    gets a new translation (8 KiB of contiguous host pages) and access, then a
+    PD (REREG_MR), and the domain is freed (BUSY: its SRQ and TGT QP exist)."""
+    tgt, ini = 6, 6
+    x = 0x0004_0303_0801_04
+    return (admin(1, 'ALLOC_XRCD') + admin(1, 'CREATE_CQ', s=(0, 1, 6, 1)) +
+            admin(1, 'CREATE_SRQ', s=(0, 0, 5, 9, 0, 1, 0x80, 2)) +
+            admin(1, 'CREATE_QP', s=(0, 0, 0, 0, 0x60, 0, 0, 0)) +
+            admin(0, 'CREATE_QP', s=(0, 0, 0, 0, 0x40, 6, 3, 0)) +
+            modify(0, ini, 1) +
+            admin(1, 'MODIFY_QP', s=(tgt, 1, 0x40, 0, 1, 0x0e, 0, ini)) +
+            modify(0, ini, 2, dest_index=tgt, psn=0x1000) +
+            admin(1, 'MODIFY_QP', s=(tgt, 2, 0x40, 0, 1, 0x0e, 0, ini), v=(0, 0, 0, 0x10), x=x) +
+            modify(0, ini, 3, dest_index=tgt, psn=0x1000) +
+            admin(1, 'MODIFY_QP', s=(tgt, 3, 0x40, 0, 1, 0x0e, 0, ini), v=(0, 0, 0, 0x10), x=x) +
+            rec(3, struct.pack('<BBBI', 1, 0x20, 1, 0) + struct.pack('<BHHI', 0, 0, 4096, 0)) +
+            rec(2, struct.pack('<BBBBBBIIIQQQ', 0, ini, 0x42, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0) +
+                struct.pack('<H', 0) + struct.pack('<BHHI', 0, 0, 1000, 0)) + g_run() +
+            admin(0, 'REREG_MR', s=(0, 0, 4, 1, 0x0f, 0, 0, 0), v=(0, 0, 0x100000, 0x1fff00)) +
+            admin(0, 'REREG_MR', s=(0, 0, 1, 0, 0x0f, 0, 0, 0)) + g_run() +
+            admin(1, 'DEALLOC_XRCD'))
 
 
 def guest_corpus():
@@ -180,6 +209,7 @@ def guest_corpus():
                               admin(0, 'RESIZE_CQ', s=(0, 0, 9)) +
                               admin(0, 'MODIFY_CQ', s=(0, 0, 0, 5), v=(0, 0, 4, 0)) +
                               rec(13, traffic(1, 'SEND', length=100)) + g_run()),
+        'xrc': xrc_seed(),
         'link_flap': (rec(13, traffic(0, 'SEND', length=3000)) + rec(12, bytes([1, 0])) +
                       g_run(exp=22) + rec(12, bytes([1, 1])) + g_run(exp=24)),
     }

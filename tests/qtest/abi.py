@@ -126,6 +126,11 @@ class CmdCreateSrq(LE):
                 ('xrcd', u32), ('cqn', u32), ('rsvd1', u64)]
 
 
+class CmdAllocXrcd(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32), ('rsvd', u32)]
+
+
 class CmdModifySrq(LE):
     _pack_ = 1
     _fields_ = [('srqn', u32), ('attr_mask', u32), ('limit', u32), ('rsvd', u32)]
@@ -136,7 +141,7 @@ MIRRORS = {'qrnic_aq_hdr': AqHdr, 'qrnic_cmd_query': CmdQuery, 'qrnic_cmd_gid': 
            'qrnic_cmd_modify_qp': CmdModifyQp, 'qrnic_cmd_query_qp': CmdQueryQp,
            'qrnic_cmd_reg_mr': CmdRegMr, 'qrnic_cmd_create_ah': CmdCreateAh,
            'qrnic_cmd_create_eq': CmdCreateEq, 'qrnic_cmd_create_srq': CmdCreateSrq,
-           'qrnic_cmd_modify_srq': CmdModifySrq}
+           'qrnic_cmd_modify_srq': CmdModifySrq, 'qrnic_cmd_alloc_xrcd': CmdAllocXrcd}
 
 
 def command(opcode, body=None, cmd_id=0, flags=0):

@@ -500,8 +500,9 @@ class Qp(_Obj, h.QpTransitions):
     def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
                   signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
                   add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True,
-                  invalidate=None):
-        """Post one send WQE and ring the SQ doorbell (arguments as in the harness)."""
+                  invalidate=None, xrc_srqn=0):
+        """Post one send WQE and ring the SQ doorbell (arguments as in the harness;
+        xrc_srqn: the XRC SRQ an XRC INI QP's WQE names)."""
         if invalidate is not None:  # a key in imm_data, host order (imm goes big endian)
             imm = struct.unpack('>I', struct.pack('<I', invalidate))[0]
         op = h.WR[opcode] if isinstance(opcode, str) else opcode
@@ -525,7 +526,7 @@ class Qp(_Obj, h.QpTransitions):
                       rkey=rkey, remote_addr=raddr,
                       compare_add=add if add is not None else compare, swap=swap,
                       ah=ah.ahn if isinstance(ah, Ah) else (ah or 0), remote_qpn=remote_qpn,
-                      remote_qkey=qkey)
+                      remote_qkey=qkey, xrc_srqn=xrc_srqn)
         body = inl if inline is not None else b''.join(
             bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
         stride = 1 << self.sq_shift
@@ -972,6 +973,50 @@ class Device:
             wqe_shift=wqe_shift, limit=limit, ring_addr=ring, dbrec_addr=rec)))
         r = self._handle(st, cqe, 'create_srq', check)
         return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
+
+    # -- XRC (spec 6.6.20, 12.14; ABI 1.3)
+    def alloc_xrcd(self, uctx=0, check=True):
+        st, cqe = self.admin(abi.command('ALLOC_XRCD', abi.CmdAllocXrcd(uctx=uctx)))
+        return self._handle(st, cqe, 'alloc_xrcd', check)
+
+    def dealloc_xrcd(self, xrcd, check=True):
+        return self.destroy('DEALLOC_XRCD', xrcd, check)
+
+    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, uctx=0, check=True):
+        """An XRC SRQ of domain xrcd: its receive completions go to cq."""
+        ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
+        rec = self.mem.alloc(64, 64)
+        st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
+            uctx=uctx, pdn=pd.pdn if isinstance(pd, Pd) else pd, log_depth=log_depth,
+            wqe_shift=wqe_shift, flags=h.SRQ_F_XRC, ring_addr=ring, dbrec_addr=rec,
+            xrcd=xrcd, cqn=cq.cqn if isinstance(cq, Cq) else cq)))
+        r = self._handle(st, cqe, 'create_srq', check)
+        return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
+
+    def create_xrc_ini(self, pd, send_cq, sq_log=6, sq_shift=9, uctx=0, check=True):
+        """An XRC INI QP: an SQ, no receive CQ, no RQ, no SRQ."""
+        sq_addr = self.mem.alloc(1 << min(sq_log + sq_shift, 24))
+        st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
+            uctx=uctx, pdn=pd.pdn if isinstance(pd, Pd) else pd,
+            send_cqn=send_cq.cqn if isinstance(send_cq, Cq) else send_cq, recv_cqn=0,
+            qp_type=h.QPT['XRC_INI'], sq_log_depth=sq_log, sq_wqe_shift=sq_shift,
+            sq_addr=sq_addr)))
+        r = self._handle(st, cqe, 'create_qp', check)
+        if r is None:
+            return None
+        qp = Qp(self, r, h.QPT['XRC_INI'], pd if isinstance(pd, Pd) else None, send_cq, None,
+                sq_log, sq_shift, 0, 0, sq_addr, 0, uctx)
+        self.qps[r] = qp
+        return qp
+
+    def create_xrc_tgt(self, xrcd, uctx=0, check=True):
+        """An XRC TGT QP of domain xrcd: no PD, CQs or rings."""
+        st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
+            uctx=uctx, qp_type=h.QPT['XRC_TGT'], srqn=xrcd)))
+        r = self._handle(st, cqe, 'create_qp', check)
+        if r is None:
+            return None
+        return Qp(self, r, h.QPT['XRC_TGT'], None, None, None, 0, 0, 0, 0, 0, 0, uctx)
 
     def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
                   rq_log=6, rq_shift=9, uctx=0, flags=0, sq_addr=None, rq_addr=None,

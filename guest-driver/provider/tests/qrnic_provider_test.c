@@ -403,6 +403,60 @@ int ibv_cmd_dereg_mr(struct verbs_mr *vmr)
 			  vmr->ibv_mr.handle) ? EINVAL : 0;
 }
 
+/*
+ * REREG_MR as the kernel driver sends it (qrnic_rereg_user_mr, spec
+ * 6.6.19): the PD and access named by flags; a new translation is a fresh
+ * contiguous range of the fake host's memory (level 0) whose bus address
+ * the test finds in fk_rereg_bus.
+ */
+static uint64_t fk_rereg_bus;
+
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr, size_t length,
+		     uint64_t hca_va, int access, struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp, size_t resp_sz)
+{
+	int d = fk_of(vmr->ibv_mr.context)->d;
+	struct qrnic_aq_cmd c;
+	uint32_t key;
+
+	(void)addr;
+	(void)cmd;
+	(void)cmd_sz;
+	(void)resp_sz;
+	memset(&c, 0, sizeof(c));
+	c.u.rereg_mr.key = vmr->ibv_mr.handle;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		c.u.rereg_mr.change |= QRNIC_REREG_PD;
+		c.u.rereg_mr.reg.pdn = pd->handle;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		c.u.rereg_mr.change |= QRNIC_REREG_ACCESS;
+		c.u.rereg_mr.reg.access = (uint32_t)access & QRNIC_ACCESS_MR_MASK;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		uint64_t npages = ((hca_va & 4095) + length + 4095) >> 12;
+		uint64_t bus = hx_mem_alloc(w, d, npages << 12, 4096);
+
+		if (!bus)
+			return ENOMEM;
+		c.u.rereg_mr.change |= QRNIC_REREG_TRANS;
+		c.u.rereg_mr.reg.page_shift = 12;
+		c.u.rereg_mr.reg.iova = hca_va;
+		c.u.rereg_mr.reg.length = length;
+		c.u.rereg_mr.reg.pbl_addr = bus;
+		c.u.rereg_mr.reg.npages = npages;
+		fk_rereg_bus = bus;
+	}
+	if (admin(d, &c, QRNIC_CMD_REREG_MR, &key))
+		return EINVAL;
+	/* what libibverbs' ibv_cmd_rereg_mr does with the answer */
+	resp->lkey = resp->rkey = key;
+	vmr->ibv_mr.lkey = vmr->ibv_mr.rkey = key;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		vmr->ibv_mr.context = pd->context;
+	return 0;
+}
+
 /* CREATE_CQ as the kernel driver does it; fills the driver udata dr */
 static int fk_create_cq(struct ibv_context *context, int cqe, struct ibv_cq *cq,
 			struct qrnic_create_cq_resp *dr)
@@ -3087,6 +3141,183 @@ static int a_one(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode *op, uint
 }
 
 /*
+ * A QP's completions not yet polled leave its CQ when it goes to RESET (as
+ * mlx5's provider does; rdma-core's MRTest relies on it): qa1 and qa2 of A
+ * share A.cq; a receive of qa2, qa1's two flushed receives (ERR), another
+ * receive of qa2 are in it; after qa1 -> RESET the CQ yields qa2's two, in
+ * order, and nothing else; qa1 reconnected works with a clean CQ.  Also
+ * across the ring's end (the owner bit of a moved CQE flips).
+ */
+static void one_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t off)
+{
+	struct ibv_sge s = sge(&A, off, 256);
+	struct ibv_recv_wr r = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	CHECK(A.ops.post_recv(qp, &r, &bad) == 0);
+}
+
+static void b_send(struct ibv_qp *qb, uint64_t wr_id)
+{
+	struct ibv_sge s = sge(&B, 0x100, 64);
+	struct ibv_send_wr wr = wr_of(IBV_WR_SEND, wr_id, &s, 0), *bad;
+	struct ibv_wc wc[2];
+
+	CHECK(B.ops.post_send(qb, &wr, &bad) == 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 2) == 1 && wc[0].status == IBV_WC_SUCCESS);
+}
+
+static void test_reset_cleans_cq(void)
+{
+	struct ibv_qp *qa1, *qb1, *qa2, *qb2;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	struct qrnic_cq *cq = to_qcq(A.cq);
+	struct ibv_wc wc[8];
+	int lap, n;
+
+	drain();
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa1, &qb1));
+	CHECK(rc_pair(&A, NULL, &B, NULL, &qa2, &qb2));
+	for (lap = 0; lap < 2; lap++) {
+		/* the second lap starts near the ring's end */
+		if (lap) {
+			while ((cq->ci & cq->mask) != cq->mask - 1) {
+				one_recv(qa2, 0x7000, 0);
+				b_send(qb2, 1);
+				fk_run();
+				CHECK(poll_all(&A, A.cq, wc, 1) == 1);
+			}
+		}
+		one_recv(qa2, 0x91, 0x1000);
+		b_send(qb2, 2);
+		one_recv(qa1, 0x81, 0x2000);
+		one_recv(qa1, 0x82, 0x3000);
+		at.qp_state = IBV_QPS_ERR;
+		CHECK(A.ops.modify_qp(qa1, &at, IBV_QP_STATE) == 0);
+		fk_run();
+		one_recv(qa2, 0x92, 0x4000);
+		b_send(qb2, 3);
+		at.qp_state = IBV_QPS_RESET;
+		CHECK(A.ops.modify_qp(qa1, &at, IBV_QP_STATE) == 0);
+		n = poll_all(&A, A.cq, wc, 8);
+		CHECK(n == 2 && wc[0].wr_id == 0x91 && wc[1].wr_id == 0x92 &&
+		      wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS &&
+		      wc[0].qp_num == qa2->qp_num);
+		if (n != 2)
+			printf("  lap %d: %d CQEs, first wr_id %llx status %d\n", lap, n,
+			       (unsigned long long)wc[0].wr_id, wc[0].status);
+		/* qa1 again: connected anew, its receive completes, nothing stale */
+		CHECK(to_rts_rc(&A, qa1, qb1->qp_num, 1) == 0);
+		at.qp_state = IBV_QPS_RESET;
+		CHECK(B.ops.modify_qp(qb1, &at, IBV_QP_STATE) == 0);
+		CHECK(to_rts_rc(&B, qb1, qa1->qp_num, 0) == 0);
+		one_recv(qa1, 0x83, 0x5000);
+		b_send(qb1, 4);
+		n = poll_all(&A, A.cq, wc, 8);
+		CHECK(n == 1 && wc[0].wr_id == 0x83 && wc[0].status == IBV_WC_SUCCESS);
+	}
+	CHECK(A.ops.destroy_qp(qa1) == 0 && A.ops.destroy_qp(qa2) == 0);
+	CHECK(B.ops.destroy_qp(qb1) == 0 && B.ops.destroy_qp(qb2) == 0);
+	drain();
+}
+
+/*
+ * ibv_rereg_mr through the provider's rereg_mr (REREG_MR in the fake
+ * kernel): the key stays; ACCESS: a read-only MR refuses B's WRITE, made
+ * writable the same rkey takes it; PD: moved to a second PD, QPs of the
+ * first are refused (REM_ACCESS_ERR) and the second PD is busy, moved back
+ * it works again; TRANSLATION: B's WRITE lands in the new pages at the new
+ * iova, the old iova is refused and the old pages keep what they had;
+ * bad input: a PD of another context (EINVAL), a device refusal (bound
+ * window: BUSY) leaves the MR working as it was.
+ */
+static void test_rereg_mr(void)
+{
+	struct ibv_mr *mr = A.ops.reg_mr(A.pd, (void *)(uintptr_t)MWIOVA, MWLEN, MWIOVA,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+					 IBV_ACCESS_MW_BIND);
+	const uint64_t NEWIOVA = MWIOVA + 0x100000 + 0x80;
+	static uint8_t x[0x2000], y[0x2000], old[0x1000];
+	struct ibv_pd *pd2 = A.ops.alloc_pd(A.ctx);
+	struct ibv_mw *mw = A.ops.alloc_mw(A.pd, IBV_MW_TYPE_2);
+	uint32_t key;
+
+	CHECK(A.ops.rereg_mr != NULL && mr != NULL && pd2 != NULL && mw != NULL);
+	if (!mr || !pd2 || !mw || !A.ops.rereg_mr)
+		return;
+	key = mr->rkey;
+	drain();
+	fill(&B, 0x50000, 0x2000, 21);
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, key, MWIOVA + 0x1000, 0x50000, 0x1000) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.rereg_mr(verbs_get_mr(mr), IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND) == 0);
+	CHECK(mr->rkey == key && mr->lkey == key);
+	CHECK(verbs_get_mr(mr)->access & IBV_ACCESS_REMOTE_WRITE);
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, key, MWIOVA + 0x1000, 0x50000, 0x1000) ==
+	      IBV_WC_SUCCESS);
+	CHECK(mw_same(mr, 0x1000, 0x50000, 0x1000));
+
+	/* another PD: A's QPs (of A.pd) may not use it */
+	CHECK(A.ops.rereg_mr(verbs_get_mr(mr), IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0) == 0);
+	CHECK(mr->rkey == key);
+	CHECK(b_access_new(IBV_WR_RDMA_READ, key, MWIOVA + 0x1000, 0x52000, 0x100) ==
+	      IBV_WC_REM_ACCESS_ERR);
+	CHECK(A.ops.dealloc_pd(pd2) != 0);		/* the MR is on it */
+	CHECK(A.ops.rereg_mr(verbs_get_mr(mr), IBV_REREG_MR_CHANGE_PD, B.pd, NULL, 0, 0) ==
+	      EINVAL);					/* another context's PD */
+	CHECK(A.ops.rereg_mr(verbs_get_mr(mr), IBV_REREG_MR_CHANGE_PD, A.pd, NULL, 0, 0) == 0);
+	CHECK(b_access_new(IBV_WR_RDMA_READ, key, MWIOVA + 0x1000, 0x52000, 0x100) ==
+	      IBV_WC_SUCCESS);
+
+	/* a window bound to it: the device refuses (BUSY), nothing changes */
+	{
+		struct ibv_qp *qa, *qb;
+		struct ibv_send_wr bw = { .wr_id = 0x61, .opcode = IBV_WR_BIND_MW,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		enum ibv_wc_opcode op = 0;
+
+		CHECK(rc_pair(&A, NULL, &B, NULL, &qa, &qb));
+		bw.bind_mw.mw = mw;
+		bw.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+		bw.bind_mw.bind_info.mr = mr;
+		bw.bind_mw.bind_info.addr = MWIOVA;
+		bw.bind_mw.bind_info.length = 0x1000;
+		bw.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+		CHECK(A.ops.post_send(qa, &bw, &bad) == 0);
+		CHECK(a_one(A.cq, 0x61, &op, NULL) == IBV_WC_SUCCESS && op == IBV_WC_BIND_MW);
+		CHECK(A.ops.rereg_mr(verbs_get_mr(mr), IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				     IBV_ACCESS_LOCAL_WRITE) != 0);
+		CHECK(b_access(qb, IBV_WR_RDMA_WRITE, key, MWIOVA + 0x1000, 0x50000, 0x10) ==
+		      IBV_WC_SUCCESS);			/* still writable */
+		CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+		drain();
+		CHECK(A.ops.dealloc_mw(mw) == 0);	/* dead with its QP; freed now */
+	}
+
+	/* a new translation: new iova, new pages */
+	hx_mr_read(w, 0, key, 0x1000, old, sizeof(old));
+	CHECK(A.ops.rereg_mr(verbs_get_mr(mr), IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			     (void *)(uintptr_t)NEWIOVA, 0x3000, 0) == 0);
+	CHECK(mr->rkey == key && fk_rereg_bus != 0);
+	fill(&B, 0x50000, 0x2000, 77);
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, key, NEWIOVA + 0x100, 0x50000, 0x2000) ==
+	      IBV_WC_SUCCESS);
+	hx_mem_read(w, 0, fk_rereg_bus + 0x80 + 0x100, x, 0x2000);
+	hx_mr_read(w, 1, B.mr->lkey, 0x50000, y, 0x2000);
+	CHECK(!memcmp(x, y, 0x2000));
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, key, MWIOVA + 0x1000, 0x50000, 0x10) ==
+	      IBV_WC_REM_ACCESS_ERR);		/* the old range is gone */
+	CHECK(b_access_new(IBV_WR_RDMA_WRITE, key, NEWIOVA + 0x3000 - 8, 0x50000, 16) ==
+	      IBV_WC_REM_ACCESS_ERR);		/* past the new end */
+	hx_mr_read(w, 0, key, 0x1000, x, sizeof(old));	/* the harness's record: old pages */
+	CHECK(!memcmp(x, old, sizeof(old)));
+	CHECK(A.ops.dereg_mr(verbs_get_mr(mr)) == 0);
+	CHECK(A.ops.dealloc_pd(pd2) == 0);
+}
+
+/*
  * Type 1: ibv_bind_mw gives the window the next rkey (mw->rkey updated),
  * completion IBV_WC_BIND_MW; B's WRITE and READ through it land in (come
  * from) the window's range of the MR; a byte past it, a right it lacks, the
@@ -3642,6 +3873,8 @@ int main(void)
 	test_mw_errors();
 	test_resize_cq();
 	test_modify_cq();
+	test_rereg_mr();
+	test_reset_cleans_cq();
 	app_close(&A);
 	app_close(&B);
 
