@@ -489,10 +489,9 @@ def _last_json(text):
 # ---- topologies with per-device options ------------------------------------------------
 class LabVM(VM):
     """A VM whose QEMU command line gets per-NIC -device properties (dev_props: {nic index:
-    'k=v,...'}) and extra arguments (extra_args), on top of what the runner builds."""
+    'k=v,...'}) on top of what the runner builds (which adds extra_args)."""
 
     dev_props = None
-    extra_args = None
 
     def qemu_args(self):
         a = super().qemu_args()
@@ -506,7 +505,7 @@ class LabVM(VM):
                 raise VMError('interop.LabVM: cannot find "-device %s..." in the runner\'s command line '
                               '(has scripts/qrnic_vm/runner.py changed its -device format?)' % head)
             a[idx[0]] += ',' + props
-        return a + list(self.extra_args or [])
+        return a    # the runner's VM adds self.extra_args itself
 
 
 class Lab(Topology):
