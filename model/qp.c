@@ -85,6 +85,19 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 	uint32_t sq_depth = 1u << qp->sq_log_depth;
 	uint32_t rq_depth = qp->rq_addr ? 1u << qp->rq_log_depth : 0;
 
+	/* At most a ring's worth of each queue: pi - ci <= depth always holds
+	 * (the doorbells check it, and no engine may move a consumer index
+	 * past its producer).  Were it ever broken, the loops below would run
+	 * up to 2^32 times and hang the host: count it as a self-check failure
+	 * (the fuzzers and tests check them) and flush nothing instead. */
+	if (qp->sq_pi - qp->req.sq_ci > sq_depth) {
+		d->selfcheck_failures++;
+		qp->req.sq_ci = qp->req.sq_next = qp->sq_pi;
+	}
+	if (rq_depth && qp->rq_pi - qp->resp.rq_ci > rq_depth) {
+		d->selfcheck_failures++;
+		qp->resp.rq_ci = qp->rq_pi;
+	}
 	/* Send queue: WQEs in the window have private copies; the rest are
 	 * read once for their wr_id. */
 	while (qp->req.sq_ci != qp->sq_pi) {

@@ -301,6 +301,7 @@ void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	while (qp->req.sq_ci != qp->req.sq_next && qp->attr.qp_state != QRNIC_QPS_ERR) {
 		struct qrnic_swqe *w = slot(qp, qp->req.sq_ci);
+		uint32_t idx = qp->req.sq_ci;
 		bool ok;
 
 		if (!w->acked)
@@ -326,6 +327,10 @@ void qrnic_req_complete(struct qrnic_dev *d, struct qrnic_qp *qp)
 				       ? w->total_len : 0;
 			if (cq)
 				qrnic_cq_post(d, cq, &cqe);
+			/* The post overran the CQ: that moved the QP to error and
+			 * flushed its queues already (this WQE with them) */
+			if (qp->req.sq_ci != idx)
+				return;
 		}
 		if (qp->req.cur == qp->req.sq_ci) {
 			/* a rewind pointed here: go on with the next WQE's PSN */
