@@ -355,6 +355,15 @@ int qrnic_dev_set_timing(struct qrnic_dev *dev, const char *profile, const char 
 const char *qrnic_dev_timing_profile(const struct qrnic_dev *dev);
 
 void qrnic_dev_set_link(struct qrnic_dev *dev, bool up);
+/* PFC (docs/congestion.md): the link partner asked the port to stop
+ * (paused true: an XOFF) or to go on (false: an XON).  While paused, no
+ * frame leaves the port: under a timing profile the frames whose time
+ * comes are held, and on the XON they leave back to back at the port's
+ * rate from then on (frames booked behind them move back so that none
+ * overtakes another).  Under the functional profile frames leave when
+ * made: nothing is held (there is no modelled port).  Saved by snapshots. */
+void qrnic_dev_port_pause(struct qrnic_dev *dev, bool paused);
+bool qrnic_dev_port_paused(const struct qrnic_dev *dev);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
 /* A QP's congestion control state (spec 12.15), its timers brought up to
  * the device's time first.  0, or -1 if qpn is not a QP. */

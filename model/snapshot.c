@@ -150,7 +150,7 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
 #define V_OBJS	1
 #define V_QP	1
 #define V_WORK	1
-#define V_TIME	1
+#define V_TIME	2	/* 2: + the PFC pause flag */
 #define V_STAT	1
 #define V_FLT	1
 
@@ -1377,6 +1377,7 @@ static void save_time(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	save_cache(w, &t->qpc);
 	save_cache(w, &t->mpt);
 	save_cache(w, &t->mtt);
+	qs_u8(w, d->port_paused);	/* v2 */
 	qs_end(w);
 }
 
@@ -1419,8 +1420,20 @@ static bool load_time(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	    t->rd_slot >= sizeof(t->rd_credit_free) / sizeof(t->rd_credit_free[0]) ||
 	    t->mtt_recent_next >= QRNIC_TM_STREAMS)
 		return qr_fail(r, "timing: a resource index is out of range");
-	return load_cache(r, &t->qpc, "QPC") && load_cache(r, &t->mpt, "MPT") &&
-	       load_cache(r, &t->mtt, "MTT");
+	if (!load_cache(r, &t->qpc, "QPC") || !load_cache(r, &t->mpt, "MPT") ||
+	    !load_cache(r, &t->mtt, "MTT"))
+		return false;
+	d->port_paused = false;	/* v1: no PFC */
+	if (r->version >= 2) {
+		uint8_t v = qr_u8(r);
+
+		if (r->bad)
+			return false;
+		if (v > 1)
+			return qr_fail(r, "port pause flag %u", v);
+		d->port_paused = v;
+	}
+	return true;
 }
 
 static void save_stat(struct qrnic_dev *d, struct qrnic_snap_w *w)
