@@ -363,6 +363,8 @@ _SIGS = {
     'hx_db_write': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]),
     'hx_dev_reset': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
@@ -1131,6 +1133,14 @@ class Device:
 
     def set_link(self, up):
         self._l.hx_set_link(self.w, self.idx, 1 if up else 0)
+
+    def port_pause(self, paused):
+        """PFC: pause (True, an XOFF) or resume (False, an XON) the port."""
+        self._l.hx_port_pause(self.w, self.idx, 1 if paused else 0)
+
+    @property
+    def port_paused(self):
+        return bool(self._l.hx_port_paused(self.w, self.idx))
 
     def set_timing(self, profile='functional', **overrides):
         """Select a timing profile (functional, cx5-100g, teach) with

@@ -1897,6 +1897,22 @@ void hx_set_link(hx_world *w, int d, int up)
 		qrnic_dev_set_link(h->dev, up != 0);
 }
 
+/* PFC: pause (1) or resume (0) device d's port, as an XOFF/XON would */
+void hx_port_pause(hx_world *w, int d, int paused)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h)
+		qrnic_dev_port_pause(h->dev, paused != 0);
+}
+
+int hx_port_paused(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? qrnic_dev_port_paused(h->dev) : -1;
+}
+
 int hx_dev_busy(hx_world *w, int d)
 {
 	struct hx_dev *h = D(w, d);

@@ -187,6 +187,9 @@ uint64_t hx_db_read(hx_world *w, int d, uint64_t off, unsigned size);
 void hx_db_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size);
 void hx_dev_reset(hx_world *w, int d);		/* qrnic_dev_reset (FLR) */
 void hx_set_link(hx_world *w, int d, int up);
+/* PFC: pause (1) / resume (0) a device's port (qrnic_dev_port_pause) */
+void hx_port_pause(hx_world *w, int d, int paused);
+int hx_port_paused(hx_world *w, int d);
 int hx_dev_busy(hx_world *w, int d);
 /* qrnic_dev_check_lists: 0, or -1 with the reason in why */
 int hx_dev_check(hx_world *w, int d, char *why, size_t len);
