@@ -13,13 +13,18 @@ const char *qrnic_cc_algo_name(uint32_t algo)
 	switch (algo) {
 	case QRNIC_CC_NONE: return "none";
 	case QRNIC_CC_DCQCN: return "dcqcn";
+	case QRNIC_CC_TIMELY: return "timely";
 	}
 	return "?";
 }
 
 const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d)
 {
-	return d->cfg.cc_algo == QRNIC_CC_DCQCN ? &qrnic_cc_dcqcn_ops : &qrnic_cc_none_ops;
+	switch (d->cfg.cc_algo) {
+	case QRNIC_CC_DCQCN: return &qrnic_cc_dcqcn_ops;
+	case QRNIC_CC_TIMELY: return &qrnic_cc_timely_ops;
+	}
+	return &qrnic_cc_none_ops;
 }
 
 double qrnic_cc_line_rate(const struct qrnic_dev *d)
@@ -128,8 +133,21 @@ void qrnic_cc_rx_cnp(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 
 void qrnic_cc_ack(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkts)
 {
-	if (qp->cc.active)
+	const struct qrnic_cc_ops *ops;
+
+	if (qp->cc.active) {
 		qrnic_cc_ops_of(d)->on_ack(d, qp, npkts, cc_now(d));
+	} else if (d->cfg.cc_algo && (ops = qrnic_cc_ops_of(d))->on_sent) {
+		ops->on_ack(d, qp, npkts, cc_now(d));	/* RTT-based: samples from the start */
+	}
+}
+
+void qrnic_cc_sent(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
+{
+	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d);
+
+	if (ops->on_sent && connected(qp))
+		ops->on_sent(d, qp, psn, d->tm_depart);
 }
 
 void qrnic_cc_pace(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t *t, uint32_t bytes)
@@ -202,5 +220,7 @@ int qrnic_qp_cc_info(struct qrnic_dev *d, uint32_t qpn, struct qrnic_cc_info *ou
 	out->t_stage = qp->cc.t_stage;
 	out->b_stage = qp->cc.b_stage;
 	out->cnps = qp->cc.cnps;
+	out->rtt_ns = qp->cc.rtt;
+	out->rtts = qp->cc.rtts;
 	return 0;
 }

@@ -148,7 +148,7 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
 #define V_CONF	1
 #define V_REGS	1
 #define V_OBJS	1
-#define V_QP	1
+#define V_QP	2	/* 2: + TIMELY's RTT sampling state */
 #define V_WORK	1
 #define V_TIME	2	/* 2: + the PFC pause flag */
 #define V_STAT	1
@@ -879,6 +879,14 @@ static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qr
 	qs_u64(w, cc->cnps);
 	qs_u64(w, cc->next_tx);
 	qs_u32(w, cc->gen);
+	/* v2: TIMELY */
+	qs_bool(w, cc->rtt_pending);
+	qs_u32(w, cc->rtt_psn);
+	qs_u64(w, cc->rtt_sent);
+	qs_f64(w, cc->rtt);
+	qs_f64(w, cc->rtt_diff);
+	qs_u32(w, cc->hai);
+	qs_u64(w, cc->rtts);
 }
 
 static bool qpt_known(uint8_t t)
@@ -1054,6 +1062,20 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	cc->cnps = qr_u64(r);
 	cc->next_tx = qr_u64(r);
 	cc->gen = qr_u32(r);
+	if (r->version >= 2) {
+		cc->rtt_pending = qr_bool(r);
+		cc->rtt_psn = qr_u32(r);
+		cc->rtt_sent = qr_u64(r);
+		cc->rtt = qr_f64(r);
+		cc->rtt_diff = qr_f64(r);
+		cc->hai = qr_u32(r);
+		cc->rtts = qr_u64(r);
+		/* finite (NaN fails), within a day of modelled time */
+		if (!r->bad && (cc->rtt_psn > QRNIC_PSN_MASK || !(cc->rtt >= 0 && cc->rtt <= 864e11) ||
+				!(cc->rtt_diff >= -864e11 && cc->rtt_diff <= 864e11) ||
+				cc->hai > 1000))
+			return qr_fail(r, "QP %u: TIMELY state out of range", qpn);
+	}
 	/* rates: finite, not negative (NaN fails both) */
 	if (!r->bad && !(cc->rc >= 0 && cc->rc <= 1e9 && cc->rt >= 0 && cc->rt <= 1e9 &&
 			 cc->alpha >= 0 && cc->alpha <= 1))

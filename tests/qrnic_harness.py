@@ -1199,12 +1199,14 @@ class Device:
 
     def qp_cc(self, qpn):
         """A QP's congestion control state (spec 12.15), timers brought up to now:
-        dict of algo, limited, rate (Mb/s), target (Mb/s), alpha, t_stage, b_stage, cnps."""
-        out = (ctypes.c_double * 3)()
-        st = (ctypes.c_uint64 * 5)()
+        dict of algo, limited, rate (Mb/s), target (Mb/s), alpha, t_stage, b_stage, cnps,
+        rtt (ns, TIMELY's latest sample), rtts (TIMELY's samples)."""
+        out = (ctypes.c_double * 4)()
+        st = (ctypes.c_uint64 * 6)()
         _check(self._l.hx_qp_cc(self.w, self.idx, qpn, out, st), 'qp_cc')
         return {'rate': out[0], 'target': out[1], 'alpha': out[2], 'algo': st[0],
-                'limited': bool(st[1]), 't_stage': st[2], 'b_stage': st[3], 'cnps': st[4]}
+                'limited': bool(st[1]), 't_stage': st[2], 'b_stage': st[3], 'cnps': st[4],
+                'rtt': out[3], 'rtts': st[5]}
 
     VIEW_KINDS = ('qp', 'cq', 'eq', 'srq')      # enum qrnic_view_kind
 

@@ -1946,7 +1946,7 @@ int hx_dev_selfcheck(hx_world *w, int d, int on)
 	return 0;
 }
 
-int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5])
+int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[4], uint64_t st[6])
 {
 	struct hx_dev *h = D(w, d);
 	struct qrnic_cc_info ci;
@@ -1956,11 +1956,13 @@ int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5])
 	out[0] = ci.rate_mbps;
 	out[1] = ci.target_mbps;
 	out[2] = ci.alpha;
+	out[3] = ci.rtt_ns;
 	st[0] = ci.algo;
 	st[1] = ci.limited;
 	st[2] = ci.t_stage;
 	st[3] = ci.b_stage;
 	st[4] = ci.cnps;
+	st[5] = ci.rtts;
 	return 0;
 }
 

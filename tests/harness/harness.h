@@ -205,7 +205,7 @@ int hx_dev_selfcheck(hx_world *w, int d, int on);
 uint64_t hx_dev_stat(hx_world *w, int d, int s);
 /* A QP's congestion control state (qrnic_qp_cc_info): 0 or HX_E_*.
  * out: rate_mbps, target_mbps, alpha; st: algo, limited, t_stage, b_stage, cnps. */
-int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5]);
+int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[4], uint64_t st[6]);
 /* The model's read-only queue snapshots (qrnic_dev_view, model/query.c):
  * up to max records of kind k (enum qrnic_view_kind) from number start on,
  * each hx_view_nfields(k) uint32 values, into out.  Returns how many (or
