@@ -6,9 +6,11 @@
  * qrnic_cc.h (cc_algo = 2).  Rates in Mb/s, times in ns.
  *
  * RTT samples (within the model, timing profiles only): one request
- * packet of the QP at a time is timed from when it leaves the port
- * (on_sent) to the ACK that first moves una_psn past its PSN (on_ack; a
- * READ response acknowledges as an ACK does).  For each sample:
+ * packet of the QP at a time, among those that ask for an ACK (the
+ * requester calls on_sent for those only: a sample then is not stretched
+ * by the pacing of the packets whose ACK was coalesced into it), is timed
+ * from when it leaves the port to the ACK that first moves una_psn past
+ * its PSN (on_ack; a READ response acknowledges as an ACK does).  For each sample:
  *
  *   new_rtt_diff = rtt - prev_rtt;  prev_rtt = rtt
  *   rtt_diff     = (1 - a) rtt_diff + a new_rtt_diff        a = timely_alpha/1024

@@ -76,8 +76,8 @@ struct qrnic_cc_ops {
 	/* the rate (Mb/s) to pace at; 0: not limited */
 	double (*current_rate)(struct qrnic_dev *d, struct qrnic_qp *qp);
 	/* optional (NULL: not used), timing profiles only: a request packet
-	 * with this PSN left the port at 'now'; on_ack is then called for
-	 * every ACK, whether the QP is limited or not */
+	 * that asks for an ACK (AckReq) with this PSN left the port at 'now';
+	 * on_ack is then called for every ACK, whether the QP is limited or not */
 	void (*on_sent)(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn, uint64_t now);
 };
 

@@ -702,8 +702,8 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	qrnic_send_pkt(d, &p, payload, len);
 	if (qrnic_timed(d)) {
 		qp->tm_pkt = d->tm_t;
-		if (d->cfg.cc_algo)
-			qrnic_cc_sent(d, qp, p.psn);	/* RTT-based algorithms time it */
+		if (d->cfg.cc_algo && p.ackreq)	/* RTT-based algorithms time it: */
+			qrnic_cc_sent(d, qp, p.psn);	/* its ACK is not coalesced */
 	}
 	/* A READ request occupies the PSNs of all its response packets. */
 	if (w->wqe.opcode == QRNIC_WR_RDMA_READ)
