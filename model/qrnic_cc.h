@@ -82,7 +82,12 @@ struct qrnic_cc_ops {
 };
 
 extern const struct qrnic_cc_ops qrnic_cc_none_ops, qrnic_cc_dcqcn_ops, qrnic_cc_timely_ops;
-const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d);
+/* The algorithm of a QP: its attribute cc_algo (MODIFY_QP with
+ * QRNIC_QP_ATTR_CC; n: algorithm n - 1), or when 0 the device's. */
+uint32_t qrnic_cc_algo_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
+const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
+/* MODIFY_QP changed the QP's algorithm: the reaction point starts over */
+void qrnic_cc_qp_reset(struct qrnic_qp *qp);
 const char *qrnic_cc_algo_name(uint32_t algo);
 /* The line rate (Mb/s) the reaction point starts from and returns to. */
 double qrnic_cc_line_rate(const struct qrnic_dev *d);

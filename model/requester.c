@@ -702,7 +702,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	qrnic_send_pkt(d, &p, payload, len);
 	if (qrnic_timed(d)) {
 		qp->tm_pkt = d->tm_t;
-		if (d->cfg.cc_algo && p.ackreq)	/* RTT-based algorithms time it: */
+		if (qrnic_cc_algo_of(d, qp) && p.ackreq)	/* RTT-based algorithms time it: */
 			qrnic_cc_sent(d, qp, p.psn);	/* its ACK is not coalesced */
 	}
 	/* A READ request occupies the PSNs of all its response packets. */

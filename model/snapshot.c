@@ -948,6 +948,8 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		return qr_fail(r, "QP %u: a queue's depth or stride is out of range", qpn);
 	if (qp->attr.path_mtu && !qrnic_mtu_bytes(qp->attr.path_mtu))
 		return qr_fail(r, "QP %u: path MTU code %u", qpn, qp->attr.path_mtu);
+	if (qp->attr.cc_algo > QRNIC_CC_NALGO)
+		return qr_fail(r, "QP %u: congestion control attribute %u", qpn, qp->attr.cc_algo);
 	if (qp->attr.max_dest_rd_atomic > QRNIC_MAX_RD_ATOMIC)
 		return qr_fail(r, "QP %u: %u responder resources", qpn, qp->attr.max_dest_rd_atomic);
 

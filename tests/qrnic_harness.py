@@ -98,7 +98,7 @@ QP_ATTR = {'STATE': 1 << 0, 'CUR_STATE': 1 << 1, 'EN_SQD_ASYNC': 1 << 2, 'ACCESS
            'PATH_MTU': 1 << 8, 'TIMEOUT': 1 << 9, 'RETRY_CNT': 1 << 10, 'RNR_RETRY': 1 << 11,
            'RQ_PSN': 1 << 12, 'MAX_QP_RD_ATOMIC': 1 << 13, 'ALT_PATH': 1 << 14,
            'MIN_RNR_TIMER': 1 << 15, 'SQ_PSN': 1 << 16, 'MAX_DEST_RD_ATOMIC': 1 << 17,
-           'PATH_MIG_STATE': 1 << 18, 'CAP': 1 << 19, 'DEST_QPN': 1 << 20}
+           'PATH_MIG_STATE': 1 << 18, 'CAP': 1 << 19, 'DEST_QPN': 1 << 20, 'CC': 1 << 21}
 # qp_attr field -> attr mask bit (used when modify() computes the mask)
 _ATTR_BIT = {'qp_state': 'STATE', 'cur_qp_state': 'CUR_STATE',
              'en_sqd_async_notify': 'EN_SQD_ASYNC', 'qp_access_flags': 'ACCESS_FLAGS',
@@ -106,7 +106,8 @@ _ATTR_BIT = {'qp_state': 'STATE', 'cur_qp_state': 'CUR_STATE',
              'path_mtu': 'PATH_MTU', 'timeout': 'TIMEOUT', 'retry_cnt': 'RETRY_CNT',
              'rnr_retry': 'RNR_RETRY', 'rq_psn': 'RQ_PSN', 'max_rd_atomic': 'MAX_QP_RD_ATOMIC',
              'min_rnr_timer': 'MIN_RNR_TIMER', 'sq_psn': 'SQ_PSN',
-             'max_dest_rd_atomic': 'MAX_DEST_RD_ATOMIC', 'dest_qpn': 'DEST_QPN'}
+             'max_dest_rd_atomic': 'MAX_DEST_RD_ATOMIC', 'dest_qpn': 'DEST_QPN',
+             'cc_algo': 'CC'}
 
 REG = {'VERSION': 0x000, 'CAPS': 0x004, 'CTRL': 0x008, 'STATUS': 0x00c, 'FATAL_CODE': 0x010,
        'NUM_DB_PAGES': 0x014, 'NUM_VECTORS': 0x018, 'SCRATCH': 0x01c,
@@ -124,7 +125,7 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 3           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC
+ABI_MINOR = 4           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -187,7 +188,8 @@ class QpAttr(LE):
                 ('max_rd_atomic', ctypes.c_uint8), ('max_dest_rd_atomic', ctypes.c_uint8),
                 ('sq_draining', ctypes.c_uint8), ('en_sqd_async_notify', ctypes.c_uint8),
                 ('port_num', ctypes.c_uint8), ('pkey_index', ctypes.c_uint16),
-                ('rsvd', ctypes.c_uint16), ('qkey', ctypes.c_uint32), ('rq_psn', ctypes.c_uint32),
+                ('cc_algo', ctypes.c_uint8), ('rsvd', ctypes.c_uint8),
+                ('qkey', ctypes.c_uint32), ('rq_psn', ctypes.c_uint32),
                 ('sq_psn', ctypes.c_uint32), ('dest_qpn', ctypes.c_uint32),
                 ('qp_access_flags', ctypes.c_uint32), ('av', Av)]
 
