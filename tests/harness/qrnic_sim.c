@@ -1966,7 +1966,7 @@ static void compute(struct sim *s, struct results *r)
 		for (int k = 0; k < QRNIC_STAT_COUNT; k++)
 			r->stats[k] += hx_dev_stat(s->w, d, k);
 		for (int k = 0; k < 6; k++)	/* host 2k requests, 2k+1 responds */
-			r->role[d % 2][k] += hx_dev_stat(s->w, d, CACHE_STAT0 + k);
+			r->role[s->c.incast ? d == 0 : d % 2][k] += hx_dev_stat(s->w, d, CACHE_STAT0 + k);
 		r->guest_errors += hx_log_total(s->w, d, QRNIC_LOG_GUEST_ERROR);
 	}
 }
@@ -2124,8 +2124,12 @@ static void report_table(struct sim *s, const struct results *r)
 	printf("qrnic-sim%s%s: %s", *c->name ? " " : "", c->name, op_name[c->op]);
 	if (!op_atomic(c->op))
 		printf(" %" PRIu64 " B", s->size);
-	printf(", %u hosts (%u link%s), %u QP%s x depth %u, ", c->hosts, c->hosts / 2,
-	       c->hosts > 2 ? "s" : "", c->qps, c->qps > 1 ? "s" : "", c->depth);
+	if (c->incast)
+		printf(", %u hosts (%u:1 incast through a switch), %u QP%s x depth %u, ", c->hosts,
+		       c->hosts - 1, c->qps, c->qps > 1 ? "s" : "", c->depth);
+	else
+		printf(", %u hosts (%u link%s), %u QP%s x depth %u, ", c->hosts, c->hosts / 2,
+		       c->hosts > 2 ? "s" : "", c->qps, c->qps > 1 ? "s" : "", c->depth);
 	if (c->count)
 		printf("%" PRIu64 " msgs/QP", c->count);
 	if (c->duration_ns) {
@@ -2167,8 +2171,8 @@ static void report_table(struct sim *s, const struct results *r)
 	fmt_rate(t1, sizeof(t1), r->bw_bps);
 	printf("  %-22s %s", "bandwidth (payload)", t1);
 	if (r->bw_bps >= 0 && c->rate_bps)
-		printf("  (%.1f%% of link%s)", 100.0 * r->bw_bps / (double)c->rate_bps / (c->hosts / 2),
-		       c->hosts > 2 ? "s" : "");
+		printf("  (%.1f%% of link%s)", 100.0 * r->bw_bps / (double)c->rate_bps /
+		       (c->incast ? 1 : c->hosts / 2), c->hosts > 2 && !c->incast ? "s" : "");
 	printf("\n");
 	if (r->msg_rate >= 1e6)
 		printf("  %-22s %.4g M msg/s\n", "message rate", r->msg_rate / 1e6);
@@ -2274,7 +2278,7 @@ static void report_json(struct sim *s, const struct results *r)
 	fputs(",\"note\":", o);
 	json_str(o, timing_note(c));
 	fprintf(o, ",\"links\":%u,\"qps_total\":%u,\"posted\":%" PRIu64 ",\"messages\":%" PRIu64 ",\"lost\":%" PRIu64
-		",\"late\":%" PRIu64 ",\"bytes\":%" PRIu64, c->hosts / 2, s->nflows, s->posted, s->msgs,
+		",\"late\":%" PRIu64 ",\"bytes\":%" PRIu64, c->incast ? 1 : c->hosts / 2, s->nflows, s->posted, s->msgs,
 		s->lost, s->late, s->bytes);
 	fprintf(o, ",\"verified\":{\"mode\":\"%s\",\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
 		",\"atomics\":%" PRIu64 ",\"final_buffers\":%" PRIu64 ",\"final_bytes\":%" PRIu64
