@@ -245,6 +245,8 @@ static bool qp_mask_ok(const struct qp_trans *t, int col, uint8_t cur, uint32_t 
 {
 	const uint32_t req = t->req[col], opt = t->opt[col];
 
+	/* CC (qrnic's own) is allowed in every transition */
+	mask &= ~A(CC);
 	/* CUR_STATE only makes sense leaving RTR/RTS/SQD/SQE (Linux rule; the
 	 * table agrees, this just says it explicitly). */
 	if ((mask & A(CUR_STATE)) && cur != S(RTR) && cur != S(RTS) && cur != S(SQD) &&
@@ -519,6 +521,8 @@ uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(max_dest_rd_atomic));
 	if ((mask & A(DEST_QPN)) && (a->dest_qpn & ~QRNIC_PSN_MASK))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(dest_qpn));
+	if ((mask & A(CC)) && a->cc_algo > QRNIC_CC_NALGO)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(cc_algo));
 	/* QKEY: any 32-bit value. */
 #undef F
 
@@ -561,6 +565,11 @@ uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (mask & A(DEST_QPN))
 		qp->attr.dest_qpn = a->dest_qpn;
+	if ((mask & A(CC)) && a->cc_algo != qp->attr.cc_algo) {
+		/* another algorithm: its reaction point starts unlimited */
+		qp->attr.cc_algo = a->cc_algo;
+		qrnic_cc_qp_reset(qp);
+	}
 	if (next != cur)
 		qrnic_qp_set_state(d, qp, next);
 	return QRNIC_AQ_OK;

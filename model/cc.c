@@ -13,13 +13,38 @@ const char *qrnic_cc_algo_name(uint32_t algo)
 	switch (algo) {
 	case QRNIC_CC_NONE: return "none";
 	case QRNIC_CC_DCQCN: return "dcqcn";
+	case QRNIC_CC_TIMELY: return "timely";
 	}
 	return "?";
 }
 
-const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d)
+uint32_t qrnic_cc_algo_of(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
-	return d->cfg.cc_algo == QRNIC_CC_DCQCN ? &qrnic_cc_dcqcn_ops : &qrnic_cc_none_ops;
+	return qp && qp->attr.cc_algo ? qp->attr.cc_algo - 1u : d->cfg.cc_algo;
+}
+
+void qrnic_cc_qp_reset(struct qrnic_qp *qp)
+{
+	struct qrnic_cc_qp *c = &qp->cc;
+
+	c->active = false;
+	c->rc = c->rt = c->alpha = 0;
+	c->t_stage = c->b_stage = 0;
+	c->bytes = 0;
+	c->next_tx = 0;
+	c->gen++;		/* an armed QRNIC_EVK_CC event is stale */
+	c->rtt_pending = false;
+	c->rtt = c->rtt_diff = 0;
+	c->hai = 0;
+}
+
+const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp)
+{
+	switch (qrnic_cc_algo_of(d, qp)) {
+	case QRNIC_CC_DCQCN: return &qrnic_cc_dcqcn_ops;
+	case QRNIC_CC_TIMELY: return &qrnic_cc_timely_ops;
+	}
+	return &qrnic_cc_none_ops;
 }
 
 double qrnic_cc_line_rate(const struct qrnic_dev *d)
@@ -96,7 +121,7 @@ void qrnic_cc_np_ce(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 
 	(void)p;
 	qrnic_stat_add(d, QRNIC_STAT_ECN_MARKED_RECEIVED, 1);
-	if (d->cfg.cc_algo == QRNIC_CC_NONE || !connected(qp))
+	if (qrnic_cc_algo_of(d, qp) == QRNIC_CC_NONE || !connected(qp))
 		return;
 	if (qp->attr.qp_state < QRNIC_QPS_RTR || qp->attr.qp_state == QRNIC_QPS_ERR)
 		return;
@@ -110,7 +135,7 @@ void qrnic_cc_np_ce(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 /* ---- reaction point -------------------------------------------------------- */
 void qrnic_cc_rx_cnp(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
 {
-	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d);
+	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d, qp);
 	uint64_t now = cc_now(d);
 
 	if (!connected(qp) || qp->attr.qp_state < QRNIC_QPS_RTR ||
@@ -128,13 +153,26 @@ void qrnic_cc_rx_cnp(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 
 void qrnic_cc_ack(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkts)
 {
-	if (qp->cc.active)
-		qrnic_cc_ops_of(d)->on_ack(d, qp, npkts, cc_now(d));
+	const struct qrnic_cc_ops *ops;
+
+	if (qp->cc.active) {
+		qrnic_cc_ops_of(d, qp)->on_ack(d, qp, npkts, cc_now(d));
+	} else if (qrnic_cc_algo_of(d, qp) && (ops = qrnic_cc_ops_of(d, qp))->on_sent) {
+		ops->on_ack(d, qp, npkts, cc_now(d));	/* RTT-based: samples from the start */
+	}
+}
+
+void qrnic_cc_sent(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn)
+{
+	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d, qp);
+
+	if (ops->on_sent && connected(qp))
+		ops->on_sent(d, qp, psn, d->tm_depart);
 }
 
 void qrnic_cc_pace(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t *t, uint32_t bytes)
 {
-	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d);
+	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d, qp);
 	double rate;
 
 	ops->on_timer(d, qp, *t);
@@ -160,7 +198,7 @@ bool qrnic_cc_hold_slow(struct qrnic_dev *d, struct qrnic_qp *qp)
 	 * it to the exact time */
 	if (!d->tm.enabled || qp->cc.next_tx <= now + QRNIC_CC_LOOKAHEAD_NS)
 		return false;
-	qrnic_cc_ops_of(d)->on_timer(d, qp, now);
+	qrnic_cc_ops_of(d, qp)->on_timer(d, qp, now);
 	if (!qp->cc.active)
 		return false;	/* back at the line rate: the port paces */
 	qp->cc.gen = ++d->timer_gen;
@@ -186,7 +224,7 @@ void qrnic_cc_event(struct qrnic_dev *d, const struct qrnic_event *ev)
 int qrnic_qp_cc_info(struct qrnic_dev *d, uint32_t qpn, struct qrnic_cc_info *out)
 {
 	struct qrnic_qp *qp = qrnic_qp_get(d, qpn);
-	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d);
+	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d, qp);
 	double line = qrnic_cc_line_rate(d);
 
 	if (!qp || !out)
@@ -194,7 +232,7 @@ int qrnic_qp_cc_info(struct qrnic_dev *d, uint32_t qpn, struct qrnic_cc_info *ou
 	if (qp->cc.active)
 		ops->on_timer(d, qp, qrnic_now(d));
 	memset(out, 0, sizeof(*out));
-	out->algo = d->cfg.cc_algo;
+	out->algo = qrnic_cc_algo_of(d, qp);
 	out->limited = qp->cc.active;
 	out->rate_mbps = qp->cc.active ? qp->cc.rc : line;
 	out->target_mbps = qp->cc.active ? qp->cc.rt : line;
@@ -202,5 +240,7 @@ int qrnic_qp_cc_info(struct qrnic_dev *d, uint32_t qpn, struct qrnic_cc_info *ou
 	out->t_stage = qp->cc.t_stage;
 	out->b_stage = qp->cc.b_stage;
 	out->cnps = qp->cc.cnps;
+	out->rtt_ns = qp->cc.rtt;
+	out->rtts = qp->cc.rtts;
 	return 0;
 }

@@ -69,7 +69,8 @@ static const struct qrnic_config_param params[] = {
 	/* congestion control, spec 12.15 (names and defaults: ConnectX DCQCN, mlx5 ecn sysfs) */
 	{ "cc_algo", "cc-algo", U32(cc_algo), 0, 0, QRNIC_CC_NALGO - 1, 0,
 	  "congestion control of RC/UC QPs: 0 none (packets not ECN-capable, no CNPs), "
-	  "1 DCQCN (ECT(0), CNPs, rate limiting under a timing profile)", "not seen" },
+	  "1 DCQCN (ECT(0), CNPs, rate limiting under a timing profile), "
+	  "2 TIMELY (RTT-gradient rate limiting under a timing profile)", "not seen" },
 	{ "np_min_time_between_cnps", "np-min-time-between-cnps", U32(np_min_time_between_cnps),
 	  4, 0, 1000000, 0, "notification point: at most one CNP per QP per this many us "
 	  "(mlx5 min_time_between_cnps)", "not seen" },
@@ -100,6 +101,22 @@ static const struct qrnic_config_param params[] = {
 	  "reaction point: additive increase R_AI (Mb/s) (mlx5 rpg_ai_rate)", "not seen" },
 	{ "rp_hai_rate", "rp-hai-rate", U32(rp_hai_rate), 50, 1, 1000000, 0,
 	  "reaction point: hyper increase R_HAI (Mb/s) (mlx5 rpg_hai_rate)", "not seen" },
+	/* TIMELY (cc_algo 2), Mittal et al. SIGCOMM 2015; defaults: the paper's table 1 */
+	{ "timely_t_low", "timely-t-low", U32(timely_t_low), 50, 1, 1000000, 0,
+	  "TIMELY: RTT (us) below which the rate grows by delta whatever the gradient", "not seen" },
+	{ "timely_t_high", "timely-t-high", U32(timely_t_high), 500, 1, 1000000, 0,
+	  "TIMELY: RTT (us) above which the rate shrinks by beta (1 - t_high/RTT)", "not seen" },
+	{ "timely_min_rtt", "timely-min-rtt", U32(timely_min_rtt), 20, 1, 1000000, 0,
+	  "TIMELY: minimum RTT (us), the gradient's normaliser", "not seen" },
+	{ "timely_delta", "timely-delta", U32(timely_delta), 10, 1, 1000000, 0,
+	  "TIMELY: additive increase step delta (Mb/s)", "not seen" },
+	{ "timely_beta", "timely-beta", U32(timely_beta), 819, 1, 1024, 0,
+	  "TIMELY: multiplicative decrease factor beta (1024ths; 819 = 0.8)", "not seen" },
+	{ "timely_alpha", "timely-alpha", U32(timely_alpha), 896, 1, 1024, 0,
+	  "TIMELY: EWMA weight of a new RTT difference (1024ths; 896 = 0.875)", "not seen" },
+	{ "timely_hai_n", "timely-hai-n", U32(timely_hai_n), 5, 1, 1000, 0,
+	  "TIMELY: samples in a row with a gradient <= 0 after which the step is N delta "
+	  "(hyper-active increase)", "not seen" },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 

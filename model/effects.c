@@ -286,6 +286,9 @@ void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev)
 	case QRNIC_FX_TX: {
 		uint8_t *buf = e->frame;
 
+		if (d->port_paused)
+			return;	/* held (its time has passed) until the XON */
+
 		e->frame = NULL;	/* it leaves with the frame */
 		qrnic_tx_now_buf(d, buf, e->len);
 		break;
@@ -304,4 +307,73 @@ void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev)
 		break;
 	}
 	fx_release(d, ev->id);
+}
+
+/* ---- PFC pause ---------------------------------------------------------------- */
+static bool fx_tx_before(const struct qrnic_effect *x, const struct qrnic_effect *y)
+{
+	if (x->when != y->when)
+		return x->when < y->when;
+	/* the same instant: in the order they were made (generations, mod 2^32) */
+	return (int32_t)(x->gen - y->gen) < 0;
+}
+
+bool qrnic_dev_port_paused(const struct qrnic_dev *d)
+{
+	return d->port_paused;
+}
+
+/*
+ * The XON: the frames held while paused (their time has passed: their
+ * events were consumed) leave back to back from now, each after its
+ * serialization at the port's rate; every frame booked behind them
+ * (pending, in time order) leaves at its own time or after the one before
+ * it, whichever is later, so that none overtakes another.
+ */
+void qrnic_dev_port_pause(struct qrnic_dev *d, bool paused)
+{
+	uint64_t now = qrnic_now(d), last;
+	uint32_t *ix, n = 0;
+
+	if (paused || !d->port_paused) {
+		d->port_paused = paused;
+		return;
+	}
+	d->port_paused = false;
+	if (!d->fx_used)
+		return;
+	ix = malloc(sizeof(*ix) * d->fx_used);
+	if (!ix)
+		return;	/* out of memory: the held frames stay held */
+	for (uint32_t i = 1; i < d->fx_cap && n < d->fx_used; i++)
+		if (d->fx[i].kind == QRNIC_FX_TX)
+			ix[n++] = i;
+	for (uint32_t k = 1; k < n; k++) {	/* insertion sort: few, mostly in order */
+		uint32_t v = ix[k], j = k;
+
+		for (; j && fx_tx_before(&d->fx[v], &d->fx[ix[j - 1]]); j--)
+			ix[j] = ix[j - 1];
+		ix[j] = v;
+	}
+	last = now + d->tm.p.prop_ns;
+	for (uint32_t k = 0; k < n; k++) {
+		struct qrnic_effect *e = &d->fx[ix[k]];
+		uint64_t bits = (uint64_t)(e->len + d->tm.p.link_overhead) * 8;
+		uint64_t ser = (bits * 1000 + d->tm.p.link_mbps - 1) / d->tm.p.link_mbps;
+		uint64_t t = last + ser;
+
+		if (e->when >= t && e->when > now) {
+			last = e->when;	/* its own time is later: it and those after are unmoved */
+			continue;
+		}
+		if (t < now)
+			t = now;
+		e->when = t;
+		e->gen = ++d->fx_gen;	/* its old event, if any, is stale */
+		qrnic_event_add(d, t, QRNIC_EVK_EFFECT, ix[k], e->gen);
+		last = t;
+	}
+	if (d->tm.link_free < last - d->tm.p.prop_ns)
+		d->tm.link_free = last - d->tm.p.prop_ns;
+	free(ix);
 }

@@ -21,7 +21,7 @@ struct qrnic_dev;
 struct qrnic_qp;
 struct qrnic_pkt;
 
-enum qrnic_cc_algo { QRNIC_CC_NONE = 0, QRNIC_CC_DCQCN = 1, QRNIC_CC_NALGO };
+enum qrnic_cc_algo { QRNIC_CC_NONE = 0, QRNIC_CC_DCQCN = 1, QRNIC_CC_TIMELY = 2, QRNIC_CC_NALGO };
 
 /* The rate limiter lets a QP prepare its next packet (WQE, payload reads)
  * this long before the packet's time, as a NIC's scheduler runs ahead. */
@@ -50,6 +50,14 @@ struct qrnic_cc_qp {
 	/* the rate limiter (timing profiles only) */
 	uint64_t next_tx;	/* earliest modelled time the next request packet may start */
 	uint32_t gen;		/* generation of the armed QRNIC_EVK_CC event */
+	/* TIMELY (cc_timely.c): one RTT sample in flight at a time */
+	bool     rtt_pending;	/* a request packet is timed: rtt_psn, rtt_sent valid */
+	uint32_t rtt_psn;	/* its PSN: an ACK that moves una_psn past it completes it */
+	uint64_t rtt_sent;	/* when it left the port (modelled ns) */
+	double   rtt;		/* latest RTT sample (ns); 0: none yet */
+	double   rtt_diff;	/* EWMA of the differences of successive samples (ns) */
+	uint32_t hai;		/* samples in a row with a gradient <= 0 */
+	uint64_t rtts;		/* RTT samples taken */
 };
 
 /* One congestion control algorithm (the reaction point).  'now' is ns of
@@ -67,10 +75,19 @@ struct qrnic_cc_ops {
 	void (*on_timer)(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t now);
 	/* the rate (Mb/s) to pace at; 0: not limited */
 	double (*current_rate)(struct qrnic_dev *d, struct qrnic_qp *qp);
+	/* optional (NULL: not used), timing profiles only: a request packet
+	 * that asks for an ACK (AckReq) with this PSN left the port at 'now';
+	 * on_ack is then called for every ACK, whether the QP is limited or not */
+	void (*on_sent)(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn, uint64_t now);
 };
 
-extern const struct qrnic_cc_ops qrnic_cc_none_ops, qrnic_cc_dcqcn_ops;
-const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d);
+extern const struct qrnic_cc_ops qrnic_cc_none_ops, qrnic_cc_dcqcn_ops, qrnic_cc_timely_ops;
+/* The algorithm of a QP: its attribute cc_algo (MODIFY_QP with
+ * QRNIC_QP_ATTR_CC; n: algorithm n - 1), or when 0 the device's. */
+uint32_t qrnic_cc_algo_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
+const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
+/* MODIFY_QP changed the QP's algorithm: the reaction point starts over */
+void qrnic_cc_qp_reset(struct qrnic_qp *qp);
 const char *qrnic_cc_algo_name(uint32_t algo);
 /* The line rate (Mb/s) the reaction point starts from and returns to. */
 double qrnic_cc_line_rate(const struct qrnic_dev *d);
@@ -87,6 +104,8 @@ void qrnic_cc_pace(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t *t, uint32
  * next packet (timing profiles only); if so a QRNIC_EVK_CC event is armed
  * that services the QP again when it may send. */
 bool qrnic_cc_hold_slow(struct qrnic_dev *d, struct qrnic_qp *qp);
+/* requester.c: a request packet with this PSN was sent (timing profiles). */
+void qrnic_cc_sent(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn);
 /* requester.c: npkts packets acknowledged. */
 void qrnic_cc_ack(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t npkts);
 /* events.c: the QRNIC_EVK_CC event of a QP. */

@@ -42,6 +42,8 @@
 	/* SRQ limit (srq.c), multicast groups (mcast.c) */		\
 	X(qrnic_srq_arm)						\
 	X(qrnic_gid_is_mcast) X(qrnic_mcg_attach) X(qrnic_mcg_detach)	\
-	X(qrnic_mcg_detach_qp)
+	X(qrnic_mcg_detach_qp)						\
+	/* MODIFY_QP of the QP's congestion control (cc.c) */		\
+	X(qrnic_cc_qp_reset)
 
 #endif

@@ -487,6 +487,7 @@ struct qrnic_dev {
 	uint64_t tm_wr_vis;		/* when the step's posted DMA writes are visible */
 	uint32_t tm_cycles;		/* processing cycles of the next packet sent */
 	uint64_t tm_depart;		/* when the last timed frame leaves the port */
+	bool     port_paused;		/* PFC: the link partner paused the port (qrnic_dev_port_pause) */
 	struct qrnic_effect *fx;
 	uint32_t fx_cap, fx_free, fx_used, fx_gen;
 	uint64_t stats[QRNIC_STAT_COUNT];

@@ -156,7 +156,7 @@ struct qrnic_config {
 	uint32_t max_rd_atomic;
 	bool     loss_window;
 	/* congestion control (spec 12.15; DCQCN parameters as ConnectX names them) */
-	uint32_t cc_algo;			/* enum qrnic_cc_algo: 0 none, 1 dcqcn */
+	uint32_t cc_algo;			/* enum qrnic_cc_algo: 0 none, 1 dcqcn, 2 timely */
 	uint32_t np_min_time_between_cnps;	/* us */
 	uint32_t np_cnp_dscp;
 	uint32_t rp_dce_tcp_g;			/* 1/1024 */
@@ -169,6 +169,14 @@ struct qrnic_config {
 	uint32_t rp_threshold;
 	uint32_t rp_ai_rate;			/* Mb/s */
 	uint32_t rp_hai_rate;			/* Mb/s */
+	/* TIMELY (cc_algo 2; Mittal et al., SIGCOMM 2015) */
+	uint32_t timely_t_low;			/* us: below, additive increase */
+	uint32_t timely_t_high;			/* us: above, multiplicative decrease */
+	uint32_t timely_min_rtt;		/* us: normalises the gradient */
+	uint32_t timely_delta;			/* Mb/s: additive increase step */
+	uint32_t timely_beta;			/* 1024ths: multiplicative decrease factor */
+	uint32_t timely_alpha;			/* 1024ths: EWMA weight of a new RTT difference */
+	uint32_t timely_hai_n;			/* samples with gradient <= 0 before HAI (N delta) */
 };
 
 enum qrnic_config_type {
@@ -355,6 +363,15 @@ int qrnic_dev_set_timing(struct qrnic_dev *dev, const char *profile, const char 
 const char *qrnic_dev_timing_profile(const struct qrnic_dev *dev);
 
 void qrnic_dev_set_link(struct qrnic_dev *dev, bool up);
+/* PFC (docs/congestion.md): the link partner asked the port to stop
+ * (paused true: an XOFF) or to go on (false: an XON).  While paused, no
+ * frame leaves the port: under a timing profile the frames whose time
+ * comes are held, and on the XON they leave back to back at the port's
+ * rate from then on (frames booked behind them move back so that none
+ * overtakes another).  Under the functional profile frames leave when
+ * made: nothing is held (there is no modelled port).  Saved by snapshots. */
+void qrnic_dev_port_pause(struct qrnic_dev *dev, bool paused);
+bool qrnic_dev_port_paused(const struct qrnic_dev *dev);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
 /* A QP's congestion control state (spec 12.15), its timers brought up to
  * the device's time first.  0, or -1 if qpn is not a QP. */
@@ -366,6 +383,8 @@ struct qrnic_cc_info {
 	double   alpha;
 	uint32_t t_stage, b_stage;	/* rate-increase events since the last CNP: timer, byte counter */
 	uint64_t cnps;		/* CNPs this QP handled */
+	double   rtt_ns;	/* TIMELY: the latest RTT sample (0: none) */
+	uint64_t rtts;		/* TIMELY: RTT samples taken */
 };
 int qrnic_qp_cc_info(struct qrnic_dev *dev, uint32_t qpn, struct qrnic_cc_info *out);
 const char *qrnic_stat_name(enum qrnic_stat s);

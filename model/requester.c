@@ -705,8 +705,11 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 				      (uint32_t)qrnic_wire_frame_len(p.ipv6, p.opcode, len));
 	}
 	qrnic_send_pkt(d, &p, payload, len);
-	if (qrnic_timed(d))
+	if (qrnic_timed(d)) {
 		qp->tm_pkt = d->tm_t;
+		if (qrnic_cc_algo_of(d, qp) && p.ackreq)	/* RTT-based algorithms time it: */
+			qrnic_cc_sent(d, qp, p.psn);	/* its ACK is not coalesced */
+	}
 	/* A READ request occupies the PSNs of all its response packets. */
 	if (w->wqe.opcode == QRNIC_WR_RDMA_READ)
 		qp->req.cur_psn = qrnic_psn_add(w->first_psn, w->npkts);

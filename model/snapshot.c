@@ -148,9 +148,9 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
 #define V_CONF	1
 #define V_REGS	1
 #define V_OBJS	1
-#define V_QP	1
+#define V_QP	2	/* 2: + TIMELY's RTT sampling state */
 #define V_WORK	1
-#define V_TIME	1
+#define V_TIME	2	/* 2: + the PFC pause flag */
 #define V_STAT	1
 #define V_FLT	1
 
@@ -906,6 +906,14 @@ static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qr
 	qs_u64(w, cc->cnps);
 	qs_u64(w, cc->next_tx);
 	qs_u32(w, cc->gen);
+	/* v2: TIMELY */
+	qs_bool(w, cc->rtt_pending);
+	qs_u32(w, cc->rtt_psn);
+	qs_u64(w, cc->rtt_sent);
+	qs_f64(w, cc->rtt);
+	qs_f64(w, cc->rtt_diff);
+	qs_u32(w, cc->hai);
+	qs_u64(w, cc->rtts);
 }
 
 static bool qpt_known(uint8_t t)
@@ -967,6 +975,8 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		return qr_fail(r, "QP %u: a queue's depth or stride is out of range", qpn);
 	if (qp->attr.path_mtu && !qrnic_mtu_bytes(qp->attr.path_mtu))
 		return qr_fail(r, "QP %u: path MTU code %u", qpn, qp->attr.path_mtu);
+	if (qp->attr.cc_algo > QRNIC_CC_NALGO)
+		return qr_fail(r, "QP %u: congestion control attribute %u", qpn, qp->attr.cc_algo);
 	if (qp->attr.max_dest_rd_atomic > QRNIC_MAX_RD_ATOMIC)
 		return qr_fail(r, "QP %u: %u responder resources", qpn, qp->attr.max_dest_rd_atomic);
 
@@ -1081,6 +1091,20 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	cc->cnps = qr_u64(r);
 	cc->next_tx = qr_u64(r);
 	cc->gen = qr_u32(r);
+	if (r->version >= 2) {
+		cc->rtt_pending = qr_bool(r);
+		cc->rtt_psn = qr_u32(r);
+		cc->rtt_sent = qr_u64(r);
+		cc->rtt = qr_f64(r);
+		cc->rtt_diff = qr_f64(r);
+		cc->hai = qr_u32(r);
+		cc->rtts = qr_u64(r);
+		/* finite (NaN fails), within a day of modelled time */
+		if (!r->bad && (cc->rtt_psn > QRNIC_PSN_MASK || !(cc->rtt >= 0 && cc->rtt <= 864e11) ||
+				!(cc->rtt_diff >= -864e11 && cc->rtt_diff <= 864e11) ||
+				cc->hai > 1000))
+			return qr_fail(r, "QP %u: TIMELY state out of range", qpn);
+	}
 	/* rates: finite, not negative (NaN fails both) */
 	if (!r->bad && !(cc->rc >= 0 && cc->rc <= 1e9 && cc->rt >= 0 && cc->rt <= 1e9 &&
 			 cc->alpha >= 0 && cc->alpha <= 1))
@@ -1404,6 +1428,7 @@ static void save_time(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	save_cache(w, &t->qpc);
 	save_cache(w, &t->mpt);
 	save_cache(w, &t->mtt);
+	qs_u8(w, d->port_paused);	/* v2 */
 	qs_end(w);
 }
 
@@ -1447,8 +1472,20 @@ static bool load_time(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	    t->rd_slot >= sizeof(t->rd_credit_free) / sizeof(t->rd_credit_free[0]) ||
 	    (t->p.pcie_read_credits && t->rd_slot >= t->p.pcie_read_credits))
 		return qr_fail(r, "timing: a resource index is out of range");
-	return load_cache(r, &t->qpc, "QPC") && load_cache(r, &t->mpt, "MPT") &&
-	       load_cache(r, &t->mtt, "MTT");
+	if (!load_cache(r, &t->qpc, "QPC") || !load_cache(r, &t->mpt, "MPT") ||
+	    !load_cache(r, &t->mtt, "MTT"))
+		return false;
+	d->port_paused = false;	/* v1: no PFC */
+	if (r->version >= 2) {
+		uint8_t v = qr_u8(r);
+
+		if (r->bad)
+			return false;
+		if (v > 1)
+			return qr_fail(r, "port pause flag %u", v);
+		d->port_paused = v;
+	}
+	return true;
 }
 
 static void save_stat(struct qrnic_dev *d, struct qrnic_snap_w *w)

@@ -98,7 +98,7 @@ QP_ATTR = {'STATE': 1 << 0, 'CUR_STATE': 1 << 1, 'EN_SQD_ASYNC': 1 << 2, 'ACCESS
            'PATH_MTU': 1 << 8, 'TIMEOUT': 1 << 9, 'RETRY_CNT': 1 << 10, 'RNR_RETRY': 1 << 11,
            'RQ_PSN': 1 << 12, 'MAX_QP_RD_ATOMIC': 1 << 13, 'ALT_PATH': 1 << 14,
            'MIN_RNR_TIMER': 1 << 15, 'SQ_PSN': 1 << 16, 'MAX_DEST_RD_ATOMIC': 1 << 17,
-           'PATH_MIG_STATE': 1 << 18, 'CAP': 1 << 19, 'DEST_QPN': 1 << 20}
+           'PATH_MIG_STATE': 1 << 18, 'CAP': 1 << 19, 'DEST_QPN': 1 << 20, 'CC': 1 << 21}
 # qp_attr field -> attr mask bit (used when modify() computes the mask)
 _ATTR_BIT = {'qp_state': 'STATE', 'cur_qp_state': 'CUR_STATE',
              'en_sqd_async_notify': 'EN_SQD_ASYNC', 'qp_access_flags': 'ACCESS_FLAGS',
@@ -106,7 +106,8 @@ _ATTR_BIT = {'qp_state': 'STATE', 'cur_qp_state': 'CUR_STATE',
              'path_mtu': 'PATH_MTU', 'timeout': 'TIMEOUT', 'retry_cnt': 'RETRY_CNT',
              'rnr_retry': 'RNR_RETRY', 'rq_psn': 'RQ_PSN', 'max_rd_atomic': 'MAX_QP_RD_ATOMIC',
              'min_rnr_timer': 'MIN_RNR_TIMER', 'sq_psn': 'SQ_PSN',
-             'max_dest_rd_atomic': 'MAX_DEST_RD_ATOMIC', 'dest_qpn': 'DEST_QPN'}
+             'max_dest_rd_atomic': 'MAX_DEST_RD_ATOMIC', 'dest_qpn': 'DEST_QPN',
+             'cc_algo': 'CC'}
 
 REG = {'VERSION': 0x000, 'CAPS': 0x004, 'CTRL': 0x008, 'STATUS': 0x00c, 'FATAL_CODE': 0x010,
        'NUM_DB_PAGES': 0x014, 'NUM_VECTORS': 0x018, 'SCRATCH': 0x01c,
@@ -124,7 +125,7 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 3           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC
+ABI_MINOR = 4           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -187,7 +188,8 @@ class QpAttr(LE):
                 ('max_rd_atomic', ctypes.c_uint8), ('max_dest_rd_atomic', ctypes.c_uint8),
                 ('sq_draining', ctypes.c_uint8), ('en_sqd_async_notify', ctypes.c_uint8),
                 ('port_num', ctypes.c_uint8), ('pkey_index', ctypes.c_uint16),
-                ('rsvd', ctypes.c_uint16), ('qkey', ctypes.c_uint32), ('rq_psn', ctypes.c_uint32),
+                ('cc_algo', ctypes.c_uint8), ('rsvd', ctypes.c_uint8),
+                ('qkey', ctypes.c_uint32), ('rq_psn', ctypes.c_uint32),
                 ('sq_psn', ctypes.c_uint32), ('dest_qpn', ctypes.c_uint32),
                 ('qp_access_flags', ctypes.c_uint32), ('av', Av)]
 
@@ -363,6 +365,8 @@ _SIGS = {
     'hx_db_write': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]),
     'hx_dev_reset': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
@@ -1132,6 +1136,14 @@ class Device:
     def set_link(self, up):
         self._l.hx_set_link(self.w, self.idx, 1 if up else 0)
 
+    def port_pause(self, paused):
+        """PFC: pause (True, an XOFF) or resume (False, an XON) the port."""
+        self._l.hx_port_pause(self.w, self.idx, 1 if paused else 0)
+
+    @property
+    def port_paused(self):
+        return bool(self._l.hx_port_paused(self.w, self.idx))
+
     def set_timing(self, profile='functional', **overrides):
         """Select a timing profile (functional, cx5-100g, teach) with
         parameter overrides, e.g. set_timing('cx5-100g', mtt_entries=64)."""
@@ -1189,12 +1201,14 @@ class Device:
 
     def qp_cc(self, qpn):
         """A QP's congestion control state (spec 12.15), timers brought up to now:
-        dict of algo, limited, rate (Mb/s), target (Mb/s), alpha, t_stage, b_stage, cnps."""
-        out = (ctypes.c_double * 3)()
-        st = (ctypes.c_uint64 * 5)()
+        dict of algo, limited, rate (Mb/s), target (Mb/s), alpha, t_stage, b_stage, cnps,
+        rtt (ns, TIMELY's latest sample), rtts (TIMELY's samples)."""
+        out = (ctypes.c_double * 4)()
+        st = (ctypes.c_uint64 * 6)()
         _check(self._l.hx_qp_cc(self.w, self.idx, qpn, out, st), 'qp_cc')
         return {'rate': out[0], 'target': out[1], 'alpha': out[2], 'algo': st[0],
-                'limited': bool(st[1]), 't_stage': st[2], 'b_stage': st[3], 'cnps': st[4]}
+                'limited': bool(st[1]), 't_stage': st[2], 'b_stage': st[3], 'cnps': st[4],
+                'rtt': out[3], 'rtts': st[5]}
 
     VIEW_KINDS = ('qp', 'cq', 'eq', 'srq')      # enum qrnic_view_kind
 

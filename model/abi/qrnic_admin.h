@@ -191,6 +191,7 @@ struct qrnic_cmd_create_qp {
 #define QRNIC_QP_ATTR_PATH_MIG_STATE	(1u << 18)
 #define QRNIC_QP_ATTR_CAP		(1u << 19)
 #define QRNIC_QP_ATTR_DEST_QPN		(1u << 20)
+#define QRNIC_QP_ATTR_CC		(1u << 21)	/* qrnic's own (ABI 1.4): cc_algo */
 
 /* path_mtu: enum ibv_mtu */
 #define QRNIC_MTU_256			1
@@ -215,7 +216,8 @@ struct qrnic_qp_attr {
 	uint8_t  en_sqd_async_notify;	/* 0/1; reads 0 once SQ_DRAINED was raised */
 	uint8_t  port_num;	/* 1 */
 	uint16_t pkey_index;	/* 0 */
-	uint16_t rsvd;
+	uint8_t  cc_algo;	/* ABI 1.4, QRNIC_QP_ATTR_CC: 0 the device's cc_algo, n: n - 1 */
+	uint8_t  rsvd;
 	uint32_t qkey;
 	uint32_t rq_psn;	/* [23:0] */
 	uint32_t sq_psn;	/* [23:0] */

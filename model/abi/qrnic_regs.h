@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			3
+#define QRNIC_ABI_MINOR			4
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */
@@ -88,11 +88,14 @@
 #define QRNIC_CAP_CQ_RESIZE		(1u << 10)	/* RESIZE_CQ, MODIFY_CQ (moderation) */
 #define QRNIC_CAP_XRC			(1u << 11)	/* XRC domains, XRC SRQs, XRC INI/TGT QPs
 							 * (ABI 1.3) */
+#define QRNIC_CAP_QP_CC			(1u << 12)	/* per-QP congestion control:
+							 * QRNIC_QP_ATTR_CC (ABI 1.4) */
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
 					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT | \
-					 QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC)
+					 QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | \
+					 QRNIC_CAP_QP_CC)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */

@@ -32,6 +32,8 @@ struct hx_frame {
 	uint64_t deliver_at;
 	int src, dst;
 	int hold_left;
+	uint8_t to_switch;	/* crossing the cable to the switch (hx_switch_attach) */
+	uint8_t ctl;		/* a PFC signal to host dst, no data: 1 XOFF, 2 XON */
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
 	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
@@ -196,6 +198,27 @@ struct hx_world {
 	struct qrnic_pcap *pcap;
 	bool trusted;				/* hx_wire_trusted() asked for it */
 	bool faults_used;			/* a fault rule or plan was ever added */
+
+	/* switch (hx_switch_attach) */
+	struct hx_switch {
+		bool on;
+		struct hx_switch_cfg c;
+		uint64_t rng, t0_ps;
+		uint8_t mac[HX_MAX_DEV][6];
+		struct hx_swport {
+			uint64_t free_ps;	/* output transmitter busy until (ps) */
+			uint64_t last_ps;	/* the queue integral is up to here */
+			double area;		/* queue bytes x ps */
+			struct hx_switch_stats st;
+			bool paused;		/* PFC: its host was sent XOFF */
+			uint64_t pause_ps;
+			/* PFC: frames in the queue, for the ingress counts */
+			uint64_t *f_done;
+			uint32_t *f_len;
+			int *f_in;
+			uint32_t f_head, f_n, f_cap;
+		} port[HX_MAX_DEV];
+	} sw;
 
 	/* frame log */
 	uint32_t fl_max, fl_count;
@@ -719,6 +742,7 @@ static struct hx_frame *frame_take(hx_world *w, uint8_t *buf, uint32_t len, int 
 	fr->src = src;
 	fr->dst = dst;
 	fr->log_idx = li;
+	fr->to_switch = w->sw.on;
 	return fr;
 }
 
@@ -843,6 +867,238 @@ static bool rule_matches(struct hx_rule *r, int src, uint64_t src_seq, uint64_t 
 	return true;
 }
 
+/* ---- the switch (hx_switch_attach) ------------------------------------------------ */
+static int sw_route(hx_world *w, const uint8_t *f, size_t len)
+{
+	if (len < 14)
+		return -1;
+	for (int i = 0; i < w->ndev; i++)
+		if (!memcmp(f, w->sw.mac[i], 6))
+			return i;
+	return -1;
+}
+
+/* output queue of a port at t (ps), bytes: what is left to serialize */
+static double sw_q(const struct hx_switch *sw, const struct hx_swport *p, uint64_t t)
+{
+	if (!sw->c.rate_bps || p->free_ps <= t)
+		return 0;
+	return (double)(p->free_ps - t) * (double)sw->c.rate_bps / 8e12;
+}
+
+/* the time integral of the queue up to t */
+static void sw_integrate(const struct hx_switch *sw, struct hx_swport *p, uint64_t t)
+{
+	if (t <= p->last_ps)
+		return;
+	if (sw->c.rate_bps && p->free_ps > p->last_ps) {
+		double a = (double)(p->free_ps - p->last_ps);
+		double b = p->free_ps > t ? (double)(p->free_ps - t) : 0;
+
+		p->area += (a * a - b * b) / 2 * (double)sw->c.rate_bps / 8e12;
+	}
+	p->last_ps = t;
+}
+
+static void sw_signal(hx_world *w, int host, int what)
+{
+	struct hx_frame *fr = w->spare_frames;
+
+	if (fr)
+		w->spare_frames = fr->next;
+	else
+		fr = malloc(sizeof(*fr));
+	if (!fr)
+		abort();
+	memset(fr, 0, sizeof(*fr));
+	fr->src = fr->dst = host;
+	fr->ctl = (uint8_t)what;
+	fr->log_idx = -1;
+	inflight_insert(w, fr, w->now + w->sw.c.latency_ns);
+}
+
+/* PFC: frames that have left the switch by now (ps) leave their ingress
+ * counts; a paused ingress that falls to xon is resumed. */
+static void sw_drain(hx_world *w, uint64_t t)
+{
+	struct hx_switch *sw = &w->sw;
+
+	for (int o = 0; o < w->ndev; o++) {
+		struct hx_swport *p = &sw->port[o];
+
+		while (p->f_n && p->f_done[p->f_head] <= t) {
+			struct hx_swport *in = &sw->port[p->f_in[p->f_head]];
+
+			in->st.ingress -= p->f_len[p->f_head];
+			if (in->paused && in->st.ingress <= sw->c.xon) {
+				in->paused = false;
+				in->st.paused_ns += (t - in->pause_ps) / 1000;
+				sw_signal(w, (int)(in - sw->port), 2);
+			}
+			p->f_head = (p->f_head + 1) % p->f_cap;
+			p->f_n--;
+		}
+	}
+}
+
+/* when sw_drain has something to do next (ns), UINT64_MAX: nothing */
+static uint64_t sw_next(hx_world *w)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (!w->sw.on || !w->sw.c.pfc)
+		return next;
+	for (int o = 0; o < w->ndev; o++) {
+		struct hx_swport *p = &w->sw.port[o];
+
+		if (p->f_n && (p->f_done[p->f_head] + 999) / 1000 < next)
+			next = (p->f_done[p->f_head] + 999) / 1000;
+	}
+	return next;
+}
+
+static bool sw_fifo_push(struct hx_swport *p, uint64_t done, uint32_t len, int in)
+{
+	if (p->f_n == p->f_cap) {
+		uint32_t cap = p->f_cap ? p->f_cap * 2 : 1024;
+		uint64_t *d = malloc(cap * sizeof(*d));
+		uint32_t *l = malloc(cap * sizeof(*l));
+		int *ix = malloc(cap * sizeof(*ix));
+
+		if (!d || !l || !ix)
+			abort();
+		for (uint32_t i = 0; i < p->f_n; i++) {
+			uint32_t k = (p->f_head + i) % (p->f_cap ? p->f_cap : 1);
+
+			d[i] = p->f_done[k];
+			l[i] = p->f_len[k];
+			ix[i] = p->f_in[k];
+		}
+		free(p->f_done);
+		free(p->f_len);
+		free(p->f_in);
+		p->f_done = d;
+		p->f_len = l;
+		p->f_in = ix;
+		p->f_head = 0;
+		p->f_cap = cap;
+	}
+	{
+		uint32_t k = (p->f_head + p->f_n) % p->f_cap;
+
+		p->f_done[k] = done;
+		p->f_len[k] = len;
+		p->f_in[k] = in;
+		p->f_n++;
+	}
+	return true;
+}
+
+/* A frame reached the switch (now): queue it on its output port, or drop it. */
+static void sw_enqueue(hx_world *w, struct hx_frame *fr)
+{
+	struct hx_switch *sw = &w->sw;
+	struct hx_swport *p = &sw->port[fr->dst];
+	uint64_t t = w->now * 1000ull, ser = 0, start, done;
+	uint32_t bytes = fr->len + sw->c.overhead;
+	double q;
+
+	if (sw->c.pfc)
+		sw_drain(w, t);
+	sw_integrate(sw, p, t);
+	q = sw_q(sw, p, t);
+	if (q + bytes > (double)sw->c.buffer) {
+		p->st.drops++;
+		fate(w, fr->log_idx, HX_F_DROP_RULE);
+		frame_free(w, fr);
+		return;
+	}
+	if (sw->c.kmax) {
+		int ecn = frame_ecn(fr->data, fr->len);
+		double pr = q <= (double)sw->c.kmin ? 0 : q >= (double)sw->c.kmax ? 1 :
+			    sw->c.pmax * (q - (double)sw->c.kmin) / (double)(sw->c.kmax - sw->c.kmin);
+
+		if ((ecn == 1 || ecn == 2) && pr > 0 &&
+		    (pr >= 1 || (double)(rng_next(&sw->rng) >> 11) * 0x1p-53 < pr)) {
+			mark_ce(fr->data, fr->len);
+			p->st.marks++;
+		}
+	}
+	if (sw->c.rate_bps)
+		ser = (uint64_t)(((unsigned __int128)bytes * 8u * 1000000000000ull + sw->c.rate_bps - 1) /
+				 sw->c.rate_bps);
+	start = p->free_ps > t ? p->free_ps : t;
+	done = start + ser;
+	p->free_ps = done;
+	q += bytes;
+	p->st.frames++;
+	p->st.bytes += fr->len;
+	if ((uint64_t)q > p->st.q_max)
+		p->st.q_max = (uint64_t)q;
+	if ((uint64_t)q > p->st.win_max)
+		p->st.win_max = (uint64_t)q;
+	if (sw->c.pfc) {
+		struct hx_swport *in = &sw->port[fr->src];
+
+		sw_fifo_push(p, done, bytes, fr->src);
+		in->st.ingress += bytes;
+		if (!in->paused && in->st.ingress >= sw->c.xoff) {
+			in->paused = true;
+			in->pause_ps = t;
+			in->st.pauses++;
+			sw_signal(w, fr->src, 1);
+		}
+	}
+	fr->to_switch = 0;
+	inflight_insert(w, fr, (done + 999) / 1000 + sw->c.latency_ns);
+}
+
+int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
+{
+	if (!c || w->fl_head || w->held || (c->kmax && c->kmax <= c->kmin) ||
+	    c->pmax < 0 || c->pmax > 1 || (c->pfc && c->xon > c->xoff)) {
+		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
+		return HX_E_INVAL;
+	}
+	memset(&w->sw, 0, sizeof(w->sw));
+	w->sw.on = true;
+	w->sw.c = *c;
+	if (!w->sw.c.buffer)
+		w->sw.c.buffer = UINT64_MAX / 2;
+	w->sw.rng = c->seed ? c->seed : 1;
+	w->sw.t0_ps = w->now * 1000ull;
+	for (int i = 0; i < w->ndev; i++) {
+		memcpy(w->sw.mac[i], hx_mac(w, i), 6);
+		w->sw.port[i].last_ps = w->sw.t0_ps;
+	}
+	return 0;
+}
+
+int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out)
+{
+	struct hx_swport *p;
+	uint64_t t = w->now * 1000ull;
+
+	if (!w->sw.on || port < 0 || port >= w->ndev || !out)
+		return HX_E_INVAL;
+	p = &w->sw.port[port];
+	sw_integrate(&w->sw, p, t);
+	*out = p->st;
+	out->q_now = (uint64_t)sw_q(&w->sw, p, t);
+	out->q_avg = t > w->sw.t0_ps ? p->area / (double)(t - w->sw.t0_ps) : 0;
+	if (p->paused)
+		out->paused_ns += (t - p->pause_ps) / 1000;
+	return 0;
+}
+
+void hx_switch_window(hx_world *w)
+{
+	uint64_t t = w->now * 1000ull;
+
+	for (int i = 0; i < w->ndev; i++)
+		w->sw.port[i].st.win_max = (uint64_t)sw_q(&w->sw, &w->sw.port[i], t);
+}
+
 /* A frame put on the wire: f, which is 'owned' (a frame buffer the wire
  * takes) or to be copied (owned NULL). */
 static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t len)
@@ -860,10 +1116,12 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 
 	/* the payload may be by reference (ops->dma_map) and the headers by
 	 * description: built before anything reads or changes the bytes */
-	if (owned && (w->pcap || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
+	if (owned && (w->pcap || w->sw.on || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
 		      w->reorder_ppm || w->corrupt_ppm))
 		qrnic_frame_buf_fill(owned);
-	/* only rules look at the headers */
+	if (w->sw.on)
+		dst = sw_route(w, f, len);	/* the headers are built now */
+	/* only rules (and the switch, sw_route) look at the headers */
 	parsed = w->nrules && hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
 	pcap_write(w, f, (uint32_t)len);
 	li = framelog_add(w, src, dst, src_seq, f, (uint32_t)len);
@@ -1208,6 +1466,11 @@ void hx_world_free(hx_world *w)
 		n = f->next;
 		free(f);
 	}
+	for (int i = 0; i < HX_MAX_DEV; i++) {
+		free(w->sw.port[i].f_done);
+		free(w->sw.port[i].f_len);
+		free(w->sw.port[i].f_in);
+	}
 	hx_pcap_close(w);
 	hx_framelog_enable(w, 0);
 	hx_trace_enable(w, 0);
@@ -1395,6 +1658,20 @@ static bool deliver(hx_world *w)
 		struct hx_frame *fr = *pp;
 		struct hx_dev *h = D(w, fr->dst);
 
+		if (fr->to_switch || fr->ctl) {
+			*pp = fr->next;
+			if (w->fl_tail == fr)
+				w->fl_tail = prev;
+			if (fr->ctl) {
+				if (h)
+					qrnic_dev_port_pause(h->dev, fr->ctl == 1);
+				frame_free(w, fr);
+			} else {
+				sw_enqueue(w, fr);
+			}
+			did = true;
+			continue;
+		}
 		if (h && burst[fr->dst] >= HX_RX_BURST) {
 			prev = fr;
 			pp = &fr->next;
@@ -1454,6 +1731,8 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		it++;
+		if (w->sw.on && w->sw.c.pfc)
+			sw_drain(w, w->now * 1000ull);
 		if (deliver(w))
 			did = true;
 		for (int i = 0; w->min_deadline <= w->now && i < w->ndev; i++) {
@@ -1507,6 +1786,8 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 
 			if (w->fl_head && w->fl_head->deliver_at < next)
 				next = w->fl_head->deliver_at;
+			if (w->sw.on && sw_next(w) < next)
+				next = sw_next(w);
 			if (next == UINT64_MAX) {
 				rc = HX_RUN_IDLE;
 				break;
@@ -1570,6 +1851,8 @@ uint64_t hx_next_event(hx_world *w)
 	for (int i = 0; i < w->ndev; i++)
 		if (w->dev[i]->deadline < next)
 			next = w->dev[i]->deadline;
+	if (w->sw.on && sw_next(w) < next)
+		next = sw_next(w);
 	return next;
 }
 
@@ -1614,6 +1897,22 @@ void hx_set_link(hx_world *w, int d, int up)
 		qrnic_dev_set_link(h->dev, up != 0);
 }
 
+/* PFC: pause (1) or resume (0) device d's port, as an XOFF/XON would */
+void hx_port_pause(hx_world *w, int d, int paused)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h)
+		qrnic_dev_port_pause(h->dev, paused != 0);
+}
+
+int hx_port_paused(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? qrnic_dev_port_paused(h->dev) : -1;
+}
+
 int hx_dev_busy(hx_world *w, int d)
 {
 	struct hx_dev *h = D(w, d);
@@ -1647,7 +1946,7 @@ int hx_dev_selfcheck(hx_world *w, int d, int on)
 	return 0;
 }
 
-int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5])
+int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[4], uint64_t st[6])
 {
 	struct hx_dev *h = D(w, d);
 	struct qrnic_cc_info ci;
@@ -1657,11 +1956,13 @@ int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5])
 	out[0] = ci.rate_mbps;
 	out[1] = ci.target_mbps;
 	out[2] = ci.alpha;
+	out[3] = ci.rtt_ns;
 	st[0] = ci.algo;
 	st[1] = ci.limited;
 	st[2] = ci.t_stage;
 	st[3] = ci.b_stage;
 	st[4] = ci.cnps;
+	st[5] = ci.rtts;
 	return 0;
 }
 

@@ -111,6 +111,45 @@ int hx_cfg_param(int i, const char **name, const char **prop, const char **type,
 		 const char **help, const char **seen);
 int hx_num_devs(hx_world *w);
 int hx_cable(hx_world *w, int a, int b);
+/* ---- switch (docs/congestion.md) ------------------------------------------
+ * One output-queued switch that every device is attached to (instead of
+ * cables): a frame from host i crosses its cable (the wire's rate and
+ * latency, as with a cable), is switched by destination MAC to the output
+ * port of the host with that MAC, waits in that port's FIFO queue (bytes,
+ * frame + overhead) and leaves at the switch's port rate, then crosses
+ * that host's cable (latency).  On enqueue: tail drop if the queue plus the
+ * frame would pass 'buffer'; RED/ECN on the instantaneous queue q (bytes,
+ * before the frame): ECN-capable frames are marked CE with probability 0
+ * (q <= kmin), pmax (q - kmin) / (kmax - kmin) (kmin < q < kmax), 1 (q >=
+ * kmax), as DCQCN (Zhu et al.) and HPCC's ns-3 configure it.  PFC (pfc on):
+ * bytes buffered per ingress port; passing xoff pauses that port's host
+ * (qrnic_dev_port_pause after the cable's latency), falling to xon resumes
+ * it.  Deterministic: the marking draws come from 'seed'. */
+struct hx_switch_cfg {
+	uint64_t rate_bps;	/* each output port; 0 = as fast as it comes */
+	uint32_t overhead;	/* framing bytes per frame (Ethernet: 24) */
+	uint64_t latency_ns;	/* switch to host cable (host to switch: the wire's) */
+	uint64_t buffer;	/* per output queue, bytes */
+	uint64_t kmin, kmax;	/* bytes; kmax 0: no marking */
+	double pmax;
+	int pfc;
+	uint64_t xoff, xon;	/* per ingress port, bytes */
+	uint64_t seed;
+};
+struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
+	uint64_t frames, bytes;	/* enqueued (leave towards the host) */
+	uint64_t marks, drops;
+	uint64_t q_now, q_max;	/* bytes */
+	double q_avg;		/* time average since the switch was attached, bytes */
+	uint64_t win_max;	/* max since the last hx_switch_window() */
+	uint64_t pauses;	/* XOFFs sent to this port's host */
+	uint64_t paused_ns;	/* time this port's host was told to stay paused */
+	uint64_t ingress;	/* bytes from this port in the buffer now */
+};
+int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c);
+int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out);
+/* start a new window for win_max (every port) */
+void hx_switch_window(hx_world *w);
 uint64_t hx_now(hx_world *w);
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
 uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
@@ -148,6 +187,9 @@ uint64_t hx_db_read(hx_world *w, int d, uint64_t off, unsigned size);
 void hx_db_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size);
 void hx_dev_reset(hx_world *w, int d);		/* qrnic_dev_reset (FLR) */
 void hx_set_link(hx_world *w, int d, int up);
+/* PFC: pause (1) / resume (0) a device's port (qrnic_dev_port_pause) */
+void hx_port_pause(hx_world *w, int d, int paused);
+int hx_port_paused(hx_world *w, int d);
 int hx_dev_busy(hx_world *w, int d);
 /* qrnic_dev_check_lists: 0, or -1 with the reason in why */
 int hx_dev_check(hx_world *w, int d, char *why, size_t len);
@@ -163,7 +205,7 @@ int hx_dev_selfcheck(hx_world *w, int d, int on);
 uint64_t hx_dev_stat(hx_world *w, int d, int s);
 /* A QP's congestion control state (qrnic_qp_cc_info): 0 or HX_E_*.
  * out: rate_mbps, target_mbps, alpha; st: algo, limited, t_stage, b_stage, cnps. */
-int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[3], uint64_t st[5]);
+int hx_qp_cc(hx_world *w, int d, uint32_t qpn, double out[4], uint64_t st[6]);
 /* The model's read-only queue snapshots (qrnic_dev_view, model/query.c):
  * up to max records of kind k (enum qrnic_view_kind) from number start on,
  * each hx_view_nfields(k) uint32 values, into out.  Returns how many (or

@@ -89,6 +89,10 @@ struct cfg {
 	bool json, deterministic, quiet, fixed_window;
 	bool icrc;		/* --icrc: ICRCs even on a trusted wire */
 	bool count_set;
+	/* --incast: hosts 1..N-1 send to host 0 through one switch (docs/congestion.md) */
+	bool incast, pfc;
+	uint64_t sw_buffer, kmin, kmax, xoff, xon, sample_ns;
+	double pmax;
 };
 
 static void cfg_defaults(struct cfg *c)
@@ -110,6 +114,13 @@ static void cfg_defaults(struct cfg *c)
 	c->verify = VERIFY_EACH;
 	c->profile = "functional";
 	c->plan_hosts = "all";
+	c->sw_buffer = 1ull << 20;
+	c->kmin = 40000;
+	c->kmax = 160000;
+	c->pmax = 0.2;
+	c->xoff = 128000;
+	c->xon = 64000;
+	c->sample_ns = 10000;
 }
 
 static const char usage_text[] =
@@ -130,6 +141,14 @@ static const char usage_text[] =
 "    --mtu BYTES         RC path MTU 256..4096                          (4096)\n"
 "    --ack-timeout E     RC local ACK timeout 4.096us * 2^E             (14)\n"
 "    --retry-cnt N       RC retry count 0..7                            (7)\n"
+"    --incast            N-1 senders (hosts 1..N-1, --qps QPs each) to host 0\n"
+"                        through one output-queued switch (docs/congestion.md)\n"
+"    --buffer BYTES      switch: output queue limit, tail drop          (1M)\n"
+"    --kmin, --kmax B    switch: RED/ECN marking thresholds, kmax 0: none (40000, 160000)\n"
+"    --pmax P            switch: marking probability just below kmax    (0.2)\n"
+"    --pfc               switch: PFC pause of the senders at xoff, resume at xon\n"
+"    --xoff, --xon B     switch: PFC thresholds per ingress port        (128000, 64000)\n"
+"    --sample T          switch: queue and per-flow samples every T     (10us)\n"
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
 "    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
 "  link\n"
@@ -172,6 +191,8 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "fixed-window", false }, { "icrc", false },
 	{ "name", true }, { "inject-mismatch", true }, { "mr-size", true }, { "offsets", true },
 	{ "signal", true },
+	{ "incast", false }, { "buffer", true }, { "kmin", true }, { "kmax", true }, { "pmax", true },
+	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
 };
 
 static int opt_find(const char *k)
@@ -419,11 +440,26 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		}
 		return 0;
 	}
-	if (!strcmp(k, "hosts")) {
-		if (parse_small(k, v, 2, HX_MAX_DEV, &c->hosts))
-			return -1;
-		if (c->hosts % 2)
-			return bad("--hosts: %u is odd (hosts are cabled in pairs)", c->hosts);
+	if (!strcmp(k, "hosts"))
+		return parse_small(k, v, 2, HX_MAX_DEV, &c->hosts);
+	if (!strcmp(k, "buffer"))
+		return parse_bytes(k, v, &c->sw_buffer);
+	if (!strcmp(k, "kmin"))
+		return parse_bytes(k, v, &c->kmin);
+	if (!strcmp(k, "kmax"))
+		return parse_bytes(k, v, &c->kmax);
+	if (!strcmp(k, "xoff"))
+		return parse_bytes(k, v, &c->xoff);
+	if (!strcmp(k, "xon"))
+		return parse_bytes(k, v, &c->xon);
+	if (!strcmp(k, "sample"))
+		return parse_time(k, v, &c->sample_ns);
+	if (!strcmp(k, "pmax")) {
+		char *end;
+
+		c->pmax = strtod(v, &end);
+		if (end == v || *end || !(c->pmax >= 0 && c->pmax <= 1))
+			return bad("--pmax: '%s' is not a probability", v);
 		return 0;
 	}
 	if (!strcmp(k, "mtu")) {
@@ -520,6 +556,10 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 			c->deterministic = on;
 		else if (!strcmp(k, "quiet"))
 			c->quiet = on;
+		else if (!strcmp(k, "incast"))
+			c->incast = on;
+		else if (!strcmp(k, "pfc"))
+			c->pfc = on;
 		else if (!strcmp(k, "fixed-window"))
 			c->fixed_window = on;
 		else if (!strcmp(k, "icrc"))
@@ -699,6 +739,7 @@ struct flow {
 	uint64_t *rslot;	/* [depth] write/read: remote slot of the message at i % depth */
 	uint8_t *signaled;	/* [depth] the send WQE of the message at i % depth asks for a CQE */
 	bool stop;
+	uint64_t t_done;	/* last completion */
 	uint64_t seen_wr[2];	/* device DMA writes to a, b when last polled */
 };
 
@@ -725,6 +766,10 @@ struct sim {
 	bool trace_csv;
 	uint64_t trace_seq, trace_lost, trace_written;
 	double host_s;
+	/* --incast: samples every c.sample_ns: receiver queue max, messages per flow */
+	uint64_t next_sample;
+	uint64_t *smp_q, *smp_msgs;	/* [nsmp], [nsmp * nflows] */
+	size_t nsmp, capsmp;
 	int fail;		/* SIM_EXIT_* once something went wrong */
 	char why[512];
 };
@@ -941,7 +986,7 @@ static uint64_t flow_mem(struct sim *s)
 static int setup(struct sim *s)
 {
 	struct cfg *c = &s->c;
-	unsigned pairs = c->hosts / 2;
+	unsigned pairs = c->incast ? c->hosts - 1 : c->hosts / 2;
 	uint64_t mem;
 	uint32_t eqn[HX_MAX_DEV], pdn[HX_MAX_DEV];
 	char dev_kv[1024];
@@ -955,6 +1000,14 @@ static int setup(struct sim *s)
 	if (c->duration_ns && !c->latency_ns && !c->rate_bps)
 		return sim_fail(s, SIM_EXIT_USAGE,
 				"--duration needs --latency or --rate: with neither, simulated time never advances");
+	if (c->hosts % 2 && !c->incast)
+		return sim_fail(s, SIM_EXIT_USAGE, "--hosts: %u is odd (hosts are cabled in pairs)", c->hosts);
+	if ((c->incast || c->pfc) && (c->op == OP_UD_SEND || !c->incast))
+		return sim_fail(s, SIM_EXIT_USAGE, "--incast is for RC operations; --pfc needs --incast");
+	if (c->incast && c->kmax && c->kmax <= c->kmin)
+		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
+	if (c->incast && c->pfc && c->xon > c->xoff)
+		return sim_fail(s, SIM_EXIT_USAGE, "--xon must not be above --xoff");
 	if (!c->count && !c->duration_ns)
 		return sim_fail(s, SIM_EXIT_USAGE, "--count 0 needs --duration");
 	if ((c->mr_size || c->random_offsets) && c->op != OP_WRITE && c->op != OP_READ)
@@ -1009,7 +1062,7 @@ static int setup(struct sim *s)
 		eqn[d] = (uint32_t)eq;
 		pdn[d] = (uint32_t)pd;
 	}
-	for (unsigned p = 0; p < pairs; p++)
+	for (unsigned p = 0; p < pairs && !c->incast; p++)
 		if (hx_cable(s->w, 2 * (int)p, 2 * (int)p + 1))
 			return sim_fail(s, SIM_EXIT_USAGE, "cable failed");
 
@@ -1023,8 +1076,8 @@ static int setup(struct sim *s)
 
 		f->id = i;
 		f->seen_wr[0] = f->seen_wr[1] = UINT64_MAX;	/* poll the first time */
-		f->a = 2 * (int)(i / c->qps);
-		f->b = f->a + 1;
+		f->a = c->incast ? 1 + (int)(i / c->qps) : 2 * (int)(i / c->qps);
+		f->b = c->incast ? 0 : f->a + 1;
 		flow_geometry(s, f);
 		cq_log = log2_ceil((uint64_t)f->sq_n + f->rq_n);
 		for (int side = 0; side < 2; side++) {
@@ -1076,7 +1129,42 @@ static int setup(struct sim *s)
 	hx_wire_set_latency(s->w, c->latency_ns);
 	hx_wire_set_rate(s->w, c->rate_bps, c->overhead);
 	hx_wire_random(s->w, (uint32_t)llround(c->loss * 1e6), 0, 0, 0, c->seed);
+	if (c->incast) {
+		struct hx_switch_cfg sc = {
+			.rate_bps = c->rate_bps, .overhead = c->overhead, .latency_ns = c->latency_ns,
+			.buffer = c->sw_buffer, .kmin = c->kmin, .kmax = c->kmax, .pmax = c->pmax,
+			.pfc = c->pfc, .xoff = c->xoff, .xon = c->xon, .seed = c->seed,
+		};
+
+		if (hx_switch_attach(s->w, &sc))
+			return sim_fail(s, SIM_EXIT_USAGE, "switch: %s", hx_world_error(s->w));
+	}
 	return 0;
+}
+
+/* --incast: one sample of the receiver's queue and every flow's progress */
+static void take_sample(struct sim *s)
+{
+	struct hx_switch_stats st;
+
+	if (s->nsmp == s->capsmp) {
+		size_t cap = s->capsmp ? 2 * s->capsmp : 256;
+		uint64_t *q = realloc(s->smp_q, cap * sizeof(*q));
+		uint64_t *m = q ? realloc(s->smp_msgs, cap * s->nflows * sizeof(*m)) : NULL;
+
+		if (q)
+			s->smp_q = q;
+		if (!m)
+			return;
+		s->smp_msgs = m;
+		s->capsmp = cap;
+	}
+	hx_switch_stats(s->w, 0, &st);
+	hx_switch_window(s->w);
+	s->smp_q[s->nsmp] = st.win_max;
+	for (unsigned i = 0; i < s->nflows; i++)
+		s->smp_msgs[s->nsmp * s->nflows + i] = s->f[i].done;
+	s->nsmp++;
 }
 
 /* ---- fault plans, timing profiles -------------------------------------------------------------- */
@@ -1279,6 +1367,23 @@ static bool advance(struct sim *s)
 	uint64_t iters = s->trace ? TRACE_ITERS : RUN_ITERS;
 	int rc;
 
+	if (s->c.incast && s->c.sample_ns) {
+		uint64_t now = hx_now(s->w);
+
+		do {
+			rc = hx_run_to_write(s->w, s->next_sample > now ? s->next_sample - now : 0, iters,
+					     s->seen_writes);
+			trace_drain(s);
+		} while (rc == HX_RUN_ITER);
+		if (rc == HX_RUN_TIME || hx_now(s->w) >= s->next_sample) {
+			while (hx_now(s->w) >= s->next_sample) {
+				take_sample(s);
+				s->next_sample += s->c.sample_ns;
+			}
+			return true;
+		}
+		return rc != HX_RUN_IDLE;
+	}
 	do {
 		rc = hx_run_to_write(s->w, UINT64_MAX, iters, s->seen_writes);
 		trace_drain(s);
@@ -1490,6 +1595,7 @@ static void complete(struct sim *s, struct flow *f, uint64_t msg, uint64_t now, 
 	s->msgs++;
 	s->bytes += s->size;
 	s->t_last = now;
+	f->t_done = now;
 }
 
 /* The send side's next message (f->sq_done) is complete: check what it
@@ -1655,6 +1761,7 @@ static int run(struct sim *s)
 
 	clock_gettime(CLOCK_MONOTONIC, &h0);
 	s->t0 = s->t_last = hx_now(s->w);
+	s->next_sample = s->t0 + s->c.sample_ns;
 	for (unsigned i = 0; i < s->nflows; i++) {
 		/* the devices whose CQs poll_flow() reads */
 		hx_watch_writes(s->w, s->f[i].a, 1);
@@ -1891,7 +1998,7 @@ static void compute(struct sim *s, struct results *r)
 		for (int k = 0; k < QRNIC_STAT_COUNT; k++)
 			r->stats[k] += hx_dev_stat(s->w, d, k);
 		for (int k = 0; k < 6; k++)	/* host 2k requests, 2k+1 responds */
-			r->role[d % 2][k] += hx_dev_stat(s->w, d, CACHE_STAT0 + k);
+			r->role[s->c.incast ? d == 0 : d % 2][k] += hx_dev_stat(s->w, d, CACHE_STAT0 + k);
 		r->guest_errors += hx_log_total(s->w, d, QRNIC_LOG_GUEST_ERROR);
 	}
 }
@@ -1936,6 +2043,111 @@ static const char *ordinal_suffix(unsigned n)
 	return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
 }
 
+/* ---- --incast figures ------------------------------------------------------------------ */
+struct incast_fig {
+	struct hx_switch_stats rx;	/* the receiver's port (0) */
+	uint64_t drops, marks, pauses, paused_ns;	/* all ports */
+	double jain, sum_gbps;
+	uint64_t cnp_sent, cnp_received, ecn_marked;
+};
+
+static uint64_t stat_by_name(struct sim *s, const char *name)
+{
+	uint64_t v = 0;
+
+	for (int k = 0; k < hx_stat_count(); k++)
+		if (!strcmp(hx_stat_name(k), name))
+			for (int d = 0; d < hx_num_devs(s->w); d++)
+				v += hx_dev_stat(s->w, d, k);
+	return v;
+}
+
+static double flow_gbps(const struct sim *s, const struct flow *f)
+{
+	return f->t_done > s->t0 ? (double)f->done * (double)s->size * 8 / (double)(f->t_done - s->t0) : 0;
+}
+
+static void incast_figures(struct sim *s, struct incast_fig *g)
+{
+	double sum = 0, sq = 0;
+
+	memset(g, 0, sizeof(*g));
+	hx_switch_stats(s->w, 0, &g->rx);
+	for (int d = 0; d < hx_num_devs(s->w); d++) {
+		struct hx_switch_stats st;
+
+		hx_switch_stats(s->w, d, &st);
+		g->drops += st.drops;
+		g->marks += st.marks;
+		g->pauses += st.pauses;
+		g->paused_ns += st.paused_ns;
+	}
+	/* Jain's index over the flows' throughputs: (sum x)^2 / (n sum x^2) */
+	for (unsigned i = 0; i < s->nflows; i++) {
+		double x = flow_gbps(s, &s->f[i]);
+
+		sum += x;
+		sq += x * x;
+	}
+	g->sum_gbps = sum;
+	g->jain = sq > 0 ? sum * sum / ((double)s->nflows * sq) : 0;
+	g->cnp_sent = stat_by_name(s, "cnp_sent");
+	g->cnp_received = stat_by_name(s, "cnp_received");
+	g->ecn_marked = stat_by_name(s, "ecn_marked_received");
+}
+
+static void incast_table(struct sim *s)
+{
+	struct incast_fig g;
+
+	incast_figures(s, &g);
+	printf("\n  incast: %u senders -> host 0 through the switch (buffer %" PRIu64 " B, "
+	       "kmin %" PRIu64 " kmax %" PRIu64 " pmax %g%s)\n", s->c.hosts - 1, s->c.sw_buffer,
+	       s->c.kmin, s->c.kmax, s->c.pmax, s->c.pfc ? ", PFC" : "");
+	for (unsigned i = 0; i < s->nflows; i++)
+		printf("    flow %2u host %2d: %10" PRIu64 " bytes %8.2f Gb/s\n", i, s->f[i].a,
+		       s->f[i].done * s->size, flow_gbps(s, &s->f[i]));
+	printf("    sum %.2f Gb/s, Jain fairness %.4f\n", g.sum_gbps, g.jain);
+	printf("    queue to host 0: max %" PRIu64 " B, avg %.0f B; marks %" PRIu64 ", drops %" PRIu64
+	       " (all ports %" PRIu64 ")\n", g.rx.q_max, g.rx.q_avg, g.rx.marks, g.rx.drops, g.drops);
+	printf("    CNPs sent %" PRIu64 ", handled %" PRIu64 "; PFC pauses %" PRIu64 " (%.1f us paused)\n",
+	       g.cnp_sent, g.cnp_received, g.pauses, (double)g.paused_ns / 1e3);
+}
+
+static void incast_json(struct sim *s, FILE *o)
+{
+	struct incast_fig g;
+
+	incast_figures(s, &g);
+	fprintf(o, ",\"incast\":{\"senders\":%u,\"switch\":{\"buffer\":%" PRIu64 ",\"kmin\":%" PRIu64
+		",\"kmax\":%" PRIu64 ",\"pmax\":%g,\"pfc\":%s,\"xoff\":%" PRIu64 ",\"xon\":%" PRIu64 "}",
+		s->c.hosts - 1, s->c.sw_buffer, s->c.kmin, s->c.kmax, s->c.pmax,
+		s->c.pfc ? "true" : "false", s->c.xoff, s->c.xon);
+	fputs(",\"flows\":[", o);
+	for (unsigned i = 0; i < s->nflows; i++)
+		fprintf(o, "%s{\"host\":%d,\"bytes\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"gbps\":%.3f}",
+			i ? "," : "", s->f[i].a, s->f[i].done * s->size, s->f[i].t_done - s->t0,
+			flow_gbps(s, &s->f[i]));
+	fprintf(o, "],\"sum_gbps\":%.3f,\"jain\":%.4f", g.sum_gbps, g.jain);
+	fprintf(o, ",\"queue\":{\"max\":%" PRIu64 ",\"avg\":%.0f,\"frames\":%" PRIu64 ",\"marks\":%" PRIu64
+		",\"drops\":%" PRIu64 "}", g.rx.q_max, g.rx.q_avg, g.rx.frames, g.rx.marks, g.rx.drops);
+	fprintf(o, ",\"drops\":%" PRIu64 ",\"marks\":%" PRIu64 ",\"cnp_sent\":%" PRIu64
+		",\"cnp_received\":%" PRIu64 ",\"ecn_marked_received\":%" PRIu64
+		",\"pfc_pauses\":%" PRIu64 ",\"paused_ns\":%" PRIu64, g.drops, g.marks, g.cnp_sent,
+		g.cnp_received, g.ecn_marked, g.pauses, g.paused_ns);
+	fprintf(o, ",\"samples\":{\"every_ns\":%" PRIu64 ",\"q_max\":[", s->c.sample_ns);
+	for (size_t k = 0; k < s->nsmp; k++)
+		fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_q[k]);
+	fputs("],\"flow_msgs\":[", o);
+	for (unsigned i = 0; i < s->nflows; i++) {
+		fputs(i ? ",[" : "[", o);
+		for (size_t k = 0; k < s->nsmp; k++)
+			fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_msgs[k * s->nflows + i]);
+		fputs("]", o);
+	}
+	fputs("]}}", o);
+}
+
 static void report_table(struct sim *s, const struct results *r)
 {
 	const struct cfg *c = &s->c;
@@ -1944,8 +2156,12 @@ static void report_table(struct sim *s, const struct results *r)
 	printf("qrnic-sim%s%s: %s", *c->name ? " " : "", c->name, op_name[c->op]);
 	if (!op_atomic(c->op))
 		printf(" %" PRIu64 " B", s->size);
-	printf(", %u hosts (%u link%s), %u QP%s x depth %u, ", c->hosts, c->hosts / 2,
-	       c->hosts > 2 ? "s" : "", c->qps, c->qps > 1 ? "s" : "", c->depth);
+	if (c->incast)
+		printf(", %u hosts (%u:1 incast through a switch), %u QP%s x depth %u, ", c->hosts,
+		       c->hosts - 1, c->qps, c->qps > 1 ? "s" : "", c->depth);
+	else
+		printf(", %u hosts (%u link%s), %u QP%s x depth %u, ", c->hosts, c->hosts / 2,
+		       c->hosts > 2 ? "s" : "", c->qps, c->qps > 1 ? "s" : "", c->depth);
 	if (c->count)
 		printf("%" PRIu64 " msgs/QP", c->count);
 	if (c->duration_ns) {
@@ -1987,8 +2203,8 @@ static void report_table(struct sim *s, const struct results *r)
 	fmt_rate(t1, sizeof(t1), r->bw_bps);
 	printf("  %-22s %s", "bandwidth (payload)", t1);
 	if (r->bw_bps >= 0 && c->rate_bps)
-		printf("  (%.1f%% of link%s)", 100.0 * r->bw_bps / (double)c->rate_bps / (c->hosts / 2),
-		       c->hosts > 2 ? "s" : "");
+		printf("  (%.1f%% of link%s)", 100.0 * r->bw_bps / (double)c->rate_bps /
+		       (c->incast ? 1 : c->hosts / 2), c->hosts > 2 && !c->incast ? "s" : "");
 	printf("\n");
 	if (r->msg_rate >= 1e6)
 		printf("  %-22s %.4g M msg/s\n", "message rate", r->msg_rate / 1e6);
@@ -2030,6 +2246,8 @@ static void report_table(struct sim *s, const struct results *r)
 	if (s->trace)
 		printf("  trace: %" PRIu64 " events to %s%s\n", s->trace_written, c->trace,
 		       s->trace_lost ? " (some lost: ring overrun)" : "");
+	if (c->incast)
+		incast_table(s);
 	if (r->guest_errors || r->busy_unscheduled)
 		printf("  WARNING: model reported %" PRIu64 " guest errors, %" PRIu64 " unscheduled busy devices\n",
 		       r->guest_errors, r->busy_unscheduled);
@@ -2092,7 +2310,7 @@ static void report_json(struct sim *s, const struct results *r)
 	fputs(",\"note\":", o);
 	json_str(o, timing_note(c));
 	fprintf(o, ",\"links\":%u,\"qps_total\":%u,\"posted\":%" PRIu64 ",\"messages\":%" PRIu64 ",\"lost\":%" PRIu64
-		",\"late\":%" PRIu64 ",\"bytes\":%" PRIu64, c->hosts / 2, s->nflows, s->posted, s->msgs,
+		",\"late\":%" PRIu64 ",\"bytes\":%" PRIu64, c->incast ? 1 : c->hosts / 2, s->nflows, s->posted, s->msgs,
 		s->lost, s->late, s->bytes);
 	fprintf(o, ",\"verified\":{\"mode\":\"%s\",\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
 		",\"atomics\":%" PRIu64 ",\"final_buffers\":%" PRIu64 ",\"final_bytes\":%" PRIu64
@@ -2135,6 +2353,8 @@ static void report_json(struct sim *s, const struct results *r)
 	if (s->trace)
 		fprintf(o, ",\"trace\":{\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", s->trace_written,
 			s->trace_lost);
+	if (c->incast)
+		incast_json(s, o);
 	if (!c->deterministic) {
 		fprintf(o, ",\"host\":{\"seconds\":%.6f,\"packets_per_s\":", s->host_s);
 		json_num(o, s->host_s > 0 ? (double)r->frames / s->host_s : -1);
@@ -2161,6 +2381,8 @@ static void sim_free(struct sim *s)
 		free(s->f[i].slot_msg);
 		free(s->f[i].rslot);
 	}
+	free(s->smp_q);
+	free(s->smp_msgs);
 	free(s->f);
 	free(s->lat);
 	free(s->buf1);
