@@ -418,6 +418,8 @@ _SIGS = {
     'hx_mem_deny': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]),
     'hx_mem_deny_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dma_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_mem_mark': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_mem_release': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]),
     'hx_dma_trap': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64,
                                    ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]),
     'hx_dma_trap_state': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int,
@@ -1316,6 +1318,14 @@ class Device:
 
     def mem_deny(self, addr, length):
         _check(self._l.hx_mem_deny(self.w, self.idx, addr, length), 'mem_deny')
+
+    def mem_mark(self):
+        """The simulated memory allocator's current end (for mem_release)."""
+        return self._l.hx_mem_mark(self.w, self.idx)
+
+    def mem_release(self, mark):
+        """Free everything allocated since mem_mark() (destroy its users first)."""
+        _check(self._l.hx_mem_release(self.w, self.idx, mark), 'mem_release')
 
     def dma_trap(self, addr, length, waddr, data):
         """TOCTOU: right after the device's first DMA read overlapping

@@ -416,6 +416,22 @@ uint64_t hx_mem_alloc(hx_world *w, int d, uint64_t size, uint64_t align)
 	return a;
 }
 
+uint64_t hx_mem_mark(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->brk : 0;
+}
+
+int hx_mem_release(hx_world *w, int d, uint64_t mark)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || mark > h->brk)
+		return HX_E_INVAL;
+	h->brk = mark;
+	return 0;
+}
+
 int hx_mem_read(hx_world *w, int d, uint64_t addr, void *buf, uint64_t len)
 {
 	struct hx_dev *h = D(w, d);

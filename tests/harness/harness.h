@@ -201,6 +201,10 @@ const char *hx_trace_name(uint32_t type);
 uint64_t hx_mem_base(hx_world *w, int d);
 uint64_t hx_mem_size(hx_world *w, int d);
 uint64_t hx_mem_alloc(hx_world *w, int d, uint64_t size, uint64_t align);	/* 0 = failed */
+/* The allocator's current end, and a return to it: everything allocated
+ * since the mark is free again (the caller has destroyed what used it). */
+uint64_t hx_mem_mark(hx_world *w, int d);
+int hx_mem_release(hx_world *w, int d, uint64_t mark);
 int hx_mem_read(hx_world *w, int d, uint64_t addr, void *buf, uint64_t len);
 int hx_mem_write(hx_world *w, int d, uint64_t addr, const void *buf, uint64_t len);
 int hx_mem_deny(hx_world *w, int d, uint64_t addr, uint64_t len);	/* DMA there fails */
