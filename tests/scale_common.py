@@ -49,7 +49,7 @@ def mr_world(n):
     return q.World(1, cfg=f'max_mr={n + 16},max_mtt={n + 16}', mem_mb=64, framelog=0)
 
 
-def mr_cycle(d, pd, page, pbl, n):
+def mr_cycle(d, pd, page, pbl, n, progress=None):
     """n MRs of one 4 KiB page by raw REG_MR commands, alternately a DMA
     (physical) MR and one mapped through a one-entry page list (an MTT
     entry each), then all deregistered.  Returns (rss after create, seconds)."""
@@ -63,6 +63,8 @@ def mr_cycle(d, pd, page, pbl, n):
         st, c = d.admin(struct.pack('<BBHI', q.CMD['REG_MR'], 0, 0, 0) + body)
         assert st == 0, (i, st, c)
         keys.append(c['result'][0])
+        if progress and (i + 1) % progress == 0:
+            print(f'    {i + 1} MRs: {time.time() - t:.1f} s, RSS {rss_kib()} KiB', flush=True)
     full = rss_kib()
     for k in keys:
         st, c = d.admin(struct.pack('<BBHII', q.CMD['DEREG_MR'], 0, 0, 0, k))
