@@ -14,7 +14,11 @@ hx_mem_mark/hx_mem_release).  Per-object memory (a rung QP's send window,
 round; rounds 2 and 3 must end within 2 MiB of it (malloc arena noise;
 one QP's leaked send window per 8 rung QPs would already be ~23 MiB, one
 leaked 64-byte record per MR 4 MiB), and peak RSS with everything created
-must not grow from round to round either."""
+must not grow from round to round either.  (Freed memory may stay in
+malloc's arena, so RSS after a round need not drop below its peak: run
+alone, round 1 peaks ~21 MiB above its end, the 512 rung QPs' windows;
+after other tests in the same process it may not drop at all.  Hence
+round against round, not peak against end.)"""
 import scale_common as s
 
 TOL_KIB = 2048
@@ -35,7 +39,6 @@ def test_qps_memory_returns_to_baseline():
         (f1, a1), (f2, a2), (f3, a3) = rounds
         assert a2 - a1 <= TOL_KIB and a3 - a1 <= TOL_KIB, rounds
         assert f3 - f1 <= TOL_KIB, rounds
-        assert f1 - a1 >= 512 * 46 // 2     # the 512 rung QPs' windows were resident (and freed)
         assert d.create_qp(pd, cq) is not None
 
 
