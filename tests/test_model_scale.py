@@ -10,7 +10,7 @@ once when the device is made (calloc of max_qp, max_mr, max_mtt
 entries); their pages become resident the first time they are used and
 stay so, like the rings' simulated guest memory (reused each round with
 hx_mem_mark/hx_mem_release).  Per-object memory (a rung QP's send window,
-~46 KB) is freed on destroy.  So the baseline is RSS after the first
+~42 KB) is freed on destroy.  So the baseline is RSS after the first
 round; rounds 2 and 3 must end within 2 MiB of it (malloc arena noise;
 one QP's leaked send window per 8 rung QPs would already be ~23 MiB, one
 leaked 64-byte record per MR 4 MiB), and peak RSS with everything created
