@@ -88,7 +88,7 @@ def test_create_destroy_cycles_rss_does_not_grow(qemu_binary):  # noqa: F811
         r10 = rss_kib(pid)
         per_cycle = (r10 - r1) / (9 * n)
         print(f'\nqemu RSS: after {2 * n} warm-up cycles {r0} KiB, after N={n} more {r1} KiB, '
-              f'after 10N={10 * n} more {r10} KiB; growth {r10 - r1} KiB over '
+              f'after 10N={10 * n} ({9 * n} more) {r10} KiB; growth {r10 - r1} KiB over '
               f'{9 * n} cycles = {per_cycle:.2f} KiB/cycle')
         # one cycle allocates a QP's send window, an SRQ, a CQ, an EQ, an MR's
         # MTT entries (several KiB together): a leak of any would show as
