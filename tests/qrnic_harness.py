@@ -422,6 +422,18 @@ _SIGS = {
     'hx_mem_deny': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64]),
     'hx_mem_deny_clear': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dma_stat': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_mem_mark': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_mem_release': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]),
+    'hx_dma_trap': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64,
+                                   ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64]),
+    'hx_dma_trap_state': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int,
+                                         ctypes.POINTER(ctypes.c_uint64)]),
+    'hx_dma_log_start': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]),
+    'hx_dma_log_count': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int,
+                                           ctypes.POINTER(ctypes.c_uint64)]),
+    'hx_dma_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
+                                      ctypes.POINTER(ctypes.c_uint64),
+                                      ctypes.POINTER(ctypes.c_uint64)]),
     'hx_wire_set_latency': (None, [ctypes.c_void_p, ctypes.c_uint64]),
     'hx_wire_set_rate': (None, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]),
     'hx_wire_rule_add': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int,
@@ -1320,6 +1332,48 @@ class Device:
 
     def mem_deny(self, addr, length):
         _check(self._l.hx_mem_deny(self.w, self.idx, addr, length), 'mem_deny')
+
+    def mem_mark(self):
+        """The simulated memory allocator's current end (for mem_release)."""
+        return self._l.hx_mem_mark(self.w, self.idx)
+
+    def mem_release(self, mark):
+        """Free everything allocated since mem_mark() (destroy its users first)."""
+        _check(self._l.hx_mem_release(self.w, self.idx, mark), 'mem_release')
+
+    def dma_trap(self, addr, length, waddr, data):
+        """TOCTOU: right after the device's first DMA read overlapping
+        [addr, addr+length) copied its bytes, 'data' is written at 'waddr'
+        (the guest racing the device); waddr None: the bytes that read
+        fetched are overwritten with 'data' repeated.  length 0 disarms.
+        Later device reads of bytes that first read fetched count as
+        re-fetches (dma_trap_state)."""
+        if waddr is None:
+            waddr = (1 << 64) - 1
+        data = bytes(data)
+        _check(self._l.hx_dma_trap(self.w, self.idx, addr, length, waddr, data,
+                                   len(data)), 'dma_trap')
+
+    def dma_trap_state(self):
+        """(state, refetches): state 0 off, 1 armed (not read yet), 2 fired;
+        refetches: device reads of the range after the rewrite."""
+        n = ctypes.c_uint64()
+        st = self._l.hx_dma_trap_state(self.w, self.idx, ctypes.byref(n))
+        return st, n.value
+
+    def dma_log_start(self, cap=1 << 20):
+        _check(self._l.hx_dma_log_start(self.w, self.idx, cap), 'dma_log_start')
+
+    def dma_log(self):
+        """The logged DMA writes [(addr, len)], and how many were lost."""
+        lost = ctypes.c_uint64()
+        n = self._l.hx_dma_log_count(self.w, self.idx, ctypes.byref(lost))
+        a, ln = ctypes.c_uint64(), ctypes.c_uint64()
+        out = []
+        for i in range(n):
+            self._l.hx_dma_log_get(self.w, self.idx, i, ctypes.byref(a), ctypes.byref(ln))
+            out.append((a.value, ln.value))
+        return out, lost.value
 
     def mem_deny_clear(self):
         self._l.hx_mem_deny_clear(self.w, self.idx)

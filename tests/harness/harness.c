@@ -123,6 +123,18 @@ struct hx_dev {
 	int ndeny;
 	uint64_t dma[5];
 	bool watched;		/* its DMA writes count in w->watched_writes */
+	/* TOCTOU trap (hx_dma_trap): after the first DMA read that overlaps
+	 * [trap_addr, +trap_len), the guest's rewrite is applied to memory;
+	 * later reads overlapping the range are counted as re-fetches. */
+	uint64_t trap_addr, trap_len, trap_waddr;
+	uint8_t *trap_bytes;
+	uint64_t trap_nbytes;
+	int trap_state;		/* 0 off, 1 armed, 2 fired */
+	uint64_t trap_refetch;
+	uint64_t trap_raddr, trap_rlen;	/* the read that fired it */
+	/* DMA write log (hx_dma_log_*): every write's (address, length) */
+	uint64_t *wlog;
+	uint64_t wlog_n, wlog_cap, wlog_lost;
 
 	/* host services */
 	bool sched;
@@ -333,6 +345,23 @@ static int op_dma_read(void *opaque, uint64_t addr, void *buf, size_t len)
 		memcpy(buf, mem_ptr(h, addr), len);
 	h->dma[0]++;
 	h->dma[2] += len;
+	if (h->trap_state == 1 && addr < h->trap_addr + h->trap_len && h->trap_addr < addr + len) {
+		/* the guest rewrites memory right after the device read it:
+		 * at trap_waddr, or (trap_waddr ~0) the bytes just read, with
+		 * the pattern repeated */
+		h->trap_raddr = addr;
+		h->trap_rlen = len;
+		if (h->trap_waddr == UINT64_MAX) {
+			for (uint64_t i = 0; i < len; i++)
+				*((uint8_t *)mem_ptr(h, addr) + i) = h->trap_bytes[i % h->trap_nbytes];
+		} else {
+			memcpy(mem_ptr(h, h->trap_waddr), h->trap_bytes, h->trap_nbytes);
+		}
+		h->trap_state = 2;
+	} else if (h->trap_state == 2 && addr < h->trap_raddr + h->trap_rlen &&
+		   h->trap_raddr < addr + len) {
+		h->trap_refetch++;	/* the same bytes read again */
+	}
 	return 0;
 }
 
@@ -359,6 +388,15 @@ static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len
 	}
 	/* memmove: buf may be a payload by reference in this same memory */
 	memmove(mem_ptr(h, addr), buf, len);
+	if (h->wlog) {
+		if (h->wlog_n < h->wlog_cap) {
+			h->wlog[2 * h->wlog_n] = addr;
+			h->wlog[2 * h->wlog_n + 1] = len;
+			h->wlog_n++;
+		} else {
+			h->wlog_lost++;
+		}
+	}
 	h->dma[1]++;
 	h->dma[3] += len;
 	h->w->watched_writes += h->watched;
@@ -401,6 +439,22 @@ uint64_t hx_mem_alloc(hx_world *w, int d, uint64_t size, uint64_t align)
 	return a;
 }
 
+uint64_t hx_mem_mark(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+	return h ? h->brk : 0;
+}
+
+int hx_mem_release(hx_world *w, int d, uint64_t mark)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || mark > h->brk)
+		return HX_E_INVAL;
+	h->brk = mark;
+	return 0;
+}
+
 int hx_mem_read(hx_world *w, int d, uint64_t addr, void *buf, uint64_t len)
 {
 	struct hx_dev *h = D(w, d);
@@ -430,6 +484,87 @@ int hx_mem_deny(hx_world *w, int d, uint64_t addr, uint64_t len)
 	h->deny_addr[h->ndeny] = addr;
 	h->deny_len[h->ndeny] = len;
 	h->ndeny++;
+	return 0;
+}
+
+int hx_dma_trap(hx_world *w, int d, uint64_t addr, uint64_t len, uint64_t waddr,
+		const void *bytes, uint64_t nbytes)
+{
+	struct hx_dev *h = D(w, d);
+	uint8_t *copy;
+
+	if (!h)
+		return HX_E_INVAL;
+	free(h->trap_bytes);
+	h->trap_bytes = NULL;
+	h->trap_state = 0;
+	h->trap_refetch = 0;
+	if (!len)
+		return 0;
+	if (!mem_range_ok(h, addr, len) || !nbytes ||
+	    (waddr != UINT64_MAX && !mem_range_ok(h, waddr, nbytes)))
+		return HX_E_INVAL;
+	copy = malloc(nbytes);
+	if (!copy)
+		return HX_E_NOMEM;
+	memcpy(copy, bytes, nbytes);
+	h->trap_bytes = copy;
+	h->trap_nbytes = nbytes;
+	h->trap_addr = addr;
+	h->trap_len = len;
+	h->trap_waddr = waddr;
+	h->trap_state = 1;
+	return 0;
+}
+
+int hx_dma_trap_state(hx_world *w, int d, uint64_t *refetches)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return -1;
+	if (refetches)
+		*refetches = h->trap_refetch;
+	return h->trap_state;
+}
+
+int hx_dma_log_start(hx_world *w, int d, uint64_t cap)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	free(h->wlog);
+	h->wlog = NULL;
+	h->wlog_n = h->wlog_cap = h->wlog_lost = 0;
+	if (!cap)
+		return 0;
+	h->wlog = calloc(cap, 2 * sizeof(uint64_t));
+	if (!h->wlog)
+		return HX_E_NOMEM;
+	h->wlog_cap = cap;
+	return 0;
+}
+
+uint64_t hx_dma_log_count(hx_world *w, int d, uint64_t *lost)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return 0;
+	if (lost)
+		*lost = h->wlog_lost;
+	return h->wlog_n;
+}
+
+int hx_dma_log_get(hx_world *w, int d, uint64_t i, uint64_t *addr, uint64_t *len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || i >= h->wlog_n)
+		return -1;
+	*addr = h->wlog[2 * i];
+	*len = h->wlog[2 * i + 1];
 	return 0;
 }
 
@@ -1442,6 +1577,8 @@ static void dev_free(struct hx_dev *h)
 		free(m->pages);
 		free(m);
 	}
+	free(h->trap_bytes);
+	free(h->wlog);
 	free(h);
 }
 

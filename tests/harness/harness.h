@@ -243,11 +243,29 @@ const char *hx_trace_name(uint32_t type);
 uint64_t hx_mem_base(hx_world *w, int d);
 uint64_t hx_mem_size(hx_world *w, int d);
 uint64_t hx_mem_alloc(hx_world *w, int d, uint64_t size, uint64_t align);	/* 0 = failed */
+/* The allocator's current end, and a return to it: everything allocated
+ * since the mark is free again (the caller has destroyed what used it). */
+uint64_t hx_mem_mark(hx_world *w, int d);
+int hx_mem_release(hx_world *w, int d, uint64_t mark);
 int hx_mem_read(hx_world *w, int d, uint64_t addr, void *buf, uint64_t len);
 int hx_mem_write(hx_world *w, int d, uint64_t addr, const void *buf, uint64_t len);
 int hx_mem_deny(hx_world *w, int d, uint64_t addr, uint64_t len);	/* DMA there fails */
 void hx_mem_deny_clear(hx_world *w, int d);
 uint64_t hx_dma_stat(hx_world *w, int d, int which);	/* 0 reads 1 writes 2 rbytes 3 wbytes 4 fails */
+/* TOCTOU: arm a one-shot trap.  Right after the device's first DMA read
+ * overlapping [addr, addr+len) has copied its bytes, 'nbytes' at 'waddr' are
+ * overwritten with 'bytes' (the guest racing the device); waddr ~0: the bytes
+ * that read fetched are overwritten with 'bytes' repeated.  Later device reads
+ * of any byte that first read fetched count as re-fetches.  len 0 disarms.  State: 0 off,
+ * 1 armed, 2 fired. */
+int hx_dma_trap(hx_world *w, int d, uint64_t addr, uint64_t len, uint64_t waddr,
+		const void *bytes, uint64_t nbytes);
+int hx_dma_trap_state(hx_world *w, int d, uint64_t *refetches);
+/* DMA write log: the (address, length) of each of the device's next 'cap'
+ * DMA writes (more are counted as lost); cap 0 stops and frees it. */
+int hx_dma_log_start(hx_world *w, int d, uint64_t cap);
+uint64_t hx_dma_log_count(hx_world *w, int d, uint64_t *lost);
+int hx_dma_log_get(hx_world *w, int d, uint64_t i, uint64_t *addr, uint64_t *len);
 
 /* ---- the wire ------------------------------------------------------------- */
 void hx_wire_set_latency(hx_world *w, uint64_t ns);
