@@ -48,31 +48,30 @@ struct qrnic_snap_r {
 };
 
 void qrnic_snap_put(struct qrnic_snap_w *w, const void *p, size_t n);
-static inline void qs_u8(struct qrnic_snap_w *w, uint8_t v)
-{
-	qrnic_snap_put(w, &v, 1);
-}
-static inline void qs_u16(struct qrnic_snap_w *w, uint16_t v)
-{
-	uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
-
-	qrnic_snap_put(w, b, 2);
-}
-static inline void qs_u32(struct qrnic_snap_w *w, uint32_t v)
-{
-	uint8_t b[4];
-
-	for (int i = 0; i < 4; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	qrnic_snap_put(w, b, 4);
-}
-static inline void qs_u64(struct qrnic_snap_w *w, uint64_t v)
+/* n bytes of v, little-endian (n <= 8) */
+static inline void qs_le(struct qrnic_snap_w *w, uint64_t v, unsigned n)
 {
 	uint8_t b[8];
 
-	for (int i = 0; i < 8; i++)
+	for (unsigned i = 0; i < n; i++)
 		b[i] = (uint8_t)(v >> (8 * i));
-	qrnic_snap_put(w, b, 8);
+	qrnic_snap_put(w, b, n);
+}
+static inline void qs_u8(struct qrnic_snap_w *w, uint8_t v)
+{
+	qs_le(w, v, 1);
+}
+static inline void qs_u16(struct qrnic_snap_w *w, uint16_t v)
+{
+	qs_le(w, v, 2);
+}
+static inline void qs_u32(struct qrnic_snap_w *w, uint32_t v)
+{
+	qs_le(w, v, 4);
+}
+static inline void qs_u64(struct qrnic_snap_w *w, uint64_t v)
+{
+	qs_le(w, v, 8);
 }
 static inline void qs_bool(struct qrnic_snap_w *w, bool v)
 {
@@ -96,39 +95,32 @@ void qs_end(struct qrnic_snap_w *w);
  * reader bad (the load then fails with "section ... truncated"). */
 bool qr_fail(struct qrnic_snap_r *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool qr_get(struct qrnic_snap_r *r, void *p, size_t n);
-static inline uint8_t qr_u8(struct qrnic_snap_r *r)
-{
-	uint8_t b = 0;
-
-	qr_get(r, &b, 1);
-	return b;
-}
-static inline uint16_t qr_u16(struct qrnic_snap_r *r)
-{
-	uint8_t b[2] = { 0 };
-
-	qr_get(r, b, 2);
-	return (uint16_t)(b[0] | b[1] << 8);
-}
-static inline uint32_t qr_u32(struct qrnic_snap_r *r)
-{
-	uint8_t b[4] = { 0 };
-	uint32_t v = 0;
-
-	qr_get(r, b, 4);
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)b[i] << (8 * i);
-	return v;
-}
-static inline uint64_t qr_u64(struct qrnic_snap_r *r)
+/* n bytes, little-endian (n <= 8); 0 past the end of the section */
+static inline uint64_t qr_le(struct qrnic_snap_r *r, unsigned n)
 {
 	uint8_t b[8] = { 0 };
 	uint64_t v = 0;
 
-	qr_get(r, b, 8);
-	for (int i = 0; i < 8; i++)
+	qr_get(r, b, n);
+	for (unsigned i = 0; i < n; i++)
 		v |= (uint64_t)b[i] << (8 * i);
 	return v;
+}
+static inline uint8_t qr_u8(struct qrnic_snap_r *r)
+{
+	return (uint8_t)qr_le(r, 1);
+}
+static inline uint16_t qr_u16(struct qrnic_snap_r *r)
+{
+	return (uint16_t)qr_le(r, 2);
+}
+static inline uint32_t qr_u32(struct qrnic_snap_r *r)
+{
+	return (uint32_t)qr_le(r, 4);
+}
+static inline uint64_t qr_u64(struct qrnic_snap_r *r)
+{
+	return qr_le(r, 8);
 }
 static inline bool qr_bool(struct qrnic_snap_r *r)
 {
