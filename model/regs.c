@@ -217,7 +217,7 @@ uint64_t qrnic_dev_db_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 				(unsigned long long)(off), (unsigned long long)(val), why); \
 	} while (0)
 
-/* ---- BlueFlame buffers (qrnic_regs.h QRNIC_DB_BF_*, spec 3.3) ---------------- */
+/* ---- BlueFlame buffers (qrnic_regs.h QRNIC_DB_BF_*, spec 3.2.1) ---------------- */
 void qrnic_bf_uctx_clear(struct qrnic_dev *d, uint32_t uctx)
 {
 	if (d->bf_stage && uctx < d->cfg.max_uctx) {

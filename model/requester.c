@@ -178,7 +178,7 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 
 	if (bf && !bf_covers(bf, q)) {
 		/* more SGEs or inline bytes than the BF write carried: the
-		 * whole WQE from the ring (spec 3.3) */
+		 * whole WQE from the ring (spec 3.2.1) */
 		qrnic_stat_add(d, QRNIC_STAT_BF_FALLBACKS, 1);
 		qrnic_tp_ub_bf_fallback(d, qp->qpn, idx, 5);
 		bf->valid = false;

@@ -2256,7 +2256,7 @@ class Qp(_Obj, QpTransitions):
         _check(self._l.hx_ring_sq(self._w, self._i, self.qpn), 'ring_sq')
 
     def ring_bf(self, nwords=0, buf=0, skip=0, page=-1, pi=-1):
-        """BlueFlame doorbell (spec 3.3) for the WQE last put on the ring
+        """BlueFlame doorbell (spec 3.2.1) for the WQE last put on the ring
         (post_send(..., ring=False)): nwords 8-byte words of it (default:
         0: the header and what it says follows, rounded up to a word), except
         the words whose bit is set in skip, into BF buffer buf of doorbell

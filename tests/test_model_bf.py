@@ -1,4 +1,4 @@
-"""BlueFlame: a send WQE written into the doorbell page (spec 3.3, ABI 1.5).
+"""BlueFlame: a send WQE written into the doorbell page (spec 3.2.1, ABI 1.5).
 
 The device takes the WQE from the BF write instead of reading it from the
 SQ ring, validates that copy exactly like a ring WQE, and falls back to the
@@ -16,7 +16,6 @@ pytestmark = pytest.mark.unit
 
 WRITE_INLINE = dict(opcode='RDMA_WRITE', inline=b'8 bytes!')
 
-
 def _pair(profile=None, **tm):
     w = q.World(2)
     if profile:
@@ -26,7 +25,6 @@ def _pair(profile=None, **tm):
     src = c.a.dev.reg_mr(c.pda, 4096)
     dst = c.b.dev.reg_mr(c.pdb, 4096)
     return w, c, src, dst
-
 
 def _post(c, src, dst, kind, bf, **bfargs):
     if kind == 'inline':
@@ -40,7 +38,6 @@ def _post(c, src, dst, kind, bf, **bfargs):
                        ring=not bf)
     if bf:
         c.qa.ring_bf(**bfargs)
-
 
 @pytest.mark.parametrize('kind', ['inline', 'send', 'sge'])
 def test_bf_post_delivers_what_a_ring_post_does(kind):
@@ -69,7 +66,6 @@ def test_bf_post_delivers_what_a_ring_post_does(kind):
     assert bf[4] == payload_reads
     assert ring[4] == 2 + payload_reads
 
-
 def test_bf_copy_is_taken_once_and_validated():
     """The device uses the bytes of the BF write, not the ring's later
     contents (copy once), and validates them like a ring WQE."""
@@ -97,7 +93,6 @@ def test_bf_copy_is_taken_once_and_validated():
     assert (e['status_name'], e['vendor_err_name']) == ('LOC_QP_OP_ERR', 'BAD_WQE')
     assert c.a.dev.stat('bad_wqes') == 1
 
-
 def _fallback_case(c, dst, case):
     """Post an 8-byte inline WRITE and ring BF in a bad way; returns the
     expected (bf_fallbacks, doorbells_ignored) increments."""
@@ -117,7 +112,6 @@ def _fallback_case(c, dst, case):
         c.qa.ring_bf(buf=1, skip=1)
     else:
         raise AssertionError(case)
-
 
 @pytest.mark.parametrize('case', ['torn', 'short', 'too_long', 'missing_inline', 'two_posted',
                                   'buffer1_torn'])
@@ -147,7 +141,6 @@ def test_bad_bf_write_falls_back_to_the_ring(case):
     assert dst.read(64, 8) == b'good one'
     assert c.a.dev.stat('bf_posts') == posts + 1
 
-
 def test_bf_write_for_another_context_is_ignored():
     """A BF control word on one context's page naming another context's QP
     is ignored like any such doorbell: not posted, not counted as BF."""
@@ -172,7 +165,6 @@ def test_bf_write_for_another_context_is_ignored():
     qp.ring_bf()
     assert (dev.stat('bf_posts'), dev.stat('bf_fallbacks')) == (1, 0)
 
-
 def test_bf_stage_is_cleared_with_its_context():
     """Words staged by a context are not used by the next owner of the
     page: DEALLOC/ALLOC_UCTX clear the page's BF buffers."""
@@ -191,7 +183,6 @@ def test_bf_stage_is_cleared_with_its_context():
     qp.post_send('SEND', inline=b'', ring=False, check=False)
     dev.db_write(base + 0x100, qp.qpn | (8 << 24) | (1 << 32), 8)
     assert dev.stat('bf_fallbacks') == fb + 1     # torn: nothing staged since
-
 
 def test_random_bf_writes_never_crash():
     """Random stores anywhere in the BF area (any size, any value), then a
@@ -225,7 +216,6 @@ def test_random_bf_writes_never_crash():
     assert dst2.read(0, 8) == b'survived'
     assert st is not None
 
-
 def test_bf_pending_across_save_and_load():
     """A BF WQE accepted but not yet fetched is not in the snapshot: after
     load the device reads it from the ring, which holds it too."""
@@ -239,7 +229,6 @@ def test_bf_pending_across_save_and_load():
     assert c.cqa.poll()[0]['status_name'] == 'SUCCESS'
     assert dst.read(0, 8) == b'migrated'
     assert c.a.dev.dma_stats()['reads'] - reads >= 2      # header + inline from the ring
-
 
 def _one_way(bf, **tm):
     """cx5-100g: ns from the post (the doorbell or BF write) of an 8 B inline
@@ -258,7 +247,6 @@ def _one_way(bf, **tm):
         w.run()
         assert c.cqa.poll()[0]['status_name'] == 'SUCCESS'
     return times[1]
-
 
 def test_bf_one_way_time_under_cx5():
     """BF replaces the WQE header and inline-data reads (two dependent

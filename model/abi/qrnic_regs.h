@@ -162,7 +162,7 @@
 #define QRNIC_DB_IDX_SHIFT		32
 
 /*
- * BlueFlame buffers (QRNIC_CAP_BF, ABI 1.5; spec 3.3).  Each doorbell page
+ * BlueFlame buffers (QRNIC_CAP_BF, ABI 1.5; spec 3.2.1).  Each doorbell page
  * holds QRNIC_DB_BF_NUM buffers; buffer n starts at QRNIC_DB_BF_BASE +
  * n * QRNIC_DB_BF_STRIDE.  Software copies a send WQE that it has ALSO
  * written to the SQ ring (bytes 0..8*nwords-1, at most QRNIC_BF_MAX_WQE)

@@ -3076,7 +3076,7 @@ int hx_ring_sq(hx_world *w, int d, uint32_t qpn)
 	return 0;
 }
 
-/* BlueFlame (spec 3.3): copy the WQE last put on the SQ ring (index
+/* BlueFlame (spec 3.2.1): copy the WQE last put on the SQ ring (index
  * sq_pi - 1) into BF buffer 'buf' of doorbell page 'page' (-1: the QP's
  * own), nwords 8-byte words of it (0: as many as it needs), leaving out the words set in skip, then
  * write the control word with nwords and producer index pi (-1: sq_pi). */

@@ -153,7 +153,7 @@ static const char usage_text[] =
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
 "    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
 "    --inline            write/send/ud-send: the payload inline in the WQE (size <= 448)\n"
-"    --bf                BlueFlame: a doorbell for one WQE carries the WQE (spec 3.3),\n"
+"    --bf                BlueFlame: a doorbell for one WQE carries the WQE (spec 3.2.1),\n"
 "                        as rdma-core's mlx5 does for a single-WQE post\n"
 "  link\n"
 "    --rate R            link rate per direction, e.g. 100G, 25Gbps, 0 = infinite (100G)\n"
