@@ -1323,6 +1323,44 @@ static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
 	return p;
 }
 
+/*
+ * BlueFlame (spec 3.2.1), as mlx5 does for a single small WQE: the WQE,
+ * already in the ring, is also stored into a BF buffer of the doorbell page
+ * with 64-bit stores, then the control word, which is the SQ doorbell.
+ * The device then needs no DMA read of the WQE; if anything is wrong with
+ * the copy it reads the ring.  Returns false if the WQE is not for BF.
+ */
+static bool qrnic_sq_bf(struct qrnic_context *ctx, struct qrnic_qp *qp, uint32_t idx)
+{
+	const struct qrnic_send_wqe *w = qrnic_wq_slot(&qp->sq, idx);
+	const uint64_t *src = (const uint64_t *)w;
+	uint32_t len = sizeof(*w), nwords;
+	uint8_t *buf;
+
+	if (w->opcode == QRNIC_WR_REG_MR || w->opcode == QRNIC_WR_BIND_MW)
+		;	/* 64 bytes, no SGEs */
+	else if (w->flags & QRNIC_WQE_F_INLINE)
+		len += w->inline_len;
+	else
+		len += w->num_sge * sizeof(struct qrnic_sge);
+	nwords = (len + 7) / 8;
+	if (nwords * 8 > ctx->bf_size || nwords * 8 > (1u << qp->sq.wqe_shift))
+		return false;
+	pthread_spin_lock(&ctx->bf_lock);
+	buf = (uint8_t *)ctx->db + QRNIC_DB_BF_BASE + (ctx->bf_next & 1) * QRNIC_DB_BF_STRIDE;
+	ctx->bf_next++;
+	for (uint32_t i = 0; i < nwords; i++)	/* the ring's bytes, as stored */
+		mmio_write64_le(buf + 8 * i, src[i]);
+	/* the data words before the control word, even write-combined */
+	mmio_flush_writes();
+	mmio_write64_le(buf + QRNIC_BF_CTRL,
+			htole64(qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi) |
+				((uint64_t)nwords << QRNIC_BF_NWORDS_SHIFT)));
+	mmio_flush_writes();
+	pthread_spin_unlock(&ctx->bf_lock);
+	return true;
+}
+
 /* Announce the SQ's WQEs from start on (caller holds sq.lock). */
 static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 				     struct qrnic_qp *qp, uint32_t start)
@@ -1331,6 +1369,8 @@ static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 		return;
 	/* WQEs are in memory before the device hears of them */
 	udma_to_device_barrier();
+	if (ctx->bf_size && qp->sq.pi - start == 1 && qrnic_sq_bf(ctx, qp, start))
+		return;
 	qrnic_ring_db(ctx, QRNIC_DB_SQ, qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi));
 }
 
