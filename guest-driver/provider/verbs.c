@@ -1332,30 +1332,22 @@ static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
  */
 static bool qrnic_sq_bf(struct qrnic_context *ctx, struct qrnic_qp *qp, uint32_t idx)
 {
-	const struct qrnic_send_wqe *w = qrnic_wq_slot(&qp->sq, idx);
-	const uint64_t *src = (const uint64_t *)w;
-	uint32_t len = sizeof(*w), nwords;
+	const uint64_t *src = qrnic_wq_slot(&qp->sq, idx);
+	uint32_t max = ctx->bf_size < (1u << qp->sq.wqe_shift) ? ctx->bf_size
+							       : (1u << qp->sq.wqe_shift);
+	uint32_t nwords = qrnic_bf_nwords(src, max);
 	uint8_t *buf;
 
-	if (w->opcode == QRNIC_WR_REG_MR || w->opcode == QRNIC_WR_BIND_MW)
-		;	/* 64 bytes, no SGEs */
-	else if (w->flags & QRNIC_WQE_F_INLINE)
-		len += w->inline_len;
-	else
-		len += w->num_sge * sizeof(struct qrnic_sge);
-	nwords = (len + 7) / 8;
-	if (nwords * 8 > ctx->bf_size || nwords * 8 > (1u << qp->sq.wqe_shift))
+	if (!nwords)
 		return false;
 	pthread_spin_lock(&ctx->bf_lock);
-	buf = (uint8_t *)ctx->db + QRNIC_DB_BF_BASE + (ctx->bf_next & 1) * QRNIC_DB_BF_STRIDE;
-	ctx->bf_next++;
+	buf = (uint8_t *)ctx->db + qrnic_bf_offset(ctx->bf_next++);
 	for (uint32_t i = 0; i < nwords; i++)	/* the ring's bytes, as stored */
 		mmio_write64_le(buf + 8 * i, src[i]);
 	/* the data words before the control word, even write-combined */
 	mmio_flush_writes();
 	mmio_write64_le(buf + QRNIC_BF_CTRL,
-			htole64(qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi) |
-				((uint64_t)nwords << QRNIC_BF_NWORDS_SHIFT)));
+			htole64(qrnic_bf_ctrl_val(qp->vqp.qp.qp_num, qp->sq.pi, nwords)));
 	mmio_flush_writes();
 	pthread_spin_unlock(&ctx->bf_lock);
 	return true;
