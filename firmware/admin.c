@@ -187,6 +187,7 @@ uint8_t qrnic_fw_alloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	for (i = 1; i < d->cfg.max_uctx; i++) {
 		if (!d->uctx_valid[i]) {
 			d->uctx_valid[i] = true;
+			qrnic_bf_uctx_clear(d, i);	/* nothing staged by an earlier owner */
 			cqe->result[0] = i;
 			return QRNIC_AQ_OK;
 		}
@@ -220,6 +221,7 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 		if (d->qp[i].valid && d->qp[i].uctx == u)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
 	d->uctx_valid[u] = false;
+	qrnic_bf_uctx_clear(d, u);
 	return QRNIC_AQ_OK;
 }
 

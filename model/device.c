@@ -334,8 +334,13 @@ struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn)
 static void free_tables(struct qrnic_dev *d)
 {
 	if (d->qp)
-		for (uint32_t i = 0; i < d->cfg.max_qp; i++)
+		for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
 			free(d->qp[i].req.win);
+			free(d->qp[i].bf);
+		}
+	qrnic_bf_free_all(d);
+	free(d->bf_stage);
+	d->bf_stage = NULL;
 	free(d->uctx_valid);
 	free(d->pd);
 	free(d->cq);
@@ -397,12 +402,14 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		 * reading it leaves the table's untouched pages unallocated */
 		for (uint32_t i = 0; i < c->max_qp; i++) {
 			if (!d->qp[i].valid && !d->qp[i].req.win && !d->qp[i].work.on &&
-			    !d->qp[i].flushq.on)
+			    !d->qp[i].flushq.on && !d->qp[i].bf)
 				continue;
 			free(d->qp[i].req.win);
+			free(d->qp[i].bf);
 			memset(&d->qp[i], 0, sizeof(d->qp[i]));
 		}
 		memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
+		qrnic_bf_free_all(d);
 		memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
 		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));

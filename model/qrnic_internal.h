@@ -160,6 +160,22 @@ struct qrnic_mcg {
 	uint32_t qpn[QRNIC_MAX_MCG_QP];
 };
 
+/* BlueFlame (regs.c): what a doorbell page's BF buffers hold between the
+ * data stores and the control word. */
+struct qrnic_bf_stage {
+	uint8_t  data[QRNIC_DB_BF_NUM][QRNIC_BF_MAX_WQE];
+	uint32_t written[QRNIC_DB_BF_NUM];	/* bit i: word i stored since the last control word */
+};
+
+/* The WQE a QP's last accepted BF control word carried: copied once out of
+ * the stage, validated when fetched (requester.c) like a ring WQE. */
+struct qrnic_bf_wqe {
+	bool     valid;
+	uint32_t index;		/* free-running SQ index of the WQE */
+	uint32_t nbytes;	/* 64..QRNIC_BF_MAX_WQE */
+	uint8_t  data[QRNIC_BF_MAX_WQE];
+};
+
 /* A validated private copy of one send WQE in flight. */
 struct qrnic_swqe {
 	struct qrnic_send_wqe wqe;
@@ -325,6 +341,7 @@ struct qrnic_qp {
 	struct qrnic_qlink flushq;	/* on d->flushq: to be flushed (error) */
 	uint32_t bound_mws;	/* type 2 windows bound through it (mr.c) */
 	/* timing: when this QP's pipelines are free */
+	struct qrnic_bf_wqe *bf;	/* BlueFlame copy, allocated at the first BF post */
 	uint64_t tm_db;		/* requester: last doorbell processed */
 	uint64_t tm_req;	/* requester: last WQE issued (keeps WQEs in order) */
 	uint64_t tm_pkt;	/* requester: previous packet processed */
@@ -431,6 +448,7 @@ struct qrnic_dev {
 
 	/* resources */
 	bool *uctx_valid;		/* [max_uctx] */
+	struct qrnic_bf_stage **bf_stage;	/* [max_uctx], allocated at first use */
 	struct qrnic_pd *pd;		/* [max_pd] */
 	struct qrnic_cq *cq;		/* [max_cq] */
 	struct qrnic_eq *eq;		/* [max_eq] */
@@ -753,7 +771,12 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 /* Engines: move to ERR (if not already) with an async event subtype
  * (QRNIC_EV_* or 0xff for none) and flush. */
 void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev);
-void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi);
+/* bf_bytes: the BlueFlame write's size (its MMIO time is charged), else 0.
+ * Returns whether the doorbell was taken. */
+bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
+		       uint32_t bf_bytes);
+void qrnic_bf_uctx_clear(struct qrnic_dev *d, uint32_t uctx);	/* regs.c */
+void qrnic_bf_free_all(struct qrnic_dev *d);			/* regs.c */
 /* Service one QP from the work list: ACKs, READ responses, new requests.
  * Returns true if the QP still has work. */
 bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);

@@ -145,13 +145,13 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
 /* ---- sections --------------------------------------------------------------- */
 /* Every section's version: bump one when its layout changes, and keep
  * reading the older layouts (tests/fixtures holds a stream of each). */
-#define V_CONF	1
+#define V_CONF	2	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5) */
 #define V_REGS	1
 #define V_OBJS	1
 #define V_QP	2	/* 2: + TIMELY's RTT sampling state */
 #define V_WORK	1
 #define V_TIME	2	/* 2: + the PFC pause flag */
-#define V_STAT	1
+#define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
 #define V_FLT	1
 
 /* CONF: the configuration and the timing profile.  A stream loads only

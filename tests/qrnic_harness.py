@@ -125,7 +125,7 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 4           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC
+ABI_MINOR = 5           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -354,6 +354,10 @@ _SIGS = {
     'hx_cable': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_now': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_run': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]),
+    'hx_watch_writes': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_watched_writes': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_run_to_write': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64,
+                                       ctypes.c_uint64]),
     'hx_run_iterations': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_timer_deadline': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
     'hx_sched_pending': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
@@ -522,6 +526,9 @@ _SIGS = {
     'hx_post_recv_raw': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
                                           ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int]),
     'hx_ring_sq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_ring_sq_bf': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint,
+                                     ctypes.c_uint, ctypes.c_uint32, ctypes.c_int64,
+                                     ctypes.c_int64]),
     'hx_ring_rq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_qp_indexes': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
     'hx_poll_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int]),
@@ -993,6 +1000,16 @@ class World:
         """Run until idle (returns 'idle'), or ns of virtual time passed ('time'),
         or max_iter loop iterations ('iter')."""
         return RUN_RESULT[self._l.hx_run(self.w, ns, max_iter)]
+
+    def run_to_write(self, dev, ns=100_000_000_000, max_iter=50_000_000):
+        """Run until device dev's next DMA write into its host memory is
+        visible (returns 'stop'), or as run() does.  The clock (now) is then
+        the instant the write became visible (hx_run_to_write)."""
+        self._l.hx_watch_writes(self.w, dev, 1)
+        since = self._l.hx_watched_writes(self.w)
+        r = self._l.hx_run_to_write(self.w, ns, max_iter, since)
+        self._l.hx_watch_writes(self.w, dev, 0)
+        return RUN_RESULT[r]
 
     def run_for(self, ns):
         return self.run(ns=ns)
@@ -2237,6 +2254,16 @@ class Qp(_Obj, QpTransitions):
 
     def ring_sq(self):
         _check(self._l.hx_ring_sq(self._w, self._i, self.qpn), 'ring_sq')
+
+    def ring_bf(self, nwords=0, buf=0, skip=0, page=-1, pi=-1):
+        """BlueFlame doorbell (spec 3.2.1) for the WQE last put on the ring
+        (post_send(..., ring=False)): nwords 8-byte words of it (default:
+        0: the header and what it says follows, rounded up to a word), except
+        the words whose bit is set in skip, into BF buffer buf of doorbell
+        page 'page' (-1: the QP's own), then the control word with
+        producer index pi (-1: the ring's)."""
+        _check(self._l.hx_ring_sq_bf(self._w, self._i, self.qpn, buf, nwords, skip, page, pi),
+               'ring_sq_bf')
 
     def ring_rq(self):
         _check(self._l.hx_ring_rq(self._w, self._i, self.qpn), 'ring_rq')

@@ -99,6 +99,9 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 	ctx->max_sge = r->max_sge;
 	ctx->max_send_wqe_shift = r->max_send_wqe_shift;
 	ctx->max_recv_wqe_shift = r->max_recv_wqe_shift;
+	ctx->bf_size = r->bf_size < QRNIC_BF_MAX_WQE ? r->bf_size : QRNIC_BF_MAX_WQE;
+	if (getenv("QRNIC_NO_BF"))	/* compare with the plain doorbell path */
+		ctx->bf_size = 0;
 
 	if (page_size != QRNIC_DB_PAGE_SIZE) {
 		/* the kernel maps exactly one 4 KiB doorbell page */
@@ -118,6 +121,7 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 	}
 
 	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+	pthread_spin_init(&ctx->bf_lock, PTHREAD_PROCESS_PRIVATE);
 	verbs_set_ops(&ctx->ibvctx, &qrnic_ctx_ops);
 	return &ctx->ibvctx;
 
@@ -138,6 +142,7 @@ static void qrnic_free_context(struct ibv_context *ibctx)
 	for (i = 0; i < QRNIC_QP_TABLE_TOP; i++)
 		free(ctx->qp_table[i]);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
+	pthread_spin_destroy(&ctx->bf_lock);
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
 }

@@ -40,6 +40,13 @@ struct qrnic_context {
 	uint32_t max_sge;
 	uint32_t max_send_wqe_shift;
 	uint32_t max_recv_wqe_shift;
+	/* BlueFlame (spec 3.2.1): bytes of WQE a BF buffer takes, 0 = do not
+	 * use BF (an older kernel sends 0).  bf_lock makes one BF copy and
+	 * its control word one unit: two threads posting on QPs of this
+	 * context must not mix their words in a buffer. */
+	uint32_t bf_size;
+	uint32_t bf_next;		/* buffer of the next BF post (under bf_lock) */
+	pthread_spinlock_t bf_lock;
 	/* qpn -> QP, for freeing queue slots from completions: two levels
 	 * over the 24-bit QPN space, leaves allocated on demand and kept until
 	 * the context is freed.  Written under qp_table_lock and the QP's CQ

@@ -71,6 +71,39 @@ static inline uint64_t qrnic_db_wq_val(uint32_t qpn, uint32_t pi)
 	       ((uint64_t)pi << QRNIC_DB_IDX_SHIFT);
 }
 
+/* ---- BlueFlame (spec 3.2.1) ------------------------------------------ */
+
+/* 8-byte words of the send WQE in slot the device needs from a BF buffer
+ * (the header, then its inline data or SGEs), or 0 if they are more than
+ * max_bytes (the context's bf_size, at most the stride). */
+static inline uint32_t qrnic_bf_nwords(const void *slot, uint32_t max_bytes)
+{
+	const struct qrnic_send_wqe *w = slot;
+	uint32_t len = sizeof(*w);
+
+	if (w->opcode == QRNIC_WR_REG_MR || w->opcode == QRNIC_WR_BIND_MW)
+		;	/* 64 bytes, no SGEs */
+	else if (w->flags & QRNIC_WQE_F_INLINE)
+		len += w->inline_len;
+	else
+		len += w->num_sge * (uint32_t)sizeof(struct qrnic_sge);
+	len = (len + 7) & ~7u;
+	return len <= max_bytes && len <= QRNIC_BF_MAX_WQE ? len / 8 : 0;
+}
+
+/* BAR2 page offset of BF buffer n (software alternates n = 0, 1, ...) */
+static inline uint32_t qrnic_bf_offset(uint32_t n)
+{
+	return QRNIC_DB_BF_BASE + (n % QRNIC_DB_BF_NUM) * QRNIC_DB_BF_STRIDE;
+}
+
+/* the control word, at qrnic_bf_offset(n) + QRNIC_BF_CTRL: an SQ doorbell */
+static inline uint64_t qrnic_bf_ctrl_val(uint32_t qpn, uint32_t pi, uint32_t nwords)
+{
+	return qrnic_db_wq_val(qpn, pi) |
+	       ((uint64_t)(nwords & QRNIC_BF_NWORDS_MASK) << QRNIC_BF_NWORDS_SHIFT);
+}
+
 static inline uint64_t qrnic_db_cq_val(uint32_t cqn, uint32_t ci, bool arm,
 				       bool solicited)
 {

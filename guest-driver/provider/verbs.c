@@ -1323,6 +1323,36 @@ static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
 	return p;
 }
 
+/*
+ * BlueFlame (spec 3.2.1), as mlx5 does for a single small WQE: the WQE,
+ * already in the ring, is also stored into a BF buffer of the doorbell page
+ * with 64-bit stores, then the control word, which is the SQ doorbell.
+ * The device then needs no DMA read of the WQE; if anything is wrong with
+ * the copy it reads the ring.  Returns false if the WQE is not for BF.
+ */
+static bool qrnic_sq_bf(struct qrnic_context *ctx, struct qrnic_qp *qp, uint32_t idx)
+{
+	const uint64_t *src = qrnic_wq_slot(&qp->sq, idx);
+	uint32_t max = ctx->bf_size < (1u << qp->sq.wqe_shift) ? ctx->bf_size
+							       : (1u << qp->sq.wqe_shift);
+	uint32_t nwords = qrnic_bf_nwords(src, max);
+	uint8_t *buf;
+
+	if (!nwords)
+		return false;
+	pthread_spin_lock(&ctx->bf_lock);
+	buf = (uint8_t *)ctx->db + qrnic_bf_offset(ctx->bf_next++);
+	for (uint32_t i = 0; i < nwords; i++)	/* the ring's bytes, as stored */
+		mmio_write64_le(buf + 8 * i, src[i]);
+	/* the data words before the control word, even write-combined */
+	mmio_flush_writes();
+	mmio_write64_le(buf + QRNIC_BF_CTRL,
+			htole64(qrnic_bf_ctrl_val(qp->vqp.qp.qp_num, qp->sq.pi, nwords)));
+	mmio_flush_writes();
+	pthread_spin_unlock(&ctx->bf_lock);
+	return true;
+}
+
 /* Announce the SQ's WQEs from start on (caller holds sq.lock). */
 static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 				     struct qrnic_qp *qp, uint32_t start)
@@ -1331,6 +1361,8 @@ static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 		return;
 	/* WQEs are in memory before the device hears of them */
 	udma_to_device_barrier();
+	if (ctx->bf_size && qp->sq.pi - start == 1 && qrnic_sq_bf(ctx, qp, start))
+		return;
 	qrnic_ring_db(ctx, QRNIC_DB_SQ, qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi));
 }
 

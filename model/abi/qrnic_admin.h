@@ -555,7 +555,9 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(LOOPBACK_FRAMES, "loopback_frames")			\
 	X(ECN_MARKED_RECEIVED, "ecn_marked_received")		\
 	X(CNP_SENT, "cnp_sent")					\
-	X(CNP_RECEIVED, "cnp_received")
+	X(CNP_RECEIVED, "cnp_received")				\
+	X(BF_POSTS, "bf_posts")					\
+	X(BF_FALLBACKS, "bf_fallbacks")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

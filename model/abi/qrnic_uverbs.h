@@ -24,7 +24,9 @@ struct qrnic_alloc_ucontext_resp {
 	uint32_t max_sge;
 	uint32_t max_send_wqe_shift;	/* QRNIC_MAX_SEND_WQE_SHIFT */
 	uint32_t max_recv_wqe_shift;	/* QRNIC_MAX_RECV_WQE_SHIFT */
-	uint32_t rsvd;
+	uint32_t bf_size;		/* BlueFlame: bytes of WQE one BF buffer of the
+					 * doorbell page takes (QRNIC_BF_MAX_WQE); 0: do
+					 * not use BF (old kernel, or no QRNIC_CAP_BF) */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_alloc_ucontext_resp, 32);
 

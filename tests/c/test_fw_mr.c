@@ -484,7 +484,8 @@ static void test_queries(void)
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
 			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT |
-			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC);
+			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC |
+			  QRNIC_CAP_BF);
 	CHECK_EQ(da.max_xrcd, d->cfg.max_xrcd);
 	CHECK_EQ(da.max_srq, d->cfg.max_srq);
 	CHECK_EQ(da.max_srq_wr, d->cfg.max_qp_wr);

@@ -3076,6 +3076,52 @@ int hx_ring_sq(hx_world *w, int d, uint32_t qpn)
 	return 0;
 }
 
+/* BlueFlame (spec 3.2.1): copy the WQE last put on the SQ ring (index
+ * sq_pi - 1) into BF buffer 'buf' of doorbell page 'page' (-1: the QP's
+ * own), nwords 8-byte words of it (0: as many as it needs), leaving out the words set in skip, then
+ * write the control word with nwords and producer index pi (-1: sq_pi). */
+int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nwords,
+		  uint32_t skip, int64_t page, int64_t pi)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+	uint8_t wqe[QRNIC_BF_MAX_WQE] = { 0 };
+	uint32_t uctx, idx, stride;
+	uint64_t base;
+
+	if (!q || buf >= QRNIC_DB_BF_NUM)
+		return q ? HX_E_INVAL : HX_E_NOOBJ;
+	uctx = page < 0 ? q->uctx : (uint32_t)page;
+	idx = q->sq_pi - 1;
+	stride = 1u << q->sq_shift;
+	hx_mem_read(w, d, q->sq_addr + ((uint64_t)(idx & ((1u << q->sq_log) - 1)) << q->sq_shift),
+		    wqe, stride < sizeof(wqe) ? stride : sizeof(wqe));
+	if (!nwords) {	/* the header and what it says follows */
+		struct qrnic_send_wqe hd;
+		uint64_t n;
+
+		memcpy(&hd, wqe, sizeof(hd));
+		n = sizeof(hd) + ((hd.flags & QRNIC_WQE_F_INLINE) ? hd.inline_len
+				  : (uint64_t)hd.num_sge * sizeof(struct qrnic_sge));
+		n = (n + 7) / 8;
+		nwords = n > QRNIC_BF_MAX_WQE / 8 ? QRNIC_BF_MAX_WQE / 8 : (unsigned)n;
+	}
+	base = db_page(uctx) + QRNIC_DB_BF_BASE + (uint64_t)buf * QRNIC_DB_BF_STRIDE;
+	for (unsigned i = 0; i < nwords && i < QRNIC_BF_MAX_WQE / 8; i++) {
+		uint64_t v;
+
+		if (skip & (1u << i))
+			continue;
+		memcpy(&v, wqe + 8 * i, 8);	/* little-endian host, as the model */
+		qrnic_dev_db_write(h->dev, base + 8 * i, v, 8);
+	}
+	qrnic_dev_db_write(h->dev, base + QRNIC_BF_CTRL,
+			   (qpn & QRNIC_DB_QN_MASK) |
+			   ((uint64_t)(nwords & QRNIC_BF_NWORDS_MASK) << QRNIC_BF_NWORDS_SHIFT) |
+			   ((uint64_t)(pi < 0 ? q->sq_pi : (uint32_t)pi) << QRNIC_DB_IDX_SHIFT), 8);
+	return 0;
+}
+
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn)
 {
 	struct hx_dev *h = D(w, d);

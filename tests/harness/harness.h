@@ -370,6 +370,8 @@ int64_t hx_post_srq_recv(hx_world *w, int d, uint32_t srqn, uint64_t wr_id, unsi
 int hx_modify_srq(hx_world *w, int d, uint32_t srqn, uint32_t mask, uint32_t limit);
 int hx_query_srq(hx_world *w, int d, uint32_t srqn, uint32_t *out3);
 int hx_ring_sq(hx_world *w, int d, uint32_t qpn);
+int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nwords,
+		  uint32_t skip, int64_t page, int64_t pi);	/* BlueFlame, spec 3.2.1 */
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn);
 int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4);	/* sq_pi sq_ci rq_pi rq_ci */
 int hx_poll_cq(hx_world *w, int d, uint32_t cqn, void *out, int max);	/* 32-byte CQEs */

@@ -475,6 +475,32 @@ class Qp(_Obj, h.QpTransitions):
     def ring_rq(self):
         self._db(h.DB_RQ, self.rq_pi)
 
+    def ring_bf(self, nwords=0, buf=0, skip=0, page=None, pi=None, size=8):
+        """BlueFlame (spec 3.2.1) for the WQE last put on the ring: its
+        first nwords 8-byte words (0: header + inline data or SGEs) but
+        those whose bit is set in skip, stored with size-byte writes into BF
+        buffer buf of doorbell page 'page' (default: the QP's), then the
+        control word with producer index pi (default: the ring's)."""
+        idx = self.sq_pi - 1
+        stride = 1 << self.sq_shift
+        wqe = self.q.memread(self.sq_addr + ((idx & ((1 << self.sq_log) - 1)) << self.sq_shift),
+                             min(stride, 256))
+        if not nwords:
+            flags, nsge, inl = wqe[1], wqe[2], struct.unpack_from('<I', wqe, 4)[0]
+            n = 64 + (inl if flags & h.WQE_F_INLINE else 16 * nsge)
+            nwords = min((n + 7) // 8, 32)
+        page = self.uctx if page is None else page
+        base = page * h.DB_PAGE_SIZE + abi.DB_BF_BASE + buf * abi.DB_BF_STRIDE
+        for i in range(min(nwords, 32)):
+            if skip & (1 << i):
+                continue
+            for j in range(0, 8, size):
+                self.dev.db_write(base + 8 * i + j,
+                                  int.from_bytes(wqe[8 * i + j:8 * i + j + size], 'little'), size)
+        pi = self.sq_pi if pi is None else pi
+        self.dev.db_write(base + abi.BF_CTRL, (self.qpn & abi.DB_QN_MASK) | ((nwords & 0xff) << 24) |
+                          ((pi & 0xffffffff) << 32))
+
     def _put(self, slot, sq, ring):
         log, shift, base = (self.sq_log, self.sq_shift, self.sq_addr) if sq else \
             (self.rq_log, self.rq_shift, self.rq_addr)
