@@ -21,7 +21,7 @@ import random
 import struct
 
 # ---- ABI constants (model/abi/*.h) ------------------------------------------
-MAX_SGE = 16
+MAX_SGE = 30
 GRH_BYTES = 40
 
 QPT = {'RC': 2, 'UC': 3, 'UD': 4, 'GSI': 0xf1, 'XRC_INI': 9, 'XRC_TGT': 10}
