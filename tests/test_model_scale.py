@@ -66,3 +66,37 @@ def test_mrs_memory_returns_to_baseline():
         (f1, a1), (f2, a2), (f3, a3) = rounds
         assert a2 - a1 <= TOL_KIB and a3 - a1 <= TOL_KIB, rounds
         assert f3 - f1 <= TOL_KIB, rounds
+
+
+def test_default_limits_cost_memory_only_when_used():
+    """The default number spaces are a ConnectX-5's (65536 QPs, CQs, PDs,
+    AHs, SRQs; issue 16 item 5): their tables are host arrays of pointers,
+    calloc'd and backed only where a slot is used, so a device with the
+    defaults, made, reset and kept at once, costs far less than its tables'
+    size: eight of them must take less than 10 MiB beyond eight devices of
+    64 slots, where the tables of QPs (1968 bytes a slot), CQs, PDs, AHs and
+    SRQs, if touched, would be 8 x 144 MiB.  (About 7 MiB is seen: what
+    the harness and the model touch per device beyond the tables.)"""
+    small = 'max_qp=64,max_cq=64,max_pd=64,max_ah=64,max_srq=64'
+    def rss_of(cfg):
+        r0 = s.rss_kib()
+        ws = [s.q.World(1, cfg=cfg, mem_mb=16, framelog=0) for _ in range(8)]
+        attr = ws[0].devs[0].attr
+        for w in ws:            # a reset (QEMU resets each device at boot)
+            w.devs[0].flr()     # must not touch the tables either
+        grown = s.rss_kib() - r0
+        ws[0].attr0 = attr
+        return ws, grown
+    ws, base = rss_of(small)
+    for w in ws:
+        w.close()
+    ws, dflt = rss_of("")
+    try:
+        a = ws[0].attr0
+        assert (a['max_qp'], a['max_cq'], a['max_pd'], a['max_srq']) == (65536,) * 4
+        assert a['max_sge'] == s.q.MAX_SGE == 30
+        print(f'\n8 devices: {base} KiB with 64-slot spaces, {dflt} KiB with the defaults')
+        assert dflt - base < 10240, (base, dflt)
+    finally:
+        for w in ws:
+            w.close()
