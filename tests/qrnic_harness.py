@@ -125,7 +125,8 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 4           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC
+ABI_MINOR = 5           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC,
+                        # 5 ConnectX-5 limits (30 SGEs)
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
