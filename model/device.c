@@ -390,6 +390,22 @@ static int alloc_tables(struct qrnic_dev *d)
 	return 0;
 }
 
+/* Zero the entries of a table that are not zero already.  Reading an
+ * untouched page of a calloc'd table maps the shared zero page; writing
+ * it would allocate it, so a table of 65536 slots of which a few were used
+ * costs only those few pages after a reset, as after power-on. */
+static void clear_used(void *table, uint32_t n, size_t size)
+{
+	uint8_t *p = table;
+
+	for (uint32_t i = 0; i < n; i++, p += size)
+		for (size_t j = 0; j < size; j++)
+			if (p[j]) {
+				memset(p, 0, size);
+				break;
+			}
+}
+
 /* Back to the power-on state.  fresh: the tables were just allocated
  * zeroed (alloc_tables), so clearing them again is skipped -- it would
  * only fault in every page of tables sized for the largest configuration. */
@@ -410,11 +426,11 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		}
 		memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
 		qrnic_bf_free_all(d);
-		memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
-		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
+		clear_used(d->pd, c->max_pd, sizeof(*d->pd));
+		clear_used(d->cq, c->max_cq, sizeof(*d->cq));
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
-		memset(d->srq, 0, c->max_srq * sizeof(*d->srq));
-		memset(d->xrcd, 0, c->max_xrcd * sizeof(*d->xrcd));
+		clear_used(d->srq, c->max_srq, sizeof(*d->srq));
+		clear_used(d->xrcd, c->max_xrcd, sizeof(*d->xrcd));
 		/* Keep each MR slot's tag so keys from before the reset stay stale. */
 		for (uint32_t i = 0; i < c->max_mr; i++) {
 			uint8_t tag = d->mr[i].next_tag;
@@ -422,7 +438,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 			memset(&d->mr[i], 0, sizeof(d->mr[i]));
 			d->mr[i].next_tag = tag;
 		}
-		memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
+		clear_used(d->ah, c->max_ah, sizeof(*d->ah));
 		memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
 		memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
 		memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));

@@ -23,7 +23,6 @@
 
 #define QRNIC_FW_VERSION	0x00010000u
 
-#define QRNIC_MAX_INLINE	((1u << QRNIC_MAX_SEND_WQE_SHIFT) - sizeof(struct qrnic_send_wqe))
 #define QRNIC_REQ_WINDOW	64	/* send WQEs in flight per QP (power of 2) */
 #define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP (window cap) */
 #define QRNIC_CWND_MIN		4	/* loss window floor, packets */

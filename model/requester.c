@@ -199,7 +199,8 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	    (q->flags & ~0xfu) || q->rsvd0 ||
 	    (qp->type == QRNIC_QPT_XRC_INI ? (q->xrc_srqn & ~QRNIC_PSN_MASK) : q->rsvd1) ||
 	    ((q->flags & QRNIC_WQE_F_INLINE) &&
-	     (q->num_sge || q->inline_len > room || is_rd_atomic(q->opcode))) ||
+	     (q->num_sge || q->inline_len > room || q->inline_len > QRNIC_MAX_INLINE ||
+	      is_rd_atomic(q->opcode))) ||
 	    (!(q->flags & QRNIC_WQE_F_INLINE) &&
 	     (q->num_sge > QRNIC_MAX_SGE || q->num_sge * sizeof(struct qrnic_sge) > room)) ||
 	    (is_atomic(q->opcode) && q->num_sge != 1)) {

@@ -21,7 +21,7 @@ import random
 import struct
 
 # ---- ABI constants (model/abi/*.h) ------------------------------------------
-MAX_SGE = 16
+MAX_SGE = 30
 GRH_BYTES = 40
 
 QPT = {'RC': 2, 'UC': 3, 'UD': 4, 'GSI': 0xf1, 'XRC_INI': 9, 'XRC_TGT': 10}
@@ -125,7 +125,8 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 5           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF
+ABI_MINOR = 6           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
+                        # 6 ConnectX-5 limits (30 SGEs)
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes

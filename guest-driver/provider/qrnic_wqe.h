@@ -38,10 +38,13 @@ static inline unsigned int qrnic_sq_max_sge(unsigned int wqe_shift)
 	return n < QRNIC_MAX_SGE ? n : QRNIC_MAX_SGE;
 }
 
-/* Inline payload bytes that fit a send WQE slot of 1 << shift bytes. */
+/* Inline payload bytes that fit a send WQE slot of 1 << shift bytes (at
+ * most QRNIC_MAX_INLINE, whatever the stride). */
 static inline unsigned int qrnic_sq_max_inline(unsigned int wqe_shift)
 {
-	return (1u << wqe_shift) - QRNIC_SEND_WQE_HDR;
+	unsigned int n = (1u << wqe_shift) - QRNIC_SEND_WQE_HDR;
+
+	return n < QRNIC_MAX_INLINE ? n : QRNIC_MAX_INLINE;
 }
 
 /* SGEs that fit a receive WQE slot of 1 << shift bytes. */

@@ -12,12 +12,16 @@
 #include "qrnic_abi_types.h"
 
 /* ---- Limits fixed by the ABI -------------------------------------------- */
-#define QRNIC_MAX_SGE			16	/* per send or receive WQE */
+#define QRNIC_MAX_SGE			30	/* per send or receive WQE (ABI 1.6; 16
+						 * before), as a ConnectX-5 */
+#define QRNIC_MAX_INLINE		448u	/* bytes of inline payload per send WQE */
 #define QRNIC_MIN_WQE_SHIFT		6	/* 64-byte send WQE stride minimum */
-#define QRNIC_MAX_SEND_WQE_SHIFT	9	/* 512 bytes: 64-byte header + up to 16 SGEs
-						 * (QRNIC_MAX_SGE) or up to 448 bytes inline */
+#define QRNIC_MAX_SEND_WQE_SHIFT	10	/* 1024 bytes: 64-byte header + up to 30
+						 * SGEs (QRNIC_MAX_SGE, 544 bytes) or up
+						 * to QRNIC_MAX_INLINE bytes inline (ABI
+						 * 1.6; 9 before) */
 #define QRNIC_MIN_RECV_WQE_SHIFT	5	/* 32 bytes: header + 1 SGE */
-#define QRNIC_MAX_RECV_WQE_SHIFT	9
+#define QRNIC_MAX_RECV_WQE_SHIFT	9	/* 512 bytes: 16-byte header + 30 SGEs */
 #define QRNIC_MAX_QUEUE_LOG		15	/* at most 32768 entries per ring */
 #define QRNIC_MAX_MSG_SIZE		(1u << 31)	/* RC; UD/GSI: the port MTU */
 #define QRNIC_GRH_BYTES			40	/* UD receive buffers start with a GRH */

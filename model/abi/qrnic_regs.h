@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			5
+#define QRNIC_ABI_MINOR			6
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */

@@ -1238,7 +1238,7 @@ static void test_objects(void)
 	c.u.create_qp.sq_log_depth = 0;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c = qp_cmd(0, QRNIC_QPT_RC, pd, cq, cq);
-	c.u.create_qp.sq_wqe_shift = 10;
+	c.u.create_qp.sq_wqe_shift = QRNIC_MAX_SEND_WQE_SHIFT + 1;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c = qp_cmd(0, QRNIC_QPT_RC, pd, cq, cq);
 	c.u.create_qp.rq_wqe_shift = 4;
