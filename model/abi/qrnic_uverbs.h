@@ -9,6 +9,12 @@
  * device takes one bus address per ring); user space maps them with the
  * mmap keys returned here.  Doorbells: the user context's own 4 KiB page of
  * BAR2, mapped uncached with db_mmap_key.
+ *
+ * Byte order: these structures go between the kernel and user space of the
+ * same CPU, so, like every uverbs ABI (include/uapi/rdma/<driver>-abi.h), they are
+ * in host byte order: plain uint32_t/uint64_t, not the device's
+ * qrnic_le32/qrnic_le64.  (The rings the mmap keys map hold device
+ * structures, which are little endian.)
  */
 #ifndef QRNIC_UVERBS_H
 #define QRNIC_UVERBS_H
@@ -18,31 +24,31 @@
 #define QRNIC_UVERBS_ABI_VERSION	1
 
 struct qrnic_alloc_ucontext_resp {
-	qrnic_le32 uctx;		/* doorbell page index in BAR2 */
-	qrnic_le32 max_inline;
-	qrnic_le64 db_mmap_key;		/* mmap offset of the doorbell page */
-	qrnic_le32 max_sge;
-	qrnic_le32 max_send_wqe_shift;	/* QRNIC_MAX_SEND_WQE_SHIFT */
-	qrnic_le32 max_recv_wqe_shift;	/* QRNIC_MAX_RECV_WQE_SHIFT */
-	qrnic_le32 rsvd;
+	uint32_t uctx;			/* doorbell page index in BAR2 */
+	uint32_t max_inline;
+	uint64_t db_mmap_key;		/* mmap offset of the doorbell page */
+	uint32_t max_sge;
+	uint32_t max_send_wqe_shift;	/* QRNIC_MAX_SEND_WQE_SHIFT */
+	uint32_t max_recv_wqe_shift;	/* QRNIC_MAX_RECV_WQE_SHIFT */
+	uint32_t rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_alloc_ucontext_resp, 32);
 
 struct qrnic_alloc_pd_resp {
-	qrnic_le32 pdn;
-	qrnic_le32 rsvd;
+	uint32_t pdn;
+	uint32_t rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_alloc_pd_resp, 8);
 
 /* CQ mapping: the ring (32 << log_depth bytes) then, at dbrec_offset, the
  * 4-byte consumer-index record the provider updates on every poll. */
 struct qrnic_create_cq_resp {
-	qrnic_le32 cqn;
-	qrnic_le32 log_depth;
-	qrnic_le64 mmap_key;
-	qrnic_le64 mmap_size;
-	qrnic_le32 dbrec_offset;
-	qrnic_le32 rsvd;
+	uint32_t cqn;
+	uint32_t log_depth;
+	uint64_t mmap_key;
+	uint64_t mmap_size;
+	uint32_t dbrec_offset;
+	uint32_t rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
 
@@ -54,25 +60,25 @@ QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
  * valid until the CQ is destroyed).  The provider holds its CQ lock from
  * before the command until it polls the new ring from index 0. */
 struct qrnic_resize_cq_resp {
-	qrnic_le32 log_depth;
-	qrnic_le32 rsvd;
-	qrnic_le64 mmap_key;
-	qrnic_le64 mmap_size;
+	uint32_t log_depth;
+	uint32_t rsvd;
+	uint64_t mmap_key;
+	uint64_t mmap_size;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_resize_cq_resp, 24);
 
 struct qrnic_create_qp_resp {
-	qrnic_le32 qpn;
-	uint8_t    sq_log_depth;
-	uint8_t    sq_wqe_shift;
-	uint8_t    rq_log_depth;	/* 0 with rq_mmap_size 0: no RQ */
-	uint8_t    rq_wqe_shift;
-	qrnic_le64 sq_mmap_key;
-	qrnic_le64 sq_mmap_size;
-	qrnic_le64 rq_mmap_key;
-	qrnic_le64 rq_mmap_size;
-	qrnic_le32 max_inline;
-	qrnic_le32 rsvd;
+	uint32_t qpn;
+	uint8_t  sq_log_depth;
+	uint8_t  sq_wqe_shift;
+	uint8_t  rq_log_depth;		/* 0 with rq_mmap_size 0: no RQ */
+	uint8_t  rq_wqe_shift;
+	uint64_t sq_mmap_key;
+	uint64_t sq_mmap_size;
+	uint64_t rq_mmap_key;
+	uint64_t rq_mmap_size;
+	uint32_t max_inline;
+	uint32_t rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 48);
 
@@ -81,20 +87,20 @@ QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 48);
  * takes (the provider posts only while producer - record < depth).
  * Kernel command udata: none (attr.max_wr, max_sge, srq_limit say it). */
 struct qrnic_create_srq_resp {
-	qrnic_le32 srqn;
-	uint8_t    log_depth;
-	uint8_t    wqe_shift;
-	qrnic_le16 rsvd0;
-	qrnic_le64 mmap_key;
-	qrnic_le64 mmap_size;
-	qrnic_le32 dbrec_offset;
-	qrnic_le32 rsvd;
+	uint32_t srqn;
+	uint8_t  log_depth;
+	uint8_t  wqe_shift;
+	uint16_t rsvd0;
+	uint64_t mmap_key;
+	uint64_t mmap_size;
+	uint32_t dbrec_offset;
+	uint32_t rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_srq_resp, 32);
 
 struct qrnic_create_ah_resp {
-	qrnic_le32 ahn;			/* goes into qrnic_send_wqe.ah */
-	qrnic_le32 rsvd;
+	uint32_t ahn;			/* goes into qrnic_send_wqe.ah */
+	uint32_t rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_ah_resp, 8);
 
