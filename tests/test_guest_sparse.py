@@ -13,9 +13,16 @@ headers, W=1) with --sparse (make C=2: every file checked):
   each side (a WQE field written, a CQE field read) fails the build, and
   sparse names both lines.
 
+The same for the rdma-core provider, which rdma-core itself can build
+under sparse (CC=cgcc; its annotated endian.h makes htole32() return
+__le32): scripts/build-provider.sh --sparse, on the provider as it is and
+on a copy with one htole32() dropped.  The copy goes through the shared
+rdma-core tree under $QRNIC_CACHE, so the clean run comes last and leaves
+the real sources there.
+
 Needs the kernel build tree that scripts/build-kmod.sh unpacks under
-$QRNIC_CACHE (it fetches it if missing) and the sparse package, which the
-script installs."""
+$QRNIC_CACHE, the rdma-core tree of scripts/build-provider.sh (both fetch
+what is missing) and the sparse package, which they install."""
 import glob
 import os
 import re
@@ -29,8 +36,10 @@ pytestmark = [pytest.mark.guest]
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 KSRC = os.path.join(REPO, 'guest-driver', 'kernel')
+PSRC = os.path.join(REPO, 'guest-driver', 'provider')
 ABI = os.path.join(REPO, 'model', 'abi')
 SCRIPT = os.path.join(REPO, 'scripts', 'build-kmod.sh')
+PSCRIPT = os.path.join(REPO, 'scripts', 'build-provider.sh')
 
 
 def build_sparse(out, src=None):
@@ -89,3 +98,35 @@ def test_sparse_catches_a_missing_conversion(tmp_path):
     assert len(where) == 2, diags
     texts = ' | '.join(t for _, _, t in diags)
     assert 'incorrect type in assignment' in texts, texts
+
+
+PROVIDER_DIAG = re.compile(r'^(?:\S*/)?providers/qrnic/([^:]+):(\d+):\d+: (?:warning|error): (.*)$', re.M)
+
+
+def build_provider_sparse(out, src=None):
+    env = dict(os.environ)
+    env.pop('QRNIC_PROVIDER_SRC', None)
+    if src:
+        env['QRNIC_PROVIDER_SRC'] = str(src)
+    return subprocess.run(['bash', PSCRIPT, '--sparse', '--no-test', '--out', str(out)],
+                          env=env, capture_output=True, text=True, timeout=3600)
+
+
+def test_provider_sparse_catches_a_missing_conversion(tmp_path):
+    src = tmp_path / 'provider'
+    shutil.copytree(PSRC, src)
+    line = _drop(src / 'qrnic_wqe.h', 'h->inv_key = htole32(key);', 'h->inv_key = key;')
+    r = build_provider_sparse(tmp_path / 'out', src)
+    assert r.returncode != 0, 'build-provider.sh --sparse accepted an unconverted field'
+    assert 'warning(s) in providers/qrnic' in r.stderr, r.stderr[-3000:]
+    where = {(f, int(n)) for f, n, _ in PROVIDER_DIAG.findall(r.stderr)}
+    assert where == {('qrnic_wqe.h', line)}, r.stderr[-3000:]
+
+
+def test_provider_is_sparse_clean(tmp_path):
+    """Last: also puts the real provider back into the shared rdma-core tree."""
+    r = build_provider_sparse(tmp_path / 'out')
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert 'sparse: no warning in providers/qrnic' in r.stderr, r.stderr[-3000:]
+    assert PROVIDER_DIAG.findall(r.stderr) == [], r.stderr[-3000:]
+    assert os.path.getsize(tmp_path / 'out' / 'libqrnic-rdmav34.so') > 0

@@ -63,7 +63,7 @@ static inline unsigned int qrnic_rq_max_sge(unsigned int wqe_shift)
  */
 static inline uint32_t qrnic_wqe_index_expand(uint32_t ci, uint16_t wqe_index)
 {
-	return ci + (uint16_t)(wqe_index - (uint16_t)ci);
+	return ci + ((wqe_index - ci) & 0xffffu);
 }
 
 /* ---- doorbells (one 64-bit write each, spec 3.2) --------------------- */
