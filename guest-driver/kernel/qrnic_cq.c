@@ -45,10 +45,10 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > le32_to_cpu(dev->attr.max_cqe))
+	if (attr->cqe < 1 || attr->cqe > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 	log = max_t(u32, 1, order_base_2(attr->cqe));
-	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > le32_to_cpu(dev->attr.max_cqe))
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 
 	spin_lock_init(&cq->lock);
@@ -138,10 +138,10 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 	u32 log, carried = 0;
 	int err;
 
-	if (entries < 1 || entries > le32_to_cpu(dev->attr.max_cqe))
+	if (entries < 1 || entries > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 	log = max_t(u32, 1, order_base_2(entries));
-	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > le32_to_cpu(dev->attr.max_cqe))
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 
 	mutex_lock(&cq->resize_lock);

@@ -277,13 +277,13 @@ static u32 qrnic_eq_log(u32 entries)
 
 int qrnic_eqs_create(struct qrnic_dev *dev)
 {
-	u32 max_cq = le32_to_cpu(dev->attr.max_cq), max_qp = le32_to_cpu(dev->attr.max_qp);
+	u32 max_cq = qrnic_attr(dev, max_cq), max_qp = qrnic_attr(dev, max_qp);
 	int i, err;
 
 	/* eqn 1..max_eq-1: one async EQ, the rest for completions */
-	dev->num_ceqs = min_t(int, dev->num_ceqs, le32_to_cpu(dev->attr.max_eq) - 2);
+	dev->num_ceqs = min_t(int, dev->num_ceqs, qrnic_attr(dev, max_eq) - 2);
 	if (dev->num_ceqs < 1) {
-		dev_err(&dev->pdev->dev, "device allows only %u EQs\n", le32_to_cpu(dev->attr.max_eq));
+		dev_err(&dev->pdev->dev, "device allows only %u EQs\n", qrnic_attr(dev, max_eq));
 		return -ENODEV;
 	}
 

@@ -148,7 +148,7 @@ static int qrnic_mr_xlate(struct qrnic_dev *dev, struct ib_umem *umem, u64 iova,
 	if (!pgsz)
 		return -EINVAL;
 	nblocks = ib_umem_num_dma_blocks(umem, pgsz);
-	if (nblocks > le32_to_cpu(dev->attr.max_mtt))
+	if (nblocks > qrnic_attr(dev, max_mtt))
 		return -ENOMEM;
 
 	cmd->page_shift = __ffs(pgsz);
@@ -368,7 +368,7 @@ static struct ib_mr *qrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (mr_type != IB_MR_TYPE_MEM_REG)
 		return ERR_PTR(-EINVAL);
-	if (!max_num_sg || max_num_sg > le32_to_cpu(dev->attr.max_fast_reg_pages))
+	if (!max_num_sg || max_num_sg > qrnic_attr(dev, max_fast_reg_pages))
 		return ERR_PTR(-EINVAL);
 	if (pd->uctx)		/* the device: kernel PDs only */
 		return ERR_PTR(-EOPNOTSUPP);

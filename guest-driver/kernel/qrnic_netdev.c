@@ -434,7 +434,7 @@ static void qrnic_eth_get_drvinfo(struct net_device *ndev, struct ethtool_drvinf
 	strscpy(info->driver, QRNIC_DRV_NAME, sizeof(info->driver));
 	strscpy(info->bus_info, pci_name(dev->pdev), sizeof(info->bus_info));
 	snprintf(info->fw_version, sizeof(info->fw_version), "%u.%u",
-		 le32_to_cpu(dev->attr.fw_version) >> 16, le32_to_cpu(dev->attr.fw_version) & 0xffff);
+		 qrnic_attr(dev, fw_version) >> 16, qrnic_attr(dev, fw_version) & 0xffff);
 }
 
 static int qrnic_eth_get_link_ksettings(struct net_device *ndev,
@@ -444,7 +444,8 @@ static int qrnic_eth_get_link_ksettings(struct net_device *ndev,
 
 	ethtool_link_ksettings_zero_link_mode(ks, supported);
 	ethtool_link_ksettings_zero_link_mode(ks, advertising);
-	ks->base.speed = netif_carrier_ok(ndev) ? le32_to_cpu(eth->dev->port.speed_mbps) : SPEED_UNKNOWN;
+	ks->base.speed = netif_carrier_ok(ndev) ? le32_to_cpu(eth->dev->port.speed_mbps) :
+						  SPEED_UNKNOWN;
 	ks->base.duplex = netif_carrier_ok(ndev) ? DUPLEX_FULL : DUPLEX_UNKNOWN;
 	ks->base.port = PORT_OTHER;
 	ks->base.autoneg = AUTONEG_DISABLE;

@@ -110,12 +110,13 @@ void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge)
 static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
 			 struct ib_qp_cap *cap)
 {
-	const struct qrnic_device_attr *a = &dev->attr;
+	u32 max_qp_wr = qrnic_attr(dev, max_qp_wr), max_sge = qrnic_attr(dev, max_sge);
+	u32 max_inline = qrnic_attr(dev, max_inline);
 	u32 need, shift;
 
-	if (cap->max_send_wr > le32_to_cpu(a->max_qp_wr) || cap->max_recv_wr > le32_to_cpu(a->max_qp_wr) ||
-	    cap->max_send_sge > le32_to_cpu(a->max_sge) || cap->max_recv_sge > le32_to_cpu(a->max_sge) ||
-	    cap->max_inline_data > le32_to_cpu(a->max_inline))
+	if (cap->max_send_wr > max_qp_wr || cap->max_recv_wr > max_qp_wr ||
+	    cap->max_send_sge > max_sge || cap->max_recv_sge > max_sge ||
+	    cap->max_inline_data > max_inline)
 		return -EINVAL;
 
 	/* send queue: 64-byte header, then SGEs or inline data */
@@ -127,15 +128,15 @@ static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	qp->sq.max_sge = min_t(u32, QRNIC_MAX_SGE,
 			       ((1U << shift) - sizeof(struct qrnic_send_wqe)) /
 			       sizeof(struct qrnic_sge));
-	qp->max_inline = min_t(u32, le32_to_cpu(a->max_inline), (1U << shift) - sizeof(struct qrnic_send_wqe));
+	qp->max_inline = min_t(u32, max_inline, (1U << shift) - sizeof(struct qrnic_send_wqe));
 
 	/* receive queue: none if no receive WR (or an SRQ) */
 	if (cap->max_recv_wr) {
 		qrnic_recv_geometry(cap->max_recv_sge, &qp->rq.wqe_shift, &qp->rq.max_sge);
 		qp->rq.log_depth = max_t(u32, 1, order_base_2(cap->max_recv_wr));
 	}
-	if ((1U << qp->sq.log_depth) > le32_to_cpu(a->max_qp_wr) ||
-	    (qp->rq.log_depth && (1U << qp->rq.log_depth) > le32_to_cpu(a->max_qp_wr)))
+	if ((1U << qp->sq.log_depth) > max_qp_wr ||
+	    (qp->rq.log_depth && (1U << qp->rq.log_depth) > max_qp_wr))
 		return -EINVAL;
 
 	cap->max_send_wr = 1U << qp->sq.log_depth;

@@ -45,11 +45,11 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	} else if (init->srq_type != IB_SRQT_BASIC) {
 		return -EOPNOTSUPP;
 	}
-	if (!attr->max_wr || attr->max_wr > le32_to_cpu(dev->attr.max_srq_wr) ||
-	    attr->max_sge > le32_to_cpu(dev->attr.max_sge))
+	if (!attr->max_wr || attr->max_wr > qrnic_attr(dev, max_srq_wr) ||
+	    attr->max_sge > qrnic_attr(dev, max_sge))
 		return -EINVAL;
 	log = max_t(u32, 1, order_base_2(attr->max_wr));
-	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > le32_to_cpu(dev->attr.max_srq_wr))
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > qrnic_attr(dev, max_srq_wr))
 		return -EINVAL;
 
 	spin_lock_init(&srq->wq.lock);
