@@ -683,7 +683,7 @@ void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_arm_run(struct qrnic_dev *d);
 
 /* Little-endian 64-bit value from host memory (page lists). */
-static inline uint64_t qrnic_le64(uint64_t v)
+static inline uint64_t qrnic_le64_to_host(uint64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	return __builtin_bswap64(v);

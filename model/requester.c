@@ -716,7 +716,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		}
 		if (last) {
 			p.imm = w->wqe.imm_data;
-			p.ieth_rkey = w->wqe.imm_data;	/* SEND_WITH_INV: a key, host order */
+			p.ieth_rkey = w->wqe.inv_key;	/* SEND_WITH_INV: the key */
 			p.se = !!(w->wqe.flags & QRNIC_WQE_F_SOLICITED);
 		}
 		p.ackreq = (last && last_wants_ack(qp, w)) ||
@@ -791,7 +791,7 @@ static void exec_local(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_sw
 		verr = qrnic_mw_bind(d, qp, &b);
 		break;
 	default:
-		key = w->wqe.imm_data;
+		key = w->wqe.inv_key;
 		verr = qrnic_mr_invalidate(d, qp->pdn, qp->qpn, key);
 		break;
 	}

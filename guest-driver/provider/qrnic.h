@@ -94,7 +94,7 @@ struct qrnic_cq {
 	void *rmap;			/* the ring of the last ibv_resize_cq, or NULL */
 	size_t rmap_size;
 	bool lost;			/* a resize left no ring mapped: poll fails */
-	uint32_t *dbrec;		/* consumer-index record (in map), or NULL */
+	qrnic_le32 *dbrec;		/* consumer-index record (in map), or NULL */
 	struct ibv_pd *parent_domain;	/* create_cq_ex with a parent domain */
 	/* ibv_start_poll .. ibv_end_poll (ibv_cq_ex, under lock): the
 	 * current completion, translated as ibv_poll_cq translates it */
@@ -142,7 +142,7 @@ struct qrnic_srq {
 	struct verbs_srq vsrq;
 	struct ibv_pd *pd;
 	struct qrnic_wq wq;		/* the ring; wq.ci unused (the record says) */
-	uint32_t *dbrec;		/* consumer-index record, written by the device */
+	qrnic_le32 *dbrec;		/* consumer-index record, written by the device */
 	uint32_t srqn;
 };
 

@@ -6,8 +6,11 @@
  * qrnic_regs.h) and the libibverbs work request / completion types.  They
  * touch no device, lock or global state, so tests/qrnic_wqe_test.c can check
  * them byte by byte without a device.  Every multi-byte ABI field is
- * little-endian (docs/spec.md 1.1); immediate data is an opaque big-endian
- * string and is copied verbatim in both directions.
+ * little-endian (docs/spec.md 1.1; qrnic_le32 etc. in the ABI headers, plain
+ * integers here, converted with htole32()/le32toh()); immediate data
+ * (qrnic_be32) is an opaque big-endian string and is copied verbatim in
+ * both directions.  The udata of uverbs commands (qrnic_uverbs.h) is in
+ * host byte order.
  */
 #ifndef QRNIC_WQE_H
 #define QRNIC_WQE_H
@@ -63,7 +66,7 @@ static inline unsigned int qrnic_rq_max_sge(unsigned int wqe_shift)
  */
 static inline uint32_t qrnic_wqe_index_expand(uint32_t ci, uint16_t wqe_index)
 {
-	return ci + (uint16_t)(wqe_index - (uint16_t)ci);
+	return ci + ((wqe_index - ci) & 0xffffu);
 }
 
 /* ---- doorbells (one 64-bit write each, spec 3.2) --------------------- */
@@ -161,9 +164,9 @@ static inline void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe,
 		wc->wc_flags |= IBV_WC_WITH_IMM;
 	}
 	if (cqe->flags & QRNIC_CQE_F_WITH_INV) {
-		/* SEND_WITH_INV received: the rkey it invalidated, host order
-		 * (spec 12.12) */
-		wc->invalidated_rkey = le32toh(cqe->imm_data);
+		/* SEND_WITH_INV received: the rkey it invalidated, little
+		 * endian in the union with imm_data (spec 12.12) */
+		wc->invalidated_rkey = le32toh(cqe->inv_key);
 		wc->wc_flags |= IBV_WC_WITH_INV;
 	}
 	if (cqe->flags & QRNIC_CQE_F_GRH)
@@ -264,10 +267,10 @@ static inline void qrnic_send_hdr_imm(struct qrnic_send_wqe *h, __be32 imm)
 	memcpy(&h->imm_data, &imm, sizeof(h->imm_data));
 }
 
-/* LOCAL_INV, SEND_WITH_INV: the key, a number (host order, spec 12.12). */
+/* LOCAL_INV, SEND_WITH_INV: the key, a little-endian number (spec 12.12). */
 static inline void qrnic_send_hdr_inv(struct qrnic_send_wqe *h, uint32_t key)
 {
-	h->imm_data = htole32(key);
+	h->inv_key = htole32(key);
 }
 
 /* RDMA WRITE*, READ. */

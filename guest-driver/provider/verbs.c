@@ -391,7 +391,7 @@ static int qrnic_cq_map(struct ibv_context *context, struct qrnic_cq *cq,
 	/* The dbrec follows the ring in the same mapping; without one the
 	 * consumer index reaches the device through CQ doorbells. */
 	if (qrnic_dbrec_ok(r->dbrec_offset, ring_size, r->mmap_size))
-		cq->dbrec = (uint32_t *)((uint8_t *)cq->map + r->dbrec_offset);
+		cq->dbrec = (qrnic_le32 *)((uint8_t *)cq->map + r->dbrec_offset);
 	else
 		verbs_warn(verbs_get_ctx(context),
 			   "qrnic: CQ %u: no usable dbrec (offset %u)\n",
@@ -517,7 +517,7 @@ static void qrnic_cq_update_ci(struct qrnic_context *ctx, struct qrnic_cq *cq)
 	 * their slots */
 	udma_to_device_barrier();
 	if (cq->dbrec)
-		*(volatile uint32_t *)cq->dbrec = htole32(cq->ci);
+		*(volatile qrnic_le32 *)cq->dbrec = htole32(cq->ci);
 	else
 		qrnic_ring_db(ctx, QRNIC_DB_CQ,
 			      qrnic_db_cq_val(cq->cqn, cq->ci, false, false));
@@ -1728,13 +1728,22 @@ static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t flags)
 	x->wr_set_inline_data_list = qrnic_wr_set_inline_data_list;
 }
 
+/* The SRQ's little-endian consumer record, read with acquire semantics.
+ * Under sparse __atomic_load_n() takes no pointer to a bitwise type, so
+ * the word is loaded as the integer it is and given its type back. */
+static uint32_t qrnic_srq_record_acquire(const qrnic_le32 *record)
+{
+	return le32toh((__force qrnic_le32)__atomic_load_n((const uint32_t *)record,
+							   __ATOMIC_ACQUIRE));
+}
+
 /*
  * Post receive WQEs to a QP's RQ (record NULL: slots come back with
  * completions) or to an SRQ (slots come back when the device's consumer
  * index record passes them), then one doorbell at db_off for queue num.
  */
 static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
-			      const uint32_t *record, unsigned int db_off,
+			      const qrnic_le32 *record, unsigned int db_off,
 			      uint32_t num, struct ibv_recv_wr *wr,
 			      struct ibv_recv_wr **bad_wr)
 {
@@ -1748,8 +1757,7 @@ static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
 
 		err = qrnic_check_recv_wr(wr, wq->max_sge);
 		/* acquire: the device read the slot before its record passed it */
-		full = record ? qrnic_srq_full(wq->pi,
-					       le32toh(__atomic_load_n(record, __ATOMIC_ACQUIRE)),
+		full = record ? qrnic_srq_full(wq->pi, qrnic_srq_record_acquire(record),
 					       wq->depth) :
 				qrnic_wq_full(wq);
 		if (!err && full)
@@ -1859,7 +1867,7 @@ static int qrnic_srq_map(struct ibv_context *context, struct qrnic_srq *srq,
 		qrnic_wq_unmap(&srq->wq);
 		return EINVAL;
 	}
-	srq->dbrec = (uint32_t *)(srq->wq.ring + r->dbrec_offset);
+	srq->dbrec = (qrnic_le32 *)(srq->wq.ring + r->dbrec_offset);
 	srq->wq.max_sge = qrnic_rq_max_sge(r->wqe_shift);
 	srq->srqn = r->srqn;
 	return 0;

@@ -193,10 +193,10 @@
 
 /* ---- Ethernet descriptors (16 bytes) ------------------------------------ */
 struct qrnic_eth_desc {
-	uint64_t addr;		/* buffer bus address */
-	uint16_t len;		/* TX: frame length; RX: buffer size, device writes frame length */
-	uint16_t rsvd;
-	uint32_t flags;		/* QRNIC_ETH_DESC_*; device sets DONE last */
+	qrnic_le64 addr;	/* buffer bus address */
+	qrnic_le16 len;		/* TX: frame length; RX: buffer size, device writes frame length */
+	qrnic_le16 rsvd;
+	qrnic_le32 flags;	/* QRNIC_ETH_DESC_*; device sets DONE last */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_eth_desc, 16);
 #define QRNIC_ETH_DESC_DONE		(1u << 0)

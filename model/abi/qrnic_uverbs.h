@@ -9,6 +9,12 @@
  * device takes one bus address per ring); user space maps them with the
  * mmap keys returned here.  Doorbells: the user context's own 4 KiB page of
  * BAR2, mapped uncached with db_mmap_key.
+ *
+ * Byte order: these structures go between the kernel and user space of the
+ * same CPU, so, like every uverbs ABI (include/uapi/rdma/<driver>-abi.h), they are
+ * in host byte order: plain uint32_t/uint64_t, not the device's
+ * qrnic_le32/qrnic_le64.  (The rings the mmap keys map hold device
+ * structures, which are little endian.)
  */
 #ifndef QRNIC_UVERBS_H
 #define QRNIC_UVERBS_H
