@@ -90,7 +90,7 @@ static inline uint32_t qrnic_bf_nwords(const void *slot, uint32_t max_bytes)
 	if (w->opcode == QRNIC_WR_REG_MR || w->opcode == QRNIC_WR_BIND_MW)
 		;	/* 64 bytes, no SGEs */
 	else if (w->flags & QRNIC_WQE_F_INLINE)
-		len += w->inline_len;
+		len += le32toh(w->inline_len);
 	else
 		len += w->num_sge * (uint32_t)sizeof(struct qrnic_sge);
 	len = (len + 7) & ~7u;

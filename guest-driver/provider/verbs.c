@@ -1332,7 +1332,7 @@ static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
  */
 static bool qrnic_sq_bf(struct qrnic_context *ctx, struct qrnic_qp *qp, uint32_t idx)
 {
-	const uint64_t *src = qrnic_wq_slot(&qp->sq, idx);
+	const __le64 *src = qrnic_wq_slot(&qp->sq, idx);	/* little-endian as stored */
 	uint32_t max = ctx->bf_size < (1u << qp->sq.wqe_shift) ? ctx->bf_size
 							       : (1u << qp->sq.wqe_shift);
 	uint32_t nwords = qrnic_bf_nwords(src, max);
