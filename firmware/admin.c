@@ -424,6 +424,7 @@ static bool fw_engine_run(void *opaque, struct qrnic_dev *d, uint32_t budget)
 static void fw_engine_reset(void *opaque, struct qrnic_dev *d)
 {
 	d->next_qpn = 2;
+	d->qp_live = 0;
 }
 
 const struct qrnic_admin_ops qrnic_fw_admin_ops = {

@@ -463,6 +463,8 @@ struct qrnic_dev {
 	uint8_t *mtt_used;		/* [max_mtt] allocator map (mr.c) */
 	uint32_t mtt_free;		/* entries free */
 	uint32_t next_qpn;		/* firmware: where the QPN search starts (2..max_qp-1) */
+	uint32_t qp_live;		/* firmware: QPs that exist (the QPN window; derived
+					 * from the QPs on a snapshot load) */
 
 	/* work */
 	bool aq_pending;

@@ -1132,6 +1132,9 @@ static bool load_qps(struct qrnic_dev *d, struct qrnic_snap_r *r)
 
 	while (n-- && !r->bad)
 		load_qp(d, r);
+	d->qp_live = 0;		/* derived, not saved: the QPs that exist */
+	for (uint32_t i = 0; i < d->cfg.max_qp && !r->bad; i++)
+		d->qp_live += d->qp[i].valid;
 	return !r->bad;
 }
 

@@ -138,7 +138,7 @@ def test_admin_oversized_counts(world):
     assert d.create_eq(16, vector=1, check=False) is None and d.last_status == BP
     assert d.create_eq(4, vector=8, check=False) is None and d.last_status == BP
     assert d.create_eq(4, vector=0xffff, check=False) is None and d.last_status == BP
-    for kw in ({'sq_log': 16}, {'rq_log': 16}, {'sq_shift': 10}, {'sq_shift': 5},
+    for kw in ({'sq_log': 16}, {'rq_log': 16}, {'sq_shift': 11}, {'sq_shift': 5},
                {'rq_shift': 10}, {'rq_shift': 4}, {'sq_log': 14, 'sq_shift': 9}):
         assert d.create_qp(pd, cq, check=False, **kw) is None, kw
         assert d.last_status in (BP, AQ['NO_RESOURCES']), (kw, d.last_status)
@@ -225,7 +225,7 @@ def test_admin_rings_outside_ram(world):
 
 
 # ---- work requests -----------------------------------------------------------------------
-@pytest.mark.parametrize('num_sge', [17, 28, 255])
+@pytest.mark.parametrize('num_sge', [29, 31, 255])   # 29: over the 512-byte stride
 def test_send_wqe_num_sge_too_large(world, num_sge):
     a, b = world.devs
     conn = h.connect_rc(a, b)
