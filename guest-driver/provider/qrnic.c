@@ -65,6 +65,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.post_srq_recv = qrnic_post_srq_recv,
 	.query_device_ex = qrnic_query_device_ex,
 	.query_port = qrnic_query_port,
+	.query_rt_values = qrnic_query_rt_values,
 	.query_qp = qrnic_query_qp,
 	.query_srq = qrnic_query_srq,
 	.reg_mr = qrnic_reg_mr,
