@@ -105,3 +105,38 @@ def test_cqe64_carries_the_virtual_time(world):
     got = conn.cqa.poll()
     assert [c['wr_id'] for c in got] == [20] and got[0]['timestamp'] == before >= seen[-1]
     plain.destroy()
+
+
+def test_timestamp_cq_migrates(qemu_binary, tmp_path):  # noqa: F811
+    """A timestamp CQ with a CQE not yet polled, migrated into a second QEMU:
+    the CQE keeps its timestamp, the CQ keeps writing 64-byte CQEs, and the
+    clock goes on from where it was (qtest's clock is set on like the
+    migration tests do: -accel qtest does not migrate it)."""
+    from test_qemu_migration import migrate
+    w = World.single(qemu_binary, 2, name='clock-mig')
+    w.fixed_step_ns = STEP
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024, cq_timestamp=True)
+        la = a.reg_mr(conn.pda, 8192)
+        rb = b.reg_mr(conn.pdb, 8192)
+        w.qemus[0].clock_step(10_000_000)
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 100)], remote=(rb, 0), wr_id=1)
+        w.run_until(lambda: conn.cqa.peek() == 1, timeout=30)
+        ts1 = struct.unpack_from('<Q', w.qemus[0].memread(conn.cqa._slot(0), 64), 32)[0]
+        clk = a.reg_read(h.REG_CLOCK_LO, 8)
+        assert 10_000_000 <= ts1 <= clk
+
+        _, dst = migrate(w, str(tmp_path / 'clock.bin'))
+
+        assert a.reg_read(h.REG_CLOCK_LO, 8) >= clk
+        dst.clock_step(5_000_000)
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 100)], remote=(rb, 0), wr_id=2)
+        got = conn.cqa.wait(2, timeout=30)
+        assert [c['wr_id'] for c in got] == [1, 2]
+        assert got[0]['timestamp'] == ts1
+        assert got[1]['timestamp'] >= clk + 5_000_000 > ts1
+        raw = dst.memread(conn.cqa._slot(1), 64)
+        assert struct.unpack_from('<Q', raw, 0)[0] == 2 and raw[40:] == bytes(24)
+    finally:
+        w.close()
