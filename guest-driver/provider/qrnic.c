@@ -108,7 +108,8 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
-	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED,
+	/* readable too: the device clock is there (QRNIC_DB_CLOCK, ABI 1.5) */
+	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       cmd_fd, r->db_mmap_key);
 	if (ctx->db == MAP_FAILED) {
 		verbs_err(&ctx->ibvctx,
