@@ -87,6 +87,8 @@ static uint8_t fw_query_device(struct qrnic_dev *d, const struct qrnic_aq_cmd *c
 	a.max_fast_reg_pages = QRNIC_MAX_FAST_REG_PAGES;
 	a.max_mw = c->max_mr;	/* one MPT for MRs and windows */
 	a.max_xrcd = c->max_xrcd;
+	a.hca_core_clock = QRNIC_CLOCK_KHZ;
+	a.timestamp_mask = QRNIC_CLOCK_MASK;
 	a.page_size_cap = ((1ull << (QRNIC_MAX_PAGE_SHIFT + 1)) - 1) &
 			  ~((1ull << QRNIC_MIN_PAGE_SHIFT) - 1);
 	a.max_mr_size = c->max_mr_size;

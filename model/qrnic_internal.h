@@ -113,6 +113,7 @@ struct qrnic_cq {
 	uint32_t uctx;
 	uint32_t eqn;
 	uint8_t log_depth;
+	uint8_t flags;		/* QRNIC_CQ_F_* of CREATE_CQ: TIMESTAMP = 64-byte CQEs */
 	uint64_t ring;
 	uint64_t dbrec;
 	uint32_t pi;		/* next CQE slot, free running */
@@ -882,9 +883,10 @@ void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 /* The same, taking a frame buffer (qrnic_frame_buf_alloc) instead of copying. */
 void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
-/* Write a reserved CQE now and raise its event (what a due CQE effect does). */
+/* Write a reserved CQE now and raise its event (what a due CQE effect does);
+ * ts: its completion timestamp (written only by a QRNIC_CQ_F_TIMESTAMP CQ). */
 void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
-			struct qrnic_cqe *cqe);
+			struct qrnic_cqe *cqe, uint64_t ts);
 
 /* ---- eth.c: the plain Ethernet rings ------------------------------------- */
 void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v);

@@ -517,11 +517,18 @@ def test_bar2_reads_zero_writes_ignored(world):
     rng = random.Random(5)
     s0 = d.query_stats()
     n = 0
+    clock = (h.DB_CLOCK, h.DB_CLOCK + 4)    # the read-only device clock (ABI 1.7)
     for page in (0, 1, pages - 1):
         for off in range(0, h.DB_PAGE_SIZE, 8 if page else 4):
             for size in (4, 8):
-                if off % size == 0 and (page or off < 0x40):
+                if off % size == 0 and (page or off < 0x40) and \
+                        not (off in clock and (size == 4 or off == h.DB_CLOCK)):
                     assert q.read_sized(d.db + page * h.DB_PAGE_SIZE + off, size) == 0
+        base = d.db + page * h.DB_PAGE_SIZE
+        t = q.clock()
+        assert q.read_sized(base + h.DB_CLOCK, 8) == t
+        assert (q.read_sized(base + h.DB_CLOCK + 4, 4) << 32 |
+                q.read_sized(base + h.DB_CLOCK, 4)) == t
         # 0x7f8: below the BlueFlame buffers; 0x908, 0xb08: undefined
         # offsets within them (a BF data word at 0x800 is taken, spec 3.2.1)
         for off in (0x18, 0x20, 0x7f8, 0x908, 0xb08, 0xff8):

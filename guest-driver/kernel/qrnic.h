@@ -249,6 +249,13 @@ static inline bool qrnic_has_rereg(const struct qrnic_dev *dev)
 	return (qrnic_attr(dev, abi_version) & 0xffff) >= 2;
 }
 
+/* the device clock and 64-byte timestamp CQEs (ABI 1.7, spec 4.6, 9.8) */
+static inline bool qrnic_has_cqe_ts(const struct qrnic_dev *dev)
+{
+	return (dev->caps & QRNIC_CAP_CQE_TS) && qrnic_attr(dev, hca_core_clock) &&
+	       le64_to_cpu(dev->attr.timestamp_mask);
+}
+
 /* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
 static inline bool qrnic_has_cq_resize(const struct qrnic_dev *dev)
 {
@@ -347,6 +354,7 @@ struct qrnic_cq {
 	struct qrnic_ring resized;	/* CQEs after a resize, or buf NULL */
 	struct qrnic_cqe *cqes;		/* kernel CQs: the current ring, under lock */
 	u32 dbrec_offset;
+	u8 flags;			/* QRNIC_CQ_F_*: TIMESTAMP (user CQs only) = 64-byte CQEs */
 	spinlock_t lock;
 	struct mutex resize_lock;	/* one resize at a time */
 	bool created;

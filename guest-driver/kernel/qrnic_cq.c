@@ -3,7 +3,11 @@
  * qrnic completion queues.
  *
  * A CQ is a ring of 32-byte CQEs followed by the 4-byte doorbell record
- * (dbrec, docs/spec.md 9.5) in one DMA buffer.  Kernel CQs are polled here
+ * (dbrec, docs/spec.md 9.5) in one DMA buffer.  A user CQ created with
+ * IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION (ibv_create_cq_ex with
+ * IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) has 64-byte CQEs carrying the
+ * completion timestamp (QRNIC_CQ_F_TIMESTAMP, ABI 1.7, spec 9.8); the
+ * provider polls those.  Kernel CQs never ask for timestamps.  Kernel CQs are polled here
  * and publish their consumer index in the dbrec after every poll; user CQs
  * are mapped to the provider (struct qrnic_create_cq_resp) and polled there.
  *
@@ -40,10 +44,14 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
 	struct qrnic_create_cq_resp resp = {};
 	struct qrnic_cmd_create_cq cmd = {};
+	bool ts = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 	u32 log;
 	int err;
 
-	if (attr->flags)
+	if (attr->flags & ~IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION)
+		return -EOPNOTSUPP;
+	/* timestamps: user CQs of a device with the clock (ABI 1.7) only */
+	if (ts && (!udata || !qrnic_has_cqe_ts(dev)))
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
@@ -56,7 +64,8 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->log_depth = log;
 	cq->ci = 0;
 	cq->eq_index = attr->comp_vector % dev->num_ceqs;
-	cq->dbrec_offset = sizeof(struct qrnic_cqe) << log;
+	cq->flags = ts ? QRNIC_CQ_F_TIMESTAMP : 0;
+	cq->dbrec_offset = QRNIC_CQ_CQE_SIZE(cq->flags) << log;
 	err = qrnic_ring_alloc(dev, &cq->ring, cq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
 	if (err)
 		return err;
@@ -65,6 +74,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
 	cmd.eqn = cpu_to_le32(dev->ceqs[cq->eq_index].eqn);
 	cmd.log_depth = log;
+	cmd.flags = cq->flags;
 	cmd.ring_addr = cpu_to_le64(cq->ring.dma);
 	cmd.dbrec_addr = cpu_to_le64(cq->ring.dma + cq->dbrec_offset);
 	err = qrnic_cmd_create_cq(dev, &cmd, &cq->cqn);
@@ -83,6 +93,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		resp.mmap_key = qrnic_ring_mmap_key(&cq->ring);
 		resp.mmap_size = cq->ring.bytes;
 		resp.dbrec_offset = cq->dbrec_offset;
+		resp.cqe_size = QRNIC_CQ_CQE_SIZE(cq->flags);
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
 			goto err_erase;
@@ -145,7 +156,8 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 		return -EINVAL;
 
 	mutex_lock(&cq->resize_lock);
-	err = qrnic_ring_alloc(dev, &ring, sizeof(struct qrnic_cqe) << log, uctx);
+	/* a timestamp CQ keeps its 64-byte CQEs (the device knows its flags) */
+	err = qrnic_ring_alloc(dev, &ring, QRNIC_CQ_CQE_SIZE(cq->flags) << log, uctx);
 	if (err)
 		goto out;
 
@@ -178,6 +190,7 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 
 	if (udata) {
 		resp.log_depth = log;
+		resp.cqe_size = QRNIC_CQ_CQE_SIZE(cq->flags);
 		resp.mmap_key = qrnic_ring_mmap_key(&cq->resized);
 		resp.mmap_size = cq->resized.bytes;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));

@@ -162,6 +162,10 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 		props->cq_caps.max_cq_moderation_count = U16_MAX;
 		props->cq_caps.max_cq_moderation_period = U16_MAX;
 	}
+	if (qrnic_has_cqe_ts(dev)) {		/* spec 4.6: the clock, in kHz */
+		props->hca_core_clock = qrnic_attr(dev, hca_core_clock);
+		props->timestamp_mask = le64_to_cpu(dev->attr.timestamp_mask);
+	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
 	return 0;

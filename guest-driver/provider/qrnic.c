@@ -65,6 +65,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.post_srq_recv = qrnic_post_srq_recv,
 	.query_device_ex = qrnic_query_device_ex,
 	.query_port = qrnic_query_port,
+	.query_rt_values = qrnic_query_rt_values,
 	.query_qp = qrnic_query_qp,
 	.query_srq = qrnic_query_srq,
 	.reg_mr = qrnic_reg_mr,
@@ -110,7 +111,8 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
-	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED,
+	/* readable too: the device clock is there (QRNIC_DB_CLOCK, ABI 1.7) */
+	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       cmd_fd, r->db_mmap_key);
 	if (ctx->db == MAP_FAILED) {
 		verbs_err(&ctx->ibvctx,

@@ -47,6 +47,9 @@ struct qrnic_context {
 	uint32_t bf_size;
 	uint32_t bf_next;		/* buffer of the next BF post (under bf_lock) */
 	pthread_spinlock_t bf_lock;
+	/* ibv_query_rt_values_ex: does the device have the clock (asked once) */
+	bool clock_known;		/* __atomic */
+	bool has_clock;
 	/* qpn -> QP, for freeing queue slots from completions: two levels
 	 * over the 24-bit QPN space, leaves allocated on demand and kept until
 	 * the context is freed.  Written under qp_table_lock and the QP's CQ
@@ -88,7 +91,9 @@ struct qrnic_cq {
 	unsigned int log_depth;
 	uint32_t mask;
 	uint32_t ci;			/* free-running consumer index */
-	uint8_t *ring;			/* 32 << log_depth bytes: map or rmap */
+	uint8_t *ring;			/* cqe_size << log_depth bytes: map or rmap */
+	unsigned int cqe_size;		/* 32, or 64 with completion timestamps
+					 * (struct qrnic_cqe64, ABI 1.7) */
 	void *map;			/* CREATE_CQ's: the first ring, the dbrec */
 	size_t map_size;
 	void *rmap;			/* the ring of the last ibv_resize_cq, or NULL */
@@ -99,6 +104,7 @@ struct qrnic_cq {
 	/* ibv_start_poll .. ibv_end_poll (ibv_cq_ex, under lock): the
 	 * current completion, translated as ibv_poll_cq translates it */
 	struct ibv_wc ex_wc;
+	uint64_t ex_ts;			/* its completion timestamp (64-byte CQEs) */
 };
 
 /* A send or receive queue. */
@@ -203,6 +209,7 @@ static inline struct qrnic_ah *to_qah(struct ibv_ah *ibah)
 }
 
 /* verbs.c */
+int qrnic_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values);
 int qrnic_query_device_ex(struct ibv_context *context,
 			  const struct ibv_query_device_ex_input *input,
 			  struct ibv_device_attr_ex *attr, size_t attr_size);

@@ -112,13 +112,17 @@ struct qrnic_cmd_create_cq {
 	qrnic_le32 uctx;
 	qrnic_le32 eqn;		/* completion events go to this EQ */
 	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
-	uint8_t    rsvd[7];
-	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
+	uint8_t    flags;	/* QRNIC_CQ_F_* (ABI 1.7; before: rsvd, 0) */
+	uint8_t    rsvd[6];
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, QRNIC_CQ_CQE_SIZE(flags)
+				 * << log_depth bytes (32 or 64 per CQE) */
 	qrnic_le64 dbrec_addr;	/* 4-byte consumer index record, 0 = none */
 };
 
 /* RESIZE_CQ (ABI 1.2): the CQ moves to a new ring of 1 << log_depth
- * entries (zeroed by the driver, as at CREATE_CQ).  The CQEs not yet
+ * entries (zeroed by the driver, as at CREATE_CQ), of the CQE size it was
+ * created with (a QRNIC_CQ_F_TIMESTAMP CQ keeps 64-byte CQEs and their
+ * timestamps).  The CQEs not yet
  * consumed (after the consumer index in the record, or of the last CQ
  * doorbell) are copied to slots 0, 1, ... of the new ring, in order, and
  * the indices restart: the next CQE to poll is slot 0, and the device
@@ -128,7 +132,7 @@ struct qrnic_cmd_resize_cq {
 	qrnic_le32 cqn;
 	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, <= max_cqe */
 	uint8_t    rsvd[3];
-	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, CQE size << log_depth bytes */
 	qrnic_le64 rsvd2;
 };
 
@@ -477,9 +481,12 @@ struct qrnic_device_attr {
 	qrnic_le32 max_fast_reg_pages;	/* QRNIC_MAX_FAST_REG_PAGES (ABI 1.2) */
 	qrnic_le32 max_mw;	/* memory windows share the MPT with MRs: max_mr (ABI 1.2) */
 	qrnic_le32 max_xrcd;	/* XRC domain numbers 1..max_xrcd-1 (ABI 1.3) */
-	qrnic_le32 rsvd1;
+	qrnic_le32 hca_core_clock;	/* device clock frequency, kHz: QRNIC_CLOCK_KHZ
+					 * (ABI 1.7; before: rsvd1, 0) */
+	qrnic_le64 timestamp_mask;	/* the clock's width: QRNIC_CLOCK_MASK (ABI 1.7) */
 };
-QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 136);
+QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 144);
+QRNIC_ASSERT_OFFSET(struct qrnic_device_attr, timestamp_mask, 136);
 
 /* port state: enum ibv_port_state; phys_state: IB PortPhysicalState */
 #define QRNIC_PORT_DOWN			1

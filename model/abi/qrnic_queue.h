@@ -185,7 +185,11 @@ struct qrnic_recv_wqe {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 
-/* ---- CQE (32 bytes) ----------------------------------------------------- */
+/* ---- CQE (32 bytes; 64 with QRNIC_CQ_F_TIMESTAMP) ----------------------- */
+/* CREATE_CQ flags (ABI 1.7) */
+#define QRNIC_CQ_F_TIMESTAMP		(1u << 0)	/* 64-byte CQEs carrying the completion
+							 * timestamp (struct qrnic_cqe64) */
+#define QRNIC_CQ_F_ALL			QRNIC_CQ_F_TIMESTAMP
 /* status: enum ibv_wc_status, one to one */
 #define QRNIC_WC_SUCCESS		0
 #define QRNIC_WC_LOC_LEN_ERR		1
@@ -261,6 +265,23 @@ struct qrnic_cqe {
 QRNIC_ASSERT_SIZE(struct qrnic_cqe, 32);
 QRNIC_ASSERT_OFFSET(struct qrnic_cqe, status, 24);
 QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
+
+/*
+ * 64-byte CQE (ABI 1.7): the ring of a CQ created with QRNIC_CQ_F_TIMESTAMP
+ * has this stride.  Bytes 0..31 are a struct qrnic_cqe (owner at byte 31,
+ * same rule); the device writes bytes 32..63 and 0..30 before the owner
+ * byte.  timestamp: the device clock (QRNIC_REG_CLOCK_LO/HI, ns) when the
+ * device wrote the CQE -- under a timing profile, the modelled time at
+ * which it became visible.  Non-decreasing in CQE order within a CQ.
+ */
+struct qrnic_cqe64 {
+	struct qrnic_cqe cqe;
+	uint64_t timestamp;
+	uint8_t  rsvd[24];	/* written as 0 */
+};
+QRNIC_ASSERT_SIZE(struct qrnic_cqe64, 64);
+QRNIC_ASSERT_OFFSET(struct qrnic_cqe64, timestamp, 32);
+#define QRNIC_CQ_CQE_SIZE(flags)	(((flags) & QRNIC_CQ_F_TIMESTAMP) ? 64u : 32u)
 
 /* vendor_err: why an error CQE was produced */
 #define QRNIC_CQE_F_XRC			(1u << 5)	/* receive through an XRC SRQ: qpn = the

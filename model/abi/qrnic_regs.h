@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			6
+#define QRNIC_ABI_MINOR			7
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */
@@ -66,6 +66,20 @@
 #define QRNIC_REG_MAC_HI		0x0b4	/* RO  MAC bytes 4-5 in [15:0] */
 #define QRNIC_REG_PORT_STATUS		0x0b8	/* RO  QRNIC_PORT_STATUS_* */
 #define QRNIC_REG_ETH_MTU		0x0bc	/* RO  port Ethernet MTU (payload bytes) */
+#define QRNIC_REG_CLOCK_LO		0x0c0	/* RO64 device clock (ABI 1.7): ns, [31:0]; */
+#define QRNIC_REG_CLOCK_HI		0x0c4	/* RO  [63:32]; or one 64-bit read at CLOCK_LO */
+
+/*
+ * The device clock (ABI 1.7): a free-running 64-bit count of nanoseconds of
+ * the device's time base (in QEMU the virtual clock, in the simulator the
+ * simulated time).  It never stops or goes back, not at CTRL.RESET either;
+ * it wraps after 2^64 ns.  Read it with one 64-bit read, or as HI, LO, HI
+ * again (retry while the two HI reads differ).  Completion timestamps
+ * (QRNIC_CQ_F_TIMESTAMP) are in its units.  QUERY_DEVICE reports its
+ * frequency in kHz (hca_core_clock) and its width (timestamp_mask).
+ */
+#define QRNIC_CLOCK_KHZ			1000000u	/* 1 GHz: one tick per ns */
+#define QRNIC_CLOCK_MASK		0xffffffffffffffffull	/* 64 bits wide */
 
 /* Reset values: CTRL=0, STATUS=READY, FATAL_CODE=0, AQ_*=0, AQ_STATUS=0,
  * ETH_*=0, SCRATCH=0.  VERSION and CAPS are constants of the device
@@ -92,12 +106,15 @@
 							 * QRNIC_QP_ATTR_CC (ABI 1.4) */
 #define QRNIC_CAP_BF			(1u << 13)	/* BlueFlame: a WQE written into the
 							 * doorbell page (QRNIC_DB_BF_*, ABI 1.5) */
+#define QRNIC_CAP_CQE_TS		(1u << 14)	/* the device clock, 64-byte CQEs with
+							 * completion timestamps:
+							 * QRNIC_CQ_F_TIMESTAMP (ABI 1.7) */
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
 					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT | \
 					 QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | \
-					 QRNIC_CAP_QP_CC | QRNIC_CAP_BF)
+					 QRNIC_CAP_QP_CC | QRNIC_CAP_BF | QRNIC_CAP_CQE_TS)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */
@@ -156,6 +173,11 @@
 #define QRNIC_DB_CQ			0x10	/* [23:0] cqn, [24] arm, [25] solicited only,
 						 * [63:32] CQ consumer index */
 #define QRNIC_DB_SRQ			0x18	/* [23:0] srqn, [63:32] SRQ producer index */
+#define QRNIC_DB_CLOCK			0x20	/* RO (ABI 1.7): the device clock, as
+						 * QRNIC_REG_CLOCK_LO/HI (a 64-bit read at
+						 * 0x20, or 32-bit reads at 0x20 and 0x24),
+						 * so that user space reads it from its own
+						 * doorbell page; writes are ignored */
 #define QRNIC_DB_QN_MASK		0xffffffull
 #define QRNIC_DB_CQ_ARM			(1ull << 24)
 #define QRNIC_DB_CQ_SOLICITED		(1ull << 25)

@@ -42,15 +42,19 @@ struct qrnic_alloc_pd_resp {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_alloc_pd_resp, 8);
 
-/* CQ mapping: the ring (32 << log_depth bytes) then, at dbrec_offset, the
- * 4-byte consumer-index record the provider updates on every poll. */
+/* CQ mapping: the ring (cqe_size << log_depth bytes) then, at dbrec_offset,
+ * the 4-byte consumer-index record the provider updates on every poll.
+ * Timestamps: the core command's IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+ * (ibv_create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) makes a CQ
+ * of 64-byte struct qrnic_cqe64 (device ABI 1.7); a kernel without it
+ * refuses the flag.  cqe_size: 32 or 64; 0 (an older kernel) means 32. */
 struct qrnic_create_cq_resp {
 	uint32_t cqn;
 	uint32_t log_depth;
 	uint64_t mmap_key;
 	uint64_t mmap_size;
 	uint32_t dbrec_offset;
-	uint32_t rsvd;
+	uint32_t cqe_size;		/* (rsvd, 0, before) */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
 
@@ -63,7 +67,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
  * before the command until it polls the new ring from index 0. */
 struct qrnic_resize_cq_resp {
 	uint32_t log_depth;
-	uint32_t rsvd;
+	uint32_t cqe_size;		/* as at CREATE_CQ (rsvd, 0, before) */
 	uint64_t mmap_key;
 	uint64_t mmap_size;
 };

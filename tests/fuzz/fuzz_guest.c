@@ -266,8 +266,10 @@ static void act_admin(struct act *a)
 		destroy(a, op, &fd->pds, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_CQ:
-		fz_keep(&fd->cqs, hx_create_cq(w, d, uctx, fz_pick(&fd->eqs, s[1], v[1]), s[2] % 11,
-					       s[3] & 1));
+		/* s[3]: bit 0 a doorbell record, bit 1 64-byte timestamp CQEs */
+		fz_keep(&fd->cqs, hx_create_cq_flags(w, d, uctx, fz_pick(&fd->eqs, s[1], v[1]),
+						     s[2] % 11, s[3] & 1,
+						     (s[3] & 2) ? QRNIC_CQ_F_TIMESTAMP : 0));
 		break;
 	case QRNIC_CMD_DESTROY_CQ:
 		destroy(a, op, &fd->cqs, s[1], v[1]);

@@ -83,7 +83,7 @@ class CmdCreatePd(LE):
 
 class CmdCreateCq(LE):
     _pack_ = 1
-    _fields_ = [('uctx', u32), ('eqn', u32), ('log_depth', u8), ('rsvd', u8 * 7),
+    _fields_ = [('uctx', u32), ('eqn', u32), ('log_depth', u8), ('flags', u8), ('rsvd', u8 * 6),
                 ('ring_addr', u64), ('dbrec_addr', u64)]
 
 
