@@ -396,14 +396,27 @@ static int alloc_tables(struct qrnic_dev *d)
  * costs only those few pages after a reset, as after power-on. */
 static void clear_used(void *table, uint32_t n, size_t size)
 {
+	static const uint8_t zero[4096];
 	uint8_t *p = table;
+	/* whole runs of entries are compared with memcmp (fast): a table of
+	 * 65536 small entries is mostly zero, and is scanned in a few 100 us */
+	uint32_t run = size <= sizeof(zero) ? (uint32_t)(sizeof(zero) / size) : 1;
 
-	for (uint32_t i = 0; i < n; i++, p += size)
-		for (size_t j = 0; j < size; j++)
-			if (p[j]) {
-				memset(p, 0, size);
-				break;
-			}
+	for (uint32_t i = 0; i < n; i += run, p += (size_t)run * size) {
+		uint32_t k = n - i < run ? n - i : run;
+
+		if (size <= sizeof(zero) && !memcmp(p, zero, k * size))
+			continue;
+		for (uint32_t e = 0; e < k; e++) {
+			uint8_t *q = p + e * size;
+
+			for (size_t j = 0; j < size; j++)
+				if (q[j]) {
+					memset(q, 0, size);
+					break;
+				}
+		}
+	}
 }
 
 /* Back to the power-on state.  fresh: the tables were just allocated
