@@ -234,8 +234,26 @@ static void lane_purge(struct qrnic_dev *d, struct qrnic_evlane *l)
 	l->compact_at = n * 2 > 64 ? n * 2 : 64;
 }
 
-void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
-			  uint32_t kind, uint32_t id, uint32_t gen)
+/* Append an event to lane l, which has room and stays sorted with it. */
+static inline void lane_append(struct qrnic_dev *d, struct qrnic_evlane *l, unsigned lane,
+			       uint64_t when, uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_event *ev = &l->ring[(l->head + l->count) & (l->cap - 1)];
+
+	*ev = (struct qrnic_event){
+		.when = when, .kind = kind, .id = id, .gen = gen, .seq = d->event_seq++ };
+	l->count++;
+	evf_added(d, ev, EVF_LANE + lane);
+	if (!d->in_run)
+		qrnic_timer_update(d);
+}
+
+/* qrnic_event_add_lane() when the event would unsort the lane or the lane
+ * is to be compacted or grown (apart, so that the common append saves no
+ * registers). */
+static __attribute__((noinline)) void lane_add_slow(struct qrnic_dev *d, enum qrnic_event_lane lane,
+						    uint64_t when, uint32_t kind, uint32_t id,
+						    uint32_t gen)
 {
 	struct qrnic_evlane *l = &d->lanes[lane];
 
@@ -260,14 +278,19 @@ void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint6
 		l->cap = cap;
 		l->head = 0;
 	}
-	struct qrnic_event *ev = &l->ring[(l->head + l->count) & (l->cap - 1)];
+	lane_append(d, l, lane, when, kind, id, gen);
+}
 
-	*ev = (struct qrnic_event){
-		.when = when, .kind = kind, .id = id, .gen = gen, .seq = d->event_seq++ };
-	l->count++;
-	evf_added(d, ev, EVF_LANE + lane);
-	if (!d->in_run)
-		qrnic_timer_update(d);
+void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
+			  uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_evlane *l = &d->lanes[lane];
+
+	if ((l->count && when < l->ring[(l->head + l->count - 1) & (l->cap - 1)].when) ||
+	    l->count >= l->compact_at || l->count == l->cap)
+		lane_add_slow(d, lane, when, kind, id, gen);
+	else
+		lane_append(d, l, lane, when, kind, id, gen);
 }
 
 static struct qrnic_event event_pop(struct qrnic_dev *d)
