@@ -37,12 +37,46 @@ static struct qrnic_event *lane_head(struct qrnic_evlane *l)
 	return &l->ring[l->head & (l->cap - 1)];
 }
 
+/*
+ * Where the event due first is, remembered in d->ev_first between the
+ * changes that can move it: EVF_UNKNOWN (0, also a new device's), EVF_NONE
+ * (nothing pending), EVF_HEAP (the heap top) or EVF_LANE + i (lane i's
+ * head).  Adding an event keeps it known (the new event is due first or
+ * not: one comparison); taking, purging, restoring and resetting forget
+ * it.  The per-packet path asks for the first event several times between
+ * two changes (the timer update after every event added, the run loop),
+ * and a full look compares the heap top with every lane head.
+ */
+enum { EVF_UNKNOWN, EVF_NONE, EVF_HEAP, EVF_LANE };
+
+static struct qrnic_event *evf_event(struct qrnic_dev *d, unsigned c)
+{
+	return c == EVF_HEAP ? &d->events[0] : lane_head(&d->lanes[c - EVF_LANE]);
+}
+
+/* A new event from source c (EVF_HEAP or EVF_LANE + i): is it due first
+ * now?  (An event appended to a lane is its head if it is due before
+ * everything: the lane's events are due no later than it.) */
+static void evf_added(struct qrnic_dev *d, const struct qrnic_event *ev, unsigned c)
+{
+	unsigned f = d->ev_first;
+
+	if (f == EVF_NONE || (f != EVF_UNKNOWN && ev_before(ev, evf_event(d, f))))
+		d->ev_first = (uint8_t)c;
+}
+
 /* The event due first: the heap top or a lane head (*from: its lane, or
  * -1 for the heap); NULL if none is pending. */
 static struct qrnic_event *event_first(struct qrnic_dev *d, int *from)
 {
-	struct qrnic_event *best = d->nevents ? &d->events[0] : NULL;
+	struct qrnic_event *best;
+	unsigned c = d->ev_first;
 
+	if (c != EVF_UNKNOWN) {
+		*from = c >= EVF_LANE ? (int)(c - EVF_LANE) : -1;
+		return c == EVF_NONE ? NULL : evf_event(d, c);
+	}
+	best = d->nevents ? &d->events[0] : NULL;
 	*from = -1;
 	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
 		struct qrnic_evlane *l = &d->lanes[i];
@@ -52,6 +86,7 @@ static struct qrnic_event *event_first(struct qrnic_dev *d, int *from)
 			*from = i;
 		}
 	}
+	d->ev_first = !best ? EVF_NONE : *from < 0 ? EVF_HEAP : (uint8_t)(EVF_LANE + *from);
 	return best;
 }
 
@@ -61,6 +96,7 @@ static struct qrnic_event event_take(struct qrnic_dev *d, int from)
 	struct qrnic_evlane *l;
 	struct qrnic_event ev;
 
+	d->ev_first = EVF_UNKNOWN;
 	if (from < 0)
 		return event_pop(d);
 	l = &d->lanes[from];
@@ -133,6 +169,7 @@ static void event_purge(struct qrnic_dev *d)
 {
 	uint32_t n = 0;
 
+	d->ev_first = EVF_UNKNOWN;
 	for (uint32_t i = 0; i < d->nevents; i++)
 		if (!event_stale(d, &d->events[i]))
 			d->events[n++] = d->events[i];
@@ -169,6 +206,7 @@ void qrnic_event_add(struct qrnic_dev *d, uint64_t when, uint32_t kind, uint32_t
 		i = parent;
 	}
 	d->events[i] = ev;
+	evf_added(d, &ev, EVF_HEAP);
 	if (!d->in_run)
 		qrnic_timer_update(d);
 }
@@ -185,6 +223,7 @@ static void lane_purge(struct qrnic_dev *d, struct qrnic_evlane *l)
 {
 	uint32_t n = 0;
 
+	d->ev_first = EVF_UNKNOWN;
 	for (uint32_t i = 0; i < l->count; i++) {
 		struct qrnic_event *ev = &l->ring[(l->head + i) & (l->cap - 1)];
 
@@ -195,8 +234,26 @@ static void lane_purge(struct qrnic_dev *d, struct qrnic_evlane *l)
 	l->compact_at = n * 2 > 64 ? n * 2 : 64;
 }
 
-void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
-			  uint32_t kind, uint32_t id, uint32_t gen)
+/* Append an event to lane l, which has room and stays sorted with it. */
+static inline void lane_append(struct qrnic_dev *d, struct qrnic_evlane *l, unsigned lane,
+			       uint64_t when, uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_event *ev = &l->ring[(l->head + l->count) & (l->cap - 1)];
+
+	*ev = (struct qrnic_event){
+		.when = when, .kind = kind, .id = id, .gen = gen, .seq = d->event_seq++ };
+	l->count++;
+	evf_added(d, ev, EVF_LANE + lane);
+	if (!d->in_run)
+		qrnic_timer_update(d);
+}
+
+/* qrnic_event_add_lane() when the event would unsort the lane or the lane
+ * is to be compacted or grown (apart, so that the common append saves no
+ * registers). */
+static __attribute__((noinline)) void lane_add_slow(struct qrnic_dev *d, enum qrnic_event_lane lane,
+						    uint64_t when, uint32_t kind, uint32_t id,
+						    uint32_t gen)
 {
 	struct qrnic_evlane *l = &d->lanes[lane];
 
@@ -221,11 +278,19 @@ void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint6
 		l->cap = cap;
 		l->head = 0;
 	}
-	l->ring[(l->head + l->count) & (l->cap - 1)] = (struct qrnic_event){
-		.when = when, .kind = kind, .id = id, .gen = gen, .seq = d->event_seq++ };
-	l->count++;
-	if (!d->in_run)
-		qrnic_timer_update(d);
+	lane_append(d, l, lane, when, kind, id, gen);
+}
+
+void qrnic_event_add_lane(struct qrnic_dev *d, enum qrnic_event_lane lane, uint64_t when,
+			  uint32_t kind, uint32_t id, uint32_t gen)
+{
+	struct qrnic_evlane *l = &d->lanes[lane];
+
+	if ((l->count && when < l->ring[(l->head + l->count - 1) & (l->cap - 1)].when) ||
+	    l->count >= l->compact_at || l->count == l->cap)
+		lane_add_slow(d, lane, when, kind, id, gen);
+	else
+		lane_append(d, l, lane, when, kind, id, gen);
 }
 
 static struct qrnic_event event_pop(struct qrnic_dev *d)
@@ -286,6 +351,7 @@ int qrnic_event_restore(struct qrnic_dev *d, const struct qrnic_event *ev)
 {
 	uint32_t i;
 
+	d->ev_first = EVF_UNKNOWN;
 	if (d->nevents == d->events_cap) {
 		uint32_t cap = d->events_cap ? d->events_cap * 2 : 64;
 		struct qrnic_event *n = realloc(d->events, cap * sizeof(*n));
@@ -314,6 +380,7 @@ int qrnic_event_restore(struct qrnic_dev *d, const struct qrnic_event *ev)
 void qrnic_events_reset(struct qrnic_dev *d)
 {
 	d->nevents = 0;
+	d->ev_first = EVF_UNKNOWN;
 	d->events_compact_at = 64;
 	for (int i = 0; i < QRNIC_NUM_LANES; i++) {
 		d->lanes[i].head = d->lanes[i].count = 0;

@@ -480,6 +480,7 @@ struct qrnic_dev {
 	struct qrnic_evlane lanes[QRNIC_NUM_LANES];	/* FIFO lanes beside it */
 	uint32_t nevents, events_cap;
 	uint32_t events_compact_at;	/* purge cancelled events at this size */
+	uint8_t ev_first;		/* where the event due first is (events.c), 0: unknown */
 	uint64_t event_seq;
 	uint32_t timer_gen;		/* source of unique qrnic_req.timer_gen values */
 	uint64_t timer_deadline;	/* armed host timer, UINT64_MAX = none */

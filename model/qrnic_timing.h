@@ -103,6 +103,7 @@ struct qrnic_timing {
 	struct qrnic_timing_profile p;
 	bool enabled;		/* false for "functional" */
 	struct qrnic_tm_div by_clock, by_pcie, by_link;	/* p's divisors */
+	uint32_t ns_per_cycle;	/* 1000 / clock_mhz if exact, else 0 (timing.c) */
 	uint64_t xfer_mrrs;	/* PCIe transfer time of pcie_mrrs bytes */
 	uint32_t xfer_memo_len[QRNIC_TM_XFER_MEMO];	/* ... of these lengths (timing.c) */
 	uint64_t xfer_memo_ns[QRNIC_TM_XFER_MEMO];

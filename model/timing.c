@@ -358,6 +358,9 @@ int qrnic_timing_init(struct qrnic_timing *t, const struct qrnic_timing_profile 
 	memset(t, 0, sizeof(*t));
 	t->p = *p;
 	tm_div_init(&t->by_clock, p->clock_mhz);
+	/* cycles * 1000 / clock_mhz is cycles * (1000 / clock_mhz) when that
+	 * is an integer (1000 MHz: 1 ns a cycle), one multiply per booking */
+	t->ns_per_cycle = p->clock_mhz && 1000 % p->clock_mhz == 0 ? 1000 / p->clock_mhz : 0;
 	tm_div_init(&t->by_pcie, p->pcie_mbps);
 	tm_div_init(&t->by_link, p->link_mbps);
 	t->xfer_mrrs = pcie_xfer_ns(t, p->pcie_mrrs, p->pcie_mps);
@@ -389,6 +392,8 @@ static inline uint64_t max64(uint64_t a, uint64_t b)
 
 uint64_t qrnic_tm_cycles(const struct qrnic_timing *t, uint32_t cycles)
 {
+	if (t->ns_per_cycle)	/* the clock divides 1 GHz: exact */
+		return (uint64_t)cycles * t->ns_per_cycle;
 	return tm_div(&t->by_clock, (uint64_t)cycles * 1000);	/* cycles * 1000 / clock_mhz */
 }
 
@@ -430,16 +435,14 @@ static inline uint32_t ring_next(uint32_t i, uint32_t n)
 	return i + 1 == n ? 0 : i + 1;
 }
 
-uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
+/* qrnic_tm_pu()'s new free time x of the head unit h is not the latest:
+ * sort it in (apart, so that the common case saves no registers). */
+static __attribute__((noinline)) void pu_sort_in(struct qrnic_timing *t, uint32_t h, uint64_t x)
 {
-	uint64_t cost = qrnic_tm_cycles(t, cycles), *a = t->pu_free, x;
-	uint32_t n = t->p.num_pu, h = t->pu_head, tail = h ? h - 1 : n - 1, p = h, j;
-	uint64_t start = book(&a[h], &t->pu_last, ready, cost);
+	uint64_t *a = t->pu_free;
+	uint32_t n = t->p.num_pu, tail = h ? h - 1 : n - 1, p = h, j;
 
-	x = a[h];
-	if (x >= a[tail]) {
-		t->pu_head = ring_next(h, n);	/* x is the latest: a[h] is the tail now */
-	} else if (x < a[(h + n / 2) % n]) {
+	if (x < a[(h + n / 2) % n]) {
 		/* early: the earlier units move down into the gap at the head */
 		for (j = ring_next(h, n); a[j] < x; j = ring_next(j, n)) {
 			a[p] = a[j];
@@ -455,6 +458,18 @@ uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
 		a[p] = x;
 		t->pu_head = ring_next(h, n);
 	}
+}
+
+uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles)
+{
+	uint64_t cost = qrnic_tm_cycles(t, cycles), *a = t->pu_free;
+	uint32_t n = t->p.num_pu, h = t->pu_head, tail = h ? h - 1 : n - 1;
+	uint64_t start = book(&a[h], &t->pu_last, ready, cost);
+
+	if (a[h] >= a[tail])
+		t->pu_head = ring_next(h, n);	/* a[h] is the latest: it is the tail now */
+	else
+		pu_sort_in(t, h, a[h]);
 	return start + cost;
 }
 
@@ -482,14 +497,22 @@ static uint64_t pcie_xfer_mps(struct qrnic_timing *t, uint32_t len)
 	return t->xfer_memo_ns[i];
 }
 
-/* Whether the n credits from c on are all free by 'ready'. */
+/* Whether the n credits from c on are all free by 'ready': the latest of
+ * them, four at a time (a compare chain with a branch-free max). */
 static inline bool credits_idle(const uint64_t *c, uint32_t n, uint64_t ready)
 {
-	bool busy = false;
+	uint64_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+	uint32_t i = 0;
 
-	for (uint32_t i = 0; i < n; i++)
-		busy |= c[i] > ready;
-	return !busy;
+	for (; i + 4 <= n; i += 4) {
+		m0 = max64(m0, c[i]);
+		m1 = max64(m1, c[i + 1]);
+		m2 = max64(m2, c[i + 2]);
+		m3 = max64(m3, c[i + 3]);
+	}
+	for (; i < n; i++)
+		m0 = max64(m0, c[i]);
+	return max64(max64(m0, m1), max64(m2, m3)) <= ready;
 }
 
 /*
@@ -506,26 +529,43 @@ static inline bool credits_idle(const uint64_t *c, uint32_t n, uint64_t ready)
 static uint64_t dma_read_idle(struct qrnic_timing *t, uint64_t ready, uint32_t len, uint32_t nreq)
 {
 	uint32_t mrrs = t->p.pcie_mrrs, slot = t->rd_slot;
+	/* every request but the last moves mrrs bytes (a power of two,
+	 * checked), the last one too if len is a multiple of it */
+	uint32_t nfull = len & (mrrs - 1) ? nreq - 1 : nreq;
 	uint64_t *credit = t->rd_credit_free + slot;
-	uint64_t req = ready + t->p.pcie_read_ns, done = ready;
+	uint64_t req = ready + t->p.pcie_read_ns, x = t->xfer_mrrs, done;
 	uint64_t acc = max64(t->pcie_rd_free, req);
 	bool chain = req >= t->pcie_rd_last;
 
-	if (chain)
+	/*
+	 * The loop of the general case (dma_read_multi) in closed form: a
+	 * full request's data comes in at acc + (i + 1) * x when chained
+	 * (each after the one before it), else at req + x; the last,
+	 * shorter one after them.  The latest of them is when all are in.
+	 */
+	if (chain) {
 		t->pcie_rd_last = req;
-	for (uint32_t i = 0, off = 0; i < nreq; i++, off += mrrs) {
-		uint32_t chunk = len - off < mrrs ? len - off : mrrs;
-		uint64_t xfer = chunk == mrrs ? t->xfer_mrrs : pcie_xfer_mps(t, chunk);
-		uint64_t data = (chain ? acc : req) + xfer;
+		for (uint32_t i = 0; i < nfull; i++)
+			credit[i] = acc += x;
+		done = acc;
+	} else {
+		for (uint32_t i = 0; i < nfull; i++)
+			credit[i] = req + x;
+		acc += (uint64_t)nfull * x;
+		done = nfull ? req + x : ready;
+	}
+	if (nfull < nreq) {
+		uint64_t xl = pcie_xfer_mps(t, len - nfull * mrrs);
+		uint64_t data = (chain ? acc : req) + xl;
 
-		acc += xfer;
-		credit[i] = data;
+		acc += xl;
+		credit[nfull] = data;
 		done = max64(done, data);
 	}
 	t->pcie_rd_free = acc;
 	slot += nreq;
 	t->rd_slot = slot == t->p.pcie_read_credits ? 0 : slot;
-	return done;
+	return max64(done, ready);
 }
 
 /*

@@ -33,8 +33,11 @@ def test_sim_speed_prints_best_and_median_rows():
     for label, cols in rows.items():
         assert int(cols[0]) == 4 * 300, (label, cols)          # packets
         assert float(cols[2]) > 0 and float(cols[5]) > 0       # M pkt/s, per CPU-s
-        assert 90 < float(cols[7]) <= 100.0, (label, cols)     # simulated Gb/s, under the link
+        assert float(cols[6]) > 0 and float(cols[7]) > 0       # sim/host, sim/CPU
+        assert 90 < float(cols[8]) <= 100.0, (label, cols)     # simulated Gb/s, under the link
     assert 'best of 2 alternating runs; medians:' in out
+    for label in ('cx5-100g', 'cx5-100g +icrc', 'cx5-100g signal 16', 'cx5-100g signal 16 +icrc'):
+        assert f'(relative to functional, {label}: sim/host ' in out, out
 
 
 def test_sim_speed_refuses_bad_arguments():

@@ -97,6 +97,7 @@ def test_host_figures_without_deterministic():
     h = j['host']
     assert h['seconds'] > 0 and h['packets_per_s'] > 0 and h['messages_per_s'] > 0
     assert h['packets_per_s'] == pytest.approx(j['wire']['frames'] / h['seconds'], rel=0.01)
+    assert h['cpu_seconds'] > 0  # the run loop's CPU time
 
 
 def test_readable_table():
