@@ -259,6 +259,26 @@ void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bo
 	cq->armed_solicited = solicited;
 }
 
+/* Send WQEs posted (their doorbell rung) on QPs completing into CQ cqn and
+ * not completed yet: each may still produce a CQE.  A doorbell and an
+ * admin command can reach the device in one wake-up, and the admin queue
+ * is served first; without this, a CQ shrunk right after sends were
+ * posted would be shrunk below the CQEs those sends are about to write
+ * and overrun (rdma-core's test_cq.CQTest.test_resize_cq expects EINVAL
+ * there, as a fast NIC's completions would already be in the CQ). */
+static uint64_t cq_sends_posted(struct qrnic_dev *d, uint32_t cqn)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 1; i < d->cfg.max_qp; i++) {
+		const struct qrnic_qp *qp = &d->qp[i];
+
+		if (qp->valid && qp->send_cqn == cqn)
+			n += qp->sq_pi - qp->req.sq_ci;
+	}
+	return n;
+}
+
 int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth, uint64_t ring,
 		    uint32_t *carried)
 {
@@ -279,7 +299,7 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 			cq->ci = ci;
 	}
 	n = cq->pi - cq->ci;
-	if (n > (1u << log_depth))
+	if (n + cq_sends_posted(d, cqn) > (1u << log_depth))
 		return QRNIC_AQ_BAD_PARAM;
 	/* copy, body then owner, as the CQEs were written (n <= depth); a
 	 * 64-byte CQE keeps its timestamp */

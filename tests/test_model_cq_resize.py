@@ -198,3 +198,21 @@ def test_resize_again_and_again_under_timing(world):
     got += conn.cqa.poll()
     assert [c['wr_id'] for c in got] == list(range(60))
     assert k > 50 and conn.a.dev.stat('cq_overruns') == 0
+
+
+def test_resize_below_posted_sends_is_refused(world):
+    """Sends posted (doorbells rung) but not yet run when RESIZE_CQ comes:
+    each will write a CQE, so a shrink below them is refused (EINVAL in the
+    driver) and the CQ keeps them all; a resize that holds them passes.
+    (rdma-core's test_cq.CQTest.test_resize_cq does exactly this; before,
+    the shrink succeeded and the sends then overran the 2-entry ring.)"""
+    a = world.devs[0]
+    conn = q.connect_rc(*world.devs, cq_log=6, sq_log=6)
+    sends(conn, 6)                            # posted, the device has not run
+    assert conn.cqa.resize(1, check=False) is None
+    assert a.last_status == AQ['BAD_PARAM']
+    assert conn.cqa.resize(3) == 0            # 8 slots hold the 6 to come
+    assert world.run() == 'idle'
+    got = conn.cqa.poll()
+    assert [(c['wr_id'], c['status_name']) for c in got] == [(i, 'SUCCESS') for i in range(6)]
+    assert a.stat('cq_overruns') == 0
