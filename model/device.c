@@ -348,6 +348,7 @@ static void free_tables(struct qrnic_dev *d)
 	free(d->mtt_used);
 	free(d->srq);
 	free(d->xrcd);
+	qrnic_mr_alloc_fini(d);
 	d->srq = NULL;
 	d->uctx_valid = NULL;
 	d->pd = NULL;
@@ -378,7 +379,8 @@ static int alloc_tables(struct qrnic_dev *d)
 	d->srq = calloc(c->max_srq, sizeof(*d->srq));
 	d->xrcd = calloc(c->max_xrcd, sizeof(*d->xrcd));
 	if (!d->uctx_valid || !d->pd || !d->cq || !d->eq || !d->qp || !d->mr || !d->ah ||
-	    !d->gid || !d->mtt || !d->mtt_used || !d->srq || !d->xrcd) {
+	    !d->gid || !d->mtt || !d->mtt_used || !d->srq || !d->xrcd ||
+	    qrnic_mr_alloc_init(d) != 0) {
 		free_tables(d);
 		return -1;
 	}
@@ -408,8 +410,11 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
 		memset(d->srq, 0, c->max_srq * sizeof(*d->srq));
 		memset(d->xrcd, 0, c->max_xrcd * sizeof(*d->xrcd));
-		/* Keep each MR slot's tag so keys from before the reset stay stale. */
-		for (uint32_t i = 0; i < c->max_mr; i++) {
+		/* Keep each MR slot's tag so keys from before the reset stay
+		 * stale.  Slots from mr_seen on and MTT entries from mtt_top on
+		 * were never touched: the loops stop there, the pages of tables
+		 * sized for the configured maximum stay unallocated. */
+		for (uint32_t i = 0; i < d->mr_seen; i++) {
 			uint8_t tag = d->mr[i].next_tag;
 
 			memset(&d->mr[i], 0, sizeof(d->mr[i]));
@@ -417,10 +422,10 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		}
 		memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
 		memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
-		memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
-		memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
+		memset(d->mtt, 0, (size_t)d->mtt_top * sizeof(*d->mtt));
+		memset(d->mtt_used, 0, (size_t)d->mtt_top * sizeof(*d->mtt_used));
 	}
-	d->mtt_free = c->max_mtt;
+	qrnic_mr_alloc_reset(d);	/* every slot and entry free */
 	if (d->admin && d->admin->reset)
 		d->admin->reset(d->admin_opaque, d);
 	d->uctx_valid[0] = true;
