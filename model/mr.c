@@ -543,7 +543,7 @@ static int mt_check(const struct qrnic_dev *d, const struct qrnic_mtt_node *n, u
 	return mt_check(d, n, n[x].r, end, sum, count, why, len);
 }
 
-int qrnic_mr_alloc_check(struct qrnic_dev *d, char *why, size_t len)
+int qrnic_dev_check_alloc(struct qrnic_dev *d, char *why, size_t len)
 {
 	const struct qrnic_idmap *m = &d->mpt_ids;
 	const struct qrnic_mtt_tree *t = MT(d);

@@ -733,12 +733,12 @@ void qrnic_mpt_take(struct qrnic_dev *d, uint32_t idx);
 void qrnic_mpt_give(struct qrnic_dev *d, uint32_t idx);
 /* device.c, snapshot.c: the allocators' memory; their power-on state (all
  * free); their state rebuilt from the MPT and mtt_used (a loaded stream:
- * false if out of memory); check against them (tests; 0 = consistent). */
+ * false if out of memory); check against them: qrnic_dev_check_alloc
+ * (qrnic_model.h). */
 int qrnic_mr_alloc_init(struct qrnic_dev *d);
 void qrnic_mr_alloc_fini(struct qrnic_dev *d);
 void qrnic_mr_alloc_reset(struct qrnic_dev *d);
 bool qrnic_mr_alloc_rebuild(struct qrnic_dev *d);
-int qrnic_mr_alloc_check(struct qrnic_dev *d, char *why, size_t len);
 /* An MPT slot in use: holds an MR, a fast-registration MR or a window. */
 static inline bool qrnic_mpt_in_use(const struct qrnic_mr *m)
 {
