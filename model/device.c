@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "qrnic_internal.h"
 
@@ -331,6 +332,41 @@ struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn)
 }
 
 /* ---- life cycle -------------------------------------------------------------- */
+/*
+ * The MPT and the MTT are sized for the configured maximum (2^24 slots and
+ * entries by default, ~1.2 GiB): an anonymous mapping, whose pages cost
+ * nothing until touched, so memory grows with use.  calloc gives no such
+ * promise: once free() raised malloc's dynamic mmap threshold (up to
+ * 32 MiB), a table below it comes from the heap and is cleared page by
+ * page.  Under AddressSanitizer, calloc, which it checks.
+ */
+static void *table_alloc(size_t n, size_t size)
+{
+#ifndef __SANITIZE_ADDRESS__
+	void *p;
+
+	if (n && size <= SIZE_MAX / n && n * size >= (1u << 20)) {
+		p = mmap(NULL, n * size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+#endif
+	return calloc(n ? n : 1, size);
+}
+
+static void table_free(void *p, size_t n, size_t size)
+{
+	if (!p)
+		return;
+#ifndef __SANITIZE_ADDRESS__
+	if (n * size >= (1u << 20)) {
+		munmap(p, n * size);
+		return;
+	}
+#endif
+	free(p);
+}
+
 static void free_tables(struct qrnic_dev *d)
 {
 	if (d->qp)
@@ -341,11 +377,11 @@ static void free_tables(struct qrnic_dev *d)
 	free(d->cq);
 	free(d->eq);
 	free(d->qp);
-	free(d->mr);
+	table_free(d->mr, d->cfg.max_mr, sizeof(*d->mr));
 	free(d->ah);
 	free(d->gid);
-	free(d->mtt);
-	free(d->mtt_used);
+	table_free(d->mtt, d->cfg.max_mtt, sizeof(*d->mtt));
+	table_free(d->mtt_used, d->cfg.max_mtt, sizeof(*d->mtt_used));
 	free(d->srq);
 	free(d->xrcd);
 	qrnic_mr_alloc_fini(d);
@@ -371,11 +407,11 @@ static int alloc_tables(struct qrnic_dev *d)
 	d->cq = calloc(c->max_cq, sizeof(*d->cq));
 	d->eq = calloc(c->max_eq, sizeof(*d->eq));
 	d->qp = calloc(c->max_qp, sizeof(*d->qp));
-	d->mr = calloc(c->max_mr, sizeof(*d->mr));
+	d->mr = table_alloc(c->max_mr, sizeof(*d->mr));
 	d->ah = calloc(c->max_ah, sizeof(*d->ah));
 	d->gid = calloc(c->gid_tbl_len, sizeof(*d->gid));
-	d->mtt = calloc(c->max_mtt, sizeof(*d->mtt));
-	d->mtt_used = calloc(c->max_mtt, sizeof(*d->mtt_used));
+	d->mtt = table_alloc(c->max_mtt, sizeof(*d->mtt));
+	d->mtt_used = table_alloc(c->max_mtt, sizeof(*d->mtt_used));
 	d->srq = calloc(c->max_srq, sizeof(*d->srq));
 	d->xrcd = calloc(c->max_xrcd, sizeof(*d->xrcd));
 	if (!d->uctx_valid || !d->pd || !d->cq || !d->eq || !d->qp || !d->mr || !d->ah ||

@@ -1691,17 +1691,18 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		}
 	/* memory windows: each MR's and QP's count of the windows bound to it */
 	{
-		uint32_t *mw_mr = calloc(c->max_mr ? c->max_mr : 1, sizeof(*mw_mr));
+		/* slots from mr_seen on are all zero: neither windows nor MRs */
+		uint32_t *mw_mr = calloc(d->mr_seen, sizeof(*mw_mr));
 		uint32_t *mw_qp = calloc(c->max_qp ? c->max_qp : 1, sizeof(*mw_qp));
 		bool bad = !mw_mr || !mw_qp;
 
-		for (uint32_t i = 0; i < c->max_mr && !bad; i++) {
+		for (uint32_t i = 0; i < d->mr_seen && !bad; i++) {
 			const struct qrnic_mr *m = &d->mr[i];
 			uint32_t p = m->mpt.max_pages;
 
 			if (!(m->mpt.flags & QRNIC_MPT_VALID) || !(m->mpt.flags & QRNIC_MPT_MW))
 				continue;
-			if (!p || p >= c->max_mr || !(d->mr[p].mpt.flags & QRNIC_MPT_VALID) ||
+			if (!p || p >= d->mr_seen || !(d->mr[p].mpt.flags & QRNIC_MPT_VALID) ||
 			    (d->mr[p].mpt.flags & QRNIC_MPT_MW) ||
 			    (m->mw_qpn && (m->mw_qpn >= c->max_qp || !d->qp[m->mw_qpn].valid))) {
 				qr_fail(r, "window %u: bound to MR %u or QP %u that does not exist", i, p,
@@ -1713,7 +1714,7 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 			if (m->mw_qpn)
 				mw_qp[m->mw_qpn]++;
 		}
-		for (uint32_t i = 0; i < c->max_mr && !bad; i++)
+		for (uint32_t i = 0; i < d->mr_seen && !bad; i++)
 			if ((d->mr[i].mpt.flags & QRNIC_MPT_VALID) &&
 			    !(d->mr[i].mpt.flags & QRNIC_MPT_MW) && d->mr[i].bound_mws != mw_mr[i]) {
 				qr_fail(r, "MR %u: %u windows bound, %u counted", i, mw_mr[i],
