@@ -87,6 +87,8 @@ static uint8_t fw_query_device(struct qrnic_dev *d, const struct qrnic_aq_cmd *c
 	a.max_fast_reg_pages = QRNIC_MAX_FAST_REG_PAGES;
 	a.max_mw = c->max_mr;	/* one MPT for MRs and windows */
 	a.max_xrcd = c->max_xrcd;
+	a.hca_core_clock = QRNIC_CLOCK_KHZ;
+	a.timestamp_mask = QRNIC_CLOCK_MASK;
 	a.page_size_cap = ((1ull << (QRNIC_MAX_PAGE_SHIFT + 1)) - 1) &
 			  ~((1ull << QRNIC_MIN_PAGE_SHIFT) - 1);
 	a.max_mr_size = c->max_mr_size;
@@ -187,6 +189,7 @@ uint8_t qrnic_fw_alloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	for (i = 1; i < d->cfg.max_uctx; i++) {
 		if (!d->uctx_valid[i]) {
 			d->uctx_valid[i] = true;
+			qrnic_bf_uctx_clear(d, i);	/* nothing staged by an earlier owner */
 			cqe->result[0] = i;
 			return QRNIC_AQ_OK;
 		}
@@ -220,6 +223,7 @@ uint8_t qrnic_fw_dealloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cm
 		if (d->qp[i].valid && d->qp[i].uctx == u)
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, off);
 	d->uctx_valid[u] = false;
+	qrnic_bf_uctx_clear(d, u);
 	return QRNIC_AQ_OK;
 }
 
@@ -422,6 +426,7 @@ static bool fw_engine_run(void *opaque, struct qrnic_dev *d, uint32_t budget)
 static void fw_engine_reset(void *opaque, struct qrnic_dev *d)
 {
 	d->next_qpn = 2;
+	d->qp_live = 0;
 }
 
 const struct qrnic_admin_ops qrnic_fw_admin_ops = {

@@ -395,8 +395,18 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	} else {
 		/* Round robin from the last QPN handed out, so a QPN is not
 		 * reused at once: CQEs a destroyed QP left in a shared CQ are
-		 * not taken for the new QP's. */
+		 * not taken for the new QP's.  Within a window of twice the QPs
+		 * that exist (at least 1022), not the whole QPN space: a guest
+		 * that creates and destroys QPs would otherwise walk the whole
+		 * QP table (1968 bytes a slot, 129 MiB at 65536 QPs) and make
+		 * every page of it resident; the window keeps the table's
+		 * memory proportional to the QPs in use and still leaves at
+		 * least as many free QPNs as live ones to rotate through. */
 		uint32_t span = d->cfg.max_qp - 2;
+		uint32_t window = d->qp_live > 511 ? 2 * d->qp_live : 1022;
+
+		if (window < span)
+			span = window;
 
 		for (uint32_t i = 0; i < span; i++) {
 			qpn = 2 + (d->next_qpn - 2 + i) % span;
@@ -432,6 +442,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		qp_clear(qp);
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 	}
+	d->qp_live++;
 	if (pd)
 		pd->refcnt++;
 	if (scq)
@@ -632,5 +643,7 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (xrcd && xrcd->refcnt)
 		xrcd->refcnt--;
 	qp_clear(qp);
+	if (d->qp_live)
+		d->qp_live--;
 	return QRNIC_AQ_OK;
 }

@@ -87,11 +87,14 @@ uint8_t qrnic_fw_create_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (c->log_depth < 1 || c->log_depth > QRNIC_MAX_QUEUE_LOG ||
 	    (1u << c->log_depth) > d->cfg.max_cqe)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.create_cq.log_depth));
+	if (c->flags & ~QRNIC_CQ_F_ALL)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.create_cq.flags));
 	nz = qrnic_fw_nonzero(c->rsvd, sizeof(c->rsvd));
 	if (nz >= 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM,
 				     QRNIC_FW_OFF(u.create_cq.rsvd) + (uint32_t)nz);
-	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)sizeof(struct qrnic_cqe) << c->log_depth))
+	/* the ring holds 1 << log_depth CQEs of the size the flags select */
+	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << c->log_depth))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.create_cq.ring_addr));
 	if ((c->dbrec_addr & 3) || c->dbrec_addr > UINT64_MAX - 3)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.create_cq.dbrec_addr));
@@ -105,6 +108,7 @@ uint8_t qrnic_fw_create_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		cq->uctx = c->uctx;
 		cq->eqn = c->eqn;
 		cq->log_depth = c->log_depth;
+		cq->flags = c->flags;
 		cq->ring = c->ring_addr;
 		cq->dbrec = c->dbrec_addr;
 		cq->valid = true;
@@ -154,7 +158,8 @@ uint8_t qrnic_fw_resize_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd) + (uint32_t)nz);
 	if (c->rsvd2)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd2));
-	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)sizeof(struct qrnic_cqe) << c->log_depth))
+	/* the new ring has the CQ's CQE size (a timestamp CQ stays one) */
+	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)QRNIC_CQ_CQE_SIZE(cq->flags) << c->log_depth))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(ring_addr));
 	st = qrnic_cq_resize(d, cq, c->log_depth, c->ring_addr, &carried);
 	if (st == QRNIC_AQ_BAD_PARAM)	/* the CQEs not consumed do not fit */

@@ -144,7 +144,7 @@ static void cq_overrun(struct qrnic_dev *d, struct qrnic_cq *cq)
 int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cqe)
 {
 	uint32_t depth = 1u << cq->log_depth;
-	uint64_t slot;
+	uint64_t slot, now;
 
 	if (cq->error) {
 		qrnic_stat_add(d, QRNIC_STAT_CQE_ERRORS, 1);
@@ -162,11 +162,14 @@ int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cq
 		return -1;
 	}
 	cqe->owner = owner_bit(cq->pi, cq->log_depth);
-	slot = cq->ring + (uint64_t)(cq->pi & (depth - 1)) * sizeof(*cqe);
+	slot = cq->ring + (uint64_t)(cq->pi & (depth - 1)) * QRNIC_CQ_CQE_SIZE(cq->flags);
 	cq->pi++;	/* the slot is ours from now on */
 	if (qrnic_timed(d) && qrnic_fx_cqe(d, (uint32_t)(cq - d->cq), slot, cqe) == 0)
 		return 0;	/* written at its modelled time */
-	qrnic_cq_write_now(d, cq, slot, cqe);
+	/* Timed CQEs of this CQ may still be due (tm_last): this one comes
+	 * after them in the ring, so its timestamp does not go below theirs. */
+	now = qrnic_now(d);
+	qrnic_cq_write_now(d, cq, slot, cqe, now > cq->tm_last ? now : cq->tm_last);
 	return 0;
 }
 
@@ -196,14 +199,27 @@ void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev)
 		cq_event(d, cq);
 }
 
+/* Writes the CQE (a 64-byte one with the timestamp ts, if the CQ has
+ * them): every byte but the owner, then the owner. */
 void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
-			struct qrnic_cqe *cqe)
+			struct qrnic_cqe *cqe, uint64_t ts)
 {
 	bool solicited = cqe->rsvd == QRNIC_CQE_RSVD_SOLICITED;
 
 	cqe->rsvd = 0;
 	if (cq->error)
 		return;
+	if (cq->flags & QRNIC_CQ_F_TIMESTAMP) {
+		struct qrnic_cqe64 e;
+
+		memset(&e, 0, sizeof(e));
+		e.timestamp = ts;	/* ABI fields are native: a little-endian host (qrnic_abi_types.h) */
+		if (qrnic_dma_write(d, slot + sizeof(*cqe), &e.timestamp,
+				    sizeof(e) - sizeof(*cqe))) {
+			cq_overrun(d, cq);
+			return;
+		}
+	}
 	if (qrnic_dma_write(d, slot, cqe, sizeof(*cqe) - 1) ||
 	    qrnic_dma_write(d, slot + sizeof(*cqe) - 1, &cqe->owner, 1)) {
 		cq_overrun(d, cq);
@@ -247,7 +263,7 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 		    uint32_t *carried)
 {
 	uint32_t cqn = (uint32_t)(cq - d->cq), old_mask = (1u << cq->log_depth) - 1, n, i;
-	const uint32_t zero = 0;
+	const uint32_t zero = 0, size = QRNIC_CQ_CQE_SIZE(cq->flags);
 
 	*carried = 0;
 	if (cq->error)
@@ -265,17 +281,22 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 	n = cq->pi - cq->ci;
 	if (n > (1u << log_depth))
 		return QRNIC_AQ_BAD_PARAM;
-	/* copy, body then owner, as the CQEs were written (n <= depth) */
+	/* copy, body then owner, as the CQEs were written (n <= depth); a
+	 * 64-byte CQE keeps its timestamp */
 	for (i = 0; i < n; i++) {
-		struct qrnic_cqe e;
-		uint64_t from = cq->ring + (uint64_t)((cq->ci + i) & old_mask) * sizeof(e);
-		uint64_t to = ring + (uint64_t)i * sizeof(e);
+		struct qrnic_cqe64 e;
+		uint64_t from = cq->ring + (uint64_t)((cq->ci + i) & old_mask) * size;
+		uint64_t to = ring + (uint64_t)i * size;
+		const uint32_t own = offsetof(struct qrnic_cqe, owner);
 
-		if (qrnic_dma_read(d, from, &e, sizeof(e)))
+		if (qrnic_dma_read(d, from, &e, size))
 			return QRNIC_AQ_DMA_ERROR;
-		e.owner = owner_bit(i, log_depth);
-		if (qrnic_dma_write(d, to, &e, sizeof(e) - 1) ||
-		    qrnic_dma_write(d, to + sizeof(e) - 1, &e.owner, 1))
+		e.cqe.owner = owner_bit(i, log_depth);
+		if ((size > sizeof(e.cqe) &&
+		     qrnic_dma_write(d, to + sizeof(e.cqe), (uint8_t *)&e + sizeof(e.cqe),
+				     size - sizeof(e.cqe))) ||
+		    qrnic_dma_write(d, to, &e, own) ||
+		    qrnic_dma_write(d, to + own, &e.cqe.owner, 1))
 			return QRNIC_AQ_DMA_ERROR;
 	}
 	if (cq->dbrec && qrnic_dma_write(d, cq->dbrec, &zero, sizeof(zero)))

@@ -375,8 +375,13 @@ static void table_free(void *p, size_t n, size_t size)
 static void free_tables(struct qrnic_dev *d)
 {
 	if (d->qp)
-		for (uint32_t i = 0; i < d->cfg.max_qp; i++)
+		for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
 			free(d->qp[i].req.win);
+			free(d->qp[i].bf);
+		}
+	qrnic_bf_free_all(d);
+	free(d->bf_stage);
+	d->bf_stage = NULL;
 	free(d->uctx_valid);
 	free(d->pd);
 	free(d->cq);
@@ -428,6 +433,22 @@ static int alloc_tables(struct qrnic_dev *d)
 	return 0;
 }
 
+/* Zero the entries of a table that are not zero already.  Reading an
+ * untouched page of a calloc'd table maps the shared zero page; writing
+ * it would allocate it, so a table of 65536 slots of which a few were used
+ * costs only those few pages after a reset, as after power-on. */
+static void clear_used(void *table, uint32_t n, size_t size)
+{
+	uint8_t *p = table;
+
+	for (uint32_t i = 0; i < n; i++, p += size)
+		for (size_t j = 0; j < size; j++)
+			if (p[j]) {
+				memset(p, 0, size);
+				break;
+			}
+}
+
 /* Back to the power-on state.  fresh: the tables were just allocated
  * zeroed (alloc_tables), so clearing them again is skipped -- it would
  * only fault in every page of tables sized for the largest configuration. */
@@ -440,17 +461,19 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		 * reading it leaves the table's untouched pages unallocated */
 		for (uint32_t i = 0; i < c->max_qp; i++) {
 			if (!d->qp[i].valid && !d->qp[i].req.win && !d->qp[i].work.on &&
-			    !d->qp[i].flushq.on)
+			    !d->qp[i].flushq.on && !d->qp[i].bf)
 				continue;
 			free(d->qp[i].req.win);
+			free(d->qp[i].bf);
 			memset(&d->qp[i], 0, sizeof(d->qp[i]));
 		}
 		memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
-		memset(d->pd, 0, c->max_pd * sizeof(*d->pd));
-		memset(d->cq, 0, c->max_cq * sizeof(*d->cq));
+		qrnic_bf_free_all(d);
+		clear_used(d->pd, c->max_pd, sizeof(*d->pd));
+		clear_used(d->cq, c->max_cq, sizeof(*d->cq));
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
-		memset(d->srq, 0, c->max_srq * sizeof(*d->srq));
-		memset(d->xrcd, 0, c->max_xrcd * sizeof(*d->xrcd));
+		clear_used(d->srq, c->max_srq, sizeof(*d->srq));
+		clear_used(d->xrcd, c->max_xrcd, sizeof(*d->xrcd));
 		/* Keep each MR slot's tag so keys from before the reset stay
 		 * stale.  Slots from mr_seen on and MTT entries from mtt_top on
 		 * were never touched: the loops stop there, the pages of tables
@@ -461,7 +484,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 			memset(&d->mr[i], 0, sizeof(d->mr[i]));
 			d->mr[i].next_tag = tag;
 		}
-		memset(d->ah, 0, c->max_ah * sizeof(*d->ah));
+		clear_used(d->ah, c->max_ah, sizeof(*d->ah));
 		memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
 		memset(d->mtt, 0, (size_t)d->mtt_top * sizeof(*d->mtt));
 		memset(d->mtt_used, 0, (size_t)d->mtt_top * sizeof(*d->mtt_used));

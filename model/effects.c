@@ -153,8 +153,9 @@ void qrnic_fx_flush_cq(struct qrnic_dev *d, uint32_t cqn)
 
 	for (uint32_t i = 1; i < d->fx_cap; i++) {
 		if (d->fx[i].kind == QRNIC_FX_CQE && d->fx[i].len == cqn) {
-			if (cq)
-				qrnic_cq_write_now(d, cq, d->fx[i].slot, &d->fx[i].cqe);
+			if (cq)	/* stamped with its modelled time, as if due */
+				qrnic_cq_write_now(d, cq, d->fx[i].slot, &d->fx[i].cqe,
+						   d->fx[i].when);
 			fx_release(d, i);
 		}
 	}
@@ -226,7 +227,7 @@ int qrnic_fx_cqe(struct qrnic_dev *d, uint32_t cqn, uint64_t slot, const struct 
 	 * (PCIe keeps posted writes in order), so it becomes visible after
 	 * them; it need not wait for them to be visible before it is sent. */
 	t = d->tm_t + qrnic_tm_cycles(&d->tm, d->tm.p.cqe_cycles);
-	t = qrnic_tm_dma_write(&d->tm, t, sizeof(*cqe));
+	t = qrnic_tm_dma_write(&d->tm, t, QRNIC_CQ_CQE_SIZE(cq->flags));
 	t = max64(t, d->tm_wr_vis);
 	t = max64(t, cq->tm_last);
 	e = fx_alloc(d, &idx);
@@ -296,8 +297,8 @@ void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev)
 	case QRNIC_FX_CQE: {
 		struct qrnic_cq *cq = qrnic_cq_get(d, e->len);
 
-		if (cq)
-			qrnic_cq_write_now(d, cq, e->slot, &e->cqe);
+		if (cq)	/* the timestamp: the modelled time it became visible */
+			qrnic_cq_write_now(d, cq, e->slot, &e->cqe, e->when);
 		break;
 	}
 	case QRNIC_FX_IRQ:

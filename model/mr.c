@@ -799,7 +799,7 @@ int qrnic_mr_fast_reg(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_reg_
 	if (qrnic_dma_read(d, w->pbl_addr, mtt, (size_t)w->npages * sizeof(uint64_t)))
 		return QRNIC_VERR_DMA;
 	for (i = 0; i < w->npages; i++) {
-		mtt[i] = qrnic_le64(mtt[i]);
+		mtt[i] = qrnic_le64_to_host(mtt[i]);
 		if (mtt[i] & pmask)
 			return QRNIC_VERR_BAD_WQE;
 	}

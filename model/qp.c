@@ -33,6 +33,8 @@ void qrnic_qp_fini_state(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qrnic_qlist_remove(d, &d->flushq, QRNIC_QL_FLUSH, qp);
 	free(qp->req.win);
 	qp->req.win = NULL;
+	free(qp->bf);
+	qp->bf = NULL;
 	qrnic_req_stop_timers(d, qp);	/* armed events become stale */
 }
 
@@ -43,6 +45,8 @@ static void clear_transport(struct qrnic_dev *d, struct qrnic_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->req.win = win;
+	if (qp->bf)
+		qp->bf->valid = false;
 	qrnic_req_stop_timers(d, qp);
 	memset(&qp->cc, 0, sizeof(qp->cc));
 	qp->sq_pi = qp->rq_pi = 0;
@@ -233,7 +237,8 @@ void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev)
 		qrnic_async_event(d, async_ev, qp->qpn, 0);
 }
 
-void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi)
+bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
+		       uint32_t bf_bytes)
 {
 	uint32_t depth;
 	uint32_t ci;
@@ -243,7 +248,7 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 			qrnic_guest_err(d, err_qp_db_no_sq, (qp->qpn),
 					"qrnic: SQ doorbell for QP %u which has no SQ", qp->qpn);
-			return;
+			return false;
 		}
 		depth = 1u << qp->sq_log_depth;
 		ci = qp->req.sq_ci;
@@ -252,7 +257,7 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 			qrnic_guest_err(d, err_qp_db_no_rq, (qp->qpn),
 					"qrnic: RQ doorbell for QP %u which has no RQ", qp->qpn);
-			return;
+			return false;
 		}
 		depth = 1u << qp->rq_log_depth;
 		ci = qp->resp.rq_ci;
@@ -264,7 +269,7 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 		qrnic_guest_err(d, err_qp_db_index, (qp->qpn, !sq, pi, ci, depth),
 				"qrnic: QP %u %s producer index %u invalid (consumer %u, depth %u)",
 				  qp->qpn, sq ? "SQ" : "RQ", pi, ci, depth);
-		return;
+		return false;
 	}
 	if (sq) {
 		qp->sq_pi = pi;
@@ -272,14 +277,16 @@ void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 			qrnic_guest_err(d, err_qp_no_memory, (qp->qpn),
 					"qrnic: QP %u: no memory for its send window", qp->qpn);
 			qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
-			return;
+			return false;
 		}
 		if (d->tm.enabled)
-			qp->tm_db = qrnic_now(d) + qrnic_tm_cycles(&d->tm, d->tm.p.doorbell_cycles);
+			qp->tm_db = qrnic_now(d) + (bf_bytes ? qrnic_tm_bf_write(&d->tm, bf_bytes) : 0) +
+				    qrnic_tm_cycles(&d->tm, d->tm.p.doorbell_cycles);
 	} else {
 		qp->rq_pi = pi;
 	}
 	qrnic_qp_kick(d, qp);
+	return true;
 }
 
 static bool qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);

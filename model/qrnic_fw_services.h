@@ -45,6 +45,8 @@
 	X(qrnic_gid_is_mcast) X(qrnic_mcg_attach) X(qrnic_mcg_detach)	\
 	X(qrnic_mcg_detach_qp)						\
 	/* MODIFY_QP of the QP's congestion control (cc.c) */		\
-	X(qrnic_cc_qp_reset)
+	X(qrnic_cc_qp_reset)						\
+	/* BlueFlame buffers of a user context's page (regs.c) */	\
+	X(qrnic_bf_uctx_clear)
 
 #endif

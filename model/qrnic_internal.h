@@ -23,7 +23,6 @@
 
 #define QRNIC_FW_VERSION	0x00010000u
 
-#define QRNIC_MAX_INLINE	((1u << QRNIC_MAX_SEND_WQE_SHIFT) - sizeof(struct qrnic_send_wqe))
 #define QRNIC_REQ_WINDOW	64	/* send WQEs in flight per QP (power of 2) */
 #define QRNIC_MAX_UNACKED_PKTS	512	/* packets in flight per QP (window cap) */
 #define QRNIC_CWND_MIN		4	/* loss window floor, packets */
@@ -146,6 +145,7 @@ struct qrnic_cq {
 	uint32_t uctx;
 	uint32_t eqn;
 	uint8_t log_depth;
+	uint8_t flags;		/* QRNIC_CQ_F_* of CREATE_CQ: TIMESTAMP = 64-byte CQEs */
 	uint64_t ring;
 	uint64_t dbrec;
 	uint32_t pi;		/* next CQE slot, free running */
@@ -190,6 +190,22 @@ struct qrnic_mcg {
 	uint8_t gid[16];
 	uint32_t nqp;
 	uint32_t qpn[QRNIC_MAX_MCG_QP];
+};
+
+/* BlueFlame (regs.c): what a doorbell page's BF buffers hold between the
+ * data stores and the control word. */
+struct qrnic_bf_stage {
+	uint8_t  data[QRNIC_DB_BF_NUM][QRNIC_BF_MAX_WQE];
+	uint32_t written[QRNIC_DB_BF_NUM];	/* bit i: word i stored since the last control word */
+};
+
+/* The WQE a QP's last accepted BF control word carried: copied once out of
+ * the stage, validated when fetched (requester.c) like a ring WQE. */
+struct qrnic_bf_wqe {
+	bool     valid;
+	uint32_t index;		/* free-running SQ index of the WQE */
+	uint32_t nbytes;	/* 64..QRNIC_BF_MAX_WQE */
+	uint8_t  data[QRNIC_BF_MAX_WQE];
 };
 
 /* A validated private copy of one send WQE in flight. */
@@ -357,6 +373,7 @@ struct qrnic_qp {
 	struct qrnic_qlink flushq;	/* on d->flushq: to be flushed (error) */
 	uint32_t bound_mws;	/* type 2 windows bound through it (mr.c) */
 	/* timing: when this QP's pipelines are free */
+	struct qrnic_bf_wqe *bf;	/* BlueFlame copy, allocated at the first BF post */
 	uint64_t tm_db;		/* requester: last doorbell processed */
 	uint64_t tm_req;	/* requester: last WQE issued (keeps WQEs in order) */
 	uint64_t tm_pkt;	/* requester: previous packet processed */
@@ -463,6 +480,7 @@ struct qrnic_dev {
 
 	/* resources */
 	bool *uctx_valid;		/* [max_uctx] */
+	struct qrnic_bf_stage **bf_stage;	/* [max_uctx], allocated at first use */
 	struct qrnic_pd *pd;		/* [max_pd] */
 	struct qrnic_cq *cq;		/* [max_cq] */
 	struct qrnic_eq *eq;		/* [max_eq] */
@@ -483,6 +501,8 @@ struct qrnic_dev {
 	uint32_t mr_seen;		/* slots >= mr_seen all zero (tags too): loops stop
 					 * here; only grows (tags outlive a reset) */
 	uint32_t next_qpn;		/* firmware: where the QPN search starts (2..max_qp-1) */
+	uint32_t qp_live;		/* firmware: QPs that exist (the QPN window; derived
+					 * from the QPs on a snapshot load) */
 
 	/* work */
 	bool aq_pending;
@@ -703,7 +723,7 @@ void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev);
 void qrnic_arm_run(struct qrnic_dev *d);
 
 /* Little-endian 64-bit value from host memory (page lists). */
-static inline uint64_t qrnic_le64(uint64_t v)
+static inline uint64_t qrnic_le64_to_host(uint64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	return __builtin_bswap64(v);
@@ -818,7 +838,12 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 /* Engines: move to ERR (if not already) with an async event subtype
  * (QRNIC_EV_* or 0xff for none) and flush. */
 void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev);
-void qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi);
+/* bf_bytes: the BlueFlame write's size (its MMIO time is charged), else 0.
+ * Returns whether the doorbell was taken. */
+bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
+		       uint32_t bf_bytes);
+void qrnic_bf_uctx_clear(struct qrnic_dev *d, uint32_t uctx);	/* regs.c */
+void qrnic_bf_free_all(struct qrnic_dev *d);			/* regs.c */
 /* Service one QP from the work list: ACKs, READ responses, new requests.
  * Returns true if the QP still has work. */
 bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);
@@ -923,9 +948,10 @@ void qrnic_tx_now(struct qrnic_dev *d, const uint8_t *frame, size_t len);
 /* The same, taking a frame buffer (qrnic_frame_buf_alloc) instead of copying. */
 void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len);
-/* Write a reserved CQE now and raise its event (what a due CQE effect does). */
+/* Write a reserved CQE now and raise its event (what a due CQE effect does);
+ * ts: its completion timestamp (written only by a QRNIC_CQ_F_TIMESTAMP CQ). */
 void qrnic_cq_write_now(struct qrnic_dev *d, struct qrnic_cq *cq, uint64_t slot,
-			struct qrnic_cqe *cqe);
+			struct qrnic_cqe *cqe, uint64_t ts);
 
 /* ---- eth.c: the plain Ethernet rings ------------------------------------- */
 void qrnic_eth_reg_write(struct qrnic_dev *d, uint64_t off, uint32_t v);

@@ -60,7 +60,8 @@
 	X(mtt_miss_ns,		"miss handler occupancy per MTT miss besides its 64-byte PCIe read") \
 	X(mtt_prefetch,		"1: prefetch the next MTT line of a sequential stream; 0: off") \
 	X(atomic_ns,		"responder atomic unit occupancy per ATOMIC (read-modify-write)") \
-	X(irq_moderation_ns,	"minimum gap between interrupts on one vector")
+	X(irq_moderation_ns,	"minimum gap between interrupts on one vector")	\
+	X(bf_write_ns,		"BlueFlame: CPU stores of a WQE until the device holds it (besides its bytes at pcie_mbps)")
 
 struct qrnic_timing_profile {
 	const char *name;
@@ -139,6 +140,7 @@ uint64_t qrnic_tm_pu(struct qrnic_timing *t, uint64_t ready, uint32_t cycles);
 /* A DMA read of len bytes issued at 'ready': returns when the data is in. */
 uint64_t qrnic_tm_dma_read(struct qrnic_timing *t, uint64_t ready, uint32_t len);
 /* A DMA write of len bytes issued at 'ready': returns when it is visible. */
+uint64_t qrnic_tm_bf_write(struct qrnic_timing *t, uint32_t len);	/* ns, no booking */
 uint64_t qrnic_tm_dma_write(struct qrnic_timing *t, uint64_t ready, uint32_t len);
 /* A frame of len bytes ready at 'ready': returns when its last bit leaves. */
 uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len);

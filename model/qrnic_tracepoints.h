@@ -214,6 +214,9 @@
 	X(ub_eq_db_disabled, UB,					\
 	  "an EQ doorbell while the device is disabled or fatal: dropped", \
 	  "val 0x%" PRIx64, (uint64_t, val))				\
+	X(ub_bf_fallback, UB,						\
+	  "a BlueFlame WQE not used, read from the SQ ring instead (reason: 1 torn write, 2 bad nwords, 3 index not the next one, 4 doorbell ignored, 5 the WQE is longer than its BF copy)", \
+	  "qpn %u idx %u reason %u", (uint32_t, qpn), (uint32_t, idx), (uint32_t, reason)) \
 	/* ---- device events (from the model's trace records) ---- */	\
 	X(doorbell, EV,							\
 	  "a doorbell taken: queue 0 SQ, 1 RQ, 2 CQ, 3 SRQ; qn its number, idx the producer (consumer for a CQ)", \

@@ -4,6 +4,8 @@
  * A write records what is pending and asks the host to run the device
  * (qrnic_schedule); no device work runs inside it.
  */
+#include <stdlib.h>
+
 #include "qrnic_internal.h"
 
 /* ---- registers -------------------------------------------------------------- */
@@ -14,10 +16,33 @@ static uint32_t mac_lo(const struct qrnic_dev *d)
 	return m[0] | (m[1] << 8) | (m[2] << 16) | ((uint32_t)m[3] << 24);
 }
 
+/* The device clock (QRNIC_REG_CLOCK_LO/HI, QRNIC_DB_CLOCK): the host's
+ * clock, free running (a reset does not touch it).  A 64-bit read at
+ * CLOCK_LO, or 32-bit reads of either half; anything else is 0. */
+static bool clock_read(struct qrnic_dev *d, uint64_t off, unsigned size, uint64_t lo,
+		       uint64_t *v)
+{
+	uint64_t now;
+
+	if (off == lo && size == 8) {
+		*v = qrnic_now(d);
+		return true;
+	}
+	if ((off == lo || off == lo + 4) && size == 4) {
+		now = qrnic_now(d);
+		*v = off == lo ? (uint32_t)now : (uint32_t)(now >> 32);
+		return true;
+	}
+	return false;
+}
+
 uint64_t qrnic_dev_reg_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 {
+	uint64_t clk;
 	uint32_t v;
 
+	if (clock_read(d, off, size, QRNIC_REG_CLOCK_LO, &clk))
+		return clk;
 	if (size != 4 || (off & 3)) {
 		if (!(size == 8 && off == QRNIC_REG_EQ_DB))
 			qrnic_guest_err(d, err_mmio_read_size, (off, size),
@@ -202,7 +227,13 @@ void qrnic_dev_reg_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsign
 /* ---- doorbell pages ---------------------------------------------------------- */
 uint64_t qrnic_dev_db_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 {
-	qrnic_guest_err(d, err_db_read, (off), "qrnic: read of doorbell page offset 0x%llx (write-only)",
+	uint64_t clk;
+
+	/* every page, allocated or not: the clock is no secret of a context */
+	if (clock_read(d, off % QRNIC_DB_PAGE_SIZE, size, QRNIC_DB_CLOCK, &clk))
+		return clk;
+	qrnic_guest_err(d, err_db_read, (off), "qrnic: read of doorbell page offset 0x%llx (write-only; "
+			  "the clock is at 0x20)",
 			  (unsigned long long)off);
 	return 0;
 }
@@ -214,6 +245,114 @@ uint64_t qrnic_dev_db_read(struct qrnic_dev *d, uint64_t off, unsigned size)
 		qrnic_guest_err(d, name, (off, val), "qrnic: doorbell 0x%llx=0x%llx ignored: %s", \
 				(unsigned long long)(off), (unsigned long long)(val), why); \
 	} while (0)
+
+/* ---- BlueFlame buffers (qrnic_regs.h QRNIC_DB_BF_*, spec 3.2.1) ---------------- */
+void qrnic_bf_uctx_clear(struct qrnic_dev *d, uint32_t uctx)
+{
+	if (d->bf_stage && uctx < d->cfg.max_uctx) {
+		free(d->bf_stage[uctx]);
+		d->bf_stage[uctx] = NULL;
+	}
+}
+
+void qrnic_bf_free_all(struct qrnic_dev *d)
+{
+	if (!d->bf_stage)
+		return;
+	for (uint32_t i = 0; i < d->cfg.max_uctx; i++)
+		qrnic_bf_uctx_clear(d, i);
+}
+
+static struct qrnic_bf_stage *bf_stage(struct qrnic_dev *d, uint32_t page)
+{
+	if (!d->bf_stage)
+		d->bf_stage = calloc(d->cfg.max_uctx, sizeof(*d->bf_stage));
+	if (!d->bf_stage)
+		return NULL;
+	if (!d->bf_stage[page])
+		d->bf_stage[page] = calloc(1, sizeof(*d->bf_stage[page]));
+	return d->bf_stage[page];
+}
+
+static void bf_fallback(struct qrnic_dev *d, uint32_t qpn, uint32_t idx, uint32_t reason)
+{
+	qrnic_stat_add(d, QRNIC_STAT_BF_FALLBACKS, 1);
+	qrnic_tp_ub_bf_fallback(d, qpn, idx, reason);
+}
+
+/*
+ * A 64-bit store into BF buffer b of a doorbell page (off: within the BF
+ * area).  Data words are staged; the control word is an SQ doorbell that
+ * may carry the staged WQE.  The staged bytes are copied once into the
+ * QP's BF copy here, and only that copy is validated and used later.
+ */
+static void bf_write(struct qrnic_dev *d, uint32_t page, uint32_t off, uint64_t val)
+{
+	uint32_t b = off / QRNIC_DB_BF_STRIDE, o = off % QRNIC_DB_BF_STRIDE;
+	uint64_t dboff = (uint64_t)page * QRNIC_DB_PAGE_SIZE + QRNIC_DB_BF_BASE + off;
+	struct qrnic_bf_stage *st = bf_stage(d, page);
+	uint32_t qn = (uint32_t)(val & QRNIC_DB_QN_MASK);
+	uint32_t pi = (uint32_t)(val >> QRNIC_DB_IDX_SHIFT);
+	uint32_t nwords = (uint32_t)(val >> QRNIC_BF_NWORDS_SHIFT) & QRNIC_BF_NWORDS_MASK;
+	uint32_t want, reason = 0, idx;
+	struct qrnic_qp *qp;
+
+	if (o < QRNIC_BF_MAX_WQE) {
+		if (!st) {	/* host out of memory: the control word falls back */
+			db_ignored(d, err_db_bad_offset, "no memory for the BF buffer", dboff, val);
+			return;
+		}
+		for (int i = 0; i < 8; i++)	/* the store's bytes, little endian */
+			st->data[b][o + i] = (uint8_t)(val >> (8 * i));
+		st->written[b] |= 1u << (o / 8);
+		return;
+	}
+	if (o != QRNIC_BF_CTRL) {
+		db_ignored(d, err_db_bad_offset, "undefined offset in a BF buffer", dboff, val);
+		return;
+	}
+	qp = qrnic_qp_get(d, qn);
+	if (!qp || qp->uctx != page) {
+		if (st)
+			st->written[b] = 0;
+		db_ignored(d, err_db_no_qp, "no such QP in this context", dboff, val);
+		return;
+	}
+	idx = qp->sq_pi;	/* the BF WQE's index if the producer moves by one */
+	want = nwords >= 8 && nwords <= QRNIC_BF_MAX_WQE / 8
+		? (nwords == 32 ? 0xffffffffu : (1u << nwords) - 1) : 0;
+	if (!st || (st->written[b] & want) != want)
+		reason = 1;
+	if (!want || (nwords * 8u > (1u << qp->sq_wqe_shift)))
+		reason = 2;
+	else if (pi != idx + 1)
+		reason = 3;
+	if (!reason && qp->sq_addr) {
+		if (!qp->bf)
+			qp->bf = calloc(1, sizeof(*qp->bf));
+		if (qp->bf) {
+			qp->bf->index = idx;
+			qp->bf->nbytes = nwords * 8;
+			memcpy(qp->bf->data, st->data[b], nwords * 8u);
+			qp->bf->valid = true;
+		} else {
+			reason = 1;
+		}
+	}
+	if (st)
+		st->written[b] = 0;
+	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
+	qrnic_trace(d, QRNIC_TR_DOORBELL, qn, 0, 0, pi, 0);
+	if (!qrnic_qp_doorbell(d, qp, true, pi, want ? nwords * 8 + 8 : 8)) {
+		if (!reason && qp->bf)
+			qp->bf->valid = false;
+		reason = reason ? reason : 4;
+	}
+	if (reason)
+		bf_fallback(d, qn, pi - 1, reason);
+	else
+		qrnic_stat_add(d, QRNIC_STAT_BF_POSTS, 1);
+}
 
 void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigned size)
 {
@@ -234,6 +373,10 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		db_ignored(d, err_db_no_uctx, "doorbell page of no user context", off, val);
 		return;
 	}
+	if (reg >= QRNIC_DB_BF_BASE && reg < QRNIC_DB_BF_BASE + QRNIC_DB_BF_NUM * QRNIC_DB_BF_STRIDE) {
+		bf_write(d, (uint32_t)page, reg - QRNIC_DB_BF_BASE, val);
+		return;
+	}
 	switch (reg) {
 	case QRNIC_DB_SQ:
 	case QRNIC_DB_RQ: {
@@ -245,7 +388,7 @@ void qrnic_dev_db_write(struct qrnic_dev *d, uint64_t off, uint64_t val, unsigne
 		}
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS, 1);
 		qrnic_trace(d, QRNIC_TR_DOORBELL, qn, 0, reg == QRNIC_DB_SQ ? 0 : 1, idx, 0);
-		qrnic_qp_doorbell(d, qp, reg == QRNIC_DB_SQ, idx);
+		qrnic_qp_doorbell(d, qp, reg == QRNIC_DB_SQ, idx, 0);
 		break;
 	}
 	case QRNIC_DB_SRQ: {

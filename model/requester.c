@@ -113,6 +113,33 @@ static void wqe_fail(struct qrnic_swqe *w, uint8_t status, uint8_t verr)
 	w->acked = true;
 }
 
+/* Bytes [off, off + len) of the WQE at addr: from its BlueFlame copy if it
+ * has one (bf_covers() checked that they are in it), else by DMA. */
+static int wqe_read(struct qrnic_dev *d, const struct qrnic_bf_wqe *bf, uint64_t addr,
+		    uint32_t off, void *buf, uint32_t len)
+{
+	if (!bf)
+		return qrnic_dma_read(d, addr + off, buf, len);
+	if (off + len > bf->nbytes)	/* not reached: bf_covers() */
+		return -1;
+	memcpy(buf, bf->data + off, len);
+	return 0;
+}
+
+/* Whether the BF copy holds everything the header q says follows it.  The
+ * counts are only compared here; fetch_wqe() validates them as for any WQE
+ * (a count too large for the stride fails there, not here). */
+static bool bf_covers(const struct qrnic_bf_wqe *bf, const struct qrnic_send_wqe *q)
+{
+	uint64_t need = sizeof(*q);
+
+	if (q->flags & QRNIC_WQE_F_INLINE)
+		need += q->inline_len;
+	else if (q->opcode != QRNIC_WR_REG_MR && q->opcode != QRNIC_WR_BIND_MW)
+		need += (uint64_t)q->num_sge * sizeof(struct qrnic_sge);
+	return need <= bf->nbytes;
+}
+
 /* Copy the WQE at SQ index idx into its window slot and validate it.  A
  * WQE that fails validation is marked failed; it completes in order. */
 static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
@@ -123,6 +150,7 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 		((uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) << qp->sq_wqe_shift);
 	bool ud = qp->type == QRNIC_QPT_UD || qp->type == QRNIC_QPT_GSI;
 	uint32_t room = stride - (uint32_t)sizeof(struct qrnic_send_wqe);
+	struct qrnic_bf_wqe *bf = NULL;
 	int verr;
 
 	/* No memset of the slot: the header is read below (zeroed if the read
@@ -138,11 +166,28 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	w->acked = false;
 	w->status = QRNIC_WC_SUCCESS;
 	qrnic_trace(d, QRNIC_TR_WQE_FETCH, qp->qpn, qp->req.next_psn, idx, 0, addr);
-	if (qrnic_dma_read(d, addr, &w->wqe, sizeof(w->wqe))) {
+	/* BlueFlame: the WQE came with its doorbell (regs.c), copied once
+	 * into qp->bf; it is validated below exactly like a ring WQE. */
+	if (qp->bf && qp->bf->valid && qp->bf->index == idx)
+		bf = qp->bf;
+	if (wqe_read(d, bf, addr, 0, &w->wqe, sizeof(w->wqe))) {
 		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
 		return;
 	}
 	const struct qrnic_send_wqe *q = &w->wqe;
+
+	if (bf && !bf_covers(bf, q)) {
+		/* more SGEs or inline bytes than the BF write carried: the
+		 * whole WQE from the ring (spec 3.2.1) */
+		qrnic_stat_add(d, QRNIC_STAT_BF_FALLBACKS, 1);
+		qrnic_tp_ub_bf_fallback(d, qp->qpn, idx, 5);
+		bf->valid = false;
+		bf = NULL;
+		if (qrnic_dma_read(d, addr, &w->wqe, sizeof(w->wqe))) {
+			wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
+			return;
+		}
+	}
 
 	if (opcode_ok(qp, q->opcode) && is_local(q->opcode)) {
 		/* run by the requester loop (exec_local); no payload, no packet */
@@ -154,7 +199,8 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 	    (q->flags & ~0xfu) || q->rsvd0 ||
 	    (qp->type == QRNIC_QPT_XRC_INI ? (q->xrc_srqn & ~QRNIC_PSN_MASK) : q->rsvd1) ||
 	    ((q->flags & QRNIC_WQE_F_INLINE) &&
-	     (q->num_sge || q->inline_len > room || is_rd_atomic(q->opcode))) ||
+	     (q->num_sge || q->inline_len > room || q->inline_len > QRNIC_MAX_INLINE ||
+	      is_rd_atomic(q->opcode))) ||
 	    (!(q->flags & QRNIC_WQE_F_INLINE) &&
 	     (q->num_sge > QRNIC_MAX_SGE || q->num_sge * sizeof(struct qrnic_sge) > room)) ||
 	    (is_atomic(q->opcode) && q->num_sge != 1)) {
@@ -169,7 +215,7 @@ bad:
 	}
 	w->rd_atomic = is_rd_atomic(q->opcode);
 	if (q->flags & QRNIC_WQE_F_INLINE) {
-		if (qrnic_dma_read(d, addr + sizeof(*q), w->inline_data, q->inline_len)) {
+		if (wqe_read(d, bf, addr, sizeof(*q), w->inline_data, q->inline_len)) {
 			wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
 			return;
 		}
@@ -178,7 +224,7 @@ bad:
 		uint32_t access = (q->opcode == QRNIC_WR_RDMA_READ || is_atomic(q->opcode))
 				  ? QRNIC_ACCESS_LOCAL_WRITE : 0;
 
-		if (qrnic_dma_read(d, addr + sizeof(*q), w->sge, q->num_sge * sizeof(struct qrnic_sge))) {
+		if (wqe_read(d, bf, addr, sizeof(*q), w->sge, q->num_sge * sizeof(struct qrnic_sge))) {
 			wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, QRNIC_VERR_DMA);
 			return;
 		}
@@ -670,7 +716,7 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 		}
 		if (last) {
 			p.imm = w->wqe.imm_data;
-			p.ieth_rkey = w->wqe.imm_data;	/* SEND_WITH_INV: a key, host order */
+			p.ieth_rkey = w->wqe.inv_key;	/* SEND_WITH_INV: the key */
 			p.se = !!(w->wqe.flags & QRNIC_WQE_F_SOLICITED);
 		}
 		p.ackreq = (last && last_wants_ack(qp, w)) ||
@@ -745,7 +791,7 @@ static void exec_local(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_sw
 		verr = qrnic_mw_bind(d, qp, &b);
 		break;
 	default:
-		key = w->wqe.imm_data;
+		key = w->wqe.inv_key;
 		verr = qrnic_mr_invalidate(d, qp->pdn, qp->qpn, key);
 		break;
 	}

@@ -210,7 +210,7 @@ static void complete_recv(struct qrnic_dev *d, struct qrnic_qp *qp, const struct
 	}
 	if (qrnic_opcode_flags(p->opcode) & QRNIC_HDR_IETH) {
 		cqe.flags |= QRNIC_CQE_F_WITH_INV;
-		cqe.imm_data = p->ieth_rkey;
+		cqe.inv_key = p->ieth_rkey;
 	}
 	if (p->se)
 		cqe.rsvd = QRNIC_CQE_RSVD_SOLICITED;

@@ -145,13 +145,13 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
 /* ---- sections --------------------------------------------------------------- */
 /* Every section's version: bump one when its layout changes, and keep
  * reading the older layouts (tests/fixtures holds a stream of each). */
-#define V_CONF	1
+#define V_CONF	2	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5) */
 #define V_REGS	1
-#define V_OBJS	1
+#define V_OBJS	2	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7) */
 #define V_QP	2	/* 2: + TIMELY's RTT sampling state */
 #define V_WORK	1
 #define V_TIME	2	/* 2: + the PFC pause flag */
-#define V_STAT	1
+#define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
 #define V_FLT	1
 
 /* CONF: the configuration and the timing profile.  A stream loads only
@@ -390,6 +390,7 @@ static void save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qs_u16(w, q->mod_period_us);
 		qs_u32(w, q->mod_seen);
 		qs_u32(w, q->mod_gen);
+		qs_u8(w, q->flags);
 	}
 
 	n = 0;
@@ -565,8 +566,11 @@ static bool load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		q->mod_period_us = qr_u16(r);
 		q->mod_seen = qr_u32(r);
 		q->mod_gen = qr_u32(r);
+		q->flags = r->version >= 2 ? qr_u8(r) : 0;	/* before: 32-byte CQEs only */
 		if (!r->bad && !log_depth_ok(q->log_depth, c->max_cqe))
 			return qr_fail(r, "CQ %u: depth 2^%u out of range", i, q->log_depth);
+		if (!r->bad && (q->flags & ~QRNIC_CQ_F_ALL))
+			return qr_fail(r, "CQ %u: flags 0x%x unknown", i, q->flags);
 	}
 
 	n = qr_count(r, c->max_xrcd, 12, "XRC domains");
@@ -1130,6 +1134,9 @@ static bool load_qps(struct qrnic_dev *d, struct qrnic_snap_r *r)
 
 	while (n-- && !r->bad)
 		load_qp(d, r);
+	d->qp_live = 0;		/* derived, not saved: the QPs that exist */
+	for (uint32_t i = 0; i < d->cfg.max_qp && !r->bad; i++)
+		d->qp_live += d->qp[i].valid;
 	return !r->bad;
 }
 

@@ -49,6 +49,7 @@ static const struct qrnic_timing_profile profiles[] = {
 		.mtt_prefetch = 1,
 		.atomic_ns = 200,
 		.irq_moderation_ns = 0,
+		.bf_write_ns = 150,
 	},
 	{
 		/* Slow motion for teaching: every stage microseconds long. */
@@ -79,6 +80,7 @@ static const struct qrnic_timing_profile profiles[] = {
 		.mtt_prefetch = 1,
 		.atomic_ns = 3000,
 		.irq_moderation_ns = 0,
+		.bf_write_ns = 2000,
 	},
 };
 
@@ -615,6 +617,16 @@ uint64_t qrnic_tm_dma_write(struct qrnic_timing *t, uint64_t ready, uint32_t len
 
 	t->pcie_wr_free = start + pcie_xfer_mps(t, len);
 	return t->pcie_wr_free + t->p.pcie_write_ns;
+}
+
+/* A BlueFlame write of len bytes (the WQE and its control word) that the
+ * CPU stores into the doorbell page: posted, in 64-byte write-combining
+ * TLPs; the device holds the whole WQE bf_write_ns after the bytes have
+ * crossed the link.  Not booked on a direction: the model's PCIe read
+ * direction carries completions, and MMIO writes are few beside them. */
+uint64_t qrnic_tm_bf_write(struct qrnic_timing *t, uint32_t len)
+{
+	return t->p.bf_write_ns + pcie_xfer_ns(t, len, 64);
 }
 
 uint64_t qrnic_tm_link(struct qrnic_timing *t, uint64_t ready, uint32_t len)

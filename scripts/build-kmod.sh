@@ -2,7 +2,7 @@
 # Build the qrnic Linux kernel module (guest-driver/kernel) out of tree for
 # the guest kernel, Debian bookworm-backports linux 6.12.95+deb12-amd64.
 #
-# Usage: scripts/build-kmod.sh [--clean] [--help] [OUTDIR]
+# Usage: scripts/build-kmod.sh [--clean] [--sparse] [--help] [OUTDIR]
 #   KO=$(scripts/build-kmod.sh)      # last stdout line = path of qrnic.ko
 #   OUTDIR defaults to build/kmod (relative to the repository root).
 #
@@ -20,6 +20,10 @@
 #   - copies guest-driver/kernel into OUTDIR/src (only changed files, so
 #     kbuild rebuilds only what changed), builds with W=1 and fails if the
 #     compiler printed any warning (QRNIC_KMOD_ALLOW_WARNINGS=1 to relax);
+#   - with --sparse, also runs sparse on every source file (make C=2; the
+#     ABI fields are __le16/__le32/__le64/__be32 in the kernel, so sparse
+#     checks every cpu_to_le*/le*_to_cpu) and fails if it printed any
+#     warning or error for a qrnic file (guest-driver/kernel, model/abi);
 #   - copies qrnic.ko to OUTDIR/qrnic.ko and prints that path.
 #
 # Environment:
@@ -27,13 +31,15 @@
 #   QRNIC_KDIR                  use this prepared kernel build dir instead
 #   QRNIC_KMOD_ALLOW_WARNINGS   1: do not fail on compiler warnings
 #   QRNIC_JOBS                  make -j (default: nproc)
+#   QRNIC_KMOD_SRC              driver sources (default guest-driver/kernel;
+#                               tests point it at a modified copy)
 set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/debian.sh"  # debian_mirror, pkg_installed, priv_apt
 
 KVER=6.12.95+deb12-amd64
 KABI=6.12.95+deb12
 KPKGVER=6.12.95-1~bpo12+1
-HOST_PKGS=(gcc-12 make libc6-dev libelf1 pahole xz-utils kmod ca-certificates)
+HOST_PKGS=(gcc-12 make libc6-dev libelf1 pahole xz-utils kmod ca-certificates sparse)
 
 PROG=build-kmod
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
@@ -44,6 +50,7 @@ DEBDIR=$CACHE/kmod-debs
 KROOT=$CACHE/kroot-$KVER
 JOBS=${QRNIC_JOBS:-$(nproc 2>/dev/null || echo 2)}
 CLEAN=0
+SPARSE=0
 OUT=
 
 say() { echo "$PROG: $*" >&2; }
@@ -53,6 +60,7 @@ usage() { sed -n '2,/^set -E/{/^set -E/d;s/^# \{0,1\}//;p}' "$SCRIPT_PATH"; }
 while (($#)); do
     case $1 in
         --clean) CLEAN=1 ;;
+        --sparse) SPARSE=1 ;;
         -h|--help) usage; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) OUT=$1 ;;
@@ -127,7 +135,7 @@ fi
 [ -f "$KDIR/Makefile" ] || die "no kernel build dir at $KDIR"
 
 # ---- build -------------------------------------------------------------------
-SRC=$REPO/guest-driver/kernel
+SRC=${QRNIC_KMOD_SRC:-$REPO/guest-driver/kernel}
 ABI=$REPO/model/abi
 [ -f "$SRC/Kbuild" ] || die "no $SRC/Kbuild"
 BLD=$OUT/src
@@ -144,13 +152,22 @@ for f in "$BLD"/*.c "$BLD"/*.h; do
 done
 
 LOG=$OUT/build.log
-say "building in $BLD against $KDIR (W=1)"
+CHECK=()
+((SPARSE)) && CHECK=(C=2)	# C=2: check every source, also those up to date
+say "building in $BLD against $KDIR (W=1${CHECK:+, sparse})"
 set +e
-make -C "$KDIR" M="$BLD" QRNIC_ABI_DIR="$ABI" W=1 -j"$JOBS" modules >"$LOG" 2>&1
+make -C "$KDIR" M="$BLD" QRNIC_ABI_DIR="$ABI" W=1 "${CHECK[@]}" -j"$JOBS" modules >"$LOG" 2>&1
 rc=$?
 set -e
 cat "$LOG" >&2
 ((rc == 0)) || die "make failed (log: $LOG)"
+if ((SPARSE)); then
+    # sparse and gcc print "file:line:col: warning|error: ..."; ours are the
+    # files of $BLD (the driver copy) and $ABI (the shared ABI headers)
+    nours=$(grep -c -E "^($BLD|$ABI)/[^:]+:[0-9]+:[0-9]+: (warning|error):" "$LOG" || true)
+    ((nours == 0)) || die "sparse: $nours warning(s) in qrnic files (log: $LOG)"
+    say "sparse: no warning in qrnic files"
+fi
 nwarn=$(grep -c -E 'warning:|WARNING:' "$LOG" || true)
 if ((nwarn)) && [ "${QRNIC_KMOD_ALLOW_WARNINGS:-0}" != 1 ]; then
     die "$nwarn compiler warning(s) (log: $LOG); QRNIC_KMOD_ALLOW_WARNINGS=1 to accept"

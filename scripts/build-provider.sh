@@ -2,7 +2,7 @@
 # Build the qrnic rdma-core provider (guest-driver/provider) for the guest's
 # rdma-core 56.1 (Debian 13 trixie, private ABI IBVERBS_PRIVATE_34).
 #
-# Usage: scripts/build-provider.sh [--out DIR] [--force] [--no-test] [--help]
+# Usage: scripts/build-provider.sh [--out DIR] [--force] [--no-test] [--sparse] [--help]
 #   OUT=$(scripts/build-provider.sh)   # last stdout line = the output directory
 #   cp $OUT/libqrnic-rdmav34.so /usr/lib/x86_64-linux-gnu/libibverbs/   # in the guest
 #   cp $OUT/qrnic.driver /etc/libibverbs.d/
@@ -32,6 +32,12 @@
 #     simulated devices (libqrnic_harness.so): qrnic_model_test (the WQE/CQE/
 #     doorbell encoders) and qrnic_provider_test (the whole provider through
 #     its verbs ops, on a fake kernel built from the harness's admin queue);
+#   - with --sparse, also builds the provider with rdma-core's sparse support
+#     (a second build tree, rdma-core-56.1-sparse-build/, configured once with
+#     CC=cgcc: rdma-core's annotated endian.h makes htole32() and friends
+#     return __le32 etc., and the ABI headers' qrnic_le32 etc. are __le32 etc.
+#     under __CHECKER__) and fails on any sparse or compiler warning in
+#     providers/qrnic;
 #   - checks with objdump -T that the .so needs only IBVERBS_PRIVATE_34 from
 #     libibverbs and GLIBC versions <= 2.41 (the guest's glibc);
 #   - copies the results to the output directory (default <repo>/build/provider).
@@ -42,6 +48,8 @@
 #   QRNIC_RDMA_TARBALL     use this local rdma-core_56.1.orig.tar.gz instead of downloading
 #   QRNIC_PROVIDER_OUT     output directory (same as --out)
 #   QRNIC_BUILD_DIR        the project's meson build dir, for qrnic_model_test (default <repo>/build)
+#   QRNIC_PROVIDER_SRC     provider sources (default guest-driver/provider; tests
+#                          point it at a modified copy)
 #
 # Exit status is non-zero, with a message naming the log, on any failure.
 set -Eeuo pipefail
@@ -79,12 +87,13 @@ BLD=$CACHE/rdma-core-$RDMA_VERSION-build
 DIST=$CACHE/dist
 APTDIR=$CACHE/apt-trixie
 LOGDIR=$CACHE/logs
-PROVIDER_SRC=$REPO/guest-driver/provider
+PROVIDER_SRC=${QRNIC_PROVIDER_SRC:-$REPO/guest-driver/provider}
 ABI_SRC=$REPO/model/abi
 MESON_BUILD=${QRNIC_BUILD_DIR:-$REPO/build}
 LOG=/dev/null
 FORCE=0
 RUN_TEST=1
+SPARSE=0
 
 usage() { sed -n '2,/^set -E/{/^set -E/d;s/^# \{0,1\}//;p}' "$SCRIPT_PATH"; }
 
@@ -95,6 +104,7 @@ while [ $# -gt 0 ]; do
         --out=*) OUT=${1#--out=} ;;
         --force) FORCE=1 ;;
         --no-test) RUN_TEST=0 ;;
+        --sparse) SPARSE=1 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "$PROG: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
@@ -334,6 +344,40 @@ if [ "$RUN_TEST" = 1 ]; then
     else
         say "model tests skipped: no meson build in $MESON_BUILD (run scripts/test.sh once)"
     fi
+fi
+
+# ---- sparse (optional): a second tree configured with CC=cgcc ------------------
+if [ "$SPARSE" = 1 ]; then
+    command -v cgcc >/dev/null || {
+        say "installing sparse"
+        run apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends sparse \
+            || die "apt-get install sparse failed"
+    }
+    SBLD=$CACHE/rdma-core-$RDMA_VERSION-sparse-build
+    SSTAMP="$CONF_STAMP sparse=$(sparse --version 2>/dev/null)"
+    if [ "$FORCE" = 1 ] || [ ! -f "$SBLD/.qrnic-configured" ] || [ "$(cat "$SBLD/.qrnic-configured")" != "$SSTAMP" ]; then
+        say "configuring rdma-core for sparse in $SBLD (CC=cgcc)"
+        rm -rf "$SBLD"
+        mkdir -p "$SBLD"
+        (cd "$SBLD" && export CC=cgcc && run cmake "${CMAKE_ARGS[@]}" "$SRC") || die "cmake configure (sparse) failed"
+        # rdma-core's RDMA_CheckSparse: the test program fails under sparse
+        grep -q '^HAVE_NO_SPARSE:INTERNAL=$' "$SBLD/CMakeCache.txt" \
+            || die "rdma-core did not detect sparse in $SBLD"
+        echo "$SSTAMP" >"$SBLD/.qrnic-configured"
+    fi
+    # check every provider file, not only those changed since the last run
+    find "$SBLD/providers/qrnic" -name '*.o' -delete 2>/dev/null || true
+    SLOG=$SBLD/qrnic-sparse.log
+    say "sparse: building $TARGET and qrnic_wqe_test in $SBLD"
+    ninja -C "$SBLD" -j "$JOBS" "$TARGET" qrnic_wqe_test >"$SLOG" 2>&1 \
+        || { cat "$SLOG" >>"$LOG"; die "sparse build failed (log: $SLOG)"; }
+    cat "$SLOG" >>"$LOG"
+    nsp=$(grep -c -E "^($SRC/)?providers/qrnic/[^:]+:[0-9]+:[0-9]+: (warning|error):" "$SLOG" || true)
+    if [ "$nsp" != 0 ]; then
+        grep -E "^($SRC/)?providers/qrnic/[^:]+:[0-9]+:[0-9]+: (warning|error):" "$SLOG" >&2
+        die "sparse: $nsp warning(s) in providers/qrnic (log: $SLOG)"
+    fi
+    say "sparse: no warning in providers/qrnic"
 fi
 
 # ---- ABI check: only IBVERBS_PRIVATE_34 and GLIBC <= the guest's --------------

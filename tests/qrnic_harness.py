@@ -21,7 +21,7 @@ import random
 import struct
 
 # ---- ABI constants (model/abi/*.h) ------------------------------------------
-MAX_SGE = 16
+MAX_SGE = 30
 GRH_BYTES = 40
 
 QPT = {'RC': 2, 'UC': 3, 'UD': 4, 'GSI': 0xf1, 'XRC_INI': 9, 'XRC_TGT': 10}
@@ -116,16 +116,22 @@ REG = {'VERSION': 0x000, 'CAPS': 0x004, 'CTRL': 0x008, 'STATUS': 0x00c, 'FATAL_C
        'AQ_STATUS': 0x03c, 'EQ_DB': 0x040, 'ETH_TX_BASE_LO': 0x080, 'ETH_TX_BASE_HI': 0x084,
        'ETH_RX_BASE_LO': 0x088, 'ETH_RX_BASE_HI': 0x08c, 'ETH_CTRL': 0x090, 'ETH_TX_DB': 0x094,
        'ETH_RX_DB': 0x098, 'ETH_TX_CI': 0x09c, 'ETH_RX_CI': 0x0a0, 'ETH_IRQ': 0x0a4,
-       'MAC_LO': 0x0b0, 'MAC_HI': 0x0b4, 'PORT_STATUS': 0x0b8, 'ETH_MTU': 0x0bc}
+       'MAC_LO': 0x0b0, 'MAC_HI': 0x0b4, 'PORT_STATUS': 0x0b8, 'ETH_MTU': 0x0bc,
+       'CLOCK_LO': 0x0c0, 'CLOCK_HI': 0x0c4}
+REG_CLOCK_LO = REG['CLOCK_LO']
 BAR0_SIZE = 0x1000
 DB_PAGE_SIZE = 0x1000
 DB_SQ, DB_RQ, DB_CQ, DB_SRQ = 0x00, 0x08, 0x10, 0x18
+DB_CLOCK = 0x20                 # read-only device clock in every doorbell page (ABI 1.7)
+CQ_F_TIMESTAMP = 1              # CREATE_CQ flags: 64-byte CQEs with the timestamp
+CLOCK_KHZ = 1_000_000           # the device clock counts ns
 CTRL_ENABLE, CTRL_RESET = 1, 2
 STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 4           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC
+ABI_MINOR = 7           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
+                        # 6 ConnectX-5 limits (30 SGEs), 7 device clock and completion timestamps
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -229,7 +235,8 @@ class DeviceAttr(LE):
                     ('max_srq', ctypes.c_uint32), ('max_srq_wr', ctypes.c_uint32),
                     ('max_mcg', ctypes.c_uint32), ('max_mcg_qp', ctypes.c_uint32),
                     ('max_fast_reg_pages', ctypes.c_uint32), ('max_mw', ctypes.c_uint32),
-                    ('max_xrcd', ctypes.c_uint32), ('rsvd1', ctypes.c_uint32)]
+                    ('max_xrcd', ctypes.c_uint32), ('hca_core_clock', ctypes.c_uint32),
+                    ('timestamp_mask', ctypes.c_uint64)]
 
 
 class PortAttr(LE):
@@ -354,6 +361,10 @@ _SIGS = {
     'hx_cable': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_now': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_run': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64]),
+    'hx_watch_writes': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_watched_writes': (ctypes.c_uint64, [ctypes.c_void_p]),
+    'hx_run_to_write': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64,
+                                       ctypes.c_uint64]),
     'hx_run_iterations': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_timer_deadline': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
     'hx_sched_pending': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
@@ -473,6 +484,9 @@ _SIGS = {
     'hx_create_eq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint32]),
     'hx_create_cq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32,
                                       ctypes.c_uint, ctypes.c_int]),
+    'hx_create_cq_flags': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
+                                            ctypes.c_uint32, ctypes.c_uint, ctypes.c_int,
+                                            ctypes.c_uint]),
     'hx_resize_cq': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint]),
     'hx_modify_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint,
                                     ctypes.c_uint]),
@@ -522,9 +536,14 @@ _SIGS = {
     'hx_post_recv_raw': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32,
                                           ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int]),
     'hx_ring_sq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
+    'hx_ring_sq_bf': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint,
+                                     ctypes.c_uint, ctypes.c_uint32, ctypes.c_int64,
+                                     ctypes.c_int64]),
     'hx_ring_rq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_qp_indexes': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]),
     'hx_poll_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int]),
+    'hx_poll_cq_ts': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                                     ctypes.c_void_p, ctypes.c_int]),
     'hx_peek_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_arm_cq': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_int]),
     'hx_cq_ci': (ctypes.c_uint32, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
@@ -993,6 +1012,16 @@ class World:
         """Run until idle (returns 'idle'), or ns of virtual time passed ('time'),
         or max_iter loop iterations ('iter')."""
         return RUN_RESULT[self._l.hx_run(self.w, ns, max_iter)]
+
+    def run_to_write(self, dev, ns=100_000_000_000, max_iter=50_000_000):
+        """Run until device dev's next DMA write into its host memory is
+        visible (returns 'stop'), or as run() does.  The clock (now) is then
+        the instant the write became visible (hx_run_to_write)."""
+        self._l.hx_watch_writes(self.w, dev, 1)
+        since = self._l.hx_watched_writes(self.w)
+        r = self._l.hx_run_to_write(self.w, ns, max_iter, since)
+        self._l.hx_watch_writes(self.w, dev, 0)
+        return RUN_RESULT[r]
 
     def run_for(self, ns):
         return self.run(ns=ns)
@@ -1519,12 +1548,22 @@ class Device:
                                               1 if async_events else 0), 'create_eq', check)
         return None if h is None else Eq(self, h, log_depth, vector)
 
-    def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, check=True):
+    def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, check=True, timestamp=False):
+        """timestamp=True: CQ_F_TIMESTAMP, 64-byte CQEs whose poll() dicts
+        carry 'timestamp' (ABI 1.7)."""
         eqn = eq.eqn if isinstance(eq, Eq) else (eq if eq is not None else
                                                  (self.comp_eq.eqn if self.comp_eq else 0))
-        h = self._handle(self._l.hx_create_cq(self.w, self.idx, uctx, eqn, log_depth,
-                                              1 if dbrec else 0), 'create_cq', check)
-        return None if h is None else Cq(self, h, log_depth)
+        flags = CQ_F_TIMESTAMP if timestamp else 0
+        h = self._handle(self._l.hx_create_cq_flags(self.w, self.idx, uctx, eqn, log_depth,
+                                                    1 if dbrec else 0, flags), 'create_cq', check)
+        return None if h is None else Cq(self, h, log_depth, flags)
+
+    def clock(self, db_page=None):
+        """The device clock (ns): one 64-bit read of REG_CLOCK_LO, or of
+        the doorbell page db_page's QRNIC_DB_CLOCK."""
+        if db_page is None:
+            return self.reg_read(REG_CLOCK_LO, 8)
+        return self.db_read(db_page * DB_PAGE_SIZE + DB_CLOCK, 8)
 
     def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
                   rq_log=6, rq_shift=9, uctx=0, flags=0, srq=None, check=True):
@@ -1835,10 +1874,12 @@ class Srq(_Obj):
 
 
 class Cq(_Obj):
-    def __init__(self, dev, cqn, log_depth):
+    def __init__(self, dev, cqn, log_depth, flags=0):
         super().__init__(dev, cqn)
         self.cqn = cqn
         self.log_depth = log_depth
+        self.flags = flags
+        self.cqe_size = 64 if flags & CQ_F_TIMESTAMP else 32
 
     def resize(self, log_depth, check=True):
         """RESIZE_CQ to a fresh ring; returns the CQEs carried over."""
@@ -1861,8 +1902,13 @@ class Cq(_Obj):
         while n > 0:
             k = min(n, 1024)
             arr = (Cqe * k)()
-            got = _check(self._l.hx_poll_cq(self._w, self._i, self.cqn, arr, k), 'poll_cq')
-            out += [cqe_dict(c) for c in arr[:got]]
+            ts = (ctypes.c_uint64 * k)()
+            got = _check(self._l.hx_poll_cq_ts(self._w, self._i, self.cqn, arr, ts, k),
+                         'poll_cq')
+            for c, t in zip(arr[:got], ts[:got]):
+                out.append(cqe_dict(c))
+                if self.flags & CQ_F_TIMESTAMP:
+                    out[-1]['timestamp'] = t
             n -= got
             if got < k:
                 break
@@ -2239,6 +2285,16 @@ class Qp(_Obj, QpTransitions):
     def ring_sq(self):
         _check(self._l.hx_ring_sq(self._w, self._i, self.qpn), 'ring_sq')
 
+    def ring_bf(self, nwords=0, buf=0, skip=0, page=-1, pi=-1):
+        """BlueFlame doorbell (spec 3.2.1) for the WQE last put on the ring
+        (post_send(..., ring=False)): nwords 8-byte words of it (default:
+        0: the header and what it says follows, rounded up to a word), except
+        the words whose bit is set in skip, into BF buffer buf of doorbell
+        page 'page' (-1: the QP's own), then the control word with
+        producer index pi (-1: the ring's)."""
+        _check(self._l.hx_ring_sq_bf(self._w, self._i, self.qpn, buf, nwords, skip, page, pi),
+               'ring_sq_bf')
+
     def ring_rq(self):
         _check(self._l.hx_ring_rq(self._w, self._i, self.qpn), 'ring_rq')
 
@@ -2277,16 +2333,18 @@ class Conn:
 def connect_rc(dev_a, dev_b, mtu=1024, psn_a=0x100, psn_b=0x200, access=ACCESS_REMOTE,
                timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=1, max_rd_atomic=4,
                max_dest_rd_atomic=4, sq_log=6, rq_log=6, sq_shift=9, rq_shift=9, cq_log=10,
-               gid_index=0, pd_a=None, pd_b=None, separate_cqs=False, qp_type='RC'):
+               gid_index=0, pd_a=None, pd_b=None, separate_cqs=False, qp_type='RC',
+               cq_timestamp=False):
     """Create PD/CQ/QP on both devices and move both QPs to RTS, each
     pointing at the other.  psn_a: first PSN of a's requests (b's rq_psn).
     qp_type 'UC' makes an unreliable connection (the RC-only attributes
-    are then not sent)."""
+    are then not sent).  cq_timestamp: CQs of 64-byte CQEs with
+    completion timestamps."""
     sides = []
     for dev, pd in ((dev_a, pd_a), (dev_b, pd_b)):
         pd = pd or dev.alloc_pd()
-        cq = dev.create_cq(cq_log)
-        rcq = dev.create_cq(cq_log) if separate_cqs else cq
+        cq = dev.create_cq(cq_log, timestamp=cq_timestamp)
+        rcq = dev.create_cq(cq_log, timestamp=cq_timestamp) if separate_cqs else cq
         qp = dev.create_qp(pd, cq, rcq, qp_type, sq_log=sq_log, sq_shift=sq_shift,
                            rq_log=rq_log, rq_shift=rq_shift)
         sides.append(Side(dev, pd, cq, qp, rcq))

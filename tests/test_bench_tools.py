@@ -62,3 +62,11 @@ def test_sim_identical_tells_same_from_different(tmp_path):
     r = bench('sim_identical', broken, SIM, rc=1)
     assert 'FAILED to run' in r.stdout and 'unknown option' in r.stdout
     assert 'usage' in bench('sim_identical', SIM, rc=2).stderr
+
+
+def test_t1_vs_memcpy_refuses_bad_arguments_before_booting():
+    """bench/t1_vs_memcpy (a guest benchmark, run by hand) checks its
+    arguments before it boots anything."""
+    for args in (('--size', 0), ('--runs', -1), ('--duration', 'x')):
+        r = bench('t1_vs_memcpy', *args, rc=2)
+        assert 'usage:' in r.stderr and 'qrnic_vm' not in r.stderr, r.stderr

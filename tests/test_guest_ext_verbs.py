@@ -6,14 +6,21 @@ one T1 guest:
 - ibv_rc_pingpong -N (the ibv_wr_* post API: ibv_create_qp_ex + ibv_wr_start/send/
   set_sge/complete) with buffer validation (-c), 4 KiB messages and 32-byte ones (those
   go inline: IBV_SEND_INLINE in wr_flags with ibv_wr_set_sge);
-- ibv_devinfo -v: ibv_query_device_ex answers (no completion timestamps, no core clock,
-  device_cap_flags_ex shown);
+- ibv_rc_pingpong -t (completion timestamps, ABI 1.7: ibv_create_cq_ex with
+  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, ibv_wc_read_completion_ts): the deltas it prints
+  between receive completions are positive and no longer than its run's wall time
+  through hca_core_clock (a timestamp going back would wrap to ~2^64);
+- ibv_devinfo -v: ibv_query_device_ex answers (completion timestamp mask and core
+  clock, device_cap_flags_ex shown);
 - a pyverbs program (python3-pyverbs of the guest; there is no compiler in the guest
-  image): CQEX (ibv_create_cq_ex, start/next/end_poll, every ibv_wc_read_* the CQ
-  supports) and QPEx with every RC opcode through ibv_wr_* (SGE lists, inline data,
-  SOLICITED, FENCE), payloads checked; one side's QP, CQ and MR made with a parent
-  domain; an error completion (LOCAL_INV of an ordinary MR's key + the flushed SEND
-  behind it); the EOPNOTSUPP answers (timestamps, BIND_MW on UD, ibv_query_rt_values_ex)."""
+  image): CQEX (ibv_create_cq_ex with completion timestamps, start/next/end_poll, every
+  ibv_wc_read_* the CQ supports) and QPEx with every RC opcode through ibv_wr_* (SGE
+  lists, inline data, SOLICITED, FENCE), payloads checked; the completion timestamps
+  non-decreasing per CQ, between ibv_query_rt_values_ex read before and after, and that
+  clock interval against the program's wall time through hca_core_clock; one side's QP,
+  CQ and MR made with a parent domain; an error completion (LOCAL_INV of an ordinary
+  MR's key + the flushed SEND behind it); the EOPNOTSUPP answers (wall-clock
+  timestamps, BIND_MW on UD)."""
 import json
 import re
 
@@ -55,7 +62,7 @@ RC_OPS = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_SEND_WITH_IMM | e.IBV_QP_EX_W
           e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | e.IBV_QP_EX_WITH_LOCAL_INV)
 WC_FLAGS = (e.IBV_WC_EX_WITH_BYTE_LEN | e.IBV_WC_EX_WITH_IMM | e.IBV_WC_EX_WITH_QP_NUM |
             e.IBV_WC_EX_WITH_SRC_QP | e.IBV_WC_EX_WITH_SLID | e.IBV_WC_EX_WITH_SL |
-            e.IBV_WC_EX_WITH_DLID_PATH_BITS)
+            e.IBV_WC_EX_WITH_DLID_PATH_BITS | e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 checks = []
 
 
@@ -129,7 +136,8 @@ class Side:
                             'imm': cq.read_imm_data() if flags & e.IBV_WC_WITH_IMM else None,
                             'qp_num': cq.read_qp_num(), 'src_qp': cq.read_src_qp(),
                             'slid': cq.read_slid(), 'sl': cq.read_sl(),
-                            'dlid_path_bits': cq.read_dlid_path_bits()})
+                            'dlid_path_bits': cq.read_dlid_path_bits(),
+                            'ts': cq.read_timestamp()})
                 if len(out) >= n or cq.poll_next() != 0:
                     break
             cq.end_poll()
@@ -157,15 +165,19 @@ def main():
 
     # --- query_device_ex, query_rt_values_ex, what create refuses ---
     dx = a.ctx.query_device_ex()
-    check('query_device_ex', dx.completion_timestamp_mask == 0 and dx.hca_core_clock == 0 and
+    khz = dx.hca_core_clock
+    check('query_device_ex', dx.completion_timestamp_mask == (1 << 64) - 1 and
+          khz == 1000000 and
           dx.orig_attr.max_qp == a.ctx.query_device().max_qp and dx.orig_attr.max_qp > 0,
-          (dx.completion_timestamp_mask, dx.hca_core_clock, dx.orig_attr.max_qp))
-    rc = errno_of(lambda: a.ctx.query_rt_values_ex())
-    check('query_rt_values_ex EOPNOTSUPP', rc == errno.EOPNOTSUPP, rc)
-    for name, flag in (('timestamp', e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP),
-                       ('wallclock', e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)):
-        rc = errno_of(lambda: CQEX(a.ctx, CqInitAttrEx(cqe=4, wc_flags=WC_FLAGS | flag)))
-        check('create_cq_ex %s EOPNOTSUPP' % name, rc == errno.EOPNOTSUPP, rc)
+          (dx.completion_timestamp_mask, khz, dx.orig_attr.max_qp))
+    r1, r2 = a.ctx.query_rt_values_ex(), b.ctx.query_rt_values_ex()
+    check('query_rt_values_ex', r1[0] == 0 and r2[0] == 0 and 0 < r1[1] <= r2[1], (r1, r2))
+    rc = errno_of(lambda: CQEX(a.ctx, CqInitAttrEx(
+        cqe=4, wc_flags=WC_FLAGS | e.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)))
+    check('create_cq_ex wallclock EOPNOTSUPP', rc == errno.EOPNOTSUPP, rc)
+
+    def clock():
+        return a.ctx.query_rt_values_ex()[1]
     rc = errno_of(lambda: QPEx(a.ctx, QPInitAttrEx(
         qp_type=e.IBV_QPT_UD, scq=a.cq, rcq=a.cq, cap=QPCap(), pd=a.pd,
         comp_mask=e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -210,9 +222,21 @@ def main():
         x.wr_id, x.wr_flags = 0x17, e.IBV_SEND_SIGNALED
         x.wr_atomic_fetch_add(b.mr.rkey, b.mr.buf + 0x30008, 3)
         x.wr_set_sge(SGE(a.mr.buf + 0x30008, 8, a.mr.lkey))
+        clk0, wall0 = clock(), time.monotonic_ns()
         x.wr_complete()
         aw, bw = a.poll(8), b.poll(4)
+        clk1, wall1 = clock(), time.monotonic_ns()
         tag = 'round %d: ' % rnd
+        ats, bts = [w['ts'] for w in aw], [w['ts'] for w in bw]
+        check(tag + 'timestamps non-decreasing, between the clock reads',
+              ats == sorted(ats) and bts == sorted(bts) and
+              all(clk0 <= t <= clk1 for t in ats + bts), (clk0, ats, bts, clk1))
+        # the device clock is the VM's virtual time, the wall clock the guest's
+        # monotonic one: both follow real time under TCG, not tick for tick
+        clk_ns = (clk1 - clk0) * 1000000 // khz
+        wall_ns = wall1 - wall0
+        check(tag + 'clock interval ~ wall time', 0.5 * wall_ns - 5e6 <= clk_ns <=
+              1.1 * wall_ns + 5e6, (clk_ns, wall_ns))
         check(tag + 'requester completions',
               [w['wr_id'] for w in aw] == list(range(0x10, 0x18)) and
               all(w['status'] == e.IBV_WC_SUCCESS and w['qp_num'] == a.qp.qp_num for w in aw) and
@@ -277,20 +301,46 @@ def test_rc_pingpong_new_send(topo):
         assert '100 iters in' in srv.output, srv.output
 
 
+def test_rc_pingpong_timestamps(topo):
+    """ibv_rc_pingpong -t: CQ of completion timestamps (ibv_create_cq_ex,
+    ibv_wc_read_completion_ts).  It prints the max/min/average delta between
+    receive completions in clock ticks: each must be positive (a timestamp going
+    back would show as a wrapped delta of ~2^64) and the max no more than the
+    whole run's wall time in ticks (hca_core_clock 1000000 kHz: ns)."""
+    s, c = pair(topo)
+    port = next_port()
+    iters = 200
+    common = '-t -p %d -s 1024 -n %d' % (port, iters)
+    srv, cli = client_server(s.vm, 'ibv_rc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
+                             c.vm, 'ibv_rc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip),
+                             port)
+    check_pair(srv, cli)
+    for out in (srv.output, cli.output):
+        m = re.search(r'%d iters in ([0-9.]+) seconds' % iters, out)
+        assert m, out
+        run_ticks = (float(m.group(1)) + 0.01) * 1e9     # printed to 10 ms
+        got = {k: float(v) for k, v in re.findall(
+            r'^(Max|Min|Average) receive completion clock cycles = ([0-9.]+)$', out, re.M)}
+        assert set(got) == {'Max', 'Min', 'Average'}, out
+        assert 0 < got['Min'] <= got['Average'] <= got['Max'] <= run_ticks, (got, run_ticks)
+
+
 def test_devinfo_ex(topo):
-    """ibv_devinfo -v: the ibv_query_device_ex part (no timestamps, no core clock)."""
+    """ibv_devinfo -v: the ibv_query_device_ex part (the completion timestamp mask and
+    the core clock of ABI 1.7)."""
     s, _ = pair(topo)
     out = s.vm.run('ibv_devinfo -v -d %s' % s.ibdev, timeout=60).output
-    assert 'completion_timestamp_mask not supported' in out, out
-    assert 'core clock not supported' in out, out
+    assert re.search(r'completion timestamp_mask:\s+0xffffffffffffffff', out), out
+    assert re.search(r'hca_core_clock:\s+1000000kHZ', out), out
     m = re.search(r'device_cap_flags_ex:\s*0x([0-9A-Fa-f]+)', out)
     assert m, out
     assert re.search(r'max_qp:\s*[1-9]', out), out
 
 
 def test_pyverbs_ext_verbs(topo):
-    """The pyverbs program: CQEX + QPEx, every RC ibv_wr_* opcode, payloads checked, a parent
-    domain's QP/CQ/MR, an error completion, the EOPNOTSUPP answers."""
+    """The pyverbs program: CQEX (with completion timestamps) + QPEx, every RC ibv_wr_*
+    opcode, payloads checked, the timestamps against ibv_query_rt_values_ex and the wall
+    clock, a parent domain's QP/CQ/MR, an error completion, the EOPNOTSUPP answers."""
     s, c = pair(topo)
     assert s.vm is c.vm, 'the pyverbs program needs both endpoints in one VM (T1)'
     v = c.vm

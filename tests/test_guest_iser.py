@@ -2,7 +2,8 @@
 """Guest tier: iSCSI Extensions for RDMA (iSER, RFC 7145) on qrnic: the LIO
 target's isert and the open-iscsi initiator's ib_iser.
 
-One T1 guest (one VM, two qrnic ports cabled back to back).  Target: LIO
+In T1 (one VM, two qrnic ports cabled back to back) and in T2 (target in
+vm0, initiator in vm1, across the dgram wire).  Target: LIO
 set up through configfs (no targetcli in the image): a 32 MiB rd_mcp
 ramdisk backstore exported as LUN 0 of a TPG whose network portal on port
 A's address has iser enabled (np/<ip>:3260/iser = 1), no authentication,
@@ -13,7 +14,7 @@ blocks, iodepth 16, O_DIRECT, crc32c verification) and dd + sha256; logout,
 login again, and both verified once more.  `iscsiadm -m session -P3` must
 say "Iface Transport: iser", and the qrnic devices' counters must have moved.
 ib_iser connects with no source address, so in one VM the session runs
-over port A's device loopback (docs/storage.md).
+over port A's device loopback (docs/storage.md); in T2 over the wire.
 Clean teardown: logout, node deleted, iscsid stopped, the LIO
 configuration removed in reverse order, the modules unloaded; no kernel
 warning."""
@@ -26,7 +27,7 @@ from guest.storage import fio_job, fio_verify, sha256_read, sha256_write
 from guest.vmlib import guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
-              pytest.mark.parametrize('topo', ['T1'], indirect=True)]
+              pytest.mark.parametrize('topo', ['T1', 'T2'], indirect=True)]
 
 IQN = 'iqn.2026-12.io.qrnic:iser-test'
 INITIATOR = 'iqn.2026-12.io.qrnic:initiator'
@@ -127,58 +128,68 @@ true''' % {'iqn': IQN}, timeout=120, check=False)
 def test_iser(topo, guest_dmesg):
     need_driver(topo, provider=False)     # kernel only
     tgt, ini = topo.pair()
-    vm = tgt.vm
-    assert ini.vm is vm, 'T1: both ports in one VM'
-    missing = vm.run('for m in ib_iser ib_isert iscsi_target_mod target_core_mod sd_mod; do modinfo -n $m '
-                     '>/dev/null 2>&1 || echo $m; done; for c in iscsid iscsiadm fio; do command -v $c '
-                     '>/dev/null || echo $c; done')
-    assert not missing.strip(), 'the guest image lacks: %s' % missing.split()
-    initiator_teardown(vm)
-    target_teardown(vm)
+    tvm, ivm = tgt.vm, ini.vm             # one VM in T1, two in T2
+    assert (tvm is ivm) == (topo.name == 'T1'), topo.name
+    vms = [tvm] if tvm is ivm else [tvm, ivm]
+    for vm in vms:
+        missing = vm.run('for m in ib_iser ib_isert iscsi_target_mod target_core_mod sd_mod; do modinfo '
+                         '-n $m >/dev/null 2>&1 || echo $m; done; for c in iscsid iscsiadm fio; do '
+                         'command -v $c >/dev/null || echo $c; done')
+        assert not missing.strip(), 'the guest image lacks: %s' % missing.split()
+        initiator_teardown(vm)
+        target_teardown(vm)
     t0 = time.monotonic()
-    hw_before = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, ini)}
+    eps = (tgt, ini)
+
+    def hw_now():
+        return {ep.ibdev + ep.vm.name: hw_counters(ep.vm, ep.ibdev) for ep in eps}
+    hw_before = hw_now()
     try:
-        assert setup_target(vm, tgt.ip).strip() == '1'
-        initiator_setup(vm)
-        vm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
-        session, disk = login(vm, tgt.ip)
+        assert setup_target(tvm, tgt.ip).strip() == '1'
+        initiator_setup(ivm)
+        ivm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
+        session, disk = login(ivm, tgt.ip)
         assert re.search(r'Iface Transport:\s*iser', session), session
-        size = int(vm.run('blockdev --getsize64 %s' % disk))
+        size = int(ivm.run('blockdev --getsize64 %s' % disk))
         assert size == DISK_MB << 20, (disk, size)
 
         job = fio_job(FIO_MB << 20, dev=disk, offset=DD_MB << 20)
-        wrote, read = fio_verify(vm, job)
+        wrote, read = fio_verify(ivm, job)
         assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
-        digest = sha256_write(vm, disk, DD_MB << 20)
-        assert sha256_read(vm, disk, DD_MB << 20) == digest
+        digest = sha256_write(ivm, disk, DD_MB << 20)
+        assert sha256_read(ivm, disk, DD_MB << 20) == digest
 
         # no failed completion while the session was up (the logout's QP
         # teardown flushes the posted receives: IB_WC_WR_FLUSH_ERR, counted too)
-        hw_mid = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, ini)}
+        hw_mid = hw_now()
         assert all(hw_mid[d]['cqe_errors'] == hw_before[d]['cqe_errors'] for d in hw_mid), (hw_before, hw_mid)
-        logout(vm, tgt.ip)
-        session2, disk2 = login(vm, tgt.ip)
-        hw_login2 = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, ini)}
+        logout(ivm, tgt.ip)
+        session2, disk2 = login(ivm, tgt.ip)
+        hw_login2 = hw_now()
         assert re.search(r'Iface Transport:\s*iser', session2), session2
-        assert sha256_read(vm, disk2, DD_MB << 20) == digest
-        _, reread = fio_verify(vm, fio_job(FIO_MB << 20, dev=disk2, offset=DD_MB << 20), verify_only=True)
+        assert sha256_read(ivm, disk2, DD_MB << 20) == digest
+        _, reread = fio_verify(ivm, fio_job(FIO_MB << 20, dev=disk2, offset=DD_MB << 20), verify_only=True)
         assert reread == 2 * (FIO_MB << 20), reread
 
-        hw_after = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (tgt, ini)}
+        hw_after = hw_now()
         hw = {dev: {k: hw_after[dev][k] - hw_before[dev][k]
                     for k in ('tx_packets', 'rx_packets', 'loopback_frames', 'cqe_errors')}
               for dev in hw_after}
         verified = read + reread + 2 * (DD_MB << 20)
-        print('\niSER to %s:3260 (%s, then %s): fio wrote %d bytes, %d bytes verified (fio crc32c, '
-              'dd sha256) in %.0f s; device %s' % (tgt.ip, disk, disk2, wrote, verified,
+        print('\niSER to %s:3260 (%s; %s, then %s): fio wrote %d bytes, %d bytes verified (fio crc32c, '
+              'dd sha256) in %.0f s; device %s' % (tgt.ip, topo.name, disk, disk2, wrote, verified,
                                                    time.monotonic() - t0, hw))
         assert sum(h['tx_packets'] for h in hw.values()) > 0, hw
+        if tvm is not ivm:      # across the wire: both ports sent and received, none looped back
+            assert all(h['tx_packets'] > 0 and h['rx_packets'] > 0 and h['loopback_frames'] == 0
+                       for h in hw.values()), hw
         assert all(hw_after[d]['cqe_errors'] == hw_login2[d]['cqe_errors'] for d in hw_after), hw
-        logout(vm, tgt.ip)
+        logout(ivm, tgt.ip)
     finally:
-        down = initiator_teardown(vm).output + target_teardown(vm).output
-    left = vm.run('pgrep -x iscsid; ls /sys/class/iscsi_session; [ -d /sys/module/ib_isert ] && echo isert; '
-                  '[ -d /sys/module/ib_iser ] && echo iser; [ -d %s/iscsi ] && echo lio; true' % T)
-    assert not left.strip(), (left, down)
+        down = initiator_teardown(ivm).output + target_teardown(tvm).output
+    for vm in vms:
+        left = vm.run('pgrep -x iscsid; ls /sys/class/iscsi_session; [ -d /sys/module/ib_isert ] && echo '
+                      'isert; [ -d /sys/module/ib_iser ] && echo iser; [ -d %s/iscsi ] && echo lio; true' % T)
+        assert not left.strip(), (vm.name, left, down)
     problems = guest_dmesg.problems()
     assert not problems, '\n'.join(problems)

@@ -2,10 +2,13 @@
 """Guest tier: NFS over RDMA (RPC-over-RDMA version 1, RFC 8166; the
 kernel's svcrdma server and xprtrdma client, both in rpcrdma.ko) on qrnic.
 
-One T1 guest (one VM, two qrnic ports cabled back to back): knfsd exports
-a tmpfs directory with an RDMA listener on port 20049 (`rdma 20049` in
-/proc/fs/nfsd/portlist) beside its TCP one on port A's address; the client
-mounts it from the same guest with `-o rdma,port=20049,vers=4.2`.  Data:
+In T1 (one VM, two qrnic ports cabled back to back) and in T2 (two VMs,
+one qrnic each, across the dgram wire): knfsd exports a tmpfs directory
+with an RDMA listener on port 20049 (`rdma 20049` in
+/proc/fs/nfsd/portlist) beside its TCP one on the server port's address;
+the client mounts it (from the same guest in T1, where the kernel picks
+the source port and the traffic goes through one port's loopback; from the
+other VM in T2, over the wire) with `-o rdma,port=20049,vers=4.2`.  Data:
 fio (randwrite, 4 KiB and 128 KiB blocks, iodepth 16, O_DIRECT, crc32c
 verification) and a random file written with dd and compared by sha256;
 then umount, mount again, and both verified once more.
@@ -16,7 +19,7 @@ That the traffic was RPC-over-RDMA and not TCP: /proc/self/mountstats says
 WRITEs the server made; the qrnic devices' hw_counters moved; and `ss`
 shows no TCP connection to or from port 2049.
 Clean teardown: umount, nfsd stopped (rpc.nfsd 0), exports flushed, the
-modules unloaded; no kernel warning.  About a minute under TCG."""
+modules unloaded; no kernel warning.  About a minute under TCG each."""
 import re
 import time
 
@@ -26,7 +29,7 @@ from guest.storage import fio_job, fio_verify, sha256_read, sha256_write
 from guest.vmlib import guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
-              pytest.mark.parametrize('topo', ['T1'], indirect=True)]
+              pytest.mark.parametrize('topo', ['T1', 'T2'], indirect=True)]
 
 EXPORT = '/srv/qrnic-nfs'
 MNT = '/mnt/qrnic-nfs'
@@ -89,63 +92,77 @@ def svc_rdma_stats(vm):
 def test_nfs_over_rdma(topo, guest_dmesg):
     need_driver(topo, provider=False)     # kernel only
     srv, cli = topo.pair()
-    vm = srv.vm
-    assert cli.vm is vm, 'T1: both ports in one VM'
-    missing = vm.run('for m in nfsd rpcrdma nfsv4; do modinfo -n $m >/dev/null 2>&1 || echo $m; done; '
-                     'for c in rpc.nfsd rpc.mountd exportfs mount.nfs fio; do command -v $c >/dev/null '
-                     '|| echo $c; done')
-    assert not missing.strip(), 'the guest image lacks: %s' % missing.split()
-    nfs_teardown(vm)
+    svm, cvm = srv.vm, cli.vm             # one VM in T1, two in T2
+    assert (svm is cvm) == (topo.name == 'T1'), topo.name
+    vms = [svm] if svm is cvm else [svm, cvm]
+    for vm in vms:
+        missing = vm.run('for m in nfsd rpcrdma nfsv4; do modinfo -n $m >/dev/null 2>&1 || echo $m; '
+                         'done; for c in rpc.nfsd rpc.mountd exportfs mount.nfs fio; do command -v '
+                         '$c >/dev/null || echo $c; done')
+        assert not missing.strip(), 'the guest image lacks: %s' % missing.split()
+        nfs_teardown(vm)
     t0 = time.monotonic()
-    hw_before = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (srv, cli)}
+    eps = (srv, cli)
+    hw_before = {ep.ibdev + ep.vm.name: hw_counters(ep.vm, ep.ibdev) for ep in eps}
+
+    def hw_now():
+        return {ep.ibdev + ep.vm.name: hw_counters(ep.vm, ep.ibdev) for ep in eps}
     try:
-        ports = start_server(vm, srv.ip)
+        ports = start_server(svm, srv.ip)
         assert 'rdma %d' % RDMA_PORT in ports, ports
-        svc_before = svc_rdma_stats(vm)
-        stats = mount(vm, srv.ip)
+        if cvm is not svm:
+            cvm.run('modprobe -a rpcrdma nfsv4 && mkdir -p %s' % MNT, timeout=120)
+        svc_before = svc_rdma_stats(svm)
+        stats = mount(cvm, srv.ip)
         # the client's transport is RPC-over-RDMA
         assert re.search(r'^\s*xprt:\s+rdma\s', stats, re.M), stats
-        assert re.search(r'proto=rdma', vm.run('grep " %s " /proc/mounts' % MNT)), 'not an rdma mount'
+        assert re.search(r'proto=rdma', cvm.run('grep " %s " /proc/mounts' % MNT)), 'not an rdma mount'
 
         job = fio_job(FIO_MB << 20, directory=MNT)
-        wrote, read = fio_verify(vm, job)
+        wrote, read = fio_verify(cvm, job)
         assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
-        digest = sha256_write(vm, MNT + '/dd-file', DD_MB << 20)
-        assert sha256_read(vm, MNT + '/dd-file', DD_MB << 20) == digest
+        digest = sha256_write(cvm, MNT + '/dd-file', DD_MB << 20)
+        assert sha256_read(cvm, MNT + '/dd-file', DD_MB << 20) == digest
 
         # no failed completion while the mount was up (umount's QP teardown
         # flushes the posted receives: IB_WC_WR_FLUSH_ERR, counted too)
-        hw_mid = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (srv, cli)}
+        hw_mid = hw_now()
         assert all(hw_mid[d]['cqe_errors'] == hw_before[d]['cqe_errors'] for d in hw_mid), (hw_before, hw_mid)
-        vm.run('umount %s' % MNT, timeout=120)
-        mount(vm, srv.ip)
-        hw_mount2 = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (srv, cli)}
+        cvm.run('umount %s' % MNT, timeout=120)
+        mount(cvm, srv.ip)
+        hw_mount2 = hw_now()
         # the server's own copy and the client's, after a new mount
-        assert sha256_read(vm, EXPORT + '/dd-file', DD_MB << 20, iflag='') == digest
-        assert sha256_read(vm, MNT + '/dd-file', DD_MB << 20) == digest
-        _, reread = fio_verify(vm, job, verify_only=True)
+        assert sha256_read(svm, EXPORT + '/dd-file', DD_MB << 20, iflag='') == digest
+        assert sha256_read(cvm, MNT + '/dd-file', DD_MB << 20) == digest
+        _, reread = fio_verify(cvm, job, verify_only=True)
         assert reread == 2 * (FIO_MB << 20), reread
 
-        svc = svc_rdma_stats(vm)
+        svc = svc_rdma_stats(svm)
         dsvc = {k: svc[k] - svc_before.get(k, 0) for k in svc}
-        hw_after = {ep.ibdev: hw_counters(vm, ep.ibdev) for ep in (srv, cli)}
+        hw_after = hw_now()
         hw = {dev: {k: hw_after[dev][k] - hw_before[dev][k]
                     for k in ('tx_packets', 'rx_packets', 'loopback_frames', 'cqe_errors')}
               for dev in hw_after}
-        tcp = vm.run('ss -Htn state established "( sport = :2049 or dport = :2049 )" | wc -l').strip()
+        tcp = sum(int(vm.run('ss -Htn state established "( sport = :2049 or dport = :2049 )" '
+                             '| wc -l').strip()) for vm in vms)
         verified = read + reread + 3 * (DD_MB << 20)
-        print('\nNFS 4.2 over RDMA %s:%d: fio wrote %d bytes, %d bytes verified (fio crc32c, dd sha256) '
-              'in %.0f s; svc_rdma %s; device %s; TCP connections to 2049: %s'
-              % (srv.ip, RDMA_PORT, wrote, verified, time.monotonic() - t0, dsvc, hw, tcp))
+        print('\nNFS 4.2 over RDMA %s:%d (%s): fio wrote %d bytes, %d bytes verified (fio crc32c, '
+              'dd sha256) in %.0f s; svc_rdma %s; device %s; TCP connections to 2049: %s'
+              % (srv.ip, RDMA_PORT, topo.name, wrote, verified, time.monotonic() - t0, dsvc, hw, tcp))
         # the server saw RPC-over-RDMA receives and moved data with RDMA READ/WRITE
         assert dsvc.get('rdma_stat_recv', 0) > 0, dsvc
         assert dsvc.get('rdma_stat_read', 0) + dsvc.get('rdma_stat_write', 0) > 0, dsvc
         assert sum(h['tx_packets'] for h in hw.values()) > 0, hw
+        if svm is not cvm:      # across the wire: both ports sent and received, none looped back
+            assert all(h['tx_packets'] > 0 and h['rx_packets'] > 0 and h['loopback_frames'] == 0
+                       for h in hw.values()), hw
         assert all(hw_after[d]['cqe_errors'] == hw_mount2[d]['cqe_errors'] for d in hw_after), hw
-        assert tcp == '0', 'NFS went over TCP too: %s' % tcp
+        assert tcp == 0, 'NFS went over TCP too: %s' % tcp
     finally:
-        down = nfs_teardown(vm)
-    assert not vm.run('mountpoint -q %s && echo mounted; [ -d /sys/module/nfsd ] && echo nfsd; '
-                      '[ -d /sys/module/rpcrdma ] && echo rpcrdma; true' % MNT).strip(), down.output
+        down = [nfs_teardown(vm) for vm in ([cvm, svm] if cvm is not svm else [svm])]
+    for vm in vms:
+        assert not vm.run('mountpoint -q %s && echo mounted; [ -d /sys/module/nfsd ] && echo nfsd; '
+                          '[ -d /sys/module/rpcrdma ] && echo rpcrdma; true' % MNT).strip(), \
+            [d.output for d in down]
     problems = guest_dmesg.problems()
     assert not problems, '\n'.join(problems)

@@ -290,7 +290,7 @@ def test_oversized_counts_rejected(world):
     assert st_of(d.create_qp, pd, cq, sq_log=16) == BP
     assert st_of(d.create_qp, pd, cq, rq_log=16) == BP
     assert st_of(d.create_qp, pd, cq, sq_shift=5) == BP
-    assert st_of(d.create_qp, pd, cq, sq_shift=10) == BP
+    assert st_of(d.create_qp, pd, cq, sq_shift=11) == BP
     assert st_of(d.create_qp, pd, cq, rq_shift=4) == BP
     assert st_of(d.create_qp, pd, cq, rq_shift=10) == BP
     assert st_of(d.create_qp, pd, cq, qp_type=8) == BP     # RAW_PACKET

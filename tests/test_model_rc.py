@@ -74,7 +74,8 @@ def test_rc_opcode_matrix(world, op, size, nsge):
     n = SIZES[size]
     rng = seeded(op, size, nsge)
     a, b = world.devs
-    conn = q.connect_rc(a, b, mtu=MTU)
+    # 30 SGEs take the 1024-byte stride (64 + 30 x 16 bytes)
+    conn = q.connect_rc(a, b, mtu=MTU, sq_shift=10 if nsge > 28 else 9)
     gap = 64
     span = n + nsge * gap + 512
     la, rb = a.reg_mr(conn.pda, span), b.reg_mr(conn.pdb, span)

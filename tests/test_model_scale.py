@@ -67,3 +67,41 @@ def test_mrs_memory_returns_to_baseline():
         (f1, a1), (f2, a2), (f3, a3) = rounds
         assert a2 - a1 <= TOL_KIB and a3 - a1 <= TOL_KIB, rounds
         assert f3 - f1 <= TOL_KIB, rounds
+
+
+def test_default_limits_cost_memory_only_when_used():
+    """The default number spaces are a ConnectX-5's (65536 QPs, CQs, PDs,
+    AHs, SRQs; issue 16 item 5): their tables are host arrays, calloc'd
+    and backed only where a slot is used, so a device with the defaults,
+    made and reset, costs far less than its tables' size: eight of them
+    must take less than 10 MiB beyond eight devices of 64 slots, where the
+    tables of QPs (1968 bytes a slot), CQs, PDs, AHs and SRQs, if touched,
+    would be 8 x 144 MiB.  Measured in a fresh process, as QEMU makes its
+    devices: in a long one glibc serves large callocs from memory freed
+    earlier (its mmap threshold grows after frees) and zeroes, so
+    touches, it -- that is the allocator's cost, not the model's."""
+    import subprocess
+    import sys
+    code = r"""
+import sys
+sys.path.insert(0, 'tests')
+import scale_common as s
+def rss_of(cfg):
+    r0 = s.rss_kib()
+    ws = [s.q.World(1, cfg=cfg, mem_mb=16, framelog=0) for _ in range(8)]
+    attr = ws[0].devs[0].attr
+    for w in ws:            # a reset (QEMU resets each device at boot)
+        w.devs[0].flr()     # must not touch the tables either
+    return ws, s.rss_kib() - r0, attr
+ws, dflt, a = rss_of('')
+ws2, base, _ = rss_of('max_qp=64,max_cq=64,max_pd=64,max_ah=64,max_srq=64')
+print(dflt, base, a['max_qp'], a['max_cq'], a['max_pd'], a['max_srq'], a['max_sge'])
+"""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, '-c', code], cwd=repo, env=dict(os.environ),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    dflt, base, *limits = map(int, out.stdout.split())
+    print(f'\n8 devices: {base} KiB with 64-slot spaces, {dflt} KiB with the defaults')
+    assert limits == [65536, 65536, 65536, 65536, 30], limits
+    assert dflt - base < 10240, (base, dflt)

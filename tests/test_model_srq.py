@@ -174,7 +174,7 @@ def test_bad_srq_wqe_completes_in_error(world):
     qa, qb, cqa, cqb = conns[0]
     src = a.reg_mr(pda, 4096)
     dst = b.reg_mr(pdb, 4096)
-    srq.post_recv([(dst, 0, 64)] * 17, wr_id=7, check=False)    # num_sge > QRNIC_MAX_SGE
+    srq.post_recv([(dst, 0, 16)] * (q.MAX_SGE + 1), wr_id=7, check=False)  # > QRNIC_MAX_SGE
     qa.post_send('SEND', [(src, 0, 16)], wr_id=1)
     assert world.run() == 'idle'
     got = cqb.poll()

@@ -159,7 +159,7 @@ def test_uc_bad_receive_wqe_is_a_local_error(world):
     LOC_QP_OP_ERR, the QP goes to ERROR (QP_FATAL), as for RC."""
     c = uc(world)
     la, rb, _ = mrs(c)
-    c.qb.post_recv([(rb, 0, 64)] * 17, wr_id=9, check=False)     # num_sge over the limit
+    c.qb.post_recv([(rb, 0, 16)] * (q.MAX_SGE + 1), wr_id=9, check=False)  # over the limit
     c.qa.post_send('SEND', [(la, 0, 64)], wr_id=1)
     assert world.run() == 'idle'
     got = c.cqb.poll()

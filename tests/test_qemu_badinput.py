@@ -138,7 +138,7 @@ def test_admin_oversized_counts(world):
     assert d.create_eq(16, vector=1, check=False) is None and d.last_status == BP
     assert d.create_eq(4, vector=8, check=False) is None and d.last_status == BP
     assert d.create_eq(4, vector=0xffff, check=False) is None and d.last_status == BP
-    for kw in ({'sq_log': 16}, {'rq_log': 16}, {'sq_shift': 10}, {'sq_shift': 5},
+    for kw in ({'sq_log': 16}, {'rq_log': 16}, {'sq_shift': 11}, {'sq_shift': 5},
                {'rq_shift': 10}, {'rq_shift': 4}, {'sq_log': 14, 'sq_shift': 9}):
         assert d.create_qp(pd, cq, check=False, **kw) is None, kw
         assert d.last_status in (BP, AQ['NO_RESOURCES']), (kw, d.last_status)
@@ -225,7 +225,7 @@ def test_admin_rings_outside_ram(world):
 
 
 # ---- work requests -----------------------------------------------------------------------
-@pytest.mark.parametrize('num_sge', [17, 28, 255])
+@pytest.mark.parametrize('num_sge', [29, 31, 255])   # 29: over the 512-byte stride
 def test_send_wqe_num_sge_too_large(world, num_sge):
     a, b = world.devs
     conn = h.connect_rc(a, b)
@@ -517,12 +517,21 @@ def test_bar2_reads_zero_writes_ignored(world):
     rng = random.Random(5)
     s0 = d.query_stats()
     n = 0
+    clock = (h.DB_CLOCK, h.DB_CLOCK + 4)    # the read-only device clock (ABI 1.7)
     for page in (0, 1, pages - 1):
         for off in range(0, h.DB_PAGE_SIZE, 8 if page else 4):
             for size in (4, 8):
-                if off % size == 0 and (page or off < 0x40):
+                if off % size == 0 and (page or off < 0x40) and \
+                        not (off in clock and (size == 4 or off == h.DB_CLOCK)):
                     assert q.read_sized(d.db + page * h.DB_PAGE_SIZE + off, size) == 0
-        for off in (0x18, 0x20, 0x800, 0xff8):
+        base = d.db + page * h.DB_PAGE_SIZE
+        t = q.clock()
+        assert q.read_sized(base + h.DB_CLOCK, 8) == t
+        assert (q.read_sized(base + h.DB_CLOCK + 4, 4) << 32 |
+                q.read_sized(base + h.DB_CLOCK, 4)) == t
+        # 0x7f8: below the BlueFlame buffers; 0x908, 0xb08: undefined
+        # offsets within them (a BF data word at 0x800 is taken, spec 3.2.1)
+        for off in (0x18, 0x20, 0x7f8, 0x908, 0xb08, 0xff8):
             q.writeq(d.db + page * h.DB_PAGE_SIZE + off, rng.getrandbits(64))
             n += 1
     world.settle()

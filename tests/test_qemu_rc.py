@@ -59,7 +59,7 @@ def test_bringup_and_queries(world):
         assert d.mac == bytes.fromhex(f'5254005e00{i + 1:02x}')
         attr = d.attr
         assert attr['abi_version'] == abi.ABI_VERSION
-        assert attr['max_sge'] == h.MAX_SGE and attr['max_qp'] == 1024
+        assert attr['max_sge'] == h.MAX_SGE == 30 and attr['max_qp'] == 65536
         assert attr['mac'] == d.mac
         port = d.query_port()
         assert port['state'] == 4 and port['eth_mtu'] == 4200 and port['mac'] == d.mac

@@ -28,7 +28,7 @@ PARAMS = ['clock-mhz', 'doorbell-cycles', 'wqe-cycles', 'req-pkt-cycles', 'resp-
           'pcie-mrrs', 'pcie-mps', 'pcie-tlp-overhead', 'pcie-read-credits', 'link-mbps',
           'link-overhead', 'prop-ns', 'qpc-entries', 'qpc-ways', 'mpt-entries', 'mpt-ways',
           'mtt-entries', 'mtt-ways', 'mtt-miss-slots', 'mtt-miss-ns', 'mtt-prefetch', 'atomic-ns',
-          'irq-moderation-ns']
+          'irq-moderation-ns', 'bf-write-ns']
 TEACH = {'clock-mhz': 1, 'pcie-read-ns': 4000, 'pcie-write-ns': 2000, 'prop-ns': 5000,
          'link-mbps': 1000, 'num-pu': 1}
 STEP = 1000     # ns of virtual time per poll while waiting

@@ -70,8 +70,8 @@ def test_guest_errors_as_typed_trace_points(qemu_binary, tmp_path):  # noqa: F81
         assert a.create_cq(16, check=False) is None
         bad_cmd = a.last_cqe()
         assert bad_cmd['status'] == h.AQ['BAD_PARAM'] and bad_cmd['detail']
-        # a send WQE with 28 SGEs
-        a.patch_next_wqe('num_sge', 28)
+        # a send WQE with 31 SGEs (over QRNIC_MAX_SGE)
+        a.patch_next_wqe('num_sge', 31)
         conn.qa.post_send('SEND', [(la, 0, 16)], wr_id=1)
         c = scenarios.one_cqe(conn.cqa)
         assert c['status_name'] == 'LOC_QP_OP_ERR' and c['vendor_err_name'] == 'BAD_WQE'
@@ -92,7 +92,7 @@ def test_guest_errors_as_typed_trace_points(qemu_binary, tmp_path):  # noqa: F81
                                  'field': bad_cmd['detail']}),
         ('qrnic_err_bad_send_wqe', {'dev': 0, 'qpn': conn.qa.qpn, 'idx': 0,
                                     'opcode': h.WR['SEND'], 'flags': h.WQE_F_SIGNALED,
-                                    'sge': 28, 'inline': 0}),
+                                    'sge': 31, 'inline': 0}),
     ], typed
     # each still comes with its free-text line too
     assert names.count('qrnic_err_guest') == len(typed)

@@ -125,15 +125,15 @@ def test_bad_send_wqe(world):
     conn = q.connect_rc(a, b)
     la = a.reg_mr(conn.pda, 4096)
     a.clear_logs()
-    a.patch_next_wqe('num_sge', 28)
+    a.patch_next_wqe('num_sge', 31)
     conn.qa.post_send('SEND', [(la, 0, 16)], wr_id=1)
     assert world.run() == 'idle'
     _, f, text = last(a, 'err_bad_send_wqe')
     assert f == {'qpn': conn.qa.qpn, 'idx': 0, 'opcode': q.WR['SEND'],
-                 'flags': q.WQE_F_SIGNALED, 'sge': 28, 'inline_len': 0}
-    assert text == f'qpn {conn.qa.qpn} idx 0 opcode 2 flags 0x1 sge 28 inline 0'
+                 'flags': q.WQE_F_SIGNALED, 'sge': 31, 'inline_len': 0}
+    assert text == f'qpn {conn.qa.qpn} idx 0 opcode 2 flags 0x1 sge 31 inline 0'
     # the free-text log line stays as it was
-    assert any('bad send WQE 0 (opcode 2 flags 0x1 sge 28 inline 0)' in m for _, m in a.logs())
+    assert any('bad send WQE 0 (opcode 2 flags 0x1 sge 31 inline 0)' in m for _, m in a.logs())
     assert a.tracepoint_count() == a.guest_errors == 1
 
 

@@ -29,6 +29,26 @@ def generate(r):
     r.figure('timing-wlat', str(wrtt))
     r.figure('timing-wlat-gap', f'{signed(pct(half, 608))} % vs 608 ns, '
                                 f'{signed(pct(half, 600))} % vs 600 ns')
+    # one-way time of an 8 B inline WRITE, post to data visible at the
+    # responder: the trace gives the SQ doorbell (or BF write) on host 0
+    # and the responder's payload write on host 1; the write is visible
+    # pcie_write_ns (150) + its TLP at pcie_mbps ((8 + 24) B / 15000 MB/s
+    # = 2 ns) later on an idle write direction.
+    def one_way(*extra):
+        ev = r.events(r.sim(*CX5, '--op', 'write', '--size', '8', '--inline', '--depth', '1',
+                            '--count', '1000', *extra, trace='oneway.jsonl'))
+        posts = [e['t_ns'] for e in ev if e['dev'] == 0 and e['type'] == 'doorbell'
+                 and e['a'] == 0 and e['qpn'] != 0]
+        writes = [e['t_ns'] for e in ev if e['dev'] == 1 and e['type'] == 'dma_write'
+                  and e['a'] == 8]
+        r.claim(len(posts) == len(writes) == 1000, 'one doorbell and one payload write a WRITE')
+        t = sorted(w + 152 - p for p, w in zip(posts, writes))
+        return t[len(t) // 2]
+    ow_bf = one_way('--bf')
+    ow_ring = one_way()
+    r.figure('timing-oneway-bf', str(ow_bf))
+    r.figure('timing-oneway-ring', str(ow_ring))
+    r.figure('timing-oneway-gap', f'{signed(pct(ow_bf, 600), 1)} % vs 600 ns')
     rrtt = p50('--op', 'read', '--size', '8', '--depth', '1', '--count', '1000')
     r.figure('timing-rlat', str(rrtt))
     r.figure('timing-rlat-gap', f'{signed(pct(rrtt, 1200))} %')

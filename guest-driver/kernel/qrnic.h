@@ -22,10 +22,6 @@
 #include "qrnic_abi.h"		/* model/abi: the device ABI */
 #include "qrnic_uverbs.h"		/* model/abi: the provider ABI */
 
-#ifndef __LITTLE_ENDIAN
-#error "qrnic: the device ABI is little endian; big-endian hosts are not supported"
-#endif
-
 #define QRNIC_DRV_NAME		"qrnic"
 #define QRNIC_PORT		1
 
@@ -221,35 +217,49 @@ static inline bool qrnic_dead(struct qrnic_dev *dev)
 	return test_bit(QRNIC_FLAG_FATAL, &dev->flags);
 }
 
+/* A 32-bit field of QUERY_DEVICE's answer: dev->attr keeps it as the device
+ * wrote it, little endian (its two 64-bit fields: le64_to_cpu() at the use). */
+#define qrnic_attr(dev, field)	le32_to_cpu((dev)->attr.field)
+
 /* ALLOC_MR, REG_MR / LOCAL_INV WQEs and SEND_WITH_INV (spec 12.12; ABI 1.2) */
 static inline bool qrnic_has_mem_mgt(const struct qrnic_dev *dev)
 {
-	return (dev->attr.caps & QRNIC_CAP_MEM_MGT) && dev->attr.max_fast_reg_pages;
+	return (qrnic_attr(dev, caps) & QRNIC_CAP_MEM_MGT) &&
+	       qrnic_attr(dev, max_fast_reg_pages);
 }
 
 /* ALLOC_MW, BIND_MW WQEs (spec 12.13; ABI 1.2) */
 static inline bool qrnic_has_mw(const struct qrnic_dev *dev)
 {
-	return (dev->attr.caps & QRNIC_CAP_MW) && dev->attr.max_mw > 1;
+	return (qrnic_attr(dev, caps) & QRNIC_CAP_MW) && qrnic_attr(dev, max_mw) > 1;
 }
 
 /* XRC domains, XRC SRQs, XRC INI/TGT QPs (spec 12.14; ABI 1.3) */
 static inline bool qrnic_has_xrc(const struct qrnic_dev *dev)
 {
-	return (dev->attr.caps & QRNIC_CAP_XRC) && (dev->attr.caps & QRNIC_CAP_SRQ) &&
-	       dev->attr.max_xrcd > 1 && dev->attr.max_srq > 1;
+	u32 caps = qrnic_attr(dev, caps);
+
+	return (caps & QRNIC_CAP_XRC) && (caps & QRNIC_CAP_SRQ) &&
+	       qrnic_attr(dev, max_xrcd) > 1 && qrnic_attr(dev, max_srq) > 1;
 }
 
 /* REREG_MR (ABI 1.2; no capability bit: the ABI minor version says it) */
 static inline bool qrnic_has_rereg(const struct qrnic_dev *dev)
 {
-	return (dev->attr.abi_version & 0xffff) >= 2;
+	return (qrnic_attr(dev, abi_version) & 0xffff) >= 2;
+}
+
+/* the device clock and 64-byte timestamp CQEs (ABI 1.7, spec 4.6, 9.8) */
+static inline bool qrnic_has_cqe_ts(const struct qrnic_dev *dev)
+{
+	return (dev->caps & QRNIC_CAP_CQE_TS) && qrnic_attr(dev, hca_core_clock) &&
+	       le64_to_cpu(dev->attr.timestamp_mask);
 }
 
 /* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
 static inline bool qrnic_has_cq_resize(const struct qrnic_dev *dev)
 {
-	return dev->attr.caps & QRNIC_CAP_CQ_RESIZE;
+	return qrnic_attr(dev, caps) & QRNIC_CAP_CQ_RESIZE;
 }
 
 static inline u32 qrnic_rd(struct qrnic_dev *dev, u32 reg)
@@ -344,6 +354,7 @@ struct qrnic_cq {
 	struct qrnic_ring resized;	/* CQEs after a resize, or buf NULL */
 	struct qrnic_cqe *cqes;		/* kernel CQs: the current ring, under lock */
 	u32 dbrec_offset;
+	u8 flags;			/* QRNIC_CQ_F_*: TIMESTAMP (user CQs only) = 64-byte CQEs */
 	spinlock_t lock;
 	struct mutex resize_lock;	/* one resize at a time */
 	bool created;
@@ -511,7 +522,7 @@ int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type type);
 void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge);
-int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci,
+int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const __le32 *record,
 		       u32 qn, u32 db, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
 

@@ -249,14 +249,14 @@ void qrnic_aq_process_cq(struct qrnic_dev *dev)
 			break;
 		dma_rmb();	/* owner before the rest of the entry */
 
-		if (ctx->state == QRNIC_AQ_CTX_PENDING && e->cmd_id == ctx->cmd_id) {
+		if (ctx->state == QRNIC_AQ_CTX_PENDING && le16_to_cpu(e->cmd_id) == ctx->cmd_id) {
 			ctx->cqe = *e;
 			ctx->state = QRNIC_AQ_CTX_DONE;
 			complete(&ctx->done);
 		} else {
 			dev_warn_ratelimited(&dev->pdev->dev,
 					     "unexpected admin completion: cmd_id %u opcode %s status %s (slot %u state %u, expected cmd_id %u)\n",
-					     e->cmd_id, qrnic_aq_opcode_name(e->opcode),
+					     le16_to_cpu(e->cmd_id), qrnic_aq_opcode_name(e->opcode),
 					     qrnic_aq_status_name(e->status), slot,
 					     ctx->state, ctx->cmd_id);
 		}
@@ -366,7 +366,7 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 	ctx = &aq->ctx[slot];
 	cmd->hdr.flags = 0;
 	cmd->hdr.rsvd = 0;
-	cmd->hdr.cmd_id = (u16)idx;
+	cmd->hdr.cmd_id = cpu_to_le16((u16)idx);
 	ctx->cmd_id = (u16)idx;
 	ctx->aborted = false;
 	reinit_completion(&ctx->done);
@@ -417,7 +417,7 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 					     "admin command %s failed: status %s (%u), detail %u -> %d\n",
 					     qrnic_aq_opcode_name(opcode),
 					     qrnic_aq_status_name(ctx->cqe.status),
-					     ctx->cqe.status, ctx->cqe.detail, err);
+					     ctx->cqe.status, le32_to_cpu(ctx->cqe.detail), err);
 	}
 	WRITE_ONCE(ctx->state, QRNIC_AQ_CTX_FREE);
 	up(&aq->avail);
@@ -437,7 +437,7 @@ static int qrnic_cmd_simple(struct qrnic_dev *dev, u8 opcode, u32 handle, bool a
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, opcode);
-	cmd.u.handle.handle = handle;
+	cmd.u.handle.handle = cpu_to_le32(handle);
 	return qrnic_aq_exec(dev, &cmd, NULL, atomic);
 }
 
@@ -449,7 +449,7 @@ static int qrnic_cmd_create(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 
 	err = qrnic_aq_exec(dev, cmd, &cqe, atomic);
 	if (!err)
-		*handle = cqe.result[0];
+		*handle = le32_to_cpu(cqe.result[0]);
 	return err;
 }
 
@@ -475,12 +475,12 @@ static int qrnic_cmd_query_resp(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 	switch (cmd->hdr.opcode) {
 	case QRNIC_CMD_QUERY_QP:
 	case QRNIC_CMD_QUERY_MR:
-		cmd->u.query_qp.resp_addr = resp_dma;
-		cmd->u.query_qp.resp_len = len;
+		cmd->u.query_qp.resp_addr = cpu_to_le64(resp_dma);
+		cmd->u.query_qp.resp_len = cpu_to_le32(len);
 		break;
 	default:
-		cmd->u.query.resp_addr = resp_dma;
-		cmd->u.query.resp_len = len;
+		cmd->u.query.resp_addr = cpu_to_le64(resp_dma);
+		cmd->u.query.resp_len = cpu_to_le32(len);
 		break;
 	}
 	err = qrnic_aq_exec(dev, cmd, NULL, false);
@@ -503,16 +503,16 @@ int qrnic_cmd_query_port(struct qrnic_dev *dev, struct qrnic_port_attr *out)
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_QUERY_PORT);
-	cmd.u.query.port = QRNIC_PORT;
+	cmd.u.query.port = cpu_to_le32(QRNIC_PORT);
 	return qrnic_cmd_query_resp(dev, &cmd, out, sizeof(*out));
 }
 
-int qrnic_cmd_query_stats(struct qrnic_dev *dev, u64 *counters, u32 count)
+int qrnic_cmd_query_stats(struct qrnic_dev *dev, __le64 *counters, u32 count)
 {
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_QUERY_STATS);
-	return qrnic_cmd_query_resp(dev, &cmd, counters, count * sizeof(u64));
+	return qrnic_cmd_query_resp(dev, &cmd, counters, count * sizeof(*counters));
 }
 
 int qrnic_cmd_set_gid(struct qrnic_dev *dev, u32 index, bool valid, u8 net_type,
@@ -521,7 +521,7 @@ int qrnic_cmd_set_gid(struct qrnic_dev *dev, u32 index, bool valid, u8 net_type,
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_SET_GID);
-	cmd.u.gid.index = index;
+	cmd.u.gid.index = cpu_to_le32(index);
 	cmd.u.gid.valid = valid;
 	if (valid) {
 		cmd.u.gid.net_type = net_type;
@@ -548,7 +548,7 @@ int qrnic_cmd_create_pd(struct qrnic_dev *dev, u32 uctx, u32 *pdn)
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_CREATE_PD);
-	cmd.u.create_pd.uctx = uctx;
+	cmd.u.create_pd.uctx = cpu_to_le32(uctx);
 	return qrnic_cmd_create(dev, &cmd, pdn, false);
 }
 
@@ -588,7 +588,7 @@ int qrnic_cmd_modify_qp(struct qrnic_dev *dev, u32 qpn,
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_MODIFY_QP);
-	cmd.u.modify_qp.qpn = qpn;
+	cmd.u.modify_qp.qpn = cpu_to_le32(qpn);
 	cmd.u.modify_qp.attr = *attr;
 	return qrnic_aq_exec(dev, &cmd, NULL, false);
 }
@@ -598,7 +598,7 @@ int qrnic_cmd_query_qp(struct qrnic_dev *dev, u32 qpn, struct qrnic_qp_attr *out
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_QUERY_QP);
-	cmd.u.query_qp.handle = qpn;
+	cmd.u.query_qp.handle = cpu_to_le32(qpn);
 	return qrnic_cmd_query_resp(dev, &cmd, out, sizeof(*out));
 }
 
@@ -624,8 +624,8 @@ int qrnic_cmd_rereg_mr(struct qrnic_dev *dev, u32 key, u32 change,
 	u32 out;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_REREG_MR);
-	cmd.u.rereg_mr.key = key;
-	cmd.u.rereg_mr.change = change;
+	cmd.u.rereg_mr.key = cpu_to_le32(key);
+	cmd.u.rereg_mr.change = cpu_to_le32(change);
 	cmd.u.rereg_mr.reg = *reg;
 	return qrnic_cmd_create(dev, &cmd, &out, false);	/* result[0]: the key, unchanged */
 }
@@ -640,8 +640,8 @@ int qrnic_cmd_alloc_mr(struct qrnic_dev *dev, u32 pdn, u32 max_pages, u32 *key)
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_ALLOC_MR);
-	cmd.u.alloc_mr.pdn = pdn;
-	cmd.u.alloc_mr.max_pages = max_pages;
+	cmd.u.alloc_mr.pdn = cpu_to_le32(pdn);
+	cmd.u.alloc_mr.max_pages = cpu_to_le32(max_pages);
 	return qrnic_cmd_create(dev, &cmd, key, false);
 }
 
@@ -650,7 +650,7 @@ int qrnic_cmd_alloc_mw(struct qrnic_dev *dev, u32 pdn, u8 type, u32 *rkey)
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_ALLOC_MW);
-	cmd.u.alloc_mw.pdn = pdn;
+	cmd.u.alloc_mw.pdn = cpu_to_le32(pdn);
 	cmd.u.alloc_mw.type = type;
 	return qrnic_cmd_create(dev, &cmd, rkey, false);
 }
@@ -663,12 +663,12 @@ int qrnic_cmd_resize_cq(struct qrnic_dev *dev, u32 cqn, u8 log_depth,
 	int err;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_RESIZE_CQ);
-	cmd.u.resize_cq.cqn = cqn;
+	cmd.u.resize_cq.cqn = cpu_to_le32(cqn);
 	cmd.u.resize_cq.log_depth = log_depth;
-	cmd.u.resize_cq.ring_addr = ring;
+	cmd.u.resize_cq.ring_addr = cpu_to_le64(ring);
 	err = qrnic_aq_exec(dev, &cmd, &cqe, atomic);
 	if (!err && carried)
-		*carried = cqe.result[0];
+		*carried = le32_to_cpu(cqe.result[0]);
 	return err;
 }
 
@@ -677,9 +677,9 @@ int qrnic_cmd_modify_cq(struct qrnic_dev *dev, u32 cqn, u16 count, u16 period_us
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_MODIFY_CQ);
-	cmd.u.modify_cq.cqn = cqn;
-	cmd.u.modify_cq.count = count;
-	cmd.u.modify_cq.period_us = period_us;
+	cmd.u.modify_cq.cqn = cpu_to_le32(cqn);
+	cmd.u.modify_cq.count = cpu_to_le16(count);
+	cmd.u.modify_cq.period_us = cpu_to_le16(period_us);
 	return qrnic_aq_exec(dev, &cmd, NULL, false);
 }
 
@@ -689,7 +689,7 @@ int qrnic_cmd_create_ah(struct qrnic_dev *dev, u32 pdn,
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_CREATE_AH);
-	cmd.u.create_ah.pdn = pdn;
+	cmd.u.create_ah.pdn = cpu_to_le32(pdn);
 	cmd.u.create_ah.av = *av;
 	return qrnic_cmd_create(dev, &cmd, ahn, atomic);
 }
@@ -706,9 +706,9 @@ int qrnic_cmd_create_eq(struct qrnic_dev *dev, u8 log_depth, u16 vector,
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_CREATE_EQ);
 	cmd.u.create_eq.log_depth = log_depth;
-	cmd.u.create_eq.vector = vector;
-	cmd.u.create_eq.flags = flags;
-	cmd.u.create_eq.ring_addr = ring;
+	cmd.u.create_eq.vector = cpu_to_le16(vector);
+	cmd.u.create_eq.flags = cpu_to_le32(flags);
+	cmd.u.create_eq.ring_addr = cpu_to_le64(ring);
 	return qrnic_cmd_create(dev, &cmd, eqn, false);
 }
 
@@ -732,7 +732,7 @@ int qrnic_cmd_alloc_xrcd(struct qrnic_dev *dev, u32 uctx, u32 *xrcdn)
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_ALLOC_XRCD);
-	cmd.u.alloc_xrcd.uctx = uctx;
+	cmd.u.alloc_xrcd.uctx = cpu_to_le32(uctx);
 	return qrnic_cmd_create(dev, &cmd, xrcdn, false);
 }
 
@@ -746,9 +746,9 @@ int qrnic_cmd_modify_srq(struct qrnic_dev *dev, u32 srqn, u32 attr_mask, u32 lim
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_MODIFY_SRQ);
-	cmd.u.modify_srq.srqn = srqn;
-	cmd.u.modify_srq.attr_mask = attr_mask;
-	cmd.u.modify_srq.limit = limit;
+	cmd.u.modify_srq.srqn = cpu_to_le32(srqn);
+	cmd.u.modify_srq.attr_mask = cpu_to_le32(attr_mask);
+	cmd.u.modify_srq.limit = cpu_to_le32(limit);
 	return qrnic_aq_exec(dev, &cmd, NULL, false);
 }
 
@@ -759,13 +759,13 @@ int qrnic_cmd_query_srq(struct qrnic_dev *dev, u32 srqn, struct qrnic_srq_query 
 	int err;
 
 	qrnic_cmd_init(&cmd, QRNIC_CMD_QUERY_SRQ);
-	cmd.u.handle.handle = srqn;
+	cmd.u.handle.handle = cpu_to_le32(srqn);
 	err = qrnic_aq_exec(dev, &cmd, &cqe, false);
 	if (err)
 		return err;
-	out->limit = cqe.result[0];
-	out->max_wr = cqe.result[1];
-	out->posted = cqe.result[2];
+	out->limit = le32_to_cpu(cqe.result[0]);
+	out->max_wr = le32_to_cpu(cqe.result[1]);
+	out->posted = le32_to_cpu(cqe.result[2]);
 	return 0;
 }
 
@@ -779,7 +779,7 @@ int qrnic_cmd_mcast(struct qrnic_dev *dev, u8 op, u32 qpn, const u8 gid[16])
 	struct qrnic_aq_cmd cmd;
 
 	qrnic_cmd_init(&cmd, op);
-	cmd.u.mcast.qpn = qpn;
+	cmd.u.mcast.qpn = cpu_to_le32(qpn);
 	memcpy(cmd.u.mcast.gid, gid, sizeof(cmd.u.mcast.gid));
 	return qrnic_aq_exec(dev, &cmd, NULL, false);
 }

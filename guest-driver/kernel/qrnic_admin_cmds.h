@@ -28,7 +28,7 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 
 int qrnic_cmd_query_device(struct qrnic_dev *dev, struct qrnic_device_attr *out);
 int qrnic_cmd_query_port(struct qrnic_dev *dev, struct qrnic_port_attr *out);
-int qrnic_cmd_query_stats(struct qrnic_dev *dev, u64 *counters, u32 count);
+int qrnic_cmd_query_stats(struct qrnic_dev *dev, __le64 *counters, u32 count);
 int qrnic_cmd_set_gid(struct qrnic_dev *dev, u32 index, bool valid, u8 net_type,
 		      const u8 *gid);
 int qrnic_cmd_alloc_uctx(struct qrnic_dev *dev, u32 *uctx);

@@ -3,7 +3,11 @@
  * qrnic completion queues.
  *
  * A CQ is a ring of 32-byte CQEs followed by the 4-byte doorbell record
- * (dbrec, docs/spec.md 9.5) in one DMA buffer.  Kernel CQs are polled here
+ * (dbrec, docs/spec.md 9.5) in one DMA buffer.  A user CQ created with
+ * IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION (ibv_create_cq_ex with
+ * IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) has 64-byte CQEs carrying the
+ * completion timestamp (QRNIC_CQ_F_TIMESTAMP, ABI 1.7, spec 9.8); the
+ * provider polls those.  Kernel CQs never ask for timestamps.  Kernel CQs are polled here
  * and publish their consumer index in the dbrec after every poll; user CQs
  * are mapped to the provider (struct qrnic_create_cq_resp) and polled there.
  *
@@ -25,7 +29,7 @@
 
 #include "qrnic.h"
 
-static u32 *qrnic_cq_dbrec(struct qrnic_cq *cq)
+static __le32 *qrnic_cq_dbrec(struct qrnic_cq *cq)
 {
 	return cq->ring.buf + cq->dbrec_offset;
 }
@@ -40,15 +44,19 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
 	struct qrnic_create_cq_resp resp = {};
 	struct qrnic_cmd_create_cq cmd = {};
+	bool ts = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
 	u32 log;
 	int err;
 
-	if (attr->flags)
+	if (attr->flags & ~IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION)
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > dev->attr.max_cqe)
+	/* timestamps: user CQs of a device with the clock (ABI 1.7) only */
+	if (ts && (!udata || !qrnic_has_cqe_ts(dev)))
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 	log = max_t(u32, 1, order_base_2(attr->cqe));
-	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > dev->attr.max_cqe)
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 
 	spin_lock_init(&cq->lock);
@@ -56,17 +64,19 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->log_depth = log;
 	cq->ci = 0;
 	cq->eq_index = attr->comp_vector % dev->num_ceqs;
-	cq->dbrec_offset = sizeof(struct qrnic_cqe) << log;
+	cq->flags = ts ? QRNIC_CQ_F_TIMESTAMP : 0;
+	cq->dbrec_offset = QRNIC_CQ_CQE_SIZE(cq->flags) << log;
 	err = qrnic_ring_alloc(dev, &cq->ring, cq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
 	if (err)
 		return err;
 	cq->cqes = cq->ring.buf;
 
-	cmd.uctx = uctx ? uctx->uctx : 0;
-	cmd.eqn = dev->ceqs[cq->eq_index].eqn;
+	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
+	cmd.eqn = cpu_to_le32(dev->ceqs[cq->eq_index].eqn);
 	cmd.log_depth = log;
-	cmd.ring_addr = cq->ring.dma;
-	cmd.dbrec_addr = cq->ring.dma + cq->dbrec_offset;
+	cmd.flags = cq->flags;
+	cmd.ring_addr = cpu_to_le64(cq->ring.dma);
+	cmd.dbrec_addr = cpu_to_le64(cq->ring.dma + cq->dbrec_offset);
 	err = qrnic_cmd_create_cq(dev, &cmd, &cq->cqn);
 	if (err)
 		goto err_free_ring;
@@ -83,6 +93,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		resp.mmap_key = qrnic_ring_mmap_key(&cq->ring);
 		resp.mmap_size = cq->ring.bytes;
 		resp.dbrec_offset = cq->dbrec_offset;
+		resp.cqe_size = QRNIC_CQ_CQE_SIZE(cq->flags);
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
 			goto err_erase;
@@ -138,14 +149,15 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 	u32 log, carried = 0;
 	int err;
 
-	if (entries < 1 || entries > dev->attr.max_cqe)
+	if (entries < 1 || entries > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 	log = max_t(u32, 1, order_base_2(entries));
-	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > dev->attr.max_cqe)
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > qrnic_attr(dev, max_cqe))
 		return -EINVAL;
 
 	mutex_lock(&cq->resize_lock);
-	err = qrnic_ring_alloc(dev, &ring, sizeof(struct qrnic_cqe) << log, uctx);
+	/* a timestamp CQ keeps its 64-byte CQEs (the device knows its flags) */
+	err = qrnic_ring_alloc(dev, &ring, QRNIC_CQ_CQE_SIZE(cq->flags) << log, uctx);
 	if (err)
 		goto out;
 
@@ -178,6 +190,7 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 
 	if (udata) {
 		resp.log_depth = log;
+		resp.cqe_size = QRNIC_CQ_CQE_SIZE(cq->flags);
 		resp.mmap_key = qrnic_ring_mmap_key(&cq->resized);
 		resp.mmap_size = cq->resized.bytes;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
@@ -263,22 +276,22 @@ static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
 			    struct ib_wc *wc)
 {
 	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = cqe->wr_id;
+	wc->wr_id = le64_to_cpu(cqe->wr_id);
 	wc->status = cqe->status <= QRNIC_WC_GENERAL_ERR ? cqe->status : IB_WC_GENERAL_ERR;
 	wc->vendor_err = cqe->vendor_err;
-	wc->byte_len = cqe->byte_len;
+	wc->byte_len = le32_to_cpu(cqe->byte_len);
 	wc->qp = &qp->ibqp;
-	wc->src_qp = cqe->src_qp;
+	wc->src_qp = le32_to_cpu(cqe->src_qp);
 	wc->port_num = QRNIC_PORT;
 	wc->opcode = qrnic_wc_opcode(cqe->opcode);
 	if (cqe->flags & QRNIC_CQE_F_WITH_IMM) {
-		/* opaque 4 bytes in wire order */
-		wc->ex.imm_data = (__force __be32)cqe->imm_data;
+		/* opaque 4 bytes in wire order, as ib_wc keeps them */
+		wc->ex.imm_data = cqe->imm_data;
 		wc->wc_flags |= IB_WC_WITH_IMM;
 	}
 	if (cqe->flags & QRNIC_CQE_F_WITH_INV) {
-		/* SEND_WITH_INV received: the rkey it invalidated, host order */
-		wc->ex.invalidate_rkey = cqe->imm_data;
+		/* SEND_WITH_INV received: the rkey it invalidated */
+		wc->ex.invalidate_rkey = le32_to_cpu(cqe->inv_key);
 		wc->wc_flags |= IB_WC_WITH_INVALIDATE;
 	}
 	if (cqe->flags & QRNIC_CQE_F_GRH) {
@@ -288,9 +301,9 @@ static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
 	}
 
 	if (cqe->flags & QRNIC_CQE_F_SEND)
-		qrnic_wq_complete(&qp->sq, cqe->wqe_index);
+		qrnic_wq_complete(&qp->sq, le16_to_cpu(cqe->wqe_index));
 	else if (qp->rq.log_depth)	/* an SRQ's slots come back by its record */
-		qrnic_wq_complete(&qp->rq, cqe->wqe_index);
+		qrnic_wq_complete(&qp->rq, le16_to_cpu(cqe->wqe_index));
 }
 
 int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
@@ -315,7 +328,7 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		dma_rmb();	/* owner before the rest of the CQE */
 		cq->ci++;
 
-		qp = xa_load(&dev->qps, cqe->qpn);
+		qp = xa_load(&dev->qps, le32_to_cpu(cqe->qpn));
 		if (unlikely(!qp)) {
 			/* completion of a QP destroyed meanwhile */
 			continue;
@@ -325,7 +338,7 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		n++;
 	}
 	/* Tell the device which slots are free again (read when the ring looks full). */
-	WRITE_ONCE(*qrnic_cq_dbrec(cq), cq->ci);
+	WRITE_ONCE(*qrnic_cq_dbrec(cq), cpu_to_le32(cq->ci));
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }
@@ -360,7 +373,7 @@ void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn)
 	for (i = end; i != cq->ci;) {
 		struct qrnic_cqe *c = &ring[--i & mask];
 
-		if (c->qpn == qpn) {
+		if (le32_to_cpu(c->qpn) == qpn) {
 			nfreed++;
 		} else if (nfreed) {
 			struct qrnic_cqe tmp = *c;
@@ -372,7 +385,7 @@ void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn)
 	}
 	if (nfreed) {
 		cq->ci += nfreed;
-		WRITE_ONCE(*qrnic_cq_dbrec(cq), cq->ci);
+		WRITE_ONCE(*qrnic_cq_dbrec(cq), cpu_to_le32(cq->ci));
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 }

@@ -141,33 +141,35 @@ static void qrnic_eq_doorbell(struct qrnic_eq *eq, bool arm)
 
 static void qrnic_handle_async(struct qrnic_dev *dev, const struct qrnic_eqe *e)
 {
+	u32 handle = le32_to_cpu(e->handle), data = le32_to_cpu(e->data);
+
 	switch (e->subtype) {
 	case QRNIC_EV_CQ_ERR:
-		qrnic_cq_async_event(dev, e->handle, IB_EVENT_CQ_ERR);
+		qrnic_cq_async_event(dev, handle, IB_EVENT_CQ_ERR);
 		break;
 	case QRNIC_EV_QP_FATAL:
-		qrnic_qp_async_event(dev, e->handle, IB_EVENT_QP_FATAL);
+		qrnic_qp_async_event(dev, handle, IB_EVENT_QP_FATAL);
 		break;
 	case QRNIC_EV_QP_REQ_ERR:
-		qrnic_qp_async_event(dev, e->handle, IB_EVENT_QP_REQ_ERR);
+		qrnic_qp_async_event(dev, handle, IB_EVENT_QP_REQ_ERR);
 		break;
 	case QRNIC_EV_QP_ACCESS_ERR:
-		qrnic_qp_async_event(dev, e->handle, IB_EVENT_QP_ACCESS_ERR);
+		qrnic_qp_async_event(dev, handle, IB_EVENT_QP_ACCESS_ERR);
 		break;
 	case QRNIC_EV_COMM_EST:
-		qrnic_qp_async_event(dev, e->handle, IB_EVENT_COMM_EST);
+		qrnic_qp_async_event(dev, handle, IB_EVENT_COMM_EST);
 		break;
 	case QRNIC_EV_SQ_DRAINED:
-		qrnic_qp_async_event(dev, e->handle, IB_EVENT_SQ_DRAINED);
+		qrnic_qp_async_event(dev, handle, IB_EVENT_SQ_DRAINED);
 		break;
 	case QRNIC_EV_QP_LAST_WQE_REACHED:
-		qrnic_qp_async_event(dev, e->handle, IB_EVENT_QP_LAST_WQE_REACHED);
+		qrnic_qp_async_event(dev, handle, IB_EVENT_QP_LAST_WQE_REACHED);
 		break;
 	case QRNIC_EV_SRQ_LIMIT_REACHED:
-		qrnic_srq_async_event(dev, e->handle, IB_EVENT_SRQ_LIMIT_REACHED);
+		qrnic_srq_async_event(dev, handle, IB_EVENT_SRQ_LIMIT_REACHED);
 		break;
 	case QRNIC_EV_DEVICE_FATAL:
-		dev_err(&dev->pdev->dev, "async event DEVICE_FATAL, code %u\n", e->data);
+		dev_err(&dev->pdev->dev, "async event DEVICE_FATAL, code %u\n", data);
 		qrnic_set_fatal(dev, "device reported a fatal error");
 		break;
 	case QRNIC_EV_PORT_ACTIVE:
@@ -179,7 +181,7 @@ static void qrnic_handle_async(struct qrnic_dev *dev, const struct qrnic_eqe *e)
 	default:
 		dev_warn_ratelimited(&dev->pdev->dev,
 				     "unknown async event %u (handle %u data %u)\n",
-				     e->subtype, e->handle, e->data);
+				     e->subtype, handle, data);
 		break;
 	}
 }
@@ -202,7 +204,7 @@ static void qrnic_eq_process(struct qrnic_eq *eq)
 		dma_rmb();	/* owner before the rest of the entry */
 
 		if (e->type == QRNIC_EQE_COMPLETION)
-			qrnic_cq_comp_event(dev, e->handle);
+			qrnic_cq_comp_event(dev, le32_to_cpu(e->handle));
 		else if (e->type == QRNIC_EQE_ASYNC)
 			qrnic_handle_async(dev, e);
 		else
@@ -275,13 +277,13 @@ static u32 qrnic_eq_log(u32 entries)
 
 int qrnic_eqs_create(struct qrnic_dev *dev)
 {
-	u32 max_cq = dev->attr.max_cq, max_qp = dev->attr.max_qp;
+	u32 max_cq = qrnic_attr(dev, max_cq), max_qp = qrnic_attr(dev, max_qp);
 	int i, err;
 
 	/* eqn 1..max_eq-1: one async EQ, the rest for completions */
-	dev->num_ceqs = min_t(int, dev->num_ceqs, dev->attr.max_eq - 2);
+	dev->num_ceqs = min_t(int, dev->num_ceqs, qrnic_attr(dev, max_eq) - 2);
 	if (dev->num_ceqs < 1) {
-		dev_err(&dev->pdev->dev, "device allows only %u EQs\n", dev->attr.max_eq);
+		dev_err(&dev->pdev->dev, "device allows only %u EQs\n", qrnic_attr(dev, max_eq));
 		return -ENODEV;
 	}
 

@@ -23,13 +23,13 @@ int qrnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		       u32 port, int index)
 {
 	struct qrnic_dev *dev = to_qdev(ibdev);
-	u64 counters[QRNIC_STAT_COUNT];
+	__le64 counters[QRNIC_STAT_COUNT];	/* little endian, as the device writes them */
 	int err, i;
 
 	err = qrnic_cmd_query_stats(dev, counters, QRNIC_STAT_COUNT);
 	if (err)
 		return err;
 	for (i = 0; i < QRNIC_STAT_COUNT && i < stats->num_counters; i++)
-		stats->value[i] = counters[i];
+		stats->value[i] = le64_to_cpu(counters[i]);
 	return i;
 }

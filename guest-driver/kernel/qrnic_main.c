@@ -218,7 +218,7 @@ static int qrnic_mem_mgt_show(struct seq_file *m, void *v)
 	struct qrnic_dev *dev = m->private;
 
 	seq_printf(m, "supported %d\n", qrnic_has_mem_mgt(dev));
-	seq_printf(m, "max_fast_reg_pages %u\n", dev->attr.max_fast_reg_pages);
+	seq_printf(m, "max_fast_reg_pages %u\n", qrnic_attr(dev, max_fast_reg_pages));
 	seq_printf(m, "alloc_mr %lld\n", atomic64_read(&dev->frwr.alloc_mr));
 	seq_printf(m, "fast_mrs %lld\n", atomic64_read(&dev->frwr.fast_mrs));
 	seq_printf(m, "reg_mr_posted %lld\n", atomic64_read(&dev->frwr.reg_mr_posted));
@@ -324,12 +324,13 @@ static int qrnic_query_caps(struct qrnic_dev *dev)
 	err = qrnic_cmd_query_device(dev, &dev->attr);
 	if (err)
 		return err;
-	if ((dev->attr.abi_version >> 16) != QRNIC_ABI_MAJOR) {
-		dev_err(d, "QUERY_DEVICE reports ABI 0x%x\n", dev->attr.abi_version);
+	if ((qrnic_attr(dev, abi_version) >> 16) != QRNIC_ABI_MAJOR) {
+		dev_err(d, "QUERY_DEVICE reports ABI 0x%x\n", qrnic_attr(dev, abi_version));
 		return -ENODEV;
 	}
-	if (!dev->attr.gid_tbl_len || dev->attr.max_qp < 4 || dev->attr.max_cq < 2 ||
-	    dev->attr.max_pd < 2 || dev->attr.max_eq < 2) {
+	if (!qrnic_attr(dev, gid_tbl_len) || qrnic_attr(dev, max_qp) < 4 ||
+	    qrnic_attr(dev, max_cq) < 2 || qrnic_attr(dev, max_pd) < 2 ||
+	    qrnic_attr(dev, max_eq) < 2) {
 		dev_err(d, "QUERY_DEVICE reports unusable limits\n");
 		return -ENODEV;
 	}
@@ -543,7 +544,7 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	dev_info(&pdev->dev,
 		 "%s: ABI %u.%u fw 0x%x, %s, %pM, MTU %u, %d vectors, %d completion EQs, %u user contexts\n",
 		 qrnic_ib_name(dev), dev->version >> 16, dev->version & 0xffff,
-		 dev->attr.fw_version, netdev_name(dev->ndev), dev->mac, dev->eth_mtu,
+		 qrnic_attr(dev, fw_version), netdev_name(dev->ndev), dev->mac, dev->eth_mtu,
 		 dev->nvec, dev->num_ceqs, dev->num_db_pages - 1);
 	return 0;
 

@@ -34,7 +34,7 @@
 #include "qrnic.h"
 
 struct qrnic_pbl_page {
-	u64 *va;
+	__le64 *va;			/* QRNIC_PBL_ENTRIES little-endian addresses */
 	dma_addr_t dma;
 };
 
@@ -98,7 +98,7 @@ static int qrnic_pbl_build(struct qrnic_dev *dev, struct ib_umem *umem,
 		if (WARN_ON(i >= nblocks))
 			goto err;
 		pbl->pg[i / QRNIC_PBL_ENTRIES].va[i % QRNIC_PBL_ENTRIES] =
-			rdma_block_iter_dma_address(&biter);
+			cpu_to_le64(rdma_block_iter_dma_address(&biter));
 		i++;
 	}
 	if (WARN_ON(i != nblocks))
@@ -107,7 +107,7 @@ static int qrnic_pbl_build(struct qrnic_dev *dev, struct ib_umem *umem,
 	for (l = 2; l <= pbl->levels; l++)
 		for (i = 0; i < n[l - 1]; i++)
 			pbl->pg[first[l] + i / QRNIC_PBL_ENTRIES].va[i % QRNIC_PBL_ENTRIES] =
-				pbl->pg[first[l - 1] + i].dma;
+				cpu_to_le64(pbl->pg[first[l - 1] + i].dma);
 	pbl->root = pbl->pg[first[pbl->levels]].dma;
 	return 0;
 
@@ -142,23 +142,23 @@ static int qrnic_mr_xlate(struct qrnic_dev *dev, struct ib_umem *umem, u64 iova,
 	int err;
 
 	pgsz = ib_umem_find_best_pgsz(umem,
-				      dev->attr.page_size_cap &
+				      le64_to_cpu(dev->attr.page_size_cap) &
 				      GENMASK_ULL(QRNIC_MAX_PAGE_SHIFT, QRNIC_MIN_PAGE_SHIFT),
 				      iova);
 	if (!pgsz)
 		return -EINVAL;
 	nblocks = ib_umem_num_dma_blocks(umem, pgsz);
-	if (nblocks > dev->attr.max_mtt)
+	if (nblocks > qrnic_attr(dev, max_mtt))
 		return -ENOMEM;
 
 	cmd->page_shift = __ffs(pgsz);
-	cmd->iova = iova;
-	cmd->length = length;
-	cmd->npages = nblocks;
+	cmd->iova = cpu_to_le64(iova);
+	cmd->length = cpu_to_le64(length);
+	cmd->npages = cpu_to_le32(nblocks);
 	if (nblocks == 1) {
 		/* level 0: pbl_addr is the (only) data page */
 		rdma_umem_for_each_dma_block(umem, &biter, pgsz) {
-			cmd->pbl_addr = rdma_block_iter_dma_address(&biter);
+			cmd->pbl_addr = cpu_to_le64(rdma_block_iter_dma_address(&biter));
 			break;
 		}
 		return 0;
@@ -167,7 +167,7 @@ static int qrnic_mr_xlate(struct qrnic_dev *dev, struct ib_umem *umem, u64 iova,
 	if (err)
 		return err;
 	cmd->pbl_levels = pbl->levels;
-	cmd->pbl_addr = pbl->root;
+	cmd->pbl_addr = cpu_to_le64(pbl->root);
 	return 0;
 }
 
@@ -182,7 +182,7 @@ struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 
 	if (access & ~(qrnic_mr_access_supported(dev) | IB_ACCESS_OPTIONAL))
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > dev->attr.max_mr_size)
+	if (!length || length > le64_to_cpu(dev->attr.max_mr_size))
 		return ERR_PTR(-EINVAL);
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
@@ -194,8 +194,8 @@ struct ib_mr *qrnic_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		err = PTR_ERR(mr->umem);
 		goto err_free;
 	}
-	cmd.pdn = to_qpd(ibpd)->pdn;
-	cmd.access = access & QRNIC_ACCESS_MR_MASK;	/* IB_ACCESS_* = QRNIC_ACCESS_* */
+	cmd.pdn = cpu_to_le32(to_qpd(ibpd)->pdn);
+	cmd.access = cpu_to_le32(access & QRNIC_ACCESS_MR_MASK);	/* IB_ACCESS_* = QRNIC_ACCESS_* */
 	err = qrnic_mr_xlate(dev, mr->umem, iova, length, &cmd, &pbl);
 	if (err)
 		goto err_release;
@@ -250,13 +250,13 @@ struct ib_mr *qrnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 
 		if (access & ~(qrnic_mr_access_supported(dev) | IB_ACCESS_OPTIONAL))
 			return ERR_PTR(-EOPNOTSUPP);
 		change |= QRNIC_REREG_ACCESS;
-		cmd.access = access & QRNIC_ACCESS_MR_MASK;
+		cmd.access = cpu_to_le32(access & QRNIC_ACCESS_MR_MASK);
 	} else {
 		access = mr->access;
 	}
 	if (flags & IB_MR_REREG_PD) {
 		change |= QRNIC_REREG_PD;
-		cmd.pdn = to_qpd(ibpd)->pdn;
+		cmd.pdn = cpu_to_le32(to_qpd(ibpd)->pdn);
 	}
 	if (!(flags & IB_MR_REREG_TRANS) && ib_access_writable(access) &&
 	    !mr->umem->writable) {
@@ -266,7 +266,7 @@ struct ib_mr *qrnic_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start, u64 
 		flags |= IB_MR_REREG_TRANS;
 	}
 	if (flags & IB_MR_REREG_TRANS) {
-		if (!length || length > dev->attr.max_mr_size)
+		if (!length || length > le64_to_cpu(dev->attr.max_mr_size))
 			return ERR_PTR(-EINVAL);
 		umem = ib_umem_get(ibmr->device, start, length, access);
 		if (IS_ERR(umem))
@@ -311,17 +311,17 @@ struct ib_mr *qrnic_get_dma_mr(struct ib_pd *ibpd, int access)
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 
-	if (dev->attr.max_mr_size - 1 < dma_get_required_mask(&dev->pdev->dev))
+	if (le64_to_cpu(dev->attr.max_mr_size) - 1 < dma_get_required_mask(&dev->pdev->dev))
 		dev_warn_once(&dev->pdev->dev,
 			      "DMA MRs cover bus addresses below %#llx only (device max_mr_size); memory above is not reachable through the local DMA lkey\n",
-			      dev->attr.max_mr_size);
+			      le64_to_cpu(dev->attr.max_mr_size));
 
-	cmd.pdn = to_qpd(ibpd)->pdn;
-	cmd.access = access & QRNIC_ACCESS_ALL;
-	cmd.flags = QRNIC_MR_F_PHYS;
+	cmd.pdn = cpu_to_le32(to_qpd(ibpd)->pdn);
+	cmd.access = cpu_to_le32(access & QRNIC_ACCESS_ALL);
+	cmd.flags = cpu_to_le32(QRNIC_MR_F_PHYS);
 	cmd.page_shift = QRNIC_MIN_PAGE_SHIFT;
 	cmd.iova = 0;
-	cmd.length = dev->attr.max_mr_size;
+	cmd.length = dev->attr.max_mr_size;	/* both little endian */
 	err = qrnic_cmd_reg_mr(dev, &cmd, &mr->key);
 	if (err) {
 		kfree(mr);
@@ -368,7 +368,7 @@ static struct ib_mr *qrnic_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type mr_type,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (mr_type != IB_MR_TYPE_MEM_REG)
 		return ERR_PTR(-EINVAL);
-	if (!max_num_sg || max_num_sg > dev->attr.max_fast_reg_pages)
+	if (!max_num_sg || max_num_sg > qrnic_attr(dev, max_fast_reg_pages))
 		return ERR_PTR(-EINVAL);
 	if (pd->uctx)		/* the device: kernel PDs only */
 		return ERR_PTR(-EOPNOTSUPP);
@@ -427,7 +427,7 @@ static int qrnic_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_ne
 		return -EINVAL;
 	shift = ilog2(ibmr->page_size);
 	if (!is_power_of_2(ibmr->page_size) || shift < QRNIC_MIN_PAGE_SHIFT ||
-	    shift > QRNIC_MAX_PAGE_SHIFT || !(dev->attr.page_size_cap & ibmr->page_size))
+	    shift > QRNIC_MAX_PAGE_SHIFT || !(le64_to_cpu(dev->attr.page_size_cap) & ibmr->page_size))
 		return -EINVAL;
 	mr->npages = 0;
 	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, qrnic_set_page);

@@ -74,8 +74,8 @@ static void qrnic_eth_post_rx_desc(struct qrnic_eth *eth, u32 idx)
 	u32 slot = idx & ((1U << eth->rx_log) - 1);
 	struct qrnic_eth_desc *d = &eth->rx_ring[slot];
 
-	d->addr = eth->rx_buf[slot].dma;
-	d->len = eth->rx_buf_len;
+	d->addr = cpu_to_le64(eth->rx_buf[slot].dma);
+	d->len = cpu_to_le16(eth->rx_buf_len);
 	d->rsvd = 0;
 	d->flags = 0;
 }
@@ -167,7 +167,7 @@ static void qrnic_eth_clean_tx(struct qrnic_eth *eth, int budget)
 	while (ci != pi) {
 		struct qrnic_eth_desc *d = &eth->tx_ring[ci & mask];
 		struct qrnic_eth_buf *b = &eth->tx_buf[ci & mask];
-		u32 flags = READ_ONCE(d->flags);
+		u32 flags = le32_to_cpu(READ_ONCE(d->flags));
 
 		if (!(flags & QRNIC_ETH_DESC_DONE))
 			break;
@@ -202,7 +202,7 @@ static int qrnic_eth_rx(struct qrnic_eth *eth, int budget)
 		u32 slot = eth->rx_ci & mask;
 		struct qrnic_eth_desc *d = &eth->rx_ring[slot];
 		struct qrnic_eth_buf *b = &eth->rx_buf[slot];
-		u32 flags = READ_ONCE(d->flags);
+		u32 flags = le32_to_cpu(READ_ONCE(d->flags));
 		struct sk_buff *skb, *nskb;
 		dma_addr_t ndma;
 		u32 len;
@@ -210,7 +210,7 @@ static int qrnic_eth_rx(struct qrnic_eth *eth, int budget)
 		if (!(flags & QRNIC_ETH_DESC_DONE))
 			break;
 		dma_rmb();	/* DONE before len */
-		len = d->len;
+		len = le16_to_cpu(d->len);
 
 		if ((flags & QRNIC_ETH_DESC_ERR) || len < ETH_HLEN || len > eth->rx_buf_len) {
 			ndev->stats.rx_errors++;
@@ -386,8 +386,8 @@ static netdev_tx_t qrnic_eth_xmit(struct sk_buff *skb, struct net_device *ndev)
 	b->skb = skb;
 	b->dma = dma;
 	b->len = skb->len;
-	d->addr = dma;
-	d->len = skb->len;
+	d->addr = cpu_to_le64(dma);
+	d->len = cpu_to_le16(skb->len);
 	d->rsvd = 0;
 	d->flags = 0;
 	skb_tx_timestamp(skb);
@@ -434,7 +434,7 @@ static void qrnic_eth_get_drvinfo(struct net_device *ndev, struct ethtool_drvinf
 	strscpy(info->driver, QRNIC_DRV_NAME, sizeof(info->driver));
 	strscpy(info->bus_info, pci_name(dev->pdev), sizeof(info->bus_info));
 	snprintf(info->fw_version, sizeof(info->fw_version), "%u.%u",
-		 dev->attr.fw_version >> 16, dev->attr.fw_version & 0xffff);
+		 qrnic_attr(dev, fw_version) >> 16, qrnic_attr(dev, fw_version) & 0xffff);
 }
 
 static int qrnic_eth_get_link_ksettings(struct net_device *ndev,
@@ -444,7 +444,8 @@ static int qrnic_eth_get_link_ksettings(struct net_device *ndev,
 
 	ethtool_link_ksettings_zero_link_mode(ks, supported);
 	ethtool_link_ksettings_zero_link_mode(ks, advertising);
-	ks->base.speed = netif_carrier_ok(ndev) ? eth->dev->port.speed_mbps : SPEED_UNKNOWN;
+	ks->base.speed = netif_carrier_ok(ndev) ? le32_to_cpu(eth->dev->port.speed_mbps) :
+						  SPEED_UNKNOWN;
 	ks->base.duplex = netif_carrier_ok(ndev) ? DUPLEX_FULL : DUPLEX_UNKNOWN;
 	ks->base.port = PORT_OTHER;
 	ks->base.autoneg = AUTONEG_DISABLE;

@@ -110,12 +110,13 @@ void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge)
 static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
 			 struct ib_qp_cap *cap)
 {
-	const struct qrnic_device_attr *a = &dev->attr;
+	u32 max_qp_wr = qrnic_attr(dev, max_qp_wr), max_sge = qrnic_attr(dev, max_sge);
+	u32 max_inline = qrnic_attr(dev, max_inline);
 	u32 need, shift;
 
-	if (cap->max_send_wr > a->max_qp_wr || cap->max_recv_wr > a->max_qp_wr ||
-	    cap->max_send_sge > a->max_sge || cap->max_recv_sge > a->max_sge ||
-	    cap->max_inline_data > a->max_inline)
+	if (cap->max_send_wr > max_qp_wr || cap->max_recv_wr > max_qp_wr ||
+	    cap->max_send_sge > max_sge || cap->max_recv_sge > max_sge ||
+	    cap->max_inline_data > max_inline)
 		return -EINVAL;
 
 	/* send queue: 64-byte header, then SGEs or inline data */
@@ -127,15 +128,15 @@ static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	qp->sq.max_sge = min_t(u32, QRNIC_MAX_SGE,
 			       ((1U << shift) - sizeof(struct qrnic_send_wqe)) /
 			       sizeof(struct qrnic_sge));
-	qp->max_inline = min_t(u32, a->max_inline, (1U << shift) - sizeof(struct qrnic_send_wqe));
+	qp->max_inline = min_t(u32, max_inline, (1U << shift) - sizeof(struct qrnic_send_wqe));
 
 	/* receive queue: none if no receive WR (or an SRQ) */
 	if (cap->max_recv_wr) {
 		qrnic_recv_geometry(cap->max_recv_sge, &qp->rq.wqe_shift, &qp->rq.max_sge);
 		qp->rq.log_depth = max_t(u32, 1, order_base_2(cap->max_recv_wr));
 	}
-	if ((1U << qp->sq.log_depth) > a->max_qp_wr ||
-	    (qp->rq.log_depth && (1U << qp->rq.log_depth) > a->max_qp_wr))
+	if ((1U << qp->sq.log_depth) > max_qp_wr ||
+	    (qp->rq.log_depth && (1U << qp->rq.log_depth) > max_qp_wr))
 		return -EINVAL;
 
 	cap->max_send_wr = 1U << qp->sq.log_depth;
@@ -183,7 +184,7 @@ static int qrnic_create_xrc_tgt_qp(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	memset(&init_attr->cap, 0, sizeof(init_attr->cap));
 
 	cmd.qp_type = QRNIC_QPT_XRC_TGT;
-	cmd.xrcd = to_qxrcd(init_attr->xrcd)->xrcdn;
+	cmd.xrcd = cpu_to_le32(to_qxrcd(init_attr->xrcd)->xrcdn);
 	err = qrnic_cmd_create_qp(dev, &cmd, &qp->qpn);
 	if (err)
 		return err;
@@ -253,19 +254,19 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	if (err)
 		goto err_free_sq;
 
-	cmd.uctx = uctx ? uctx->uctx : 0;
-	cmd.pdn = to_qpd(ibqp->pd)->pdn;
-	cmd.send_cqn = to_qcq(init_attr->send_cq)->cqn;
-	cmd.recv_cqn = recv_cq ? to_qcq(recv_cq)->cqn : 0;
+	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
+	cmd.pdn = cpu_to_le32(to_qpd(ibqp->pd)->pdn);
+	cmd.send_cqn = cpu_to_le32(to_qcq(init_attr->send_cq)->cqn);
+	cmd.recv_cqn = cpu_to_le32(recv_cq ? to_qcq(recv_cq)->cqn : 0);
 	cmd.qp_type = qp->hw_type;
 	cmd.sq_log_depth = qp->sq.log_depth;
 	cmd.sq_wqe_shift = qp->sq.wqe_shift;
 	cmd.rq_log_depth = qp->rq.log_depth;
 	cmd.rq_wqe_shift = qp->rq.log_depth ? qp->rq.wqe_shift : 0;
-	cmd.flags = qp->sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0;
-	cmd.srqn = init_attr->srq ? to_qsrq(init_attr->srq)->srqn : 0;
-	cmd.sq_addr = qp->sq.ring.dma;
-	cmd.rq_addr = qp->rq.log_depth ? qp->rq.ring.dma : 0;
+	cmd.flags = cpu_to_le32(qp->sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0);
+	cmd.srqn = cpu_to_le32(init_attr->srq ? to_qsrq(init_attr->srq)->srqn : 0);
+	cmd.sq_addr = cpu_to_le64(qp->sq.ring.dma);
+	cmd.rq_addr = cpu_to_le64(qp->rq.log_depth ? qp->rq.ring.dma : 0);
 	err = qrnic_cmd_create_qp(dev, &cmd, &qp->qpn);
 	if (err)
 		goto err_free_rq;
@@ -359,7 +360,7 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	 * they go to the device, which keeps them and reports them in
 	 * QUERY_QP, though a QP with no responder has no use for them.
 	 */
-	hw.attr_mask = attr_mask;
+	hw.attr_mask = cpu_to_le32(attr_mask);
 	if (attr_mask & IB_QP_STATE)
 		hw.qp_state = attr->qp_state;
 	if (attr_mask & IB_QP_CUR_STATE)
@@ -367,13 +368,13 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	if (attr_mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
 		hw.en_sqd_async_notify = attr->en_sqd_async_notify;
 	if (attr_mask & IB_QP_ACCESS_FLAGS)
-		hw.qp_access_flags = attr->qp_access_flags & QRNIC_ACCESS_ALL;
+		hw.qp_access_flags = cpu_to_le32(attr->qp_access_flags & QRNIC_ACCESS_ALL);
 	if (attr_mask & IB_QP_PKEY_INDEX)
-		hw.pkey_index = attr->pkey_index;
+		hw.pkey_index = cpu_to_le16(attr->pkey_index);
 	if (attr_mask & IB_QP_PORT)
 		hw.port_num = attr->port_num;
 	if (attr_mask & IB_QP_QKEY)
-		hw.qkey = attr->qkey;
+		hw.qkey = cpu_to_le32(attr->qkey);
 	if (attr_mask & IB_QP_AV) {
 		err = qrnic_ah_attr_to_av(dev, &attr->ah_attr, &hw.av);
 		if (err)
@@ -388,17 +389,17 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	if (attr_mask & IB_QP_RNR_RETRY)
 		hw.rnr_retry = attr->rnr_retry;
 	if (attr_mask & IB_QP_RQ_PSN)
-		hw.rq_psn = attr->rq_psn;
+		hw.rq_psn = cpu_to_le32(attr->rq_psn);
 	if (attr_mask & IB_QP_MAX_QP_RD_ATOMIC)
 		hw.max_rd_atomic = attr->max_rd_atomic;
 	if (attr_mask & IB_QP_MIN_RNR_TIMER)
 		hw.min_rnr_timer = attr->min_rnr_timer;
 	if (attr_mask & IB_QP_SQ_PSN)
-		hw.sq_psn = attr->sq_psn;
+		hw.sq_psn = cpu_to_le32(attr->sq_psn);
 	if (attr_mask & IB_QP_MAX_DEST_RD_ATOMIC)
 		hw.max_dest_rd_atomic = attr->max_dest_rd_atomic;
 	if (attr_mask & IB_QP_DEST_QPN)
-		hw.dest_qpn = attr->dest_qp_num;
+		hw.dest_qpn = cpu_to_le32(attr->dest_qp_num);
 
 	err = qrnic_cmd_modify_qp(dev, qp->qpn, &hw);
 	if (err)
@@ -443,12 +444,12 @@ int qrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	attr->cur_qp_state = hw.qp_state;
 	attr->path_mtu = hw.path_mtu;
 	attr->path_mig_state = IB_MIG_MIGRATED;
-	attr->qkey = hw.qkey;
-	attr->rq_psn = hw.rq_psn;
-	attr->sq_psn = hw.sq_psn;
-	attr->dest_qp_num = hw.dest_qpn;
-	attr->qp_access_flags = hw.qp_access_flags;
-	attr->pkey_index = hw.pkey_index;
+	attr->qkey = le32_to_cpu(hw.qkey);
+	attr->rq_psn = le32_to_cpu(hw.rq_psn);
+	attr->sq_psn = le32_to_cpu(hw.sq_psn);
+	attr->dest_qp_num = le32_to_cpu(hw.dest_qpn);
+	attr->qp_access_flags = le32_to_cpu(hw.qp_access_flags);
+	attr->pkey_index = le16_to_cpu(hw.pkey_index);
 	attr->en_sqd_async_notify = hw.en_sqd_async_notify;
 	attr->sq_draining = hw.sq_draining;
 	attr->max_rd_atomic = hw.max_rd_atomic;
@@ -469,7 +470,7 @@ int qrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_port_num(&attr->ah_attr, QRNIC_PORT);
 		memcpy(dgid.raw, hw.av.dgid, sizeof(dgid.raw));
-		rdma_ah_set_grh(&attr->ah_attr, &dgid, hw.av.flow_label, hw.av.sgid_index,
+		rdma_ah_set_grh(&attr->ah_attr, &dgid, le32_to_cpu(hw.av.flow_label), hw.av.sgid_index,
 				hw.av.hop_limit, hw.av.traffic_class);
 		memcpy(attr->ah_attr.roce.dmac, hw.av.dmac, ETH_ALEN);
 	}
@@ -539,7 +540,7 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 
 	memset(wqe, 0, sizeof(*wqe));
 	wqe->opcode = opcode;
-	wqe->wr_id = wr->wr_id;
+	wqe->wr_id = cpu_to_le64(wr->wr_id);
 	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
 		wqe->flags |= QRNIC_WQE_F_SIGNALED;
 	if (wr->send_flags & IB_SEND_SOLICITED)
@@ -547,9 +548,9 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	if (wr->send_flags & IB_SEND_FENCE)
 		wqe->flags |= QRNIC_WQE_F_FENCE;
 	if (opcode == QRNIC_WR_SEND_WITH_IMM || opcode == QRNIC_WR_RDMA_WRITE_WITH_IMM)
-		wqe->imm_data = (__force u32)wr->ex.imm_data;	/* wire order, as is */
+		wqe->imm_data = wr->ex.imm_data;		/* wire order, as is */
 	if (opcode == QRNIC_WR_LOCAL_INV || opcode == QRNIC_WR_SEND_WITH_INV)
-		wqe->imm_data = wr->ex.invalidate_rkey;		/* a key: host order */
+		wqe->inv_key = cpu_to_le32(wr->ex.invalidate_rkey);
 	if (opcode == QRNIC_WR_LOCAL_INV)
 		return 0;					/* no SGEs */
 
@@ -557,21 +558,21 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	case QRNIC_WR_RDMA_WRITE:
 	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
 	case QRNIC_WR_RDMA_READ:
-		wqe->remote_addr = rdma_wr(wr)->remote_addr;
-		wqe->rkey = rdma_wr(wr)->rkey;
+		wqe->remote_addr = cpu_to_le64(rdma_wr(wr)->remote_addr);
+		wqe->rkey = cpu_to_le32(rdma_wr(wr)->rkey);
 		break;
 	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
 	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
-		wqe->remote_addr = atomic_wr(wr)->remote_addr;
-		wqe->rkey = atomic_wr(wr)->rkey;
-		wqe->compare_add = atomic_wr(wr)->compare_add;
-		wqe->swap = atomic_wr(wr)->swap;
+		wqe->remote_addr = cpu_to_le64(atomic_wr(wr)->remote_addr);
+		wqe->rkey = cpu_to_le32(atomic_wr(wr)->rkey);
+		wqe->compare_add = cpu_to_le64(atomic_wr(wr)->compare_add);
+		wqe->swap = cpu_to_le64(atomic_wr(wr)->swap);
 		break;
 	default:
 		if (qp->hw_type == QRNIC_QPT_UD || qp->hw_type == QRNIC_QPT_GSI) {
-			wqe->ah = to_qah(ud_wr(wr)->ah)->ahn;
-			wqe->remote_qpn = ud_wr(wr)->remote_qpn;
-			wqe->remote_qkey = ud_wr(wr)->remote_qkey;
+			wqe->ah = cpu_to_le32(to_qah(ud_wr(wr)->ah)->ahn);
+			wqe->remote_qpn = cpu_to_le32(ud_wr(wr)->remote_qpn);
+			wqe->remote_qkey = cpu_to_le32(ud_wr(wr)->remote_qkey);
 		}
 		break;
 	}
@@ -591,16 +592,16 @@ static int qrnic_build_send_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 			len += wr->sg_list[i].length;
 		}
 		wqe->flags |= QRNIC_WQE_F_INLINE;
-		wqe->inline_len = len;
+		wqe->inline_len = cpu_to_le32(len);
 		return 0;
 	}
 
 	if (wr->num_sge > qp->sq.max_sge)
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++) {
-		sge[i].addr = wr->sg_list[i].addr;
-		sge[i].length = wr->sg_list[i].length;
-		sge[i].lkey = wr->sg_list[i].lkey;
+		sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+		sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+		sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
 	}
 	wqe->num_sge = wr->num_sge;
 	return 0;
@@ -645,12 +646,12 @@ static int qrnic_build_reg_mr_wqe(struct qrnic_dev *dev, struct qrnic_qp *qp,
 		wqe->flags |= QRNIC_WQE_F_FENCE;
 	wqe->page_shift = ilog2(mr->ibmr.page_size);
 	wqe->access = access;
-	wqe->npages = mr->npages;
-	wqe->wr_id = wr->wr_id;
-	wqe->key = reg->key;
-	wqe->iova = mr->ibmr.iova;
-	wqe->length = mr->ibmr.length;
-	wqe->pbl_addr = mr->pages_dma;
+	wqe->npages = cpu_to_le32(mr->npages);
+	wqe->wr_id = cpu_to_le64(wr->wr_id);
+	wqe->key = cpu_to_le32(reg->key);
+	wqe->iova = cpu_to_le64(mr->ibmr.iova);
+	wqe->length = cpu_to_le64(mr->ibmr.length);
+	wqe->pbl_addr = cpu_to_le64(mr->pages_dma);
 	return 0;
 }
 
@@ -727,23 +728,23 @@ static void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_rec
 	int i;
 
 	memset(wqe, 0, sizeof(*wqe));
-	wqe->wr_id = wr->wr_id;
+	wqe->wr_id = cpu_to_le64(wr->wr_id);
 	wqe->num_sge = wr->num_sge;
 	for (i = 0; i < wr->num_sge; i++) {
-		sge[i].addr = wr->sg_list[i].addr;
-		sge[i].length = wr->sg_list[i].length;
-		sge[i].lkey = wr->sg_list[i].lkey;
+		sge[i].addr = cpu_to_le64(wr->sg_list[i].addr);
+		sge[i].length = cpu_to_le32(wr->sg_list[i].length);
+		sge[i].lkey = cpu_to_le32(wr->sg_list[i].lkey);
 	}
 }
 
 /*
  * Write receive WQEs into @wq, a QP's RQ or an SRQ's ring, while it has
- * room by the consumer index at @ci (the RQ's, advanced by poll_cq; or the
- * SRQ's record, which the device writes after copying a WQE out: the
- * control dependency orders our slot writes after reading it), then ring
- * doorbell @db for queue @qn.
+ * room by the consumer index (@record NULL: the RQ's wq->ci, advanced by
+ * poll_cq; else the SRQ's little-endian record, which the device writes
+ * after copying a WQE out: the control dependency orders our slot writes
+ * after reading it), then ring doorbell @db for queue @qn.
  */
-int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci,
+int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const __le32 *record,
 		       u32 qn, u32 db, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr)
 {
@@ -755,7 +756,9 @@ int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const u32 *ci
 	spin_lock_irqsave(&wq->lock, flags);
 	pi = wq->pi;
 	for (; wr; wr = wr->next) {
-		if (pi - READ_ONCE(*ci) >= depth) {
+		u32 ci = record ? le32_to_cpu(READ_ONCE(*record)) : READ_ONCE(wq->ci);
+
+		if (pi - ci >= depth) {
 			err = -ENOMEM;
 			break;
 		}
@@ -793,7 +796,7 @@ int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	return qrnic_post_recv_wq(dev, &qp->rq, &qp->rq.ci, qp->qpn, QRNIC_DB_RQ, wr, bad_wr);
+	return qrnic_post_recv_wq(dev, &qp->rq, NULL, qp->qpn, QRNIC_DB_RQ, wr, bad_wr);
 }
 
 /* ---- async events ------------------------------------------------------------------------ */

@@ -21,7 +21,7 @@
 static_assert(IB_SRQ_MAX_WR == QRNIC_SRQ_ATTR_MAX_WR && IB_SRQ_LIMIT == QRNIC_SRQ_ATTR_LIMIT);
 
 /* The consumer index record after the WQEs, written by the device. */
-static const u32 *qrnic_srq_record(struct qrnic_srq *srq)
+static const __le32 *qrnic_srq_record(struct qrnic_srq *srq)
 {
 	return srq->wq.ring.buf + srq->dbrec_offset;
 }
@@ -45,11 +45,11 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	} else if (init->srq_type != IB_SRQT_BASIC) {
 		return -EOPNOTSUPP;
 	}
-	if (!attr->max_wr || attr->max_wr > dev->attr.max_srq_wr ||
-	    attr->max_sge > dev->attr.max_sge)
+	if (!attr->max_wr || attr->max_wr > qrnic_attr(dev, max_srq_wr) ||
+	    attr->max_sge > qrnic_attr(dev, max_sge))
 		return -EINVAL;
 	log = max_t(u32, 1, order_base_2(attr->max_wr));
-	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > dev->attr.max_srq_wr)
+	if (log > QRNIC_MAX_QUEUE_LOG || (1U << log) > qrnic_attr(dev, max_srq_wr))
 		return -EINVAL;
 
 	spin_lock_init(&srq->wq.lock);
@@ -64,16 +64,16 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		return err;
 
 	/* attr->srq_limit is not used at creation (ibv_create_srq(3)): modify_srq arms it */
-	cmd.uctx = uctx ? uctx->uctx : 0;
-	cmd.pdn = to_qpd(ibsrq->pd)->pdn;
+	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
+	cmd.pdn = cpu_to_le32(to_qpd(ibsrq->pd)->pdn);
 	cmd.log_depth = log;
 	cmd.wqe_shift = srq->wq.wqe_shift;
-	cmd.ring_addr = srq->wq.ring.dma;
-	cmd.dbrec_addr = srq->wq.ring.dma + srq->dbrec_offset;
+	cmd.ring_addr = cpu_to_le64(srq->wq.ring.dma);
+	cmd.dbrec_addr = cpu_to_le64(srq->wq.ring.dma + srq->dbrec_offset);
 	if (init->srq_type == IB_SRQT_XRC) {	/* spec 6.6.13, 12.14 */
-		cmd.flags = QRNIC_SRQ_F_XRC;
-		cmd.xrcd = to_qxrcd(init->ext.xrc.xrcd)->xrcdn;
-		cmd.cqn = to_qcq(init->ext.cq)->cqn;
+		cmd.flags = cpu_to_le16(QRNIC_SRQ_F_XRC);
+		cmd.xrcd = cpu_to_le32(to_qxrcd(init->ext.xrc.xrcd)->xrcdn);
+		cmd.cqn = cpu_to_le32(to_qcq(init->ext.cq)->cqn);
 	}
 	err = qrnic_cmd_create_srq(dev, &cmd, &srq->srqn);
 	if (err)

@@ -110,57 +110,61 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 			      struct ib_udata *udata)
 {
 	struct qrnic_dev *dev = to_qdev(ibdev);
-	const struct qrnic_device_attr *a = &dev->attr;
 
 	memset(props, 0, sizeof(*props));
-	props->fw_ver = a->fw_version;
+	props->fw_ver = qrnic_attr(dev, fw_version);
 	props->sys_image_guid = ibdev->node_guid;
-	props->max_mr_size = a->max_mr_size;
-	props->page_size_cap = a->page_size_cap;
+	props->max_mr_size = le64_to_cpu(dev->attr.max_mr_size);
+	props->page_size_cap = le64_to_cpu(dev->attr.page_size_cap);
 	props->vendor_id = dev->pdev->vendor;
 	props->vendor_part_id = dev->pdev->device;
 	props->hw_ver = dev->pdev->revision;
-	props->max_qp = a->max_qp - 2;		/* QPN 0 reserved, 1 is the GSI QP */
-	props->max_qp_wr = a->max_qp_wr;
+	props->max_qp = qrnic_attr(dev, max_qp) - 2;		/* QPN 0 reserved, 1 is the GSI QP */
+	props->max_qp_wr = qrnic_attr(dev, max_qp_wr);
 	props->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN | IB_DEVICE_PORT_ACTIVE_EVENT |
 				  IB_DEVICE_SYS_IMAGE_GUID;
-	props->max_send_sge = a->max_sge;
-	props->max_recv_sge = a->max_sge;
-	props->max_sge_rd = a->max_sge;
-	props->max_cq = a->max_cq - 1;		/* cqn 0 is never valid */
-	props->max_cqe = a->max_cqe;
-	props->max_mr = a->max_mr - 1;
-	props->max_pd = a->max_pd - 1;
-	props->max_qp_rd_atom = a->max_qp_rd_atom;
-	props->max_qp_init_rd_atom = a->max_qp_init_rd_atom;
-	props->max_res_rd_atom = a->max_qp_rd_atom * props->max_qp;
+	props->max_send_sge = qrnic_attr(dev, max_sge);
+	props->max_recv_sge = qrnic_attr(dev, max_sge);
+	props->max_sge_rd = qrnic_attr(dev, max_sge);
+	props->max_cq = qrnic_attr(dev, max_cq) - 1;		/* cqn 0 is never valid */
+	props->max_cqe = qrnic_attr(dev, max_cqe);
+	props->max_mr = qrnic_attr(dev, max_mr) - 1;
+	props->max_pd = qrnic_attr(dev, max_pd) - 1;
+	props->max_qp_rd_atom = qrnic_attr(dev, max_qp_rd_atom);
+	props->max_qp_init_rd_atom = qrnic_attr(dev, max_qp_init_rd_atom);
+	props->max_res_rd_atom = qrnic_attr(dev, max_qp_rd_atom) * props->max_qp;
 	props->atomic_cap = (dev->caps & QRNIC_CAP_ATOMIC) ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;
 	props->masked_atomic_cap = IB_ATOMIC_NONE;
-	props->max_ah = a->max_ah - 1;
+	props->max_ah = qrnic_attr(dev, max_ah) - 1;
 	if (dev->caps & QRNIC_CAP_MCAST) {	/* spec 12.11 */
-		props->max_mcast_grp = a->max_mcg;
-		props->max_mcast_qp_attach = a->max_mcg_qp;
-		props->max_total_mcast_qp_attach = a->max_mcg * a->max_mcg_qp;
+		props->max_mcast_grp = qrnic_attr(dev, max_mcg);
+		props->max_mcast_qp_attach = qrnic_attr(dev, max_mcg_qp);
+		props->max_total_mcast_qp_attach = props->max_mcast_grp *
+						   props->max_mcast_qp_attach;
 	}
-	if ((dev->caps & QRNIC_CAP_SRQ) && a->max_srq > 1) {
-		props->max_srq = a->max_srq - 1;	/* srqn 0 is never valid */
-		props->max_srq_wr = a->max_srq_wr;
-		props->max_srq_sge = a->max_sge;
+	if ((dev->caps & QRNIC_CAP_SRQ) && qrnic_attr(dev, max_srq) > 1) {
+		props->max_srq = qrnic_attr(dev, max_srq) - 1;	/* srqn 0 is never valid */
+		props->max_srq_wr = qrnic_attr(dev, max_srq_wr);
+		props->max_srq_sge = qrnic_attr(dev, max_sge);
 	}
 	if (qrnic_has_xrc(dev))		/* spec 12.14 (6.12 has no max_xrcd attribute) */
 		props->device_cap_flags |= IB_DEVICE_XRC;
 	if (qrnic_has_mem_mgt(dev)) {		/* spec 12.12 */
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
-		props->max_fast_reg_page_list_len = a->max_fast_reg_pages;
+		props->max_fast_reg_page_list_len = qrnic_attr(dev, max_fast_reg_pages);
 	}
 	if (qrnic_has_mw(dev)) {		/* spec 12.13 */
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
 					   IB_DEVICE_MEM_WINDOW_TYPE_2B;
-		props->max_mw = a->max_mw - 1;	/* MPT index 0 is never valid */
+		props->max_mw = qrnic_attr(dev, max_mw) - 1;	/* MPT index 0 is never valid */
 	}
 	if (qrnic_has_cq_resize(dev)) {		/* MODIFY_CQ: u16 count and period */
 		props->cq_caps.max_cq_moderation_count = U16_MAX;
 		props->cq_caps.max_cq_moderation_period = U16_MAX;
+	}
+	if (qrnic_has_cqe_ts(dev)) {		/* spec 4.6: the clock, in kHz */
+		props->hca_core_clock = qrnic_attr(dev, hca_core_clock);
+		props->timestamp_mask = le64_to_cpu(dev->attr.timestamp_mask);
 	}
 	props->max_pkeys = 1;
 	props->local_ca_ack_delay = 15;
@@ -215,13 +219,13 @@ static int qrnic_query_port(struct ib_device *ibdev, u32 port, struct ib_port_at
 	if (ndev)
 		pa->active_mtu = min_t(enum ib_mtu, pa->active_mtu, iboe_get_mtu(ndev->mtu));
 	pa->phys_mtu = ib_mtu_enum_to_int(p.max_mtu);
-	pa->gid_tbl_len = p.gid_tbl_len;
+	pa->gid_tbl_len = le32_to_cpu(p.gid_tbl_len);
 	pa->ip_gids = 1;
 	pa->port_cap_flags = IB_PORT_CM_SUP;
-	pa->max_msg_sz = dev->attr.max_msg_size;
+	pa->max_msg_sz = qrnic_attr(dev, max_msg_size);
 	pa->pkey_tbl_len = 1;
 	pa->max_vl_num = 1;
-	qrnic_eth_speed(p.speed_mbps, &pa->active_speed, &pa->active_width);
+	qrnic_eth_speed(le32_to_cpu(p.speed_mbps), &pa->active_speed, &pa->active_width);
 	return 0;
 }
 
@@ -231,7 +235,7 @@ static int qrnic_get_port_immutable(struct ib_device *ibdev, u32 port,
 	struct qrnic_dev *dev = to_qdev(ibdev);
 
 	immutable->pkey_tbl_len = 1;
-	immutable->gid_tbl_len = dev->attr.gid_tbl_len;
+	immutable->gid_tbl_len = qrnic_attr(dev, gid_tbl_len);
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
@@ -254,8 +258,8 @@ static void qrnic_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	struct qrnic_dev *dev = to_qdev(ibdev);
 
-	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u", dev->attr.fw_version >> 16,
-		 dev->attr.fw_version & 0xffff);
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u.%u", qrnic_attr(dev, fw_version) >> 16,
+		 qrnic_attr(dev, fw_version) & 0xffff);
 }
 
 /*
@@ -350,11 +354,14 @@ static int qrnic_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *uda
 	uctx->db_entry = &entry->rdma_entry;
 
 	resp.uctx = uctx->uctx;
-	resp.max_inline = dev->attr.max_inline;
+	resp.max_inline = qrnic_attr(dev, max_inline);
 	resp.db_mmap_key = rdma_user_mmap_get_offset(uctx->db_entry);
-	resp.max_sge = dev->attr.max_sge;
+	resp.max_sge = qrnic_attr(dev, max_sge);
 	resp.max_send_wqe_shift = QRNIC_MAX_SEND_WQE_SHIFT;
 	resp.max_recv_wqe_shift = QRNIC_MAX_RECV_WQE_SHIFT;
+	/* BlueFlame buffers in the same doorbell page (spec 3.2.1): nothing
+	 * more to map; 0 tells the provider not to use them */
+	resp.bf_size = (dev->caps & QRNIC_CAP_BF) ? QRNIC_BF_MAX_WQE : 0;
 	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	if (err)
 		goto err_remove;
@@ -481,7 +488,7 @@ int qrnic_ah_attr_to_av(struct qrnic_dev *dev, const struct rdma_ah_attr *ah_att
 
 	memset(av, 0, sizeof(*av));
 	memcpy(av->dgid, grh->dgid.raw, sizeof(av->dgid));
-	av->flow_label = grh->flow_label & 0xfffff;
+	av->flow_label = cpu_to_le32(grh->flow_label & 0xfffff);
 	av->sgid_index = sgid_attr->index;
 	av->hop_limit = grh->hop_limit;
 	av->traffic_class = grh->traffic_class;
@@ -536,7 +543,7 @@ static int qrnic_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *ah_attr)
 	ah_attr->type = RDMA_AH_ATTR_TYPE_ROCE;
 	rdma_ah_set_port_num(ah_attr, QRNIC_PORT);
 	memcpy(dgid.raw, ah->av.dgid, sizeof(dgid.raw));
-	rdma_ah_set_grh(ah_attr, &dgid, ah->av.flow_label, ah->av.sgid_index,
+	rdma_ah_set_grh(ah_attr, &dgid, le32_to_cpu(ah->av.flow_label), ah->av.sgid_index,
 			ah->av.hop_limit, ah->av.traffic_class);
 	memcpy(ah_attr->roce.dmac, ah->av.dmac, ETH_ALEN);
 	return 0;
@@ -641,7 +648,7 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 	addrconf_addr_eui48((u8 *)&ibdev->node_guid, dev->mac);
 	strscpy(ibdev->node_desc, "qrnic RoCEv2 NIC", sizeof(ibdev->node_desc));
 	ib_set_device_ops(ibdev, &qrnic_dev_ops);
-	if ((dev->caps & QRNIC_CAP_SRQ) && dev->attr.max_srq > 1)
+	if ((dev->caps & QRNIC_CAP_SRQ) && qrnic_attr(dev, max_srq) > 1)
 		ib_set_device_ops(ibdev, &qrnic_srq_ops);
 	if (qrnic_has_xrc(dev))
 		ib_set_device_ops(ibdev, &qrnic_xrc_ops);

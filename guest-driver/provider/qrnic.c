@@ -65,6 +65,7 @@ static const struct verbs_context_ops qrnic_ctx_ops = {
 	.post_srq_recv = qrnic_post_srq_recv,
 	.query_device_ex = qrnic_query_device_ex,
 	.query_port = qrnic_query_port,
+	.query_rt_values = qrnic_query_rt_values,
 	.query_qp = qrnic_query_qp,
 	.query_srq = qrnic_query_srq,
 	.reg_mr = qrnic_reg_mr,
@@ -99,6 +100,9 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 	ctx->max_sge = r->max_sge;
 	ctx->max_send_wqe_shift = r->max_send_wqe_shift;
 	ctx->max_recv_wqe_shift = r->max_recv_wqe_shift;
+	ctx->bf_size = r->bf_size < QRNIC_BF_MAX_WQE ? r->bf_size : QRNIC_BF_MAX_WQE;
+	if (getenv("QRNIC_NO_BF"))	/* compare with the plain doorbell path */
+		ctx->bf_size = 0;
 
 	if (page_size != QRNIC_DB_PAGE_SIZE) {
 		/* the kernel maps exactly one 4 KiB doorbell page */
@@ -107,7 +111,8 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 		goto err_free;
 	}
 
-	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_WRITE, MAP_SHARED,
+	/* readable too: the device clock is there (QRNIC_DB_CLOCK, ABI 1.7) */
+	ctx->db = mmap(NULL, QRNIC_DB_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		       cmd_fd, r->db_mmap_key);
 	if (ctx->db == MAP_FAILED) {
 		verbs_err(&ctx->ibvctx,
@@ -118,6 +123,7 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 	}
 
 	pthread_mutex_init(&ctx->qp_table_lock, NULL);
+	pthread_spin_init(&ctx->bf_lock, PTHREAD_PROCESS_PRIVATE);
 	verbs_set_ops(&ctx->ibvctx, &qrnic_ctx_ops);
 	return &ctx->ibvctx;
 
@@ -138,6 +144,7 @@ static void qrnic_free_context(struct ibv_context *ibctx)
 	for (i = 0; i < QRNIC_QP_TABLE_TOP; i++)
 		free(ctx->qp_table[i]);
 	pthread_mutex_destroy(&ctx->qp_table_lock);
+	pthread_spin_destroy(&ctx->bf_lock);
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
 }

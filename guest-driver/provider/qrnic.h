@@ -40,6 +40,16 @@ struct qrnic_context {
 	uint32_t max_sge;
 	uint32_t max_send_wqe_shift;
 	uint32_t max_recv_wqe_shift;
+	/* BlueFlame (spec 3.2.1): bytes of WQE a BF buffer takes, 0 = do not
+	 * use BF (an older kernel sends 0).  bf_lock makes one BF copy and
+	 * its control word one unit: two threads posting on QPs of this
+	 * context must not mix their words in a buffer. */
+	uint32_t bf_size;
+	uint32_t bf_next;		/* buffer of the next BF post (under bf_lock) */
+	pthread_spinlock_t bf_lock;
+	/* ibv_query_rt_values_ex: does the device have the clock (asked once) */
+	bool clock_known;		/* __atomic */
+	bool has_clock;
 	/* qpn -> QP, for freeing queue slots from completions: two levels
 	 * over the 24-bit QPN space, leaves allocated on demand and kept until
 	 * the context is freed.  Written under qp_table_lock and the QP's CQ
@@ -81,17 +91,20 @@ struct qrnic_cq {
 	unsigned int log_depth;
 	uint32_t mask;
 	uint32_t ci;			/* free-running consumer index */
-	uint8_t *ring;			/* 32 << log_depth bytes: map or rmap */
+	uint8_t *ring;			/* cqe_size << log_depth bytes: map or rmap */
+	unsigned int cqe_size;		/* 32, or 64 with completion timestamps
+					 * (struct qrnic_cqe64, ABI 1.7) */
 	void *map;			/* CREATE_CQ's: the first ring, the dbrec */
 	size_t map_size;
 	void *rmap;			/* the ring of the last ibv_resize_cq, or NULL */
 	size_t rmap_size;
 	bool lost;			/* a resize left no ring mapped: poll fails */
-	uint32_t *dbrec;		/* consumer-index record (in map), or NULL */
+	qrnic_le32 *dbrec;		/* consumer-index record (in map), or NULL */
 	struct ibv_pd *parent_domain;	/* create_cq_ex with a parent domain */
 	/* ibv_start_poll .. ibv_end_poll (ibv_cq_ex, under lock): the
 	 * current completion, translated as ibv_poll_cq translates it */
 	struct ibv_wc ex_wc;
+	uint64_t ex_ts;			/* its completion timestamp (64-byte CQEs) */
 };
 
 /* A send or receive queue. */
@@ -135,7 +148,7 @@ struct qrnic_srq {
 	struct verbs_srq vsrq;
 	struct ibv_pd *pd;
 	struct qrnic_wq wq;		/* the ring; wq.ci unused (the record says) */
-	uint32_t *dbrec;		/* consumer-index record, written by the device */
+	qrnic_le32 *dbrec;		/* consumer-index record, written by the device */
 	uint32_t srqn;
 };
 
@@ -196,6 +209,7 @@ static inline struct qrnic_ah *to_qah(struct ibv_ah *ibah)
 }
 
 /* verbs.c */
+int qrnic_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values);
 int qrnic_query_device_ex(struct ibv_context *context,
 			  const struct ibv_query_device_ex_input *input,
 			  struct ibv_device_attr_ex *attr, size_t attr_size);

@@ -6,8 +6,11 @@
  * qrnic_regs.h) and the libibverbs work request / completion types.  They
  * touch no device, lock or global state, so tests/qrnic_wqe_test.c can check
  * them byte by byte without a device.  Every multi-byte ABI field is
- * little-endian (docs/spec.md 1.1); immediate data is an opaque big-endian
- * string and is copied verbatim in both directions.
+ * little-endian (docs/spec.md 1.1; qrnic_le32 etc. in the ABI headers, plain
+ * integers here, converted with htole32()/le32toh()); immediate data
+ * (qrnic_be32) is an opaque big-endian string and is copied verbatim in
+ * both directions.  The udata of uverbs commands (qrnic_uverbs.h) is in
+ * host byte order.
  */
 #ifndef QRNIC_WQE_H
 #define QRNIC_WQE_H
@@ -38,10 +41,13 @@ static inline unsigned int qrnic_sq_max_sge(unsigned int wqe_shift)
 	return n < QRNIC_MAX_SGE ? n : QRNIC_MAX_SGE;
 }
 
-/* Inline payload bytes that fit a send WQE slot of 1 << shift bytes. */
+/* Inline payload bytes that fit a send WQE slot of 1 << shift bytes (at
+ * most QRNIC_MAX_INLINE, whatever the stride). */
 static inline unsigned int qrnic_sq_max_inline(unsigned int wqe_shift)
 {
-	return (1u << wqe_shift) - QRNIC_SEND_WQE_HDR;
+	unsigned int n = (1u << wqe_shift) - QRNIC_SEND_WQE_HDR;
+
+	return n < QRNIC_MAX_INLINE ? n : QRNIC_MAX_INLINE;
 }
 
 /* SGEs that fit a receive WQE slot of 1 << shift bytes. */
@@ -60,7 +66,7 @@ static inline unsigned int qrnic_rq_max_sge(unsigned int wqe_shift)
  */
 static inline uint32_t qrnic_wqe_index_expand(uint32_t ci, uint16_t wqe_index)
 {
-	return ci + (uint16_t)(wqe_index - (uint16_t)ci);
+	return ci + ((wqe_index - ci) & 0xffffu);
 }
 
 /* ---- doorbells (one 64-bit write each, spec 3.2) --------------------- */
@@ -69,6 +75,39 @@ static inline uint64_t qrnic_db_wq_val(uint32_t qpn, uint32_t pi)
 {
 	return ((uint64_t)qpn & QRNIC_DB_QN_MASK) |
 	       ((uint64_t)pi << QRNIC_DB_IDX_SHIFT);
+}
+
+/* ---- BlueFlame (spec 3.2.1) ------------------------------------------ */
+
+/* 8-byte words of the send WQE in slot the device needs from a BF buffer
+ * (the header, then its inline data or SGEs), or 0 if they are more than
+ * max_bytes (the context's bf_size, at most the stride). */
+static inline uint32_t qrnic_bf_nwords(const void *slot, uint32_t max_bytes)
+{
+	const struct qrnic_send_wqe *w = slot;
+	uint32_t len = sizeof(*w);
+
+	if (w->opcode == QRNIC_WR_REG_MR || w->opcode == QRNIC_WR_BIND_MW)
+		;	/* 64 bytes, no SGEs */
+	else if (w->flags & QRNIC_WQE_F_INLINE)
+		len += le32toh(w->inline_len);
+	else
+		len += w->num_sge * (uint32_t)sizeof(struct qrnic_sge);
+	len = (len + 7) & ~7u;
+	return len <= max_bytes && len <= QRNIC_BF_MAX_WQE ? len / 8 : 0;
+}
+
+/* BAR2 page offset of BF buffer n (software alternates n = 0, 1, ...) */
+static inline uint32_t qrnic_bf_offset(uint32_t n)
+{
+	return QRNIC_DB_BF_BASE + (n % QRNIC_DB_BF_NUM) * QRNIC_DB_BF_STRIDE;
+}
+
+/* the control word, at qrnic_bf_offset(n) + QRNIC_BF_CTRL: an SQ doorbell */
+static inline uint64_t qrnic_bf_ctrl_val(uint32_t qpn, uint32_t pi, uint32_t nwords)
+{
+	return qrnic_db_wq_val(qpn, pi) |
+	       ((uint64_t)(nwords & QRNIC_BF_NWORDS_MASK) << QRNIC_BF_NWORDS_SHIFT);
 }
 
 static inline uint64_t qrnic_db_cq_val(uint32_t cqn, uint32_t ci, bool arm,
@@ -125,9 +164,9 @@ static inline void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe,
 		wc->wc_flags |= IBV_WC_WITH_IMM;
 	}
 	if (cqe->flags & QRNIC_CQE_F_WITH_INV) {
-		/* SEND_WITH_INV received: the rkey it invalidated, host order
-		 * (spec 12.12) */
-		wc->invalidated_rkey = le32toh(cqe->imm_data);
+		/* SEND_WITH_INV received: the rkey it invalidated, little
+		 * endian in the union with imm_data (spec 12.12) */
+		wc->invalidated_rkey = le32toh(cqe->inv_key);
 		wc->wc_flags |= IBV_WC_WITH_INV;
 	}
 	if (cqe->flags & QRNIC_CQE_F_GRH)
@@ -228,10 +267,10 @@ static inline void qrnic_send_hdr_imm(struct qrnic_send_wqe *h, __be32 imm)
 	memcpy(&h->imm_data, &imm, sizeof(h->imm_data));
 }
 
-/* LOCAL_INV, SEND_WITH_INV: the key, a number (host order, spec 12.12). */
+/* LOCAL_INV, SEND_WITH_INV: the key, a little-endian number (spec 12.12). */
 static inline void qrnic_send_hdr_inv(struct qrnic_send_wqe *h, uint32_t key)
 {
-	h->imm_data = htole32(key);
+	h->inv_key = htole32(key);
 }
 
 /* RDMA WRITE*, READ. */

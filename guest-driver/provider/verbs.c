@@ -51,6 +51,42 @@ int qrnic_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
+/*
+ * ibv_query_rt_values_ex: the device clock (spec 4.6) read from
+ * QRNIC_DB_CLOCK of this context's doorbell page, the one part of the
+ * device user space has mapped (BAR0 never is): one 64-bit read, no
+ * system call.  raw_clock as mlx5 reports it: tv_sec 0, tv_nsec the
+ * ticks (here ns, hca_core_clock 1000000 kHz).  A device without the
+ * clock (no QRNIC_CAP_CQE_TS, so hca_core_clock 0): EOPNOTSUPP.
+ */
+int qrnic_query_rt_values(struct ibv_context *context, struct ibv_values_ex *values)
+{
+	struct qrnic_context *ctx = to_qctx(context);
+	uint32_t comp_mask = 0;
+
+	if (!check_comp_mask(values->comp_mask, IBV_VALUES_MASK_RAW_CLOCK))
+		return EINVAL;
+	if (!__atomic_load_n(&ctx->clock_known, __ATOMIC_ACQUIRE)) {
+		struct ibv_device_attr_ex attr = {};
+		int err = qrnic_query_device_ex(context, NULL, &attr, sizeof(attr));
+
+		if (err)
+			return err;
+		ctx->has_clock = attr.hca_core_clock && attr.completion_timestamp_mask;
+		__atomic_store_n(&ctx->clock_known, true, __ATOMIC_RELEASE);
+	}
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		if (!ctx->has_clock)
+			return EOPNOTSUPP;
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)le64toh(
+			mmio_read64_le((uint8_t *)ctx->db + QRNIC_DB_CLOCK));
+		comp_mask |= IBV_VALUES_MASK_RAW_CLOCK;
+	}
+	values->comp_mask = comp_mask;
+	return 0;
+}
+
 int qrnic_query_port(struct ibv_context *context, uint8_t port,
 		     struct ibv_port_attr *attr)
 {
@@ -367,7 +403,15 @@ static int qrnic_cq_map(struct ibv_context *context, struct qrnic_cq *cq,
 			  "qrnic: CQ %u: bad log_depth %u\n", r->cqn, r->log_depth);
 		return EINVAL;
 	}
-	ring_size = (size_t)QRNIC_CQE_SIZE << r->log_depth;
+	/* an older kernel leaves cqe_size 0: 32-byte CQEs */
+	if (r->cqe_size != 0 && r->cqe_size != QRNIC_CQE_SIZE &&
+	    r->cqe_size != sizeof(struct qrnic_cqe64)) {
+		verbs_err(verbs_get_ctx(context),
+			  "qrnic: CQ %u: bad CQE size %u\n", r->cqn, r->cqe_size);
+		return EINVAL;
+	}
+	cq->cqe_size = r->cqe_size ? r->cqe_size : QRNIC_CQE_SIZE;
+	ring_size = (size_t)cq->cqe_size << r->log_depth;
 	if (r->mmap_size < ring_size) {
 		verbs_err(verbs_get_ctx(context),
 			  "qrnic: CQ %u: mapping of %llu bytes < ring of %zu\n",
@@ -391,7 +435,7 @@ static int qrnic_cq_map(struct ibv_context *context, struct qrnic_cq *cq,
 	/* The dbrec follows the ring in the same mapping; without one the
 	 * consumer index reaches the device through CQ doorbells. */
 	if (qrnic_dbrec_ok(r->dbrec_offset, ring_size, r->mmap_size))
-		cq->dbrec = (uint32_t *)((uint8_t *)cq->map + r->dbrec_offset);
+		cq->dbrec = (qrnic_le32 *)((uint8_t *)cq->map + r->dbrec_offset);
 	else
 		verbs_warn(verbs_get_ctx(context),
 			   "qrnic: CQ %u: no usable dbrec (offset %u)\n",
@@ -489,7 +533,7 @@ static int qrnic_poll_one(struct qrnic_context *ctx, struct qrnic_cq *cq,
 			  struct ibv_wc *wc)
 {
 	const uint8_t *slot = cq->ring +
-			      ((size_t)(cq->ci & cq->mask) * QRNIC_CQE_SIZE);
+			      ((size_t)(cq->ci & cq->mask) * cq->cqe_size);
 	struct qrnic_cqe cqe;
 	struct qrnic_qp *qp;
 
@@ -500,6 +544,12 @@ static int qrnic_poll_one(struct qrnic_context *ctx, struct qrnic_cq *cq,
 	/* The owner byte is written last: read nothing else before it. */
 	udma_from_device_barrier();
 	memcpy(&cqe, slot, sizeof(cqe));
+	if (cq->cqe_size > sizeof(cqe)) {	/* spec 9.8: written before the owner */
+		__le64 ts;
+
+		memcpy(&ts, slot + offsetof(struct qrnic_cqe64, timestamp), sizeof(ts));
+		cq->ex_ts = le64toh(ts);
+	}
 	cq->ci++;
 
 	qrnic_cqe_to_wc(&cqe, wc);
@@ -517,7 +567,7 @@ static void qrnic_cq_update_ci(struct qrnic_context *ctx, struct qrnic_cq *cq)
 	 * their slots */
 	udma_to_device_barrier();
 	if (cq->dbrec)
-		*(volatile uint32_t *)cq->dbrec = htole32(cq->ci);
+		*(volatile qrnic_le32 *)cq->dbrec = htole32(cq->ci);
 	else
 		qrnic_ring_db(ctx, QRNIC_DB_CQ,
 			      qrnic_db_cq_val(cq->cqn, cq->ci, false, false));
@@ -593,10 +643,11 @@ int qrnic_resize_cq(struct ibv_cq *ibcq, int cqe)
 	if (err)
 		goto out;
 
-	/* From here on the device writes the new ring only. */
-	ring_size = (size_t)QRNIC_CQE_SIZE << r->log_depth;
+	/* From here on the device writes the new ring only, with the CQE
+	 * size the CQ was created with (an older kernel: cqe_size 0, 32) */
+	ring_size = (size_t)cq->cqe_size << r->log_depth;
 	if (r->log_depth < 1 || r->log_depth > QRNIC_MAX_QUEUE_LOG ||
-	    r->mmap_size < ring_size) {
+	    (r->cqe_size && r->cqe_size != cq->cqe_size) || r->mmap_size < ring_size) {
 		verbs_err(verbs_get_ctx(ibcq->context),
 			  "qrnic: CQ %u: bad resize answer (log_depth %u, %llu bytes)\n",
 			  cq->cqn, r->log_depth, (unsigned long long)r->mmap_size);
@@ -741,13 +792,25 @@ static uint8_t qrnic_wc_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 	return to_qcq_ex(ibcq)->ex_wc.dlid_path_bits;
 }
 
-/* What create_cq_ex accepts in wc_flags.  Not: completion timestamps
- * (the 32-byte CQE has no room for one), CVLAN, flow tag, TM info. */
+/* The device clock's value when the device wrote the CQE (spec 9.8), in
+ * its ticks: ns, hca_core_clock 1000000 kHz. */
+static uint64_t qrnic_wc_read_completion_ts(struct ibv_cq_ex *ibcq)
+{
+	return to_qcq_ex(ibcq)->ex_ts;
+}
+
+/* What create_cq_ex accepts in wc_flags.  COMPLETION_TIMESTAMP makes a CQ
+ * of 64-byte CQEs (the kernel passes IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+ * on; it refuses it for a device without QRNIC_CAP_CQE_TS).  Not:
+ * COMPLETION_TIMESTAMP_WALLCLOCK (the device clock is the VM's virtual
+ * time, not a real-time clock: converting it would not be honest), CVLAN,
+ * flow tag, TM info. */
 #define QRNIC_CQ_EX_WC_FLAGS						\
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |			\
 	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |		\
 	 IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |			\
-	 IBV_WC_EX_WITH_DLID_PATH_BITS)
+	 IBV_WC_EX_WITH_DLID_PATH_BITS |				\
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 
 struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)
@@ -794,6 +857,14 @@ struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	err = qrnic_cq_map(context, cq, &resp.drv_payload);
+	if (!err && (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) &&
+	    cq->cqe_size != sizeof(struct qrnic_cqe64)) {
+		/* a kernel that ignored the flag: no timestamps to give */
+		verbs_err(verbs_get_ctx(context),
+			  "qrnic: CQ %u: the kernel gave no timestamp CQEs\n", cq->cqn);
+		munmap(cq->map, cq->map_size);
+		err = EOPNOTSUPP;
+	}
 	if (err) {
 		ibv_cmd_destroy_cq(&cq->vcq.cq);
 		free(cq);
@@ -820,6 +891,8 @@ struct ibv_cq_ex *qrnic_create_cq_ex(struct ibv_context *context,
 	ex->read_slid = qrnic_wc_read_slid;
 	ex->read_sl = qrnic_wc_read_sl;
 	ex->read_dlid_path_bits = qrnic_wc_read_dlid_path_bits;
+	if (cq->cqe_size == sizeof(struct qrnic_cqe64))
+		ex->read_completion_ts = qrnic_wc_read_completion_ts;
 	return ex;
 }
 
@@ -1189,7 +1262,7 @@ static void qrnic_cq_clean(struct qrnic_context *ctx, struct qrnic_cq *cq, uint3
 	if (cq->lost || !cq->ring)
 		return;
 	for (end = cq->ci; end - cq->ci <= cq->mask; end++)
-		if (!qrnic_cqe_valid(cq->ring + (size_t)(end & cq->mask) * QRNIC_CQE_SIZE, end,
+		if (!qrnic_cqe_valid(cq->ring + (size_t)(end & cq->mask) * cq->cqe_size, end,
 				     cq->log_depth))
 			break;
 	udma_from_device_barrier();
@@ -1197,17 +1270,18 @@ static void qrnic_cq_clean(struct qrnic_context *ctx, struct qrnic_cq *cq, uint3
 		struct qrnic_cqe *c;
 
 		i--;
-		c = (struct qrnic_cqe *)(cq->ring + (size_t)(i & cq->mask) * QRNIC_CQE_SIZE);
+		c = (struct qrnic_cqe *)(cq->ring + (size_t)(i & cq->mask) * cq->cqe_size);
 		if (le32toh(c->qpn) == qpn) {
 			nfreed++;
 		} else if (nfreed) {
-			struct qrnic_cqe *to = (struct qrnic_cqe *)(cq->ring +
-				(size_t)((i + nfreed) & cq->mask) * QRNIC_CQE_SIZE);
-			struct qrnic_cqe tmp = *c;
+			/* the whole entry: a 64-byte CQE moves with its timestamp */
+			struct qrnic_cqe64 tmp;
+			uint8_t *to = cq->ring + (size_t)((i + nfreed) & cq->mask) * cq->cqe_size;
 
-			tmp.owner = (uint8_t)((tmp.owner & ~1u) |
-					      qrnic_cq_owner(i + nfreed, cq->log_depth));
-			*to = tmp;
+			memcpy(&tmp, c, cq->cqe_size);
+			tmp.cqe.owner = (uint8_t)((tmp.cqe.owner & ~1u) |
+						  qrnic_cq_owner(i + nfreed, cq->log_depth));
+			memcpy(to, &tmp, cq->cqe_size);
 		}
 	}
 	if (nfreed) {
@@ -1323,6 +1397,36 @@ static struct qrnic_sq_params qrnic_qp_sq_params(struct qrnic_qp *qp)
 	return p;
 }
 
+/*
+ * BlueFlame (spec 3.2.1), as mlx5 does for a single small WQE: the WQE,
+ * already in the ring, is also stored into a BF buffer of the doorbell page
+ * with 64-bit stores, then the control word, which is the SQ doorbell.
+ * The device then needs no DMA read of the WQE; if anything is wrong with
+ * the copy it reads the ring.  Returns false if the WQE is not for BF.
+ */
+static bool qrnic_sq_bf(struct qrnic_context *ctx, struct qrnic_qp *qp, uint32_t idx)
+{
+	const __le64 *src = qrnic_wq_slot(&qp->sq, idx);	/* little-endian as stored */
+	uint32_t max = ctx->bf_size < (1u << qp->sq.wqe_shift) ? ctx->bf_size
+							       : (1u << qp->sq.wqe_shift);
+	uint32_t nwords = qrnic_bf_nwords(src, max);
+	uint8_t *buf;
+
+	if (!nwords)
+		return false;
+	pthread_spin_lock(&ctx->bf_lock);
+	buf = (uint8_t *)ctx->db + qrnic_bf_offset(ctx->bf_next++);
+	for (uint32_t i = 0; i < nwords; i++)	/* the ring's bytes, as stored */
+		mmio_write64_le(buf + 8 * i, src[i]);
+	/* the data words before the control word, even write-combined */
+	mmio_flush_writes();
+	mmio_write64_le(buf + QRNIC_BF_CTRL,
+			htole64(qrnic_bf_ctrl_val(qp->vqp.qp.qp_num, qp->sq.pi, nwords)));
+	mmio_flush_writes();
+	pthread_spin_unlock(&ctx->bf_lock);
+	return true;
+}
+
 /* Announce the SQ's WQEs from start on (caller holds sq.lock). */
 static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 				     struct qrnic_qp *qp, uint32_t start)
@@ -1331,6 +1435,8 @@ static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 		return;
 	/* WQEs are in memory before the device hears of them */
 	udma_to_device_barrier();
+	if (ctx->bf_size && qp->sq.pi - start == 1 && qrnic_sq_bf(ctx, qp, start))
+		return;
 	qrnic_ring_db(ctx, QRNIC_DB_SQ, qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi));
 }
 
@@ -1696,13 +1802,22 @@ static void qrnic_set_wr_ops(struct qrnic_qp *qp, uint64_t flags)
 	x->wr_set_inline_data_list = qrnic_wr_set_inline_data_list;
 }
 
+/* The SRQ's little-endian consumer record, read with acquire semantics.
+ * Under sparse __atomic_load_n() takes no pointer to a bitwise type, so
+ * the word is loaded as the integer it is and given its type back. */
+static uint32_t qrnic_srq_record_acquire(const qrnic_le32 *record)
+{
+	return le32toh((__force qrnic_le32)__atomic_load_n((const uint32_t *)record,
+							   __ATOMIC_ACQUIRE));
+}
+
 /*
  * Post receive WQEs to a QP's RQ (record NULL: slots come back with
  * completions) or to an SRQ (slots come back when the device's consumer
  * index record passes them), then one doorbell at db_off for queue num.
  */
 static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
-			      const uint32_t *record, unsigned int db_off,
+			      const qrnic_le32 *record, unsigned int db_off,
 			      uint32_t num, struct ibv_recv_wr *wr,
 			      struct ibv_recv_wr **bad_wr)
 {
@@ -1716,8 +1831,7 @@ static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
 
 		err = qrnic_check_recv_wr(wr, wq->max_sge);
 		/* acquire: the device read the slot before its record passed it */
-		full = record ? qrnic_srq_full(wq->pi,
-					       le32toh(__atomic_load_n(record, __ATOMIC_ACQUIRE)),
+		full = record ? qrnic_srq_full(wq->pi, qrnic_srq_record_acquire(record),
 					       wq->depth) :
 				qrnic_wq_full(wq);
 		if (!err && full)
@@ -1827,7 +1941,7 @@ static int qrnic_srq_map(struct ibv_context *context, struct qrnic_srq *srq,
 		qrnic_wq_unmap(&srq->wq);
 		return EINVAL;
 	}
-	srq->dbrec = (uint32_t *)(srq->wq.ring + r->dbrec_offset);
+	srq->dbrec = (qrnic_le32 *)(srq->wq.ring + r->dbrec_offset);
 	srq->wq.max_sge = qrnic_rq_max_sge(r->wqe_shift);
 	srq->srqn = r->srqn;
 	return 0;

@@ -79,57 +79,61 @@
 
 /* ---- Command and completion entries ------------------------------------- */
 struct qrnic_aq_hdr {
-	uint8_t  opcode;	/* QRNIC_CMD_* */
-	uint8_t  flags;		/* must be 0 */
-	uint16_t cmd_id;	/* echoed in the completion */
-	uint32_t rsvd;
+	uint8_t    opcode;	/* QRNIC_CMD_* */
+	uint8_t    flags;	/* must be 0 */
+	qrnic_le16 cmd_id;	/* echoed in the completion */
+	qrnic_le32 rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_aq_hdr, 8);
 
 struct qrnic_cmd_query {	/* QUERY_DEVICE, QUERY_PORT, QUERY_STATS */
-	uint64_t resp_addr;	/* device DMA-writes the answer here */
-	uint32_t resp_len;	/* bytes available; the answer is truncated to it */
-	uint32_t port;		/* QUERY_PORT: 1; ignored by QUERY_DEVICE/_STATS */
+	qrnic_le64 resp_addr;	/* device DMA-writes the answer here */
+	qrnic_le32 resp_len;	/* bytes available; the answer is truncated to it */
+	qrnic_le32 port;	/* QUERY_PORT: 1; ignored by QUERY_DEVICE/_STATS */
 };
 
 struct qrnic_cmd_gid {		/* SET_GID, QUERY_GID (answer in result[0..3] and detail) */
-	uint32_t index;		/* < gid_tbl_len */
-	uint8_t  valid;		/* SET_GID: 1 sets, 0 clears the entry; QUERY_GID: ignored */
-	uint8_t  net_type;	/* QRNIC_NET_*; SET_GID with valid = 1 only */
-	uint16_t rsvd;
-	uint8_t  gid[16];
+	qrnic_le32 index;	/* < gid_tbl_len */
+	uint8_t    valid;	/* SET_GID: 1 sets, 0 clears the entry; QUERY_GID: ignored */
+	uint8_t    net_type;	/* QRNIC_NET_*; SET_GID with valid = 1 only */
+	qrnic_le16 rsvd;
+	uint8_t    gid[16];
 };
 
 struct qrnic_cmd_handle {	/* DEALLOC_UCTX, DESTROY_*, DEREG_MR */
-	uint32_t handle;	/* uctx, pdn, cqn, qpn, key, ahn or eqn */
+	qrnic_le32 handle;	/* uctx, pdn, cqn, qpn, key, ahn or eqn */
 };
 
 struct qrnic_cmd_create_pd {
-	uint32_t uctx;		/* owning user context; 0 = kernel */
+	qrnic_le32 uctx;	/* owning user context; 0 = kernel */
 };
 
 struct qrnic_cmd_create_cq {
-	uint32_t uctx;
-	uint32_t eqn;		/* completion events go to this EQ */
-	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
-	uint8_t  rsvd[7];
-	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
-	uint64_t dbrec_addr;	/* 4-byte consumer index record, 0 = none */
+	qrnic_le32 uctx;
+	qrnic_le32 eqn;		/* completion events go to this EQ */
+	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
+	uint8_t    flags;	/* QRNIC_CQ_F_* (ABI 1.7; before: rsvd, 0) */
+	uint8_t    rsvd[6];
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, QRNIC_CQ_CQE_SIZE(flags)
+				 * << log_depth bytes (32 or 64 per CQE) */
+	qrnic_le64 dbrec_addr;	/* 4-byte consumer index record, 0 = none */
 };
 
 /* RESIZE_CQ (ABI 1.2): the CQ moves to a new ring of 1 << log_depth
- * entries (zeroed by the driver, as at CREATE_CQ).  The CQEs not yet
+ * entries (zeroed by the driver, as at CREATE_CQ), of the CQE size it was
+ * created with (a QRNIC_CQ_F_TIMESTAMP CQ keeps 64-byte CQEs and their
+ * timestamps).  The CQEs not yet
  * consumed (after the consumer index in the record, or of the last CQ
  * doorbell) are copied to slots 0, 1, ... of the new ring, in order, and
  * the indices restart: the next CQE to poll is slot 0, and the device
  * writes 0 to the doorbell record.  result[0] = CQEs carried over.  Fails
  * (nothing changed) when they do not fit: BAD_PARAM on log_depth. */
 struct qrnic_cmd_resize_cq {
-	uint32_t cqn;
-	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, <= max_cqe */
-	uint8_t  rsvd[3];
-	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 32 << log_depth bytes */
-	uint64_t rsvd2;
+	qrnic_le32 cqn;
+	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, <= max_cqe */
+	uint8_t    rsvd[3];
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, CQE size << log_depth bytes */
+	qrnic_le64 rsvd2;
 };
 
 /* MODIFY_CQ (ABI 1.2): completion event moderation.  An armed CQ raises
@@ -138,35 +142,35 @@ struct qrnic_cmd_resize_cq {
  * that trigger off (both 0: an event per arming, at once, the default).
  * An error CQE raises it at once. */
 struct qrnic_cmd_modify_cq {
-	uint32_t cqn;
-	uint16_t count;
-	uint16_t period_us;
-	uint32_t rsvd[2];
+	qrnic_le32 cqn;
+	qrnic_le16 count;
+	qrnic_le16 period_us;
+	qrnic_le32 rsvd[2];
 };
 
 #define QRNIC_QP_F_SQ_SIG_ALL		(1u << 0)	/* every send WQE is signaled */
 
 struct qrnic_cmd_create_qp {
-	uint32_t uctx;
-	uint32_t pdn;
-	uint32_t send_cqn;
-	uint32_t recv_cqn;
-	uint8_t  qp_type;	/* QRNIC_QPT_* */
-	uint8_t  sq_log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
-	uint8_t  sq_wqe_shift;	/* QRNIC_MIN_WQE_SHIFT..QRNIC_MAX_SEND_WQE_SHIFT */
-	uint8_t  rq_log_depth;	/* 0..QRNIC_MAX_QUEUE_LOG; 0 = no RQ (rq_addr and rq_wqe_shift 0) */
-	uint8_t  rq_wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
-	uint8_t  rsvd0[3];
-	uint32_t flags;		/* QRNIC_QP_F_* */
+	qrnic_le32 uctx;
+	qrnic_le32 pdn;
+	qrnic_le32 send_cqn;
+	qrnic_le32 recv_cqn;
+	uint8_t    qp_type;	/* QRNIC_QPT_* */
+	uint8_t    sq_log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
+	uint8_t    sq_wqe_shift;	/* QRNIC_MIN_WQE_SHIFT..QRNIC_MAX_SEND_WQE_SHIFT */
+	uint8_t    rq_log_depth;	/* 0..QRNIC_MAX_QUEUE_LOG; 0 = no RQ (rq_addr and rq_wqe_shift 0) */
+	uint8_t    rq_wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
+	uint8_t    rsvd0[3];
+	qrnic_le32 flags;	/* QRNIC_QP_F_* */
 	union {
-		uint32_t srqn;	/* receives come from this SRQ (same uctx and PD
+		qrnic_le32 srqn;	/* receives come from this SRQ (same uctx and PD
 				 * owner; RC, UC, UD); 0 = the QP's own RQ.  With
 				 * an SRQ, rq_log_depth, rq_wqe_shift and rq_addr
 				 * must be 0 */
-		uint32_t xrcd;	/* QRNIC_QPT_XRC_TGT: its XRC domain (ABI 1.3) */
+		qrnic_le32 xrcd;	/* QRNIC_QPT_XRC_TGT: its XRC domain (ABI 1.3) */
 	};
-	uint64_t sq_addr;	/* contiguous, 4 KiB aligned */
-	uint64_t rq_addr;
+	qrnic_le64 sq_addr;	/* contiguous, 4 KiB aligned */
+	qrnic_le64 rq_addr;
 };
 
 /* attr_mask bits: enum ibv_qp_attr_mask */
@@ -202,58 +206,58 @@ struct qrnic_cmd_create_qp {
 
 /* QP attributes: the body of MODIFY_QP and the answer of QUERY_QP. */
 struct qrnic_qp_attr {
-	uint32_t attr_mask;	/* MODIFY_QP: QRNIC_QP_ATTR_*; QUERY_QP: 0 */
-	uint8_t  qp_state;	/* QRNIC_QPS_* */
-	uint8_t  cur_qp_state;
-	uint8_t  path_mtu;	/* QRNIC_MTU_* */
-	uint8_t  timeout;	/* local ACK timeout: 4.096 us << timeout, 0 = infinite */
-	uint8_t  retry_cnt;	/* 0..7 */
-	uint8_t  rnr_retry;	/* 0..7, 7 = infinite */
-	uint8_t  min_rnr_timer;	/* 0..31, IBTA RNR timer encoding */
-	uint8_t  max_rd_atomic;	/* outstanding READ/ATOMIC as requester */
-	uint8_t  max_dest_rd_atomic; /* as responder */
-	uint8_t  sq_draining;	/* QUERY_QP only: always 0 in ABI 1.0; MODIFY_QP: 0 */
-	uint8_t  en_sqd_async_notify;	/* 0/1; reads 0 once SQ_DRAINED was raised */
-	uint8_t  port_num;	/* 1 */
-	uint16_t pkey_index;	/* 0 */
-	uint8_t  cc_algo;	/* ABI 1.4, QRNIC_QP_ATTR_CC: 0 the device's cc_algo, n: n - 1 */
-	uint8_t  rsvd;
-	uint32_t qkey;
-	uint32_t rq_psn;	/* [23:0] */
-	uint32_t sq_psn;	/* [23:0] */
-	uint32_t dest_qpn;	/* [23:0] */
-	uint32_t qp_access_flags; /* QRNIC_ACCESS_REMOTE_* allowed as responder */
+	qrnic_le32 attr_mask;	/* MODIFY_QP: QRNIC_QP_ATTR_*; QUERY_QP: 0 */
+	uint8_t    qp_state;	/* QRNIC_QPS_* */
+	uint8_t    cur_qp_state;
+	uint8_t    path_mtu;	/* QRNIC_MTU_* */
+	uint8_t    timeout;	/* local ACK timeout: 4.096 us << timeout, 0 = infinite */
+	uint8_t    retry_cnt;	/* 0..7 */
+	uint8_t    rnr_retry;	/* 0..7, 7 = infinite */
+	uint8_t    min_rnr_timer;	/* 0..31, IBTA RNR timer encoding */
+	uint8_t    max_rd_atomic;	/* outstanding READ/ATOMIC as requester */
+	uint8_t    max_dest_rd_atomic; /* as responder */
+	uint8_t    sq_draining;	/* QUERY_QP only: always 0 in ABI 1.0; MODIFY_QP: 0 */
+	uint8_t    en_sqd_async_notify;	/* 0/1; reads 0 once SQ_DRAINED was raised */
+	uint8_t    port_num;	/* 1 */
+	qrnic_le16 pkey_index;	/* 0 */
+	uint8_t    cc_algo;	/* ABI 1.4, QRNIC_QP_ATTR_CC: 0 the device's cc_algo, n: n - 1 */
+	uint8_t    rsvd;
+	qrnic_le32 qkey;
+	qrnic_le32 rq_psn;	/* [23:0] */
+	qrnic_le32 sq_psn;	/* [23:0] */
+	qrnic_le32 dest_qpn;	/* [23:0] */
+	qrnic_le32 qp_access_flags; /* QRNIC_ACCESS_REMOTE_* allowed as responder */
 	struct qrnic_av av;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_qp_attr, 72);
 
 struct qrnic_cmd_modify_qp {
-	uint32_t qpn;
-	uint32_t rsvd;
+	qrnic_le32 qpn;
+	qrnic_le32 rsvd;
 	struct qrnic_qp_attr attr;
 };
 
 struct qrnic_cmd_query_qp {	/* also QUERY_MR: handle = key */
-	uint32_t handle;
-	uint32_t resp_len;
-	uint64_t resp_addr;
+	qrnic_le32 handle;
+	qrnic_le32 resp_len;
+	qrnic_le64 resp_addr;
 };
 
 #define QRNIC_MR_F_PHYS			(1u << 0)	/* DMA MR: no PBL, iova = bus address */
 
 struct qrnic_cmd_reg_mr {
-	uint32_t pdn;
-	uint32_t access;	/* QRNIC_ACCESS_* */
-	uint32_t flags;		/* QRNIC_MR_F_* */
-	uint8_t  page_shift;	/* QRNIC_MIN_PAGE_SHIFT..QRNIC_MAX_PAGE_SHIFT */
-	uint8_t  pbl_levels;	/* 0..QRNIC_PBL_MAX_LEVELS */
-	uint16_t rsvd;
-	uint64_t iova;
-	uint64_t length;	/* 1..max_mr_size */
-	uint64_t pbl_addr;	/* ignored with QRNIC_MR_F_PHYS */
-	uint32_t npages;	/* must equal the pages [iova, iova+length) spans;
+	qrnic_le32 pdn;
+	qrnic_le32 access;	/* QRNIC_ACCESS_* */
+	qrnic_le32 flags;	/* QRNIC_MR_F_* */
+	uint8_t    page_shift;	/* QRNIC_MIN_PAGE_SHIFT..QRNIC_MAX_PAGE_SHIFT */
+	uint8_t    pbl_levels;	/* 0..QRNIC_PBL_MAX_LEVELS */
+	qrnic_le16 rsvd;
+	qrnic_le64 iova;
+	qrnic_le64 length;	/* 1..max_mr_size */
+	qrnic_le64 pbl_addr;	/* ignored with QRNIC_MR_F_PHYS */
+	qrnic_le32 npages;	/* must equal the pages [iova, iova+length) spans;
 				 * ignored with QRNIC_MR_F_PHYS */
-	uint32_t rsvd2;
+	qrnic_le32 rsvd2;
 };
 
 /* ALLOC_MR: a fast-registration MR (kernel PDs only), free (its key does
@@ -262,10 +266,10 @@ struct qrnic_cmd_reg_mr {
  * and an initial 8-bit variant).  DEREG_MR and QUERY_MR of such an MR take
  * any key with its MPT index (the variant is the consumer's). */
 struct qrnic_cmd_alloc_mr {
-	uint32_t pdn;
-	uint32_t max_pages;	/* 1..QRNIC_MAX_FAST_REG_PAGES */
-	uint32_t flags;		/* must be 0 */
-	uint32_t rsvd;
+	qrnic_le32 pdn;
+	qrnic_le32 max_pages;	/* 1..QRNIC_MAX_FAST_REG_PAGES */
+	qrnic_le32 flags;	/* must be 0 */
+	qrnic_le32 rsvd;
 };
 
 /* ALLOC_MW: a memory window of PD pdn (any user context's), unbound until
@@ -275,11 +279,11 @@ struct qrnic_cmd_alloc_mr {
 #define QRNIC_MW_TYPE_2			2	/* type 2B: bound to one QP */
 
 struct qrnic_cmd_alloc_mw {
-	uint32_t pdn;
-	uint8_t  type;		/* QRNIC_MW_TYPE_* */
-	uint8_t  rsvd0[3];
-	uint32_t flags;		/* must be 0 */
-	uint32_t rsvd;
+	qrnic_le32 pdn;
+	uint8_t    type;	/* QRNIC_MW_TYPE_* */
+	uint8_t    rsvd0[3];
+	qrnic_le32 flags;	/* must be 0 */
+	qrnic_le32 rsvd;
 };
 
 /* REREG_MR (ABI 1.2): an MR registered by REG_MR gets a new translation
@@ -292,14 +296,14 @@ struct qrnic_cmd_alloc_mw {
 #define QRNIC_REREG_ACCESS		(1u << 2)
 
 struct qrnic_cmd_rereg_mr {
-	uint32_t key;		/* the MR's key, exactly */
-	uint32_t change;	/* QRNIC_REREG_*, at least one */
+	qrnic_le32 key;		/* the MR's key, exactly */
+	qrnic_le32 change;	/* QRNIC_REREG_*, at least one */
 	struct qrnic_cmd_reg_mr reg;
 };
 
 struct qrnic_cmd_create_ah {
-	uint32_t pdn;
-	uint32_t rsvd;
+	qrnic_le32 pdn;
+	qrnic_le32 rsvd;
 	struct qrnic_av av;
 };
 
@@ -307,11 +311,11 @@ struct qrnic_cmd_create_ah {
 							 * such EQ (a second: QRNIC_AQ_BUSY) */
 
 struct qrnic_cmd_create_eq {
-	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
-	uint8_t  rsvd0;
-	uint16_t vector;	/* MSI-X vector (0..num_vectors-1) */
-	uint32_t flags;		/* QRNIC_EQ_F_* */
-	uint64_t ring_addr;	/* contiguous, 4 KiB aligned, 16 << log_depth bytes */
+	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG */
+	uint8_t    rsvd0;
+	qrnic_le16 vector;	/* MSI-X vector (0..num_vectors-1) */
+	qrnic_le32 flags;	/* QRNIC_EQ_F_* */
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, 16 << log_depth bytes */
 };
 
 /* Shared receive queue: a ring of receive WQEs (struct qrnic_recv_wqe,
@@ -321,27 +325,27 @@ struct qrnic_cmd_create_eq {
  * free again); it writes that index to dbrec_addr (4 bytes) after each
  * WQE it takes.  The producer index comes with QRNIC_DB_SRQ. */
 struct qrnic_cmd_create_srq {
-	uint32_t uctx;
-	uint32_t pdn;		/* the SGEs' lkeys belong to this PD */
-	uint8_t  log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, 1 << log_depth <= max_srq_wr */
-	uint8_t  wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
-	uint16_t flags;		/* QRNIC_SRQ_F_* (ABI 1.3; rsvd0, 0, before) */
-	uint32_t limit;		/* SRQ_LIMIT_REACHED armed below this many WQEs;
+	qrnic_le32 uctx;
+	qrnic_le32 pdn;		/* the SGEs' lkeys belong to this PD */
+	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, 1 << log_depth <= max_srq_wr */
+	uint8_t    wqe_shift;	/* QRNIC_MIN_RECV_WQE_SHIFT..QRNIC_MAX_RECV_WQE_SHIFT */
+	qrnic_le16 flags;	/* QRNIC_SRQ_F_* (ABI 1.3; rsvd0, 0, before) */
+	qrnic_le32 limit;	/* SRQ_LIMIT_REACHED armed below this many WQEs;
 				 * 0 = not armed; < 1 << log_depth */
-	uint64_t ring_addr;	/* contiguous, 4 KiB aligned */
-	uint64_t dbrec_addr;	/* 4-byte consumer index record, 8-byte aligned; 0 = none */
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned */
+	qrnic_le64 dbrec_addr;	/* 4-byte consumer index record, 8-byte aligned; 0 = none */
 	/* ABI 1.3: with QRNIC_SRQ_F_XRC, else all 0 */
-	uint32_t xrcd;		/* the XRC domain of the SRQ */
-	uint32_t cqn;		/* receive completions of the SRQ go to this CQ */
-	uint64_t rsvd1;
+	qrnic_le32 xrcd;	/* the XRC domain of the SRQ */
+	qrnic_le32 cqn;		/* receive completions of the SRQ go to this CQ */
+	qrnic_le64 rsvd1;
 };
 #define QRNIC_SRQ_F_XRC			(1u << 0)	/* an XRC SRQ (ABI 1.3) */
 
 /* XRC domain (ABI 1.3, spec 6.6.20): groups XRC SRQs and XRC TGT QPs.
  * result[0] = the xrcd number.  DEALLOC_XRCD takes handle = xrcd. */
 struct qrnic_cmd_alloc_xrcd {
-	uint32_t uctx;		/* owner (0 = kernel: usable by every uctx) */
-	uint32_t rsvd;
+	qrnic_le32 uctx;	/* owner (0 = kernel: usable by every uctx) */
+	qrnic_le32 rsvd;
 };
 
 #define QRNIC_SRQ_ATTR_MAX_WR		(1u << 0)	/* ibv_srq_attr_mask: resize,
@@ -349,10 +353,10 @@ struct qrnic_cmd_alloc_xrcd {
 #define QRNIC_SRQ_ATTR_LIMIT		(1u << 1)
 
 struct qrnic_cmd_modify_srq {
-	uint32_t srqn;
-	uint32_t attr_mask;	/* QRNIC_SRQ_ATTR_* */
-	uint32_t limit;		/* with QRNIC_SRQ_ATTR_LIMIT: arm (0 disarms) */
-	uint32_t rsvd;
+	qrnic_le32 srqn;
+	qrnic_le32 attr_mask;	/* QRNIC_SRQ_ATTR_* */
+	qrnic_le32 limit;	/* with QRNIC_SRQ_ATTR_LIMIT: arm (0 disarms) */
+	qrnic_le32 rsvd;
 };
 
 /* UD multicast (spec 12.11): a UD QP joins (ATTACH) or leaves (DETACH) the
@@ -363,9 +367,9 @@ struct qrnic_cmd_modify_srq {
 #define QRNIC_MCAST_QPN			0xffffffu	/* BTH DestQP of multicast packets */
 
 struct qrnic_cmd_mcast {	/* ATTACH_MCAST, DETACH_MCAST */
-	uint32_t qpn;		/* a UD QP */
-	uint32_t rsvd;
-	uint8_t  gid[16];	/* IPv6 ff00::/8, or IPv4-mapped 224.0.0.0/4 */
+	qrnic_le32 qpn;		/* a UD QP */
+	qrnic_le32 rsvd;
+	uint8_t    gid[16];	/* IPv6 ff00::/8, or IPv4-mapped 224.0.0.0/4 */
 };
 
 struct qrnic_aq_cmd {
@@ -391,7 +395,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_modify_cq modify_cq;
 		struct qrnic_cmd_rereg_mr rereg_mr;
 		struct qrnic_cmd_alloc_xrcd alloc_xrcd;
-		uint8_t raw[120];
+		uint8_t   raw[120];
 	} u;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_aq_cmd, QRNIC_AQ_SQE_SIZE);
@@ -433,53 +437,56 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_rereg_mr, 56);
  * QUERY_GID: [0] valid, [15:8] net_type.
  */
 struct qrnic_aq_cqe {
-	uint32_t result[4];	/* command specific, see above */
-	uint16_t cmd_id;
-	uint8_t  opcode;
-	uint8_t  status;	/* QRNIC_AQ_* */
-	uint32_t sq_ci;		/* admin SQ consumer index after this command */
-	uint32_t detail;	/* see above: offending field offset, or QUERY_GID data */
-	uint8_t  rsvd[3];
-	uint8_t  owner;
+	qrnic_le32 result[4];	/* command specific, see above */
+	qrnic_le16 cmd_id;
+	uint8_t    opcode;
+	uint8_t    status;	/* QRNIC_AQ_* */
+	qrnic_le32 sq_ci;	/* admin SQ consumer index after this command */
+	qrnic_le32 detail;	/* see above: offending field offset, or QUERY_GID data */
+	uint8_t    rsvd[3];
+	uint8_t    owner;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_aq_cqe, QRNIC_AQ_CQE_SIZE);
 
 /* ---- Answers written to resp_addr -------------------------------------- */
 struct qrnic_device_attr {
-	uint32_t abi_version;
-	uint32_t fw_version;
-	uint32_t max_qp;
-	uint32_t max_qp_wr;
-	uint32_t max_sge;
-	uint32_t max_inline;
-	uint32_t max_cq;
-	uint32_t max_cqe;
-	uint32_t max_mr;
-	uint32_t max_pd;
-	uint32_t max_ah;
-	uint32_t max_eq;
-	uint32_t max_uctx;
-	uint32_t max_mtt;	/* total MTT entries */
-	uint32_t max_qp_rd_atom;
-	uint32_t max_qp_init_rd_atom;
-	uint32_t max_msg_size;
-	uint32_t num_vectors;
-	uint32_t gid_tbl_len;
-	uint32_t caps;		/* QRNIC_CAP_* */
-	uint64_t page_size_cap;
-	uint64_t max_mr_size;
-	uint8_t  mac[6];
-	uint8_t  rsvd0[2];
-	uint32_t max_srq;	/* SRQ numbers 1..max_srq-1 */
-	uint32_t max_srq_wr;	/* WQEs per SRQ (= max_qp_wr) */
-	uint32_t max_mcg;	/* QRNIC_MAX_MCG */
-	uint32_t max_mcg_qp;	/* QRNIC_MAX_MCG_QP */
-	uint32_t max_fast_reg_pages;	/* QRNIC_MAX_FAST_REG_PAGES (ABI 1.2) */
-	uint32_t max_mw;	/* memory windows share the MPT with MRs: max_mr (ABI 1.2) */
-	uint32_t max_xrcd;	/* XRC domain numbers 1..max_xrcd-1 (ABI 1.3) */
-	uint32_t rsvd1;
+	qrnic_le32 abi_version;
+	qrnic_le32 fw_version;
+	qrnic_le32 max_qp;
+	qrnic_le32 max_qp_wr;
+	qrnic_le32 max_sge;
+	qrnic_le32 max_inline;
+	qrnic_le32 max_cq;
+	qrnic_le32 max_cqe;
+	qrnic_le32 max_mr;
+	qrnic_le32 max_pd;
+	qrnic_le32 max_ah;
+	qrnic_le32 max_eq;
+	qrnic_le32 max_uctx;
+	qrnic_le32 max_mtt;	/* total MTT entries */
+	qrnic_le32 max_qp_rd_atom;
+	qrnic_le32 max_qp_init_rd_atom;
+	qrnic_le32 max_msg_size;
+	qrnic_le32 num_vectors;
+	qrnic_le32 gid_tbl_len;
+	qrnic_le32 caps;	/* QRNIC_CAP_* */
+	qrnic_le64 page_size_cap;
+	qrnic_le64 max_mr_size;
+	uint8_t    mac[6];
+	uint8_t    rsvd0[2];
+	qrnic_le32 max_srq;	/* SRQ numbers 1..max_srq-1 */
+	qrnic_le32 max_srq_wr;	/* WQEs per SRQ (= max_qp_wr) */
+	qrnic_le32 max_mcg;	/* QRNIC_MAX_MCG */
+	qrnic_le32 max_mcg_qp;	/* QRNIC_MAX_MCG_QP */
+	qrnic_le32 max_fast_reg_pages;	/* QRNIC_MAX_FAST_REG_PAGES (ABI 1.2) */
+	qrnic_le32 max_mw;	/* memory windows share the MPT with MRs: max_mr (ABI 1.2) */
+	qrnic_le32 max_xrcd;	/* XRC domain numbers 1..max_xrcd-1 (ABI 1.3) */
+	qrnic_le32 hca_core_clock;	/* device clock frequency, kHz: QRNIC_CLOCK_KHZ
+					 * (ABI 1.7; before: rsvd1, 0) */
+	qrnic_le64 timestamp_mask;	/* the clock's width: QRNIC_CLOCK_MASK (ABI 1.7) */
 };
-QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 136);
+QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 144);
+QRNIC_ASSERT_OFFSET(struct qrnic_device_attr, timestamp_mask, 136);
 
 /* port state: enum ibv_port_state; phys_state: IB PortPhysicalState */
 #define QRNIC_PORT_DOWN			1
@@ -488,15 +495,15 @@ QRNIC_ASSERT_SIZE(struct qrnic_device_attr, 136);
 #define QRNIC_PHYS_LINK_UP		5
 
 struct qrnic_port_attr {
-	uint8_t  state;
-	uint8_t  phys_state;
-	uint8_t  max_mtu;	/* QRNIC_MTU_* */
-	uint8_t  active_mtu;
-	uint32_t gid_tbl_len;
-	uint32_t speed_mbps;
-	uint32_t eth_mtu;
-	uint8_t  mac[6];
-	uint8_t  rsvd[10];
+	uint8_t    state;
+	uint8_t    phys_state;
+	uint8_t    max_mtu;	/* QRNIC_MTU_* */
+	uint8_t    active_mtu;
+	qrnic_le32 gid_tbl_len;
+	qrnic_le32 speed_mbps;
+	qrnic_le32 eth_mtu;
+	uint8_t    mac[6];
+	uint8_t    rsvd[10];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 
@@ -555,7 +562,9 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(LOOPBACK_FRAMES, "loopback_frames")			\
 	X(ECN_MARKED_RECEIVED, "ecn_marked_received")		\
 	X(CNP_SENT, "cnp_sent")					\
-	X(CNP_RECEIVED, "cnp_received")
+	X(CNP_RECEIVED, "cnp_received")				\
+	X(BF_POSTS, "bf_posts")					\
+	X(BF_FALLBACKS, "bf_fallbacks")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

@@ -54,17 +54,17 @@
 #define QRNIC_MAX_FAST_REG_PAGES	4096
 
 struct qrnic_mpt_entry {
-	uint32_t flags;		/* QRNIC_MPT_* */
-	uint32_t key;		/* lkey == rkey */
-	uint32_t pdn;
-	uint32_t access;	/* QRNIC_ACCESS_* */
-	uint64_t iova;
-	uint64_t length;
-	uint32_t mtt_base;	/* first MTT entry */
-	uint32_t npages;	/* MTT entries in use (FAST: of the registration) */
-	uint8_t  page_shift;
-	uint8_t  rsvd[3];
-	uint32_t max_pages;	/* FAST: MTT entries held, from ALLOC_MR; MW: the
+	qrnic_le32 flags;	/* QRNIC_MPT_* */
+	qrnic_le32 key;		/* lkey == rkey */
+	qrnic_le32 pdn;
+	qrnic_le32 access;	/* QRNIC_ACCESS_* */
+	qrnic_le64 iova;
+	qrnic_le64 length;
+	qrnic_le32 mtt_base;	/* first MTT entry */
+	qrnic_le32 npages;	/* MTT entries in use (FAST: of the registration) */
+	uint8_t    page_shift;
+	uint8_t    rsvd[3];
+	qrnic_le32 max_pages;	/* FAST: MTT entries held, from ALLOC_MR; MW: the
 				 * MPT index of the MR it is bound to */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_mpt_entry, 48);

@@ -12,12 +12,16 @@
 #include "qrnic_abi_types.h"
 
 /* ---- Limits fixed by the ABI -------------------------------------------- */
-#define QRNIC_MAX_SGE			16	/* per send or receive WQE */
+#define QRNIC_MAX_SGE			30	/* per send or receive WQE (ABI 1.6; 16
+						 * before), as a ConnectX-5 */
+#define QRNIC_MAX_INLINE		448u	/* bytes of inline payload per send WQE */
 #define QRNIC_MIN_WQE_SHIFT		6	/* 64-byte send WQE stride minimum */
-#define QRNIC_MAX_SEND_WQE_SHIFT	9	/* 512 bytes: 64-byte header + up to 16 SGEs
-						 * (QRNIC_MAX_SGE) or up to 448 bytes inline */
+#define QRNIC_MAX_SEND_WQE_SHIFT	10	/* 1024 bytes: 64-byte header + up to 30
+						 * SGEs (QRNIC_MAX_SGE, 544 bytes) or up
+						 * to QRNIC_MAX_INLINE bytes inline (ABI
+						 * 1.6; 9 before) */
 #define QRNIC_MIN_RECV_WQE_SHIFT	5	/* 32 bytes: header + 1 SGE */
-#define QRNIC_MAX_RECV_WQE_SHIFT	9
+#define QRNIC_MAX_RECV_WQE_SHIFT	9	/* 512 bytes: 16-byte header + 30 SGEs */
 #define QRNIC_MAX_QUEUE_LOG		15	/* at most 32768 entries per ring */
 #define QRNIC_MAX_MSG_SIZE		(1u << 31)	/* RC; UD/GSI: the port MTU */
 #define QRNIC_GRH_BYTES			40	/* UD receive buffers start with a GRH */
@@ -58,13 +62,13 @@
 #define QRNIC_WR_RDMA_READ		4
 #define QRNIC_WR_ATOMIC_CMP_AND_SWP	5
 #define QRNIC_WR_ATOMIC_FETCH_AND_ADD	6
-#define QRNIC_WR_LOCAL_INV		7	/* invalidate the key in imm_data (host byte
-						 * order): an FRMR or a type 2 memory window
+#define QRNIC_WR_LOCAL_INV		7	/* invalidate the key in inv_key: an FRMR
+						 * or a type 2 memory window
 						 * (spec 12.12, 12.13) */
 #define QRNIC_WR_BIND_MW		8	/* bind a memory window: the WQE is a struct
 						 * qrnic_bind_mw_wqe (spec 12.13) */
 #define QRNIC_WR_SEND_WITH_INV		9	/* RC SEND; the responder invalidates the rkey
-						 * in imm_data (host byte order) */
+						 * in inv_key */
 #define QRNIC_WR_REG_MR			0x20	/* fast registration: the WQE is a struct
 						 * qrnic_reg_mr_wqe (kernel IB_WR_REG_MR) */
 
@@ -80,24 +84,27 @@
  * queue is 1 << sq_wqe_shift bytes (64..512), fixed at CREATE_QP.
  */
 struct qrnic_send_wqe {
-	uint8_t  opcode;	/* QRNIC_WR_* */
-	uint8_t  flags;		/* QRNIC_WQE_F_* */
-	uint8_t  num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
-	uint8_t  rsvd0;
-	uint32_t inline_len;	/* INLINE: bytes of inline payload, must fit the stride */
-	uint64_t wr_id;		/* returned in the CQE */
-	uint32_t imm_data;	/* *_WITH_IMM: sent as is (network byte order);
-				 * LOCAL_INV, SEND_WITH_INV: a key, host order */
-	uint32_t rkey;		/* RDMA and ATOMIC */
-	uint64_t remote_addr;	/* RDMA and ATOMIC */
-	uint64_t compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
-	uint64_t swap;		/* CMP_AND_SWP: swap */
-	uint32_t ah;		/* UD: address handle number */
-	uint32_t remote_qpn;	/* UD: destination QP */
-	uint32_t remote_qkey;	/* UD: Q_Key; bit 31 set: send the QP's own qkey */
+	uint8_t    opcode;	/* QRNIC_WR_* */
+	uint8_t    flags;	/* QRNIC_WQE_F_* */
+	uint8_t    num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
+	uint8_t    rsvd0;
+	qrnic_le32 inline_len;	/* INLINE: bytes of inline payload, must fit the stride */
+	qrnic_le64 wr_id;	/* returned in the CQE */
 	union {
-		uint32_t rsvd1;		/* 0, except on an XRC INI QP: */
-		uint32_t xrc_srqn;	/* XRC INI: [23:0] the remote XRC SRQ (XRCETH),
+		qrnic_be32 imm_data;	/* *_WITH_IMM: sent as is (network byte order) */
+		qrnic_le32 inv_key;	/* LOCAL_INV, SEND_WITH_INV: the key to
+					 * invalidate (little endian) */
+	};
+	qrnic_le32 rkey;	/* RDMA and ATOMIC */
+	qrnic_le64 remote_addr;	/* RDMA and ATOMIC */
+	qrnic_le64 compare_add;	/* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	qrnic_le64 swap;	/* CMP_AND_SWP: swap */
+	qrnic_le32 ah;		/* UD: address handle number */
+	qrnic_le32 remote_qpn;	/* UD: destination QP */
+	qrnic_le32 remote_qkey;	/* UD: Q_Key; bit 31 set: send the QP's own qkey */
+	union {
+		qrnic_le32 rsvd1;	/* 0, except on an XRC INI QP: */
+		qrnic_le32 xrc_srqn;	/* XRC INI: [23:0] the remote XRC SRQ (XRCETH),
 					 * [31:24] 0 (ABI 1.3) */
 	};
 };
@@ -119,18 +126,18 @@ QRNIC_ASSERT_OFFSET(struct qrnic_send_wqe, xrc_srqn, 60);
  * of the QP's PD.
  */
 struct qrnic_reg_mr_wqe {
-	uint8_t  opcode;	/* QRNIC_WR_REG_MR */
-	uint8_t  flags;		/* QRNIC_WQE_F_SIGNALED, _FENCE; the rest must be 0 */
-	uint8_t  page_shift;	/* QRNIC_MIN_PAGE_SHIFT..QRNIC_MAX_PAGE_SHIFT */
-	uint8_t  access;	/* QRNIC_ACCESS_* */
-	uint32_t npages;	/* 1..max_pages of the MR */
-	uint64_t wr_id;
-	uint32_t key;		/* the new lkey/rkey */
-	uint32_t rsvd0;
-	uint64_t iova;
-	uint64_t length;	/* 1..max_mr_size */
-	uint64_t pbl_addr;	/* bus address of npages uint64_t page addresses */
-	uint8_t  rsvd1[16];
+	uint8_t    opcode;	/* QRNIC_WR_REG_MR */
+	uint8_t    flags;	/* QRNIC_WQE_F_SIGNALED, _FENCE; the rest must be 0 */
+	uint8_t    page_shift;	/* QRNIC_MIN_PAGE_SHIFT..QRNIC_MAX_PAGE_SHIFT */
+	uint8_t    access;	/* QRNIC_ACCESS_* */
+	qrnic_le32 npages;	/* 1..max_pages of the MR */
+	qrnic_le64 wr_id;
+	qrnic_le32 key;		/* the new lkey/rkey */
+	qrnic_le32 rsvd0;
+	qrnic_le64 iova;
+	qrnic_le64 length;	/* 1..max_mr_size */
+	qrnic_le64 pbl_addr;	/* bus address of npages uint64_t page addresses */
+	uint8_t    rsvd1[16];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_reg_mr_wqe, 64);
 QRNIC_ASSERT_OFFSET(struct qrnic_reg_mr_wqe, wr_id, 8);
@@ -146,39 +153,43 @@ QRNIC_ASSERT_OFFSET(struct qrnic_reg_mr_wqe, iova, 24);
  * usable through this QP only.
  */
 struct qrnic_bind_mw_wqe {
-	uint8_t  opcode;	/* QRNIC_WR_BIND_MW */
-	uint8_t  flags;		/* QRNIC_WQE_F_SIGNALED, _FENCE; the rest must be 0 */
-	uint8_t  rsvd0;
-	uint8_t  access;	/* QRNIC_ACCESS_REMOTE_* only */
-	uint32_t mr_lkey;	/* the MR bound to: has QRNIC_ACCESS_MW_BIND */
-	uint64_t wr_id;
-	uint32_t key;		/* the window's new rkey */
-	uint32_t rsvd1;
-	uint64_t addr;		/* in the MR's iova space */
-	uint64_t length;
-	uint8_t  rsvd2[24];
+	uint8_t    opcode;	/* QRNIC_WR_BIND_MW */
+	uint8_t    flags;	/* QRNIC_WQE_F_SIGNALED, _FENCE; the rest must be 0 */
+	uint8_t    rsvd0;
+	uint8_t    access;	/* QRNIC_ACCESS_REMOTE_* only */
+	qrnic_le32 mr_lkey;	/* the MR bound to: has QRNIC_ACCESS_MW_BIND */
+	qrnic_le64 wr_id;
+	qrnic_le32 key;		/* the window's new rkey */
+	qrnic_le32 rsvd1;
+	qrnic_le64 addr;	/* in the MR's iova space */
+	qrnic_le64 length;
+	uint8_t    rsvd2[24];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_bind_mw_wqe, 64);
 QRNIC_ASSERT_OFFSET(struct qrnic_bind_mw_wqe, wr_id, 8);
 QRNIC_ASSERT_OFFSET(struct qrnic_bind_mw_wqe, addr, 24);
 
 struct qrnic_sge {
-	uint64_t addr;		/* virtual address within the MR of lkey */
-	uint32_t length;
-	uint32_t lkey;
+	qrnic_le64 addr;	/* virtual address within the MR of lkey */
+	qrnic_le32 length;
+	qrnic_le32 lkey;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_sge, 16);
 
 /* Receive WQE: this 16-byte header, then num_sge struct qrnic_sge.  The
  * stride of a receive queue is 1 << rq_wqe_shift bytes (32..512). */
 struct qrnic_recv_wqe {
-	uint64_t wr_id;
-	uint8_t  num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
-	uint8_t  rsvd[7];
+	qrnic_le64 wr_id;
+	uint8_t    num_sge;	/* 0..QRNIC_MAX_SGE, must fit the stride */
+	uint8_t    rsvd[7];
 };
 QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 
-/* ---- CQE (32 bytes) ----------------------------------------------------- */
+/* ---- CQE (32 bytes; 64 with QRNIC_CQ_F_TIMESTAMP) ----------------------- */
+/* CREATE_CQ flags (ABI 1.7) */
+#define QRNIC_CQ_F_TIMESTAMP		(1u << 0)	/* 64-byte CQEs carrying the completion
+							 * timestamp (struct qrnic_cqe64) */
+#define QRNIC_CQ_F_ALL			QRNIC_CQ_F_TIMESTAMP
 /* status: enum ibv_wc_status, one to one */
 #define QRNIC_WC_SUCCESS		0
 #define QRNIC_WC_LOC_LEN_ERR		1
@@ -219,8 +230,8 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 #define QRNIC_CQE_F_GRH			(1u << 1)	/* UD: GRH area valid */
 #define QRNIC_CQE_F_IPV4		(1u << 2)	/* UD: GRH area holds an IPv4 header in its last 20 bytes */
 #define QRNIC_CQE_F_SEND		(1u << 3)	/* completion of a send WQE */
-#define QRNIC_CQE_F_WITH_INV		(1u << 4)	/* RECV of a SEND_WITH_INV: imm_data
-							 * = the rkey invalidated (host order) */
+#define QRNIC_CQE_F_WITH_INV		(1u << 4)	/* RECV of a SEND_WITH_INV: inv_key
+							 * = the rkey invalidated */
 
 /*
  * The device writes bytes 0..30 first and the owner byte last.  The owner
@@ -229,28 +240,48 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
  * equals ((consumer index >> log_depth) & 1) ^ 1.
  */
 struct qrnic_cqe {
-	uint64_t wr_id;
-	uint32_t byte_len;	/* RECV: bytes received (UD: + 40 GRH bytes);
+	qrnic_le64 wr_id;
+	qrnic_le32 byte_len;	/* RECV: bytes received (UD: + 40 GRH bytes);
 				 * RECV_RDMA_WITH_IMM: RETH length; send CQE of
 				 * READ: its length, ATOMIC: 8; else 0 */
-	uint32_t imm_data;	/* with QRNIC_CQE_F_WITH_IMM, network byte order;
-				 * with QRNIC_CQE_F_WITH_INV, the rkey, host order */
-	uint32_t qpn;		/* local QP */
-	uint32_t src_qp;	/* receive CQEs: sender's QP (UD: DETH SrcQP;
+	union {
+		qrnic_be32 imm_data;	/* with QRNIC_CQE_F_WITH_IMM: network byte order */
+		qrnic_le32 inv_key;	/* with QRNIC_CQE_F_WITH_INV: the rkey
+					 * invalidated (little endian) */
+	};
+	qrnic_le32 qpn;		/* local QP */
+	qrnic_le32 src_qp;	/* receive CQEs: sender's QP (UD: DETH SrcQP;
 				 * RC: the peer's QPN, attr.dest_qpn); with
 				 * QRNIC_CQE_F_XRC: the XRC SRQ number; else 0 */
-	uint8_t  status;	/* QRNIC_WC_* */
-	uint8_t  opcode;	/* QRNIC_WC_OP_* */
-	uint8_t  flags;		/* QRNIC_CQE_F_* */
-	uint8_t  vendor_err;	/* QRNIC_VERR_*: finer cause of an error status */
-	uint16_t wqe_index;	/* low 16 bits of the WQE's free-running queue
+	uint8_t    status;	/* QRNIC_WC_* */
+	uint8_t    opcode;	/* QRNIC_WC_OP_* */
+	uint8_t    flags;	/* QRNIC_CQE_F_* */
+	uint8_t    vendor_err;	/* QRNIC_VERR_*: finer cause of an error status */
+	qrnic_le16 wqe_index;	/* low 16 bits of the WQE's free-running queue
 				 * index; slot = wqe_index & (depth - 1) */
-	uint8_t  rsvd;
-	uint8_t  owner;		/* bit 0: owner/phase; written last */
+	uint8_t    rsvd;
+	uint8_t    owner;	/* bit 0: owner/phase; written last */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_cqe, 32);
 QRNIC_ASSERT_OFFSET(struct qrnic_cqe, status, 24);
 QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
+
+/*
+ * 64-byte CQE (ABI 1.7): the ring of a CQ created with QRNIC_CQ_F_TIMESTAMP
+ * has this stride.  Bytes 0..31 are a struct qrnic_cqe (owner at byte 31,
+ * same rule); the device writes bytes 32..63 and 0..30 before the owner
+ * byte.  timestamp: the device clock (QRNIC_REG_CLOCK_LO/HI, ns) when the
+ * device wrote the CQE -- under a timing profile, the modelled time at
+ * which it became visible.  Non-decreasing in CQE order within a CQ.
+ */
+struct qrnic_cqe64 {
+	struct qrnic_cqe cqe;
+	uint64_t timestamp;
+	uint8_t  rsvd[24];	/* written as 0 */
+};
+QRNIC_ASSERT_SIZE(struct qrnic_cqe64, 64);
+QRNIC_ASSERT_OFFSET(struct qrnic_cqe64, timestamp, 32);
+#define QRNIC_CQ_CQE_SIZE(flags)	(((flags) & QRNIC_CQ_F_TIMESTAMP) ? 64u : 32u)
 
 /* vendor_err: why an error CQE was produced */
 #define QRNIC_CQE_F_XRC			(1u << 5)	/* receive through an XRC SRQ: qpn = the
@@ -301,13 +332,13 @@ QRNIC_ASSERT_OFFSET(struct qrnic_cqe, owner, 31);
 						 * takes no more WQEs from its SRQ */
 
 struct qrnic_eqe {
-	uint8_t  type;		/* QRNIC_EQE_* */
-	uint8_t  subtype;	/* QRNIC_EV_* for ASYNC */
-	uint16_t rsvd0;
-	uint32_t handle;	/* cqn, qpn or port */
-	uint32_t data;		/* event specific */
-	uint8_t  rsvd1[3];
-	uint8_t  owner;		/* bit 0, same rule as the CQE; written last */
+	uint8_t    type;	/* QRNIC_EQE_* */
+	uint8_t    subtype;	/* QRNIC_EV_* for ASYNC */
+	qrnic_le16 rsvd0;
+	qrnic_le32 handle;	/* cqn, qpn or port */
+	qrnic_le32 data;	/* event specific */
+	uint8_t    rsvd1[3];
+	uint8_t    owner;	/* bit 0, same rule as the CQE; written last */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_eqe, 16);
 
@@ -316,14 +347,14 @@ QRNIC_ASSERT_SIZE(struct qrnic_eqe, 16);
 #define QRNIC_NET_IPV6			2	/* RoCEv2 over IPv6 */
 
 struct qrnic_av {
-	uint8_t  dgid[16];
-	uint32_t flow_label;	/* [19:0] */
-	uint8_t  sgid_index;
-	uint8_t  hop_limit;	/* IPv4 TTL / IPv6 hop limit; 0 means 64 */
-	uint8_t  traffic_class;	/* DSCP/ECN byte */
-	uint8_t  net_type;	/* QRNIC_NET_* */
-	uint8_t  dmac[6];
-	uint16_t rsvd;
+	uint8_t    dgid[16];
+	qrnic_le32 flow_label;	/* [19:0] */
+	uint8_t    sgid_index;
+	uint8_t    hop_limit;	/* IPv4 TTL / IPv6 hop limit; 0 means 64 */
+	uint8_t    traffic_class;	/* DSCP/ECN byte */
+	uint8_t    net_type;	/* QRNIC_NET_* */
+	uint8_t    dmac[6];
+	qrnic_le16 rsvd;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_av, 32);
 

@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			4
+#define QRNIC_ABI_MINOR			7
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */
@@ -66,6 +66,20 @@
 #define QRNIC_REG_MAC_HI		0x0b4	/* RO  MAC bytes 4-5 in [15:0] */
 #define QRNIC_REG_PORT_STATUS		0x0b8	/* RO  QRNIC_PORT_STATUS_* */
 #define QRNIC_REG_ETH_MTU		0x0bc	/* RO  port Ethernet MTU (payload bytes) */
+#define QRNIC_REG_CLOCK_LO		0x0c0	/* RO64 device clock (ABI 1.7): ns, [31:0]; */
+#define QRNIC_REG_CLOCK_HI		0x0c4	/* RO  [63:32]; or one 64-bit read at CLOCK_LO */
+
+/*
+ * The device clock (ABI 1.7): a free-running 64-bit count of nanoseconds of
+ * the device's time base (in QEMU the virtual clock, in the simulator the
+ * simulated time).  It never stops or goes back, not at CTRL.RESET either;
+ * it wraps after 2^64 ns.  Read it with one 64-bit read, or as HI, LO, HI
+ * again (retry while the two HI reads differ).  Completion timestamps
+ * (QRNIC_CQ_F_TIMESTAMP) are in its units.  QUERY_DEVICE reports its
+ * frequency in kHz (hca_core_clock) and its width (timestamp_mask).
+ */
+#define QRNIC_CLOCK_KHZ			1000000u	/* 1 GHz: one tick per ns */
+#define QRNIC_CLOCK_MASK		0xffffffffffffffffull	/* 64 bits wide */
 
 /* Reset values: CTRL=0, STATUS=READY, FATAL_CODE=0, AQ_*=0, AQ_STATUS=0,
  * ETH_*=0, SCRATCH=0.  VERSION and CAPS are constants of the device
@@ -90,12 +104,17 @@
 							 * (ABI 1.3) */
 #define QRNIC_CAP_QP_CC			(1u << 12)	/* per-QP congestion control:
 							 * QRNIC_QP_ATTR_CC (ABI 1.4) */
+#define QRNIC_CAP_BF			(1u << 13)	/* BlueFlame: a WQE written into the
+							 * doorbell page (QRNIC_DB_BF_*, ABI 1.5) */
+#define QRNIC_CAP_CQE_TS		(1u << 14)	/* the device clock, 64-byte CQEs with
+							 * completion timestamps:
+							 * QRNIC_CQ_F_TIMESTAMP (ABI 1.7) */
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
 					 QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT | \
 					 QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | \
-					 QRNIC_CAP_QP_CC)
+					 QRNIC_CAP_QP_CC | QRNIC_CAP_BF | QRNIC_CAP_CQE_TS)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */
@@ -154,17 +173,52 @@
 #define QRNIC_DB_CQ			0x10	/* [23:0] cqn, [24] arm, [25] solicited only,
 						 * [63:32] CQ consumer index */
 #define QRNIC_DB_SRQ			0x18	/* [23:0] srqn, [63:32] SRQ producer index */
+#define QRNIC_DB_CLOCK			0x20	/* RO (ABI 1.7): the device clock, as
+						 * QRNIC_REG_CLOCK_LO/HI (a 64-bit read at
+						 * 0x20, or 32-bit reads at 0x20 and 0x24),
+						 * so that user space reads it from its own
+						 * doorbell page; writes are ignored */
 #define QRNIC_DB_QN_MASK		0xffffffull
 #define QRNIC_DB_CQ_ARM			(1ull << 24)
 #define QRNIC_DB_CQ_SOLICITED		(1ull << 25)
 #define QRNIC_DB_IDX_SHIFT		32
 
+/*
+ * BlueFlame buffers (QRNIC_CAP_BF, ABI 1.5; spec 3.2.1).  Each doorbell page
+ * holds QRNIC_DB_BF_NUM buffers; buffer n starts at QRNIC_DB_BF_BASE +
+ * n * QRNIC_DB_BF_STRIDE.  Software copies a send WQE that it has ALSO
+ * written to the SQ ring (bytes 0..8*nwords-1, at most QRNIC_BF_MAX_WQE)
+ * into the buffer's data area with aligned 64-bit stores, then writes the
+ * buffer's control word (one 64-bit write at QRNIC_BF_CTRL):
+ *   [23:0] qpn, [31:24] nwords (8-byte words written), [63:32] the SQ
+ *   producer index, exactly one more than the previous one.
+ * The control word is an SQ doorbell (same checks, same effect).  If the
+ * doorbell is accepted and every one of the nwords words was written since
+ * the buffer's last control word, and 8 <= nwords <= 32, and nwords * 8
+ * fits the QP's stride, and the index moves by exactly one, the device
+ * copies those bytes once and uses them as the WQE at index pi - 1 instead
+ * of reading it from the ring (it is validated exactly like a ring WQE).
+ * Otherwise it reads the WQE from the ring as for any doorbell and counts
+ * a BF fallback (bf_fallbacks); a BF WQE that turns out to need more than
+ * the nwords words it came with (SGEs or inline data beyond them) is also
+ * read from the ring and counted.  Data stores of another size, or
+ * unaligned, are ignored and counted (doorbells_ignored), which makes the
+ * next control word of that buffer a fallback.  Reads return 0.
+ */
+#define QRNIC_DB_BF_BASE		0x800
+#define QRNIC_DB_BF_STRIDE		0x200
+#define QRNIC_DB_BF_NUM			2	/* software alternates between them */
+#define QRNIC_BF_MAX_WQE		256	/* data area: offsets 0x000..0x0ff */
+#define QRNIC_BF_CTRL			0x100	/* control word, within the buffer */
+#define QRNIC_BF_NWORDS_SHIFT		24
+#define QRNIC_BF_NWORDS_MASK		0xffu
+
 /* ---- Ethernet descriptors (16 bytes) ------------------------------------ */
 struct qrnic_eth_desc {
-	uint64_t addr;		/* buffer bus address */
-	uint16_t len;		/* TX: frame length; RX: buffer size, device writes frame length */
-	uint16_t rsvd;
-	uint32_t flags;		/* QRNIC_ETH_DESC_*; device sets DONE last */
+	qrnic_le64 addr;	/* buffer bus address */
+	qrnic_le16 len;		/* TX: frame length; RX: buffer size, device writes frame length */
+	qrnic_le16 rsvd;
+	qrnic_le32 flags;	/* QRNIC_ETH_DESC_*; device sets DONE last */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_eth_desc, 16);
 #define QRNIC_ETH_DESC_DONE		(1u << 0)

@@ -9,6 +9,12 @@
  * device takes one bus address per ring); user space maps them with the
  * mmap keys returned here.  Doorbells: the user context's own 4 KiB page of
  * BAR2, mapped uncached with db_mmap_key.
+ *
+ * Byte order: these structures go between the kernel and user space of the
+ * same CPU, so, like every uverbs ABI (include/uapi/rdma/<driver>-abi.h), they are
+ * in host byte order: plain uint32_t/uint64_t, not the device's
+ * qrnic_le32/qrnic_le64.  (The rings the mmap keys map hold device
+ * structures, which are little endian.)
  */
 #ifndef QRNIC_UVERBS_H
 #define QRNIC_UVERBS_H
@@ -24,7 +30,9 @@ struct qrnic_alloc_ucontext_resp {
 	uint32_t max_sge;
 	uint32_t max_send_wqe_shift;	/* QRNIC_MAX_SEND_WQE_SHIFT */
 	uint32_t max_recv_wqe_shift;	/* QRNIC_MAX_RECV_WQE_SHIFT */
-	uint32_t rsvd;
+	uint32_t bf_size;		/* BlueFlame: bytes of WQE one BF buffer of the
+					 * doorbell page takes (QRNIC_BF_MAX_WQE); 0: do
+					 * not use BF (old kernel, or no QRNIC_CAP_BF) */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_alloc_ucontext_resp, 32);
 
@@ -34,15 +42,19 @@ struct qrnic_alloc_pd_resp {
 };
 QRNIC_ASSERT_SIZE(struct qrnic_alloc_pd_resp, 8);
 
-/* CQ mapping: the ring (32 << log_depth bytes) then, at dbrec_offset, the
- * 4-byte consumer-index record the provider updates on every poll. */
+/* CQ mapping: the ring (cqe_size << log_depth bytes) then, at dbrec_offset,
+ * the 4-byte consumer-index record the provider updates on every poll.
+ * Timestamps: the core command's IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+ * (ibv_create_cq_ex with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) makes a CQ
+ * of 64-byte struct qrnic_cqe64 (device ABI 1.7); a kernel without it
+ * refuses the flag.  cqe_size: 32 or 64; 0 (an older kernel) means 32. */
 struct qrnic_create_cq_resp {
 	uint32_t cqn;
 	uint32_t log_depth;
 	uint64_t mmap_key;
 	uint64_t mmap_size;
 	uint32_t dbrec_offset;
-	uint32_t rsvd;
+	uint32_t cqe_size;		/* (rsvd, 0, before) */
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
 
@@ -55,7 +67,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_create_cq_resp, 32);
  * before the command until it polls the new ring from index 0. */
 struct qrnic_resize_cq_resp {
 	uint32_t log_depth;
-	uint32_t rsvd;
+	uint32_t cqe_size;		/* as at CREATE_CQ (rsvd, 0, before) */
 	uint64_t mmap_key;
 	uint64_t mmap_size;
 };

@@ -489,7 +489,10 @@ static void test_queries(void)
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
 			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT |
-			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC);
+			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC |
+			  QRNIC_CAP_BF | QRNIC_CAP_CQE_TS);
+	CHECK_EQ(da.hca_core_clock, 1000000u);
+	CHECK_EQ(da.timestamp_mask, UINT64_MAX);
 	CHECK_EQ(da.max_xrcd, d->cfg.max_xrcd);
 	CHECK_EQ(da.max_srq, d->cfg.max_srq);
 	CHECK_EQ(da.max_srq_wr, d->cfg.max_qp_wr);
@@ -1452,11 +1455,16 @@ static void test_objects(void)
 		}
 	}
 	c.u.create_cq.log_depth = 6;
-	c.u.create_cq.rsvd[6] = 1;
+	c.u.create_cq.rsvd[5] = 1;
 	e = run(d, &c);
 	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
-	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.rsvd) + 6);
-	c.u.create_cq.rsvd[6] = 0;
+	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.rsvd) + 5);
+	c.u.create_cq.rsvd[5] = 0;
+	c.u.create_cq.flags = 0x2;	/* ABI 1.7: only QRNIC_CQ_F_TIMESTAMP is defined */
+	e = run(d, &c);
+	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
+	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.flags));
+	c.u.create_cq.flags = 0;
 	c.u.create_cq.dbrec_addr |= 2;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c.u.create_cq.dbrec_addr = 0;
@@ -1494,7 +1502,7 @@ static void test_objects(void)
 	c.u.create_qp.sq_log_depth = 0;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c = qp_cmd(0, QRNIC_QPT_RC, pd, cq, cq);
-	c.u.create_qp.sq_wqe_shift = 10;
+	c.u.create_qp.sq_wqe_shift = QRNIC_MAX_SEND_WQE_SHIFT + 1;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c = qp_cmd(0, QRNIC_QPT_RC, pd, cq, cq);
 	c.u.create_qp.rq_wqe_shift = 4;

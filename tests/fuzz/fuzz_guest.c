@@ -266,8 +266,10 @@ static void act_admin(struct act *a)
 		destroy(a, op, &fd->pds, s[1], v[1]);
 		break;
 	case QRNIC_CMD_CREATE_CQ:
-		fz_keep(&fd->cqs, hx_create_cq(w, d, uctx, fz_pick(&fd->eqs, s[1], v[1]), s[2] % 11,
-					       s[3] & 1));
+		/* s[3]: bit 0 a doorbell record, bit 1 64-byte timestamp CQEs */
+		fz_keep(&fd->cqs, hx_create_cq_flags(w, d, uctx, fz_pick(&fd->eqs, s[1], v[1]),
+						     s[2] % 11, s[3] & 1,
+						     (s[3] & 2) ? QRNIC_CQ_F_TIMESTAMP : 0));
 		break;
 	case QRNIC_CMD_DESTROY_CQ:
 		destroy(a, op, &fd->cqs, s[1], v[1]);
@@ -628,6 +630,15 @@ static void act_doorbell(struct act *a)
 		idx = (uint32_t)hx_srq_ci(a->w, a->d, qn);
 	else if (hx_qp_indexes(a->w, a->d, qn, ix) == 0)
 		idx = which == 1 ? ix[2] : ix[0];
+	if (which == 0 && (s4 & 0x20)) {
+		/* BlueFlame (spec 3.2.1): the WQE last put on the ring, whole
+		 * or with nwords s3 % 40, words left out (torn), on any page,
+		 * with any producer index */
+		hx_ring_sq_bf(a->w, a->d, qn, s3 & 1, (s2 & 0x80) ? s3 % 40u : 0,
+			      (s0 & 0x80) ? raw : 0, (s4 & 0x10) ? (int64_t)(s0 % 5) : -1,
+			      (s4 & 0x80) ? (int64_t)rawidx : -1);
+		return;
+	}
 	idx = (s4 & 0x80) ? rawidx : idx + (uint32_t)(int32_t)(int8_t)s3;
 	val = (qn & QRNIC_DB_QN_MASK) | (uint64_t)idx << QRNIC_DB_IDX_SHIFT |
 	      (uint64_t)(s4 & 3) << 24;

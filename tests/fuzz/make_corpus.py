@@ -209,6 +209,14 @@ def guest_corpus():
                               admin(0, 'RESIZE_CQ', s=(0, 0, 9)) +
                               admin(0, 'MODIFY_CQ', s=(0, 0, 0, 5), v=(0, 0, 4, 0)) +
                               rec(13, traffic(1, 'SEND', length=100)) + g_run()),
+        # a CQ of 64-byte CQEs with timestamps (s[3] bit 1, ABI 1.7) under a new
+        # RC QP (CQ index 2, after the two base CQs), the QP to RTS, the CQ resized
+        'cq_timestamp': (admin(0, 'CREATE_PD') + admin(0, 'CREATE_CQ', s=(0, 1, 6, 3)) +
+                         admin(0, 'CREATE_QP', s=(0, 1, 2, 2, 0, 0x44, 3, 5)) +
+                         modify(0, new_rc, 1) + modify(0, new_rc, 2, dest_index=5) +
+                         modify(0, new_rc, 3, psn=0x10) +
+                         rec(13, traffic(1, 'SEND', length=100)) + g_run() +
+                         admin(0, 'RESIZE_CQ', s=(0, 2, 9)) + g_run()),
         'xrc': xrc_seed(),
         'link_flap': (rec(13, traffic(0, 'SEND', length=3000)) + rec(12, bytes([1, 0])) +
                       g_run(exp=22) + rec(12, bytes([1, 1])) + g_run(exp=24)),

@@ -61,6 +61,7 @@ struct hx_cq_rec {
 	bool valid;
 	uint32_t cqn, uctx, eqn;
 	uint8_t log;
+	uint8_t flags;		/* QRNIC_CQ_F_*: TIMESTAMP = 64-byte CQEs */
 	uint64_t ring, dbrec;
 	uint32_t ci;
 };
@@ -2607,6 +2608,12 @@ int64_t hx_create_eq(hx_world *w, int d, unsigned log_depth, unsigned vector, ui
 
 int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth, int dbrec)
 {
+	return hx_create_cq_flags(w, d, uctx, eqn, log_depth, dbrec, 0);
+}
+
+int64_t hx_create_cq_flags(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth,
+			   int dbrec, unsigned flags)
+{
 	struct hx_dev *h = D(w, d);
 	struct qrnic_aq_cmd c;
 	uint64_t ring, rec = 0;
@@ -2614,7 +2621,8 @@ int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned l
 
 	if (!h)
 		return HX_E_INVAL;
-	ring = hx_mem_alloc(w, d, (uint64_t)sizeof(struct qrnic_cqe) << (log_depth > 20 ? 20 : log_depth), HX_PAGE);
+	ring = hx_mem_alloc(w, d, (uint64_t)QRNIC_CQ_CQE_SIZE(flags) << (log_depth > 20 ? 20 : log_depth),
+			    HX_PAGE);
 	if (dbrec)
 		rec = hx_mem_alloc(w, d, 64, 64);
 	if (!ring || (dbrec && !rec))
@@ -2623,13 +2631,15 @@ int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned l
 	c.u.create_cq.uctx = uctx;
 	c.u.create_cq.eqn = eqn;
 	c.u.create_cq.log_depth = (uint8_t)log_depth;
+	c.u.create_cq.flags = (uint8_t)flags;
 	c.u.create_cq.ring_addr = ring;
 	c.u.create_cq.dbrec_addr = rec;
 	r = admin_handle(w, d, &c);
 	if (r >= 0 && r < (1 << 24)) {
 		GROW(h->cqs, h->ncqs, (uint32_t)r);
 		h->cqs[r] = (struct hx_cq_rec){ .valid = true, .cqn = (uint32_t)r, .uctx = uctx,
-			.eqn = eqn, .log = (uint8_t)log_depth, .ring = ring, .dbrec = rec };
+			.eqn = eqn, .log = (uint8_t)log_depth, .flags = (uint8_t)flags,
+			.ring = ring, .dbrec = rec };
 	}
 	return r;
 }
@@ -2649,8 +2659,8 @@ int64_t hx_resize_cq(hx_world *w, int d, uint32_t cqn, unsigned log_depth)
 
 	if (!c)
 		return HX_E_NOOBJ;
-	ring = hx_mem_alloc(w, d, (uint64_t)sizeof(struct qrnic_cqe) << (log_depth > 20 ? 20 : log_depth),
-			    HX_PAGE);
+	ring = hx_mem_alloc(w, d, (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) <<
+			    (log_depth > 20 ? 20 : log_depth), HX_PAGE);
 	if (!ring)
 		return HX_E_NOMEM;
 	cmd_init(&cmd, QRNIC_CMD_RESIZE_CQ);
@@ -3078,6 +3088,52 @@ int hx_ring_sq(hx_world *w, int d, uint32_t qpn)
 	return 0;
 }
 
+/* BlueFlame (spec 3.2.1): copy the WQE last put on the SQ ring (index
+ * sq_pi - 1) into BF buffer 'buf' of doorbell page 'page' (-1: the QP's
+ * own), nwords 8-byte words of it (0: as many as it needs), leaving out the words set in skip, then
+ * write the control word with nwords and producer index pi (-1: sq_pi). */
+int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nwords,
+		  uint32_t skip, int64_t page, int64_t pi)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_qp_rec *q = qp_find(h, qpn);
+	uint8_t wqe[QRNIC_BF_MAX_WQE] = { 0 };
+	uint32_t uctx, idx, stride;
+	uint64_t base;
+
+	if (!q || buf >= QRNIC_DB_BF_NUM)
+		return q ? HX_E_INVAL : HX_E_NOOBJ;
+	uctx = page < 0 ? q->uctx : (uint32_t)page;
+	idx = q->sq_pi - 1;
+	stride = 1u << q->sq_shift;
+	hx_mem_read(w, d, q->sq_addr + ((uint64_t)(idx & ((1u << q->sq_log) - 1)) << q->sq_shift),
+		    wqe, stride < sizeof(wqe) ? stride : sizeof(wqe));
+	if (!nwords) {	/* the header and what it says follows */
+		struct qrnic_send_wqe hd;
+		uint64_t n;
+
+		memcpy(&hd, wqe, sizeof(hd));
+		n = sizeof(hd) + ((hd.flags & QRNIC_WQE_F_INLINE) ? hd.inline_len
+				  : (uint64_t)hd.num_sge * sizeof(struct qrnic_sge));
+		n = (n + 7) / 8;
+		nwords = n > QRNIC_BF_MAX_WQE / 8 ? QRNIC_BF_MAX_WQE / 8 : (unsigned)n;
+	}
+	base = db_page(uctx) + QRNIC_DB_BF_BASE + (uint64_t)buf * QRNIC_DB_BF_STRIDE;
+	for (unsigned i = 0; i < nwords && i < QRNIC_BF_MAX_WQE / 8; i++) {
+		uint64_t v;
+
+		if (skip & (1u << i))
+			continue;
+		memcpy(&v, wqe + 8 * i, 8);	/* little-endian host, as the model */
+		qrnic_dev_db_write(h->dev, base + 8 * i, v, 8);
+	}
+	qrnic_dev_db_write(h->dev, base + QRNIC_BF_CTRL,
+			   (qpn & QRNIC_DB_QN_MASK) |
+			   ((uint64_t)(nwords & QRNIC_BF_NWORDS_MASK) << QRNIC_BF_NWORDS_SHIFT) |
+			   ((uint64_t)(pi < 0 ? q->sq_pi : (uint32_t)pi) << QRNIC_DB_IDX_SHIFT), 8);
+	return 0;
+}
+
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn)
 {
 	struct hx_dev *h = D(w, d);
@@ -3409,13 +3465,14 @@ int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4)
 	return 0;
 }
 
-static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct qrnic_cqe *out)
+static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct qrnic_cqe *out,
+		      uint64_t *ts)
 {
-	uint32_t mask = (1u << c->log) - 1;
-	uint64_t addr = c->ring + (uint64_t)(ci & mask) * sizeof(struct qrnic_cqe);
+	uint32_t mask = (1u << c->log) - 1, size = QRNIC_CQ_CQE_SIZE(c->flags);
+	uint64_t addr = c->ring + (uint64_t)(ci & mask) * size;
 	const uint8_t *cqe;
 
-	if (!mem_range_ok(h, addr, sizeof(struct qrnic_cqe)))
+	if (!mem_range_ok(h, addr, size))
 		return false;
 	/* look at the owner bit in place; copy only a valid CQE */
 	cqe = mem_ptr(h, addr);
@@ -3423,6 +3480,12 @@ static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct
 		return false;
 	if (out)
 		memcpy(out, cqe, sizeof(*out));
+	if (ts) {	/* 64-byte CQE: the completion timestamp (LE); else 0 */
+		*ts = 0;
+		if (size > sizeof(*out))
+			for (int i = 7; i >= 0; i--)
+				*ts = *ts << 8 | cqe[offsetof(struct qrnic_cqe64, timestamp) + i];
+	}
 	return true;
 }
 
@@ -3439,17 +3502,25 @@ static void cq_update_ci(struct hx_dev *h, struct hx_cq_rec *c, bool arm, bool s
 
 int hx_poll_cq(hx_world *w, int d, uint32_t cqn, void *out, int max)
 {
+	return hx_poll_cq_ts(w, d, cqn, out, NULL, max);
+}
+
+int hx_poll_cq_ts(hx_world *w, int d, uint32_t cqn, void *out, uint64_t *ts_out, int max)
+{
 	struct hx_dev *h = D(w, d);
 	struct hx_cq_rec *c = cq_find(h, cqn);
 	struct qrnic_cqe cqe;
+	uint64_t ts;
 	int n = 0;
 
 	if (!c)
 		return HX_E_NOOBJ;
-	while (n < max && cqe_ready(h, c, c->ci, &cqe)) {
+	while (n < max && cqe_ready(h, c, c->ci, &cqe, &ts)) {
 		struct hx_qp_rec *q = qp_find(h, cqe.qpn);
 
 		memcpy((uint8_t *)out + (size_t)n * sizeof(cqe), &cqe, sizeof(cqe));
+		if (ts_out)
+			ts_out[n] = ts;
 		c->ci++;
 		n++;
 		if (q) {
@@ -3479,7 +3550,7 @@ int hx_peek_cq(hx_world *w, int d, uint32_t cqn)
 
 	if (!c)
 		return HX_E_NOOBJ;
-	while (n < (1 << c->log) && cqe_ready(h, c, c->ci + (uint32_t)n, NULL))
+	while (n < (1 << c->log) && cqe_ready(h, c, c->ci + (uint32_t)n, NULL, NULL))
 		n++;
 	return n;
 }
@@ -3583,7 +3654,8 @@ const char *hx_layout(void)
 	P(S(qrnic_cmd_gid)); P(L(qrnic_cmd_gid, index)); P(L(qrnic_cmd_gid, valid)); P(L(qrnic_cmd_gid, net_type));
 	P(L(qrnic_cmd_gid, rsvd)); P(L(qrnic_cmd_gid, gid));
 	P(S(qrnic_cmd_create_cq)); P(L(qrnic_cmd_create_cq, uctx)); P(L(qrnic_cmd_create_cq, eqn));
-	P(L(qrnic_cmd_create_cq, log_depth)); P(L(qrnic_cmd_create_cq, rsvd)); P(L(qrnic_cmd_create_cq, ring_addr));
+	P(L(qrnic_cmd_create_cq, log_depth)); P(L(qrnic_cmd_create_cq, flags));
+	P(L(qrnic_cmd_create_cq, rsvd)); P(L(qrnic_cmd_create_cq, ring_addr));
 	P(L(qrnic_cmd_create_cq, dbrec_addr));
 	P(S(qrnic_cmd_create_qp)); P(L(qrnic_cmd_create_qp, uctx)); P(L(qrnic_cmd_create_qp, pdn));
 	P(L(qrnic_cmd_create_qp, send_cqn)); P(L(qrnic_cmd_create_qp, recv_cqn)); P(L(qrnic_cmd_create_qp, qp_type));
@@ -3615,7 +3687,8 @@ const char *hx_layout(void)
 	P(L(qrnic_device_attr, max_srq)); P(L(qrnic_device_attr, max_srq_wr));
 	P(L(qrnic_device_attr, max_mcg)); P(L(qrnic_device_attr, max_mcg_qp));
 	P(L(qrnic_device_attr, max_fast_reg_pages)); P(L(qrnic_device_attr, max_mw));
-	P(L(qrnic_device_attr, max_xrcd)); P(L(qrnic_device_attr, rsvd1));
+	P(L(qrnic_device_attr, max_xrcd)); P(L(qrnic_device_attr, hca_core_clock));
+	P(L(qrnic_device_attr, timestamp_mask));
 	P(S(qrnic_cmd_create_srq)); P(L(qrnic_cmd_create_srq, uctx)); P(L(qrnic_cmd_create_srq, pdn));
 	P(L(qrnic_cmd_create_srq, log_depth)); P(L(qrnic_cmd_create_srq, wqe_shift));
 	P(L(qrnic_cmd_create_srq, flags)); P(L(qrnic_cmd_create_srq, limit));

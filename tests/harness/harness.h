@@ -326,6 +326,9 @@ int hx_destroy(hx_world *w, int d, uint8_t opcode, uint32_t handle);
 int64_t hx_create_pd(hx_world *w, int d, uint32_t uctx);
 int64_t hx_create_eq(hx_world *w, int d, unsigned log_depth, unsigned vector, uint32_t flags);
 int64_t hx_create_cq(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth, int dbrec);
+/* flags: QRNIC_CQ_F_* (TIMESTAMP: 64-byte CQEs) */
+int64_t hx_create_cq_flags(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsigned log_depth,
+			   int dbrec, unsigned flags);
 int64_t hx_resize_cq(hx_world *w, int d, uint32_t cqn, unsigned log_depth);
 int hx_modify_cq(hx_world *w, int d, uint32_t cqn, unsigned count, unsigned period_us);
 int64_t hx_create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32_t send_cqn,
@@ -370,9 +373,14 @@ int64_t hx_post_srq_recv(hx_world *w, int d, uint32_t srqn, uint64_t wr_id, unsi
 int hx_modify_srq(hx_world *w, int d, uint32_t srqn, uint32_t mask, uint32_t limit);
 int hx_query_srq(hx_world *w, int d, uint32_t srqn, uint32_t *out3);
 int hx_ring_sq(hx_world *w, int d, uint32_t qpn);
+int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nwords,
+		  uint32_t skip, int64_t page, int64_t pi);	/* BlueFlame, spec 3.2.1 */
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn);
 int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4);	/* sq_pi sq_ci rq_pi rq_ci */
 int hx_poll_cq(hx_world *w, int d, uint32_t cqn, void *out, int max);	/* 32-byte CQEs */
+/* the same, and each CQE's completion timestamp into ts_out[] (0 for a
+ * CQ of 32-byte CQEs); ts_out may be NULL */
+int hx_poll_cq_ts(hx_world *w, int d, uint32_t cqn, void *out, uint64_t *ts_out, int max);
 int hx_peek_cq(hx_world *w, int d, uint32_t cqn);	/* CQEs ready, not consumed */
 int hx_arm_cq(hx_world *w, int d, uint32_t cqn, int solicited);
 uint32_t hx_cq_ci(hx_world *w, int d, uint32_t cqn);

@@ -87,6 +87,7 @@ struct cfg {
 	const char *plan_hosts;	/* "all" or a comma list of host indexes */
 	uint64_t migrate_every;	/* --migrate-every N: devices migrated in place every N run steps */
 	bool json, deterministic, quiet, fixed_window;
+	bool inl, bf;		/* --inline, --bf */
 	bool icrc;		/* --icrc: ICRCs even on a trusted wire */
 	bool count_set;
 	/* --incast: hosts 1..N-1 send to host 0 through one switch (docs/congestion.md) */
@@ -151,6 +152,9 @@ static const char usage_text[] =
 "    --sample T          switch: queue and per-flow samples every T     (10us)\n"
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
 "    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
+"    --inline            write/send/ud-send: the payload inline in the WQE (size <= 448)\n"
+"    --bf                BlueFlame: a doorbell for one WQE carries the WQE (spec 3.2.1),\n"
+"                        as rdma-core's mlx5 does for a single-WQE post\n"
 "  link\n"
 "    --rate R            link rate per direction, e.g. 100G, 25Gbps, 0 = infinite (100G)\n"
 "    --overhead BYTES    framing bytes per frame counted by --rate      (0; Ethernet: 24)\n"
@@ -192,6 +196,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "name", true }, { "inject-mismatch", true }, { "mr-size", true }, { "offsets", true },
 	{ "signal", true },
 	{ "incast", false }, { "buffer", true }, { "kmin", true }, { "kmax", true }, { "pmax", true },
+	{ "inline", false }, { "bf", false },
 	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
 };
 
@@ -554,6 +559,10 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 			c->json = on;
 		else if (!strcmp(k, "deterministic"))
 			c->deterministic = on;
+		else if (!strcmp(k, "inline"))
+			c->inl = on;
+		else if (!strcmp(k, "bf"))
+			c->bf = on;
 		else if (!strcmp(k, "quiet"))
 			c->quiet = on;
 		else if (!strcmp(k, "incast"))
@@ -992,6 +1001,10 @@ static int setup(struct sim *s)
 	char dev_kv[1024];
 
 	s->size = op_atomic(c->op) ? 8 : c->size;
+	if (c->inl && ((c->op != OP_WRITE && c->op != OP_SEND && c->op != OP_UD_SEND) ||
+		       s->size > (1u << QRNIC_MAX_SEND_WQE_SHIFT) - sizeof(struct qrnic_send_wqe)))
+		return sim_fail(s, SIM_EXIT_USAGE, "--inline is for write, send and ud-send of at most "
+				"448 bytes");
 	if (c->op == OP_UD_SEND && s->size > 4096)
 		return sim_fail(s, SIM_EXIT_USAGE, "ud-send: size %" PRIu64 " exceeds the UD MTU (4096)",
 				s->size);
@@ -1500,8 +1513,14 @@ static int post_one(struct sim *s, struct flow *f, uint64_t now)
 	}
 	f->post_t[slot] = now;
 	f->signaled[slot] = modp(i + 1, c->signal, s->signal_mask) == 0 || (c->count && i + 1 == c->count);
-	r = hx_post_send(s->w, f->a, f->qp[0], opc, f->signaled[slot] ? QRNIC_WQE_F_SIGNALED : 0, i, 1, &la, &len, &lk,
-			 NULL, 0, imm, rk, ra, cmp, swp, f->ah, f->qp[1], SIM_QKEY, 0);
+	if (c->inl)	/* the payload (the pattern, with --verify) in the WQE */
+		r = hx_post_send(s->w, f->a, f->qp[0], opc,
+				 (f->signaled[slot] ? QRNIC_WQE_F_SIGNALED : 0) | QRNIC_WQE_F_INLINE, i,
+				 0, NULL, NULL, NULL, s->buf1, len, imm, rk, ra, cmp, swp, f->ah, f->qp[1],
+				 SIM_QKEY, 0);
+	else
+		r = hx_post_send(s->w, f->a, f->qp[0], opc, f->signaled[slot] ? QRNIC_WQE_F_SIGNALED : 0, i, 1, &la, &len, &lk,
+				 NULL, 0, imm, rk, ra, cmp, swp, f->ah, f->qp[1], SIM_QKEY, 0);
 	if (r < 0)
 		return sim_fail(s, SIM_EXIT_FAIL, "QP %u: post_send %" PRIu64 " failed (%lld)", f->id, i,
 				(long long)r);
@@ -1782,18 +1801,21 @@ static int run(struct sim *s)
 			for (unsigned i = 0; i < s->nflows; i++) {
 				struct flow *f = &s->f[i];
 				int r = poll_flow(s, f, now);
-				bool posted = false;
+				uint64_t nposted = 0;
 
 				if (r < 0)
 					return -1;
 				for (uint64_t k = 0, n = flow_room(s, f, now); k < n; k++) {
 					if (post_one(s, f, now))
 						return -1;
-					posted = true;
+					nposted++;
 				}
-				if (posted)
+				if (nposted == 1 && s->c.bf)	/* mlx5: BF for a single WQE */
+					hx_ring_sq_bf(s->w, f->a, f->qp[0], (unsigned)(f->posted & 1), 0, 0,
+						      -1, -1);
+				else if (nposted)
 					hx_ring_sq(s->w, f->a, f->qp[0]);
-				if (r || posted)
+				if (r || nposted)
 					progress = true;
 			}
 			if (progress)
@@ -2305,6 +2327,9 @@ static void report_json(struct sim *s, const struct results *r)
 		s->nflows && (c->op == OP_WRITE || c->op == OP_READ) ? s->f[0].stride * s->f[0].nslot_b : 0,
 		c->random_offsets ? "random" : "seq");
 	fprintf(o, ",\"trusted_wire\":%s,\"signal\":%u", s->trusted ? "true" : "false", c->signal);
+	if (c->inl || c->bf)	/* only when set: older outputs stay byte for byte */
+		fprintf(o, ",\"inline\":%s,\"bf\":%s", c->inl ? "true" : "false",
+			c->bf ? "true" : "false");
 	fputs("},\"timing\":", o);
 	json_str(o, profile_is_functional(c->profile) ? "functional" : "timed");
 	fputs(",\"note\":", o);

@@ -39,6 +39,9 @@ EQ_DB_ARM = 1 << 16
 DB_CQ_ARM = 1 << 24
 DB_CQ_SOLICITED = 1 << 25
 DB_QN_MASK = 0xffffff
+# BlueFlame buffers of a doorbell page (qrnic_regs.h QRNIC_DB_BF_*, spec 3.2.1)
+DB_BF_BASE, DB_BF_STRIDE, BF_CTRL = 0x800, 0x200, 0x100
+
 STAT_NAMES = [
     'tx_packets', 'tx_bytes', 'rx_packets', 'rx_bytes', 'rx_drop_malformed', 'rx_drop_icrc',
     'rx_drop_no_qp', 'rx_drop_qp_state', 'rx_drop_other', 'duplicate_requests',
@@ -49,7 +52,8 @@ STAT_NAMES = [
     'atomics_executed', 'atomics_replayed', 'eth_tx_frames', 'eth_rx_frames', 'eth_rx_drops',
     'late_events', 'late_ns_total', 'faults_injected', 'window_cuts', 'qpc_cache_hits', 'qpc_cache_misses',
     'mpt_cache_hits', 'mpt_cache_misses', 'mtt_cache_hits', 'mtt_cache_misses',
-    'loopback_frames', 'ecn_marked_received', 'cnp_sent', 'cnp_received']   # QRNIC_STATS() order
+    'loopback_frames', 'ecn_marked_received', 'cnp_sent', 'cnp_received', 'bf_posts',
+    'bf_fallbacks']   # QRNIC_STATS() order
 
 
 class AqHdr(LE):
@@ -79,7 +83,7 @@ class CmdCreatePd(LE):
 
 class CmdCreateCq(LE):
     _pack_ = 1
-    _fields_ = [('uctx', u32), ('eqn', u32), ('log_depth', u8), ('rsvd', u8 * 7),
+    _fields_ = [('uctx', u32), ('eqn', u32), ('log_depth', u8), ('flags', u8), ('rsvd', u8 * 6),
                 ('ring_addr', u64), ('dbrec_addr', u64)]
 
 

@@ -269,17 +269,20 @@ class Eq(_Obj):
 
 
 class Cq(_Obj):
-    def __init__(self, dev, cqn, log_depth, ring, dbrec, uctx=0):
+    def __init__(self, dev, cqn, log_depth, ring, dbrec, uctx=0, flags=0):
         super().__init__(dev, cqn)
         self.cqn, self.log_depth, self.ring, self.dbrec, self.uctx = \
             cqn, log_depth, ring, dbrec, uctx
         self.ci = 0
+        self.flags = flags
+        # 64-byte CQEs with the completion timestamp (CQ_F_TIMESTAMP, ABI 1.7)
+        self.size = 64 if flags & h.CQ_F_TIMESTAMP else abi.CQE_SIZE
 
     def __repr__(self):
         return f'<Cq {self.cqn} dev{self.dev.idx}>'
 
     def _slot(self, i):
-        return self.ring + (i & ((1 << self.log_depth) - 1)) * abi.CQE_SIZE
+        return self.ring + (i & ((1 << self.log_depth) - 1)) * self.size
 
     def _valid(self, raw, i):
         return (raw[abi.CQE_SIZE - 1] & 1) == (((i >> self.log_depth) & 1) ^ 1)
@@ -291,9 +294,9 @@ class Cq(_Obj):
         i = self.ci
         while len(out) < n:
             chunk = min(n - len(out), depth - (i & (depth - 1)), 64)
-            data = self.q.memread(self._slot(i), chunk * abi.CQE_SIZE)
+            data = self.q.memread(self._slot(i), chunk * self.size)
             for k in range(chunk):
-                raw = data[k * abi.CQE_SIZE:(k + 1) * abi.CQE_SIZE]
+                raw = data[k * self.size:(k + 1) * self.size]
                 if not self._valid(raw, i):
                     return out
                 out.append(raw)
@@ -306,8 +309,10 @@ class Cq(_Obj):
     def poll(self, n=1024):
         out = []
         for raw in self._read(n):
-            c = h.Cqe.from_buffer_copy(raw)
+            c = h.Cqe.from_buffer_copy(raw[:abi.CQE_SIZE])
             out.append(h.cqe_dict(c))
+            if self.size > abi.CQE_SIZE:
+                out[-1]['timestamp'] = struct.unpack_from('<Q', raw, 32)[0]
             self.ci += 1
             self.dev._cqe_consumed(c)
         if out:
@@ -338,7 +343,7 @@ class Cq(_Obj):
     def resize(self, log_depth, check=True):
         """RESIZE_CQ (spec 6.6.17) to a fresh zeroed ring: on success poll
         from slot 0 of it; returns the CQEs carried over."""
-        ring = self.dev.mem.alloc(abi.CQE_SIZE << min(log_depth, 16))
+        ring = self.dev.mem.alloc(self.size << min(log_depth, 16))
         cmd = struct.pack('<BBHI', h.CMD['RESIZE_CQ'], 0, 0, 0) + \
             struct.pack('<IB3sQQ', self.cqn, log_depth, b'', ring, 0)
         st, cqe = self.dev.admin(cmd)
@@ -474,6 +479,32 @@ class Qp(_Obj, h.QpTransitions):
 
     def ring_rq(self):
         self._db(h.DB_RQ, self.rq_pi)
+
+    def ring_bf(self, nwords=0, buf=0, skip=0, page=None, pi=None, size=8):
+        """BlueFlame (spec 3.2.1) for the WQE last put on the ring: its
+        first nwords 8-byte words (0: header + inline data or SGEs) but
+        those whose bit is set in skip, stored with size-byte writes into BF
+        buffer buf of doorbell page 'page' (default: the QP's), then the
+        control word with producer index pi (default: the ring's)."""
+        idx = self.sq_pi - 1
+        stride = 1 << self.sq_shift
+        wqe = self.q.memread(self.sq_addr + ((idx & ((1 << self.sq_log) - 1)) << self.sq_shift),
+                             min(stride, 256))
+        if not nwords:
+            flags, nsge, inl = wqe[1], wqe[2], struct.unpack_from('<I', wqe, 4)[0]
+            n = 64 + (inl if flags & h.WQE_F_INLINE else 16 * nsge)
+            nwords = min((n + 7) // 8, 32)
+        page = self.uctx if page is None else page
+        base = page * h.DB_PAGE_SIZE + abi.DB_BF_BASE + buf * abi.DB_BF_STRIDE
+        for i in range(min(nwords, 32)):
+            if skip & (1 << i):
+                continue
+            for j in range(0, 8, size):
+                self.dev.db_write(base + 8 * i + j,
+                                  int.from_bytes(wqe[8 * i + j:8 * i + j + size], 'little'), size)
+        pi = self.sq_pi if pi is None else pi
+        self.dev.db_write(base + abi.BF_CTRL, (self.qpn & abi.DB_QN_MASK) | ((nwords & 0xff) << 24) |
+                          ((pi & 0xffffffff) << 32))
 
     def _put(self, slot, sq, ring):
         log, shift, base = (self.sq_log, self.sq_shift, self.sq_addr) if sq else \
@@ -953,16 +984,21 @@ class Device:
         r = self._handle(st, cqe, 'create_eq', check)
         return None if r is None else Eq(self, r, log_depth, vector, ring)
 
-    def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, ring=None, check=True):
+    def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, ring=None, check=True,
+                  timestamp=False):
+        """timestamp: CQ_F_TIMESTAMP, 64-byte CQEs (their poll() dicts carry
+        'timestamp', ABI 1.7)."""
         eqn = eq.eqn if isinstance(eq, Eq) else (eq if eq is not None else
                                                  (self.comp_eq.eqn if self.comp_eq else 0))
+        flags = h.CQ_F_TIMESTAMP if timestamp else 0
         if ring is None:
-            ring = self.mem.alloc(abi.CQE_SIZE << min(log_depth, 16))
+            ring = self.mem.alloc((64 if timestamp else abi.CQE_SIZE) << min(log_depth, 16))
         rec = self.mem.alloc(64, 64) if dbrec else 0
         st, cqe = self.admin(abi.command('CREATE_CQ', abi.CmdCreateCq(
-            uctx=uctx, eqn=eqn, log_depth=log_depth, ring_addr=ring, dbrec_addr=rec)))
+            uctx=uctx, eqn=eqn, log_depth=log_depth, flags=flags, ring_addr=ring,
+            dbrec_addr=rec)))
         r = self._handle(st, cqe, 'create_cq', check)
-        return None if r is None else Cq(self, r, log_depth, ring, rec, uctx)
+        return None if r is None else Cq(self, r, log_depth, ring, rec, uctx, flags)
 
     def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, check=True):
         """An SRQ with a consumer record (spec 12.10)."""

@@ -74,6 +74,39 @@ static int post_send(struct side *s, struct ibv_send_wr *wr, uint32_t ahn)
 	return 0;
 }
 
+/* One send WR posted as the provider does with BF (qrnic_sq_bf): into the
+ * ring, then its words into BF buffer n and the control word. */
+static int post_send_bf(struct side *s, struct ibv_send_wr *wr, unsigned n)
+{
+	struct qrnic_sq_params p = {
+		.wqe_shift = s->sq_shift,
+		.max_sge = qrnic_sq_max_sge(s->sq_shift),
+		.max_inline = qrnic_sq_max_inline(s->sq_shift),
+	};
+	_Alignas(8) uint8_t slot[1u << QRNIC_MAX_SEND_WQE_SHIFT];
+	uint32_t idx[4], nwords;
+	uint64_t v;
+	int err = qrnic_check_send_wr(wr, &p);
+
+	if (err)
+		return err;
+	memset(slot, 0, sizeof(slot));
+	qrnic_build_send_wqe(slot, wr, &p);
+	if (hx_post_send_raw(w, s->d, s->qpn, slot, 1u << s->sq_shift, 0) < 0)
+		return ENOMEM;
+	nwords = qrnic_bf_nwords(slot, QRNIC_BF_MAX_WQE);
+	if (!nwords)
+		return E2BIG;
+	for (uint32_t i = 0; i < nwords; i++) {
+		memcpy(&v, slot + 8 * i, 8);
+		hx_db_write(w, s->d, DB_PAGE0 + qrnic_bf_offset(n) + 8 * i, v, 8);
+	}
+	hx_qp_indexes(w, s->d, s->qpn, idx);
+	hx_db_write(w, s->d, DB_PAGE0 + qrnic_bf_offset(n) + QRNIC_BF_CTRL,
+		    qrnic_bf_ctrl_val(s->qpn, idx[0], nwords), 8);
+	return 0;
+}
+
 static int post_recv(struct side *s, struct ibv_recv_wr *wr)
 {
 	uint8_t slot[1u << QRNIC_MAX_RECV_WQE_SHIFT];
@@ -267,6 +300,49 @@ static void test_rc_inline(void)
 	for (i = 0; i < 300 && got[i] == 'a' + i % 26; i++)
 		;
 	CHECK(i == 300);
+}
+
+/* BlueFlame: an inline SEND and a two-SGE WRITE posted with the provider's
+ * BF encoding; both taken from the BF buffers, no WQE read by DMA. */
+static void test_rc_bf(void)
+{
+	char msg[100];
+	struct ibv_sge rs = sge(&B, 0x6000, 1024), ws[2] = { sge(&A, 0x100, 64), sge(&A, 0x200, 64) };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_sge is = { .addr = (uintptr_t)msg, .length = sizeof(msg) };
+	struct ibv_send_wr swr = {
+		.wr_id = 2, .sg_list = &is, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+	};
+	struct ibv_send_wr wwr = {
+		.wr_id = 3, .sg_list = ws, .num_sge = 2, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = BUF_IOVA + 0x7000, .rkey = B.key },
+	};
+	uint64_t posts = hx_dev_stat(w, A.d, QRNIC_STAT_BF_POSTS);
+	uint64_t falls = hx_dev_stat(w, A.d, QRNIC_STAT_BF_FALLBACKS);
+	uint8_t got[100];
+	struct ibv_wc wc[4];
+	int i;
+
+	CHECK(qrnic_bf_offset(0) == 0x800 && qrnic_bf_offset(1) == 0xa00 &&
+	      qrnic_bf_offset(2) == 0x800);
+	for (i = 0; i < (int)sizeof(msg); i++)
+		msg[i] = (char)(i * 7);
+	fill(&A, 0x100, 64, 3);
+	fill(&A, 0x200, 64, 4);
+	CHECK(post_recv(&B, &rwr) == 0);
+	CHECK(post_send_bf(&A, &swr, 0) == 0);
+	CHECK(post_send_bf(&A, &wwr, 1) == 0);
+	run();
+	CHECK(poll(&A, wc, NULL, 4) == 2 && wc[0].status == IBV_WC_SUCCESS &&
+	      wc[1].status == IBV_WC_SUCCESS);
+	CHECK(poll(&B, wc, NULL, 4) == 1 && wc[0].byte_len == sizeof(msg));
+	hx_mr_read(w, B.d, B.key, 0x6000, got, sizeof(got));
+	CHECK(memcmp(got, msg, sizeof(msg)) == 0);
+	CHECK(same(&A, 0x100, &B, 0x7000, 64) && same(&A, 0x200, &B, 0x7040, 64));
+	CHECK(hx_dev_stat(w, A.d, QRNIC_STAT_BF_POSTS) == posts + 2);
+	CHECK(hx_dev_stat(w, A.d, QRNIC_STAT_BF_FALLBACKS) == falls);
 }
 
 static void test_rc_atomics(void)
@@ -477,6 +553,7 @@ int main(void)
 	test_rc_write_imm_and_unsignaled();
 	test_rc_read_fence();
 	test_rc_inline();
+	test_rc_bf();
 	test_rc_atomics();
 	test_cq_arm();
 	test_ud(&p);

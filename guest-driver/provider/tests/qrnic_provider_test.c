@@ -70,6 +70,7 @@ struct fk_region {
 	uint64_t ring_size;	/* FK_CQ: CQEs, FK_SRQ: WQEs; the dbrec follows */
 	uint32_t uctx;		/* FK_DB */
 	uint32_t handle;	/* cqn / qpn / srqn */
+	uint32_t cqe_size;	/* FK_CQ: 32, or 64 with timestamps */
 };
 
 struct fk_dev {
@@ -179,13 +180,23 @@ static void fk_to_dev(struct fk_dev *f)
 	}
 }
 
-/* device -> host: CQ rings, SRQ consumer records */
+/* device -> host: CQ rings, SRQ consumer records, and the device clock as
+ * the doorbell page's QRNIC_DB_CLOCK shows it (spec 3.2: a real page reads
+ * it from the device; the memfd page gets the value as of this run) */
 static void fk_from_dev(struct fk_dev *f)
 {
 	int i;
 
 	for (i = 0; i < FK_MAX_REGIONS; i++) {
 		struct fk_region *r = &f->reg[i];
+
+		if (r->used && r->kind == FK_DB) {
+			uint64_t clk = hx_db_read(w, f->d, (uint64_t)r->uctx * QRNIC_DB_PAGE_SIZE +
+						  QRNIC_DB_CLOCK, 8);
+
+			clk = htole64(clk);
+			memcpy(f->map + r->off + QRNIC_DB_CLOCK, &clk, sizeof(clk));
+		}
 
 		if (r->used && (r->kind == FK_CQ || r->kind == FK_CQRING))
 			hx_mem_read(w, f->d, r->bus, f->map + r->off, r->ring_size);
@@ -319,9 +330,16 @@ int ibv_cmd_query_device_any(struct ibv_context *context,
 			     struct ib_uverbs_ex_query_device_resp *resp,
 			     size_t *resp_size)
 {
-	(void)context;
+	struct qrnic_device_attr da = {};
+
 	(void)input;
 	memset(attr, 0, attr_size);
+	/* the kernel driver's query_device: the clock from QUERY_DEVICE */
+	if (hx_query(w, fk_of(context)->d, QRNIC_CMD_QUERY_DEVICE, 0, &da, sizeof(da)) == 0 &&
+	    (da.caps & QRNIC_CAP_CQE_TS)) {
+		attr->hca_core_clock = da.hca_core_clock;
+		attr->completion_timestamp_mask = da.timestamp_mask;
+	}
 	attr->orig_attr.max_qp = 1024;
 	attr->orig_attr.vendor_id = QRNIC_PCI_VENDOR_ID;
 	attr->orig_attr.vendor_part_id = QRNIC_PCI_DEVICE_ID;
@@ -457,25 +475,28 @@ int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr, size_t le
 	return 0;
 }
 
-/* CREATE_CQ as the kernel driver does it; fills the driver udata dr */
+/* CREATE_CQ as the kernel driver does it; fills the driver udata dr.
+ * flags: QRNIC_CQ_F_TIMESTAMP for IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION. */
 static int fk_create_cq(struct ibv_context *context, int cqe, struct ibv_cq *cq,
-			struct qrnic_create_cq_resp *dr)
+			struct qrnic_create_cq_resp *dr, uint8_t flags)
 {
 	struct fk_dev *f = fk_of(context);
 	unsigned int log = log2_up((uint32_t)cqe);
 	struct qrnic_aq_cmd c;
 	struct fk_region *reg;
-	uint64_t ring = (uint64_t)QRNIC_CQE_SIZE << (log ? log : 1);
+	uint64_t ring = (uint64_t)QRNIC_CQ_CQE_SIZE(flags) << (log ? log : 1);
 	uint32_t cqn;
 
 	if (!log)
 		log = 1;
 	reg = fk_alloc(f, FK_CQ, ring + 4, true);
 	reg->ring_size = ring;
+	reg->cqe_size = QRNIC_CQ_CQE_SIZE(flags);
 	memset(&c, 0, sizeof(c));
 	c.u.create_cq.uctx = fk_uctx(context);
 	c.u.create_cq.eqn = f->eqn;
 	c.u.create_cq.log_depth = (uint8_t)log;
+	c.u.create_cq.flags = flags;
 	c.u.create_cq.ring_addr = reg->bus;
 	c.u.create_cq.dbrec_addr = fk_no_dbrec ? 0 : reg->bus + ring;
 	if (admin(f->d, &c, QRNIC_CMD_CREATE_CQ, &cqn)) {
@@ -492,6 +513,7 @@ static int fk_create_cq(struct ibv_context *context, int cqe, struct ibv_cq *cq,
 	dr->mmap_key = reg->off;
 	dr->mmap_size = reg->size;
 	dr->dbrec_offset = fk_no_dbrec ? 0 : (uint32_t)ring;
+	dr->cqe_size = reg->cqe_size;
 	return 0;
 }
 
@@ -510,7 +532,7 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 	if (resp_size != sizeof(*r))
 		return EINVAL;
 	memset(r, 0, sizeof(*r));
-	err = fk_create_cq(context, cqe, cq, &r->drv_payload);
+	err = fk_create_cq(context, cqe, cq, &r->drv_payload, 0);
 	if (!err)
 		r->ibv_resp.cqe = (uint32_t)cq->cqe;
 	return err;
@@ -542,7 +564,13 @@ int ibv_cmd_create_cq_ex(struct ibv_context *context,
 		return EOPNOTSUPP;
 	fk_cq_ex_cmds++;
 	memset(r, 0, sizeof(*r));
-	err = fk_create_cq(context, (int)cq_attr->cqe, &cq->cq, &r->drv_payload);
+	/* libibverbs turns either timestamp wc_flag into
+	 * IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION, the kernel driver that
+	 * into QRNIC_CQ_F_TIMESTAMP */
+	err = fk_create_cq(context, (int)cq_attr->cqe, &cq->cq, &r->drv_payload,
+			   (cq_attr->wc_flags & (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+						 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)) ?
+			   QRNIC_CQ_F_TIMESTAMP : 0);
 	if (!err)
 		r->ibv_resp.base.cqe = (uint32_t)cq->cq.cqe;
 	return err;
@@ -588,7 +616,7 @@ int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		return EINVAL;
 	if (!log)
 		log = 1;
-	ring = (uint64_t)QRNIC_CQE_SIZE << log;
+	ring = (uint64_t)first->cqe_size << log;	/* the CQ's CQE size */
 	fk_to_dev(f);
 	reg = fk_alloc(f, FK_CQRING, ring, true);
 	reg->ring_size = ring;
@@ -611,6 +639,7 @@ int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 	memset(r, 0, sizeof(*r));
 	r->ibv_resp.cqe = (uint32_t)cq->cqe;
 	r->drv_payload.log_depth = log;
+	r->drv_payload.cqe_size = first->cqe_size;
 	r->drv_payload.mmap_key = reg->off;
 	r->drv_payload.mmap_size = reg->size;
 	return 0;
@@ -2383,7 +2412,7 @@ static uint64_t mr_u64(struct app *a, uint64_t off)
 static void test_ex_unsupported(void)
 {
 	static const uint64_t bad_wc[] = {
-		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+		/* the device clock is virtual time, no wall clock (verbs.c) */
 		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
 		IBV_WC_EX_WITH_CVLAN, IBV_WC_EX_WITH_FLOW_TAG, IBV_WC_EX_WITH_TM_INFO,
 	};
@@ -2415,8 +2444,7 @@ static void test_ex_unsupported(void)
 
 	CHECK(A.ops.create_cq_ex && A.ops.create_qp_ex && A.ops.alloc_parent_domain &&
 	      A.ops.alloc_td && A.ops.dealloc_td && A.ops.query_device_ex);
-	/* no device clock: libibverbs answers EOPNOTSUPP for a NULL op */
-	CHECK(A.ops.query_rt_values == NULL);
+	CHECK(A.ops.query_rt_values != NULL);	/* the device clock (ABI 1.7) */
 	for (i = 0; i < sizeof(bad_wc) / sizeof(bad_wc[0]); i++) {
 		errno = 0;
 		cx = mkcq_ex(&A, 4, IBV_WC_EX_WITH_BYTE_LEN | bad_wc[i]);
@@ -3755,6 +3783,105 @@ static void test_resize_cq(void)
 	CHECK(A.ops.destroy_cq(cq) == 0);
 }
 
+/* Poll n completions of a timestamp CQ with start/next/end_poll: their
+ * wr_ids from id0 in order, timestamps in ts[] */
+static bool ts_poll(struct ibv_cq_ex *cx, int n, uint64_t id0, uint64_t *ts)
+{
+	struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+	int got = 0;
+
+	if (ibv_start_poll(cx, &pa))
+		return n == 0;
+	do {
+		if (got < n) {
+			ts[got] = ibv_wc_read_completion_ts(cx);
+			if (cx->wr_id != id0 + (uint64_t)got || cx->status != IBV_WC_SUCCESS)
+				got = n + 1;
+		}
+		got++;
+	} while (!ibv_next_poll(cx));
+	ibv_end_poll(cx);
+	return got == n;
+}
+
+/*
+ * Completion timestamps (ABI 1.7, spec 9.8): ibv_create_cq_ex with
+ * IBV_WC_EX_WITH_COMPLETION_TIMESTAMP gets 64-byte CQEs, whose timestamps
+ * ibv_wc_read_completion_ts returns: each between the device clock before
+ * and after the run that wrote it, non-decreasing, carried over by
+ * ibv_resize_cq; ibv_query_rt_values_ex reads the clock from the doorbell
+ * page; query_device_ex reports hca_core_clock and the mask; WALLCLOCK is
+ * refused; a CQ without the flag keeps 32-byte CQEs and no reader.
+ */
+static void test_cq_timestamps(void)
+{
+	struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+	struct ibv_device_attr_ex da = {};
+	struct ibv_cq_ex *cx, *plain;
+	struct ibv_qp *qa, *qb;
+	uint64_t ts[16], t0, t1, id = 5000;
+	int i, bad = 0;
+
+	CHECK(A.ops.query_device_ex(A.ctx, NULL, &da, sizeof(da)) == 0);
+	CHECK(da.hca_core_clock == QRNIC_CLOCK_KHZ &&
+	      da.completion_timestamp_mask == QRNIC_CLOCK_MASK);
+	fk_run();
+	CHECK(A.ops.query_rt_values(A.ctx, &v) == 0 && v.comp_mask == IBV_VALUES_MASK_RAW_CLOCK);
+	CHECK(v.raw_clock.tv_sec == 0 && (uint64_t)v.raw_clock.tv_nsec == hx_now(w) &&
+	      hx_now(w) > 0);
+	v.comp_mask = 1u << 5;	/* unknown: EINVAL */
+	CHECK(A.ops.query_rt_values(A.ctx, &v) == EINVAL);
+
+	errno = 0;
+	CHECK(mkcq_ex(&A, 8, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) == NULL &&
+	      errno == EOPNOTSUPP);
+	plain = mkcq_ex(&A, 8, IBV_WC_EX_WITH_BYTE_LEN);
+	CHECK(plain && to_qcq_ex(plain)->cqe_size == 32 && plain->read_completion_ts == NULL);
+	if (plain)
+		CHECK(A.ops.destroy_cq(ibv_cq_ex_to_cq(plain)) == 0);
+
+	cx = mkcq_ex(&A, 8, IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+	CHECK(cx && to_qcq_ex(cx)->cqe_size == 64 && cx->read_completion_ts != NULL);
+	if (!cx)
+		return;
+	drain();
+	CHECK(rc_pair(&A, ibv_cq_ex_to_cq(cx), &B, NULL, &qa, &qb));
+	fill(&A, 0x90000, 256, 5);
+	for (i = 0; i < 6; i++) {	/* the ring (8) wraps */
+		t0 = hx_now(w);
+		a_writes(qa, 3, id);
+		fk_run();
+		t1 = hx_now(w);
+		CHECK(ts_poll(cx, 3, id, ts));
+		bad += !(t0 <= ts[0] && ts[0] <= ts[1] && ts[1] <= ts[2] && ts[2] <= t1);
+		id += 3;
+	}
+	CHECK(bad == 0);
+	/* resize with 2 CQEs written and not polled: they keep their timestamps */
+	a_writes(qa, 3, id);
+	fk_run();
+	{
+		struct ibv_poll_cq_attr pa = { .comp_mask = 0 };
+		uint64_t first, rest[2];
+
+		CHECK(ibv_start_poll(cx, &pa) == 0 && cx->wr_id == id);
+		first = ibv_wc_read_completion_ts(cx);
+		ibv_end_poll(cx);
+		CHECK(A.ops.resize_cq(ibv_cq_ex_to_cq(cx), 16) == 0);
+		CHECK(to_qcq_ex(cx)->cqe_size == 64 && to_qcq_ex(cx)->log_depth == 4);
+		CHECK(ts_poll(cx, 2, id + 1, rest));
+		CHECK(first <= rest[0] && rest[0] <= rest[1] && rest[1] <= hx_now(w));
+		id += 3;
+	}
+	t0 = hx_now(w);
+	a_writes(qa, 2, id);
+	fk_run();
+	CHECK(ts_poll(cx, 2, id, ts) && t0 <= ts[0] && ts[0] <= ts[1] && ts[1] <= hx_now(w));
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+	drain();
+	CHECK(A.ops.destroy_cq(ibv_cq_ex_to_cq(cx)) == 0);
+}
+
 /* ibv_modify_cq (IBV_CQ_ATTR_MODERATE): an armed CQ's event after count CQEs */
 static void test_modify_cq(void)
 {
@@ -3872,6 +3999,7 @@ int main(void)
 	test_mw_type2();
 	test_mw_errors();
 	test_resize_cq();
+	test_cq_timestamps();
 	test_modify_cq();
 	test_rereg_mr();
 	test_reset_cleans_cq();

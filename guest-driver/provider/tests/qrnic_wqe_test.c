@@ -152,13 +152,15 @@ static void test_geometry(void)
 	CHECK(qrnic_sq_max_sge(6) == 0);
 	CHECK(qrnic_sq_max_sge(7) == 4);
 	CHECK(qrnic_sq_max_sge(8) == 12);
-	CHECK(qrnic_sq_max_sge(9) == 16);	/* room for 28, capped */
+	CHECK(qrnic_sq_max_sge(9) == 28);
+	CHECK(qrnic_sq_max_sge(10) == 30);	/* room for 60, capped */
 	CHECK(qrnic_sq_max_inline(6) == 0);
 	CHECK(qrnic_sq_max_inline(9) == 448);
+	CHECK(qrnic_sq_max_inline(10) == 448);	/* room for 960, capped */
 	CHECK(qrnic_rq_max_sge(5) == 1);
 	CHECK(qrnic_rq_max_sge(6) == 3);
 	CHECK(qrnic_rq_max_sge(8) == 15);
-	CHECK(qrnic_rq_max_sge(9) == 16);
+	CHECK(qrnic_rq_max_sge(9) == 30);	/* room for 31, capped */
 }
 
 /* ---- doorbells (spec 3.2) ------------------------------------------------ */
