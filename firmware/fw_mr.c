@@ -69,9 +69,10 @@ static uint8_t pbl_walk(struct qrnic_dev *d, uint64_t addr, unsigned level, uint
 
 /* Claim MPT slot idx for PD pd: a zeroed entry with the slot's next key
  * (result[0]); the caller fills in the rest. */
-static void mpt_claim(struct qrnic_mr *mr, uint32_t idx, uint32_t pdn, struct qrnic_pd *pd,
-		      struct qrnic_aq_cqe *cqe)
+static void mpt_claim(struct qrnic_dev *d, struct qrnic_mr *mr, uint32_t idx, uint32_t pdn,
+		      struct qrnic_pd *pd, struct qrnic_aq_cqe *cqe)
 {
+	qrnic_mpt_take(d, idx);
 	memset(&mr->mpt, 0, sizeof(mr->mpt));
 	mr->bound_mws = mr->mw_qpn = 0;
 	mr->mpt.key = QRNIC_MAKE_KEY(idx, (uint32_t)mr->next_tag);
@@ -81,17 +82,16 @@ static void mpt_claim(struct qrnic_mr *mr, uint32_t idx, uint32_t pdn, struct qr
 	cqe->result[0] = mr->mpt.key;
 }
 
-/* A free MPT slot (no registered MR, fast-registration MR or window). */
+/* The lowest free MPT slot (no registered MR, fast-registration MR or
+ * window), not claimed yet: the model's allocator (model/mr.c). */
 static struct qrnic_mr *mpt_free_slot(struct qrnic_dev *d, uint32_t *idx_out)
 {
-	for (uint32_t idx = 1; idx < d->cfg.max_mr && idx <= (UINT32_MAX >> QRNIC_KEY_TAG_BITS);
-	     idx++) {
-		if (!(d->mr[idx].mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW))) {
-			*idx_out = idx;
-			return &d->mr[idx];
-		}
-	}
-	return NULL;
+	uint32_t idx = qrnic_mpt_peek(d);
+
+	if (!idx)
+		return NULL;
+	*idx_out = idx;
+	return &d->mr[idx];
 }
 
 /* A translation checked and copied into the MTT (REG_MR, REREG_MR). */
@@ -208,7 +208,7 @@ uint8_t qrnic_fw_reg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return st;
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
-	mpt_claim(mr, idx, c->pdn, pd, cqe);
+	mpt_claim(d, mr, idx, c->pdn, pd, cqe);
 	mr->mpt.access = c->access;
 	mr->mpt.iova = c->iova;
 	mr->mpt.length = c->length;
@@ -326,6 +326,7 @@ uint8_t qrnic_fw_dereg_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	tag = mr->next_tag;	/* persists across registrations of the slot */
 	memset(mr, 0, sizeof(*mr));
 	mr->next_tag = tag;
+	qrnic_mpt_give(d, (uint32_t)(mr - d->mr));
 	return QRNIC_AQ_OK;
 }
 
@@ -355,7 +356,7 @@ uint8_t qrnic_fw_alloc_mr(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	base = qrnic_mtt_alloc(d, c->max_pages);
 	if (base == UINT32_MAX)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, F(max_pages));
-	mpt_claim(mr, idx, c->pdn, pd, cqe);
+	mpt_claim(d, mr, idx, c->pdn, pd, cqe);
 	mr->mpt.mtt_base = base;
 	mr->mpt.max_pages = c->max_pages;
 	mr->mpt.page_shift = QRNIC_MIN_PAGE_SHIFT;
@@ -387,7 +388,7 @@ uint8_t qrnic_fw_alloc_mw(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	mr = mpt_free_slot(d, &idx);
 	if (!mr)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
-	mpt_claim(mr, idx, c->pdn, pd, cqe);
+	mpt_claim(d, mr, idx, c->pdn, pd, cqe);
 	mr->mpt.flags = QRNIC_MPT_MW | (c->type == QRNIC_MW_TYPE_2 ? QRNIC_MPT_MW_TYPE2 : 0);
 	return QRNIC_AQ_OK;
 #undef F

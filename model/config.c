@@ -37,8 +37,9 @@ static const struct qrnic_config_param params[] = {
 	  "CQ number space, including 0 (unused)", "`max_cq`" },
 	{ "max_cqe", "max-cqe", U32(max_cqe), 32768, 2, 1u << QRNIC_MAX_QUEUE_LOG,
 	  QRNIC_CFG_POW2, "entries per CQ", "`max_cqe`" },
-	{ "max_mr", "max-mr", U32(max_mr), 4096, 2, 1u << 24, 0,
-	  "MPT entries (MRs and memory windows), including 0 (unused)", "`max_mr`" },
+	{ "max_mr", "max-mr", U32(max_mr), 1u << 24, 2, 1u << 24, 0,
+	  "MPT entries (MRs and memory windows), including 0 (unused); 2^24 as a "
+	  "ConnectX-5 (64 bytes of host memory per slot, taken as slots are used)", "`max_mr`" },
 	{ "max_pd", "max-pd", U32(max_pd), 65536, 2, 1u << 24, 0,
 	  "PD number space, including 0 (reserved)", "`max_pd`" },
 	{ "max_ah", "max-ah", U32(max_ah), 65536, 2, 1u << 24, 0,
@@ -51,9 +52,9 @@ static const struct qrnic_config_param params[] = {
 	  "SRQ number space, including 0 (unused)", "`max_srq`" },
 	{ "max_xrcd", "max-xrcd", U32(max_xrcd), 64, 2, 1u << 24, 0,
 	  "XRC domain number space, including 0 (unused)", "`max_xrcd`" },
-	{ "max_mtt", "max-mtt", U32(max_mtt), 1u << 20, 1, 1u << 28, 0,
-	  "MTT entries, the pages of all MRs together (2^20: 4 GiB of 4 KiB pages, "
-	  "8 MiB of device memory)", "`max_mtt`" },
+	{ "max_mtt", "max-mtt", U32(max_mtt), 1u << 24, 1, 1u << 28, 0,
+	  "MTT entries, the pages of all MRs together (2^24: 64 GiB of 4 KiB pages; "
+	  "9 bytes of host memory per entry, taken as entries are used)", "`max_mtt`" },
 	{ "max_mr_size", "max-mr-size", U64(max_mr_size), 1ull << 32, 4096, 1ull << 40, 0,
 	  "largest MR (bytes)", "`max_mr_size`" },
 	{ "num_vectors", "num-vectors", U32(num_vectors), 8, 1, 2048, 0,

@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "qrnic_internal.h"
 
@@ -331,6 +332,46 @@ struct qrnic_ah *qrnic_ah_get(struct qrnic_dev *d, uint32_t ahn)
 }
 
 /* ---- life cycle -------------------------------------------------------------- */
+/*
+ * The MPT and the MTT are sized for the configured maximum (2^24 slots and
+ * entries by default, ~1.2 GiB): an anonymous mapping, whose pages cost
+ * nothing until touched, so memory grows with use.  calloc gives no such
+ * promise: once free() raised malloc's dynamic mmap threshold (up to
+ * 32 MiB), a table below it comes from the heap and is cleared page by
+ * page.  Under AddressSanitizer only tables of 64 MiB and more are
+ * mapped: ASan checks the smaller ones (the fuzzers' and unit tests'),
+ * but freeing a 1 GiB chunk would poison 128 MiB of its shadow memory
+ * (every in-place migration of a device frees its tables).  Indexes into
+ * these tables are checked against the configured maximum in the code.
+ */
+#ifdef __SANITIZE_ADDRESS__
+#define TABLE_MAP_MIN	((size_t)64 << 20)
+#else
+#define TABLE_MAP_MIN	((size_t)1 << 20)
+#endif
+
+static void *table_alloc(size_t n, size_t size)
+{
+	void *p;
+
+	if (n && size <= SIZE_MAX / n && n * size >= TABLE_MAP_MIN) {
+		p = mmap(NULL, n * size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	return calloc(n ? n : 1, size);
+}
+
+static void table_free(void *p, size_t n, size_t size)
+{
+	if (!p)
+		return;
+	if (n * size >= TABLE_MAP_MIN)
+		munmap(p, n * size);
+	else
+		free(p);
+}
+
 static void free_tables(struct qrnic_dev *d)
 {
 	if (d->qp)
@@ -346,13 +387,14 @@ static void free_tables(struct qrnic_dev *d)
 	free(d->cq);
 	free(d->eq);
 	free(d->qp);
-	free(d->mr);
+	table_free(d->mr, d->cfg.max_mr, sizeof(*d->mr));
 	free(d->ah);
 	free(d->gid);
-	free(d->mtt);
-	free(d->mtt_used);
+	table_free(d->mtt, d->cfg.max_mtt, sizeof(*d->mtt));
+	table_free(d->mtt_used, d->cfg.max_mtt, sizeof(*d->mtt_used));
 	free(d->srq);
 	free(d->xrcd);
+	qrnic_mr_alloc_fini(d);
 	d->srq = NULL;
 	d->uctx_valid = NULL;
 	d->pd = NULL;
@@ -375,15 +417,16 @@ static int alloc_tables(struct qrnic_dev *d)
 	d->cq = calloc(c->max_cq, sizeof(*d->cq));
 	d->eq = calloc(c->max_eq, sizeof(*d->eq));
 	d->qp = calloc(c->max_qp, sizeof(*d->qp));
-	d->mr = calloc(c->max_mr, sizeof(*d->mr));
+	d->mr = table_alloc(c->max_mr, sizeof(*d->mr));
 	d->ah = calloc(c->max_ah, sizeof(*d->ah));
 	d->gid = calloc(c->gid_tbl_len, sizeof(*d->gid));
-	d->mtt = calloc(c->max_mtt, sizeof(*d->mtt));
-	d->mtt_used = calloc(c->max_mtt, sizeof(*d->mtt_used));
+	d->mtt = table_alloc(c->max_mtt, sizeof(*d->mtt));
+	d->mtt_used = table_alloc(c->max_mtt, sizeof(*d->mtt_used));
 	d->srq = calloc(c->max_srq, sizeof(*d->srq));
 	d->xrcd = calloc(c->max_xrcd, sizeof(*d->xrcd));
 	if (!d->uctx_valid || !d->pd || !d->cq || !d->eq || !d->qp || !d->mr || !d->ah ||
-	    !d->gid || !d->mtt || !d->mtt_used || !d->srq || !d->xrcd) {
+	    !d->gid || !d->mtt || !d->mtt_used || !d->srq || !d->xrcd ||
+	    qrnic_mr_alloc_init(d) != 0) {
 		free_tables(d);
 		return -1;
 	}
@@ -444,8 +487,11 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		memset(d->eq, 0, c->max_eq * sizeof(*d->eq));
 		clear_used(d->srq, c->max_srq, sizeof(*d->srq));
 		clear_used(d->xrcd, c->max_xrcd, sizeof(*d->xrcd));
-		/* Keep each MR slot's tag so keys from before the reset stay stale. */
-		for (uint32_t i = 0; i < c->max_mr; i++) {
+		/* Keep each MR slot's tag so keys from before the reset stay
+		 * stale.  Slots from mr_seen on and MTT entries from mtt_top on
+		 * were never touched: the loops stop there, the pages of tables
+		 * sized for the configured maximum stay unallocated. */
+		for (uint32_t i = 0; i < d->mr_seen; i++) {
 			uint8_t tag = d->mr[i].next_tag;
 
 			memset(&d->mr[i], 0, sizeof(d->mr[i]));
@@ -453,10 +499,10 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		}
 		clear_used(d->ah, c->max_ah, sizeof(*d->ah));
 		memset(d->gid, 0, c->gid_tbl_len * sizeof(*d->gid));
-		memset(d->mtt, 0, c->max_mtt * sizeof(*d->mtt));
-		memset(d->mtt_used, 0, c->max_mtt * sizeof(*d->mtt_used));
+		memset(d->mtt, 0, (size_t)d->mtt_top * sizeof(*d->mtt));
+		memset(d->mtt_used, 0, (size_t)d->mtt_top * sizeof(*d->mtt_used));
 	}
-	d->mtt_free = c->max_mtt;
+	qrnic_mr_alloc_reset(d);	/* every slot and entry free */
 	if (d->admin && d->admin->reset)
 		d->admin->reset(d->admin_opaque, d);
 	d->uctx_valid[0] = true;

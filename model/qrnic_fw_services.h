@@ -35,8 +35,9 @@
 	X(qrnic_fault_admin) X(qrnic_fault_admin_hang)			\
 	/* QP life cycle (qp.c) */					\
 	X(qrnic_qp_init_state) X(qrnic_qp_fini_state) X(qrnic_qp_set_state) \
-	/* MTT allocation, windows of a destroyed QP (mr.c) */		\
+	/* MTT and MPT allocation, windows of a destroyed QP (mr.c) */	\
 	X(qrnic_mtt_alloc) X(qrnic_mtt_free) X(qrnic_mw_qp_gone) X(qrnic_mw_unbind)	\
+	X(qrnic_mpt_peek) X(qrnic_mpt_take) X(qrnic_mpt_give)		\
 	/* CQ teardown of deferred effects (effects.c), resize (cq.c) */	\
 	X(qrnic_fx_cancel_cq) X(qrnic_cq_resize)			\
 	/* SRQ limit (srq.c), multicast groups (mcast.c) */		\

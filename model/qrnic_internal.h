@@ -71,6 +71,38 @@ struct qrnic_pd {
 	uint32_t refcnt;	/* QPs, MRs and AHs using it */
 };
 
+/* MPT slot allocator (mr.c): lowest free slot first.  Slots >= top were
+ * not handed out since the reset; below it a bitmap of four levels marks
+ * the free ones: bit i of w[0] = slot i free, bit j of w[k+1] = word j of
+ * w[k] not zero.  64^4 = 2^24 covers max_mr's ceiling. */
+#define QRNIC_IDMAP_LEVELS 4
+struct qrnic_idmap {
+	uint64_t *w[QRNIC_IDMAP_LEVELS];
+	uint32_t cap;		/* slots the levels cover (a multiple of 64) */
+	uint32_t top;
+};
+
+/* MTT allocator (mr.c): the free extents of the MTT in a treap ordered by
+ * start, each node knowing the longest extent below it (first fit in
+ * O(log n)).  Nodes live in one array, indices as links (0: none). */
+struct qrnic_mtt_node {
+	uint32_t start, len;
+	uint32_t maxlen;	/* longest len in this subtree */
+	uint32_t prio;		/* heap order (a deterministic pseudo-random) */
+	uint32_t l, r;
+};
+
+struct qrnic_mtt_tree {
+	struct qrnic_mtt_node *n;	/* [cap]; n[0] is the empty tree */
+	uint32_t cap;
+	uint32_t hi;		/* n[1..hi) handed out at least once */
+	uint32_t spare;		/* list of recycled nodes (through .l) */
+	uint32_t nspare;
+	uint32_t root;
+	uint32_t nodes;		/* in the tree */
+	uint32_t seed;		/* xorshift state for priorities */
+};
+
 struct qrnic_mr {
 	struct qrnic_mpt_entry mpt;	/* mpt.flags & QRNIC_MPT_VALID */
 	uint8_t next_tag;		/* tag for the next registration of this slot */
@@ -461,8 +493,13 @@ struct qrnic_dev {
 	uint32_t nmcg;			/* groups in use */
 	struct qrnic_gid_entry *gid;	/* [gid_tbl_len] */
 	uint64_t *mtt;			/* [max_mtt] page bus addresses */
-	uint8_t *mtt_used;		/* [max_mtt] allocator map (mr.c) */
+	uint8_t *mtt_used;		/* [max_mtt] entry allocated (mr.c) */
 	uint32_t mtt_free;		/* entries free */
+	uint32_t mtt_top;		/* entries >= mtt_top untouched since the reset */
+	struct qrnic_mtt_tree mtt_tree;	/* the free extents (mr.c) */
+	struct qrnic_idmap mpt_ids;	/* the free MPT slots (mr.c) */
+	uint32_t mr_seen;		/* slots >= mr_seen all zero (tags too): loops stop
+					 * here; only grows (tags outlive a reset) */
 	uint32_t next_qpn;		/* firmware: where the QPN search starts (2..max_qp-1) */
 	uint32_t qp_live;		/* firmware: QPs that exist (the QPN window; derived
 					 * from the QPs on a snapshot load) */
@@ -697,9 +734,37 @@ static inline uint64_t qrnic_le64_to_host(uint64_t v)
 }
 
 /* ---- mr.c: memory protection and translation ----------------------------- */
-/* Allocate/free MTT entries; returns first index or UINT32_MAX. */
+/* Allocate/free MTT entries; returns first index or UINT32_MAX (n == 0,
+ * no free run of n entries, or no memory for the allocator).  First fit:
+ * the lowest run of n free entries.  Freeing tolerates entries already
+ * free (counted once) and ignores a range out of bounds. */
 uint32_t qrnic_mtt_alloc(struct qrnic_dev *d, uint32_t n);
 void qrnic_mtt_free(struct qrnic_dev *d, uint32_t base, uint32_t n);
+/* Calls fn for each maximal run of allocated MTT entries, lowest first;
+ * returns how many (fn may be NULL: only counted). */
+uint32_t qrnic_mtt_runs(struct qrnic_dev *d, void (*fn)(void *, uint32_t, uint32_t),
+			void *opaque);
+/* The MPT slot allocator.  qrnic_mpt_peek: the lowest free slot (>= 1),
+ * or 0 if none (table full, or no memory for the allocator); nothing is
+ * claimed.  qrnic_mpt_take claims the slot peek returned (call it before
+ * another peek/take/give); qrnic_mpt_give hands a slot back (a slot not
+ * taken is ignored). */
+uint32_t qrnic_mpt_peek(struct qrnic_dev *d);
+void qrnic_mpt_take(struct qrnic_dev *d, uint32_t idx);
+void qrnic_mpt_give(struct qrnic_dev *d, uint32_t idx);
+/* device.c, snapshot.c: the allocators' memory; their power-on state (all
+ * free); their state rebuilt from the MPT and mtt_used (a loaded stream:
+ * false if out of memory); check against them: qrnic_dev_check_alloc
+ * (qrnic_model.h). */
+int qrnic_mr_alloc_init(struct qrnic_dev *d);
+void qrnic_mr_alloc_fini(struct qrnic_dev *d);
+void qrnic_mr_alloc_reset(struct qrnic_dev *d);
+bool qrnic_mr_alloc_rebuild(struct qrnic_dev *d);
+/* An MPT slot in use: holds an MR, a fast-registration MR or a window. */
+static inline bool qrnic_mpt_in_use(const struct qrnic_mr *m)
+{
+	return (m->mpt.flags & (QRNIC_MPT_VALID | QRNIC_MPT_FAST | QRNIC_MPT_MW)) != 0;
+}
 /* Resolve [va, va+len) of MR 'key' for PD 'pdn' needing 'access'
  * (QRNIC_ACCESS_* bits; 0 = local read).  Returns QRNIC_VERR_NONE or the
  * reason (LKEY/PD/BOUNDS/ACCESS). */

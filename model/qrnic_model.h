@@ -327,6 +327,10 @@ bool qrnic_dev_busy(const struct qrnic_dev *dev);
  * links agree, no cycle, every QP on a list once.  For tests and fuzzers;
  * walks are bounded by max_qp.  0, or -1 with a reason in why. */
 int qrnic_dev_check_lists(struct qrnic_dev *dev, char *why, size_t len);
+/* Self-check of the MPT slot and MTT allocators against the MPT and the
+ * MTT map (model/mr.c): for tests; costs a walk of the slots and entries
+ * ever used.  0, or -1 with a reason in why. */
+int qrnic_dev_check_alloc(struct qrnic_dev *dev, char *why, size_t len);
 /* Run that check after every QP service step too; failures are counted
  * (and the first one logged as an error).  Off by default. */
 void qrnic_dev_set_selfcheck(struct qrnic_dev *dev, bool on);

@@ -297,6 +297,23 @@ static bool load_regs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 
 /* OBJS: user contexts, PDs, CQs, EQs, SRQs, XRC domains, AHs, MRs (with
  * the MTT), GIDs and multicast groups: the entries in use, by index. */
+struct mtt_run_w {
+	struct qrnic_dev *d;
+	struct qrnic_snap_w *w;
+};
+
+static void save_mtt_run(void *opaque, uint32_t s, uint32_t len)
+{
+	struct mtt_run_w *sr = opaque;
+
+	qs_u32(sr->w, s);
+	qs_u32(sr->w, len);
+	for (uint32_t j = s; j < s + len; j++) {
+		qs_u8(sr->w, sr->d->mtt_used[j]);
+		qs_u64(sr->w, sr->d->mtt[j]);
+	}
+}
+
 static void save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 {
 	const struct qrnic_config *c = &d->cfg;
@@ -427,11 +444,11 @@ static void save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	/* MRs: every slot that is not all zero (an invalid slot's next tag
 	 * keeps the keys it handed out before stale) */
 	n = 0;
-	for (uint32_t i = 0; i < c->max_mr; i++)
+	for (uint32_t i = 0; i < d->mr_seen; i++)	/* all zero from mr_seen on */
 		n += d->mr[i].mpt.flags || d->mr[i].next_tag || d->mr[i].bound_mws ||
 		     d->mr[i].mw_qpn;
 	qs_u32(w, n);
-	for (uint32_t i = 0; i < c->max_mr; i++) {
+	for (uint32_t i = 0; i < d->mr_seen; i++) {
 		const struct qrnic_mr *m = &d->mr[i];
 
 		if (!(m->mpt.flags || m->next_tag || m->bound_mws || m->mw_qpn))
@@ -443,34 +460,10 @@ static void save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qs_u32(w, m->mw_qpn);
 	}
 
-	/* MTT: runs of allocated entries */
-	n = 0;
-	for (uint32_t i = 0; i < c->max_mtt;) {
-		if (!d->mtt_used[i]) {
-			i++;
-			continue;
-		}
-		n++;
-		while (i < c->max_mtt && d->mtt_used[i])
-			i++;
-	}
-	qs_u32(w, n);
-	for (uint32_t i = 0; i < c->max_mtt;) {
-		uint32_t s;
-
-		if (!d->mtt_used[i]) {
-			i++;
-			continue;
-		}
-		for (s = i; i < c->max_mtt && d->mtt_used[i]; i++)
-			;
-		qs_u32(w, s);
-		qs_u32(w, i - s);
-		for (uint32_t j = s; j < i; j++) {
-			qs_u8(w, d->mtt_used[j]);
-			qs_u64(w, d->mtt[j]);
-		}
-	}
+	/* MTT: runs of allocated entries (the gaps between the allocator's
+	 * free extents), lowest first */
+	qs_u32(w, qrnic_mtt_runs(d, NULL, NULL));
+	qrnic_mtt_runs(d, save_mtt_run, &(struct mtt_run_w){ d, w });
 
 	n = 0;
 	for (uint32_t i = 0; i < c->gid_tbl_len; i++)
@@ -626,6 +619,8 @@ static bool load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	while (n-- && !r->bad) {
 		struct qrnic_mr *m = &d->mr[i = qr_index(r, c->max_mr, false, "MR slot")];
 
+		if (d->mr_seen <= i)
+			d->mr_seen = i + 1;
 		qr_bytes(r, &m->mpt, sizeof(m->mpt));
 		m->next_tag = qr_u8(r);
 		m->bound_mws = qr_u32(r);
@@ -633,7 +628,6 @@ static bool load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	}
 
 	n = qr_count(r, c->max_mtt, 8, "MTT runs");
-	d->mtt_free = c->max_mtt;
 	while (n-- && !r->bad) {
 		uint32_t s = qr_index(r, c->max_mtt, true, "MTT entry");
 		uint32_t len = qr_u32(r);
@@ -642,16 +636,20 @@ static bool load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 			break;
 		if (len == 0 || len > c->max_mtt - s || len > qr_left(r) / 9)
 			return qr_fail(r, "MTT run %u+%u out of range", s, len);
+		if (d->mtt_top < s + len)	/* a reset after a failure clears it */
+			d->mtt_top = s + len;
 		for (uint32_t j = s; j < s + len; j++) {
 			if (d->mtt_used[j])
 				return qr_fail(r, "MTT entry %u given twice", j);
 			d->mtt_used[j] = qr_u8(r);
 			d->mtt[j] = qr_u64(r);
-			if (!d->mtt_used[j])
+			if (d->mtt_used[j] != 1)
 				return qr_fail(r, "MTT entry %u of a run is not in use", j);
-			d->mtt_free--;
 		}
 	}
+	/* the allocators' state follows from the MPT and the MTT map */
+	if (!r->bad && !qrnic_mr_alloc_rebuild(d))
+		return qr_fail(r, "out of memory for the MR allocators");
 
 	n = qr_count(r, c->gid_tbl_len, 21, "GIDs");
 	while (n-- && !r->bad) {
@@ -1592,12 +1590,18 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		}
 		pd_ref[d->ah[i].pdn]++;
 	}
-	for (uint32_t i = 0; i < c->max_mr; i++) {
+	for (uint32_t i = 0; i < d->mr_seen; i++) {	/* the load set mr_seen */
 		const struct qrnic_mpt_entry *m = &d->mr[i].mpt;
 		uint64_t span;
 
-		if (!(m->flags & QRNIC_MPT_VALID))
+		/* every slot in use holds its PD (a fast-registration MR not
+		 * registered and a window not bound too) */
+		if (!qrnic_mpt_in_use(&d->mr[i]))
 			continue;
+		if (i == 0) {
+			qr_fail(r, "MR slot 0 is in use");
+			goto out;
+		}
 		if (!pd_ok(d, m->pdn)) {
 			qr_fail(r, "MR %u: PD %u does not exist", i, m->pdn);
 			goto out;
@@ -1614,12 +1618,28 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 				(unsigned long long)span);
 			goto out;
 		}
-		for (uint64_t j = 0; j < span; j++)
-			if (!d->mtt_used[m->mtt_base + j]) {
-				qr_fail(r, "MR %u: MTT entry %llu is not allocated", i,
-					(unsigned long long)(m->mtt_base + j));
+		/* each entry of one MR only: marked 2 while checking (a failed
+		 * load resets the device, which clears the marks) */
+		for (uint64_t j = 0; j < span; j++) {
+			uint8_t *u = &d->mtt_used[m->mtt_base + j];
+
+			if (*u != 1) {
+				qr_fail(r, "MR %u: MTT entry %llu is %s", i,
+					(unsigned long long)(m->mtt_base + j),
+					*u ? "another MR's too" : "not allocated");
 				goto out;
 			}
+			*u = 2;
+		}
+	}
+	/* and no allocated entry without its MR (the allocator would never
+	 * get it back) */
+	for (uint32_t j = 0; j < d->mtt_top; j++) {
+		if (d->mtt_used[j] == 1) {
+			qr_fail(r, "MTT entry %u is allocated but no MR uses it", j);
+			goto out;
+		}
+		d->mtt_used[j] = d->mtt_used[j] != 0;
 	}
 	for (uint32_t i = 1; i < c->max_qp; i++) {
 		const struct qrnic_qp *qp = &d->qp[i];
@@ -1678,17 +1698,18 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		}
 	/* memory windows: each MR's and QP's count of the windows bound to it */
 	{
-		uint32_t *mw_mr = calloc(c->max_mr ? c->max_mr : 1, sizeof(*mw_mr));
+		/* slots from mr_seen on are all zero: neither windows nor MRs */
+		uint32_t *mw_mr = calloc(d->mr_seen, sizeof(*mw_mr));
 		uint32_t *mw_qp = calloc(c->max_qp ? c->max_qp : 1, sizeof(*mw_qp));
 		bool bad = !mw_mr || !mw_qp;
 
-		for (uint32_t i = 0; i < c->max_mr && !bad; i++) {
+		for (uint32_t i = 0; i < d->mr_seen && !bad; i++) {
 			const struct qrnic_mr *m = &d->mr[i];
 			uint32_t p = m->mpt.max_pages;
 
 			if (!(m->mpt.flags & QRNIC_MPT_VALID) || !(m->mpt.flags & QRNIC_MPT_MW))
 				continue;
-			if (!p || p >= c->max_mr || !(d->mr[p].mpt.flags & QRNIC_MPT_VALID) ||
+			if (!p || p >= d->mr_seen || !(d->mr[p].mpt.flags & QRNIC_MPT_VALID) ||
 			    (d->mr[p].mpt.flags & QRNIC_MPT_MW) ||
 			    (m->mw_qpn && (m->mw_qpn >= c->max_qp || !d->qp[m->mw_qpn].valid))) {
 				qr_fail(r, "window %u: bound to MR %u or QP %u that does not exist", i, p,
@@ -1700,7 +1721,7 @@ static bool check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r)
 			if (m->mw_qpn)
 				mw_qp[m->mw_qpn]++;
 		}
-		for (uint32_t i = 0; i < c->max_mr && !bad; i++)
+		for (uint32_t i = 0; i < d->mr_seen && !bad; i++)
 			if ((d->mr[i].mpt.flags & QRNIC_MPT_VALID) &&
 			    !(d->mr[i].mpt.flags & QRNIC_MPT_MW) && d->mr[i].bound_mws != mw_mr[i]) {
 				qr_fail(r, "MR %u: %u windows bound, %u counted", i, mw_mr[i],
@@ -1849,8 +1870,9 @@ int qrnic_dev_load(struct qrnic_dev *d, const uint8_t *buf, size_t len, char *er
 	d->fx = NULL;
 	d->fx_cap = d->fx_free = d->fx_used = 0;
 	memset(d->uctx_valid, 0, d->cfg.max_uctx * sizeof(*d->uctx_valid));
-	for (uint32_t i = 0; i < d->cfg.max_mr; i++)
+	for (uint32_t i = 0; i < d->mr_seen; i++)	/* all zero above */
 		d->mr[i].next_tag = 0;
+	d->mr_seen = 1;		/* the load raises it over every slot it fills */
 
 	for (;;) {
 		uint32_t tag;

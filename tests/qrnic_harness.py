@@ -1223,7 +1223,8 @@ class Device:
             raise HarnessError(self._l.hx_world_error(self.w).decode())
 
     def check(self):
-        """The device's internal QP lists are consistent (raises if not)."""
+        """The device's internal QP lists and MR allocators are consistent
+        (raises if not)."""
         why = ctypes.create_string_buffer(256)
         if self._l.hx_dev_check(self.w, self.idx, why, len(why)) != 0:
             raise HarnessError('device %d: %s' % (self.idx, why.value.decode()))

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Firmware and memory-translation unit test (tests/c/test_fw_mr.c): PBL
 levels 0-3 including a 1 GiB MR, translation across pages, stale keys,
-MTT exhaustion and unwinding, the QP state machine table and ~100k garbage
-admin commands, all under AddressSanitizer and UBSan."""
+MTT exhaustion and unwinding, the MPT slot and MTT allocators (reuse of
+freed slots and ranges, clean refusal when full, fragmentation, random
+churn against a first-fit / lowest-slot reference, a snapshot round trip
+after the churn), the QP state machine table and ~100k garbage admin
+commands, all under AddressSanitizer and UBSan."""
 import glob
 import os
 import subprocess

@@ -6,8 +6,9 @@ three rounds; the model's memory (this process's RSS: the model runs in
 it) must come back to the same level after each round.
 
 What "baseline" means here: the device's object tables are allocated
-once when the device is made (calloc of max_qp, max_mr, max_mtt
-entries); their pages become resident the first time they are used and
+once when the device is made (calloc of max_qp entries; the MPT and the
+MTT, max_mr and max_mtt entries, as anonymous mappings when large: see
+model/device.c table_alloc); their pages become resident the first time they are used and
 stay so, like the rings' simulated guest memory (reused each round with
 hx_mem_mark/hx_mem_release).  Per-object memory (a rung QP's send window,
 ~42 KB) is freed on destroy.  So the baseline is RSS after the first

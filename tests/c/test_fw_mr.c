@@ -429,6 +429,11 @@ static void check_invariants(struct qrnic_dev *d)
 			mr_pages += m->npages;
 	}
 	CHECK_EQ(mr_pages, used);
+	{
+		char why[256];
+
+		CHECK_EQ(qrnic_dev_check_alloc(d, why, sizeof(why)), 0);
+	}
 	for (i = 1; i < d->cfg.max_ah; i++)
 		if (d->ah[i].valid)
 			pdref[d->ah[i].pdn]++;
@@ -1070,6 +1075,258 @@ static void test_mtt(void)
 	CHECK_EQ(reg_mr(d, &c, &keys[0]), QRNIC_AQ_OK);
 	CHECK_EQ(QRNIC_KEY_INDEX(keys[0]), QRNIC_KEY_INDEX(keys[2]));
 	destroy_all(d);
+	qrnic_dev_free(d);
+}
+
+/* ---- MPT and MTT allocators (model/mr.c) ------------------------------- */
+static void check_alloc(struct qrnic_dev *d, int line)
+{
+	char why[256];
+
+	checks++;
+	if (qrnic_dev_check_alloc(d, why, sizeof(why)) != 0) {
+		failures++;
+		fprintf(stderr, "line %d: allocator check: %s\n", line, why);
+	}
+}
+#define CHECK_ALLOC(d) check_alloc(d, __LINE__)
+
+static uint32_t alloc_rng = 12345;
+
+static uint32_t arnd(uint32_t n)
+{
+	alloc_rng ^= alloc_rng << 13;
+	alloc_rng ^= alloc_rng >> 17;
+	alloc_rng ^= alloc_rng << 5;
+	return alloc_rng % n;
+}
+
+/* The reference: first fit over a byte map, as the allocator replaced. */
+static uint32_t ref_first_fit(uint8_t *map, uint32_t max, uint32_t n)
+{
+	for (uint32_t i = 0, run = 0; i < max; i++) {
+		run = map[i] ? 0 : run + 1;
+		if (run == n) {
+			memset(map + i + 1 - n, 1, n);
+			return i + 1 - n;
+		}
+	}
+	return UINT32_MAX;
+}
+
+static void mtt_200(struct qrnic_config *c) { c->max_mtt = 256; c->max_mr = 200; }
+static void mtt_1000(struct qrnic_config *c) { c->max_mtt = 1000; }
+
+static void test_alloc_mtt(void)
+{
+	struct qrnic_dev *d = dev_new_cfg(mtt_200);
+	uint32_t base[64], i, a;
+	uint8_t ref[1000];
+	uint32_t rb[300], rn[300], nlive = 0;
+
+	/* fill the MTT with 64 ranges of 4: first fit packs them from 0 */
+	for (i = 0; i < 64; i++) {
+		base[i] = qrnic_mtt_alloc(d, 4);
+		CHECK_EQ(base[i], i * 4);
+	}
+	CHECK_EQ(d->mtt_free, 0);
+	CHECK_EQ(qrnic_mtt_alloc(d, 1), UINT32_MAX);	/* exhausted: clean refusal */
+	CHECK_ALLOC(d);
+	/* free every other: 32 holes of 4, none larger */
+	for (i = 1; i < 64; i += 2)
+		qrnic_mtt_free(d, base[i], 4);
+	CHECK_EQ(d->mtt_free, 128);
+	CHECK_ALLOC(d);
+	CHECK_EQ(qrnic_mtt_alloc(d, 5), UINT32_MAX);	/* 128 free, no run of 5 */
+	CHECK_EQ(d->mtt_free, 128);
+	CHECK_EQ(qrnic_mtt_alloc(d, 3), 4);		/* the first hole, partly */
+	CHECK_EQ(qrnic_mtt_alloc(d, 2), 12);		/* 7 is left: too small */
+	CHECK_EQ(qrnic_mtt_alloc(d, 1), 7);		/* first fit: the 1 left */
+	CHECK_ALLOC(d);
+	/* freeing a range between two holes joins the three */
+	qrnic_mtt_free(d, base[10], 4);			/* 36..40 + holes 44.. and 28.. */
+	CHECK_EQ(qrnic_mtt_alloc(d, 12), 36);		/* 36..48: hole 28..32 is too small */
+	CHECK_EQ(qrnic_mtt_alloc(d, 4), 20);		/* the lowest 4-hole now */
+	CHECK_ALLOC(d);
+	/* everything back: one run again */
+	for (i = 0; i < 256; i++)
+		qrnic_mtt_free(d, i, 1);
+	CHECK_EQ(d->mtt_free, 256);
+	CHECK_ALLOC(d);
+	CHECK_EQ(qrnic_mtt_alloc(d, 256), 0);
+	qrnic_mtt_free(d, 0, 256);
+	CHECK_ALLOC(d);
+	qrnic_dev_free(d);
+
+	/* random churn against the reference (first fit: the same bases) */
+	d = dev_new_cfg(mtt_1000);
+	memset(ref, 0, sizeof(ref));
+	for (i = 0; i < 30000; i++) {
+		if (nlive < 300 && (nlive == 0 || arnd(100) < 55)) {
+			uint32_t n = 1 + (arnd(4) ? arnd(8) : arnd(120));
+
+			a = qrnic_mtt_alloc(d, n);
+			CHECK_EQ(a, ref_first_fit(ref, 1000, n));
+			if (a != UINT32_MAX) {
+				rb[nlive] = a;
+				rn[nlive++] = n;
+			}
+		} else {
+			uint32_t k = arnd(nlive);
+
+			qrnic_mtt_free(d, rb[k], rn[k]);
+			memset(ref + rb[k], 0, rn[k]);
+			rb[k] = rb[--nlive];
+			rn[k] = rn[nlive];
+		}
+		if (i % 1000 == 0)
+			CHECK_ALLOC(d);
+	}
+	CHECK_ALLOC(d);
+	qrnic_dev_free(d);
+}
+
+static void mpt_200(struct qrnic_config *c) { c->max_mr = 200; }
+
+static void test_alloc_mpt(void)
+{
+	struct qrnic_dev *d = dev_new_cfg(mpt_200);
+	uint32_t pdn = create_pd(d, 0), keys[200], k, i, n = 0;
+	struct qrnic_aq_cmd c = mr_cmd(pdn, 0, QRNIC_MR_F_PHYS, 12, 0, MEM_BASE, 4096, 0, 0);
+	struct qrnic_aq_cqe e;
+
+	/* slots 1..199 in order, then a clean refusal */
+	for (i = 1; i < 200; i++) {
+		CHECK_EQ(reg_mr(d, &c, &keys[i]), QRNIC_AQ_OK);
+		CHECK_EQ(QRNIC_KEY_INDEX(keys[i]), i);
+	}
+	e = run(d, &c);
+	CHECK_EQ(e.status, QRNIC_AQ_NO_RESOURCES);
+	CHECK_EQ(e.detail, 0);
+	CHECK_ALLOC(d);
+	/* every other slot back: reused lowest first, each with its next tag */
+	for (i = 1; i < 200; i += 2)
+		CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, keys[i]), QRNIC_AQ_OK);
+	CHECK_ALLOC(d);
+	for (i = 1; i < 200; i += 2) {
+		CHECK_EQ(reg_mr(d, &c, &k), QRNIC_AQ_OK);
+		CHECK_EQ(QRNIC_KEY_INDEX(k), i);
+		CHECK(k != keys[i]);	/* the old key of the slot stays stale */
+		CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, keys[i]), QRNIC_AQ_BAD_HANDLE);
+		keys[i] = k;
+	}
+	CHECK_EQ(reg_mr(d, &c, NULL), QRNIC_AQ_NO_RESOURCES);
+	/* the top slots back, then a low one: the low one first */
+	CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, keys[199]), QRNIC_AQ_OK);
+	CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, keys[198]), QRNIC_AQ_OK);
+	CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, keys[70]), QRNIC_AQ_OK);
+	CHECK_ALLOC(d);
+	CHECK_EQ(reg_mr(d, &c, &keys[70]), QRNIC_AQ_OK);
+	CHECK_EQ(QRNIC_KEY_INDEX(keys[70]), 70);
+	CHECK_EQ(reg_mr(d, &c, &keys[198]), QRNIC_AQ_OK);
+	CHECK_EQ(QRNIC_KEY_INDEX(keys[198]), 198);
+	CHECK_ALLOC(d);
+	/* a failed registration claims nothing */
+	c.u.reg_mr.access = 0xffffffff;
+	CHECK_EQ(reg_mr(d, &c, NULL), QRNIC_AQ_BAD_PARAM);
+	c.u.reg_mr.access = 0;
+	CHECK_EQ(reg_mr(d, &c, &keys[199]), QRNIC_AQ_OK);
+	CHECK_EQ(QRNIC_KEY_INDEX(keys[199]), 199);
+	destroy_all(d);
+	CHECK_ALLOC(d);
+
+	/* random churn of MRs, fast-registration MRs and windows against the
+	 * lowest-free reference; MTT ranges of 1..8 pages */
+	{
+		uint64_t data = galloc(8 * 4096, 4096);
+		bool used[200] = { false };
+		uint32_t live[200];
+
+		pdn = create_pd(d, 0);
+		for (i = 0; i < 20000; i++) {
+			if (n < 199 && (n == 0 || arnd(100) < 55)) {
+				uint32_t want = 1, kind = arnd(4);
+				struct qrnic_aq_cmd a;
+
+				while (want < 200 && used[want])
+					want++;
+				if (kind == 0) {
+					a = mk(QRNIC_CMD_ALLOC_MR);
+					a.u.alloc_mr.pdn = pdn;
+					a.u.alloc_mr.max_pages = 1 + arnd(8);
+				} else if (kind == 1) {
+					a = mk(QRNIC_CMD_ALLOC_MW);
+					a.u.alloc_mw.pdn = pdn;
+					a.u.alloc_mw.type = QRNIC_MW_TYPE_1;
+				} else {
+					uint32_t np = 1 + arnd(8);
+
+					a = mr_cmd(pdn, 0, 0, 12, 0, 0x10000, np * 4096ull, data, np);
+				}
+				e = run(d, &a);
+				CHECK_EQ(e.status, QRNIC_AQ_OK);
+				if (e.status != QRNIC_AQ_OK)
+					break;
+				CHECK_EQ(QRNIC_KEY_INDEX(e.result[0]), want);
+				used[want] = true;
+				live[n++] = e.result[0];
+			} else {
+				k = arnd(n);
+				CHECK_EQ(destroy(d, QRNIC_CMD_DEREG_MR, live[k]), QRNIC_AQ_OK);
+				used[QRNIC_KEY_INDEX(live[k])] = false;
+				live[k] = live[--n];
+			}
+			if (i % 1000 == 0)
+				CHECK_ALLOC(d);
+		}
+		CHECK_ALLOC(d);
+		check_invariants(d);
+
+		/* snapshot round trip after the churn: the allocators come back
+		 * (rebuilt, not saved) and hand out what the original does */
+		{
+			struct qrnic_dev *d2 = dev_new_cfg(mpt_200);
+			uint8_t *buf = NULL, *buf2 = NULL;
+			size_t len = 0, len2 = 0;
+			char err[256] = "";
+
+			CHECK_EQ(qrnic_dev_save(d, &buf, &len), 0);
+			CHECK_EQ(qrnic_dev_load(d2, buf, len, err, sizeof(err)), 0);
+			if (err[0])
+				fprintf(stderr, "load: %s\n", err);
+			CHECK_ALLOC(d2);
+			CHECK_EQ(d2->mtt_free, d->mtt_free);
+			CHECK_EQ(d2->mpt_ids.top, d->mpt_ids.top);
+			CHECK_EQ(qrnic_dev_save(d2, &buf2, &len2), 0);
+			CHECK(len2 == len && !memcmp(buf, buf2, len));
+			for (i = 0; i < 5 && n + i < 199; i++) {
+				struct qrnic_aq_cmd a = mr_cmd(pdn, 0, 0, 12, 0, 0x10000,
+							       (i + 1) * 4096ull, data, i + 1);
+				struct qrnic_aq_cqe e1 = run(d, &a), e2 = run(d2, &a);
+
+				CHECK_EQ(e1.status, QRNIC_AQ_OK);
+				CHECK_EQ(e2.status, e1.status);
+				CHECK_EQ(e2.result[0], e1.result[0]);
+				k = QRNIC_KEY_INDEX(e1.result[0]);
+				CHECK_EQ(d2->mr[k].mpt.mtt_base, d->mr[k].mpt.mtt_base);
+			}
+			CHECK_EQ(qrnic_mtt_alloc(d2, 3), qrnic_mtt_alloc(d, 3));
+			CHECK_ALLOC(d);
+			CHECK_ALLOC(d2);
+			/* a stream whose MTT holds an entry no MR uses is refused */
+			free(buf);
+			buf = NULL;
+			qrnic_mtt_alloc(d, 2);	/* orphan range */
+			CHECK_EQ(qrnic_dev_save(d, &buf, &len), 0);
+			CHECK(qrnic_dev_load(d2, buf, len, err, sizeof(err)) != 0);
+			CHECK(strstr(err, "no MR uses it") != NULL);
+			CHECK_ALLOC(d2);	/* back to the reset state */
+			CHECK_EQ(d2->mtt_free, d2->cfg.max_mtt);
+			free(buf);
+			free(buf2);
+			qrnic_dev_free(d2);
+		}
+	}
 	qrnic_dev_free(d);
 }
 
@@ -2008,6 +2265,8 @@ int main(void)
 	test_stale_key();
 	test_bounds();
 	test_mtt();
+	test_alloc_mtt();
+	test_alloc_mpt();
 	test_sgl();
 	test_objects();
 	test_qp_table();

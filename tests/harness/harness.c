@@ -2070,7 +2070,9 @@ int hx_dev_check(hx_world *w, int d, char *why, size_t len)
 			 qrnic_dev_selfcheck_failures(h->dev));
 		return -1;
 	}
-	return qrnic_dev_check_lists(h->dev, why, len);
+	if (qrnic_dev_check_lists(h->dev, why, len))
+		return -1;
+	return qrnic_dev_check_alloc(h->dev, why, len);
 }
 
 int hx_dev_selfcheck(hx_world *w, int d, int on)
