@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Guest tier: the extended verbs API of the provider (guest-driver/provider/README.md),
 with unmodified upstream programs and a pyverbs program, between the two qrnic ports of
-one T1 guest:
+one T1 guest and between two T2 guests (one qrnic each, across the dgram wire):
 
 - ibv_rc_pingpong -N (the ibv_wr_* post API: ibv_create_qp_ex + ibv_wr_start/send/
   set_sge/complete) with buffer validation (-c), 4 KiB messages and 32-byte ones (those
@@ -28,8 +28,9 @@ import pytest
 
 from guest.vmlib import check_pair, client_server, guest_dmesg, next_port, pair, topo  # noqa: F401
 
-pytestmark = [pytest.mark.guest, pytest.mark.slow,
-              pytest.mark.parametrize('topo', ['T1'], indirect=True)]
+pytestmark = [pytest.mark.guest, pytest.mark.slow]
+BOTH = pytest.mark.parametrize('topo', ['T1', 'T2'], indirect=True)
+T1 = pytest.mark.parametrize('topo', ['T1'], indirect=True)   # both ends in one VM
 
 SCRIPT = '/tmp/qrnic_ext_verbs.py'
 GUEST_SCRIPT = r'''#!/usr/bin/env python3
@@ -286,6 +287,7 @@ main()
 '''
 
 
+@BOTH
 def test_rc_pingpong_new_send(topo):
     """ibv_rc_pingpong -N (ibv_wr_* post API) -c (buffer validation); 4 KiB messages and
     32-byte ones, which go inline (IBV_SEND_INLINE in wr_flags, ibv_wr_set_sge)."""
@@ -301,6 +303,7 @@ def test_rc_pingpong_new_send(topo):
         assert '100 iters in' in srv.output, srv.output
 
 
+@BOTH
 def test_rc_pingpong_timestamps(topo):
     """ibv_rc_pingpong -t: CQ of completion timestamps (ibv_create_cq_ex,
     ibv_wc_read_completion_ts).  It prints the max/min/average delta between
@@ -325,6 +328,7 @@ def test_rc_pingpong_timestamps(topo):
         assert 0 < got['Min'] <= got['Average'] <= got['Max'] <= run_ticks, (got, run_ticks)
 
 
+@BOTH
 def test_devinfo_ex(topo):
     """ibv_devinfo -v: the ibv_query_device_ex part (the completion timestamp mask and
     the core clock of ABI 1.7)."""
@@ -337,6 +341,7 @@ def test_devinfo_ex(topo):
     assert re.search(r'max_qp:\s*[1-9]', out), out
 
 
+@T1
 def test_pyverbs_ext_verbs(topo):
     """The pyverbs program: CQEX (with completion timestamps) + QPEx, every RC ibv_wr_*
     opcode, payloads checked, the timestamps against ibv_query_rt_values_ex and the wall
