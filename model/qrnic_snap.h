@@ -151,6 +151,30 @@ static inline size_t qr_left(const struct qrnic_snap_r *r)
 struct qrnic_dev;
 /* fault_snap.c: the fault state ("FLT." section, optional: only a device
  * that ever had fault rules writes it; loading replaces the rules). */
+/* Every section's version: bump one when its layout changes, and keep
+ * reading the older layouts (tests/fixtures holds a stream of each). */
+#define V_CONF	2	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5) */
+#define V_REGS	1
+#define V_OBJS	2	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7) */
+#define V_QP	2	/* 2: + TIMELY's RTT sampling state */
+#define V_WORK	1
+#define V_TIME	2	/* 2: + the PFC pause flag */
+#define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
+#define V_FLT	1
+
+/* The sections in their own files (snapshot.c writes and reads the stream,
+ * CONF, REGS, TIME and STAT; snap_objs.c OBJS and the relations between
+ * objects; snap_qp.c QPS. and WORK). */
+uint32_t qr_count(struct qrnic_snap_r *r, uint32_t max, size_t min_size, const char *what);
+uint32_t qr_index(struct qrnic_snap_r *r, uint32_t n, bool zero_ok, const char *what);
+void qrnic_snap_save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w);
+bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r);
+bool qrnic_snap_check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r);
+void qrnic_snap_save_qps(struct qrnic_dev *d, struct qrnic_snap_w *w);
+bool qrnic_snap_load_qps(struct qrnic_dev *d, struct qrnic_snap_r *r);
+void qrnic_snap_save_work(struct qrnic_dev *d, struct qrnic_snap_w *w);
+bool qrnic_snap_load_work(struct qrnic_dev *d, struct qrnic_snap_r *r);
+
 void qrnic_fault_save(struct qrnic_dev *d, struct qrnic_snap_w *w);
 bool qrnic_fault_load(struct qrnic_dev *d, struct qrnic_snap_r *r);
 
