@@ -5,25 +5,12 @@ doorbell page with 64-bit MMIO writes, then writes the control word."""
 import pytest
 
 import qrnic_harness as h
-from qtest.driver import World
-from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
+from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
 
 
-@pytest.fixture(scope='module')
-def qworld(qemu_binary):  # noqa: F811
-    w = World.single(qemu_binary, ndev=2, init=False, name='bf')
-    yield w
-    w.close()
-
-
-@pytest.fixture
-def world(qworld):
-    assert qworld.alive(), qworld.qemus[0].stderr()
-    qworld.reset_devices()
-    yield qworld
-    assert qworld.alive(), qworld.qemus[0].stderr()
+qworld, world = shared_world('bf')
 
 
 def _counts(dev):

@@ -16,27 +16,14 @@ import pytest
 
 import qrnic_harness as h
 from qtest.driver import World
-from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
+from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
 
 STEP = 1000     # ns of virtual time per poll
 
 
-@pytest.fixture(scope='module')
-def qworld(qemu_binary):  # noqa: F811
-    w = World.single(qemu_binary, ndev=2, init=False, name='clock')
-    w.fixed_step_ns = STEP
-    yield w
-    w.close()
-
-
-@pytest.fixture
-def world(qworld):
-    assert qworld.alive(), qworld.qemus[0].stderr()
-    qworld.reset_devices()
-    yield qworld
-    assert qworld.alive(), qworld.qemus[0].stderr()
+qworld, world = shared_world('clock', fixed_step_ns=STEP)
 
 
 def test_clock_register_is_qemu_virtual_time(world):

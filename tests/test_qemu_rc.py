@@ -9,26 +9,12 @@ import pytest
 
 import qrnic_harness as h
 from qtest import abi, scenarios
-from qtest.driver import World
-from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
+from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
 
 
-@pytest.fixture(scope='module')
-def qworld(qemu_binary):  # noqa: F811
-    w = World.single(qemu_binary, ndev=2, init=False, name='rc')
-    yield w
-    w.close()
-
-
-@pytest.fixture
-def world(qworld):
-    """The module's QEMU with both devices reset and brought up again."""
-    assert qworld.alive(), qworld.qemus[0].stderr()
-    qworld.reset_devices()
-    yield qworld
-    assert qworld.alive(), qworld.qemus[0].stderr()
+qworld, world = shared_world('rc')
 
 
 @pytest.fixture

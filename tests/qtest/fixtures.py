@@ -58,3 +58,31 @@ def qemu_binary():
     except RuntimeError as e:
         pytest.fail(f'qemu tier selected (QRNIC_TIERS) but no QEMU with qrnic: {e}',
                     pytrace=False)
+
+
+def shared_world(name, ndev=2, **attrs):
+    """The fixtures most qemu-tier modules want: `qworld`, one QEMU for the
+    module (devices not brought up; attrs set on the World, e.g.
+    fixed_step_ns), and `world`, that QEMU with its devices reset and brought
+    up again for each test, alive before and after.  In a test module:
+
+        qworld, world = shared_world('rc')
+    """
+    from qtest.driver import World
+
+    @pytest.fixture(scope='module')
+    def qworld(qemu_binary):
+        w = World.single(qemu_binary, ndev=ndev, init=False, name=name)
+        for k, v in attrs.items():
+            setattr(w, k, v)
+        yield w
+        w.close()
+
+    @pytest.fixture
+    def world(qworld):
+        assert qworld.alive(), qworld.qemus[0].stderr()
+        qworld.reset_devices()
+        yield qworld
+        assert qworld.alive(), qworld.qemus[0].stderr()
+
+    return qworld, world
