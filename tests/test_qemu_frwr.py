@@ -9,26 +9,18 @@ import random
 import pytest
 
 import qrnic_harness as h
-from qtest.driver import World
-from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
+from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
 RW = h.ACCESS_LOCAL_WRITE | h.ACCESS_REMOTE_WRITE | h.ACCESS_REMOTE_READ
 
 
-@pytest.fixture(scope='module')
-def qworld(qemu_binary):  # noqa: F811
-    w = World.single(qemu_binary, ndev=2, init=False, name='frwr')
-    yield w
-    w.close()
+qworld, world = shared_world('frwr')
 
 
 @pytest.fixture
-def conn(qworld):
-    assert qworld.alive(), qworld.qemus[0].stderr()
-    qworld.reset_devices()
-    yield h.connect_rc(*qworld.devs, mtu=1024)
-    assert qworld.alive(), qworld.qemus[0].stderr()
+def conn(world):
+    yield h.connect_rc(*world.devs, mtu=1024)
 
 
 def test_frwr_write_then_remote_invalidate(conn):
