@@ -52,7 +52,7 @@ import subprocess
 
 import pytest
 
-from guest.vmlib import pair, topo  # noqa: F401
+from guest.vmlib import host_verbs_program, pair, topo  # noqa: F401
 from test_guest_mw_cq import SUITE_FILES, _unittest_results
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
@@ -61,7 +61,6 @@ pytestmark = [pytest.mark.guest, pytest.mark.slow,
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get('QRNIC_CACHE', '/var/cache/qrnic')
 RDMA_CORE = os.path.join(CACHE, 'rdma-core-56.1')
-RDMA_BUILD = os.path.join(CACHE, 'rdma-core-56.1-build')
 PROG_SRC = os.path.join(HERE, 'guest', 'qrnic_mr_cq.c')
 GUEST_PROG = '/tmp/qrnic_mr_cq'
 SUITE_DIR = '/tmp/rdma-core-tests-mr'
@@ -70,17 +69,7 @@ SUITE_DIR = '/tmp/rdma-core-tests-mr'
 @pytest.fixture(scope='module')
 def prog(tmp_path_factory):
     """qrnic_mr_cq built on the host against rdma-core 56.1 (the guest's version)."""
-    inc, lib = os.path.join(RDMA_BUILD, 'include'), os.path.join(RDMA_BUILD, 'lib')
-    if not os.path.exists(os.path.join(inc, 'infiniband', 'verbs.h')):
-        pytest.fail('rdma-core 56.1 build not cached at %s (scripts/build-provider.sh makes it)'
-                    % RDMA_BUILD, pytrace=False)
-    out = str(tmp_path_factory.mktemp('prog') / 'qrnic_mr_cq')
-    r = subprocess.run(['cc', '-O2', '-Wall', '-Wextra', '-Werror', '-std=gnu11', '-I', inc,
-                        PROG_SRC, '-L', lib, '-libverbs', '-o', out],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    with open(out, 'rb') as f:
-        return f.read()
+    return host_verbs_program(PROG_SRC, tmp_path_factory.mktemp('prog'))
 
 
 KMOD_DIR = os.path.join(HERE, 'guest', 'kmod')

@@ -20,6 +20,7 @@ in failure messages).
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -250,3 +251,25 @@ def run_local(ep, server_cmd, client_cmd, **kw):
     d = {k: after[k] - before[k] for k in after}
     assert d['tx_packets'] - d['eth_tx_frames'] == looped, d
     return srv, cli, looped
+
+
+# ---- verbs programs built on the host ----------------------------------------------
+CACHE = os.environ.get('QRNIC_CACHE', '/var/cache/qrnic')
+RDMA_BUILD = os.path.join(CACHE, 'rdma-core-56.1-build')
+
+
+def host_verbs_program(src, out_dir):
+    """Compile the C program SRC on the host against the cached rdma-core 56.1
+    (the guest's version: scripts/build-provider.sh builds it; the guest image
+    has no compiler) into OUT_DIR; returns the binary's bytes, for vm.put()."""
+    inc, lib = os.path.join(RDMA_BUILD, 'include'), os.path.join(RDMA_BUILD, 'lib')
+    if not os.path.exists(os.path.join(inc, 'infiniband', 'verbs.h')):
+        pytest.fail('rdma-core 56.1 build not cached at %s (scripts/build-provider.sh makes it)'
+                    % RDMA_BUILD, pytrace=False)
+    out = os.path.join(str(out_dir), os.path.splitext(os.path.basename(src))[0])
+    r = subprocess.run(['cc', '-O2', '-Wall', '-Wextra', '-Werror', '-std=gnu11', '-I', inc,
+                        src, '-L', lib, '-libverbs', '-o', out],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    with open(out, 'rb') as f:
+        return f.read()
