@@ -73,3 +73,11 @@ def test_t1_vs_memcpy_refuses_bad_arguments_before_booting():
     for args in (('--size', 0), ('--runs', -1), ('--duration', 'x')):
         r = bench('t1_vs_memcpy', *args, rc=2)
         assert 'usage:' in r.stderr and 'qrnic_vm' not in r.stderr, r.stderr
+
+
+def test_bf_latency_refuses_bad_arguments_before_booting():
+    """bench/bf_latency (a guest benchmark, run by hand) checks its
+    arguments before it boots anything."""
+    for args in (('--rounds', 0), ('--iters', -1), ('--topo', 'T9'), ('--size', 'x')):
+        r = bench('bf_latency', *args, rc=2)
+        assert 'usage:' in r.stderr and 'qrnic_vm' not in r.stderr, r.stderr
