@@ -234,6 +234,16 @@ class Device:
     def dealloc_xrcd(self, xrcd, check=True):
         return self.destroy('DEALLOC_XRCD', xrcd, check)
 
+    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, limit=0, uctx=0,
+                       dbrec=True, check=True):
+        """An XRC SRQ (CREATE_SRQ with QRNIC_SRQ_F_XRC) of domain xrcd whose
+        receive completions go to cq: the back end's create_srq, its
+        command patched."""
+        self.patch_next_cmd('create_srq.flags', h.SRQ_F_XRC)
+        self.patch_next_cmd('create_srq.xrcd', xrcd)
+        self.patch_next_cmd('create_srq.cqn', _num(cq, 'cqn'))
+        return self.create_srq(pd, log_depth, wqe_shift, limit, uctx, dbrec, check)
+
     # -- fast registration and windows (spec 12.12, 12.13)
     def alloc_mr(self, pd, max_pages, flags=0, rsvd=0, check=True):
         """ALLOC_MR: a fast-registration MR of (kernel) PD pd, free until a

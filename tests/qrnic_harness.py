@@ -1630,15 +1630,6 @@ class Device(api.Device):
         return Qp(self, r, t, pd if hasattr(pd, 'pdn') else None, send_cq, recv_cq,
                   sq_log, sq_shift, rq_log, rq_shift)
 
-    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, limit=0, uctx=0,
-                       dbrec=True, check=True):
-        """An XRC SRQ (CREATE_SRQ with QRNIC_SRQ_F_XRC) of domain xrcd whose
-        receive completions go to cq."""
-        self.patch_next_cmd('create_srq.flags', SRQ_F_XRC)
-        self.patch_next_cmd('create_srq.xrcd', xrcd)
-        self.patch_next_cmd('create_srq.cqn', api._num(cq, 'cqn'))
-        return self.create_srq(pd, log_depth, wqe_shift, limit, uctx, dbrec, check)
-
     def create_xrc_ini(self, pd, send_cq, sq_log=6, sq_shift=9, uctx=0, flags=0, check=True):
         """An XRC INI QP: send side only (no receive CQ, no RQ)."""
         r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, api._num(pd, 'pdn'),

@@ -782,24 +782,13 @@ class Device(api.Device):
         r = self._result(st, cqe, 'create_cq', check)
         return None if r is None else Cq(self, r, log_depth, ring, rec, uctx, flags)
 
-    def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, check=True):
-        """An SRQ with a consumer record (spec 12.10)."""
+    def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
+        """An SRQ (spec 12.10), by default with a consumer record."""
         ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
-        rec = self.mem.alloc(64, 64)
+        rec = self.mem.alloc(64, 64) if dbrec else 0
         st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
             uctx=uctx, pdn=api._num(pd, 'pdn'), log_depth=log_depth,
             wqe_shift=wqe_shift, limit=limit, ring_addr=ring, dbrec_addr=rec)))
-        r = self._result(st, cqe, 'create_srq', check)
-        return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
-
-    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, uctx=0, check=True):
-        """An XRC SRQ of domain xrcd: its receive completions go to cq."""
-        ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
-        rec = self.mem.alloc(64, 64)
-        st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
-            uctx=uctx, pdn=api._num(pd, 'pdn'), log_depth=log_depth,
-            wqe_shift=wqe_shift, flags=h.SRQ_F_XRC, ring_addr=ring, dbrec_addr=rec,
-            xrcd=xrcd, cqn=api._num(cq, 'cqn'))))
         r = self._result(st, cqe, 'create_srq', check)
         return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
 
