@@ -20,6 +20,8 @@ import os
 import random
 import struct
 
+import qrnic_api as api
+
 # ---- ABI constants (model/abi/*.h) ------------------------------------------
 MAX_SGE = 30
 GRH_BYTES = 40
@@ -320,6 +322,111 @@ MIRRORS = {'qrnic_av': Av, 'qrnic_qp_attr': QpAttr, 'qrnic_cqe': Cqe, 'qrnic_eqe
            'qrnic_recv_wqe': RecvWqe, 'qrnic_trace_ev': TraceEv, 'hx_trace_rec': TraceRec,
            'hx_frame_info': FrameInfo, 'qrnic_reg_mr_wqe': RegMrWqe,
            'qrnic_bind_mw_wqe': BindMwWqe}
+
+
+# ---- admin command layouts (model/abi/qrnic_admin.h), checked by check_layout() ----
+AQ_SQE_BYTES = 128
+u8, u16, u32, u64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
+
+
+class AqHdr(LE):
+    _pack_ = 1
+    _fields_ = [('opcode', u8), ('flags', u8), ('cmd_id', u16), ('rsvd', u32)]
+
+
+class CmdQuery(LE):
+    _pack_ = 1
+    _fields_ = [('resp_addr', u64), ('resp_len', u32), ('port', u32)]
+
+
+class CmdGid(LE):
+    _pack_ = 1
+    _fields_ = [('index', u32), ('valid', u8), ('net_type', u8), ('rsvd', u16), ('gid', u8 * 16)]
+
+
+class CmdHandle(LE):
+    _pack_ = 1
+    _fields_ = [('handle', u32)]
+
+
+class CmdCreatePd(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32)]
+
+
+class CmdCreateCq(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32), ('eqn', u32), ('log_depth', u8), ('flags', u8), ('rsvd', u8 * 6),
+                ('ring_addr', u64), ('dbrec_addr', u64)]
+
+
+class CmdCreateQp(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32), ('pdn', u32), ('send_cqn', u32), ('recv_cqn', u32),
+                ('qp_type', u8), ('sq_log_depth', u8), ('sq_wqe_shift', u8),
+                ('rq_log_depth', u8), ('rq_wqe_shift', u8), ('rsvd0', u8 * 3),
+                ('flags', u32), ('srqn', u32), ('sq_addr', u64), ('rq_addr', u64)]
+
+
+class CmdModifyQp(LE):
+    _pack_ = 1
+    _fields_ = [('qpn', u32), ('rsvd', u32), ('attr', QpAttr)]
+
+
+class CmdQueryQp(LE):
+    _pack_ = 1
+    _fields_ = [('handle', u32), ('resp_len', u32), ('resp_addr', u64)]
+
+
+class CmdRegMr(LE):
+    _pack_ = 1
+    _fields_ = [('pdn', u32), ('access', u32), ('flags', u32), ('page_shift', u8),
+                ('pbl_levels', u8), ('rsvd', u16), ('iova', u64), ('length', u64),
+                ('pbl_addr', u64), ('npages', u32), ('rsvd2', u32)]
+
+
+class CmdCreateAh(LE):
+    _pack_ = 1
+    _fields_ = [('pdn', u32), ('rsvd', u32), ('av', Av)]
+
+
+class CmdCreateEq(LE):
+    _pack_ = 1
+    _fields_ = [('log_depth', u8), ('rsvd0', u8), ('vector', u16), ('flags', u32),
+                ('ring_addr', u64)]
+
+
+class CmdCreateSrq(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32), ('pdn', u32), ('log_depth', u8), ('wqe_shift', u8),
+                ('flags', u16), ('limit', u32), ('ring_addr', u64), ('dbrec_addr', u64),
+                ('xrcd', u32), ('cqn', u32), ('rsvd1', u64)]
+
+
+class CmdAllocXrcd(LE):
+    _pack_ = 1
+    _fields_ = [('uctx', u32), ('rsvd', u32)]
+
+
+class CmdModifySrq(LE):
+    _pack_ = 1
+    _fields_ = [('srqn', u32), ('attr_mask', u32), ('limit', u32), ('rsvd', u32)]
+
+
+CMD_MIRRORS = {'qrnic_aq_hdr': AqHdr, 'qrnic_cmd_query': CmdQuery, 'qrnic_cmd_gid': CmdGid,
+               'qrnic_cmd_create_cq': CmdCreateCq, 'qrnic_cmd_create_qp': CmdCreateQp,
+               'qrnic_cmd_modify_qp': CmdModifyQp, 'qrnic_cmd_query_qp': CmdQueryQp,
+               'qrnic_cmd_reg_mr': CmdRegMr, 'qrnic_cmd_create_ah': CmdCreateAh,
+               'qrnic_cmd_create_eq': CmdCreateEq, 'qrnic_cmd_create_srq': CmdCreateSrq,
+               'qrnic_cmd_modify_srq': CmdModifySrq, 'qrnic_cmd_alloc_xrcd': CmdAllocXrcd}
+
+
+def command(opcode, body=None, cmd_id=0, flags=0):
+    """128 bytes of an admin command: header + body (a ctypes structure or bytes)."""
+    op = CMD[opcode] if isinstance(opcode, str) else opcode
+    hdr = bytes(AqHdr(opcode=op, flags=flags, cmd_id=cmd_id))
+    b = bytes(body) if body is not None else b''
+    return (hdr + b).ljust(AQ_SQE_BYTES, b'\0')[:AQ_SQE_BYTES]
 
 
 def to_dict(s):
@@ -662,7 +769,7 @@ def config_doc_table():
 def check_layout():
     """Raise AssertionError if a Python mirror differs from the C structure."""
     lay = layout()
-    for cname, py in MIRRORS.items():
+    for cname, py in list(MIRRORS.items()) + list(CMD_MIRRORS.items()):
         c = lay[cname]
         assert ctypes.sizeof(py) == c['__size__'][0], \
             f'{cname}: size {ctypes.sizeof(py)} != C {c["__size__"][0]}'
@@ -1126,7 +1233,7 @@ class World:
 
 
 # ---- device + driver objects ---------------------------------------------------------
-class Device:
+class Device(api.Device):
     def __init__(self, world, idx):
         self.world = world
         self.idx = idx
@@ -1414,20 +1521,6 @@ class Device:
         if rc:
             raise HarnessError(f'bringup dev {self.idx}: {rc} {self.world.error()}')
 
-    def init(self, aq_log=5, eq_log=8):
-        """Bring-up, query device, async EQ (vector 1), completion EQ (vector 2),
-        GID 0 = ::ffff:10.0.0.<idx+1>, GID 1 = fd00::<idx+1>."""
-        self.bringup(aq_log)
-        self.attr = self.query_device()
-        nv = self.reg_read('NUM_VECTORS')
-        self.async_eq = self.create_eq(eq_log, vector=min(1, nv - 1), async_events=True)
-        self.comp_eq = self.create_eq(eq_log, vector=min(2, nv - 1))
-        self.async_eq.arm()
-        self.comp_eq.arm()
-        self.set_gid(0, gid_v4(f'10.0.0.{self.idx + 1}'), NET_IPV4)
-        self.set_gid(1, gid_v6(f'fd00::{self.idx + 1}'), NET_IPV6)
-        return self
-
     # -- admin
     def admin(self, cmd, raw=False):
         """Submit 128 command bytes; returns (status, AqCqe dict)."""
@@ -1446,27 +1539,11 @@ class Device:
         self._l.hx_last_cqe(self.w, self.idx, ctypes.byref(cqe))
         return to_dict(cqe)
 
-    def patch_next_cmd(self, where, value):
-        """Overwrite bytes of the next admin command a helper builds.
-        where: byte offset or a field path for cmd_offset(); value: bytes or int
-        (an int is written with the field's size when known, else 4 bytes)."""
-        off = where if isinstance(where, int) else cmd_offset(where)
-        if isinstance(value, int):
-            size = 4
-            if isinstance(where, str):
-                size = _cmd_field_size(where)
-            value = value.to_bytes(size, 'little')
+    def _patch_cmd(self, off, value):
         _check(self._l.hx_patch_next_cmd(self.w, self.idx, off, value, len(value)), 'patch')
 
-    def patch_next_wqe(self, where, value):
-        """Overwrite bytes of the next WQE (send or receive) a post helper builds."""
-        size = 4
-        if isinstance(where, str):
-            f = getattr(SendWqe, where)
-            where, size = f.offset, f.size
-        if isinstance(value, int):
-            value = value.to_bytes(size, 'little')
-        _check(self._l.hx_patch_next_wqe(self.w, self.idx, where, value, len(value)), 'patch')
+    def _patch_wqe(self, off, value):
+        _check(self._l.hx_patch_next_wqe(self.w, self.idx, off, value, len(value)), 'patch')
 
     def aq_indexes(self):
         return self._l.hx_drv_aq_pi(self.w, self.idx), self._l.hx_drv_aq_ci(self.w, self.idx)
@@ -1474,7 +1551,7 @@ class Device:
     def aq_addr(self, cq=False):
         return self._l.hx_drv_aq_addr(self.w, self.idx, 1 if cq else 0)
 
-    def _admin_detail(self):
+    def _admin_detail(self, st=None):
         return self.last_cqe()['detail']
 
     def _handle(self, r, what, check):
@@ -1484,23 +1561,23 @@ class Device:
             raise AdminError(what, -r if r > -1000 else r, self._admin_detail())
         return r
 
-    def _status(self, st, what, check):
-        if st != 0 and check:
-            raise AdminError(what, st, self._admin_detail())
-        return st
-
     def query(self, opcode, struct_type, port=0, check=True):
+        if isinstance(opcode, str):
+            opcode = CMD[opcode]
         out = struct_type()
         st = self._l.hx_query(self.w, self.idx, opcode, port, ctypes.byref(out), ctypes.sizeof(out))
         if self._status(st, f'query {opcode:#x}', check):
             return None
         return to_dict(out)
 
-    def query_device(self, check=True):
-        return self.query(CMD['QUERY_DEVICE'], DeviceAttr, check=check)
-
-    def query_port(self, port=1, check=True):
-        return self.query(CMD['QUERY_PORT'], PortAttr, port=port, check=check)
+    def _query_handle(self, opcode, handle, struct_type, check):
+        """QUERY_QP / QUERY_MR through the C driver's scratch page."""
+        out = struct_type()
+        fn = {'QUERY_QP': self._l.hx_query_qp, 'QUERY_MR': self._l.hx_query_mr}[opcode]
+        st = fn(self.w, self.idx, handle, ctypes.byref(out))
+        if self._status(st, opcode.lower(), check):
+            return None
+        return to_dict(out)
 
     def query_stats(self, check=True):
         n = self._l.hx_stat_count()
@@ -1510,141 +1587,74 @@ class Device:
             return None
         return {self._l.hx_stat_name(i).decode(): arr[i] for i in range(n)}
 
-    def set_gid(self, index, gid, net_type=None, valid=True, check=True):
-        if isinstance(gid, str):
-            gid = gid_v6(gid) if ':' in gid else gid_v4(gid)
-        if net_type is None:
-            net_type = NET_IPV4 if gid[:12] == b'\0' * 10 + b'\xff\xff' else NET_IPV6
-        st = self._l.hx_set_gid(self.w, self.idx, index, 1 if valid else 0, net_type, bytes(gid))
-        if st == 0:
-            if valid:
-                self.gids[index] = (bytes(gid), net_type)
-            else:
-                self.gids.pop(index, None)
-        return self._status(st, 'set_gid', check)
-
-    def query_gid(self, index, check=True):
-        buf = ctypes.create_string_buffer(16)
-        st = self._l.hx_query_gid(self.w, self.idx, index, buf)
-        if self._status(st, 'query_gid', check):
-            return None
-        return buf.raw
-
-    def alloc_uctx(self, check=True):
-        return self._handle(self._l.hx_alloc_uctx(self.w, self.idx), 'alloc_uctx', check)
-
     def destroy(self, opcode, handle, check=True):
         if isinstance(opcode, str):
             opcode = CMD[opcode]
         st = self._l.hx_destroy(self.w, self.idx, opcode, handle)
         return self._status(st, f'destroy {opcode:#x} {handle}', check)
 
-    def alloc_pd(self, uctx=0, check=True):
-        h = self._handle(self._l.hx_create_pd(self.w, self.idx, uctx), 'create_pd', check)
-        return None if h is None else Pd(self, h, uctx)
-
     def create_eq(self, log_depth=8, vector=2, async_events=False, check=True):
-        h = self._handle(self._l.hx_create_eq(self.w, self.idx, log_depth, vector,
+        r = self._handle(self._l.hx_create_eq(self.w, self.idx, log_depth, vector,
                                               1 if async_events else 0), 'create_eq', check)
-        return None if h is None else Eq(self, h, log_depth, vector)
+        return None if r is None else Eq(self, r, log_depth, vector)
 
     def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, check=True, timestamp=False):
         """timestamp=True: CQ_F_TIMESTAMP, 64-byte CQEs whose poll() dicts
         carry 'timestamp' (ABI 1.7)."""
-        eqn = eq.eqn if isinstance(eq, Eq) else (eq if eq is not None else
-                                                 (self.comp_eq.eqn if self.comp_eq else 0))
+        eqn = api._num(eq, 'eqn') if eq is not None else (self.comp_eq.eqn if self.comp_eq
+                                                           else 0)
         flags = CQ_F_TIMESTAMP if timestamp else 0
-        h = self._handle(self._l.hx_create_cq_flags(self.w, self.idx, uctx, eqn, log_depth,
+        r = self._handle(self._l.hx_create_cq_flags(self.w, self.idx, uctx, eqn, log_depth,
                                                     1 if dbrec else 0, flags), 'create_cq', check)
-        return None if h is None else Cq(self, h, log_depth, flags)
-
-    def clock(self, db_page=None):
-        """The device clock (ns): one 64-bit read of REG_CLOCK_LO, or of
-        the doorbell page db_page's QRNIC_DB_CLOCK."""
-        if db_page is None:
-            return self.reg_read(REG_CLOCK_LO, 8)
-        return self.db_read(db_page * DB_PAGE_SIZE + DB_CLOCK, 8)
+        return None if r is None else Cq(self, r, log_depth, flags)
 
     def create_qp(self, pd, send_cq, recv_cq=None, qp_type='RC', sq_log=6, sq_shift=9,
                   rq_log=6, rq_shift=9, uctx=0, flags=0, srq=None, check=True):
         """srq: an Srq (or srqn) to take receives from; the QP then has no RQ."""
         recv_cq = recv_cq or send_cq
         t = QPT[qp_type] if isinstance(qp_type, str) else qp_type
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
-        scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
-        rcq = recv_cq.cqn if isinstance(recv_cq, Cq) else recv_cq
+        pdn = api._num(pd, 'pdn')
+        scq = api._num(send_cq, 'cqn')
+        rcq = api._num(recv_cq, 'cqn')
         if srq is not None:
-            srqn = srq.srqn if isinstance(srq, Srq) else srq
+            srqn = api._num(srq, 'srqn')
             r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, pdn, scq, rcq, t, sq_log,
                                          sq_shift, srqn, flags)
             rq_log = rq_shift = 0
         else:
             r = self._l.hx_create_qp(self.w, self.idx, uctx, pdn, scq, rcq, t, sq_log, sq_shift,
                                      rq_log, rq_shift, flags)
-        h = self._handle(r, 'create_qp', check)
-        if h is None:
+        r = self._handle(r, 'create_qp', check)
+        if r is None:
             return None
-        return Qp(self, h, t, pd if isinstance(pd, Pd) else None, send_cq, recv_cq,
+        return Qp(self, r, t, pd if hasattr(pd, 'pdn') else None, send_cq, recv_cq,
                   sq_log, sq_shift, rq_log, rq_shift)
-
-    def _mcast(self, op, qp, gid, check):
-        qpn = qp.qpn if hasattr(qp, 'qpn') else qp
-        body = struct.pack('<II16s', qpn, 0, bytes(gid))
-        st, _ = self.admin(struct.pack('<BBHI', CMD[op], 0, 0, 0) + body)
-        return self._status(st, op.lower(), check)
-
-    def attach_mcast(self, qp, gid, check=True):
-        return self._mcast('ATTACH_MCAST', qp, gid, check)
-
-    def detach_mcast(self, qp, gid, check=True):
-        return self._mcast('DETACH_MCAST', qp, gid, check)
-
-    def alloc_xrcd(self, uctx=0, rsvd=0, check=True):
-        """ALLOC_XRCD (ABI 1.3): returns the XRC domain number."""
-        st, cqe = self.admin(struct.pack('<BBHI', CMD['ALLOC_XRCD'], 0, 0, 0) +
-                             struct.pack('<II', uctx, rsvd))
-        if self._status(st, 'alloc_xrcd', check):
-            return None
-        return cqe['result'][0]
-
-    def dealloc_xrcd(self, xrcd, check=True):
-        return self.destroy('DEALLOC_XRCD', xrcd, check)
-
-    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, limit=0, uctx=0,
-                       dbrec=True, check=True):
-        """An XRC SRQ (CREATE_SRQ with QRNIC_SRQ_F_XRC) of domain xrcd whose
-        receive completions go to cq."""
-        self.patch_next_cmd('create_srq.flags', SRQ_F_XRC)
-        self.patch_next_cmd('create_srq.xrcd', xrcd)
-        self.patch_next_cmd('create_srq.cqn', cq.cqn if isinstance(cq, Cq) else cq)
-        return self.create_srq(pd, log_depth, wqe_shift, limit, uctx, dbrec, check)
 
     def create_xrc_ini(self, pd, send_cq, sq_log=6, sq_shift=9, uctx=0, flags=0, check=True):
         """An XRC INI QP: send side only (no receive CQ, no RQ)."""
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
-        scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
-        r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, pdn, scq, 0, QPT['XRC_INI'],
+        r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, api._num(pd, 'pdn'),
+                                     api._num(send_cq, 'cqn'), 0, QPT['XRC_INI'],
                                      sq_log, sq_shift, 0, flags)
-        h = self._handle(r, 'create_qp', check)
-        if h is None:
+        r = self._handle(r, 'create_qp', check)
+        if r is None:
             return None
-        return Qp(self, h, QPT['XRC_INI'], pd if isinstance(pd, Pd) else None, send_cq, None,
+        return Qp(self, r, QPT['XRC_INI'], pd if hasattr(pd, 'pdn') else None, send_cq, None,
                   sq_log, sq_shift, 0, 0)
 
     def create_xrc_tgt(self, xrcd, uctx=0, check=True):
         """An XRC TGT QP of domain xrcd: no PD, CQs, SQ or RQ."""
         r = self._l.hx_create_qp_srq(self.w, self.idx, uctx, 0, 0, 0, QPT['XRC_TGT'], 0, 0,
                                      xrcd, 0)
-        h = self._handle(r, 'create_qp', check)
-        if h is None:
+        r = self._handle(r, 'create_qp', check)
+        if r is None:
             return None
-        return Qp(self, h, QPT['XRC_TGT'], None, None, None, 0, 0, 0, 0)
+        return Qp(self, r, QPT['XRC_TGT'], None, None, None, 0, 0, 0, 0)
 
     def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
-        h = self._handle(self._l.hx_create_srq(self.w, self.idx, uctx, pdn, log_depth, wqe_shift,
-                                               limit, 1 if dbrec else 0), 'create_srq', check)
-        return None if h is None else Srq(self, h, log_depth)
+        r = self._handle(self._l.hx_create_srq(self.w, self.idx, uctx, api._num(pd, 'pdn'),
+                                               log_depth, wqe_shift, limit, 1 if dbrec else 0),
+                         'create_srq', check)
+        return None if r is None else Srq(self, r, log_depth)
 
     def reg_mr(self, pd, length, access=ACCESS_ALL, iova=None, page_shift=12, levels=None,
                shuffle=True, contig=False, phys=False, check=True):
@@ -1656,69 +1666,11 @@ class Device:
                 + self.world.rng.randrange(0, 64) * 8
         flags = (MR_SHUFFLE if shuffle else 0) | (MR_CONTIG if contig else 0) | \
             (MR_PHYS if phys else 0)
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
+        pdn = api._num(pd, 'pdn')
         k = self._handle(self._l.hx_reg_mr(self.w, self.idx, pdn, access, iova, length,
                                            page_shift, -1 if levels is None else levels, flags),
                          'reg_mr', check)
         return None if k is None else Mr(self, k, pdn, iova, length, access)
-
-    def create_ah(self, pd, dgid, dmac, net_type=None, sgid_index=0, hop_limit=0,
-                  traffic_class=0, flow_label=0, check=True):
-        av = make_av(dgid, dmac, net_type, sgid_index, hop_limit, traffic_class, flow_label)
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
-        h = self._handle(self._l.hx_create_ah(self.w, self.idx, pdn, ctypes.byref(av)),
-                         'create_ah', check)
-        return None if h is None else Ah(self, h)
-
-    def ah_to(self, pd, peer, gid_index=0, **kw):
-        gid, nt = peer.gids[gid_index]
-        return self.create_ah(pd, gid, peer.mac, nt, sgid_index=gid_index, **kw)
-
-    def alloc_mr(self, pd, max_pages, flags=0, rsvd=0, check=True):
-        """ALLOC_MR: a fast-registration MR of (kernel) PD pd, free until a
-        REG_MR WQE registers it (FastMr.register).  Shared with the qtest
-        driver's Device (tests/qtest/driver.py): it needs admin(), _status(),
-        mem_alloc/mem_read/mem_write and world.rng."""
-        pdn = getattr(pd, 'pdn', pd)
-        cmd = struct.pack('<BBHI', CMD['ALLOC_MR'], 0, 0, 0) + \
-            struct.pack('<IIII', pdn, max_pages, flags, rsvd)
-        st, cqe = self.admin(cmd)
-        if self._status(st, 'alloc_mr', check):
-            return None
-        return FastMr(self, cqe['result'][0], pdn, max_pages)
-
-    def rereg_mr(self, key, change, pd=0, access=0, flags=0, page_shift=12, levels=0, iova=0,
-                 length=0, pbl_addr=0, npages=0, check=True):
-        """REREG_MR (raw): change is a set of 'trans', 'pd', 'access'.  With
-        'trans' the new pages are given by the caller (levels 0: pbl_addr is
-        the first of npages contiguous pages).  The harness's own record of
-        the MR (Mr.read/write) is not updated: read through mem_read."""
-        bits = {'trans': 1, 'pd': 2, 'access': 4}
-        ch = change if isinstance(change, int) else sum(bits[c] for c in change)
-        pdn = getattr(pd, 'pdn', pd)
-        cmd = struct.pack('<BBHI', CMD['REREG_MR'], 0, 0, 0) + struct.pack('<II', key, ch) + \
-            struct.pack('<IIIBBHQQQII', pdn, access, flags, page_shift, levels, 0, iova, length,
-                        pbl_addr, npages, 0)
-        st, cqe = self.admin(cmd)
-        return self._status(st, 'rereg_mr', check)
-
-    def alloc_mw(self, pd, mw_type=2, rsvd0=0, flags=0, rsvd=0, check=True):
-        """ALLOC_MW: a memory window (type 1 or 2) of pd, unbound (spec 12.13)."""
-        pdn = getattr(pd, 'pdn', pd)
-        cmd = struct.pack('<BBHI', CMD['ALLOC_MW'], 0, 0, 0) + \
-            struct.pack('<IB3sII', pdn, mw_type, bytes([rsvd0, 0, 0]), flags, rsvd)
-        st, cqe = self.admin(cmd)
-        if self._status(st, 'alloc_mw', check):
-            return None
-        return Mw(self, cqe['result'][0], pdn, mw_type)
-
-    def query_mr(self, key, check=True):
-        out = MptEntry()
-        st = self._l.hx_query_mr(self.w, self.idx, key, ctypes.byref(out))
-        if self._status(st, 'query_mr', check):
-            return None
-        return to_dict(out)
-
 
 def _cmd_field_size(path):
     lay = layout()
@@ -1733,26 +1685,14 @@ def _cmd_field_size(path):
     return size
 
 
-def make_av(dgid, dmac, net_type=None, sgid_index=0, hop_limit=0, traffic_class=0, flow_label=0):
-    if isinstance(dgid, str):
-        dgid = gid_v6(dgid) if ':' in dgid else gid_v4(dgid)
-    if net_type is None:
-        net_type = NET_IPV4 if dgid[:12] == b'\0' * 10 + b'\xff\xff' else NET_IPV6
-    av = Av()
-    ctypes.memmove(av.dgid, bytes(dgid), 16)
-    ctypes.memmove(av.dmac, bytes(dmac), 6)
-    av.net_type = net_type
-    av.sgid_index = sgid_index
-    av.hop_limit = hop_limit
-    av.traffic_class = traffic_class
-    av.flow_label = flow_label
-    return av
+# ---- the object model (tests/qrnic_api.py) over the C test driver -------------------------
+make_av, cqe_dict, eqe_dict, _sge_list = api.make_av, api.cqe_dict, api.eqe_dict, api._sge_list
+Pd, Ah, FastMr, Mw, QpTransitions = api.Pd, api.Ah, api.FastMr, api.Mw, api.QpTransitions
+Side, Conn, connect_rc, create_ud = api.Side, api.Conn, api.connect_rc, api.create_ud
 
 
 class _Obj:
-    def __init__(self, dev, handle):
-        self.dev = dev
-        self.handle = handle
+    """The ctypes handles of the C driver an object's calls go through."""
 
     @property
     def _w(self):
@@ -1767,75 +1707,18 @@ class _Obj:
         return self.dev.idx
 
 
-class Pd(_Obj):
-    def __init__(self, dev, pdn, uctx=0):
-        super().__init__(dev, pdn)
-        self.pdn = pdn
-        self.uctx = uctx
-
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_PD', self.pdn, check)
-
-    def __repr__(self):
-        return f'<Pd {self.pdn} dev{self._i}>'
-
-
-class Ah(_Obj):
-    def __init__(self, dev, ahn):
-        super().__init__(dev, ahn)
-        self.ahn = ahn
-
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_AH', self.ahn, check)
-
-
-class Eq(_Obj):
-    def __init__(self, dev, eqn, log_depth, vector):
-        super().__init__(dev, eqn)
-        self.eqn = eqn
-        self.log_depth = log_depth
-        self.vector = vector
-
-    def poll(self, n=256):
+class Eq(_Obj, api.Eq):
+    def _poll_raw(self, n):
         arr = (Eqe * n)()
         got = _check(self._l.hx_poll_eq(self._w, self._i, self.eqn, arr, n), 'poll_eq')
-        out = []
-        for e in arr[:got]:
-            d = to_dict(e)
-            d['type_name'] = 'COMPLETION' if e.type == 0 else 'ASYNC'
-            d['event'] = EV_NAME.get(e.subtype, str(e.subtype)) if e.type == 1 else None
-            out.append(d)
-        return out
+        return arr[:got]
 
     def arm(self):
         _check(self._l.hx_arm_eq(self._w, self._i, self.eqn), 'arm_eq')
 
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_EQ', self.eqn, check)
 
-
-def cqe_dict(c):
-    d = to_dict(c)
-    del d['rsvd']
-    d['status_name'] = wc_status_name(c.status)
-    d['opcode_name'] = WC_OP.get(c.opcode, str(c.opcode))
-    d['vendor_err_name'] = VERR[c.vendor_err] if c.vendor_err < len(VERR) else str(c.vendor_err)
-    d['imm'] = struct.unpack('>I', struct.pack('<I', c.imm_data))[0]  # network order value
-    if c.flags & CQE_F_WITH_INV:
-        d['invalidated_rkey'] = c.imm_data  # host order
-    return d
-
-
-class Srq(_Obj):
-    """A shared receive queue (spec 12.10)."""
-
-    def __init__(self, dev, srqn, log_depth):
-        super().__init__(dev, srqn)
-        self.srqn = srqn
-        self.depth = 1 << log_depth
-
-    def post_recv(self, sges=(), wr_id=0, ring=True, check=True):
-        addrs, lens, keys = _sge_list(sges)
+class Srq(_Obj, api.Srq):
+    def _post(self, wr_id, addrs, lens, keys, ring, check):
         r = self._l.hx_post_srq_recv(self._w, self._i, self.srqn, wr_id, len(addrs),
                                      _u64_array(addrs), _u32_array(lens), _u32_array(keys),
                                      1 if ring else 0)
@@ -1851,36 +1734,8 @@ class Srq(_Obj):
         """The consumer index the device wrote to the SRQ's record."""
         return _check(self._l.hx_srq_ci(self._w, self._i, self.srqn), 'srq_ci')
 
-    def modify(self, limit=None, mask=None, check=True):
-        if mask is None:
-            mask = SRQ_ATTR_LIMIT if limit is not None else 0
-        r = self._l.hx_modify_srq(self._w, self._i, self.srqn, mask, limit or 0)
-        if r < 0 and check:
-            raise AdminError('modify_srq', -r, self.dev._admin_detail())
-        return r
 
-    def query(self):
-        out = (ctypes.c_uint32 * 3)()
-        r = self._l.hx_query_srq(self._w, self._i, self.srqn, out)
-        if r < 0:
-            raise AdminError('query_srq', -r)
-        return {'limit': out[0], 'max_wr': out[1], 'posted': out[2]}
-
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_SRQ', self.srqn, check)
-
-    def __repr__(self):
-        return f'<Srq {self.srqn} dev{self._i}>'
-
-
-class Cq(_Obj):
-    def __init__(self, dev, cqn, log_depth, flags=0):
-        super().__init__(dev, cqn)
-        self.cqn = cqn
-        self.log_depth = log_depth
-        self.flags = flags
-        self.cqe_size = 64 if flags & CQ_F_TIMESTAMP else 32
-
+class Cq(_Obj, api.Cq):
     def resize(self, log_depth, check=True):
         """RESIZE_CQ to a fresh ring; returns the CQEs carried over."""
         r = self._l.hx_resize_cq(self._w, self._i, self.cqn, log_depth)
@@ -1890,14 +1745,7 @@ class Cq(_Obj):
         self.log_depth = log_depth
         return r
 
-    def moderate(self, count=0, period_us=0, check=True):
-        """MODIFY_CQ: completion event moderation."""
-        st = self._l.hx_modify_cq(self._w, self._i, self.cqn, count, period_us)
-        return self.dev._status(-st if st < 0 else st, f'modify_cq {self.cqn}', check)
-
-    def poll(self, n=1024):
-        """Consume up to n CQEs: list of dicts (status, status_name, opcode_name,
-        wr_id, byte_len, imm (the value sent), qpn, src_qp, flags, vendor_err...)."""
+    def _poll_raw(self, n):
         out = []
         while n > 0:
             k = min(n, 1024)
@@ -1905,10 +1753,7 @@ class Cq(_Obj):
             ts = (ctypes.c_uint64 * k)()
             got = _check(self._l.hx_poll_cq_ts(self._w, self._i, self.cqn, arr, ts, k),
                          'poll_cq')
-            for c, t in zip(arr[:got], ts[:got]):
-                out.append(cqe_dict(c))
-                if self.flags & CQ_F_TIMESTAMP:
-                    out[-1]['timestamp'] = t
+            out += zip(arr[:got], ts[:got])
             n -= got
             if got < k:
                 break
@@ -1938,25 +1783,8 @@ class Cq(_Obj):
     def ci(self):
         return self._l.hx_cq_ci(self._w, self._i, self.cqn)
 
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_CQ', self.cqn, check)
 
-    def __repr__(self):
-        return f'<Cq {self.cqn} dev{self._i}>'
-
-
-class Mr(_Obj):
-    def __init__(self, dev, key, pdn, iova, length, access):
-        super().__init__(dev, key)
-        self.key = self.lkey = self.rkey = key
-        self.pdn = pdn
-        self.iova = iova
-        self.length = length
-        self.access = access
-
-    def addr(self, off=0):
-        return self.iova + off
-
+class Mr(_Obj, api.Mr):
     def write(self, off, data):
         data = bytes(data)
         _check(self._l.hx_mr_write(self._w, self._i, self.key, off, data, len(data)), 'mr_write')
@@ -1968,13 +1796,6 @@ class Mr(_Obj):
         _check(self._l.hx_mr_read(self._w, self._i, self.key, off, buf, n), 'mr_read')
         return buf.raw[:n]
 
-    def fill_random(self, rng, off=0, n=None):
-        if n is None:
-            n = self.length - off
-        data = rng.randbytes(n)
-        self.write(off, data)
-        return data
-
     def bus_addr(self, off=0):
         return self._l.hx_mr_bus_addr(self._w, self._i, self.key, off)
 
@@ -1982,281 +1803,16 @@ class Mr(_Obj):
     def pbl_addr(self):
         return self._l.hx_mr_pbl_addr(self._w, self._i, self.key)
 
-    def dereg(self, check=True):
-        return self.dev.destroy('DEREG_MR', self.key, check)
 
-    def query(self, check=True):
-        return self.dev.query_mr(self.key, check)
+class Qp(_Obj, api.Qp):
+    def _modify_attr(self, a):
+        return self._l.hx_modify_qp(self._w, self._i, self.qpn, ctypes.byref(a))
 
-    def __repr__(self):
-        return f'<Mr key={self.key:#x} iova={self.iova:#x} len={self.length} dev{self._i}>'
-
-
-class FastMr(_Obj):
-    """A fast-registration MR (ALLOC_MR).  register() picks fresh pages of
-    simulated memory (shuffled, page_shift sized), writes their page list
-    and posts a REG_MR WQE; the MR's bytes are then reached through those
-    pages (read/write), as a ULP's buffers would be."""
-
-    def __init__(self, dev, key, pdn, max_pages):
-        super().__init__(dev, key)
-        self.key = self.lkey = self.rkey = key
-        self.pdn = pdn
-        self.max_pages = max_pages
-        self.iova = self.length = 0
-        self.pages = []
-        self.page_shift = 12
-
-    def new_key(self, variant=None):
-        """The key with another 8-bit variant (ib_inc_rkey's job)."""
-        v = ((self.key & 0xff) + 1) & 0xff if variant is None else variant & 0xff
-        return (self.key & ~0xff) | v
-
-    def register(self, qp, length, iova=None, page_shift=12, access=ACCESS_ALL, key=None,
-                 npages=None, pages=None, pbl_addr=None, wr_id=0, signaled=True, fence=False,
-                 ring=True, rsvd=0):
-        """Post REG_MR on qp.  Returns the SQ index.  The new key (default:
-        the next variant) becomes self.key once posted: a test checks the
-        completion itself."""
-        psz = 1 << page_shift
-        if iova is None:
-            iova = 0xffff_8880_0000_0000 + self.dev.world.rng.randrange(0, 1 << 16) * psz \
-                + self.dev.world.rng.randrange(0, psz // 8) * 8
-        span = (iova & (psz - 1)) + length
-        n = -(-span // psz)
-        if pages is None:
-            pages = [self.dev.mem_alloc(psz, psz) for _ in range(n)]
-            self.dev.world.rng.shuffle(pages)
-        if pbl_addr is None:
-            pbl_addr = self.dev.mem_alloc(max(8, 8 * len(pages)), 8)
-            if pages:
-                self.dev.mem_write(pbl_addr, struct.pack(f'<{len(pages)}Q', *pages))
-        key = self.new_key() if key is None else key
-        flags = (WQE_F_SIGNALED if signaled else 0) | (WQE_F_FENCE if fence else 0)
-        w = RegMrWqe(opcode=WR['REG_MR'], flags=flags, page_shift=page_shift, access=access,
-                     npages=len(pages) if npages is None else npages, wr_id=wr_id, key=key,
-                     rsvd0=rsvd, iova=iova, length=length, pbl_addr=pbl_addr)
-        r = qp.post_send_raw(bytes(w), ring=ring)
-        self.key = self.lkey = self.rkey = key
-        self.iova, self.length, self.pages, self.page_shift = iova, length, pages, page_shift
-        return r
-
-    def addr(self, off=0):
-        return self.iova + off
-
-    def _chunks(self, off, n):
-        psz = 1 << self.page_shift
-        pos = (self.iova & (psz - 1)) + off
-        while n > 0:
-            page, within = divmod(pos, psz)
-            k = min(n, psz - within)
-            yield self.pages[page] + within, k
-            pos += k
-            n -= k
-
-    def write(self, off, data):
-        data = bytes(data)
-        done = 0
-        for a, k in self._chunks(off, len(data)):
-            self.dev.mem_write(a, data[done:done + k])
-            done += k
-
-    def read(self, off=0, n=None):
-        n = self.length - off if n is None else n
-        return b''.join(self.dev.mem_read(a, k) for a, k in self._chunks(off, n))
-
-    def fill_random(self, rng, off=0, n=None):
-        n = self.length - off if n is None else n
-        data = rng.randbytes(n)
-        self.write(off, data)
-        return data
-
-    def dereg(self, check=True):
-        return self.dev.destroy('DEREG_MR', self.key, check)
-
-    def query(self, check=True):
-        return self.dev.query_mr(self.key, check)
-
-    def __repr__(self):
-        return f'<FastMr key={self.key:#x} dev{self._i}>'
-
-
-class Mw(_Obj):
-    """A memory window (ALLOC_MW).  bind() posts a BIND_MW WQE; on success
-    the window's rkey is self.rkey (the key given, default the next
-    variant)."""
-
-    def __init__(self, dev, key, pdn, mw_type):
-        super().__init__(dev, key)
-        self.key = self.rkey = key
-        self.pdn = pdn
-        self.type = mw_type
-        self.iova = self.length = 0
-
-    def bind(self, qp, mr, off=0, length=None, access=ACCESS_REMOTE_READ | ACCESS_REMOTE_WRITE,
-             key=None, wr_id=0, signaled=True, mr_lkey=None, addr=None, rsvd=0):
-        length = (mr.length - off) if length is None else length
-        key = ((self.key & ~0xff) | ((self.key + 1) & 0xff)) if key is None else key
-        a = mr.addr(off) if addr is None else addr
-        w = BindMwWqe(opcode=WR['BIND_MW'], flags=WQE_F_SIGNALED if signaled else 0,
-                      access=access, mr_lkey=mr.lkey if mr_lkey is None else mr_lkey,
-                      wr_id=wr_id, key=key, rsvd1=rsvd, addr=a, length=length)
-        r = qp.post_send_raw(bytes(w))
-        self.key = self.rkey = key
-        self.iova, self.length = a, length
-        return r
-
-    def addr(self, off=0):
-        return self.iova + off
-
-    def dealloc(self, check=True):
-        return self.dev.destroy('DEREG_MR', self.key, check)
-
-    def query(self, check=True):
-        return self.dev.query_mr(self.key, check)
-
-    def __repr__(self):
-        return f'<Mw type {self.type} rkey={self.key:#x} dev{self._i}>'
-
-
-def _sge_list(sges):
-    addrs, lens, keys = [], [], []
-    for s in sges:
-        if isinstance(s[0], (Mr, FastMr)):
-            mr, off, ln = s[0], s[1], s[2]
-            addrs.append(mr.addr(off))
-            lens.append(ln)
-            keys.append(s[3] if len(s) > 3 else mr.lkey)
-        else:  # raw (addr, length, lkey)
-            addrs.append(s[0])
-            lens.append(s[1])
-            keys.append(s[2])
-    return addrs, lens, keys
-
-
-class QpTransitions:
-    """RESET -> INIT -> RTR -> RTS with the attributes each QP type needs
-    (shared by the harness's Qp and the qtest driver's Qp: both provide
-    modify() and qp_type)."""
-
-    def to_init(self, access=ACCESS_REMOTE, qkey=None, check=True):
-        if self.qp_type == QPT['XRC_INI']:
-            return self.modify('INIT', pkey_index=0, port_num=1, check=check)
-        if self.qp_type in (QPT['RC'], QPT['UC'], QPT['XRC_TGT']):
-            return self.modify('INIT', pkey_index=0, port_num=1, qp_access_flags=access,
-                               check=check)
-        return self.modify('INIT', pkey_index=0, port_num=1,
-                           qkey=0x11111111 if qkey is None else qkey, check=check)
-
-    def to_rtr(self, remote_dev=None, remote_qpn=None, mtu=1024, rq_psn=0, gid_index=0,
-               max_dest_rd_atomic=4, min_rnr_timer=1, check=True):
-        if self.qp_type not in (QPT['RC'], QPT['UC'], QPT['XRC_INI'], QPT['XRC_TGT']):
-            return self.modify('RTR', check=check)
-        gid, nt = remote_dev.gids[gid_index]
-        av = make_av(gid, remote_dev.mac, nt, sgid_index=gid_index)
-        if self.qp_type in (QPT['UC'], QPT['XRC_INI']):
-            return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn,
-                               rq_psn=rq_psn, check=check)
-        return self.modify('RTR', av=av, path_mtu=MTU[mtu], dest_qpn=remote_qpn, rq_psn=rq_psn,
-                           max_dest_rd_atomic=max_dest_rd_atomic, min_rnr_timer=min_rnr_timer,
-                           check=check)
-
-    def to_rts(self, sq_psn=0, timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=4, check=True):
-        if self.qp_type == QPT['XRC_TGT']:
-            return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, check=check)
-        if self.qp_type not in (QPT['RC'], QPT['XRC_INI']):
-            return self.modify('RTS', sq_psn=sq_psn, check=check)
-        return self.modify('RTS', sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt,
-                           rnr_retry=rnr_retry, max_rd_atomic=max_rd_atomic, check=check)
-
-
-class Qp(_Obj, QpTransitions):
-    def __init__(self, dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log, rq_shift):
-        super().__init__(dev, qpn)
-        self.qpn = qpn
-        self.qp_type = qp_type
-        self.pd = pd
-        self.send_cq = send_cq
-        self.recv_cq = recv_cq
-        self.sq_log, self.sq_shift, self.rq_log, self.rq_shift = sq_log, sq_shift, rq_log, rq_shift
-
-    def __repr__(self):
-        return f'<Qp {self.qpn} dev{self._i}>'
-
-    def modify(self, state=None, mask=None, check=True, **attrs):
-        """MODIFY_QP.  state: name or number; attrs: qrnic_qp_attr fields
-        (av may be an Av or a dict for make_av).  The attr mask is computed
-        from the given fields unless mask is given (int or list of names)."""
-        a = QpAttr()
-        names = []
-        if state is not None:
-            a.qp_state = QPS[state] if isinstance(state, str) else state
-            names.append('STATE')
-        for k, v in attrs.items():
-            if k == 'av':
-                if isinstance(v, dict):
-                    v = make_av(**v)
-                a.av = v
-            else:
-                setattr(a, k, v)
-            names.append(_ATTR_BIT[k])
-        if mask is None:
-            m = 0
-            for n in names:
-                m |= QP_ATTR[n]
-        elif isinstance(mask, int):
-            m = mask
-        else:
-            m = 0
-            for n in mask:
-                m |= QP_ATTR[n]
-        a.attr_mask = m
-        st = self._l.hx_modify_qp(self._w, self._i, self.qpn, ctypes.byref(a))
-        return self.dev._status(st, f'modify_qp {self.qpn} -> {state}', check)
-
-    def query(self, check=True):
-        a = QpAttr()
-        st = self._l.hx_query_qp(self._w, self._i, self.qpn, ctypes.byref(a))
-        if self.dev._status(st, 'query_qp', check):
-            return None
-        d = to_dict(a)
-        d['state_name'] = QPS_NAME.get(a.qp_state, str(a.qp_state))
-        return d
-
-    @property
-    def state(self):
-        return self.query()['state_name']
-
-    def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
-                  signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
-                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True,
-                  invalidate=None):
-        """Post one send WQE and ring the SQ doorbell.
-        invalidate: the key for SEND_WITH_INV / LOCAL_INV (host order in
-        the WQE's imm_data).
-        sges: [(mr, offset, length)] or [(mr, offset, length, lkey)] or raw
-        [(addr, length, lkey)]; remote: (mr, offset) or (rkey, addr);
-        atomics: compare/swap for CMP_AND_SWP, add for FETCH_AND_ADD.
-        Returns the SQ index (free running), or a negative HX_E_* with check=False."""
-        op = WR[opcode] if isinstance(opcode, str) else opcode
-        if flags is None:
-            flags = (WQE_F_SIGNALED if signaled else 0) | (WQE_F_SOLICITED if solicited else 0) \
-                | (WQE_F_FENCE if fence else 0)
-        inl = b''
-        if inline is not None:
-            flags |= WQE_F_INLINE
-            inl = bytes(inline)
-        addrs, lens, keys = _sge_list(sges)
-        rkey = raddr = 0
-        if remote is not None:
-            if isinstance(remote[0], (Mr, FastMr, Mw)):
-                rkey, raddr = remote[0].rkey, remote[0].addr(remote[1])
-            else:
-                rkey, raddr = remote
-        cmp_add = add if add is not None else compare
-        if invalidate is not None:  # hx_post_send byte-swaps imm (network order)
-            imm = struct.unpack('>I', struct.pack('<I', invalidate))[0]
-        ahn = ah.ahn if isinstance(ah, Ah) else (ah or 0)
+    def _post_send(self, op, flags, wr_id, addrs, lens, keys, inl, imm, rkey, raddr, cmp_add,
+                   swap, ahn, remote_qpn, qkey, xrc_srqn, ring, check):
+        if xrc_srqn:
+            self.dev.patch_next_wqe('xrc_srqn', xrc_srqn)
+        inl = inl or b''
         r = self._l.hx_post_send(self._w, self._i, self.qpn, op, flags, wr_id, len(addrs),
                                  _u64_array(addrs), _u32_array(lens), _u32_array(keys),
                                  inl, len(inl), imm, rkey, raddr, cmp_add, swap, ahn,
@@ -2269,8 +1825,7 @@ class Qp(_Obj, QpTransitions):
         return self._l.hx_post_send_raw(self._w, self._i, self.qpn, bytes(wqe_bytes),
                                         len(wqe_bytes), 1 if ring else 0)
 
-    def post_recv(self, sges=(), wr_id=0, ring=True, check=True):
-        addrs, lens, keys = _sge_list(sges)
+    def _post_recv(self, wr_id, addrs, lens, keys, ring, check):
         r = self._l.hx_post_recv(self._w, self._i, self.qpn, wr_id, len(addrs),
                                  _u64_array(addrs), _u32_array(lens), _u32_array(keys),
                                  1 if ring else 0)
@@ -2302,72 +1857,6 @@ class Qp(_Obj, QpTransitions):
         arr = (ctypes.c_uint32 * 4)()
         _check(self._l.hx_qp_indexes(self._w, self._i, self.qpn, arr), 'qp_indexes')
         return dict(zip(('sq_pi', 'sq_ci', 'rq_pi', 'rq_ci'), arr))
-
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_QP', self.qpn, check)
-
-
-# ---- connection helpers ------------------------------------------------------------------
-class Side:
-    def __init__(self, dev, pd, cq, qp, rcq=None):
-        self.dev, self.pd, self.cq, self.qp = dev, pd, cq, qp
-        self.rcq = rcq or cq
-
-
-class Conn:
-    """An RC connection: .a/.b sides (dev, pd, cq, qp); shortcuts qa/qb, cqa/cqb, pda/pdb."""
-
-    def __init__(self, a, b, mtu, psn_a, psn_b):
-        self.a, self.b = a, b
-        self.qa, self.qb = a.qp, b.qp
-        self.cqa, self.cqb = a.cq, b.cq
-        self.pda, self.pdb = a.pd, b.pd
-        self.mtu = mtu
-        self.psn_a, self.psn_b = psn_a, psn_b   # first PSN sent by a / by b
-
-    @property
-    def world(self):
-        return self.a.dev.world
-
-
-def connect_rc(dev_a, dev_b, mtu=1024, psn_a=0x100, psn_b=0x200, access=ACCESS_REMOTE,
-               timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=1, max_rd_atomic=4,
-               max_dest_rd_atomic=4, sq_log=6, rq_log=6, sq_shift=9, rq_shift=9, cq_log=10,
-               gid_index=0, pd_a=None, pd_b=None, separate_cqs=False, qp_type='RC',
-               cq_timestamp=False):
-    """Create PD/CQ/QP on both devices and move both QPs to RTS, each
-    pointing at the other.  psn_a: first PSN of a's requests (b's rq_psn).
-    qp_type 'UC' makes an unreliable connection (the RC-only attributes
-    are then not sent).  cq_timestamp: CQs of 64-byte CQEs with
-    completion timestamps."""
-    sides = []
-    for dev, pd in ((dev_a, pd_a), (dev_b, pd_b)):
-        pd = pd or dev.alloc_pd()
-        cq = dev.create_cq(cq_log, timestamp=cq_timestamp)
-        rcq = dev.create_cq(cq_log, timestamp=cq_timestamp) if separate_cqs else cq
-        qp = dev.create_qp(pd, cq, rcq, qp_type, sq_log=sq_log, sq_shift=sq_shift,
-                           rq_log=rq_log, rq_shift=rq_shift)
-        sides.append(Side(dev, pd, cq, qp, rcq))
-    a, b = sides
-    for me, peer, sq_psn, rq_psn in ((a, b, psn_a, psn_b), (b, a, psn_b, psn_a)):
-        me.qp.to_init(access)
-        me.qp.to_rtr(peer.dev, peer.qp.qpn, mtu=mtu, rq_psn=rq_psn, gid_index=gid_index,
-                     max_dest_rd_atomic=max_dest_rd_atomic, min_rnr_timer=min_rnr_timer)
-    for me, sq_psn in ((a, psn_a), (b, psn_b)):
-        me.qp.to_rts(sq_psn=sq_psn, timeout=timeout, retry_cnt=retry_cnt, rnr_retry=rnr_retry,
-                     max_rd_atomic=max_rd_atomic)
-    return Conn(a, b, mtu, psn_a, psn_b)
-
-
-def create_ud(dev, pd=None, cq=None, qkey=0x11111111, sq_log=6, rq_log=6, sq_psn=0):
-    """A UD QP in RTS."""
-    pd = pd or dev.alloc_pd()
-    cq = cq or dev.create_cq(10)
-    qp = dev.create_qp(pd, cq, cq, 'UD', sq_log=sq_log, rq_log=rq_log)
-    qp.to_init(qkey=qkey)
-    qp.to_rtr()
-    qp.to_rts(sq_psn=sq_psn)
-    return Side(dev, pd, cq, qp)
 
 
 # ---- fault injection (model/fault.c; rule grammar: docs/faults.md) -----------------

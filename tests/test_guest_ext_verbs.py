@@ -21,11 +21,11 @@ one T1 guest and between two T2 guests (one qrnic each, across the dgram wire):
   CQ and MR made with a parent domain; an error completion (LOCAL_INV of an ordinary
   MR's key + the flushed SEND behind it); the EOPNOTSUPP answers (wall-clock
   timestamps, BIND_MW on UD)."""
-import json
 import re
 
 import pytest
 
+from guest.qrnic_pv import assert_checks, run_script
 from guest.vmlib import check_pair, client_server, guest_dmesg, next_port, pair, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
@@ -46,14 +46,14 @@ import sys
 import time
 
 import pyverbs.enums as e
-from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQEX, CqInitAttrEx, PollCqAttr
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD, ParentDomain, ParentDomainInitAttr
 from pyverbs.pyverbs_error import PyverbsRDMAError
-from pyverbs.qp import QPAttr, QPCap, QPEx, QPInitAttrEx
+from pyverbs.qp import QPCap, QPEx, QPInitAttrEx
 from pyverbs.wr import SGE, RecvWR
+from qrnic_pv import connect_rc
 
 ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ |
           e.IBV_ACCESS_REMOTE_ATOMIC)
@@ -100,26 +100,7 @@ class Side:
         self.mr = MR(self.dom, 1 << 18, ACCESS)
 
     def connect(self, peer):
-        attr = QPAttr(port_num=1)
-        attr.qp_access_flags = ACCESS
-        attr.pkey_index = 0
-        self.qp.to_init(attr)
-        attr = QPAttr(port_num=1)
-        attr.path_mtu = e.IBV_MTU_1024
-        attr.dest_qp_num = peer.qp.qp_num
-        attr.rq_psn = 0
-        attr.max_dest_rd_atomic = 4
-        attr.min_rnr_timer = 1
-        gr = GlobalRoute(dgid=peer.gid, sgid_index=self.gid_index)
-        gr.hop_limit = 64
-        attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-        self.qp.to_rtr(attr)
-        attr.timeout = 14
-        attr.retry_cnt = 7
-        attr.rnr_retry = 7
-        attr.sq_psn = 0
-        attr.max_rd_atomic = 4
-        self.qp.to_rts(attr)
+        connect_rc(self.qp, ACCESS, peer.qp.qp_num, peer.gid, self.gid_index, rd_atomic=4)
 
     def poll(self, n, timeout=60.0):
         """n completions through start_poll/next_poll/end_poll and the read functions."""
@@ -348,13 +329,6 @@ def test_pyverbs_ext_verbs(topo):
     clock, a parent domain's QP/CQ/MR, an error completion, the EOPNOTSUPP answers."""
     s, c = pair(topo)
     assert s.vm is c.vm, 'the pyverbs program needs both endpoints in one VM (T1)'
-    v = c.vm
-    v.put(SCRIPT, GUEST_SCRIPT.encode())
-    r = v.run('python3 -u %s --dev-a %s --gid-a %d --dev-b %s --gid-b %d'
-              % (SCRIPT, c.ibdev, c.gid, s.ibdev, s.gid), timeout=240, check=False, merge=True)
-    m = re.search(r'^RESULT (.*)$', r.output, re.M)
-    assert r.rc == 0 and m, 'pyverbs program failed (rc %s):\n%s' % (r.rc, r.output[-4000:])
-    res = json.loads(m.group(1))
-    bad = [ck for ck in res['checks'] if not ck[1]]
-    print('%d checks, %d failed' % (len(res['checks']), len(bad)))
-    assert len(res['checks']) >= 20 and not bad, '\n'.join('%s: %s' % (n, d) for n, _, d in bad)
+    res = run_script(c.vm, SCRIPT, GUEST_SCRIPT, '--dev-a %s --gid-a %d --dev-b %s --gid-b %d'
+                     % (c.ibdev, c.gid, s.ibdev, s.gid))
+    assert_checks(res, 20)

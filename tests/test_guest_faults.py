@@ -33,6 +33,7 @@ import time
 
 import pytest
 
+from guest.qrnic_pv import put_helper, result_json
 from guest.vmlib import (check_pair, client_server, ensure_driver, guest_dmesg, need_driver,  # noqa: F401
                          next_port, perftest_table, rdma_res, topo, wait_until)
 from qrnic_vm.qmp import Qmp  # noqa: E402  (scripts/ is on sys.path through guest.vmlib)
@@ -62,13 +63,13 @@ import sys
 import time
 
 import pyverbs.enums as e
-from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
+from qrnic_pv import connect_rc
 
 ACCESS = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ |
           e.IBV_ACCESS_REMOTE_ATOMIC)
@@ -90,26 +91,8 @@ class Side:
         self.mr = MR(self.pd, 1 << 18, ACCESS)
 
     def connect(self, peer, a):
-        attr = QPAttr(port_num=1)
-        attr.qp_access_flags = ACCESS
-        attr.pkey_index = 0
-        self.qp.to_init(attr)
-        attr = QPAttr(port_num=1)
-        attr.path_mtu = e.IBV_MTU_1024
-        attr.dest_qp_num = peer.qp.qp_num
-        attr.rq_psn = 0
-        attr.max_dest_rd_atomic = 8
-        attr.min_rnr_timer = 1              # 0.01 ms
-        gr = GlobalRoute(dgid=peer.gid, sgid_index=self.gid_index)
-        gr.hop_limit = 64
-        attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-        self.qp.to_rtr(attr)
-        attr.timeout = a.timeout
-        attr.retry_cnt = a.retry_cnt
-        attr.rnr_retry = a.rnr_retry
-        attr.sq_psn = 0
-        attr.max_rd_atomic = 8
-        self.qp.to_rts(attr)
+        connect_rc(self.qp, ACCESS, peer.qp.qp_num, peer.gid, self.gid_index, rd_atomic=8,
+                   timeout=a.timeout, retry_cnt=a.retry_cnt, rnr_retry=a.rnr_retry)
 
     def state(self):
         attr, _ = self.qp.query(e.IBV_QP_STATE)
@@ -399,6 +382,7 @@ def verbs(topo, mode, opts='', rules=None, timeout=180):
     assert s.vm is c.vm, 'the pyverbs program needs both endpoints in one VM (T1)'
     v = c.vm
     v.put(SCRIPT, GUEST_SCRIPT.encode())
+    put_helper(v, SCRIPT)
     go = '/tmp/qrnic-fault-go.%d' % next(_go)
     job = v.spawn('python3 -u %s %s --dev-a %s --gid-a %d --dev-b %s --gid-b %d --go %s %s'
                   % (SCRIPT, mode, c.ibdev, c.gid, s.ibdev, s.gid, go, opts))
@@ -427,9 +411,7 @@ def verbs(topo, mode, opts='', rules=None, timeout=180):
     except BaseException:
         job.stop()
         raise
-    m = re.search(r'^RESULT (.*)$', r.output, re.M)
-    assert r.rc == 0 and m, 'pyverbs program failed (rc %s):\n%s' % (r.rc, r.output[-3000:])
-    return json.loads(m.group(1)), info
+    return result_json(r, 3000), info
 
 
 # ---- (a) loss, duplication, reordering ---------------------------------------------------------
@@ -616,6 +598,7 @@ def test_fatal_reaches_application_and_recovers(topo, faults, guest_dmesg):
     before = int(debugfs(s, 'recoveries'))
     v = s.vm
     v.put(SCRIPT, GUEST_SCRIPT.encode())
+    put_helper(v, SCRIPT)
     job = v.spawn('python3 -u %s async --dev-a %s' % (SCRIPT, s.ibdev))
     try:
         deadline = time.monotonic() + 60

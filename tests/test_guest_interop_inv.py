@@ -27,7 +27,7 @@ import time
 import pytest
 
 from guest.interop import _last_json
-from guest.storage import fio_job, fio_verify
+from guest.storage import dd_verify, fio_job, fio_verify
 from guest.vmlib import check_pair, client_server, guest_dmesg, next_port  # noqa: F401
 from test_guest_interop import endpoints, topo  # noqa: F401
 from test_guest_nvmeof import MODULES, NQN, connect, disconnect, mem_mgt, nvmet_teardown, setup_target
@@ -48,18 +48,7 @@ def _qrnic_rxe(topo):
 def _dd_io(vm, bdev):
     """dd O_DIRECT writes of a random pattern, each read back and compared (sha256), then the
     whole region; returns the bytes compared."""
-    vm.run('head -c %d /dev/urandom > /tmp/inv-pattern' % REGION)
-    script = ['set -e']
-    for size, off in DD_CASES:
-        script.append('dd if=/tmp/inv-pattern of=%s bs=%d count=1 iflag=skip_bytes skip=%d '
-                      'oflag=direct,seek_bytes seek=%d status=none' % (bdev, size, off, off))
-    for size, off in DD_CASES:
-        script.append('a=$(dd if=/tmp/inv-pattern bs=%d count=1 iflag=skip_bytes skip=%d status=none '
-                      '| sha256sum); b=$(dd if=%s bs=%d count=1 iflag=direct,skip_bytes skip=%d '
-                      'status=none | sha256sum); [ "$a" = "$b" ] && echo "dd %d@%d ok" || echo "dd %d@%d BAD"'
-                      % (size, off, bdev, size, off, size, off, size, off))
-    dd = vm.run('\n'.join(script), timeout=600)
-    assert dd.count(' ok') == len(DD_CASES) and 'BAD' not in dd, dd
+    dd_verify(vm, bdev, REGION, DD_CASES, '/tmp/inv-pattern', timeout=600)
     # the whole region: the pattern where dd wrote, zeros elsewhere
     out = vm.run(r'''python3 - %s <<'PY'
 import hashlib, json, os, sys

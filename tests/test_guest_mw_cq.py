@@ -19,54 +19,28 @@ T1 guest:
 - ibv_devinfo -v: max_mw, the memory window capability flags, the CQ moderation caps.
 """
 import json
-import os
 import re
 
 import pytest
 
+from guest.qrnic_pv import assert_checks, run_script
+from guest.rdma_core_suite import run_suite
 from guest.vmlib import pair, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
 
-RDMA_CORE = os.path.join(os.environ.get('QRNIC_CACHE', '/var/cache/qrnic'), 'rdma-core-56.1')
-# the tests package of rdma-core: __init__ imports every test_*.py present, so only
-# the two test modules wanted and what they import are copied
-SUITE_FILES = ['__init__.py', 'args_parser.py', 'base.py', 'utils.py', 'mlx5_base.py',
-               'efa_base.py', 'irdma_base.py', 'run_tests.py', 'test_mr.py', 'test_cq.py']
+# only the two test modules wanted and what they import are copied
+SUITE_MODULES = ['test_mr.py', 'test_cq.py']
 SUITE_DIR = '/tmp/rdma-core-tests'
 SUITE_TESTS = ['test_mr.MWTest', 'test_cq.CQTest', 'test_cq.CQAPITest']
-
-
-def _unittest_results(out):
-    """{test id: 'ok' | 'FAIL' | 'ERROR' | 'skipped <reason>'} from unittest -v output."""
-    res = {}
-    for m in re.finditer(r'^(test\w+) \(([\w.]+)\)(?:\n.*?)?\s\.\.\.\s(ok|FAIL|ERROR|skipped.*)$',
-                         out, re.M):
-        where = m.group(2).split('.')
-        if where[-1] == m.group(1):    # Python >= 3.11: "(module.Class.test)"
-            where.pop()
-        res['%s.%s' % (where[-1], m.group(1))] = m.group(3)
-    return res
 
 
 def test_rdma_core_mw_and_cq_tests(topo):
     """rdma-core's MWTest, CQTest and CQAPITest against one qrnic device (its client and
     server on it): all 11 pass, none skipped."""
-    missing = [f for f in SUITE_FILES if not os.path.exists(os.path.join(RDMA_CORE, 'tests', f))]
-    if missing:
-        pytest.skip('rdma-core 56.1 source not cached at %s (run scripts/build-provider.sh): '
-                    'missing %s' % (RDMA_CORE, ', '.join(missing)))
     s, c = pair(topo)
-    v = c.vm
-    v.run('rm -rf %s && mkdir -p %s/tests' % (SUITE_DIR, SUITE_DIR), timeout=30)
-    for f in SUITE_FILES:
-        with open(os.path.join(RDMA_CORE, 'tests', f), 'rb') as fh:
-            v.put('%s/tests/%s' % (SUITE_DIR, f), fh.read())
-    r = v.run('cd %s && python3 -u tests/run_tests.py --dev %s --gid %d -v %s'
-              % (SUITE_DIR, c.ibdev, c.gid, ' '.join(SUITE_TESTS)),
-              timeout=600, check=False, merge=True)
-    res = _unittest_results(r.output)
+    res, r = run_suite(c, SUITE_MODULES, SUITE_TESTS, SUITE_DIR)
     print('rdma-core tests on %s: %s' % (c.ibdev, json.dumps(res, indent=1, sort_keys=True)))
     assert res, 'no unittest results:\n%s' % r.output[-6000:]
     mw = {k: v_ for k, v_ in res.items() if k.startswith('MWTest.')}
@@ -85,13 +59,13 @@ import json
 import time
 
 import pyverbs.enums as e
-from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.qp import QP, QPCap, QPInitAttr
 from pyverbs.wr import SGE, SendWR
+from qrnic_pv import connect_rc
 
 ACCESS = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
 checks = []
@@ -114,23 +88,7 @@ class Side:
         self.mr = MR(self.pd, 1 << 20, ACCESS)
 
     def connect(self, peer):
-        attr = QPAttr(port_num=1)
-        attr.qp_access_flags = ACCESS
-        self.qp.to_init(attr)
-        attr = QPAttr(port_num=1)
-        attr.path_mtu = e.IBV_MTU_1024
-        attr.dest_qp_num = peer.qp.qp_num
-        attr.max_dest_rd_atomic = 1
-        attr.min_rnr_timer = 1
-        gr = GlobalRoute(dgid=peer.gid, sgid_index=self.gid_index)
-        gr.hop_limit = 64
-        attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-        self.qp.to_rtr(attr)
-        attr.timeout = 14
-        attr.retry_cnt = 7
-        attr.rnr_retry = 7
-        attr.max_rd_atomic = 1
-        self.qp.to_rts(attr)
+        connect_rc(self.qp, ACCESS, peer.qp.qp_num, peer.gid, self.gid_index)
 
 
 def poll(cq, n, timeout=30.0):
@@ -210,16 +168,9 @@ def test_pyverbs_resize_cq_in_flight(topo):
     """ibv_resize_cq of a user CQ with completions polled, pending and on the wire."""
     s, c = pair(topo)
     assert s.vm is c.vm, 'the pyverbs program needs both endpoints in one VM (T1)'
-    v = c.vm
-    v.put(SCRIPT, GUEST_SCRIPT.encode())
-    r = v.run('python3 -u %s --dev-a %s --gid-a %d --dev-b %s --gid-b %d'
-              % (SCRIPT, c.ibdev, c.gid, s.ibdev, s.gid), timeout=240, check=False, merge=True)
-    m = re.search(r'^RESULT (.*)$', r.output, re.M)
-    assert r.rc == 0 and m, 'pyverbs program failed (rc %s):\n%s' % (r.rc, r.output[-4000:])
-    res = json.loads(m.group(1))
-    bad = [ck for ck in res['checks'] if not ck[1]]
-    print('%d checks, %d failed' % (len(res['checks']), len(bad)))
-    assert len(res['checks']) >= 8 and not bad, '\n'.join('%s: %s' % (n, d) for n, _, d in bad)
+    res = run_script(c.vm, SCRIPT, GUEST_SCRIPT, '--dev-a %s --gid-a %d --dev-b %s --gid-b %d'
+                     % (c.ibdev, c.gid, s.ibdev, s.gid))
+    assert_checks(res, 8)
 
 
 def test_devinfo_mw_and_cq_moderation(topo):

@@ -40,7 +40,7 @@ import time
 
 import pytest
 
-from guest.storage import fio_job, fio_verify, sha256_read
+from guest.storage import dd_verify, fio_job, fio_verify, sha256_read
 from guest.vmlib import VMError, guest_dmesg, hw_counters, need_driver, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
@@ -226,18 +226,7 @@ def verify_io(vm, bdev):
     """The pattern written and read back (dd, then python3 with buffers inside
     pages, then the whole region); returns the bytes compared."""
     # dd, O_DIRECT: sizes 4 KiB..1 MiB at offsets that are not 4 KiB aligned
-    vm.run('head -c %d /dev/urandom > /tmp/nvme-pattern' % REGION)
-    script = ['set -e']
-    for size, off in DD_CASES:
-        script.append('dd if=/tmp/nvme-pattern of=%s bs=%d count=1 iflag=skip_bytes skip=%d '
-                      'oflag=direct,seek_bytes seek=%d status=none' % (bdev, size, off, off))
-    for size, off in DD_CASES:
-        script.append('a=$(dd if=/tmp/nvme-pattern bs=%d count=1 iflag=skip_bytes skip=%d status=none '
-                      '| sha256sum); b=$(dd if=%s bs=%d count=1 iflag=direct,skip_bytes skip=%d '
-                      'status=none | sha256sum); [ "$a" = "$b" ] && echo "dd %d@%d ok" || echo "dd %d@%d BAD"'
-                      % (size, off, bdev, size, off, size, off, size, off))
-    dd = vm.run('\n'.join(script), timeout=300)
-    assert dd.count(' ok') == len(DD_CASES) and 'BAD' not in dd, dd
+    dd_verify(vm, bdev, REGION, DD_CASES, '/tmp/nvme-pattern')
 
     # buffers that do not start on a page, then the whole region
     vm.put('/tmp/nvme-io.py', PY_IO)

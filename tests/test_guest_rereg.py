@@ -53,14 +53,13 @@ import subprocess
 import pytest
 
 from guest.vmlib import host_verbs_program, pair, topo  # noqa: F401
-from test_guest_mw_cq import SUITE_FILES, _unittest_results
+from guest.rdma_core_suite import run_suite
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get('QRNIC_CACHE', '/var/cache/qrnic')
-RDMA_CORE = os.path.join(CACHE, 'rdma-core-56.1')
 PROG_SRC = os.path.join(HERE, 'guest', 'qrnic_mr_cq.c')
 GUEST_PROG = '/tmp/qrnic_mr_cq'
 SUITE_DIR = '/tmp/rdma-core-tests-mr'
@@ -158,19 +157,9 @@ def test_usage_errors(topo, prog):
 
 def test_rdma_core_mr_tests(topo):
     """rdma-core's MRTest (its rereg tests) against one qrnic device: all pass."""
-    missing = [f for f in SUITE_FILES if not os.path.exists(os.path.join(RDMA_CORE, 'tests', f))]
-    if missing:
-        pytest.fail('rdma-core 56.1 source not cached at %s (run scripts/build-provider.sh): '
-                    'missing %s' % (RDMA_CORE, ', '.join(missing)), pytrace=False)
     s, c = pair(topo)
-    v = c.vm
-    v.run('rm -rf %s && mkdir -p %s/tests' % (SUITE_DIR, SUITE_DIR), timeout=30)
-    for f in SUITE_FILES:
-        with open(os.path.join(RDMA_CORE, 'tests', f), 'rb') as fh:
-            v.put('%s/tests/%s' % (SUITE_DIR, f), fh.read())
-    r = v.run('cd %s && python3 -u tests/run_tests.py --dev %s --gid %d -v test_mr.MRTest'
-              % (SUITE_DIR, c.ibdev, c.gid), timeout=600, check=False, merge=True)
-    res = _unittest_results(r.output)
+    res, r = run_suite(c, ['test_mr.py', 'test_cq.py'], ['test_mr.MRTest'], SUITE_DIR,
+                       if_missing='fail')
     print('rdma-core MRTest on %s: %s' % (c.ibdev, json.dumps(res, indent=1, sort_keys=True)))
     want = {'MRTest.test_mr_rereg_atomic', 'MRTest.test_mr_rereg_access',
             'MRTest.test_mr_rereg_access_bad_flow', 'MRTest.test_mr_rereg_pd',

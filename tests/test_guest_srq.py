@@ -15,11 +15,11 @@ program (python3-pyverbs, T1) checks what the tools do not: random
 payloads scattered over two SGEs of SRQ WQEs shared by three QPs, ENOMEM
 when the SRQ is full, no RQ on an SRQ QP, query/modify (the limit, no
 resize), IBV_EVENT_SRQ_LIMIT_REACHED and IBV_EVENT_QP_LAST_WQE_REACHED."""
-import json
 import re
 
 import pytest
 
+from guest.qrnic_pv import run_script
 from guest.vmlib import (check_pair, client_server, guest_dmesg, need_driver, next_port,  # noqa: F401
                          one_device, pair, perftest_table, run_local, topo)
 
@@ -112,7 +112,6 @@ import signal
 import sys
 
 import pyverbs.enums as e
-from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
@@ -121,6 +120,7 @@ from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
+from qrnic_pv import connect_rc
 
 signal.alarm(150)                   # a missing completion or event fails, never hangs
 DEV_A, GID_A, DEV_B, GID_B = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
@@ -140,26 +140,7 @@ class Port:
 
 
 def connect(qp, me, peer_qp, peer):
-    attr = QPAttr(port_num=1)
-    attr.qp_access_flags = 0
-    attr.pkey_index = 0
-    qp.to_init(attr)
-    attr = QPAttr(port_num=1)
-    attr.path_mtu = e.IBV_MTU_1024
-    attr.dest_qp_num = peer_qp.qp_num
-    attr.rq_psn = 0
-    attr.max_dest_rd_atomic = 1
-    attr.min_rnr_timer = 1
-    gr = GlobalRoute(dgid=peer.gid, sgid_index=me.gid_index)
-    gr.hop_limit = 64
-    attr.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
-    qp.to_rtr(attr)
-    attr.timeout = 14
-    attr.retry_cnt = 7
-    attr.rnr_retry = 7
-    attr.sq_psn = 0
-    attr.max_rd_atomic = 1
-    qp.to_rts(attr)
+    connect_rc(qp, 0, peer_qp.qp_num, peer.gid, me.gid_index)
 
 
 def poll(cq, n):
@@ -279,13 +260,8 @@ print('RESULT ' + json.dumps(res), flush=True)
 def test_srq_pyverbs(topo):
     s, c = pair(topo)
     assert s.vm is c.vm, 'T1: both ports in one VM'
-    v = s.vm
-    v.put(SCRIPT, SCRIPT_TEXT.encode())
-    r = v.run('python3 -u %s %s %d %s %d' % (SCRIPT, c.ibdev, c.gid, s.ibdev, s.gid),
-              timeout=240, check=False)
-    m = re.search(r'^RESULT (.*)$', r.output, re.M)
-    assert r.rc == 0 and m, 'pyverbs program failed (rc %s):\n%s' % (r.rc, r.output[-3000:])
-    res = json.loads(m.group(1))
+    res = run_script(s.vm, SCRIPT, SCRIPT_TEXT, '%s %d %s %d' % (c.ibdev, c.gid, s.ibdev, s.gid),
+                     merge=False, tail=3000)
     assert res['bad'] == [], res
     assert res['query'][0] == 16 and res['query'][1] >= 2 and res['query'][2] == 0, res
     assert res['recv_cap'] == [0, 0, 0], res

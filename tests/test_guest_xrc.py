@@ -15,11 +15,11 @@ completion.  Payloads are validated by rdma-core 56.1's own XRC tests
 ibv_wr_set_xrc_srqn, post_send with remote_srqn polled through
 ibv_cq_ex, XRC atomics), run on one device."""
 import json
-import os
 import re
 
 import pytest
 
+from guest.rdma_core_suite import run_suite
 from guest.vmlib import check_pair, client_server, need_driver, next_port, one_device, pair, run_local, topo  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
@@ -65,12 +65,8 @@ def test_xsrq_pingpong_one_device(topo):
 
 
 # ---- rdma-core's own XRC tests: payloads validated -------------------------------------
-RDMA_CORE = os.path.join(os.environ.get('QRNIC_CACHE', '/var/cache/qrnic'), 'rdma-core-56.1')
-# the tests package of rdma-core: __init__ imports every test_*.py present, so only
-# the modules wanted and what they import are copied (as tests/test_guest_mw_cq.py)
-SUITE_FILES = ['__init__.py', 'args_parser.py', 'base.py', 'utils.py', 'mlx5_base.py',
-               'efa_base.py', 'irdma_base.py', 'run_tests.py', 'test_qpex.py', 'test_cqex.py',
-               'test_atomic.py']
+# only the modules wanted (and what they import) are copied
+SUITE_MODULES = ['test_qpex.py', 'test_cqex.py', 'test_atomic.py']
 SUITE_DIR = '/tmp/rdma-core-xrc-tests'
 # XRCResources: per side an XRC domain (ibv_open_xrcd on a file), an XRC SRQ, two XRC
 # RECV and two XRC SEND QPs; utils.xrc_traffic sends both ways through every QP pair
@@ -82,37 +78,13 @@ SUITE_TESTS = ['test_qpex.QpExTestCase.test_qp_ex_xrc_send',
                'test_atomic.AtomicTest.test_xrc_atomic_cmp_and_swap']
 
 
-def _unittest_results(out):
-    """{test id: 'ok' | 'FAIL' | 'ERROR' | 'skipped <reason>'} from unittest -v output."""
-    res = {}
-    for m in re.finditer(r'^(test\w+) \(([\w.]+)\)(?:\n.*?)?\s\.\.\.\s(ok|FAIL|ERROR|skipped.*)$',
-                         out, re.M):
-        where = m.group(2).split('.')
-        if where[-1] == m.group(1):    # Python >= 3.11: "(module.Class.test)"
-            where.pop()
-        res['%s.%s' % (where[-1], m.group(1))] = m.group(3)
-    return res
-
-
 @T1
 def test_rdma_core_xrc_tests(topo):
     """rdma-core 56.1's XRC tests (ibv_wr_set_xrc_srqn with SEND and SEND_WITH_IMM,
     post_send with remote_srqn polled through ibv_cq_ex, XRC atomics) against one
     qrnic device (the suite's client and server share it): all 5 pass, none skipped."""
-    missing = [f for f in SUITE_FILES if not os.path.exists(os.path.join(RDMA_CORE, 'tests', f))]
-    if missing:
-        pytest.skip('rdma-core 56.1 source not cached at %s (run scripts/build-provider.sh): '
-                    'missing %s' % (RDMA_CORE, ', '.join(missing)))
     s, c = pair(topo)
-    v = c.vm
-    v.run('rm -rf %s && mkdir -p %s/tests' % (SUITE_DIR, SUITE_DIR), timeout=30)
-    for f in SUITE_FILES:
-        with open(os.path.join(RDMA_CORE, 'tests', f), 'rb') as fh:
-            v.put('%s/tests/%s' % (SUITE_DIR, f), fh.read())
-    r = v.run('cd %s && python3 -u tests/run_tests.py --dev %s --gid %d -v %s'
-              % (SUITE_DIR, c.ibdev, c.gid, ' '.join(SUITE_TESTS)),
-              timeout=600, check=False, merge=True)
-    res = _unittest_results(r.output)
+    res, r = run_suite(c, SUITE_MODULES, SUITE_TESTS, SUITE_DIR)
     print('rdma-core XRC tests on %s: %s' % (c.ibdev, json.dumps(res, indent=1, sort_keys=True)))
     assert len(res) == len(SUITE_TESTS), (sorted(res), r.output[-6000:])
     bad = {k: v_ for k, v_ in res.items() if v_ != 'ok'}

@@ -70,3 +70,21 @@ def sha256_read(vm, path, size, iflag='direct'):
                  % (path, (size + (1 << 20) - 1) >> 20, ('iflag=%s' % iflag) if iflag else '', size),
                  timeout=300)
     return out.split()[0]
+
+
+def dd_verify(vm, bdev, region, cases, pattern, timeout=300):
+    """Write `region` random bytes to the guest file `pattern`, then with dd
+    O_DIRECT each (size, offset) of `cases` from it to the same offset of
+    bdev; read each back (O_DIRECT) and compare sha256 with the pattern's."""
+    vm.run('head -c %d /dev/urandom > %s' % (region, pattern))
+    script = ['set -e']
+    for size, off in cases:
+        script.append('dd if=%s of=%s bs=%d count=1 iflag=skip_bytes skip=%d '
+                      'oflag=direct,seek_bytes seek=%d status=none' % (pattern, bdev, size, off, off))
+    for size, off in cases:
+        script.append('a=$(dd if=%s bs=%d count=1 iflag=skip_bytes skip=%d status=none '
+                      '| sha256sum); b=$(dd if=%s bs=%d count=1 iflag=direct,skip_bytes skip=%d '
+                      'status=none | sha256sum); [ "$a" = "$b" ] && echo "dd %d@%d ok" || echo "dd %d@%d BAD"'
+                      % (pattern, size, off, bdev, size, off, size, off, size, off))
+    dd = vm.run('\n'.join(script), timeout=timeout)
+    assert dd.count(' ok') == len(cases) and 'BAD' not in dd, dd

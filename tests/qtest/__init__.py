@@ -3,8 +3,8 @@
 
 qemu.py    the qtest/QMP client (one QEMU process)
 pci.py     PCI config space, BAR placement, MSI-X into guest RAM
-abi.py     admin command layouts (the rest of the ABI comes from qrnic_harness)
-driver.py  a mini driver with the qrnic_harness API (World, Device, Qp, Cq, Mr...)
+abi.py     qtest-only ABI constants (structures and commands come from qrnic_harness)
+driver.py  the qtest back end of tests/qrnic_api.py (World, Device, Qp, Cq, Mr...)
 """
 from .qemu import Qemu, QemuError, QtestFail, base_args, free_udp_ports  # noqa: F401
 from .pci import PciDevice, MmioAllocator, find_devices  # noqa: F401

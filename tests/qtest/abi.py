@@ -1,17 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Admin command layouts (model/abi/qrnic_admin.h) as ctypes mirrors.
+"""The qtest back end's ABI constants (model/abi/qrnic_regs.h and friends).
 
-The other ABI structures (CQE, EQE, WQE, SGE, QP attributes, AV, query
-answers) and every constant come from tests/qrnic_harness.py; this module
-only adds the command bodies that the C harness builds in C.  check_layout()
-compares them with the C layout table of the harness library.
+The ABI structures, the admin command bodies (CMD_MIRRORS) and every
+constant come from tests/qrnic_harness.py; this module adds what only the
+qtest back end needs (PCI identity, ring sizes, doorbell fields, the
+statistics order).  check_layout() compares the command mirrors with the C
+layout table of the harness library.
 """
 import ctypes
 
 import qrnic_harness as h
 
-LE = ctypes.LittleEndianStructure
-u8, u16, u32, u64 = ctypes.c_uint8, ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint64
 
 # qrnic_regs.h: PCI identity and BARs
 PCI_VENDOR_ID = 0x1af4
@@ -56,104 +55,13 @@ STAT_NAMES = [
     'bf_fallbacks']   # QRNIC_STATS() order
 
 
-class AqHdr(LE):
-    _pack_ = 1
-    _fields_ = [('opcode', u8), ('flags', u8), ('cmd_id', u16), ('rsvd', u32)]
+# The admin command bodies live with the other ABI mirrors in qrnic_harness
+# (one definition for both back ends of tests/qrnic_api.py).
+from qrnic_harness import (AqHdr, CmdAllocXrcd, CmdCreateAh, CmdCreateCq, CmdCreateEq,  # noqa: F401,E402
+                           CmdCreatePd, CmdCreateQp, CmdCreateSrq, CmdGid, CmdHandle, CmdModifyQp,
+                           CmdModifySrq, CmdQuery, CmdQueryQp, CmdRegMr, command)
 
-
-class CmdQuery(LE):
-    _pack_ = 1
-    _fields_ = [('resp_addr', u64), ('resp_len', u32), ('port', u32)]
-
-
-class CmdGid(LE):
-    _pack_ = 1
-    _fields_ = [('index', u32), ('valid', u8), ('net_type', u8), ('rsvd', u16), ('gid', u8 * 16)]
-
-
-class CmdHandle(LE):
-    _pack_ = 1
-    _fields_ = [('handle', u32)]
-
-
-class CmdCreatePd(LE):
-    _pack_ = 1
-    _fields_ = [('uctx', u32)]
-
-
-class CmdCreateCq(LE):
-    _pack_ = 1
-    _fields_ = [('uctx', u32), ('eqn', u32), ('log_depth', u8), ('flags', u8), ('rsvd', u8 * 6),
-                ('ring_addr', u64), ('dbrec_addr', u64)]
-
-
-class CmdCreateQp(LE):
-    _pack_ = 1
-    _fields_ = [('uctx', u32), ('pdn', u32), ('send_cqn', u32), ('recv_cqn', u32),
-                ('qp_type', u8), ('sq_log_depth', u8), ('sq_wqe_shift', u8),
-                ('rq_log_depth', u8), ('rq_wqe_shift', u8), ('rsvd0', u8 * 3),
-                ('flags', u32), ('srqn', u32), ('sq_addr', u64), ('rq_addr', u64)]
-
-
-class CmdModifyQp(LE):
-    _pack_ = 1
-    _fields_ = [('qpn', u32), ('rsvd', u32), ('attr', h.QpAttr)]
-
-
-class CmdQueryQp(LE):
-    _pack_ = 1
-    _fields_ = [('handle', u32), ('resp_len', u32), ('resp_addr', u64)]
-
-
-class CmdRegMr(LE):
-    _pack_ = 1
-    _fields_ = [('pdn', u32), ('access', u32), ('flags', u32), ('page_shift', u8),
-                ('pbl_levels', u8), ('rsvd', u16), ('iova', u64), ('length', u64),
-                ('pbl_addr', u64), ('npages', u32), ('rsvd2', u32)]
-
-
-class CmdCreateAh(LE):
-    _pack_ = 1
-    _fields_ = [('pdn', u32), ('rsvd', u32), ('av', h.Av)]
-
-
-class CmdCreateEq(LE):
-    _pack_ = 1
-    _fields_ = [('log_depth', u8), ('rsvd0', u8), ('vector', u16), ('flags', u32),
-                ('ring_addr', u64)]
-
-
-class CmdCreateSrq(LE):
-    _pack_ = 1
-    _fields_ = [('uctx', u32), ('pdn', u32), ('log_depth', u8), ('wqe_shift', u8),
-                ('flags', u16), ('limit', u32), ('ring_addr', u64), ('dbrec_addr', u64),
-                ('xrcd', u32), ('cqn', u32), ('rsvd1', u64)]
-
-
-class CmdAllocXrcd(LE):
-    _pack_ = 1
-    _fields_ = [('uctx', u32), ('rsvd', u32)]
-
-
-class CmdModifySrq(LE):
-    _pack_ = 1
-    _fields_ = [('srqn', u32), ('attr_mask', u32), ('limit', u32), ('rsvd', u32)]
-
-
-MIRRORS = {'qrnic_aq_hdr': AqHdr, 'qrnic_cmd_query': CmdQuery, 'qrnic_cmd_gid': CmdGid,
-           'qrnic_cmd_create_cq': CmdCreateCq, 'qrnic_cmd_create_qp': CmdCreateQp,
-           'qrnic_cmd_modify_qp': CmdModifyQp, 'qrnic_cmd_query_qp': CmdQueryQp,
-           'qrnic_cmd_reg_mr': CmdRegMr, 'qrnic_cmd_create_ah': CmdCreateAh,
-           'qrnic_cmd_create_eq': CmdCreateEq, 'qrnic_cmd_create_srq': CmdCreateSrq,
-           'qrnic_cmd_modify_srq': CmdModifySrq, 'qrnic_cmd_alloc_xrcd': CmdAllocXrcd}
-
-
-def command(opcode, body=None, cmd_id=0, flags=0):
-    """128 bytes of an admin command: header + body (a ctypes structure or bytes)."""
-    op = h.CMD[opcode] if isinstance(opcode, str) else opcode
-    hdr = bytes(AqHdr(opcode=op, flags=flags, cmd_id=cmd_id))
-    b = bytes(body) if body is not None else b''
-    return (hdr + b).ljust(AQ_SQE_SIZE, b'\0')[:AQ_SQE_SIZE]
+MIRRORS = h.CMD_MIRRORS
 
 
 def check_layout():

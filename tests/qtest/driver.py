@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""A mini qrnic driver over qtest: the same API as the C-harness driver of
-tests/qrnic_harness.py (Device, Pd, Cq, Eq, Mr, Qp), but every step is a
-guest-physical memory access, an MMIO access to the device's BARs or a PCI
-configuration access in a real QEMU process.
+"""The qtest back end of the one Python device API (tests/qrnic_api.py,
+shared with the C-harness back end tests/qrnic_harness.py): a mini qrnic
+driver whose every step is a guest-physical memory access, an MMIO access
+to the device's BARs or a PCI configuration access in a real QEMU process.
+Here: World (QEMU processes, time), the admin queue, and the rings and
+records of EQs, CQs, QPs and SRQs in guest RAM.
 
     w = World.single(qemu_binary, ndev=2)      # one QEMU, two cabled devices
     a, b = w.devs                               # brought up: AQ, EQs, GIDs
-    conn = qrnic_harness.connect_rc(a, b)       # the harness helper works as is
+    conn = qrnic_api.connect_rc(a, b)           # the one API's helper
     mr = a.reg_mr(conn.pda, 4096)
     conn.qa.post_send('RDMA_WRITE', [(mr, 0, 100)], remote=(rmr, 0))
     conn.cqa.wait(1)
@@ -22,6 +24,7 @@ import random
 import struct
 import time
 
+import qrnic_api as api
 import qrnic_harness as h
 
 from . import abi
@@ -209,37 +212,20 @@ def mac_of(i):
     return f'52:54:00:5e:00:{i + 1:02x}'
 
 
-# ---- objects ---------------------------------------------------------------------------
-class _Obj:
-    def __init__(self, dev, handle):
-        self.dev = dev
-        self.handle = handle
+# ---- the object model (tests/qrnic_api.py) over guest memory and MMIO --------------------
+Pd, Ah = api.Pd, api.Ah
 
+
+class _Obj:
     @property
     def q(self):
         return self.dev.qemu
 
 
-class Pd(_Obj):
-    def __init__(self, dev, pdn, uctx=0):
-        super().__init__(dev, pdn)
-        self.pdn = pdn
-        self.uctx = uctx
-
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_PD', self.pdn, check)
-
-
-class Ah(_Obj):
-    def __init__(self, dev, ahn):
-        super().__init__(dev, ahn)
-        self.ahn = ahn
-
-
-class Eq(_Obj):
+class Eq(_Obj, api.Eq):
     def __init__(self, dev, eqn, log_depth, vector, ring):
-        super().__init__(dev, eqn)
-        self.eqn, self.log_depth, self.vector, self.ring = eqn, log_depth, vector, ring
+        super().__init__(dev, eqn, log_depth, vector)
+        self.ring = ring
         self.ci = 0
 
     def _ready(self, ci):
@@ -247,15 +233,11 @@ class Eq(_Obj):
         owner = self.q.readb(slot + abi.EQE_SIZE - 1)
         return (owner & 1) == (((ci >> self.log_depth) & 1) ^ 1)
 
-    def poll(self, n=256):
+    def _poll_raw(self, n):
         out = []
         while len(out) < n and self._ready(self.ci):
             slot = self.ring + (self.ci & ((1 << self.log_depth) - 1)) * abi.EQE_SIZE
-            e = h.Eqe.from_buffer_copy(self.q.memread(slot, abi.EQE_SIZE))
-            d = h.to_dict(e)
-            d['type_name'] = 'COMPLETION' if e.type == 0 else 'ASYNC'
-            d['event'] = h.EV_NAME.get(e.subtype, str(e.subtype)) if e.type == 1 else None
-            out.append(d)
+            out.append(h.Eqe.from_buffer_copy(self.q.memread(slot, abi.EQE_SIZE)))
             self.ci += 1
         if out:
             self.dev.eq_db(self.eqn, self.ci)
@@ -264,22 +246,13 @@ class Eq(_Obj):
     def arm(self):
         self.dev.eq_db(self.eqn, self.ci, arm=True)
 
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_EQ', self.eqn, check)
 
-
-class Cq(_Obj):
+class Cq(_Obj, api.Cq):
     def __init__(self, dev, cqn, log_depth, ring, dbrec, uctx=0, flags=0):
-        super().__init__(dev, cqn)
-        self.cqn, self.log_depth, self.ring, self.dbrec, self.uctx = \
-            cqn, log_depth, ring, dbrec, uctx
+        super().__init__(dev, cqn, log_depth, flags)
+        self.ring, self.dbrec, self.uctx = ring, dbrec, uctx
         self.ci = 0
-        self.flags = flags
-        # 64-byte CQEs with the completion timestamp (CQ_F_TIMESTAMP, ABI 1.7)
-        self.size = 64 if flags & h.CQ_F_TIMESTAMP else abi.CQE_SIZE
-
-    def __repr__(self):
-        return f'<Cq {self.cqn} dev{self.dev.idx}>'
+        self.size = self.cqe_size
 
     def _slot(self, i):
         return self.ring + (i & ((1 << self.log_depth) - 1)) * self.size
@@ -306,13 +279,12 @@ class Cq(_Obj):
     def peek(self):
         return len(self._read(1 << self.log_depth))
 
-    def poll(self, n=1024):
+    def _poll_raw(self, n):
         out = []
         for raw in self._read(n):
             c = h.Cqe.from_buffer_copy(raw[:abi.CQE_SIZE])
-            out.append(h.cqe_dict(c))
-            if self.size > abi.CQE_SIZE:
-                out[-1]['timestamp'] = struct.unpack_from('<Q', raw, 32)[0]
+            ts = struct.unpack_from('<Q', raw, 32)[0] if self.size > abi.CQE_SIZE else None
+            out.append((c, ts))
             self.ci += 1
             self.dev._cqe_consumed(c)
         if out:
@@ -347,35 +319,18 @@ class Cq(_Obj):
         cmd = struct.pack('<BBHI', h.CMD['RESIZE_CQ'], 0, 0, 0) + \
             struct.pack('<IB3sQQ', self.cqn, log_depth, b'', ring, 0)
         st, cqe = self.dev.admin(cmd)
-        r = self.dev._handle(st, cqe, 'resize_cq', check)
+        r = self.dev._result(st, cqe, 'resize_cq', check)
         if r is not None:
             self.ring, self.log_depth, self.ci = ring, log_depth, 0
         return r
 
-    def moderate(self, count=0, period_us=0, check=True):
-        cmd = struct.pack('<BBHI', h.CMD['MODIFY_CQ'], 0, 0, 0) + \
-            struct.pack('<IHH8s', self.cqn, count, period_us, b'')
-        st, cqe = self.dev.admin(cmd)
-        return self.dev._status(st, 'modify_cq', check)
 
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_CQ', self.cqn, check)
-
-
-class Mr(_Obj):
+class Mr(_Obj, api.Mr):
     """Registered guest memory: `pages` are the guest-physical pages in MR order."""
 
     def __init__(self, dev, key, pdn, iova, length, access, pages, page_shift, pbl_addr):
-        super().__init__(dev, key)
-        self.key = self.lkey = self.rkey = key
-        self.pdn, self.iova, self.length, self.access = pdn, iova, length, access
+        super().__init__(dev, key, pdn, iova, length, access)
         self.pages, self.page_shift, self.pbl_addr = pages, page_shift, pbl_addr
-
-    def __repr__(self):
-        return f'<Mr key={self.key:#x} iova={self.iova:#x} len={self.length} dev{self.dev.idx}>'
-
-    def addr(self, off=0):
-        return self.iova + off
 
     def bus_addr(self, off=0):
         ps = 1 << self.page_shift
@@ -406,68 +361,20 @@ class Mr(_Obj):
             n = self.length - off
         return b''.join(self.q.memread(a, k) for _, a, k in self._chunks(off, n))
 
-    def fill_random(self, rng, off=0, n=None):
-        if n is None:
-            n = self.length - off
-        data = rng.randbytes(n)
-        self.write(off, data)
-        return data
 
-    def dereg(self, check=True):
-        return self.dev.destroy('DEREG_MR', self.key, check)
-
-
-class Qp(_Obj, h.QpTransitions):
+class Qp(_Obj, api.Qp):
     def __init__(self, dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log,
                  rq_shift, sq_addr, rq_addr, uctx=0):
-        super().__init__(dev, qpn)
-        self.qpn, self.qp_type, self.pd = qpn, qp_type, pd
-        self.send_cq, self.recv_cq = send_cq, recv_cq
-        self.sq_log, self.sq_shift, self.rq_log, self.rq_shift = sq_log, sq_shift, rq_log, rq_shift
+        super().__init__(dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log,
+                         rq_shift)
         self.sq_addr, self.rq_addr, self.uctx = sq_addr, rq_addr, uctx
         self.sq_pi = self.sq_ci = self.rq_pi = self.rq_ci = 0
 
-    def __repr__(self):
-        return f'<Qp {self.qpn} dev{self.dev.idx}>'
-
-    def modify(self, state=None, mask=None, check=True, **attrs):
-        """MODIFY_QP, as qrnic_harness.Qp.modify (mask computed from attrs)."""
-        a = h.QpAttr()
-        names = []
-        if state is not None:
-            a.qp_state = h.QPS[state] if isinstance(state, str) else state
-            names.append('STATE')
-        for k, v in attrs.items():
-            if k == 'av':
-                a.av = h.make_av(**v) if isinstance(v, dict) else v
-            else:
-                setattr(a, k, v)
-            names.append(h._ATTR_BIT[k])
-        if mask is None:
-            m = 0
-            for n in names:
-                m |= h.QP_ATTR[n]
-        elif isinstance(mask, int):
-            m = mask
-        else:
-            m = 0
-            for n in mask:
-                m |= h.QP_ATTR[n]
-        a.attr_mask = m
+    def _modify_attr(self, a):
         st, _ = self.dev.admin(abi.command('MODIFY_QP', abi.CmdModifyQp(qpn=self.qpn, attr=a)))
-        if st == 0 and (m & h.QP_ATTR['STATE']) and a.qp_state == h.QPS['RESET']:
+        if st == 0 and (a.attr_mask & h.QP_ATTR['STATE']) and a.qp_state == h.QPS['RESET']:
             self.sq_pi = self.sq_ci = self.rq_pi = self.rq_ci = 0
-        return self.dev._status(st, f'modify_qp {self.qpn} -> {state}', check)
-
-    def query(self, check=True):
-        out = self.dev._query_handle('QUERY_QP', self.qpn, h.QpAttr, check)
-        if out is not None:
-            out['state_name'] = h.QPS_NAME.get(out['qp_state'], str(out['qp_state']))
-        return out
-
-    @property
-    def state(self):
-        return self.query()['state_name']
+        return st
 
     # -- data path
     def _db(self, off, idx):
@@ -528,37 +435,14 @@ class Qp(_Obj, h.QpTransitions):
                 self.ring_rq()
         return pi
 
-    def post_send(self, opcode='SEND', sges=(), remote=None, imm=0, inline=None,
-                  signaled=True, solicited=False, fence=False, wr_id=0, compare=0, swap=0,
-                  add=None, ah=None, remote_qpn=0, qkey=0, flags=None, ring=True, check=True,
-                  invalidate=None, xrc_srqn=0):
-        """Post one send WQE and ring the SQ doorbell (arguments as in the harness;
-        xrc_srqn: the XRC SRQ an XRC INI QP's WQE names)."""
-        if invalidate is not None:  # a key in imm_data, host order (imm goes big endian)
-            imm = struct.unpack('>I', struct.pack('<I', invalidate))[0]
-        op = h.WR[opcode] if isinstance(opcode, str) else opcode
-        if flags is None:
-            flags = (h.WQE_F_SIGNALED if signaled else 0) | \
-                (h.WQE_F_SOLICITED if solicited else 0) | (h.WQE_F_FENCE if fence else 0)
-        inl = b''
-        if inline is not None:
-            flags |= h.WQE_F_INLINE
-            inl = bytes(inline)
-        addrs, lens, keys = _sge_list(sges)
-        rkey = raddr = 0
-        if remote is not None:
-            if isinstance(remote[0], Mr):
-                rkey, raddr = remote[0].rkey, remote[0].addr(remote[1])
-            else:
-                rkey, raddr = remote
+    def _post_send(self, op, flags, wr_id, addrs, lens, keys, inl, imm, rkey, raddr, cmp_add,
+                   swap, ahn, remote_qpn, qkey, xrc_srqn, ring, check):
         w = h.SendWqe(opcode=op, flags=flags, num_sge=len(addrs),
-                      inline_len=len(inl) if inline is not None else 0, wr_id=wr_id,
+                      inline_len=len(inl) if inl is not None else 0, wr_id=wr_id,
                       imm_data=struct.unpack('<I', struct.pack('>I', imm & 0xffffffff))[0],
-                      rkey=rkey, remote_addr=raddr,
-                      compare_add=add if add is not None else compare, swap=swap,
-                      ah=ah.ahn if isinstance(ah, Ah) else (ah or 0), remote_qpn=remote_qpn,
-                      remote_qkey=qkey, xrc_srqn=xrc_srqn)
-        body = inl if inline is not None else b''.join(
+                      rkey=rkey, remote_addr=raddr, compare_add=cmp_add, swap=swap, ah=ahn,
+                      remote_qpn=remote_qpn, remote_qkey=qkey, xrc_srqn=xrc_srqn)
+        body = inl if inl is not None else b''.join(
             bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
         stride = 1 << self.sq_shift
         if abi.SEND_WQE_SIZE + len(body) > stride:
@@ -570,8 +454,7 @@ class Qp(_Obj, h.QpTransitions):
     def post_send_raw(self, wqe_bytes, ring=True):
         return self._put(wqe_bytes, True, ring)
 
-    def post_recv(self, sges=(), wr_id=0, ring=True, check=True):
-        addrs, lens, keys = _sge_list(sges)
+    def _post_recv(self, wr_id, addrs, lens, keys, ring, check):
         body = bytes(h.RecvWqe(wr_id=wr_id, num_sge=len(addrs))) + b''.join(
             bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
         if len(body) > (1 << self.rq_shift):
@@ -583,16 +466,13 @@ class Qp(_Obj, h.QpTransitions):
     def post_recv_raw(self, wqe_bytes, ring=True):
         return self._put(wqe_bytes, False, ring)
 
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_QP', self.qpn, check)
 
-
-class Srq(_Obj):
+class Srq(_Obj, api.Srq):
     """A shared receive queue driven through its ring and QRNIC_DB_SRQ."""
 
     def __init__(self, dev, srqn, log_depth, wqe_shift, ring, rec, uctx):
-        super().__init__(dev, srqn)
-        self.srqn, self.log_depth, self.wqe_shift = srqn, log_depth, wqe_shift
+        super().__init__(dev, srqn, log_depth)
+        self.wqe_shift = wqe_shift
         self.ring, self.rec, self.uctx = ring, rec, uctx
         self.pi = 0
 
@@ -601,8 +481,7 @@ class Srq(_Obj):
         """The consumer index the device wrote to the record."""
         return struct.unpack('<I', self.dev.qemu.memread(self.rec, 4))[0]
 
-    def post_recv(self, sges=(), wr_id=0, ring=True):
-        addrs, lens, keys = _sge_list(sges)
+    def _post(self, wr_id, addrs, lens, keys, ring, check):
         body = bytes(h.RecvWqe(wr_id=wr_id, num_sge=len(addrs))) + b''.join(
             bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
         stride = 1 << self.wqe_shift
@@ -619,27 +498,9 @@ class Srq(_Obj):
                           (self.srqn & abi.DB_QN_MASK) | (((self.pi if pi is None else pi)
                                                           & 0xffffffff) << 32))
 
-    def destroy(self, check=True):
-        return self.dev.destroy('DESTROY_SRQ', self.srqn, check)
-
-
-def _sge_list(sges):
-    """[(mr, off, len[, lkey])] or raw [(addr, len, lkey)] -> (addrs, lens, keys)."""
-    addrs, lens, keys = [], [], []
-    for s in sges:
-        if hasattr(s[0], 'lkey'):
-            addrs.append(s[0].addr(s[1]))
-            lens.append(s[2])
-            keys.append(s[3] if len(s) > 3 else s[0].lkey)
-        else:
-            addrs.append(s[0])
-            lens.append(s[1])
-            keys.append(s[2])
-    return addrs, lens, keys
-
 
 # ---- the device -------------------------------------------------------------------------
-class Device:
+class Device(api.Device):
     """One qrnic PCI function in one QEMU, and the driver state for it."""
 
     def __init__(self, world, qemu, pci, mem, idx):
@@ -669,11 +530,6 @@ class Device:
 
     def qom_set(self, prop, value):
         return self.qemu.qmp('qom-set', path=self.qom_path, property=prop, value=value)
-
-    # ---- what h.FastMr (fast registration, spec 12.12) needs, shared ----------
-    alloc_mr = h.Device.alloc_mr
-    alloc_mw = h.Device.alloc_mw
-    rereg_mr = h.Device.rereg_mr
 
     def mem_alloc(self, size, align=4096):
         return self.mem.alloc(size, align)
@@ -787,21 +643,6 @@ class Device:
         assert st & h.STATUS_ENABLED and not st & h.STATUS_FATAL, f'STATUS {st:#x}'
         assert aqs == h.AQ_STATUS_ENABLED, f'AQ_STATUS {aqs:#x}'
 
-    def init(self, aq_log=5, eq_log=8):
-        """As qrnic_harness.Device.init: bring-up, QUERY_DEVICE, async EQ on
-        vector 1, completion EQ on vector 2, GID 0 = ::ffff:10.0.0.<idx+1>,
-        GID 1 = fd00::<idx+1>."""
-        self.bringup(aq_log)
-        self.attr = self.query_device()
-        nv = self.reg_read('NUM_VECTORS')
-        self.async_eq = self.create_eq(eq_log, vector=min(1, nv - 1), async_events=True)
-        self.comp_eq = self.create_eq(eq_log, vector=min(2, nv - 1))
-        self.async_eq.arm()
-        self.comp_eq.arm()
-        self.set_gid(0, h.gid_v4(f'10.0.0.{self.idx + 1}'), h.NET_IPV4)
-        self.set_gid(1, h.gid_v6(f'fd00::{self.idx + 1}'), h.NET_IPV6)
-        return self
-
     def forget(self):
         """Drop driver state (after a device reset)."""
         self.async_eq = self.comp_eq = None
@@ -814,22 +655,11 @@ class Device:
         self._cmd_patch = []
 
     # -- admin queue
-    def patch_next_cmd(self, where, value):
-        """Overwrite bytes of the next admin command (offset or field path)."""
-        off = where if isinstance(where, int) else h.cmd_offset(where)
-        if isinstance(value, int):
-            size = 4 if isinstance(where, int) else h._cmd_field_size(where)
-            value = value.to_bytes(size, 'little')
-        self._cmd_patch.append((off, bytes(value)))
+    def _patch_cmd(self, off, value):
+        self._cmd_patch.append((off, value))
 
-    def patch_next_wqe(self, where, value):
-        size = 4
-        if isinstance(where, str):
-            f = getattr(h.SendWqe, where)
-            where, size = f.offset, f.size
-        if isinstance(value, int):
-            value = value.to_bytes(size, 'little')
-        self._wqe_patch.append((where, bytes(value)))
+    def _patch_wqe(self, off, value):
+        self._wqe_patch.append((off, value))
 
     def _aq_ready(self):
         mask = (1 << self.aq_log) - 1
@@ -885,17 +715,8 @@ class Device:
     def last_status(self):
         return self.last_cqe_d['status']
 
-    def _status(self, st, what, check):
-        if st != 0 and check:
-            detail = self.last_cqe_d['detail'] if self.last_cqe_d and st > 0 else None
-            raise h.AdminError(what, st, detail)
-        return st
-
-    def _handle(self, st, cqe, what, check):
-        if st != 0:
-            self._status(st, what, check)
-            return None
-        return cqe['result'][0]
+    def _admin_detail(self, st):
+        return self.last_cqe_d['detail'] if self.last_cqe_d and st > 0 else None
 
     def query(self, opcode, struct_type, port=0, check=True):
         n = ctypes.sizeof(struct_type)
@@ -905,12 +726,6 @@ class Device:
         if self._status(st, f'query {opcode}', check):
             return None
         return h.to_dict(struct_type.from_buffer_copy(self.qemu.memread(self.scratch, n)))
-
-    def query_device(self, check=True):
-        return self.query('QUERY_DEVICE', h.DeviceAttr, check=check)
-
-    def query_port(self, port=1, check=True):
-        return self.query('QUERY_PORT', h.PortAttr, port=port, check=check)
 
     def query_stats(self, check=True):
         n = len(abi.STAT_NAMES)
@@ -936,44 +751,11 @@ class Device:
             return None
         return h.to_dict(struct_type.from_buffer_copy(self.qemu.memread(self.scratch, n)))
 
-    def query_mr(self, key, check=True):
-        return self._query_handle('QUERY_MR', key, h.MptEntry, check)
-
-    def set_gid(self, index, gid, net_type=None, valid=True, check=True):
-        if isinstance(gid, str):
-            gid = h.gid_v6(gid) if ':' in gid else h.gid_v4(gid)
-        if net_type is None:
-            net_type = h.NET_IPV4 if gid[:12] == b'\0' * 10 + b'\xff\xff' else h.NET_IPV6
-        body = abi.CmdGid(index=index, valid=1 if valid else 0, net_type=net_type)
-        ctypes.memmove(body.gid, bytes(gid), 16)
-        st, _ = self.admin(abi.command('SET_GID', body))
-        if st == 0:
-            if valid:
-                self.gids[index] = (bytes(gid), net_type)
-            else:
-                self.gids.pop(index, None)
-        return self._status(st, 'set_gid', check)
-
-    def query_gid(self, index, check=True):
-        st, cqe = self.admin(abi.command('QUERY_GID', abi.CmdGid(index=index)))
-        if self._status(st, 'query_gid', check):
-            return None
-        return struct.pack('<4I', *cqe['result'])
-
-    def alloc_uctx(self, check=True):
-        st, cqe = self.admin(abi.command('ALLOC_UCTX'))
-        return self._handle(st, cqe, 'alloc_uctx', check)
-
     def destroy(self, opcode, handle, check=True):
         st, _ = self.admin(abi.command(opcode, abi.CmdHandle(handle=handle)))
         if st == 0 and opcode == 'DESTROY_QP':
             self.qps.pop(handle, None)
         return self._status(st, f'{opcode} {handle}', check)
-
-    def alloc_pd(self, uctx=0, check=True):
-        st, cqe = self.admin(abi.command('CREATE_PD', abi.CmdCreatePd(uctx=uctx)))
-        r = self._handle(st, cqe, 'create_pd', check)
-        return None if r is None else Pd(self, r, uctx)
 
     def create_eq(self, log_depth=8, vector=2, async_events=False, ring=None, check=True):
         if ring is None:
@@ -981,15 +763,15 @@ class Device:
         st, cqe = self.admin(abi.command('CREATE_EQ', abi.CmdCreateEq(
             log_depth=log_depth, vector=vector, flags=abi.EQ_F_ASYNC if async_events else 0,
             ring_addr=ring)))
-        r = self._handle(st, cqe, 'create_eq', check)
+        r = self._result(st, cqe, 'create_eq', check)
         return None if r is None else Eq(self, r, log_depth, vector, ring)
 
     def create_cq(self, log_depth=8, eq=None, uctx=0, dbrec=True, ring=None, check=True,
                   timestamp=False):
         """timestamp: CQ_F_TIMESTAMP, 64-byte CQEs (their poll() dicts carry
         'timestamp', ABI 1.7)."""
-        eqn = eq.eqn if isinstance(eq, Eq) else (eq if eq is not None else
-                                                 (self.comp_eq.eqn if self.comp_eq else 0))
+        eqn = api._num(eq, 'eqn') if eq is not None else (self.comp_eq.eqn if self.comp_eq
+                                                           else 0)
         flags = h.CQ_F_TIMESTAMP if timestamp else 0
         if ring is None:
             ring = self.mem.alloc((64 if timestamp else abi.CQE_SIZE) << min(log_depth, 16))
@@ -997,50 +779,31 @@ class Device:
         st, cqe = self.admin(abi.command('CREATE_CQ', abi.CmdCreateCq(
             uctx=uctx, eqn=eqn, log_depth=log_depth, flags=flags, ring_addr=ring,
             dbrec_addr=rec)))
-        r = self._handle(st, cqe, 'create_cq', check)
+        r = self._result(st, cqe, 'create_cq', check)
         return None if r is None else Cq(self, r, log_depth, ring, rec, uctx, flags)
 
-    def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, check=True):
-        """An SRQ with a consumer record (spec 12.10)."""
+    def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
+        """An SRQ (spec 12.10), by default with a consumer record."""
         ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
-        rec = self.mem.alloc(64, 64)
+        rec = self.mem.alloc(64, 64) if dbrec else 0
         st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
-            uctx=uctx, pdn=pd.pdn if isinstance(pd, Pd) else pd, log_depth=log_depth,
+            uctx=uctx, pdn=api._num(pd, 'pdn'), log_depth=log_depth,
             wqe_shift=wqe_shift, limit=limit, ring_addr=ring, dbrec_addr=rec)))
-        r = self._handle(st, cqe, 'create_srq', check)
-        return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
-
-    # -- XRC (spec 6.6.20, 12.14; ABI 1.3)
-    def alloc_xrcd(self, uctx=0, check=True):
-        st, cqe = self.admin(abi.command('ALLOC_XRCD', abi.CmdAllocXrcd(uctx=uctx)))
-        return self._handle(st, cqe, 'alloc_xrcd', check)
-
-    def dealloc_xrcd(self, xrcd, check=True):
-        return self.destroy('DEALLOC_XRCD', xrcd, check)
-
-    def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, uctx=0, check=True):
-        """An XRC SRQ of domain xrcd: its receive completions go to cq."""
-        ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
-        rec = self.mem.alloc(64, 64)
-        st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
-            uctx=uctx, pdn=pd.pdn if isinstance(pd, Pd) else pd, log_depth=log_depth,
-            wqe_shift=wqe_shift, flags=h.SRQ_F_XRC, ring_addr=ring, dbrec_addr=rec,
-            xrcd=xrcd, cqn=cq.cqn if isinstance(cq, Cq) else cq)))
-        r = self._handle(st, cqe, 'create_srq', check)
+        r = self._result(st, cqe, 'create_srq', check)
         return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
 
     def create_xrc_ini(self, pd, send_cq, sq_log=6, sq_shift=9, uctx=0, check=True):
         """An XRC INI QP: an SQ, no receive CQ, no RQ, no SRQ."""
         sq_addr = self.mem.alloc(1 << min(sq_log + sq_shift, 24))
         st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
-            uctx=uctx, pdn=pd.pdn if isinstance(pd, Pd) else pd,
-            send_cqn=send_cq.cqn if isinstance(send_cq, Cq) else send_cq, recv_cqn=0,
+            uctx=uctx, pdn=api._num(pd, 'pdn'),
+            send_cqn=api._num(send_cq, 'cqn'), recv_cqn=0,
             qp_type=h.QPT['XRC_INI'], sq_log_depth=sq_log, sq_wqe_shift=sq_shift,
             sq_addr=sq_addr)))
-        r = self._handle(st, cqe, 'create_qp', check)
+        r = self._result(st, cqe, 'create_qp', check)
         if r is None:
             return None
-        qp = Qp(self, r, h.QPT['XRC_INI'], pd if isinstance(pd, Pd) else None, send_cq, None,
+        qp = Qp(self, r, h.QPT['XRC_INI'], pd if hasattr(pd, 'pdn') else None, send_cq, None,
                 sq_log, sq_shift, 0, 0, sq_addr, 0, uctx)
         self.qps[r] = qp
         return qp
@@ -1049,7 +812,7 @@ class Device:
         """An XRC TGT QP of domain xrcd: no PD, CQs or rings."""
         st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
             uctx=uctx, qp_type=h.QPT['XRC_TGT'], srqn=xrcd)))
-        r = self._handle(st, cqe, 'create_qp', check)
+        r = self._result(st, cqe, 'create_qp', check)
         if r is None:
             return None
         return Qp(self, r, h.QPT['XRC_TGT'], None, None, None, 0, 0, 0, 0, 0, 0, uctx)
@@ -1061,9 +824,9 @@ class Device:
         if srq is not None:
             rq_log, rq_shift, rq_addr = 0, 0, 0
         t = h.QPT[qp_type] if isinstance(qp_type, str) else qp_type
-        pdn = pd.pdn if isinstance(pd, Pd) else pd
-        scq = send_cq.cqn if isinstance(send_cq, Cq) else send_cq
-        rcq = recv_cq.cqn if isinstance(recv_cq, Cq) else recv_cq
+        pdn = api._num(pd, 'pdn')
+        scq = api._num(send_cq, 'cqn')
+        rcq = api._num(recv_cq, 'cqn')
         if sq_addr is None:
             sq_addr = self.mem.alloc(1 << min(sq_log + sq_shift, 24))
         if rq_addr is None:
@@ -1073,10 +836,10 @@ class Device:
             sq_wqe_shift=sq_shift, rq_log_depth=rq_log, rq_wqe_shift=rq_shift if rq_log else 0,
             flags=flags, srqn=srq.srqn if srq is not None else 0, sq_addr=sq_addr,
             rq_addr=rq_addr)))
-        r = self._handle(st, cqe, 'create_qp', check)
+        r = self._result(st, cqe, 'create_qp', check)
         if r is None:
             return None
-        qp = Qp(self, r, t, pd if isinstance(pd, Pd) else None, send_cq, recv_cq, sq_log,
+        qp = Qp(self, r, t, pd if hasattr(pd, 'pdn') else None, send_cq, recv_cq, sq_log,
                 sq_shift, rq_log, rq_shift, sq_addr, rq_addr, uctx)
         self.qps[r] = qp
         return qp
@@ -1110,13 +873,13 @@ class Device:
         else:
             pbl = self._build_pbl(pages, levels)
         st, cqe = self.admin(abi.command('REG_MR', abi.CmdRegMr(
-            pdn=pd.pdn if isinstance(pd, Pd) else pd, access=access,
+            pdn=api._num(pd, 'pdn'), access=access,
             flags=abi.MR_F_PHYS if phys else 0, page_shift=page_shift, pbl_levels=levels,
             iova=iova, length=length, pbl_addr=pbl, npages=0 if phys else npages)))
-        k = self._handle(st, cqe, 'reg_mr', check)
+        k = self._result(st, cqe, 'reg_mr', check)
         if k is None:
             return None
-        return Mr(self, k, pd.pdn if isinstance(pd, Pd) else pd, iova, length, access, pages,
+        return Mr(self, k, api._num(pd, 'pdn'), iova, length, access, pages,
                   page_shift, pbl)
 
     def _build_pbl(self, pages, levels):
@@ -1131,18 +894,6 @@ class Device:
         top = self.mem.alloc(PAGE)
         self.qemu.memwrite(top, struct.pack(f'<{len(subs)}Q', *subs))
         return top
-
-    def create_ah(self, pd, dgid, dmac, net_type=None, sgid_index=0, hop_limit=0,
-                  traffic_class=0, flow_label=0, check=True):
-        av = h.make_av(dgid, dmac, net_type, sgid_index, hop_limit, traffic_class, flow_label)
-        st, cqe = self.admin(abi.command('CREATE_AH', abi.CmdCreateAh(
-            pdn=pd.pdn if isinstance(pd, Pd) else pd, av=av)))
-        r = self._handle(st, cqe, 'create_ah', check)
-        return None if r is None else Ah(self, r)
-
-    def ah_to(self, pd, peer, gid_index=0, **kw):
-        gid, nt = peer.gids[gid_index]
-        return self.create_ah(pd, gid, peer.mac, nt, sgid_index=gid_index, **kw)
 
     # -- CQE bookkeeping: free SQ/RQ slots as completions come back
     def _cqe_consumed(self, c):
