@@ -330,3 +330,56 @@ def test_completion_vectors_affinity(topo, nvme, guest_dmesg):
     assert sum(1 for per_cpu in delta[hvm.name].values() if sum(per_cpu) > 0) >= 2, delta
     _, problems = log_of(guest_dmesg)
     assert not problems, '\n'.join(problems)
+
+
+def test_nfs_server_fatal(topo, guest_dmesg):
+    """NFS 4.2 over RDMA (knfsd in vm0, the mount in vm1): a `fatal` fault on the
+    server's qrnic with the mount up.  svcrdma listens on the wildcard address
+    (portlist `rdma 20049`), so it accepts again on the new ib_device, and
+    xprtrdma's reconnect (a hard mount retries) brings the mount back: the
+    file written before reads back unchanged, and a new one can be written."""
+    from test_guest_faults import Faults, qom_id
+    from test_guest_nfs_rdma import EXPORT, MNT, RDMA_PORT, mount, nfs_teardown, start_server
+    from guest.storage import sha256_write
+    need_driver(topo, provider=False)
+    srv, cli = topo.pair(refresh=True)
+    svm, cvm = srv.vm, cli.vm
+    for vm in (svm, cvm):
+        nfs_teardown(vm)
+    faults = Faults(svm)
+    faults.clear()
+    try:
+        ports = start_server(svm, srv.ip)
+        assert 'rdma %d' % RDMA_PORT in ports, ports
+        cvm.run('modprobe -a rpcrdma nfsv4 && mkdir -p %s' % MNT, timeout=120)
+        mount(cvm, srv.ip)
+        digest = sha256_write(cvm, MNT + '/before', 4 << 20)
+        log_of(guest_dmesg)
+        recoveries = int(svm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0])
+        t0 = time.monotonic()
+        faults.add(qom_id(srv), 'fatal')
+        deadline = time.monotonic() + 60
+        while int(svm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0]) == recoveries:
+            assert time.monotonic() < deadline, svm.run('dmesg | tail -n 30').out
+            time.sleep(0.5)
+        ib_back(svm)
+        t_rec = time.monotonic() - t0
+        # the client's next RPCs need a new connection; drop its page cache so
+        # the read goes to the server
+        cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
+        assert sha256_read(cvm, MNT + '/before', 4 << 20, iflag='') == digest
+        t_back = time.monotonic() - t0
+        digest2 = sha256_write(cvm, MNT + '/after', 4 << 20)
+        assert sha256_read(svm, EXPORT + '/after', 4 << 20, iflag='') == digest2
+        assert sha256_read(svm, EXPORT + '/before', 4 << 20, iflag='') == digest
+        stats = cvm.run('cat /proc/self/mountstats')
+        assert re.search(r'^\s*xprt:\s+rdma\s', stats, re.M), stats
+        logs, problems = log_of(guest_dmesg)
+        print('\nNFS over RDMA across a server fatal error: server recovered in %.1f s, the file read back '
+              '%.1f s after the fault; 16 MiB verified' % (t_rec, t_back))
+        assert not problems, '\n'.join(problems)
+        assert re.search(r'recovered from fatal error \d+ in \d+ ms', logs.get(svm.name, '')), logs
+    finally:
+        faults.clear()
+        for vm in (cvm, svm):
+            nfs_teardown(vm)
