@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Guest tier: NVMe-oF/RDMA across a device fatal error, across a qrnic
-module unload/reload, and over several completion vectors (issue 18).
+module unload/reload, and over several completion vectors; NFS over RDMA
+across a fatal error on the server (issue 18).
 
 Topology T2 (two VMs, one qrnic each, the dgram wire between them) with 2
 vCPUs per VM: nvmet + nvmet-rdma in vm0 (the target, a 16 MiB null_blk,
@@ -27,7 +28,10 @@ ctrl_loss_tmo 60 s: nvme-rdma's error recovery reconnects on its own.
 - completion vectors: num_comp_vectors = one per online CPU, each CEQ
   vector with managed affinity to its own CPU (/proc/irq/N), and nvme-rdma's
   two I/O queues take their completions on both vectors, each on the CPU
-  of its affinity (/proc/interrupts)."""
+  of its affinity (/proc/interrupts).
+- NFS server fatal: the same fault on the NFS server's qrnic with an NFS
+  4.2 over RDMA mount up; svcrdma listens on the wildcard address, the
+  client's transport reconnects, the file written before reads back."""
 import re
 import time
 
