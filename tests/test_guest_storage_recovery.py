@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Guest tier: NVMe-oF/RDMA across a device fatal error, across a qrnic
 module unload/reload, and over several completion vectors; NFS over RDMA
-across a fatal error on the server (issue 18).
+and iSER across a fatal error on the server/target (issue 18).
 
 Topology T2 (two VMs, one qrnic each, the dgram wire between them) with 2
 vCPUs per VM: nvmet + nvmet-rdma in vm0 (the target, a 16 MiB null_blk,
@@ -31,7 +31,10 @@ ctrl_loss_tmo 60 s: nvme-rdma's error recovery reconnects on its own.
   of its affinity (/proc/interrupts).
 - NFS server fatal: the same fault on the NFS server's qrnic with an NFS
   4.2 over RDMA mount up; svcrdma listens on the wildcard address, the
-  client's transport reconnects, the file written before reads back."""
+  client's transport reconnects, the file written before reads back.
+- iSER target fatal: the same on the iSER target's qrnic with a session
+  logged in; the portal listens on 0.0.0.0:3260, iscsid's session recovery
+  logs in again, the data reads back."""
 import re
 import time
 
@@ -387,3 +390,54 @@ def test_nfs_server_fatal(topo, guest_dmesg):
         faults.clear()
         for vm in (cvm, svm):
             nfs_teardown(vm)
+
+
+def test_iser_target_fatal(topo, guest_dmesg):
+    """iSER (LIO isert in vm0, open-iscsi in vm1): a `fatal` fault on the target's
+    qrnic with the session logged in.  The portal listens on the wildcard
+    address (np 0.0.0.0:3260), so isert accepts on the new ib_device; iscsid's
+    session recovery logs in again and the data written before reads back."""
+    from test_guest_faults import Faults, qom_id
+    from test_guest_iser import IFACE, IQN, initiator_setup, initiator_teardown, login, target_teardown
+    from test_guest_iser import setup_target as iser_target
+    from guest.storage import sha256_write
+    need_driver(topo, provider=False)
+    tgt, ini = topo.pair(refresh=True)
+    tvm, ivm = tgt.vm, ini.vm
+    initiator_teardown(ivm)
+    target_teardown(tvm)
+    faults = Faults(tvm)
+    faults.clear()
+    try:
+        assert iser_target(tvm, '0.0.0.0').strip() == '1'
+        initiator_setup(ivm)
+        ivm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
+        _, disk = login(ivm, tgt.ip)
+        digest = sha256_write(ivm, disk, 8 << 20)
+        log_of(guest_dmesg)
+        recoveries = int(tvm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0])
+        t0 = time.monotonic()
+        faults.add(qom_id(tgt), 'fatal')
+        deadline = time.monotonic() + 60
+        while int(tvm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0]) == recoveries:
+            assert time.monotonic() < deadline, tvm.run('dmesg | tail -n 30').out
+            time.sleep(0.5)
+        ib_back(tvm)
+        t_rec = time.monotonic() - t0
+        # the read waits while the session recovers (replacement_timeout 120 s)
+        assert sha256_read(ivm, disk, 8 << 20) == digest
+        t_back = time.monotonic() - t0
+        session = ivm.run('iscsiadm -m session -P3')
+        assert re.search(r'Iface Transport:\s*iser', session), session
+        assert re.search(r'iSCSI Session State:\s*LOGGED_IN', session), session
+        digest2 = sha256_write(ivm, disk, 8 << 20)
+        assert sha256_read(ivm, disk, 8 << 20) == digest2
+        logs, problems = log_of(guest_dmesg)
+        print('\niSER across a target fatal error: target recovered in %.1f s, data read back %.1f s after '
+              'the fault; 24 MiB verified' % (t_rec, t_back))
+        assert not problems, '\n'.join(problems)
+        assert not re.search(r'I/O error', logs.get(ivm.name, '')), logs.get(ivm.name, '')[-3000:]
+    finally:
+        faults.clear()
+        initiator_teardown(ivm)
+        target_teardown(tvm)
