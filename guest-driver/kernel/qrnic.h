@@ -516,6 +516,8 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 int qrnic_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 		   struct ib_qp_init_attr *init_attr);
 int qrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+void qrnic_drain_sq(struct ib_qp *ibqp);
+void qrnic_drain_rq(struct ib_qp *ibqp);
 int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

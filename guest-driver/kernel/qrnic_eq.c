@@ -4,8 +4,9 @@
  *
  * MSI-X vector 0 serves the admin queue (QRNIC_AQ_VECTOR).  Vector 1 serves
  * the async EQ, vector 2 the Ethernet rings, and vectors 3.. one completion
- * EQ each.  With fewer vectors they are shared: everything beyond vector 0
- * then lands on the last vector.  One handler per vector dispatches to
+ * EQ each (at most one per online CPU, with managed affinity: see
+ * qrnic_irqs_setup()); num_comp_vectors is their number.  With fewer vectors
+ * they are shared: everything beyond vector 0 then lands on the last vector.  One handler per vector dispatches to
  * whatever the vector serves.
  *
  * EQs are processed in the hard interrupt handler: completion EQEs call
@@ -45,7 +46,25 @@ int qrnic_irqs_setup(struct qrnic_dev *dev)
 	int want, nvec, i, err;
 
 	want = min_t(int, dev->hw_vectors, 3 + num_online_cpus());
-	nvec = pci_alloc_irq_vectors(pdev, 1, want, PCI_IRQ_MSIX);
+	/*
+	 * Completion vectors get managed affinity: the kernel spreads vectors
+	 * 3.. over the CPUs (one CPU or a group each), the way blk-mq spreads
+	 * a ULP's queues, so a ULP that puts queue i on comp_vector i (nvme-rdma,
+	 * svcrdma, iser) takes its completions on the CPU that submitted.  The
+	 * first three (admin, async, Ethernet) are left out of the spreading.
+	 * With fewer than four vectors there is nothing to spread: they are
+	 * shared as before, without affinity.
+	 */
+	if (want > 3) {
+		struct irq_affinity affd = { .pre_vectors = 3 };
+
+		nvec = pci_alloc_irq_vectors_affinity(pdev, 4, want, PCI_IRQ_MSIX | PCI_IRQ_AFFINITY,
+						      &affd);
+		if (nvec < 0)
+			nvec = pci_alloc_irq_vectors(pdev, 1, want, PCI_IRQ_MSIX);
+	} else {
+		nvec = pci_alloc_irq_vectors(pdev, 1, want, PCI_IRQ_MSIX);
+	}
 	if (nvec < 0) {
 		dev_err(&pdev->dev, "cannot allocate MSI-X vectors: %d\n", nvec);
 		return nvec;

@@ -823,3 +823,94 @@ void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type typ
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
 }
+
+/* ---- drain ------------------------------------------------------------------------- */
+
+/*
+ * ib_drain_sq()/ib_drain_rq(): the core's own drain (move the QP to ERROR,
+ * post a marker WR, wait for its flush completion) with one difference: a
+ * device that is dead (a fatal error; qrnic_set_fatal() reset it) has no
+ * queues left to drain.  The reset stopped it: no work request it held will
+ * complete, and no CQE will be written any more.  The core's drain would
+ * WARN there (modify_qp and post fail with -EIO) while every kernel ULP
+ * drains its QPs in its DEVICE_REMOVAL path, which is exactly what the
+ * recovery's unregister triggers (nvmet-rdma, nvme-rdma, rpcrdma, isert).
+ * So on a dead device the drain returns at once: the QP is quiet.  If the
+ * device dies while a drain waits, the marker may never complete: the wait
+ * gives up, and the marker, whose CQE could still sit in the frozen ring,
+ * is left allocated rather than freed under a late poll.
+ */
+struct qrnic_drain {
+	struct ib_cqe cqe;
+	struct completion done;
+};
+
+static void qrnic_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	complete(&container_of(wc->wr_cqe, struct qrnic_drain, cqe)->done);
+}
+
+static void qrnic_drain(struct ib_qp *ibqp, bool sq)
+{
+	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct ib_cq *cq = sq ? ibqp->send_cq : ibqp->recv_cq;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct qrnic_drain *d;
+	int err;
+
+	if (qrnic_dead(dev))
+		return;
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d) {
+		WARN_ONCE(1, "qrnic: no memory to drain QP %u\n", to_qqp(ibqp)->qpn);
+		return;
+	}
+	d->cqe.done = qrnic_drain_done;
+	init_completion(&d->done);
+
+	err = ib_modify_qp(ibqp, &attr, IB_QP_STATE);
+	if (!err) {
+		if (sq) {
+			struct ib_rdma_wr wr = {
+				.wr = {
+					.next = NULL,
+					{ .wr_cqe = &d->cqe, },
+					.opcode = IB_WR_RDMA_WRITE,
+					.send_flags = IB_SEND_SIGNALED,
+				},
+			};
+
+			err = ib_post_send(ibqp, &wr.wr, NULL);
+		} else {
+			struct ib_recv_wr wr = { .wr_cqe = &d->cqe };
+
+			err = ib_post_recv(ibqp, &wr, NULL);
+		}
+	}
+	if (err) {
+		/* a fatal error meanwhile: nothing to drain any more */
+		WARN_ONCE(!qrnic_dead(dev), "qrnic: failed to drain %s of QP %u: %d\n",
+			  sq ? "send queue" : "receive queue", to_qqp(ibqp)->qpn, err);
+		kfree(d);
+		return;
+	}
+	for (;;) {
+		if (cq->poll_ctx == IB_POLL_DIRECT)
+			ib_process_cq_direct(cq, -1);
+		if (wait_for_completion_timeout(&d->done, HZ / 10) > 0)
+			break;
+		if (qrnic_dead(dev))
+			return;		/* d stays allocated: see above */
+	}
+	kfree(d);
+}
+
+void qrnic_drain_sq(struct ib_qp *ibqp)
+{
+	qrnic_drain(ibqp, true);
+}
+
+void qrnic_drain_rq(struct ib_qp *ibqp)
+{
+	qrnic_drain(ibqp, false);
+}

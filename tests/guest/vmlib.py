@@ -115,10 +115,13 @@ def ensure_driver(t):
             v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
 
 
-def get_topology(name, config=None, overlay=False):
+def get_topology(name, config=None, overlay=False, smp=None):
     """The booted topology NAME (T1/T2/T3); overlay=True: one whose root disks are qcow2
-    overlays (savevm/loadvm and migration need them), cached as NAME+overlay."""
-    key = name + ('+overlay' if overlay else '')
+    overlays (savevm/loadvm and migration need them), cached as NAME+overlay; smp: vCPUs
+    per VM when a test needs a number other than QRNIC_GUEST_SMP's (cached as NAME+smpN)."""
+    default_smp = int(os.environ.get('QRNIC_GUEST_SMP', '1'))
+    smp = default_smp if smp is None else smp
+    key = name + ('+overlay' if overlay else '') + ('+smp%d' % smp if smp != default_smp else '')
     t = _topos.get(key)
     if t is not None and not _healthy(t):
         print('vmlib: %s is not healthy any more; rebooting it (logs of the old one: %s)' % (name, t.rundir),
@@ -129,7 +132,7 @@ def get_topology(name, config=None, overlay=False):
     if t is None:
         _stop_all()
         t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
-                     smp=int(os.environ.get('QRNIC_GUEST_SMP', '1')),
+                     smp=smp,
                      mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay)
         t.start()
         _topos[key] = t
