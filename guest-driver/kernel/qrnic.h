@@ -84,7 +84,7 @@ struct qrnic_aq {
 	spinlock_t sq_lock;
 	spinlock_t cq_lock;
 	struct semaphore avail;		/* free slots: at most depth outstanding */
-	struct qrnic_aq_ctx *ctx;	/* one per slot */
+	struct qrnic_aq_ctx *ctx;	/* depth of them, named by cmd_id & (depth - 1) */
 	bool enabled;
 };
 
