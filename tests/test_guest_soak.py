@@ -17,6 +17,9 @@
   of the command two places earlier could still be using (waiters run in any
   order): a completion was then dropped as unexpected, the command timed out
   and the device was reset (first seen in the 1000-connection test).
+  The same loop found the second bug: a CQN the device handed out again
+  while the destroyer of its previous CQ had yet to remove it from the
+  driver's table made the create fail with EBUSY (QPs and SRQs likewise).
 """
 import json
 import os

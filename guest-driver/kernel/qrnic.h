@@ -548,4 +548,22 @@ struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 por
 int qrnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		       u32 port, int index);
 
+/*
+ * The device hands out a number (CQN, QPN, SRQN) again as soon as its
+ * DESTROY completed, while the destroyer has yet to remove the old object
+ * from the xarray: a create on another CPU or process must then replace
+ * that entry (xa_insert() failed with -EBUSY: seen with concurrent
+ * create/destroy loops, tests/test_guest_soak.py), and the destroyer may
+ * remove the entry only if it is still its own.
+ */
+static inline int qrnic_xa_claim(struct xarray *xa, unsigned long index, void *obj)
+{
+	return xa_err(xa_store_irq(xa, index, obj, GFP_KERNEL));
+}
+
+static inline void qrnic_xa_release(struct xarray *xa, unsigned long index, void *obj)
+{
+	xa_cmpxchg_irq(xa, index, obj, NULL, 0);
+}
+
 #endif /* QRNIC_H */
