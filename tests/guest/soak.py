@@ -409,7 +409,8 @@ class Soak:
         for name, smp in self.rss.items():
             warm = [p for p in smp if p[0] >= min(60.0, self.elapsed / 4)]
             slopes[name] = {'first_kib': smp[0][1] if smp else None, 'last_kib': smp[-1][1] if smp else None,
-                            'slope_kib_per_min': slope_per_min(warm), 'samples': len(warm)}
+                            'slope_kib_per_min': slope_per_min(warm), 'samples': len(warm),
+                            'series': [(round(t, 1), k) for t, k in smp]}
         return {'seed': self.seed, 'seconds': round(self.elapsed, 1), 'counts': self.counts,
                 'churn': self.churn, 'faults_fired': self.fired, 'checks': self.checks, 'rss': slopes,
                 'objects_before': {'%s/%s' % k: v for k, v in self.base_objects.items()},
