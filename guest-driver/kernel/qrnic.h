@@ -84,7 +84,7 @@ struct qrnic_aq {
 	spinlock_t sq_lock;
 	spinlock_t cq_lock;
 	struct semaphore avail;		/* free slots: at most depth outstanding */
-	struct qrnic_aq_ctx *ctx;	/* one per slot */
+	struct qrnic_aq_ctx *ctx;	/* depth of them, named by cmd_id & (depth - 1) */
 	bool enabled;
 };
 
@@ -549,5 +549,23 @@ extern const struct ib_device_ops qrnic_rereg_ops;
 struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 port);
 int qrnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		       u32 port, int index);
+
+/*
+ * The device hands out a number (CQN, QPN, SRQN) again as soon as its
+ * DESTROY completed, while the destroyer has yet to remove the old object
+ * from the xarray: a create on another CPU or process must then replace
+ * that entry (xa_insert() failed with -EBUSY: seen with concurrent
+ * create/destroy loops, tests/test_guest_soak.py), and the destroyer may
+ * remove the entry only if it is still its own.
+ */
+static inline int qrnic_xa_claim(struct xarray *xa, unsigned long index, void *obj)
+{
+	return xa_err(xa_store_irq(xa, index, obj, GFP_KERNEL));
+}
+
+static inline void qrnic_xa_release(struct xarray *xa, unsigned long index, void *obj)
+{
+	xa_cmpxchg_irq(xa, index, obj, NULL, 0);
+}
 
 #endif /* QRNIC_H */

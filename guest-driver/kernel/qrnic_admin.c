@@ -240,15 +240,19 @@ void qrnic_aq_process_cq(struct qrnic_dev *dev)
 	spin_lock_irqsave(&aq->cq_lock, flags);
 	while (aq->cq) {
 		u32 ci = aq->cq_ci;
-		u32 slot = ci & (aq->depth - 1);
-		struct qrnic_aq_cqe *e = &aq->cq[slot];
-		struct qrnic_aq_ctx *ctx = &aq->ctx[slot];
+		struct qrnic_aq_cqe *e = &aq->cq[ci & (aq->depth - 1)];
 		u8 phase = ((ci >> aq->log_depth) & 1) ^ 1;
+		struct qrnic_aq_ctx *ctx;
+		u32 slot;
 
 		if ((READ_ONCE(e->owner) & 1) != phase)
 			break;
 		dma_rmb();	/* owner before the rest of the entry */
 
+		/* The context is named by the cmd_id the device echoes (its low
+		 * bits), not by the CQ slot: see qrnic_aq_take_ctx(). */
+		slot = le16_to_cpu(e->cmd_id) & (aq->depth - 1);
+		ctx = &aq->ctx[slot];
 		if (ctx->state == QRNIC_AQ_CTX_PENDING && le16_to_cpu(e->cmd_id) == ctx->cmd_id) {
 			ctx->cqe = *e;
 			ctx->state = QRNIC_AQ_CTX_DONE;
@@ -300,6 +304,41 @@ static bool qrnic_aq_ctx_finished(struct qrnic_aq *aq, struct qrnic_aq_ctx *ctx)
 	return done;
 }
 
+/*
+ * A free context for a new command, under sq_lock; its index goes into the
+ * low log_depth bits of the cmd_id (the SQ index in the high bits, so a late
+ * completion of an older use does not match).
+ *
+ * The context is not the one of the SQ slot: the semaphore only bounds the
+ * number of commands in flight, and waiters run in any order.  With the
+ * context of SQ slot sq_pi, a command could take over the context of the
+ * command depth places before it whose completion had been processed but
+ * whose waiter had not run yet (a later command's waiter had run and freed a
+ * semaphore count): that waiter then read the new command's state, and set
+ * it FREE, so the new command's completion was dropped as unexpected and it
+ * timed out, declaring the device dead.  Seen with 1000 rdma_cm connections
+ * (the CM's work items run admin commands concurrently), and with many
+ * processes creating QPs under aq_log_depth=1 (tests/test_guest_soak.py).
+ * A holder of a semaphore count always finds a FREE context: at most depth
+ * commands hold one.  Bounded: one pass over the contexts.
+ */
+static struct qrnic_aq_ctx *qrnic_aq_take_ctx(struct qrnic_aq *aq, u32 idx, u16 *cmd_id)
+{
+	u32 mask = aq->depth - 1;
+	u32 i;
+
+	for (i = 0; i < aq->depth; i++) {
+		u32 c = (idx + i) & mask;
+		struct qrnic_aq_ctx *ctx = &aq->ctx[c];
+
+		if (READ_ONCE(ctx->state) != QRNIC_AQ_CTX_FREE)
+			continue;
+		*cmd_id = (u16)((idx & ~mask) | c);
+		return ctx;
+	}
+	return NULL;
+}
+
 static int qrnic_aq_get_slot(struct qrnic_dev *dev, bool atomic)
 {
 	struct qrnic_aq *aq = &dev->aq;
@@ -340,6 +379,7 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 	u8 opcode = cmd->hdr.opcode;
 	struct qrnic_aq_ctx *ctx;
 	unsigned long flags;
+	u16 cmd_id;
 	u32 idx, slot;
 	int err;
 
@@ -363,11 +403,16 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 	}
 	idx = aq->sq_pi;
 	slot = idx & (aq->depth - 1);
-	ctx = &aq->ctx[slot];
+	ctx = qrnic_aq_take_ctx(aq, idx, &cmd_id);
+	if (WARN_ON_ONCE(!ctx)) {	/* cannot happen: we hold a semaphore count */
+		spin_unlock_irqrestore(&aq->sq_lock, flags);
+		up(&aq->avail);
+		return -EIO;
+	}
 	cmd->hdr.flags = 0;
 	cmd->hdr.rsvd = 0;
-	cmd->hdr.cmd_id = cpu_to_le16((u16)idx);
-	ctx->cmd_id = (u16)idx;
+	cmd->hdr.cmd_id = cpu_to_le16(cmd_id);
+	ctx->cmd_id = cmd_id;
 	ctx->aborted = false;
 	reinit_completion(&ctx->done);
 	WRITE_ONCE(ctx->state, QRNIC_AQ_CTX_PENDING);
@@ -396,7 +441,7 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 	if (!qrnic_aq_ctx_finished(aq, ctx)) {
 		dev_err(dmadev,
 			"admin command %s (opcode 0x%02x, cmd_id %u) timed out after %u ms: AQ_STATUS 0x%x AQ_SQ_CI %u sq_pi %u STATUS 0x%x; declaring the device dead\n",
-			qrnic_aq_opcode_name(opcode), opcode, (u16)idx,
+			qrnic_aq_opcode_name(opcode), opcode, cmd_id,
 			qrnic_admin_timeout_ms, qrnic_rd(dev, QRNIC_REG_AQ_STATUS),
 			qrnic_rd(dev, QRNIC_REG_AQ_SQ_CI), idx + 1,
 			qrnic_rd(dev, QRNIC_REG_STATUS));

@@ -81,7 +81,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		goto err_free_ring;
 
-	err = xa_insert_irq(&dev->cqs, cq->cqn, cq, GFP_KERNEL);
+	err = qrnic_xa_claim(&dev->cqs, cq->cqn, cq);
 	if (err)
 		goto err_destroy;
 	cq->created = true;
@@ -101,7 +101,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return 0;
 
 err_erase:
-	xa_erase_irq(&dev->cqs, cq->cqn);
+	qrnic_xa_release(&dev->cqs, cq->cqn, cq);
 	cq->created = false;
 err_destroy:
 	if (qrnic_cmd_destroy_cq(dev, cq->cqn) && !qrnic_dead(dev)) {
@@ -124,7 +124,7 @@ int qrnic_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	if (err && !qrnic_dead(dev))
 		return err;	/* still in use by the device: keep everything */
 
-	xa_erase_irq(&dev->cqs, cq->cqn);
+	qrnic_xa_release(&dev->cqs, cq->cqn, cq);
 	cq->created = false;
 	/* no EQ handler may still be calling into this CQ */
 	qrnic_eq_sync(dev, &dev->ceqs[cq->eq_index]);

@@ -189,7 +189,7 @@ static int qrnic_create_xrc_tgt_qp(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	if (err)
 		return err;
 	qp->ibqp.qp_num = qp->qpn;
-	err = xa_insert_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL);
+	err = qrnic_xa_claim(&dev->qps, qp->qpn, qp);
 	if (err) {
 		if (qrnic_cmd_destroy_qp(dev, qp->qpn) && !qrnic_dead(dev))
 			dev_err(&dev->pdev->dev, "cannot undo XRC TGT QP %u\n", qp->qpn);
@@ -277,7 +277,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	}
 	ibqp->qp_num = qp->qpn;
 
-	err = xa_insert_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL);
+	err = qrnic_xa_claim(&dev->qps, qp->qpn, qp);
 	if (err)
 		goto err_destroy;
 
@@ -301,7 +301,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	return 0;
 
 err_erase:
-	xa_erase_irq(&dev->qps, qp->qpn);
+	qrnic_xa_release(&dev->qps, qp->qpn, qp);
 	qrnic_eq_sync(dev, NULL);
 err_destroy:
 	if (qrnic_cmd_destroy_qp(dev, qp->qpn) && !qrnic_dead(dev)) {
@@ -326,7 +326,7 @@ int qrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	if (err && !qrnic_dead(dev))
 		return err;	/* still known to the device: keep everything */
 
-	xa_erase_irq(&dev->qps, qp->qpn);
+	qrnic_xa_release(&dev->qps, qp->qpn, qp);
 	qrnic_eq_sync(dev, NULL);		/* async events */
 	if (!qp->user) {
 		/* a poll_cq in progress may have looked the QP up */

@@ -79,7 +79,7 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		goto err_free_ring;
 
-	err = xa_insert_irq(&dev->srqs, srq->srqn, srq, GFP_KERNEL);
+	err = qrnic_xa_claim(&dev->srqs, srq->srqn, srq);
 	if (err)
 		goto err_destroy;
 	if (init->srq_type == IB_SRQT_XRC)
@@ -102,7 +102,7 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	return 0;
 
 err_erase:
-	xa_erase_irq(&dev->srqs, srq->srqn);
+	qrnic_xa_release(&dev->srqs, srq->srqn, srq);
 	qrnic_eq_sync(dev, NULL);
 err_destroy:
 	if (qrnic_cmd_destroy_srq(dev, srq->srqn) && !qrnic_dead(dev)) {
@@ -125,7 +125,7 @@ static int qrnic_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	if (err && !qrnic_dead(dev))
 		return err;	/* still used by the device: keep everything */
 
-	xa_erase_irq(&dev->srqs, srq->srqn);
+	qrnic_xa_release(&dev->srqs, srq->srqn, srq);
 	qrnic_eq_sync(dev, NULL);		/* async events */
 	qrnic_ring_free(dev, &srq->wq.ring);
 	return 0;
