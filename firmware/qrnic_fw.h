@@ -167,11 +167,7 @@ static inline uint8_t qrnic_fw_ring_get(struct qrnic_dev *d, struct qrnic_aq_cqe
 	if (!listed)
 		return qrnic_fw_ring_ok(addr, size) ? QRNIC_AQ_OK
 						    : qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, off);
-	st = qrnic_ring_pl_load(d, addr, size, pl, &bad);
-	if (st && bad >= 0)
-		qrnic_guest_error(d, "qrnic: ring page list at 0x%llx: entry %lld is not a "
-				  "nonzero 4 KiB aligned page address", (unsigned long long)addr,
-				  (long long)bad);
+	st = qrnic_ring_pl_load(d, addr, size, pl, &bad);	/* a bad entry is traced there */
 	return st ? qrnic_fw_fail(cqe, (uint8_t)st, off) : QRNIC_AQ_OK;
 }
 

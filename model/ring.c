@@ -39,6 +39,10 @@ int qrnic_ring_pl_load(struct qrnic_dev *d, uint64_t list, uint64_t ring_bytes, 
 	for (uint32_t i = 0; i < n; i++) {
 		pl[i] = qrnic_le64_to_host(pl[i]);
 		if (!qrnic_ring_pl_entry_ok(pl[i])) {
+			qrnic_guest_err(d, err_ring_page_list, (list, i, pl[i]),
+					"qrnic: ring page list at 0x%llx: entry %u is 0x%llx, not a "
+					"nonzero 4 KiB aligned page", (unsigned long long)list, i,
+					(unsigned long long)pl[i]);
 			*bad_entry = i;
 			free(pl);
 			return QRNIC_AQ_BAD_PARAM;

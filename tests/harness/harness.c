@@ -2673,7 +2673,7 @@ int64_t hx_create_cq_flags(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsi
 
 	if (!h)
 		return HX_E_INVAL;
-	bytes = (uint64_t)QRNIC_CQ_CQE_SIZE(flags) << (log_depth > 20 ? 20 : log_depth);
+	bytes = (uint64_t)QRNIC_CQ_CQE_SIZE(flags) << (log_depth > QRNIC_MAX_QUEUE_LOG ? 0 : log_depth);
 	ring = hx_mem_alloc(w, d, bytes, HX_PAGE);
 	pl = ring && ring_listed(h, bytes) && !(flags & QRNIC_CQ_F_PAGELIST);
 	addr = pl ? ring_list(w, d, ring, bytes) : ring;
@@ -2715,7 +2715,7 @@ int64_t hx_resize_cq(hx_world *w, int d, uint32_t cqn, unsigned log_depth)
 
 	if (!c)
 		return HX_E_NOOBJ;
-	bytes = (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << (log_depth > 20 ? 20 : log_depth);
+	bytes = (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << (log_depth > QRNIC_MAX_QUEUE_LOG ? 0 : log_depth);
 	ring = hx_mem_alloc(w, d, bytes, HX_PAGE);
 	pl = ring && ring_listed(h, bytes);
 	addr = pl ? ring_list(w, d, ring, bytes) : ring;
@@ -3790,7 +3790,8 @@ const char *hx_layout(void)
 	P(S(qrnic_cmd_rereg_mr)); P(L(qrnic_cmd_rereg_mr, key)); P(L(qrnic_cmd_rereg_mr, change));
 	P(L(qrnic_cmd_rereg_mr, reg));
 	P(S(qrnic_cmd_resize_cq)); P(L(qrnic_cmd_resize_cq, cqn)); P(L(qrnic_cmd_resize_cq, log_depth));
-	P(L(qrnic_cmd_resize_cq, rsvd)); P(L(qrnic_cmd_resize_cq, ring_addr)); P(L(qrnic_cmd_resize_cq, rsvd2));
+	P(L(qrnic_cmd_resize_cq, flags)); P(L(qrnic_cmd_resize_cq, rsvd));
+	P(L(qrnic_cmd_resize_cq, ring_addr)); P(L(qrnic_cmd_resize_cq, rsvd2));
 	P(S(qrnic_cmd_modify_cq)); P(L(qrnic_cmd_modify_cq, cqn)); P(L(qrnic_cmd_modify_cq, count));
 	P(L(qrnic_cmd_modify_cq, period_us)); P(L(qrnic_cmd_modify_cq, rsvd));
 	P(S(qrnic_bind_mw_wqe)); P(L(qrnic_bind_mw_wqe, access)); P(L(qrnic_bind_mw_wqe, mr_lkey));
