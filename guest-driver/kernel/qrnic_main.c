@@ -42,6 +42,11 @@ unsigned int qrnic_eth_ring_log = 8;
 module_param_named(eth_ring_log, qrnic_eth_ring_log, uint, 0444);
 MODULE_PARM_DESC(eth_ring_log, "log2 of the Ethernet TX and RX ring sizes, 1..12 (default 8)");
 
+unsigned int qrnic_ring_pagelist = 1;
+module_param_named(ring_pagelist, qrnic_ring_pagelist, uint, 0644);
+MODULE_PARM_DESC(ring_pagelist,
+		 "CQ/QP/SRQ rings as page lists on a device with QRNIC_CAP_RING_PAGELIST: 0 never (one contiguous allocation), 1 rings above 32 KiB (default), 2 every ring of more than a page");
+
 static unsigned int qrnic_health_poll_ms = 1000;
 module_param_named(health_poll_ms, qrnic_health_poll_ms, uint, 0444);
 MODULE_PARM_DESC(health_poll_ms,
