@@ -167,6 +167,7 @@ struct qrnic_dev {
 	struct delayed_work health_work;	/* polls STATUS.FATAL */
 	u32 fatal_count;		/* fatal errors seen */
 	u32 recoveries;			/* successful recoveries */
+	atomic_t ring_pagelists;	/* rings allocated as page lists (debugfs) */
 	u32 recovery_failures;		/* consecutive failed attempts */
 
 	struct qrnic_aq aq;

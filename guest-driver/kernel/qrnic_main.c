@@ -247,6 +247,7 @@ static void qrnic_debugfs_add(struct qrnic_dev *dev)
 	debugfs_create_u32("fatal_code", 0400, dev->debugfs, &dev->fatal_code);
 	debugfs_create_u32("fatal_count", 0400, dev->debugfs, &dev->fatal_count);
 	debugfs_create_u32("recoveries", 0400, dev->debugfs, &dev->recoveries);
+	debugfs_create_atomic_t("ring_pagelists", 0400, dev->debugfs, &dev->ring_pagelists);
 	debugfs_create_file("rings", 0400, dev->debugfs, dev, &qrnic_rings_fops);
 	debugfs_create_file("mem_mgt", 0400, dev->debugfs, dev, &qrnic_mem_mgt_fops);
 }

@@ -79,6 +79,7 @@ static int qrnic_ring_alloc_listed(struct qrnic_dev *dev, struct qrnic_ring *rin
 		}
 	}
 	ring->dma = ring->pl[0];
+	atomic_inc(&dev->ring_pagelists);
 	return 0;
 
 err_unmap:
