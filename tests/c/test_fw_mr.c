@@ -489,6 +489,7 @@ static void test_queries(void)
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
 			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT |
+			  QRNIC_CAP_RING_PAGELIST |
 			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC |
 			  QRNIC_CAP_BF | QRNIC_CAP_CQE_TS);
 	CHECK_EQ(da.hca_core_clock, 1000000u);
@@ -1425,7 +1426,7 @@ static void test_objects(void)
 	c.u.create_eq.vector = 0;
 	c.u.create_eq.log_depth = 0;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
-	c.u.create_eq.log_depth = 16;
+	c.u.create_eq.log_depth = QRNIC_MAX_QUEUE_LOG + 1;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c.u.create_eq.log_depth = 4;
 	c.u.create_eq.ring_addr += 8;
@@ -1445,7 +1446,7 @@ static void test_objects(void)
 	c.u.create_cq.uctx = 0;
 	c.u.create_cq.log_depth = 0;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
-	c.u.create_cq.log_depth = 16;
+	c.u.create_cq.log_depth = QRNIC_MAX_QUEUE_LOG + 1;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	for (i = 1; i <= QRNIC_MAX_QUEUE_LOG; i++) {
 		if ((1u << i) > d->cfg.max_cqe) {
@@ -1460,10 +1461,14 @@ static void test_objects(void)
 	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
 	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.rsvd) + 5);
 	c.u.create_cq.rsvd[5] = 0;
-	c.u.create_cq.flags = 0x2;	/* ABI 1.7: only QRNIC_CQ_F_TIMESTAMP is defined */
+	c.u.create_cq.flags = 0x4;	/* ABI 1.8: only TIMESTAMP and PAGELIST are defined */
 	e = run(d, &c);
 	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
 	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.flags));
+	c.u.create_cq.flags = QRNIC_CQ_F_PAGELIST;	/* a 2 KiB ring stays contiguous */
+	e = run(d, &c);
+	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
+	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.ring_addr));
 	c.u.create_cq.flags = 0;
 	c.u.create_cq.dbrec_addr |= 2;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
