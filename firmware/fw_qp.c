@@ -270,15 +270,15 @@ uint8_t qrnic_fw_qp_transition_ok(uint8_t qp_type, uint8_t cur, uint8_t next, ui
 }
 
 /* ---- Helpers -------------------------------------------------------------- */
-static void qp_clear(struct qrnic_qp *qp)
+static void qp_clear(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	/* The list links belong to the model (qrnic_qlist_*); a destroyed
 	 * QP has left its lists (qrnic_qp_fini_state), but keep them intact
 	 * whatever happens so that a list is never cut. */
 	struct qrnic_qlink work = qp->work, flushq = qp->flushq;
 
-	qrnic_ring_pl_free(&qp->sq_pl);
-	qrnic_ring_pl_free(&qp->rq_pl);
+	qrnic_ring_pl_free(d, &qp->sq_pl);
+	qrnic_ring_pl_free(d, &qp->rq_pl);
 	memset(qp, 0, sizeof(*qp));
 	qp->work = work;
 	qp->flushq = flushq;
@@ -407,7 +407,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 				       1ull << (c->rq_log_depth + c->rq_wqe_shift), F(rq_addr),
 				       &rq_pl);
 		if (st) {
-			qrnic_ring_pl_free(&sq_pl);
+			qrnic_ring_pl_free(d, &sq_pl);
 			return st;
 		}
 	}
@@ -415,8 +415,8 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (c->qp_type == QRNIC_QPT_GSI) {
 		qpn = 1;
 		if (d->cfg.max_qp < 2 || d->qp[1].valid) {	/* only one QP1 */
-			qrnic_ring_pl_free(&sq_pl);
-			qrnic_ring_pl_free(&rq_pl);
+			qrnic_ring_pl_free(d, &sq_pl);
+			qrnic_ring_pl_free(d, &rq_pl);
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, F(qp_type));
 		}
 		qp = &d->qp[1];
@@ -445,13 +445,13 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			}
 		}
 		if (!qp) {
-			qrnic_ring_pl_free(&sq_pl);
-			qrnic_ring_pl_free(&rq_pl);
+			qrnic_ring_pl_free(d, &sq_pl);
+			qrnic_ring_pl_free(d, &rq_pl);
 			return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 		}
 	}
 
-	qp_clear(qp);
+	qp_clear(d, qp);
 	qp->type = c->qp_type;
 	qp->qpn = qpn;
 	qp->uctx = c->uctx;
@@ -472,7 +472,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->rq_wqe_shift = c->rq_log_depth ? c->rq_wqe_shift : 0;
 	qp->valid = true;
 	if (qrnic_qp_init_state(d, qp) != 0) {
-		qp_clear(qp);
+		qp_clear(d, qp);
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 	}
 	d->qp_live++;
@@ -675,7 +675,7 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	xrcd = qrnic_fw_xrcd(d, qp->xrcd);
 	if (xrcd && xrcd->refcnt)
 		xrcd->refcnt--;
-	qp_clear(qp);
+	qp_clear(d, qp);
 	if (d->qp_live)
 		d->qp_live--;
 	return QRNIC_AQ_OK;

@@ -127,7 +127,7 @@ uint8_t qrnic_fw_create_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		cqe->result[0] = i;
 		return QRNIC_AQ_OK;
 	}
-	qrnic_ring_pl_free(&pl);
+	qrnic_ring_pl_free(d, &pl);
 	return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 }
 
@@ -146,7 +146,7 @@ uint8_t qrnic_fw_destroy_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (eq && eq->refcnt)
 		eq->refcnt--;
 	qrnic_fx_cancel_cq(d, cmd->u.handle.handle);	/* timed CQEs not yet written */
-	qrnic_ring_pl_free(&cq->ring_pl);
+	qrnic_ring_pl_free(d, &cq->ring_pl);
 	memset(cq, 0, sizeof(*cq));
 	return QRNIC_AQ_OK;
 }
@@ -183,7 +183,7 @@ uint8_t qrnic_fw_resize_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	/* on success the CQ owns pl (and frees its old list) */
 	st = qrnic_cq_resize(d, cq, c->log_depth, c->ring_addr, pl, &carried);
 	if (st)
-		qrnic_ring_pl_free(&pl);
+		qrnic_ring_pl_free(d, &pl);
 	if (st == QRNIC_AQ_BAD_PARAM)	/* the CQEs not consumed do not fit */
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(log_depth));
 	if (st == QRNIC_AQ_BAD_STATE)	/* it overran: destroy it */

@@ -89,7 +89,7 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		cqe->result[0] = i;
 		return QRNIC_AQ_OK;
 	}
-	qrnic_ring_pl_free(&pl);
+	qrnic_ring_pl_free(d, &pl);
 	return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 }
 
@@ -151,7 +151,7 @@ uint8_t qrnic_fw_destroy_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd
 		if (cq && cq->refcnt)
 			cq->refcnt--;
 	}
-	qrnic_ring_pl_free(&s->ring_pl);
+	qrnic_ring_pl_free(d, &s->ring_pl);
 	memset(s, 0, sizeof(*s));
 	return QRNIC_AQ_OK;
 }

@@ -325,7 +325,7 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 	}
 	if (cq->dbrec && qrnic_dma_write(d, cq->dbrec, &zero, sizeof(zero)))
 		return QRNIC_AQ_DMA_ERROR;
-	free(cq->ring_pl);	/* the new ring's list is the CQ's now */
+	qrnic_ring_pl_free(d, &cq->ring_pl);	/* the new ring's list is the CQ's now */
 	cq->ring = ring;
 	cq->ring_pl = ring_pl;
 	cq->log_depth = log_depth;

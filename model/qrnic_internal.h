@@ -553,6 +553,7 @@ struct qrnic_dev {
 	bool     port_paused;		/* PFC: the link partner paused the port (qrnic_dev_port_pause) */
 	struct qrnic_effect *fx;
 	uint32_t fx_cap, fx_free, fx_used, fx_gen;
+	uint32_t ring_pls;	/* ring page lists held (ring.c): reset skips the scan at 0 */
 	uint64_t stats[QRNIC_STAT_COUNT];
 	struct qrnic_fault_state *fault;	/* fault.c; NULL: no fault rules ever added */
 };
@@ -592,7 +593,7 @@ static inline bool qrnic_ring_pl_entry_ok(uint64_t a)
  * = its index or -1), QRNIC_AQ_DMA_ERROR, QRNIC_AQ_NO_RESOURCES. */
 int qrnic_ring_pl_load(struct qrnic_dev *d, uint64_t list, uint64_t ring_bytes, uint64_t **out,
 		       int64_t *bad_entry);
-void qrnic_ring_pl_free(uint64_t **pl);
+void qrnic_ring_pl_free(struct qrnic_dev *d, uint64_t **pl);
 /* Free the page lists of every CQ, QP and SRQ (reset, teardown, load). */
 void qrnic_rings_free_all(struct qrnic_dev *d);
 

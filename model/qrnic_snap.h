@@ -173,7 +173,8 @@ uint32_t qr_index(struct qrnic_snap_r *r, uint32_t n, bool zero_ok, const char *
  * 2^log_bytes bytes and every entry as CREATE_* does (qrnic_ring_pl_load);
  * *pl is replaced (the old list freed). */
 void qrnic_snap_save_pl(struct qrnic_snap_w *w, const uint64_t *pl, unsigned log_bytes);
-bool qrnic_snap_load_pl(struct qrnic_snap_r *r, uint64_t **pl, unsigned log_bytes,
+bool qrnic_snap_load_pl(struct qrnic_dev *d, struct qrnic_snap_r *r, uint64_t **pl,
+			unsigned log_bytes,
 			const char *what, uint32_t idx);
 void qrnic_snap_save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w);
 bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r);

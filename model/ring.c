@@ -49,30 +49,42 @@ int qrnic_ring_pl_load(struct qrnic_dev *d, uint64_t list, uint64_t ring_bytes, 
 		}
 	}
 	*out = pl;
+	d->ring_pls++;
 	return 0;
 }
 
-void qrnic_ring_pl_free(uint64_t **pl)
+void qrnic_ring_pl_free(struct qrnic_dev *d, uint64_t **pl)
 {
+	if (!*pl)
+		return;
 	free(*pl);
 	*pl = NULL;
+	d->ring_pls--;
 }
 
 void qrnic_rings_free_all(struct qrnic_dev *d)
 {
+	/* no list anywhere (every contiguous-ring device): no scan of the
+	 * tables, whose untouched pages stay unread */
+	if (!d->ring_pls)
+		return;
 	if (d->cq)
 		for (uint32_t i = 0; i < d->cfg.max_cq; i++)
 			if (d->cq[i].ring_pl)
-				qrnic_ring_pl_free(&d->cq[i].ring_pl);
+				qrnic_ring_pl_free(d, &d->cq[i].ring_pl);
 	if (d->srq)
 		for (uint32_t i = 0; i < d->cfg.max_srq; i++)
 			if (d->srq[i].ring_pl)
-				qrnic_ring_pl_free(&d->srq[i].ring_pl);
+				qrnic_ring_pl_free(d, &d->srq[i].ring_pl);
 	if (d->qp)
 		for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
 			if (d->qp[i].sq_pl)
-				qrnic_ring_pl_free(&d->qp[i].sq_pl);
+				qrnic_ring_pl_free(d, &d->qp[i].sq_pl);
 			if (d->qp[i].rq_pl)
-				qrnic_ring_pl_free(&d->qp[i].rq_pl);
+				qrnic_ring_pl_free(d, &d->qp[i].rq_pl);
 		}
+	if (d->ring_pls) {	/* a list held elsewhere: the count is wrong */
+		d->selfcheck_failures++;
+		d->ring_pls = 0;
+	}
 }

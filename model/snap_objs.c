@@ -41,7 +41,8 @@ void qrnic_snap_save_pl(struct qrnic_snap_w *w, const uint64_t *pl, unsigned log
 		qs_u64(w, pl[i]);
 }
 
-bool qrnic_snap_load_pl(struct qrnic_snap_r *r, uint64_t **pl, unsigned log_bytes,
+bool qrnic_snap_load_pl(struct qrnic_dev *d, struct qrnic_snap_r *r, uint64_t **pl,
+			unsigned log_bytes,
 			const char *what, uint32_t idx)
 {
 	/* the largest ring: 2^22 entries of 1024 bytes */
@@ -49,8 +50,7 @@ bool qrnic_snap_load_pl(struct qrnic_snap_r *r, uint64_t **pl, unsigned log_byte
 	uint32_t n = qr_count(r, 1u << (max_log - QRNIC_RING_PAGE_SHIFT), 8, "ring pages");
 	uint64_t *p;
 
-	free(*pl);
-	*pl = NULL;
+	qrnic_ring_pl_free(d, pl);
 	if (r->bad || n == 0)
 		return !r->bad;
 	if (log_bytes < QRNIC_RING_PAGE_SHIFT || log_bytes > max_log ||
@@ -73,6 +73,7 @@ bool qrnic_snap_load_pl(struct qrnic_snap_r *r, uint64_t **pl, unsigned log_byte
 		return false;
 	}
 	*pl = p;
+	d->ring_pls++;
 	return true;
 }
 
@@ -337,7 +338,7 @@ bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		if (!r->bad && (q->flags & ~QRNIC_CQ_F_TIMESTAMP))
 			return qr_fail(r, "CQ %u: flags 0x%x unknown", i, q->flags);
 		if (r->version >= 3 &&
-		    !qrnic_snap_load_pl(r, &q->ring_pl, q->log_depth +
+		    !qrnic_snap_load_pl(d, r, &q->ring_pl, q->log_depth +
 					(QRNIC_CQ_CQE_SIZE(q->flags) == 64 ? 6 : 5), "CQ", i))
 			return false;
 	}
@@ -374,7 +375,7 @@ bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 			return qr_fail(r, "SRQ %u: depth 2^%u or stride 2^%u out of range", i,
 				       s->log_depth, s->wqe_shift);
 		if (r->version >= 3 &&
-		    !qrnic_snap_load_pl(r, &s->ring_pl, s->log_depth + s->wqe_shift, "SRQ", i))
+		    !qrnic_snap_load_pl(d, r, &s->ring_pl, s->log_depth + s->wqe_shift, "SRQ", i))
 			return false;
 	}
 

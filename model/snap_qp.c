@@ -317,8 +317,8 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	    (qp->rq_log_depth && qp->rq_wqe_shift < QRNIC_MIN_RECV_WQE_SHIFT))
 		return qr_fail(r, "QP %u: a queue's depth or stride is out of range", qpn);
 	if (r->version >= 3 &&
-	    (!qrnic_snap_load_pl(r, &qp->sq_pl, qp->sq_log_depth + qp->sq_wqe_shift, "QP SQ", qpn) ||
-	     !qrnic_snap_load_pl(r, &qp->rq_pl, qp->rq_log_depth + qp->rq_wqe_shift, "QP RQ", qpn)))
+	    (!qrnic_snap_load_pl(d, r, &qp->sq_pl, qp->sq_log_depth + qp->sq_wqe_shift, "QP SQ", qpn) ||
+	     !qrnic_snap_load_pl(d, r, &qp->rq_pl, qp->rq_log_depth + qp->rq_wqe_shift, "QP RQ", qpn)))
 		return false;
 	if ((qp->sq_pl && !qp->sq_addr) || (qp->rq_pl && !qp->rq_addr))
 		return qr_fail(r, "QP %u: a page list for a queue it does not have", qpn);
