@@ -270,13 +270,15 @@ uint8_t qrnic_fw_qp_transition_ok(uint8_t qp_type, uint8_t cur, uint8_t next, ui
 }
 
 /* ---- Helpers -------------------------------------------------------------- */
-static void qp_clear(struct qrnic_qp *qp)
+static void qp_clear(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	/* The list links belong to the model (qrnic_qlist_*); a destroyed
 	 * QP has left its lists (qrnic_qp_fini_state), but keep them intact
 	 * whatever happens so that a list is never cut. */
 	struct qrnic_qlink work = qp->work, flushq = qp->flushq;
 
+	qrnic_ring_pl_free(d, &qp->sq_pl);
+	qrnic_ring_pl_free(d, &qp->rq_pl);
 	memset(qp, 0, sizeof(*qp));
 	qp->work = work;
 	qp->flushq = flushq;
@@ -304,7 +306,9 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	struct qrnic_cq *scq, *rcq;
 	struct qrnic_srq *srq = NULL;
 	struct qrnic_qp *qp = NULL;
+	uint64_t *sq_pl = NULL, *rq_pl = NULL;
 	uint32_t qpn;
+	uint8_t st;
 	long nz;
 
 #define F(field) QRNIC_FW_OFF(u.create_qp.field)
@@ -363,7 +367,9 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	nz = qrnic_fw_nonzero(c->rsvd0, sizeof(c->rsvd0));
 	if (nz >= 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd0) + (uint32_t)nz);
-	if (c->flags & ~(tgt ? 0 : QRNIC_QP_F_SQ_SIG_ALL))
+	/* the page-list flags name rings the QP has (ABI 1.8) */
+	if (c->flags & ~(tgt ? 0 : QRNIC_QP_F_SQ_SIG_ALL | QRNIC_QP_F_SQ_PAGELIST |
+			 (c->rq_log_depth ? QRNIC_QP_F_RQ_PAGELIST : 0)))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
 	if (tgt) {
 		xrcd = qrnic_fw_xrcd_for(d, c->xrcd, c->uctx);
@@ -380,17 +386,39 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_log_depth));
 	}
 	if (tgt ? c->sq_addr != 0
-		: !qrnic_fw_ring_ok(c->sq_addr, 1ull << (c->sq_log_depth + c->sq_wqe_shift)))
+		: !(c->flags & QRNIC_QP_F_SQ_PAGELIST) &&
+		  !qrnic_fw_ring_ok(c->sq_addr, 1ull << (c->sq_log_depth + c->sq_wqe_shift)))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_addr));
-	if (c->rq_log_depth ? !qrnic_fw_ring_ok(c->rq_addr,
+	if (c->rq_log_depth ? !(c->flags & QRNIC_QP_F_RQ_PAGELIST) &&
+			      !qrnic_fw_ring_ok(c->rq_addr,
 						 1ull << (c->rq_log_depth + c->rq_wqe_shift))
 			    : c->rq_addr != 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_addr));
+	/* the page lists last, once all else is good (ABI 1.8, spec 6.6.21) */
+	if (!tgt) {
+		st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_QP_F_SQ_PAGELIST, c->sq_addr,
+				       1ull << (c->sq_log_depth + c->sq_wqe_shift), F(sq_addr),
+				       &sq_pl);
+		if (st)
+			return st;
+	}
+	if (c->rq_log_depth) {
+		st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_QP_F_RQ_PAGELIST, c->rq_addr,
+				       1ull << (c->rq_log_depth + c->rq_wqe_shift), F(rq_addr),
+				       &rq_pl);
+		if (st) {
+			qrnic_ring_pl_free(d, &sq_pl);
+			return st;
+		}
+	}
 
 	if (c->qp_type == QRNIC_QPT_GSI) {
 		qpn = 1;
-		if (d->cfg.max_qp < 2 || d->qp[1].valid)	/* only one QP1 */
+		if (d->cfg.max_qp < 2 || d->qp[1].valid) {	/* only one QP1 */
+			qrnic_ring_pl_free(d, &sq_pl);
+			qrnic_ring_pl_free(d, &rq_pl);
 			return qrnic_fw_fail(cqe, QRNIC_AQ_BUSY, F(qp_type));
+		}
 		qp = &d->qp[1];
 	} else {
 		/* Round robin from the last QPN handed out, so a QPN is not
@@ -416,11 +444,14 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 				break;
 			}
 		}
-		if (!qp)
+		if (!qp) {
+			qrnic_ring_pl_free(d, &sq_pl);
+			qrnic_ring_pl_free(d, &rq_pl);
 			return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
+		}
 	}
 
-	qp_clear(qp);
+	qp_clear(d, qp);
 	qp->type = c->qp_type;
 	qp->qpn = qpn;
 	qp->uctx = c->uctx;
@@ -429,9 +460,11 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->recv_cqn = c->recv_cqn;
 	qp->srqn = tgt ? 0 : c->srqn;
 	qp->xrcd = tgt ? c->xrcd : 0;
-	qp->flags = c->flags;
+	qp->flags = c->flags & ~(QRNIC_QP_F_SQ_PAGELIST | QRNIC_QP_F_RQ_PAGELIST);
 	qp_attr_defaults(&qp->attr);
 	qp->sq_addr = c->sq_addr;
+	qp->sq_pl = sq_pl;	/* the QP owns its lists now (qp_clear frees them) */
+	qp->rq_pl = rq_pl;
 	qp->sq_log_depth = c->sq_log_depth;
 	qp->sq_wqe_shift = c->sq_wqe_shift;
 	qp->rq_addr = c->rq_addr;
@@ -439,7 +472,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->rq_wqe_shift = c->rq_log_depth ? c->rq_wqe_shift : 0;
 	qp->valid = true;
 	if (qrnic_qp_init_state(d, qp) != 0) {
-		qp_clear(qp);
+		qp_clear(d, qp);
 		return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 	}
 	d->qp_live++;
@@ -642,7 +675,7 @@ uint8_t qrnic_fw_destroy_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	xrcd = qrnic_fw_xrcd(d, qp->xrcd);
 	if (xrcd && xrcd->refcnt)
 		xrcd->refcnt--;
-	qp_clear(qp);
+	qp_clear(d, qp);
 	if (d->qp_live)
 		d->qp_live--;
 	return QRNIC_AQ_OK;

@@ -75,8 +75,10 @@ uint8_t qrnic_fw_create_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			   struct qrnic_aq_cqe *cqe)
 {
 	const struct qrnic_cmd_create_cq *c = &cmd->u.create_cq;
+	uint64_t *pl;
 	struct qrnic_eq *eq;
 	uint32_t i;
+	uint8_t st;
 	long nz;
 
 	if (!qrnic_fw_uctx_ok(d, c->uctx))
@@ -93,11 +95,19 @@ uint8_t qrnic_fw_create_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (nz >= 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM,
 				     QRNIC_FW_OFF(u.create_cq.rsvd) + (uint32_t)nz);
-	/* the ring holds 1 << log_depth CQEs of the size the flags select */
-	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << c->log_depth))
+	if (!(c->flags & QRNIC_CQ_F_PAGELIST) &&
+	    !qrnic_fw_ring_ok(c->ring_addr, (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << c->log_depth))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.create_cq.ring_addr));
 	if ((c->dbrec_addr & 3) || c->dbrec_addr > UINT64_MAX - 3)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.create_cq.dbrec_addr));
+	/* the ring holds 1 << log_depth CQEs of the size the flags select;
+	 * checked last: a page list is fetched only for a command that is
+	 * otherwise good */
+	st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_CQ_F_PAGELIST, c->ring_addr,
+			       (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << c->log_depth,
+			       QRNIC_FW_OFF(u.create_cq.ring_addr), &pl);
+	if (st)
+		return st;
 
 	for (i = 1; i < d->cfg.max_cq && i <= QRNIC_DB_QN_MASK; i++) {
 		struct qrnic_cq *cq = &d->cq[i];
@@ -108,14 +118,16 @@ uint8_t qrnic_fw_create_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		cq->uctx = c->uctx;
 		cq->eqn = c->eqn;
 		cq->log_depth = c->log_depth;
-		cq->flags = c->flags;
+		cq->flags = c->flags & ~QRNIC_CQ_F_PAGELIST;	/* ring_pl says it */
 		cq->ring = c->ring_addr;
+		cq->ring_pl = pl;
 		cq->dbrec = c->dbrec_addr;
 		cq->valid = true;
 		eq->refcnt++;
 		cqe->result[0] = i;
 		return QRNIC_AQ_OK;
 	}
+	qrnic_ring_pl_free(d, &pl);
 	return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 }
 
@@ -134,6 +146,7 @@ uint8_t qrnic_fw_destroy_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (eq && eq->refcnt)
 		eq->refcnt--;
 	qrnic_fx_cancel_cq(d, cmd->u.handle.handle);	/* timed CQEs not yet written */
+	qrnic_ring_pl_free(d, &cq->ring_pl);
 	memset(cq, 0, sizeof(*cq));
 	return QRNIC_AQ_OK;
 }
@@ -143,6 +156,7 @@ uint8_t qrnic_fw_resize_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 {
 	const struct qrnic_cmd_resize_cq *c = &cmd->u.resize_cq;
 	struct qrnic_cq *cq = qrnic_fw_cq(d, c->cqn);
+	uint64_t *pl;
 	uint32_t carried;
 	long nz;
 	int st;
@@ -153,15 +167,23 @@ uint8_t qrnic_fw_resize_cq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (c->log_depth < 1 || c->log_depth > QRNIC_MAX_QUEUE_LOG ||
 	    (1u << c->log_depth) > d->cfg.max_cqe)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(log_depth));
+	if (c->flags & ~QRNIC_CQ_F_PAGELIST)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(flags));
 	nz = qrnic_fw_nonzero(c->rsvd, sizeof(c->rsvd));
 	if (nz >= 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd) + (uint32_t)nz);
 	if (c->rsvd2)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rsvd2));
 	/* the new ring has the CQ's CQE size (a timestamp CQ stays one) */
-	if (!qrnic_fw_ring_ok(c->ring_addr, (uint64_t)QRNIC_CQ_CQE_SIZE(cq->flags) << c->log_depth))
-		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(ring_addr));
-	st = qrnic_cq_resize(d, cq, c->log_depth, c->ring_addr, &carried);
+	st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_CQ_F_PAGELIST, c->ring_addr,
+			       (uint64_t)QRNIC_CQ_CQE_SIZE(cq->flags) << c->log_depth, F(ring_addr),
+			       &pl);
+	if (st)
+		return (uint8_t)st;
+	/* on success the CQ owns pl (and frees its old list) */
+	st = qrnic_cq_resize(d, cq, c->log_depth, c->ring_addr, pl, &carried);
+	if (st)
+		qrnic_ring_pl_free(d, &pl);
 	if (st == QRNIC_AQ_BAD_PARAM)	/* the CQEs not consumed do not fit */
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(log_depth));
 	if (st == QRNIC_AQ_BAD_STATE)	/* it overran: destroy it */

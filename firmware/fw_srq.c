@@ -20,7 +20,9 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	struct qrnic_xrcd *x = NULL;
 	struct qrnic_cq *cq = NULL;
 	struct qrnic_pd *pd;
+	uint64_t *pl;
 	uint32_t i;
+	uint8_t st;
 
 	if (!qrnic_fw_uctx_ok(d, c->uctx))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_HANDLE, SRQ_OFF(uctx));
@@ -32,11 +34,12 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(log_depth));
 	if (c->wqe_shift < QRNIC_MIN_RECV_WQE_SHIFT || c->wqe_shift > QRNIC_MAX_RECV_WQE_SHIFT)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(wqe_shift));
-	if (c->flags & ~QRNIC_SRQ_F_XRC)
+	if (c->flags & ~(QRNIC_SRQ_F_XRC | QRNIC_SRQ_F_PAGELIST))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(flags));
 	if (c->limit >= (1u << c->log_depth))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(limit));
-	if (!qrnic_fw_ring_ok(c->ring_addr, 1ull << (c->log_depth + c->wqe_shift)))
+	if (!(c->flags & QRNIC_SRQ_F_PAGELIST) &&
+	    !qrnic_fw_ring_ok(c->ring_addr, 1ull << (c->log_depth + c->wqe_shift)))
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(ring_addr));
 	if ((c->dbrec_addr & 7) || c->dbrec_addr > UINT64_MAX - 7)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(dbrec_addr));
@@ -55,6 +58,11 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	}
 	if (c->rsvd1)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, SRQ_OFF(rsvd1));
+	/* last: a page list is fetched only for an otherwise good command */
+	st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_SRQ_F_PAGELIST, c->ring_addr,
+			       1ull << (c->log_depth + c->wqe_shift), SRQ_OFF(ring_addr), &pl);
+	if (st)
+		return st;
 
 	for (i = 1; i < d->cfg.max_srq && i <= QRNIC_DB_QN_MASK; i++) {
 		struct qrnic_srq *s = &d->srq[i];
@@ -67,6 +75,7 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		s->log_depth = c->log_depth;
 		s->wqe_shift = c->wqe_shift;
 		s->ring = c->ring_addr;
+		s->ring_pl = pl;
 		s->dbrec = c->dbrec_addr;
 		s->limit = c->limit;
 		s->valid = true;
@@ -80,6 +89,7 @@ uint8_t qrnic_fw_create_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		cqe->result[0] = i;
 		return QRNIC_AQ_OK;
 	}
+	qrnic_ring_pl_free(d, &pl);
 	return qrnic_fw_fail(cqe, QRNIC_AQ_NO_RESOURCES, 0);
 }
 
@@ -141,6 +151,7 @@ uint8_t qrnic_fw_destroy_srq(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd
 		if (cq && cq->refcnt)
 			cq->refcnt--;
 	}
+	qrnic_ring_pl_free(d, &s->ring_pl);
 	memset(s, 0, sizeof(*s));
 	return QRNIC_AQ_OK;
 }

@@ -151,6 +151,26 @@ static inline bool qrnic_fw_ring_ok(uint64_t addr, uint64_t size)
 	return addr != 0 && (addr & 0xfff) == 0 && size <= UINT64_MAX - addr + 1;
 }
 
+/* A ring of 'size' bytes named by the command's address field 'addr' (at
+ * command offset 'off'): contiguous (qrnic_fw_ring_ok), or with 'listed'
+ * the address of its page list (ABI 1.8, spec 6.6.21), fetched and checked
+ * here into *pl (the caller owns it; NULL for a contiguous ring).  Returns
+ * QRNIC_AQ_OK, or the failure with the cqe naming the address field. */
+static inline uint8_t qrnic_fw_ring_get(struct qrnic_dev *d, struct qrnic_aq_cqe *cqe,
+					bool listed, uint64_t addr, uint64_t size, uint32_t off,
+					uint64_t **pl)
+{
+	int64_t bad = -1;
+	int st;
+
+	*pl = NULL;
+	if (!listed)
+		return qrnic_fw_ring_ok(addr, size) ? QRNIC_AQ_OK
+						    : qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, off);
+	st = qrnic_ring_pl_load(d, addr, size, pl, &bad);	/* a bad entry is traced there */
+	return st ? qrnic_fw_fail(cqe, (uint8_t)st, off) : QRNIC_AQ_OK;
+}
+
 /* ---- admin.c ------------------------------------------------------------ */
 /* The admin engine (qrnic_fw_admin_ops.run): process up to 'budget' admin
  * commands; returns true if more are pending. */

@@ -35,8 +35,9 @@ static const struct qrnic_config_param params[] = {
 	  QRNIC_CFG_POW2, "entries per send or receive queue", "`max_qp_wr`" },
 	{ "max_cq", "max-cq", U32(max_cq), 65536, 2, 65536, 0,
 	  "CQ number space, including 0 (unused)", "`max_cq`" },
-	{ "max_cqe", "max-cqe", U32(max_cqe), 32768, 2, 1u << QRNIC_MAX_QUEUE_LOG,
-	  QRNIC_CFG_POW2, "entries per CQ", "`max_cqe`" },
+	{ "max_cqe", "max-cqe", U32(max_cqe), 1u << 22, 2, 1u << QRNIC_MAX_QUEUE_LOG,
+	  QRNIC_CFG_POW2, "entries per CQ (4M: a ConnectX-5 reports 4194303 usable entries of a "
+	  "2^22 ring; qrnic counts ring entries, a power of two)", "`max_cqe`" },
 	{ "max_mr", "max-mr", U32(max_mr), 1u << 24, 2, 1u << 24, 0,
 	  "MPT entries (MRs and memory windows), including 0 (unused); 2^24 as a "
 	  "ConnectX-5 (64 bytes of host memory per slot, taken as slots are used)", "`max_mr`" },

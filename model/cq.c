@@ -3,6 +3,8 @@
  * qrnic device model: completion queues, event queues and interrupts.
  * Every entry is written body first, owner byte last.
  */
+#include <stdlib.h>
+
 #include "qrnic_internal.h"
 
 
@@ -162,7 +164,8 @@ int qrnic_cq_post(struct qrnic_dev *d, struct qrnic_cq *cq, struct qrnic_cqe *cq
 		return -1;
 	}
 	cqe->owner = owner_bit(cq->pi, cq->log_depth);
-	slot = cq->ring + (uint64_t)(cq->pi & (depth - 1)) * QRNIC_CQ_CQE_SIZE(cq->flags);
+	slot = qrnic_ring_at(cq->ring, cq->ring_pl,
+			     (uint64_t)(cq->pi & (depth - 1)) * QRNIC_CQ_CQE_SIZE(cq->flags));
 	cq->pi++;	/* the slot is ours from now on */
 	if (qrnic_timed(d) && qrnic_fx_cqe(d, (uint32_t)(cq - d->cq), slot, cqe) == 0)
 		return 0;	/* written at its modelled time */
@@ -280,7 +283,7 @@ static uint64_t cq_sends_posted(struct qrnic_dev *d, uint32_t cqn)
 }
 
 int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth, uint64_t ring,
-		    uint32_t *carried)
+		    uint64_t *ring_pl, uint32_t *carried)
 {
 	uint32_t cqn = (uint32_t)(cq - d->cq), old_mask = (1u << cq->log_depth) - 1, n, i;
 	const uint32_t zero = 0, size = QRNIC_CQ_CQE_SIZE(cq->flags);
@@ -305,8 +308,9 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 	 * 64-byte CQE keeps its timestamp */
 	for (i = 0; i < n; i++) {
 		struct qrnic_cqe64 e;
-		uint64_t from = cq->ring + (uint64_t)((cq->ci + i) & old_mask) * size;
-		uint64_t to = ring + (uint64_t)i * size;
+		uint64_t from = qrnic_ring_at(cq->ring, cq->ring_pl,
+					      (uint64_t)((cq->ci + i) & old_mask) * size);
+		uint64_t to = qrnic_ring_at(ring, ring_pl, (uint64_t)i * size);
 		const uint32_t own = offsetof(struct qrnic_cqe, owner);
 
 		if (qrnic_dma_read(d, from, &e, size))
@@ -321,7 +325,9 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 	}
 	if (cq->dbrec && qrnic_dma_write(d, cq->dbrec, &zero, sizeof(zero)))
 		return QRNIC_AQ_DMA_ERROR;
+	qrnic_ring_pl_free(d, &cq->ring_pl);	/* the new ring's list is the CQ's now */
 	cq->ring = ring;
+	cq->ring_pl = ring_pl;
 	cq->log_depth = log_depth;
 	cq->pi = cq->vis = n;
 	cq->ci = 0;

@@ -374,6 +374,7 @@ static void table_free(void *p, size_t n, size_t size)
 
 static void free_tables(struct qrnic_dev *d)
 {
+	qrnic_rings_free_all(d);
 	if (d->qp)
 		for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
 			free(d->qp[i].req.win);
@@ -470,6 +471,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	const struct qrnic_config *c = &d->cfg;
 
 	if (!fresh) {
+		qrnic_rings_free_all(d);
 		/* an entry no QP uses is all zero (DESTROY_QP clears it): only
 		 * reading it leaves the table's untouched pages unallocated */
 		for (uint32_t i = 0; i < c->max_qp; i++) {

@@ -116,7 +116,8 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 			op = w->wqe.opcode;
 		} else {
 			struct qrnic_send_wqe wqe;
-			uint64_t a = qp->sq_addr + ((uint64_t)(idx & (sq_depth - 1)) << qp->sq_wqe_shift);
+			uint64_t a = qrnic_ring_at(qp->sq_addr, qp->sq_pl,
+						   (uint64_t)(idx & (sq_depth - 1)) << qp->sq_wqe_shift);
 
 			if (qrnic_dma_read(d, a, &wqe, sizeof(wqe)) == 0) {
 				wr_id = wqe.wr_id;
@@ -141,7 +142,8 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 	while (rq_depth && qp->resp.rq_ci != qp->rq_pi) {
 		uint32_t idx = qp->resp.rq_ci;
 		struct qrnic_recv_wqe rw;
-		uint64_t a = qp->rq_addr + ((uint64_t)(idx & (rq_depth - 1)) << qp->rq_wqe_shift);
+		uint64_t a = qrnic_ring_at(qp->rq_addr, qp->rq_pl,
+					   (uint64_t)(idx & (rq_depth - 1)) << qp->rq_wqe_shift);
 
 		if (qrnic_dma_read(d, a, &rw, sizeof(rw)) != 0)
 			rw.wr_id = 0;

@@ -40,6 +40,8 @@
 	X(qrnic_mpt_peek) X(qrnic_mpt_take) X(qrnic_mpt_give)		\
 	/* CQ teardown of deferred effects (effects.c), resize (cq.c) */	\
 	X(qrnic_fx_cancel_cq) X(qrnic_cq_resize)			\
+	/* ring page lists (ring.c) */					\
+	X(qrnic_ring_pl_load) X(qrnic_ring_pl_free)			\
 	/* SRQ limit (srq.c), multicast groups (mcast.c) */		\
 	X(qrnic_srq_arm)						\
 	X(qrnic_gid_is_mcast) X(qrnic_mcg_attach) X(qrnic_mcg_detach)	\

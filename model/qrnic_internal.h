@@ -145,8 +145,10 @@ struct qrnic_cq {
 	uint32_t uctx;
 	uint32_t eqn;
 	uint8_t log_depth;
-	uint8_t flags;		/* QRNIC_CQ_F_* of CREATE_CQ: TIMESTAMP = 64-byte CQEs */
-	uint64_t ring;
+	uint8_t flags;		/* QRNIC_CQ_F_* of CREATE_CQ: TIMESTAMP = 64-byte CQEs
+				 * (PAGELIST is not kept: ring_pl says it) */
+	uint64_t ring;		/* the ring, or the address its page list came from */
+	uint64_t *ring_pl;	/* ring page list (qrnic_ring_at); NULL: contiguous */
 	uint64_t dbrec;
 	uint32_t pi;		/* next CQE slot, free running */
 	uint32_t ci;		/* last consumer index the device knows */
@@ -168,7 +170,8 @@ struct qrnic_srq {
 	uint32_t pdn;
 	uint8_t log_depth;
 	uint8_t wqe_shift;
-	uint64_t ring;
+	uint64_t ring;		/* the ring, or the address its page list came from */
+	uint64_t *ring_pl;	/* ring page list (qrnic_ring_at); NULL: contiguous */
 	uint64_t dbrec;		/* consumer index record, 0 = none */
 	uint32_t pi;		/* producer index from the doorbell */
 	uint32_t ci;		/* next WQE to take, free running */
@@ -365,6 +368,8 @@ struct qrnic_qp {
 	uint64_t rq_addr;
 	uint8_t  rq_log_depth;
 	uint8_t  rq_wqe_shift;
+	uint64_t *sq_pl;	/* page lists (qrnic_ring_at); NULL: contiguous */
+	uint64_t *rq_pl;
 	uint32_t sq_pi;		/* producer index from the doorbell */
 	uint32_t rq_pi;
 	struct qrnic_req req;
@@ -548,9 +553,49 @@ struct qrnic_dev {
 	bool     port_paused;		/* PFC: the link partner paused the port (qrnic_dev_port_pause) */
 	struct qrnic_effect *fx;
 	uint32_t fx_cap, fx_free, fx_used, fx_gen;
+	uint32_t ring_pls;	/* ring page lists held (ring.c): reset skips the scan at 0 */
 	uint64_t stats[QRNIC_STAT_COUNT];
 	struct qrnic_fault_state *fault;	/* fault.c; NULL: no fault rules ever added */
 };
+
+/* ---- ring.c: rings named by page lists (ABI 1.8, spec 6.6.21) ----------- */
+/* The address of byte 'off' of a ring: base + off for a contiguous ring,
+ * else through its page list (kept in host memory, fetched once at create).
+ * Every access to a CQ, QP or SRQ ring goes through here.  'off' is a slot
+ * index (masked to the ring's depth) times its stride, so it is below the
+ * ring's size and indexes the list in bounds; a stride is a power of two
+ * of at most QRNIC_RING_PAGE_SIZE (checked at create), so a slot never
+ * straddles two pages (qrnic_ring_stride_ok). */
+static inline uint64_t qrnic_ring_at(uint64_t base, const uint64_t *pl, uint64_t off)
+{
+	return pl ? pl[off >> QRNIC_RING_PAGE_SHIFT] + (off & (QRNIC_RING_PAGE_SIZE - 1))
+		  : base + off;
+}
+_Static_assert(QRNIC_MAX_SEND_WQE_SHIFT <= QRNIC_RING_PAGE_SHIFT &&
+	       QRNIC_MAX_RECV_WQE_SHIFT <= QRNIC_RING_PAGE_SHIFT &&
+	       sizeof(struct qrnic_cqe64) <= QRNIC_RING_PAGE_SIZE,
+	       "a WQE or CQE never straddles a ring page");
+/* A page-listed ring's page count (ring_bytes >= one page, a power of 2). */
+static inline uint32_t qrnic_ring_npages(uint64_t ring_bytes)
+{
+	return (uint32_t)(ring_bytes >> QRNIC_RING_PAGE_SHIFT);
+}
+/* One page-list entry is good: nonzero, page aligned, the page does not
+ * wrap the address space. */
+static inline bool qrnic_ring_pl_entry_ok(uint64_t a)
+{
+	return a != 0 && (a & (QRNIC_RING_PAGE_SIZE - 1)) == 0 &&
+	       a <= UINT64_MAX - (QRNIC_RING_PAGE_SIZE - 1);
+}
+/* Fetch and check the page list at 'list' of a ring of ring_bytes bytes
+ * into *out (malloc'd; the caller owns it).  Returns 0, or QRNIC_AQ_BAD_PARAM
+ * (ring below one page, list misaligned or wrapping, an entry bad; *bad_entry
+ * = its index or -1), QRNIC_AQ_DMA_ERROR, QRNIC_AQ_NO_RESOURCES. */
+int qrnic_ring_pl_load(struct qrnic_dev *d, uint64_t list, uint64_t ring_bytes, uint64_t **out,
+		       int64_t *bad_entry);
+void qrnic_ring_pl_free(struct qrnic_dev *d, uint64_t **pl);
+/* Free the page lists of every CQ, QP and SRQ (reset, teardown, load). */
+void qrnic_rings_free_all(struct qrnic_dev *d);
 
 /* ---- device.c: the choke points (and regs.c, events.c, work.c, rx.c) ----- */
 /* Every host-memory access of the model goes through these two.  They
@@ -717,6 +762,7 @@ void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
  * not fit), QRNIC_AQ_BAD_STATE (the CQ overran), QRNIC_AQ_DMA_ERROR; on
  * failure nothing changed.  *carried: CQEs copied to the new ring. */
 int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth, uint64_t ring,
+		    uint64_t *ring_pl,
 		    uint32_t *carried);
 /* The moderation period of CQ id ended (QRNIC_EVK_CQ_MOD). */
 void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev);

@@ -155,8 +155,9 @@ struct qrnic_dev;
  * reading the older layouts (tests/fixtures holds a stream of each). */
 #define V_CONF	2	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5) */
 #define V_REGS	1
-#define V_OBJS	2	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7) */
-#define V_QP	2	/* 2: + TIMELY's RTT sampling state */
+#define V_OBJS	3	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7);
+			 * 3: + CQ and SRQ ring page lists (ABI 1.8) */
+#define V_QP	3	/* 2: + TIMELY's RTT sampling state; 3: + SQ and RQ page lists */
 #define V_WORK	1
 #define V_TIME	2	/* 2: + the PFC pause flag */
 #define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
@@ -167,6 +168,14 @@ struct qrnic_dev;
  * objects; snap_qp.c QPS. and WORK). */
 uint32_t qr_count(struct qrnic_snap_r *r, uint32_t max, size_t min_size, const char *what);
 uint32_t qr_index(struct qrnic_snap_r *r, uint32_t n, bool zero_ok, const char *what);
+/* A ring's page list (ABI 1.8): u32 count (0 = a contiguous ring), then
+ * the page addresses.  Loading checks the count against the ring of
+ * 2^log_bytes bytes and every entry as CREATE_* does (qrnic_ring_pl_load);
+ * *pl is replaced (the old list freed). */
+void qrnic_snap_save_pl(struct qrnic_snap_w *w, const uint64_t *pl, unsigned log_bytes);
+bool qrnic_snap_load_pl(struct qrnic_dev *d, struct qrnic_snap_r *r, uint64_t **pl,
+			unsigned log_bytes,
+			const char *what, uint32_t idx);
 void qrnic_snap_save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w);
 bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r);
 bool qrnic_snap_check_relations(struct qrnic_dev *d, struct qrnic_snap_r *r);

@@ -159,6 +159,10 @@
 	X(err_qp_no_memory, ERR,					\
 	  "the host had no memory for a QP's send window (the QP goes to error)", \
 	  "qpn %u", (uint32_t, qpn))					\
+	X(err_ring_page_list, ERR,					\
+	  "a ring's page list has an entry that is not a nonzero 4 KiB aligned page (the command fails)", \
+	  "list 0x%" PRIx64 " entry %u page 0x%" PRIx64,		\
+	  (uint64_t, list), (uint32_t, entry), (uint64_t, page))	\
 	X(err_srq_dbrec, ERR,						\
 	  "an SRQ's consumer record could not be written (DMA)",	\
 	  "srqn %u addr 0x%" PRIx64, (uint32_t, srqn), (uint64_t, addr)) \

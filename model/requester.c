@@ -146,8 +146,8 @@ static void fetch_wqe(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t idx)
 {
 	struct qrnic_swqe *w = slot(qp, idx);
 	uint32_t stride = 1u << qp->sq_wqe_shift;
-	uint64_t addr = qp->sq_addr +
-		((uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) << qp->sq_wqe_shift);
+	uint64_t addr = qrnic_ring_at(qp->sq_addr, qp->sq_pl,
+		(uint64_t)(idx & ((1u << qp->sq_log_depth) - 1)) << qp->sq_wqe_shift);
 	bool ud = qp->type == QRNIC_QPT_UD || qp->type == QRNIC_QPT_GSI;
 	uint32_t room = stride - (uint32_t)sizeof(struct qrnic_send_wqe);
 	struct qrnic_bf_wqe *bf = NULL;

@@ -152,8 +152,10 @@ static int fetch_rwqe(struct qrnic_dev *d, struct qrnic_qp *qp)
 		}
 		return qrnic_srq_take(d, srq, r);
 	}
-	verr = qrnic_rwqe_read(d, qp->rq_addr + ((uint64_t)(qp->resp.rq_ci &
-						   ((1u << qp->rq_log_depth) - 1)) << qp->rq_wqe_shift),
+	verr = qrnic_rwqe_read(d, qrnic_ring_at(qp->rq_addr, qp->rq_pl,
+					       (uint64_t)(qp->resp.rq_ci &
+							  ((1u << qp->rq_log_depth) - 1))
+					       << qp->rq_wqe_shift),
 			       1u << qp->rq_wqe_shift, qp->pdn, qp->resp.rq_ci, r);
 	return verr;
 }

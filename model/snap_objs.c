@@ -32,6 +32,51 @@ static void save_mtt_run(void *opaque, uint32_t s, uint32_t len)
 	}
 }
 
+void qrnic_snap_save_pl(struct qrnic_snap_w *w, const uint64_t *pl, unsigned log_bytes)
+{
+	uint32_t n = pl ? qrnic_ring_npages(1ull << log_bytes) : 0;
+
+	qs_u32(w, n);
+	for (uint32_t i = 0; i < n; i++)
+		qs_u64(w, pl[i]);
+}
+
+bool qrnic_snap_load_pl(struct qrnic_dev *d, struct qrnic_snap_r *r, uint64_t **pl,
+			unsigned log_bytes,
+			const char *what, uint32_t idx)
+{
+	/* the largest ring: 2^22 entries of 1024 bytes */
+	const unsigned max_log = QRNIC_MAX_QUEUE_LOG + QRNIC_MAX_SEND_WQE_SHIFT;
+	uint32_t n = qr_count(r, 1u << (max_log - QRNIC_RING_PAGE_SHIFT), 8, "ring pages");
+	uint64_t *p;
+
+	qrnic_ring_pl_free(d, pl);
+	if (r->bad || n == 0)
+		return !r->bad;
+	if (log_bytes < QRNIC_RING_PAGE_SHIFT || log_bytes > max_log ||
+	    n != qrnic_ring_npages(1ull << log_bytes))
+		return qr_fail(r, "%s %u: a page list of %u pages for a ring of 2^%u bytes", what,
+			       idx, n, log_bytes);
+	p = malloc((size_t)n * sizeof(*p));
+	if (!p)
+		return qr_fail(r, "%s %u: no memory for its page list", what, idx);
+	for (uint32_t i = 0; i < n; i++) {
+		p[i] = qr_u64(r);
+		if (!r->bad && !qrnic_ring_pl_entry_ok(p[i])) {
+			qr_fail(r, "%s %u: page list entry %u is 0x%llx", what, idx, i,
+				(unsigned long long)p[i]);
+			break;
+		}
+	}
+	if (r->bad) {
+		free(p);
+		return false;
+	}
+	*pl = p;
+	d->ring_pls++;
+	return true;
+}
+
 void qrnic_snap_save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 {
 	const struct qrnic_config *c = &d->cfg;
@@ -109,6 +154,8 @@ void qrnic_snap_save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qs_u32(w, q->mod_seen);
 		qs_u32(w, q->mod_gen);
 		qs_u8(w, q->flags);
+		qrnic_snap_save_pl(w, q->ring_pl,
+				   q->log_depth + (QRNIC_CQ_CQE_SIZE(q->flags) == 64 ? 6 : 5));
 	}
 
 	n = 0;
@@ -145,6 +192,7 @@ void qrnic_snap_save_objs(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qs_u32(w, s->refcnt);
 		qs_u32(w, s->xrcd);
 		qs_u32(w, s->cqn);
+		qrnic_snap_save_pl(w, s->ring_pl, s->log_depth + s->wqe_shift);
 	}
 
 	n = 0;
@@ -287,8 +335,12 @@ bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		q->flags = r->version >= 2 ? qr_u8(r) : 0;	/* before: 32-byte CQEs only */
 		if (!r->bad && !log_depth_ok(q->log_depth, c->max_cqe))
 			return qr_fail(r, "CQ %u: depth 2^%u out of range", i, q->log_depth);
-		if (!r->bad && (q->flags & ~QRNIC_CQ_F_ALL))
+		if (!r->bad && (q->flags & ~QRNIC_CQ_F_TIMESTAMP))
 			return qr_fail(r, "CQ %u: flags 0x%x unknown", i, q->flags);
+		if (r->version >= 3 &&
+		    !qrnic_snap_load_pl(d, r, &q->ring_pl, q->log_depth +
+					(QRNIC_CQ_CQE_SIZE(q->flags) == 64 ? 6 : 5), "CQ", i))
+			return false;
 	}
 
 	n = qr_count(r, c->max_xrcd, 12, "XRC domains");
@@ -322,6 +374,9 @@ bool qrnic_snap_load_objs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 				s->wqe_shift > QRNIC_MAX_RECV_WQE_SHIFT))
 			return qr_fail(r, "SRQ %u: depth 2^%u or stride 2^%u out of range", i,
 				       s->log_depth, s->wqe_shift);
+		if (r->version >= 3 &&
+		    !qrnic_snap_load_pl(d, r, &s->ring_pl, s->log_depth + s->wqe_shift, "SRQ", i))
+			return false;
 	}
 
 	n = qr_count(r, c->max_ah, 8 + sizeof(struct qrnic_av), "AHs");

@@ -155,6 +155,8 @@ static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qr
 	qs_u64(w, qp->tm_req);
 	qs_u64(w, qp->tm_pkt);
 	qs_u64(w, qp->tm_resp);
+	qrnic_snap_save_pl(w, qp->sq_pl, qp->sq_log_depth + qp->sq_wqe_shift);	/* V_QP 3 */
+	qrnic_snap_save_pl(w, qp->rq_pl, qp->rq_log_depth + qp->rq_wqe_shift);
 
 	/* requester */
 	qs_u32(w, q->next_psn);
@@ -314,6 +316,12 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	    qp->rq_wqe_shift > QRNIC_MAX_RECV_WQE_SHIFT ||
 	    (qp->rq_log_depth && qp->rq_wqe_shift < QRNIC_MIN_RECV_WQE_SHIFT))
 		return qr_fail(r, "QP %u: a queue's depth or stride is out of range", qpn);
+	if (r->version >= 3 &&
+	    (!qrnic_snap_load_pl(d, r, &qp->sq_pl, qp->sq_log_depth + qp->sq_wqe_shift, "QP SQ", qpn) ||
+	     !qrnic_snap_load_pl(d, r, &qp->rq_pl, qp->rq_log_depth + qp->rq_wqe_shift, "QP RQ", qpn)))
+		return false;
+	if ((qp->sq_pl && !qp->sq_addr) || (qp->rq_pl && !qp->rq_addr))
+		return qr_fail(r, "QP %u: a page list for a queue it does not have", qpn);
 	if (qp->attr.path_mtu && !qrnic_mtu_bytes(qp->attr.path_mtu))
 		return qr_fail(r, "QP %u: path MTU code %u", qpn, qp->attr.path_mtu);
 	if (qp->attr.cc_algo > QRNIC_CC_NALGO)

@@ -44,7 +44,8 @@ int qrnic_srq_take(struct qrnic_dev *d, struct qrnic_srq *s, struct qrnic_rwqe *
 {
 	uint32_t srqn = (uint32_t)(s - d->srq);
 	uint32_t idx = s->ci;
-	uint64_t addr = s->ring + ((uint64_t)(idx & ((1u << s->log_depth) - 1)) << s->wqe_shift);
+	uint64_t addr = qrnic_ring_at(s->ring, s->ring_pl,
+				      (uint64_t)(idx & ((1u << s->log_depth) - 1)) << s->wqe_shift);
 	int verr;
 
 	s->ci++;	/* taken, whatever it holds: it completes (maybe in error) */

@@ -238,8 +238,11 @@ class Device:
                        dbrec=True, check=True):
         """An XRC SRQ (CREATE_SRQ with QRNIC_SRQ_F_XRC) of domain xrcd whose
         receive completions go to cq: the back end's create_srq, its
-        command patched."""
-        self.patch_next_cmd('create_srq.flags', h.SRQ_F_XRC)
+        command patched (keeping the page-list flag the back end sets for a
+        ring of a page or more in page-list mode, ABI 1.8)."""
+        listed = getattr(self, 'ring_pagelist', False) and log_depth + wqe_shift >= 12
+        self.patch_next_cmd('create_srq.flags',
+                            h.SRQ_F_XRC | (h.SRQ_F_PAGELIST if listed else 0))
         self.patch_next_cmd('create_srq.xrcd', xrcd)
         self.patch_next_cmd('create_srq.cqn', _num(cq, 'cqn'))
         return self.create_srq(pd, log_depth, wqe_shift, limit, uctx, dbrec, check)

@@ -65,6 +65,7 @@ CQE_F_SEND = 8
 CQE_F_WITH_INV = 16
 CQE_F_XRC = 32
 SRQ_F_XRC = 1
+SRQ_F_PAGELIST = 2
 VERR = ['NONE', 'BAD_WQE', 'LKEY', 'PD', 'BOUNDS', 'ACCESS', 'DMA', 'LENGTH', 'NAK',
         'RETRY', 'FLUSH', 'INJECTED', 'BAD_AH', 'ALIGN', 'MR_STATE']
 
@@ -126,14 +127,19 @@ DB_PAGE_SIZE = 0x1000
 DB_SQ, DB_RQ, DB_CQ, DB_SRQ = 0x00, 0x08, 0x10, 0x18
 DB_CLOCK = 0x20                 # read-only device clock in every doorbell page (ABI 1.7)
 CQ_F_TIMESTAMP = 1              # CREATE_CQ flags: 64-byte CQEs with the timestamp
+CQ_F_PAGELIST = 2               # CREATE_CQ/RESIZE_CQ: ring_addr is a page list (ABI 1.8)
+QP_F_SQ_PAGELIST, QP_F_RQ_PAGELIST = 2, 4   # CREATE_QP flags (ABI 1.8)
+CAP_RING_PAGELIST = 1 << 15
+RING_PAGE = 4096
 CLOCK_KHZ = 1_000_000           # the device clock counts ns
 CTRL_ENABLE, CTRL_RESET = 1, 2
 STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 7           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
-                        # 6 ConnectX-5 limits (30 SGEs), 7 device clock and completion timestamps
+ABI_MINOR = 8           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
+                        # 6 ConnectX-5 limits (30 SGEs), 7 device clock and completion timestamps,
+                        # 8 ring page lists
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -483,6 +489,7 @@ _SIGS = {
     'hx_db_write': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]),
     'hx_dev_reset': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_set_ring_pagelist': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
@@ -1283,6 +1290,13 @@ class Device(api.Device):
 
     def set_link(self, up):
         self._l.hx_set_link(self.w, self.idx, 1 if up else 0)
+
+    def set_ring_pagelist(self, on=True):
+        """From now on this driver hands every CQ, QP and SRQ ring of a page
+        or more to the device as a page list (ABI 1.8) naming the ring's
+        pages in reverse order."""
+        self.ring_pagelist = bool(on)
+        self._l.hx_set_ring_pagelist(self.w, self.idx, 1 if on else 0)
 
     def port_pause(self, paused):
         """PFC: pause (True, an XOFF) or resume (False, an XON) the port."""

@@ -281,10 +281,10 @@ def test_oversized_counts_rejected(world):
     nv = d.attr['num_vectors']
     BP = AQ['BAD_PARAM']
     assert st_of(d.create_cq, 0) == BP
-    assert st_of(d.create_cq, 16) == BP
+    assert st_of(d.create_cq, 23) == BP       # > QRNIC_MAX_QUEUE_LOG (22)
     assert st_of(d.create_cq, 255) == BP
     assert st_of(d.create_eq, 0, vector=3) == BP
-    assert st_of(d.create_eq, 16, vector=3) == BP
+    assert st_of(d.create_eq, 23, vector=3) == BP
     assert st_of(d.create_eq, 4, vector=nv) == BP
     assert st_of(d.create_eq, 4, vector=0xffff) == BP
     assert st_of(d.create_qp, pd, cq, sq_log=16) == BP

@@ -86,7 +86,7 @@ def test_resize_errors_change_nothing(world):
     assert world.run() == 'idle'
     cq = conn.cqa
     for log, field in ((3, 'resize_cq.log_depth'), (0, 'resize_cq.log_depth'),
-                       (16, 'resize_cq.log_depth')):
+                       (23, 'resize_cq.log_depth')):
         assert cq.resize(log, check=False) is None
         assert (a.last_status, a.last_cqe()['detail']) == (AQ['BAD_PARAM'], q.cmd_offset(field))
     assert a.destroy('DESTROY_CQ', 0x777, check=False) == AQ['BAD_HANDLE']

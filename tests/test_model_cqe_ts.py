@@ -184,7 +184,7 @@ def test_create_cq_flags_and_ring_checks(world):
             struct.pack('<IIBB6sQQ', 0, eqn, log_depth, flags, rsvd, addr, 0)
         return a.admin(cmd)
 
-    st, cqe = create(2)                              # unknown flag
+    st, cqe = create(4)                              # unknown flag (ABI 1.8: 2 = PAGELIST)
     assert st == q.AQ['BAD_PARAM'] and cqe['detail'] == 8 + 9
     st, cqe = create(0x80)
     assert st == q.AQ['BAD_PARAM'] and cqe['detail'] == 8 + 9

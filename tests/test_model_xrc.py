@@ -213,7 +213,7 @@ def test_admin_xrcd_refcounts_and_bad_input(world):
     a = world.devs[0]
     da = a.query_device()
     assert da['caps'] & (1 << 11) and da['max_xrcd'] == 64
-    assert da['abi_version'] == q.ABI_VERSION == 0x00010007
+    assert da['abi_version'] == q.ABI_VERSION == 0x00010008
     pd = a.alloc_pd()
     cq = a.create_cq(6)
     # ALLOC_XRCD: uctx, rsvd
@@ -228,7 +228,7 @@ def test_admin_xrcd_refcounts_and_bad_input(world):
     assert a.last_status == AQ['BAD_HANDLE'] and a.last_cqe()['detail'] == 40
     assert a.create_xrc_srq(pd, x, 99, check=False) is None
     assert a.last_status == AQ['BAD_HANDLE'] and a.last_cqe()['detail'] == 44
-    a.patch_next_cmd('create_srq.flags', 2)
+    a.patch_next_cmd('create_srq.flags', 4)     # 2: PAGELIST (ABI 1.8)
     assert a.create_srq(pd, check=False) is None
     assert a.last_status == AQ['BAD_PARAM'] and a.last_cqe()['detail'] == 18
     a.patch_next_cmd('create_srq.xrcd', x)

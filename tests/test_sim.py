@@ -466,7 +466,7 @@ def test_device_configuration_by_name():
     assert sim_json('--count', 100, '--device', 'max_mtt=4096,gid_tbl_len=4')['ok']
     run_sim('--count', 100, '--device', 'max_mtt=8', expect_rc=2)    # too few pages for the MRs
     for item, msg in [('max_qp=1', 'max_qp must be in 4..65536 (got 1)'),
-                      ('max_qp_wr=3', 'max_qp_wr must be a power of two in 2..32768 (got 3)'),
+                      ('max_qp_wr=3', 'max_qp_wr must be a power of two in 2..4194304 (got 3)'),
                       ('bogus=1', 'bogus is not a configuration parameter'),
                       ('max_qp', "'max_qp' is not name=value"),
                       ('eth_mtu=x', 'eth_mtu must be a number')]:

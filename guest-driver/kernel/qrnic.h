@@ -28,6 +28,7 @@
 /* ---- module parameters (qrnic_main.c) ----------------------------------- */
 extern unsigned int qrnic_admin_timeout_ms;
 extern unsigned int qrnic_eth_ring_log;
+extern unsigned int qrnic_ring_pagelist;
 
 /* Consecutive failed recoveries after which the driver leaves the device dead. */
 #define QRNIC_MAX_RECOVERY_FAILURES	5
@@ -166,6 +167,7 @@ struct qrnic_dev {
 	struct delayed_work health_work;	/* polls STATUS.FATAL */
 	u32 fatal_count;		/* fatal errors seen */
 	u32 recoveries;			/* successful recoveries */
+	atomic_t ring_pagelists;	/* rings allocated as page lists (debugfs) */
 	u32 recovery_failures;		/* consecutive failed attempts */
 
 	struct qrnic_aq aq;
@@ -256,6 +258,12 @@ static inline bool qrnic_has_cqe_ts(const struct qrnic_dev *dev)
 	       le64_to_cpu(dev->attr.timestamp_mask);
 }
 
+/* rings named by page lists (ABI 1.8, spec 6.6.21) */
+static inline bool qrnic_has_ring_pagelist(const struct qrnic_dev *dev)
+{
+	return dev->caps & QRNIC_CAP_RING_PAGELIST;
+}
+
 /* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
 static inline bool qrnic_has_cq_resize(const struct qrnic_dev *dev)
 {
@@ -282,7 +290,8 @@ struct qrnic_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	enum qrnic_mmap_type type;
 	phys_addr_t io_addr;		/* QRNIC_MMAP_DB */
-	void *cpu_addr;			/* QRNIC_MMAP_PAGES: alloc_pages_exact() */
+	void *cpu_addr;			/* QRNIC_MMAP_PAGES: alloc_pages_exact(), */
+	bool vmalloced;			/* or vmalloc_user() (a page-listed ring) */
 	size_t size;
 };
 
@@ -322,18 +331,33 @@ struct qrnic_mr {
 };
 
 /*
- * A ring in DMA memory.  Kernel rings use dma_alloc_coherent(); rings that
- * user space maps are page-allocator pages (alloc_pages_exact(), so every
- * page has its own reference count and can be vm_insert_page()d) mapped
- * with dma_map_single(); their pages belong to the mmap entry and are freed
- * when the last mapping and the entry are gone (mmap_free).
+ * A ring in DMA memory.  Contiguous: kernel rings use dma_alloc_coherent();
+ * rings that user space maps are page-allocator pages (alloc_pages_exact(),
+ * so every page has its own reference count and can be vm_insert_page()d)
+ * mapped with dma_map_single(); their pages belong to the mmap entry and
+ * are freed when the last mapping and the entry are gone (mmap_free).
+ *
+ * Page-listed (ABI 1.8, QRNIC_CAP_RING_PAGELIST, module parameter
+ * ring_pagelist): vmalloc_user() pages, each dma_map_page()d on its own,
+ * their bus addresses in pl; buf is still one virtually contiguous range,
+ * so the CPU side indexes it as a contiguous ring, and user space maps it
+ * page by page (vm_insert_page) into one VA range.  The device gets the
+ * list with the create command (qrnic_ring_cmd_addr).
  */
 struct qrnic_ring {
 	void *buf;
-	dma_addr_t dma;
+	dma_addr_t dma;			/* contiguous: the ring; listed: page 0 */
 	size_t bytes;			/* allocation size, page multiple */
 	bool user;
 	struct qrnic_mmap_entry *mentry;	/* user rings */
+	dma_addr_t *pl;			/* page-listed: bytes / PAGE_SIZE bus addresses */
+};
+
+/* The page list buffer of one create/resize command (freed once it ran). */
+struct qrnic_ring_cmd {
+	__le64 *va;
+	dma_addr_t dma;
+	size_t bytes;
 };
 
 #define QRNIC_DBREC_BYTES	64	/* a cache line for a 4-byte index record */
@@ -489,6 +513,10 @@ int qrnic_ib_register(struct qrnic_dev *dev);
 void qrnic_ib_unregister(struct qrnic_dev *dev);
 void qrnic_dispatch_port_event(struct qrnic_dev *dev, bool active);
 void qrnic_dispatch_dev_event(struct qrnic_dev *dev, enum ib_event_type type);
+dma_addr_t qrnic_ring_dma_at(const struct qrnic_ring *ring, size_t off);
+int qrnic_ring_cmd_addr(struct qrnic_dev *dev, const struct qrnic_ring *ring, size_t ring_bytes,
+			struct qrnic_ring_cmd *c, u64 *addr, bool *listed);
+void qrnic_ring_cmd_done(struct qrnic_dev *dev, struct qrnic_ring_cmd *c);
 int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring,
 		     size_t bytes, struct qrnic_ucontext *uctx);
 void qrnic_ring_free(struct qrnic_dev *dev, struct qrnic_ring *ring);

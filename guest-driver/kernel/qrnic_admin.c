@@ -701,7 +701,7 @@ int qrnic_cmd_alloc_mw(struct qrnic_dev *dev, u32 pdn, u8 type, u32 *rkey)
 }
 
 int qrnic_cmd_resize_cq(struct qrnic_dev *dev, u32 cqn, u8 log_depth,
-			dma_addr_t ring, u32 *carried, bool atomic)
+			u64 ring, bool listed, u32 *carried, bool atomic)
 {
 	struct qrnic_aq_cmd cmd;
 	struct qrnic_aq_cqe cqe;
@@ -710,6 +710,7 @@ int qrnic_cmd_resize_cq(struct qrnic_dev *dev, u32 cqn, u8 log_depth,
 	qrnic_cmd_init(&cmd, QRNIC_CMD_RESIZE_CQ);
 	cmd.u.resize_cq.cqn = cpu_to_le32(cqn);
 	cmd.u.resize_cq.log_depth = log_depth;
+	cmd.u.resize_cq.flags = listed ? QRNIC_CQ_F_PAGELIST : 0;	/* ABI 1.8 */
 	cmd.u.resize_cq.ring_addr = cpu_to_le64(ring);
 	err = qrnic_aq_exec(dev, &cmd, &cqe, atomic);
 	if (!err && carried)

@@ -53,8 +53,9 @@ int qrnic_cmd_alloc_mr(struct qrnic_dev *dev, u32 pdn, u32 max_pages, u32 *key);
 /* ALLOC_MW (spec 6.6.16): type QRNIC_MW_TYPE_1 or _2; DEREG_MR frees it */
 int qrnic_cmd_alloc_mw(struct qrnic_dev *dev, u32 pdn, u8 type, u32 *rkey);
 /* RESIZE_CQ: *carried = CQEs moved to slots 0.. of the new ring */
+/* listed: ring is the address of the new ring's page list (ABI 1.8) */
 int qrnic_cmd_resize_cq(struct qrnic_dev *dev, u32 cqn, u8 log_depth,
-			dma_addr_t ring, u32 *carried, bool atomic);
+			u64 ring, bool listed, u32 *carried, bool atomic);
 int qrnic_cmd_modify_cq(struct qrnic_dev *dev, u32 cqn, u16 count, u16 period_us);
 int qrnic_cmd_create_ah(struct qrnic_dev *dev, u32 pdn,
 			const struct qrnic_av *av, u32 *ahn, bool atomic);

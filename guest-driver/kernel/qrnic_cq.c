@@ -45,6 +45,9 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct qrnic_create_cq_resp resp = {};
 	struct qrnic_cmd_create_cq cmd = {};
 	bool ts = attr->flags & IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION;
+	struct qrnic_ring_cmd plc;
+	bool listed;
+	u64 addr;
 	u32 log;
 	int err;
 
@@ -74,10 +77,14 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
 	cmd.eqn = cpu_to_le32(dev->ceqs[cq->eq_index].eqn);
 	cmd.log_depth = log;
-	cmd.flags = cq->flags;
-	cmd.ring_addr = cpu_to_le64(cq->ring.dma);
-	cmd.dbrec_addr = cpu_to_le64(cq->ring.dma + cq->dbrec_offset);
+	err = qrnic_ring_cmd_addr(dev, &cq->ring, cq->dbrec_offset, &plc, &addr, &listed);
+	if (err)
+		goto err_free_ring;
+	cmd.flags = cq->flags | (listed ? QRNIC_CQ_F_PAGELIST : 0);
+	cmd.ring_addr = cpu_to_le64(addr);
+	cmd.dbrec_addr = cpu_to_le64(qrnic_ring_dma_at(&cq->ring, cq->dbrec_offset));
 	err = qrnic_cmd_create_cq(dev, &cmd, &cq->cqn);
+	qrnic_ring_cmd_done(dev, &plc);	/* the device read it */
 	if (err)
 		goto err_free_ring;
 
@@ -145,8 +152,11 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 		rdma_udata_to_drv_context(udata, struct qrnic_ucontext, ibucontext);
 	struct qrnic_resize_cq_resp resp = {};
 	struct qrnic_ring ring, old;
+	struct qrnic_ring_cmd plc;
 	unsigned long flags;
 	u32 log, carried = 0;
+	bool listed;
+	u64 addr;
 	int err;
 
 	if (entries < 1 || entries > qrnic_attr(dev, max_cqe))
@@ -160,13 +170,20 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 	err = qrnic_ring_alloc(dev, &ring, QRNIC_CQ_CQE_SIZE(cq->flags) << log, uctx);
 	if (err)
 		goto out;
+	/* the page list (if any) is built before the CQ lock is taken */
+	err = qrnic_ring_cmd_addr(dev, &ring, QRNIC_CQ_CQE_SIZE(cq->flags) << log, &plc, &addr,
+				  &listed);
+	if (err) {
+		qrnic_ring_free(dev, &ring);
+		goto out;
+	}
 
 	if (uctx) {
 		/* the provider polls: it holds its own CQ lock meanwhile */
-		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, ring.dma, &carried, false);
+		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, addr, listed, &carried, false);
 	} else {
 		spin_lock_irqsave(&cq->lock, flags);
-		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, ring.dma, &carried, true);
+		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, addr, listed, &carried, true);
 		if (!err) {
 			cq->cqes = ring.buf;
 			cq->log_depth = log;
@@ -174,6 +191,7 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 		}
 		spin_unlock_irqrestore(&cq->lock, flags);
 	}
+	qrnic_ring_cmd_done(dev, &plc);
 	if (err) {
 		/* a device status: nothing changed; else the device is dead
 		 * (a timeout declares it so) and no longer DMAs */

@@ -42,6 +42,11 @@ unsigned int qrnic_eth_ring_log = 8;
 module_param_named(eth_ring_log, qrnic_eth_ring_log, uint, 0444);
 MODULE_PARM_DESC(eth_ring_log, "log2 of the Ethernet TX and RX ring sizes, 1..12 (default 8)");
 
+unsigned int qrnic_ring_pagelist = 1;
+module_param_named(ring_pagelist, qrnic_ring_pagelist, uint, 0644);
+MODULE_PARM_DESC(ring_pagelist,
+		 "CQ/QP/SRQ rings as page lists on a device with QRNIC_CAP_RING_PAGELIST: 0 never (one contiguous allocation), 1 rings above 32 KiB (default), 2 every ring of more than a page");
+
 static unsigned int qrnic_health_poll_ms = 1000;
 module_param_named(health_poll_ms, qrnic_health_poll_ms, uint, 0444);
 MODULE_PARM_DESC(health_poll_ms,
@@ -242,6 +247,7 @@ static void qrnic_debugfs_add(struct qrnic_dev *dev)
 	debugfs_create_u32("fatal_code", 0400, dev->debugfs, &dev->fatal_code);
 	debugfs_create_u32("fatal_count", 0400, dev->debugfs, &dev->fatal_count);
 	debugfs_create_u32("recoveries", 0400, dev->debugfs, &dev->recoveries);
+	debugfs_create_atomic_t("ring_pagelists", 0400, dev->debugfs, &dev->ring_pagelists);
 	debugfs_create_file("rings", 0400, dev->debugfs, dev, &qrnic_rings_fops);
 	debugfs_create_file("mem_mgt", 0400, dev->debugfs, dev, &qrnic_mem_mgt_fops);
 }

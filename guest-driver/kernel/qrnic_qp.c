@@ -208,6 +208,10 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct ib_cq *recv_cq = init_attr->recv_cq ?: init_attr->send_cq;
 	struct qrnic_create_qp_resp resp = {};
 	struct qrnic_cmd_create_qp cmd = {};
+	struct qrnic_ring_cmd sq_plc, rq_plc = {};
+	u64 sq_addr, rq_addr = 0;
+	bool listed;
+	u32 flags;
 	int err;
 
 	if (init_attr->qp_type == IB_QPT_XRC_TGT)
@@ -263,11 +267,29 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	cmd.sq_wqe_shift = qp->sq.wqe_shift;
 	cmd.rq_log_depth = qp->rq.log_depth;
 	cmd.rq_wqe_shift = qp->rq.log_depth ? qp->rq.wqe_shift : 0;
-	cmd.flags = cpu_to_le32(qp->sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0);
+	flags = qp->sig_all ? QRNIC_QP_F_SQ_SIG_ALL : 0;
 	cmd.srqn = cpu_to_le32(init_attr->srq ? to_qsrq(init_attr->srq)->srqn : 0);
-	cmd.sq_addr = cpu_to_le64(qp->sq.ring.dma);
-	cmd.rq_addr = cpu_to_le64(qp->rq.log_depth ? qp->rq.ring.dma : 0);
+	err = qrnic_ring_cmd_addr(dev, &qp->sq.ring, (size_t)1 << (qp->sq.log_depth + qp->sq.wqe_shift),
+				  &sq_plc, &sq_addr, &listed);
+	if (err)
+		goto err_free_rq;
+	flags |= listed ? QRNIC_QP_F_SQ_PAGELIST : 0;
+	if (qp->rq.log_depth) {
+		err = qrnic_ring_cmd_addr(dev, &qp->rq.ring,
+					  (size_t)1 << (qp->rq.log_depth + qp->rq.wqe_shift),
+					  &rq_plc, &rq_addr, &listed);
+		if (err) {
+			qrnic_ring_cmd_done(dev, &sq_plc);
+			goto err_free_rq;
+		}
+		flags |= listed ? QRNIC_QP_F_RQ_PAGELIST : 0;
+	}
+	cmd.flags = cpu_to_le32(flags);
+	cmd.sq_addr = cpu_to_le64(sq_addr);
+	cmd.rq_addr = cpu_to_le64(rq_addr);
 	err = qrnic_cmd_create_qp(dev, &cmd, &qp->qpn);
+	qrnic_ring_cmd_done(dev, &sq_plc);	/* the device read them */
+	qrnic_ring_cmd_done(dev, &rq_plc);
 	if (err)
 		goto err_free_rq;
 	if (qp->hw_type == QRNIC_QPT_GSI && qp->qpn != 1) {

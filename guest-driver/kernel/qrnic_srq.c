@@ -36,6 +36,9 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct ib_srq_attr *attr = &init->attr;
 	struct qrnic_create_srq_resp resp = {};
 	struct qrnic_cmd_create_srq cmd = {};
+	struct qrnic_ring_cmd plc;
+	bool listed;
+	u64 addr;
 	u32 log;
 	int err;
 
@@ -68,14 +71,19 @@ static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.pdn = cpu_to_le32(to_qpd(ibsrq->pd)->pdn);
 	cmd.log_depth = log;
 	cmd.wqe_shift = srq->wq.wqe_shift;
-	cmd.ring_addr = cpu_to_le64(srq->wq.ring.dma);
-	cmd.dbrec_addr = cpu_to_le64(srq->wq.ring.dma + srq->dbrec_offset);
+	err = qrnic_ring_cmd_addr(dev, &srq->wq.ring, srq->dbrec_offset, &plc, &addr, &listed);
+	if (err)
+		goto err_free_ring;
+	cmd.ring_addr = cpu_to_le64(addr);
+	cmd.dbrec_addr = cpu_to_le64(qrnic_ring_dma_at(&srq->wq.ring, srq->dbrec_offset));
+	cmd.flags = cpu_to_le16(listed ? QRNIC_SRQ_F_PAGELIST : 0);
 	if (init->srq_type == IB_SRQT_XRC) {	/* spec 6.6.13, 12.14 */
-		cmd.flags = cpu_to_le16(QRNIC_SRQ_F_XRC);
+		cmd.flags |= cpu_to_le16(QRNIC_SRQ_F_XRC);
 		cmd.xrcd = cpu_to_le32(to_qxrcd(init->ext.xrc.xrcd)->xrcdn);
 		cmd.cqn = cpu_to_le32(to_qcq(init->ext.cq)->cqn);
 	}
 	err = qrnic_cmd_create_srq(dev, &cmd, &srq->srqn);
+	qrnic_ring_cmd_done(dev, &plc);	/* the device read it */
 	if (err)
 		goto err_free_ring;
 

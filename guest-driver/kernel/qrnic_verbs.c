@@ -9,6 +9,7 @@
  * IP addresses, through add_gid/del_gid (SET_GID).
  */
 #include <linux/dma-mapping.h>
+#include <linux/vmalloc.h>
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -19,18 +20,146 @@
 
 /* ---- rings shared with the device (and possibly with user space) -------------- */
 
+/*
+ * Page lists (ABI 1.8): a ring of more than one page may be separate pages.
+ * ring_pagelist 1 (default) lists the rings above PAGE_ALLOC_COSTLY_ORDER
+ * (32 KiB), the size from which the page allocator no longer tries hard to
+ * find contiguous pages; 2 every multi-page ring (tests); 0 none.  A ring of
+ * at most a page -- and every ring of a device without the capability --
+ * stays one contiguous allocation, as before.
+ */
+static bool qrnic_ring_listed(struct qrnic_dev *dev, size_t bytes)
+{
+	if (!qrnic_has_ring_pagelist(dev) || PAGE_SIZE != QRNIC_RING_PAGE_SIZE ||
+	    bytes <= PAGE_SIZE)
+		return false;
+	switch (qrnic_ring_pagelist) {
+	case 0:
+		return false;
+	case 1:
+		return get_order(bytes) > PAGE_ALLOC_COSTLY_ORDER;
+	default:
+		return true;
+	}
+}
+
+static void qrnic_ring_unmap_pages(struct device *dmadev, struct qrnic_ring *ring, size_t n)
+{
+	while (n--)
+		dma_unmap_page(dmadev, ring->pl[n], PAGE_SIZE, DMA_BIDIRECTIONAL);
+	kvfree(ring->pl);
+	ring->pl = NULL;
+}
+
+/* vmalloc'd pages, each mapped for DMA; the caller sets ring->bytes */
+static int qrnic_ring_alloc_listed(struct qrnic_dev *dev, struct qrnic_ring *ring)
+{
+	struct device *dmadev = &dev->pdev->dev;
+	size_t n = ring->bytes >> PAGE_SHIFT, i;
+
+	/* zeroed, page aligned, mappable into user space page by page */
+	ring->buf = vmalloc_user(ring->bytes);
+	if (!ring->buf)
+		return -ENOMEM;
+	ring->pl = kvmalloc_array(n, sizeof(*ring->pl), GFP_KERNEL);
+	if (!ring->pl)
+		goto err_free;
+	for (i = 0; i < n; i++) {
+		struct page *pg = vmalloc_to_page(ring->buf + i * PAGE_SIZE);
+		dma_addr_t a = dma_map_page(dmadev, pg, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
+
+		if (dma_mapping_error(dmadev, a))
+			goto err_unmap;
+		ring->pl[i] = a;
+		if (!IS_ALIGNED(a, QRNIC_RING_PAGE_SIZE)) {
+			dev_err_ratelimited(dmadev, "ring page DMA address %pad is not 4 KiB aligned\n",
+					    &a);
+			i++;
+			goto err_unmap;
+		}
+	}
+	ring->dma = ring->pl[0];
+	atomic_inc(&dev->ring_pagelists);
+	return 0;
+
+err_unmap:
+	qrnic_ring_unmap_pages(dmadev, ring, i);
+err_free:
+	vfree(ring->buf);
+	ring->buf = NULL;
+	return -ENOMEM;
+}
+
+/* The bus address of byte 'off' of the ring (its dbrec, say). */
+dma_addr_t qrnic_ring_dma_at(const struct qrnic_ring *ring, size_t off)
+{
+	if (!ring->pl)
+		return ring->dma + off;
+	return ring->pl[off >> PAGE_SHIFT] + (off & ~PAGE_MASK);
+}
+
+/*
+ * What a create/resize command puts in its ring address field for the
+ * first ring_bytes of the ring: the ring's bus address, or (*listed) the
+ * address of a page list built in c, which the caller frees with
+ * qrnic_ring_cmd_done() once the command ran (the device reads it once).
+ * A list of a 4M-entry CQ of 32-byte CQEs is 256 KiB.
+ */
+int qrnic_ring_cmd_addr(struct qrnic_dev *dev, const struct qrnic_ring *ring, size_t ring_bytes,
+			struct qrnic_ring_cmd *c, u64 *addr, bool *listed)
+{
+	size_t n = ring_bytes >> QRNIC_RING_PAGE_SHIFT, i;
+
+	memset(c, 0, sizeof(*c));
+	*listed = ring->pl != NULL;
+	if (!ring->pl) {
+		*addr = ring->dma;
+		return 0;
+	}
+	if (WARN_ON(ring_bytes < QRNIC_RING_PAGE_SIZE || ring_bytes > ring->bytes))
+		return -EINVAL;
+	c->bytes = n * sizeof(*c->va);
+	c->va = dma_alloc_coherent(&dev->pdev->dev, c->bytes, &c->dma, GFP_KERNEL | __GFP_NOWARN);
+	if (!c->va)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)		/* QRNIC_RING_PAGE_SIZE == PAGE_SIZE here */
+		c->va[i] = cpu_to_le64(ring->pl[i]);
+	*addr = c->dma;
+	return 0;
+}
+
+void qrnic_ring_cmd_done(struct qrnic_dev *dev, struct qrnic_ring_cmd *c)
+{
+	if (c->va)
+		dma_free_coherent(&dev->pdev->dev, c->bytes, c->va, c->dma);
+	c->va = NULL;
+}
+
 int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t bytes,
 		     struct qrnic_ucontext *uctx)
 {
 	struct device *dmadev = &dev->pdev->dev;
 	struct qrnic_mmap_entry *entry;
+	bool listed;
 	int err;
 
 	memset(ring, 0, sizeof(*ring));
 	ring->bytes = PAGE_ALIGN(bytes);
-	/* The device takes one bus address per ring: physically contiguous. */
-	if (get_order(ring->bytes) > MAX_PAGE_ORDER)
+	listed = qrnic_ring_listed(dev, ring->bytes);
+	/* Without a page list the device takes one bus address per ring:
+	 * physically contiguous. */
+	if (!listed && get_order(ring->bytes) > MAX_PAGE_ORDER)
 		return -EINVAL;
+
+	if (listed) {
+		err = qrnic_ring_alloc_listed(dev, ring);
+		if (err)
+			return err;
+		if (!uctx)
+			return 0;
+		ring->user = true;
+		goto user_entry;
+	}
 
 	if (!uctx) {
 		ring->buf = dma_alloc_coherent(dmadev, ring->bytes, &ring->dma,
@@ -55,6 +184,7 @@ int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t byte
 		goto err_unmap;
 	}
 
+user_entry:
 	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
 	if (!entry) {
 		err = -ENOMEM;
@@ -62,6 +192,7 @@ int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t byte
 	}
 	entry->type = QRNIC_MMAP_PAGES;
 	entry->cpu_addr = ring->buf;
+	entry->vmalloced = listed;
 	entry->size = ring->bytes;
 	err = rdma_user_mmap_entry_insert(&uctx->ibucontext, &entry->rdma_entry,
 					  ring->bytes);
@@ -74,6 +205,12 @@ int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t byte
 	return 0;
 
 err_unmap:
+	if (listed) {
+		qrnic_ring_unmap_pages(dmadev, ring, ring->bytes >> PAGE_SHIFT);
+		vfree(ring->buf);
+		ring->buf = NULL;
+		return err;
+	}
 	dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
 err_free_pages:
 	free_pages_exact(ring->buf, ring->bytes);
@@ -88,7 +225,15 @@ void qrnic_ring_free(struct qrnic_dev *dev, struct qrnic_ring *ring)
 
 	if (!ring->buf)
 		return;
-	if (!ring->user) {
+	if (ring->pl) {
+		qrnic_ring_unmap_pages(dmadev, ring, ring->bytes >> PAGE_SHIFT);
+		if (!ring->user) {
+			vfree(ring->buf);
+		} else {	/* vfree()d by qrnic_mmap_free */
+			rdma_user_mmap_entry_remove(&ring->mentry->rdma_entry);
+			ring->mentry = NULL;
+		}
+	} else if (!ring->user) {
 		dma_free_coherent(dmadev, ring->bytes, ring->buf, ring->dma);
 	} else {
 		dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
@@ -414,8 +559,11 @@ static int qrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 		break;
 	case QRNIC_MMAP_PAGES:
 		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+		/* one page at a time: a page-listed ring is vmalloc'd */
 		for (off = 0; off < entry->size && !err; off += PAGE_SIZE)
 			err = vm_insert_page(vma, vma->vm_start + off,
+					     entry->vmalloced ?
+					     vmalloc_to_page(entry->cpu_addr + off) :
 					     virt_to_page(entry->cpu_addr + off));
 		break;
 	default:
@@ -430,7 +578,9 @@ static void qrnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
 	struct qrnic_mmap_entry *entry = to_qmentry(rdma_entry);
 
-	if (entry->type == QRNIC_MMAP_PAGES)
+	if (entry->type == QRNIC_MMAP_PAGES && entry->vmalloced)
+		vfree(entry->cpu_addr);
+	else if (entry->type == QRNIC_MMAP_PAGES)
 		free_pages_exact(entry->cpu_addr, entry->size);
 	kfree(entry);
 }

@@ -108,6 +108,23 @@ struct qrnic_cmd_create_pd {
 	qrnic_le32 uctx;	/* owning user context; 0 = kernel */
 };
 
+/* Ring page lists (ABI 1.8, QRNIC_CAP_RING_PAGELIST; spec 6.6.21): with
+ * its command's page-list flag, a ring of at least one 4 KiB page is named
+ * by a list instead of one contiguous range, as a PAS array names an mlx5
+ * queue: the ring's address field holds the guest address of an array of
+ * ring bytes / 4096 little-endian 64-bit page addresses (8-byte aligned,
+ * contiguous, read once by the command and not used afterwards), page i
+ * holding ring bytes [i * 4096, (i + 1) * 4096).  Every entry is nonzero
+ * and 4 KiB aligned.  Strides are powers of two of at most 4096 bytes, so
+ * no WQE or CQE straddles two pages.  A bad list (ring smaller than a page,
+ * list misaligned, an entry zero or misaligned) fails with BAD_PARAM on
+ * the address field (or the flags field: list flag on a sub-page ring); a
+ * list that cannot be read:
+ * DMA_ERROR.  Nothing is created then. */
+#define QRNIC_RING_PAGE_SHIFT		12
+#define QRNIC_RING_PAGE_SIZE		(1u << QRNIC_RING_PAGE_SHIFT)
+#define QRNIC_RING_PL_ENTRY_SIZE	8	/* qrnic_le64 per page */
+
 struct qrnic_cmd_create_cq {
 	qrnic_le32 uctx;
 	qrnic_le32 eqn;		/* completion events go to this EQ */
@@ -115,7 +132,8 @@ struct qrnic_cmd_create_cq {
 	uint8_t    flags;	/* QRNIC_CQ_F_* (ABI 1.7; before: rsvd, 0) */
 	uint8_t    rsvd[6];
 	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, QRNIC_CQ_CQE_SIZE(flags)
-				 * << log_depth bytes (32 or 64 per CQE) */
+				 * << log_depth bytes (32 or 64 per CQE); with
+				 * QRNIC_CQ_F_PAGELIST its page list (below) */
 	qrnic_le64 dbrec_addr;	/* 4-byte consumer index record, 0 = none */
 };
 
@@ -131,8 +149,10 @@ struct qrnic_cmd_create_cq {
 struct qrnic_cmd_resize_cq {
 	qrnic_le32 cqn;
 	uint8_t    log_depth;	/* 1..QRNIC_MAX_QUEUE_LOG, <= max_cqe */
-	uint8_t    rsvd[3];
-	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, CQE size << log_depth bytes */
+	uint8_t    flags;	/* ABI 1.8: QRNIC_CQ_F_PAGELIST or 0 (before: rsvd, 0) */
+	uint8_t    rsvd[2];
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned, CQE size << log_depth bytes;
+				 * with QRNIC_CQ_F_PAGELIST its page list */
 	qrnic_le64 rsvd2;
 };
 
@@ -149,6 +169,8 @@ struct qrnic_cmd_modify_cq {
 };
 
 #define QRNIC_QP_F_SQ_SIG_ALL		(1u << 0)	/* every send WQE is signaled */
+#define QRNIC_QP_F_SQ_PAGELIST		(1u << 1)	/* sq_addr is a page list (ABI 1.8) */
+#define QRNIC_QP_F_RQ_PAGELIST		(1u << 2)	/* rq_addr is a page list (ABI 1.8) */
 
 struct qrnic_cmd_create_qp {
 	qrnic_le32 uctx;
@@ -169,8 +191,8 @@ struct qrnic_cmd_create_qp {
 				 * must be 0 */
 		qrnic_le32 xrcd;	/* QRNIC_QPT_XRC_TGT: its XRC domain (ABI 1.3) */
 	};
-	qrnic_le64 sq_addr;	/* contiguous, 4 KiB aligned */
-	qrnic_le64 rq_addr;
+	qrnic_le64 sq_addr;	/* contiguous, 4 KiB aligned; QRNIC_QP_F_SQ_PAGELIST: page list */
+	qrnic_le64 rq_addr;	/* the same; QRNIC_QP_F_RQ_PAGELIST: page list */
 };
 
 /* attr_mask bits: enum ibv_qp_attr_mask */
@@ -332,7 +354,7 @@ struct qrnic_cmd_create_srq {
 	qrnic_le16 flags;	/* QRNIC_SRQ_F_* (ABI 1.3; rsvd0, 0, before) */
 	qrnic_le32 limit;	/* SRQ_LIMIT_REACHED armed below this many WQEs;
 				 * 0 = not armed; < 1 << log_depth */
-	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned */
+	qrnic_le64 ring_addr;	/* contiguous, 4 KiB aligned; QRNIC_SRQ_F_PAGELIST: page list */
 	qrnic_le64 dbrec_addr;	/* 4-byte consumer index record, 8-byte aligned; 0 = none */
 	/* ABI 1.3: with QRNIC_SRQ_F_XRC, else all 0 */
 	qrnic_le32 xrcd;	/* the XRC domain of the SRQ */
@@ -340,6 +362,7 @@ struct qrnic_cmd_create_srq {
 	qrnic_le64 rsvd1;
 };
 #define QRNIC_SRQ_F_XRC			(1u << 0)	/* an XRC SRQ (ABI 1.3) */
+#define QRNIC_SRQ_F_PAGELIST		(1u << 1)	/* ring_addr is a page list (ABI 1.8) */
 
 /* XRC domain (ABI 1.3, spec 6.6.20): groups XRC SRQs and XRC TGT QPs.
  * result[0] = the xrcd number.  DEALLOC_XRCD takes handle = xrcd. */

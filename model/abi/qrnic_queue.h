@@ -22,7 +22,8 @@
 						 * 1.6; 9 before) */
 #define QRNIC_MIN_RECV_WQE_SHIFT	5	/* 32 bytes: header + 1 SGE */
 #define QRNIC_MAX_RECV_WQE_SHIFT	9	/* 512 bytes: 16-byte header + 30 SGEs */
-#define QRNIC_MAX_QUEUE_LOG		15	/* at most 32768 entries per ring */
+#define QRNIC_MAX_QUEUE_LOG		22	/* at most 4M entries per ring (ABI 1.8;
+						 * 15 before) */
 #define QRNIC_MAX_MSG_SIZE		(1u << 31)	/* RC; UD/GSI: the port MTU */
 #define QRNIC_GRH_BYTES			40	/* UD receive buffers start with a GRH */
 
@@ -189,7 +190,9 @@ QRNIC_ASSERT_SIZE(struct qrnic_recv_wqe, 16);
 /* CREATE_CQ flags (ABI 1.7) */
 #define QRNIC_CQ_F_TIMESTAMP		(1u << 0)	/* 64-byte CQEs carrying the completion
 							 * timestamp (struct qrnic_cqe64) */
-#define QRNIC_CQ_F_ALL			QRNIC_CQ_F_TIMESTAMP
+#define QRNIC_CQ_F_PAGELIST		(1u << 1)	/* ring_addr is a page list (ABI 1.8,
+							 * QRNIC_RING_PAGE_SHIFT) */
+#define QRNIC_CQ_F_ALL			(QRNIC_CQ_F_TIMESTAMP | QRNIC_CQ_F_PAGELIST)
 /* status: enum ibv_wc_status, one to one */
 #define QRNIC_WC_SUCCESS		0
 #define QRNIC_WC_LOC_LEN_ERR		1

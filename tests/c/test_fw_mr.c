@@ -489,6 +489,7 @@ static void test_queries(void)
 	CHECK_EQ(da.page_size_cap, 0x7ffff000ull);
 	CHECK_EQ(da.caps, QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | QRNIC_CAP_IPV6 |
 			  QRNIC_CAP_ETH | QRNIC_CAP_UC | QRNIC_CAP_SRQ | QRNIC_CAP_MCAST | QRNIC_CAP_MEM_MGT |
+			  QRNIC_CAP_RING_PAGELIST |
 			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC |
 			  QRNIC_CAP_BF | QRNIC_CAP_CQE_TS);
 	CHECK_EQ(da.hca_core_clock, 1000000u);
@@ -1403,6 +1404,97 @@ static void test_sgl(void)
 }
 
 /* Objects, refcounts, ownership. */
+/* A page list (ABI 1.8) of n fresh pages, in guest memory; its address. */
+static uint64_t page_list(uint32_t n)
+{
+	uint64_t lst = galloc(8ull * n, 8);
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t pg = galloc(4096, 4096);
+
+		memcpy(gptr(lst + 8ull * i), &pg, 8);
+	}
+	return lst;
+}
+
+/* Page-listed CQ, QP and SRQ rings through every way they end: destroy,
+ * resize (the old list freed), a failed create after a good list was
+ * fetched (SQ good, RQ bad), a device reset and qrnic_dev_free with
+ * listed objects alive (ASan/LSan: nothing leaks, nothing is used after
+ * free), and the lists the device keeps. */
+static void test_ring_pagelists(void)
+{
+	struct qrnic_dev *d = dev_new();
+	struct qrnic_aq_cmd c;
+	uint32_t eq, cq, pd, qp, srq, cq2;
+	uint64_t bad;
+
+	eq = create_eq(d, false);
+	pd = create_pd(d, 0);
+	c = cq_cmd(0, eq);
+	c.u.create_cq.log_depth = 9;			/* 16 KiB: 4 pages */
+	c.u.create_cq.flags = QRNIC_CQ_F_PAGELIST;
+	c.u.create_cq.ring_addr = page_list(4);
+	cq = OK_HANDLE(d, &c);
+	CHECK(d->cq[cq].ring_pl != NULL);
+	CHECK_EQ(d->cq[cq].flags, 0);			/* PAGELIST is not kept */
+	CHECK_EQ(d->cq[cq].ring_pl[3] & 0xfff, 0);
+	cq2 = OK_HANDLE(d, &c);				/* the same list again */
+	c = mk(QRNIC_CMD_RESIZE_CQ);			/* to a listed ring of 8 pages */
+	c.u.resize_cq.cqn = cq2;
+	c.u.resize_cq.log_depth = 10;
+	c.u.resize_cq.flags = QRNIC_CQ_F_PAGELIST;
+	c.u.resize_cq.ring_addr = page_list(8);
+	CHECK_EQ(st(d, &c), QRNIC_AQ_OK);
+	c.u.resize_cq.log_depth = 6;			/* to a contiguous one */
+	c.u.resize_cq.flags = 0;
+	c.u.resize_cq.ring_addr = galloc(32 << 6, 4096);
+	CHECK_EQ(st(d, &c), QRNIC_AQ_OK);
+	CHECK(d->cq[cq2].ring_pl == NULL);
+	CHECK_EQ(destroy(d, QRNIC_CMD_DESTROY_CQ, cq2), QRNIC_AQ_OK);
+
+	/* QP: SQ 16 x 128 = 2 KiB stays contiguous; give it 8 x 512 = 4 KiB */
+	c = qp_cmd(0, QRNIC_QPT_RC, pd, cq, cq);
+	c.u.create_qp.sq_log_depth = 3;
+	c.u.create_qp.sq_wqe_shift = 9;
+	c.u.create_qp.rq_log_depth = 6;			/* 64 x 64 = 4 KiB */
+	c.u.create_qp.flags = QRNIC_QP_F_SQ_PAGELIST | QRNIC_QP_F_RQ_PAGELIST;
+	c.u.create_qp.sq_addr = page_list(1);
+	bad = page_list(1);
+	memset(gptr(bad), 0, 8);			/* RQ list: entry 0 zero */
+	c.u.create_qp.rq_addr = bad;
+	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);	/* the SQ's list is freed */
+	c.u.create_qp.rq_addr = page_list(1);
+	qp = OK_HANDLE(d, &c);
+	CHECK(d->qp[qp].sq_pl != NULL && d->qp[qp].rq_pl != NULL);
+	CHECK_EQ(d->qp[qp].flags, 0);
+
+	c = mk(QRNIC_CMD_CREATE_SRQ);
+	c.u.create_srq.pdn = pd;
+	c.u.create_srq.log_depth = 4;
+	c.u.create_srq.wqe_shift = 9;			/* 8 KiB: 2 pages */
+	c.u.create_srq.flags = QRNIC_SRQ_F_PAGELIST;
+	c.u.create_srq.ring_addr = page_list(2);
+	srq = OK_HANDLE(d, &c);
+	CHECK(d->srq[srq].ring_pl != NULL);
+	qrnic_dev_reset(d);				/* frees every list */
+	CHECK(d->cq[cq].ring_pl == NULL && d->srq[srq].ring_pl == NULL &&
+	      d->qp[qp].sq_pl == NULL && d->qp[qp].rq_pl == NULL);
+	qrnic_dev_free(d);
+
+	/* and a device freed with listed objects alive */
+	gmem_reset();
+	d = dev_new();
+	eq = create_eq(d, false);
+	c = cq_cmd(0, eq);
+	c.u.create_cq.log_depth = 8;
+	c.u.create_cq.flags = QRNIC_CQ_F_PAGELIST;
+	c.u.create_cq.ring_addr = page_list(2);
+	OK_HANDLE(d, &c);
+	qrnic_dev_free(d);
+	gmem_reset();
+}
+
 static void test_objects(void)
 {
 	struct qrnic_dev *d = dev_new();
@@ -1425,7 +1517,7 @@ static void test_objects(void)
 	c.u.create_eq.vector = 0;
 	c.u.create_eq.log_depth = 0;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
-	c.u.create_eq.log_depth = 16;
+	c.u.create_eq.log_depth = QRNIC_MAX_QUEUE_LOG + 1;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	c.u.create_eq.log_depth = 4;
 	c.u.create_eq.ring_addr += 8;
@@ -1445,7 +1537,7 @@ static void test_objects(void)
 	c.u.create_cq.uctx = 0;
 	c.u.create_cq.log_depth = 0;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
-	c.u.create_cq.log_depth = 16;
+	c.u.create_cq.log_depth = QRNIC_MAX_QUEUE_LOG + 1;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
 	for (i = 1; i <= QRNIC_MAX_QUEUE_LOG; i++) {
 		if ((1u << i) > d->cfg.max_cqe) {
@@ -1460,10 +1552,14 @@ static void test_objects(void)
 	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
 	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.rsvd) + 5);
 	c.u.create_cq.rsvd[5] = 0;
-	c.u.create_cq.flags = 0x2;	/* ABI 1.7: only QRNIC_CQ_F_TIMESTAMP is defined */
+	c.u.create_cq.flags = 0x4;	/* ABI 1.8: only TIMESTAMP and PAGELIST are defined */
 	e = run(d, &c);
 	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
 	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.flags));
+	c.u.create_cq.flags = QRNIC_CQ_F_PAGELIST;	/* a 2 KiB ring stays contiguous */
+	e = run(d, &c);
+	CHECK_EQ(e.status, QRNIC_AQ_BAD_PARAM);
+	CHECK_EQ(e.detail, offsetof(struct qrnic_aq_cmd, u.create_cq.ring_addr));
 	c.u.create_cq.flags = 0;
 	c.u.create_cq.dbrec_addr |= 2;
 	CHECK_EQ(st(d, &c), QRNIC_AQ_BAD_PARAM);
@@ -2269,6 +2365,7 @@ int main(void)
 	test_alloc_mpt();
 	test_sgl();
 	test_objects();
+	test_ring_pagelists();
 	test_qp_table();
 	test_modify_qp();
 	test_aq_ring();

@@ -22,7 +22,7 @@
 #include "qrnic_model.h"
 
 #define SNAP_CFG	"max_qp=64,max_cq=64,max_mr=256,max_mtt=4096,max_pd=16,max_ah=16," \
-			"max_srq=16,max_eq=8,max_uctx=8,max_xrcd=8"
+			"max_srq=16,max_eq=8,max_uctx=8,max_xrcd=8,max_cqe=32768"
 
 static hx_world *world(void)
 {

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import qrnic_harness as q  # noqa: E402
 
 SNAP_CFG = ('max_qp=64,max_cq=64,max_mr=256,max_mtt=4096,max_pd=16,max_ah=16,'
-            'max_srq=16,max_eq=8,max_uctx=8,max_xrcd=8')
+            'max_srq=16,max_eq=8,max_uctx=8,max_xrcd=8,max_cqe=32768')
 
 
 def world(profile):

@@ -8,6 +8,10 @@
  *   qrnic_mr_cq modcq DEV GID_INDEX   ibv_modify_cq: CQ event moderation
  *   qrnic_mr_cq xrcini DEV GID_INDEX  an XRC SEND QP keeps the ACCESS_FLAGS
  *                                     it is given (issue 16)
+ *   qrnic_mr_cq bigcq DEV GID_INDEX   a CQ of max_cqe (4M) entries and QPs of
+ *                                     1024-entry queues (page-listed rings,
+ *                                     ABI 1.8): traffic wraps the queues,
+ *                                     then the CQ is resized with CQEs pending
  *
  * Both ends are RC QPs on the one device DEV (local loopback, spec 12.8):
  * the requester's WRITE/READ against the responder's MR is what checks
@@ -570,6 +574,141 @@ static int do_xrcini(void)
 	return 0;
 }
 
+/* n completions of cq (any order), each SUCCESS; counts SEND and RECV ones */
+static void drain(struct ibv_cq *cq, int n, int *sends, int *recvs, uint32_t recv_len)
+{
+	struct ibv_wc wc[64];
+	long spins = 0;
+
+	while (n > 0) {
+		int got = ibv_poll_cq(cq, n < 64 ? n : 64, wc);
+
+		if (got < 0)
+			fail("poll_cq %d", got);
+		for (int i = 0; i < got; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				fail("wr_id %llu: %s", (unsigned long long)wc[i].wr_id,
+				     ibv_wc_status_str(wc[i].status));
+			if (wc[i].opcode == IBV_WC_RECV) {
+				if (wc[i].byte_len != recv_len)
+					fail("recv byte_len %u", wc[i].byte_len);
+				++*recvs;
+			} else {
+				++*sends;
+			}
+		}
+		n -= got;
+		if (!got && ++spins > 20000000)
+			fail("%d completions missing", n);
+		if (!got && spins > 1000)
+			usleep(10);
+	}
+}
+
+static int do_bigcq(void)
+{
+	enum { SLOT = 256, NSLOT = 256, BATCH = 256, BATCHES = 12 };
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1024, .max_recv_wr = 1024, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp *a, *b;
+	struct ibv_mr *smr, *dmr;
+	struct ibv_cq *cq;
+	struct ibv_pd *pd;
+	uint8_t *src, *dst;
+	int sends = 0, recvs = 0;
+	char what[96];
+
+	if (ibv_query_device(ctx, &da))
+		fail("query_device");
+	if (da.max_cqe < 4194304)
+		fail("max_cqe %d, a ConnectX-5 has about 4M", da.max_cqe);
+	OK("max_cqe >= 4194304");
+	cq = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
+	if (!cq)
+		fail("create_cq(%d): %s", da.max_cqe, strerror(errno));
+	if (cq->cqe < da.max_cqe)
+		fail("cq->cqe %d < %d", cq->cqe, da.max_cqe);
+	snprintf(what, sizeof(what), "CQ of %d entries", cq->cqe);
+	OK(what);
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		fail("alloc_pd");
+	ia.send_cq = ia.recv_cq = cq;
+	a = ibv_create_qp(pd, &ia);
+	b = a ? ibv_create_qp(pd, &ia) : NULL;
+	if (!a || !b)
+		fail("create_qp (1024 WRs): %s", strerror(errno));
+	connect2(a, b);
+	src = pages(SLOT * NSLOT / PG);
+	dst = pages(SLOT * NSLOT / PG);
+	smr = ibv_reg_mr(pd, src, SLOT * NSLOT, ACC_RW);
+	dmr = ibv_reg_mr(pd, dst, SLOT * NSLOT, ACC_RW);
+	if (!smr || !dmr)
+		fail("reg_mr");
+	for (int bt = 0; bt < BATCHES; bt++) {
+		pattern(src, SLOT * NSLOT, bt + 1);
+		memset(dst, 0, SLOT * NSLOT);
+		for (int i = 0; i < BATCH; i++) {
+			struct ibv_sge rs = { .addr = (uintptr_t)(dst + i * SLOT), .length = SLOT,
+					      .lkey = dmr->lkey };
+			struct ibv_recv_wr rw = { .wr_id = bt * BATCH + i, .sg_list = &rs,
+						  .num_sge = 1 }, *rbad;
+
+			if (ibv_post_recv(b, &rw, &rbad))
+				fail("post_recv %d: %s", i, strerror(errno));
+		}
+		for (int i = 0; i < BATCH; i++) {
+			struct ibv_sge ss = { .addr = (uintptr_t)(src + i * SLOT), .length = SLOT,
+					      .lkey = smr->lkey };
+			struct ibv_send_wr sw = { .wr_id = bt * BATCH + i, .sg_list = &ss,
+						  .num_sge = 1, .opcode = IBV_WR_SEND,
+						  .send_flags = IBV_SEND_SIGNALED }, *sbad;
+
+			if (ibv_post_send(a, &sw, &sbad))
+				fail("post_send %d: %s", i, strerror(errno));
+		}
+		drain(cq, 2 * BATCH, &sends, &recvs, SLOT);
+		if (memcmp(src, dst, SLOT * NSLOT))
+			fail("batch %d: received bytes differ", bt);
+	}
+	if (sends != BATCH * BATCHES || recvs != BATCH * BATCHES)
+		fail("%d sends, %d receives", sends, recvs);
+	snprintf(what, sizeof(what), "%d SENDs through 1024-entry queues, every byte checked",
+		 sends);
+	OK(what);
+	/* CQEs pending across a resize of the 4M CQ to 65536 entries */
+	for (int i = 0; i < 100; i++) {
+		struct ibv_sge rs = { .addr = (uintptr_t)dst, .length = SLOT, .lkey = dmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = i, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_sge ss = { .addr = (uintptr_t)src, .length = SLOT, .lkey = smr->lkey };
+		struct ibv_send_wr sw = { .wr_id = i, .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *sbad;
+
+		if (ibv_post_recv(b, &rw, &rbad) || ibv_post_send(a, &sw, &sbad))
+			fail("post %d", i);
+	}
+	usleep(200000);
+	if (ibv_resize_cq(cq, 65536))
+		fail("resize_cq(65536): %s", strerror(errno));
+	sends = recvs = 0;
+	drain(cq, 200, &sends, &recvs, SLOT);
+	if (sends != 100 || recvs != 100)
+		fail("after resize: %d sends, %d receives", sends, recvs);
+	OK("resized to 65536 with completions pending");
+	if (ibv_destroy_qp(a) || ibv_destroy_qp(b) || ibv_destroy_cq(cq))
+		fail("destroy");
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	ibv_dealloc_pd(pd);
+	OK("destroyed");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -577,8 +716,8 @@ int main(int argc, char **argv)
 	int i, n, r;
 
 	if (argc != 4 || (strcmp(argv[1], "rereg") && strcmp(argv[1], "modcq") &&
-			  strcmp(argv[1], "xrcini"))) {
-		fprintf(stderr, "usage: %s rereg|modcq|xrcini DEVICE GID_INDEX\n", argv[0]);
+			  strcmp(argv[1], "xrcini") && strcmp(argv[1], "bigcq"))) {
+		fprintf(stderr, "usage: %s rereg|modcq|xrcini|bigcq DEVICE GID_INDEX\n", argv[0]);
 		return 2;
 	}
 	gidx = (int)strtol(argv[3], &end, 10);
@@ -602,7 +741,7 @@ int main(int argc, char **argv)
 	if (ibv_query_gid(ctx, 1, gidx, &gid))
 		fail("query_gid %d", gidx);
 	r = !strcmp(argv[1], "rereg") ? do_rereg() : !strcmp(argv[1], "modcq") ? do_modcq() :
-	    do_xrcini();
+	    !strcmp(argv[1], "bigcq") ? do_bigcq() : do_xrcini();
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	printf("ALL OK\n");

@@ -64,6 +64,7 @@ struct hx_cq_rec {
 	uint8_t flags;		/* QRNIC_CQ_F_*: TIMESTAMP = 64-byte CQEs */
 	uint64_t ring, dbrec;
 	uint32_t ci;
+	bool pl;		/* handed to the device as a page list (ring_at) */
 };
 
 struct hx_srq_rec {
@@ -72,6 +73,7 @@ struct hx_srq_rec {
 	uint8_t log, shift;
 	uint64_t ring, dbrec;
 	uint32_t pi;
+	bool pl;
 };
 
 struct hx_eq_rec {
@@ -89,6 +91,7 @@ struct hx_qp_rec {
 	uint64_t sq_addr, rq_addr;
 	uint8_t sq_log, sq_shift, rq_log, rq_shift;
 	uint32_t sq_pi, sq_ci, rq_pi, rq_ci;
+	bool sq_pl, rq_pl;
 };
 
 struct hx_mr_rec {
@@ -124,6 +127,7 @@ struct hx_dev {
 	int ndeny;
 	uint64_t dma[5];
 	bool watched;		/* its DMA writes count in w->watched_writes */
+	bool ring_pl;		/* rings of a page or more go as page lists (ABI 1.8) */
 	/* TOCTOU trap (hx_dma_trap): after the first DMA read that overlaps
 	 * [trap_addr, +trap_len), the guest's rewrite is applied to memory;
 	 * later reads overlapping the range are counted as re-fetches. */
@@ -2580,6 +2584,53 @@ int64_t hx_create_pd(hx_world *w, int d, uint32_t uctx)
 	}									\
 } while (0)
 
+/* ---- driver: ring page lists (ABI 1.8, spec 6.6.21) ------------------------------ */
+/* With hx_set_ring_pagelist, every CQ, QP and SRQ ring of a page or more
+ * is handed to the device as a page list.  The ring is still one
+ * allocation, but the list names its pages in reverse order: page i of the
+ * ring is the allocation's page n - 1 - i.  A device that ignored the list
+ * (or a slot that straddled pages) would find the wrong WQEs and CQEs, and
+ * the driver side finds every slot through ring_at() as the device does. */
+void hx_set_ring_pagelist(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h)
+		h->ring_pl = on != 0;
+}
+
+static bool ring_listed(struct hx_dev *h, uint64_t bytes)
+{
+	return h->ring_pl && bytes >= QRNIC_RING_PAGE_SIZE;
+}
+
+static uint64_t ring_at(uint64_t ring, bool pl, uint64_t bytes, uint64_t off)
+{
+	uint64_t n = bytes >> QRNIC_RING_PAGE_SHIFT;
+
+	if (!pl)
+		return ring + off;
+	return ring + ((n - 1 - (off >> QRNIC_RING_PAGE_SHIFT)) << QRNIC_RING_PAGE_SHIFT) +
+	       (off & (QRNIC_RING_PAGE_SIZE - 1));
+}
+
+/* The page list of a ring of 'bytes' bytes at 'ring' (ring_at's order), in
+ * host memory; 0 when it does not fit. */
+static uint64_t ring_list(hx_world *w, int d, uint64_t ring, uint64_t bytes)
+{
+	uint64_t n = bytes >> QRNIC_RING_PAGE_SHIFT, list;
+
+	list = hx_mem_alloc(w, d, n * 8, 8);
+	if (!list)
+		return 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t a = ring_at(ring, true, bytes, i << QRNIC_RING_PAGE_SHIFT);
+
+		hx_mem_write(w, d, list + i * 8, &a, 8);	/* little-endian host */
+	}
+	return list;
+}
+
 int64_t hx_create_eq(hx_world *w, int d, unsigned log_depth, unsigned vector, uint32_t flags)
 {
 	struct hx_dev *h = D(w, d);
@@ -2616,30 +2667,34 @@ int64_t hx_create_cq_flags(hx_world *w, int d, uint32_t uctx, uint32_t eqn, unsi
 {
 	struct hx_dev *h = D(w, d);
 	struct qrnic_aq_cmd c;
-	uint64_t ring, rec = 0;
+	uint64_t ring, rec = 0, bytes, addr;
+	bool pl;
 	int64_t r;
 
 	if (!h)
 		return HX_E_INVAL;
-	ring = hx_mem_alloc(w, d, (uint64_t)QRNIC_CQ_CQE_SIZE(flags) << (log_depth > 20 ? 20 : log_depth),
-			    HX_PAGE);
+	bytes = (uint64_t)QRNIC_CQ_CQE_SIZE(flags) << (log_depth > QRNIC_MAX_QUEUE_LOG ? 0 : log_depth);
+	ring = hx_mem_alloc(w, d, bytes, HX_PAGE);
+	pl = ring && ring_listed(h, bytes) && !(flags & QRNIC_CQ_F_PAGELIST);
+	addr = pl ? ring_list(w, d, ring, bytes) : ring;
 	if (dbrec)
 		rec = hx_mem_alloc(w, d, 64, 64);
-	if (!ring || (dbrec && !rec))
+	if (!ring || !addr || (dbrec && !rec))
 		return HX_E_NOMEM;
 	cmd_init(&c, QRNIC_CMD_CREATE_CQ);
 	c.u.create_cq.uctx = uctx;
 	c.u.create_cq.eqn = eqn;
 	c.u.create_cq.log_depth = (uint8_t)log_depth;
-	c.u.create_cq.flags = (uint8_t)flags;
-	c.u.create_cq.ring_addr = ring;
+	c.u.create_cq.flags = (uint8_t)(flags | (pl ? QRNIC_CQ_F_PAGELIST : 0));
+	c.u.create_cq.ring_addr = addr;
 	c.u.create_cq.dbrec_addr = rec;
 	r = admin_handle(w, d, &c);
 	if (r >= 0 && r < (1 << 24)) {
 		GROW(h->cqs, h->ncqs, (uint32_t)r);
 		h->cqs[r] = (struct hx_cq_rec){ .valid = true, .cqn = (uint32_t)r, .uctx = uctx,
-			.eqn = eqn, .log = (uint8_t)log_depth, .flags = (uint8_t)flags,
-			.ring = ring, .dbrec = rec };
+			.eqn = eqn, .log = (uint8_t)log_depth,
+			.flags = (uint8_t)(flags & ~QRNIC_CQ_F_PAGELIST),
+			.ring = ring, .dbrec = rec, .pl = pl };
 	}
 	return r;
 }
@@ -2654,22 +2709,27 @@ int64_t hx_resize_cq(hx_world *w, int d, uint32_t cqn, unsigned log_depth)
 	struct hx_dev *h = D(w, d);
 	struct hx_cq_rec *c = cq_find(h, cqn);
 	struct qrnic_aq_cmd cmd;
-	uint64_t ring;
+	uint64_t ring, bytes, addr;
+	bool pl;
 	int64_t r;
 
 	if (!c)
 		return HX_E_NOOBJ;
-	ring = hx_mem_alloc(w, d, (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) <<
-			    (log_depth > 20 ? 20 : log_depth), HX_PAGE);
-	if (!ring)
+	bytes = (uint64_t)QRNIC_CQ_CQE_SIZE(c->flags) << (log_depth > QRNIC_MAX_QUEUE_LOG ? 0 : log_depth);
+	ring = hx_mem_alloc(w, d, bytes, HX_PAGE);
+	pl = ring && ring_listed(h, bytes);
+	addr = pl ? ring_list(w, d, ring, bytes) : ring;
+	if (!ring || !addr)
 		return HX_E_NOMEM;
 	cmd_init(&cmd, QRNIC_CMD_RESIZE_CQ);
 	cmd.u.resize_cq.cqn = cqn;
 	cmd.u.resize_cq.log_depth = (uint8_t)log_depth;
-	cmd.u.resize_cq.ring_addr = ring;
+	cmd.u.resize_cq.flags = pl ? QRNIC_CQ_F_PAGELIST : 0;
+	cmd.u.resize_cq.ring_addr = addr;
 	r = admin_handle(w, d, &cmd);
 	if (r >= 0) {
 		c->ring = ring;
+		c->pl = pl;
 		c->log = (uint8_t)log_depth;
 		c->ci = 0;
 	}
@@ -2737,6 +2797,16 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 		rq = hx_mem_alloc(w, d, HX_PAGE, HX_PAGE);
 	if ((!sq && qp_type != QRNIC_QPT_XRC_TGT) || (!rq && !srqn && !xrc))
 		return HX_E_NOMEM;
+	uint64_t sq_bytes = sq_log + sq_shift <= 24 ? 1ull << (sq_log + sq_shift) : 0;
+	uint64_t rq_bytes = rq_log + rq_shift <= 24 ? 1ull << (rq_log + rq_shift) : 0;
+	bool sq_pl = sq && ring_listed(h, sq_bytes) && !(flags & QRNIC_QP_F_SQ_PAGELIST);
+	bool rq_pl = rq && rq_log && ring_listed(h, rq_bytes) && !(flags & QRNIC_QP_F_RQ_PAGELIST);
+	uint64_t sq_arg = sq_pl ? ring_list(w, d, sq, sq_bytes) : sq;
+	uint64_t rq_arg = rq_pl ? ring_list(w, d, rq, rq_bytes) : rq;
+
+	if ((sq_pl && !sq_arg) || (rq_pl && !rq_arg))
+		return HX_E_NOMEM;
+	flags |= (sq_pl ? QRNIC_QP_F_SQ_PAGELIST : 0) | (rq_pl ? QRNIC_QP_F_RQ_PAGELIST : 0);
 	cmd_init(&c, QRNIC_CMD_CREATE_QP);
 	c.u.create_qp.uctx = uctx;
 	c.u.create_qp.pdn = pdn;
@@ -2749,8 +2819,8 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 	c.u.create_qp.rq_wqe_shift = (uint8_t)rq_shift;
 	c.u.create_qp.flags = flags;
 	c.u.create_qp.srqn = srqn;
-	c.u.create_qp.sq_addr = sq;
-	c.u.create_qp.rq_addr = rq;
+	c.u.create_qp.sq_addr = sq_arg;
+	c.u.create_qp.rq_addr = rq_arg;
 	r = admin_handle(w, d, &c);
 	if (r >= 0 && r < (1 << 24)) {
 		GROW(h->qps, h->nqps, (uint32_t)r);
@@ -2758,7 +2828,7 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 			.pdn = pdn, .type = qp_type, .scq = send_cqn, .rcq = recv_cqn,
 			.sq_addr = sq, .rq_addr = rq, .sq_log = (uint8_t)sq_log,
 			.sq_shift = (uint8_t)sq_shift, .rq_log = (uint8_t)rq_log,
-			.rq_shift = (uint8_t)rq_shift };
+			.rq_shift = (uint8_t)rq_shift, .sq_pl = sq_pl, .rq_pl = rq_pl };
 	}
 	return r;
 }
@@ -3106,7 +3176,8 @@ int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nword
 	uctx = page < 0 ? q->uctx : (uint32_t)page;
 	idx = q->sq_pi - 1;
 	stride = 1u << q->sq_shift;
-	hx_mem_read(w, d, q->sq_addr + ((uint64_t)(idx & ((1u << q->sq_log) - 1)) << q->sq_shift),
+	hx_mem_read(w, d, ring_at(q->sq_addr, q->sq_pl, 1ull << (q->sq_log + q->sq_shift),
+				  (uint64_t)(idx & ((1u << q->sq_log) - 1)) << q->sq_shift),
 		    wqe, stride < sizeof(wqe) ? stride : sizeof(wqe));
 	if (!nwords) {	/* the header and what it says follows */
 		struct qrnic_send_wqe hd;
@@ -3164,7 +3235,8 @@ static void put_sges(uint8_t *dst, unsigned nsge, const uint64_t *addr, const ui
 static uint8_t *sq_slot(struct hx_dev *h, struct hx_qp_rec *q, uint8_t *scratch)
 {
 	uint32_t mask = (1u << q->sq_log) - 1;
-	uint64_t addr = q->sq_addr + ((uint64_t)(q->sq_pi & mask) << q->sq_shift);
+	uint64_t addr = ring_at(q->sq_addr, q->sq_pl, 1ull << (q->sq_log + q->sq_shift),
+				(uint64_t)(q->sq_pi & mask) << q->sq_shift);
 
 	return mem_range_ok(h, addr, 1u << q->sq_shift) ? mem_ptr(h, addr) : scratch;
 }
@@ -3268,7 +3340,8 @@ static int64_t put_rq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_
 		return HX_E_FULL;
 	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
 	h->nwqe_patch = 0;
-	hx_mem_write(w, h->idx, q->rq_addr + ((uint64_t)(idx & mask) << q->rq_shift), slot, stride);
+	hx_mem_write(w, h->idx, ring_at(q->rq_addr, q->rq_pl, 1ull << (q->rq_log + q->rq_shift),
+					(uint64_t)(idx & mask) << q->rq_shift), slot, stride);
 	q->rq_pi++;
 	if (ring)
 		hx_ring_rq(w, h->idx, q->qpn);
@@ -3339,13 +3412,18 @@ int64_t hx_create_srq(hx_world *w, int d, uint32_t uctx, uint32_t pdn, unsigned 
 {
 	struct hx_dev *h = D(w, d);
 	struct qrnic_aq_cmd c;
-	uint64_t ring, rec = 0;
+	uint64_t ring, rec = 0, bytes, addr;
+	bool pl;
 	int64_t r;
 
 	if (!h)
 		return HX_E_INVAL;
-	ring = hx_mem_alloc(w, d, log_depth + wqe_shift <= 24 ? 1ull << (log_depth + wqe_shift)
-								 : HX_PAGE, HX_PAGE);
+	bytes = log_depth + wqe_shift <= 24 ? 1ull << (log_depth + wqe_shift) : HX_PAGE;
+	ring = hx_mem_alloc(w, d, bytes, HX_PAGE);
+	pl = ring && log_depth + wqe_shift <= 24 && ring_listed(h, bytes);
+	addr = pl ? ring_list(w, d, ring, bytes) : ring;
+	if (!addr)
+		return HX_E_NOMEM;
 	if (dbrec)
 		rec = hx_mem_alloc(w, d, 64, 64);
 	if (!ring || (dbrec && !rec))
@@ -3356,14 +3434,15 @@ int64_t hx_create_srq(hx_world *w, int d, uint32_t uctx, uint32_t pdn, unsigned 
 	c.u.create_srq.log_depth = (uint8_t)log_depth;
 	c.u.create_srq.wqe_shift = (uint8_t)wqe_shift;
 	c.u.create_srq.limit = limit;
-	c.u.create_srq.ring_addr = ring;
+	c.u.create_srq.flags = pl ? QRNIC_SRQ_F_PAGELIST : 0;
+	c.u.create_srq.ring_addr = addr;
 	c.u.create_srq.dbrec_addr = rec;
 	r = admin_handle(w, d, &c);
 	if (r >= 0 && r < (1 << 24)) {
 		GROW(h->srqs, h->nsrqs, (uint32_t)r);
 		h->srqs[r] = (struct hx_srq_rec){ .valid = true, .srqn = (uint32_t)r, .uctx = uctx,
 			.log = (uint8_t)log_depth, .shift = (uint8_t)wqe_shift, .ring = ring,
-			.dbrec = rec };
+			.dbrec = rec, .pl = pl };
 	}
 	return r;
 }
@@ -3412,8 +3491,8 @@ int64_t hx_post_srq_recv(hx_world *w, int d, uint32_t srqn, uint64_t wr_id, unsi
 	idx = q->pi;
 	apply_patches(h->wqe_patch, h->nwqe_patch, slot, stride);
 	h->nwqe_patch = 0;
-	hx_mem_write(w, d, q->ring + ((uint64_t)(idx & ((1u << q->log) - 1)) << q->shift), slot,
-		     stride);
+	hx_mem_write(w, d, ring_at(q->ring, q->pl, 1ull << (q->log + q->shift),
+				   (uint64_t)(idx & ((1u << q->log) - 1)) << q->shift), slot, stride);
 	q->pi++;
 	if (ring)
 		hx_ring_srq(w, d, srqn);
@@ -3469,7 +3548,7 @@ static bool cqe_ready(struct hx_dev *h, struct hx_cq_rec *c, uint32_t ci, struct
 		      uint64_t *ts)
 {
 	uint32_t mask = (1u << c->log) - 1, size = QRNIC_CQ_CQE_SIZE(c->flags);
-	uint64_t addr = c->ring + (uint64_t)(ci & mask) * size;
+	uint64_t addr = ring_at(c->ring, c->pl, (uint64_t)size << c->log, (uint64_t)(ci & mask) * size);
 	const uint8_t *cqe;
 
 	if (!mem_range_ok(h, addr, size))
@@ -3711,7 +3790,8 @@ const char *hx_layout(void)
 	P(S(qrnic_cmd_rereg_mr)); P(L(qrnic_cmd_rereg_mr, key)); P(L(qrnic_cmd_rereg_mr, change));
 	P(L(qrnic_cmd_rereg_mr, reg));
 	P(S(qrnic_cmd_resize_cq)); P(L(qrnic_cmd_resize_cq, cqn)); P(L(qrnic_cmd_resize_cq, log_depth));
-	P(L(qrnic_cmd_resize_cq, rsvd)); P(L(qrnic_cmd_resize_cq, ring_addr)); P(L(qrnic_cmd_resize_cq, rsvd2));
+	P(L(qrnic_cmd_resize_cq, flags)); P(L(qrnic_cmd_resize_cq, rsvd));
+	P(L(qrnic_cmd_resize_cq, ring_addr)); P(L(qrnic_cmd_resize_cq, rsvd2));
 	P(S(qrnic_cmd_modify_cq)); P(L(qrnic_cmd_modify_cq, cqn)); P(L(qrnic_cmd_modify_cq, count));
 	P(L(qrnic_cmd_modify_cq, period_us)); P(L(qrnic_cmd_modify_cq, rsvd));
 	P(S(qrnic_bind_mw_wqe)); P(L(qrnic_bind_mw_wqe, access)); P(L(qrnic_bind_mw_wqe, mr_lkey));

@@ -187,6 +187,8 @@ uint64_t hx_db_read(hx_world *w, int d, uint64_t off, unsigned size);
 void hx_db_write(hx_world *w, int d, uint64_t off, uint64_t val, unsigned size);
 void hx_dev_reset(hx_world *w, int d);		/* qrnic_dev_reset (FLR) */
 void hx_set_link(hx_world *w, int d, int up);
+/* Rings of a page or more go to the device as page lists (ABI 1.8). */
+void hx_set_ring_pagelist(hx_world *w, int d, int on);
 /* PFC: pause (1) / resume (0) a device's port (qrnic_dev_port_pause) */
 void hx_port_pause(hx_world *w, int d, int paused);
 int hx_port_paused(hx_world *w, int d);

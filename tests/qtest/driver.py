@@ -247,15 +247,39 @@ class Eq(_Obj, api.Eq):
         self.dev.eq_db(self.eqn, self.ci, arm=True)
 
 
+
+def ring_at(base, pages, off):
+    """Guest address of byte off of a ring: contiguous at base, or through
+    its page list (ABI 1.8, spec 6.6.21)."""
+    if not pages:
+        return base + off
+    return pages[off >> 12] + (off & 0xfff)
+
+
+def listed_ring(dev, nbytes):
+    """(ring base, pages, list address) of a new ring of nbytes: with
+    dev.ring_pagelist and a ring of a page or more, its pages in reverse
+    order behind a page list in guest RAM; else (base, None, base)."""
+    base = dev.mem.alloc(nbytes)
+    if not dev.ring_pagelist or nbytes < PAGE:
+        return base, None, base
+    n = nbytes // PAGE
+    pages = [base + (n - 1 - i) * PAGE for i in range(n)]
+    lst = dev.mem.alloc(8 * n, 8)
+    dev.qemu.memwrite(lst, struct.pack(f'<{n}Q', *pages))
+    return base, pages, lst
+
+
 class Cq(_Obj, api.Cq):
-    def __init__(self, dev, cqn, log_depth, ring, dbrec, uctx=0, flags=0):
+    def __init__(self, dev, cqn, log_depth, ring, dbrec, uctx=0, flags=0, pages=None):
         super().__init__(dev, cqn, log_depth, flags)
         self.ring, self.dbrec, self.uctx = ring, dbrec, uctx
+        self.pages = pages
         self.ci = 0
         self.size = self.cqe_size
 
     def _slot(self, i):
-        return self.ring + (i & ((1 << self.log_depth) - 1)) * self.size
+        return ring_at(self.ring, self.pages, (i & ((1 << self.log_depth) - 1)) * self.size)
 
     def _valid(self, raw, i):
         return (raw[abi.CQE_SIZE - 1] & 1) == (((i >> self.log_depth) & 1) ^ 1)
@@ -315,13 +339,14 @@ class Cq(_Obj, api.Cq):
     def resize(self, log_depth, check=True):
         """RESIZE_CQ (spec 6.6.17) to a fresh zeroed ring: on success poll
         from slot 0 of it; returns the CQEs carried over."""
-        ring = self.dev.mem.alloc(self.size << min(log_depth, 16))
+        ring, pages, addr = listed_ring(self.dev, self.size << min(log_depth, 16))
         cmd = struct.pack('<BBHI', h.CMD['RESIZE_CQ'], 0, 0, 0) + \
-            struct.pack('<IB3sQQ', self.cqn, log_depth, b'', ring, 0)
+            struct.pack('<IBB2sQQ', self.cqn, log_depth, h.CQ_F_PAGELIST if pages else 0, b'',
+                        addr, 0)
         st, cqe = self.dev.admin(cmd)
         r = self.dev._result(st, cqe, 'resize_cq', check)
         if r is not None:
-            self.ring, self.log_depth, self.ci = ring, log_depth, 0
+            self.ring, self.log_depth, self.ci, self.pages = ring, log_depth, 0, pages
         return r
 
 
@@ -368,6 +393,7 @@ class Qp(_Obj, api.Qp):
         super().__init__(dev, qpn, qp_type, pd, send_cq, recv_cq, sq_log, sq_shift, rq_log,
                          rq_shift)
         self.sq_addr, self.rq_addr, self.uctx = sq_addr, rq_addr, uctx
+        self.sq_pages = self.rq_pages = None     # page lists (ABI 1.8), set by create_qp
         self.sq_pi = self.sq_ci = self.rq_pi = self.rq_ci = 0
 
     def _modify_attr(self, a):
@@ -395,7 +421,8 @@ class Qp(_Obj, api.Qp):
         control word with producer index pi (default: the ring's)."""
         idx = self.sq_pi - 1
         stride = 1 << self.sq_shift
-        wqe = self.q.memread(self.sq_addr + ((idx & ((1 << self.sq_log) - 1)) << self.sq_shift),
+        wqe = self.q.memread(ring_at(self.sq_addr, self.sq_pages,
+                                     (idx & ((1 << self.sq_log) - 1)) << self.sq_shift),
                              min(stride, 256))
         if not nwords:
             flags, nsge, inl = wqe[1], wqe[2], struct.unpack_from('<I', wqe, 4)[0]
@@ -414,8 +441,9 @@ class Qp(_Obj, api.Qp):
                           ((pi & 0xffffffff) << 32))
 
     def _put(self, slot, sq, ring):
-        log, shift, base = (self.sq_log, self.sq_shift, self.sq_addr) if sq else \
-            (self.rq_log, self.rq_shift, self.rq_addr)
+        log, shift, base, pages = \
+            (self.sq_log, self.sq_shift, self.sq_addr, self.sq_pages) if sq else \
+            (self.rq_log, self.rq_shift, self.rq_addr, self.rq_pages)
         pi, ci = (self.sq_pi, self.sq_ci) if sq else (self.rq_pi, self.rq_ci)
         if pi - ci >= (1 << log):
             raise h.HarnessError(f'{self}: {"SQ" if sq else "RQ"} full')
@@ -424,7 +452,8 @@ class Qp(_Obj, api.Qp):
         for off, val in self.dev._wqe_patch:
             slot[off:off + len(val)] = val
         self.dev._wqe_patch = []
-        self.q.memwrite(base + ((pi & ((1 << log) - 1)) << shift), bytes(slot[:stride]))
+        self.q.memwrite(ring_at(base, pages, (pi & ((1 << log) - 1)) << shift),
+                        bytes(slot[:stride]))
         if sq:
             self.sq_pi += 1
             if ring:
@@ -470,10 +499,11 @@ class Qp(_Obj, api.Qp):
 class Srq(_Obj, api.Srq):
     """A shared receive queue driven through its ring and QRNIC_DB_SRQ."""
 
-    def __init__(self, dev, srqn, log_depth, wqe_shift, ring, rec, uctx):
+    def __init__(self, dev, srqn, log_depth, wqe_shift, ring, rec, uctx, pages=None):
         super().__init__(dev, srqn, log_depth)
         self.wqe_shift = wqe_shift
         self.ring, self.rec, self.uctx = ring, rec, uctx
+        self.pages = pages
         self.pi = 0
 
     @property
@@ -486,8 +516,9 @@ class Srq(_Obj, api.Srq):
             bytes(h.Sge(addr=a, length=ln, lkey=k)) for a, ln, k in zip(addrs, lens, keys))
         stride = 1 << self.wqe_shift
         assert len(body) <= stride and self.pi - self.ci < (1 << self.log_depth)
-        self.dev.qemu.memwrite(self.ring + ((self.pi & ((1 << self.log_depth) - 1))
-                                            << self.wqe_shift), body.ljust(stride, b'\0'))
+        self.dev.qemu.memwrite(ring_at(self.ring, self.pages,
+                                       (self.pi & ((1 << self.log_depth) - 1))
+                                       << self.wqe_shift), body.ljust(stride, b'\0'))
         self.pi += 1
         if ring:
             self.ring_db()
@@ -506,6 +537,7 @@ class Device(api.Device):
     def __init__(self, world, qemu, pci, mem, idx):
         self.world, self.qemu, self.pci, self.mem, self.idx = world, qemu, pci, mem, idx
         self.async_eq = self.comp_eq = None
+        self.ring_pagelist = False   # rings of a page or more as page lists (ABI 1.8)
         self.attr = None
         self.gids = {}
         self.aq_log = 0
@@ -773,24 +805,27 @@ class Device(api.Device):
         eqn = api._num(eq, 'eqn') if eq is not None else (self.comp_eq.eqn if self.comp_eq
                                                            else 0)
         flags = h.CQ_F_TIMESTAMP if timestamp else 0
+        pages, addr = None, ring
         if ring is None:
-            ring = self.mem.alloc((64 if timestamp else abi.CQE_SIZE) << min(log_depth, 16))
+            ring, pages, addr = listed_ring(
+                self, (64 if timestamp else abi.CQE_SIZE) << min(log_depth, 16))
         rec = self.mem.alloc(64, 64) if dbrec else 0
         st, cqe = self.admin(abi.command('CREATE_CQ', abi.CmdCreateCq(
-            uctx=uctx, eqn=eqn, log_depth=log_depth, flags=flags, ring_addr=ring,
-            dbrec_addr=rec)))
+            uctx=uctx, eqn=eqn, log_depth=log_depth,
+            flags=flags | (h.CQ_F_PAGELIST if pages else 0), ring_addr=addr, dbrec_addr=rec)))
         r = self._result(st, cqe, 'create_cq', check)
-        return None if r is None else Cq(self, r, log_depth, ring, rec, uctx, flags)
+        return None if r is None else Cq(self, r, log_depth, ring, rec, uctx, flags, pages)
 
     def create_srq(self, pd, log_depth=6, wqe_shift=9, limit=0, uctx=0, dbrec=True, check=True):
         """An SRQ (spec 12.10), by default with a consumer record."""
-        ring = self.mem.alloc(1 << min(log_depth + wqe_shift, 24))
+        ring, pages, addr = listed_ring(self, 1 << min(log_depth + wqe_shift, 24))
         rec = self.mem.alloc(64, 64) if dbrec else 0
         st, cqe = self.admin(abi.command('CREATE_SRQ', abi.CmdCreateSrq(
             uctx=uctx, pdn=api._num(pd, 'pdn'), log_depth=log_depth,
-            wqe_shift=wqe_shift, limit=limit, ring_addr=ring, dbrec_addr=rec)))
+            wqe_shift=wqe_shift, limit=limit, ring_addr=addr, dbrec_addr=rec,
+            flags=h.SRQ_F_PAGELIST if pages else 0)))
         r = self._result(st, cqe, 'create_srq', check)
-        return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx)
+        return None if r is None else Srq(self, r, log_depth, wqe_shift, ring, rec, uctx, pages)
 
     def create_xrc_ini(self, pd, send_cq, sq_log=6, sq_shift=9, uctx=0, check=True):
         """An XRC INI QP: an SQ, no receive CQ, no RQ, no SRQ."""
@@ -827,20 +862,27 @@ class Device(api.Device):
         pdn = api._num(pd, 'pdn')
         scq = api._num(send_cq, 'cqn')
         rcq = api._num(recv_cq, 'cqn')
+        sq_pages = rq_pages = None
+        sq_arg, rq_arg = sq_addr, rq_addr
         if sq_addr is None:
-            sq_addr = self.mem.alloc(1 << min(sq_log + sq_shift, 24))
-        if rq_addr is None:
-            rq_addr = self.mem.alloc(1 << min(rq_log + rq_shift, 24)) if rq_log else 0
+            sq_addr, sq_pages, sq_arg = listed_ring(self, 1 << min(sq_log + sq_shift, 24))
+        if rq_addr is None and rq_log:
+            rq_addr, rq_pages, rq_arg = listed_ring(self, 1 << min(rq_log + rq_shift, 24))
+        elif rq_addr is None:
+            rq_addr = rq_arg = 0
+        flags |= (h.QP_F_SQ_PAGELIST if sq_pages else 0) | \
+            (h.QP_F_RQ_PAGELIST if rq_pages else 0)
         st, cqe = self.admin(abi.command('CREATE_QP', abi.CmdCreateQp(
             uctx=uctx, pdn=pdn, send_cqn=scq, recv_cqn=rcq, qp_type=t, sq_log_depth=sq_log,
             sq_wqe_shift=sq_shift, rq_log_depth=rq_log, rq_wqe_shift=rq_shift if rq_log else 0,
-            flags=flags, srqn=srq.srqn if srq is not None else 0, sq_addr=sq_addr,
-            rq_addr=rq_addr)))
+            flags=flags, srqn=srq.srqn if srq is not None else 0, sq_addr=sq_arg,
+            rq_addr=rq_arg)))
         r = self._result(st, cqe, 'create_qp', check)
         if r is None:
             return None
         qp = Qp(self, r, t, pd if hasattr(pd, 'pdn') else None, send_cq, recv_cq, sq_log,
                 sq_shift, rq_log, rq_shift, sq_addr, rq_addr, uctx)
+        qp.sq_pages, qp.rq_pages = sq_pages, rq_pages
         self.qps[r] = qp
         return qp
 
