@@ -158,7 +158,7 @@ struct qrnic_dev;
 #define V_OBJS	2	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7) */
 #define V_QP	2	/* 2: + TIMELY's RTT sampling state */
 #define V_WORK	1
-#define V_TIME	2	/* 2: + the PFC pause flag */
+#define V_TIME	3	/* 2: + the PFC pause flag; 3: + PFC frame pauses */
 #define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
 #define V_FLT	1
 

@@ -33,7 +33,6 @@ struct hx_frame {
 	int src, dst;
 	int hold_left;
 	uint8_t to_switch;	/* crossing the cable to the switch (hx_switch_attach) */
-	uint8_t ctl;		/* a PFC signal to host dst, no data: 1 XOFF, 2 XON */
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
 	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
@@ -223,12 +222,14 @@ struct hx_world {
 			uint64_t last_ps;	/* the queue integral is up to here */
 			double area;		/* queue bytes x ps */
 			struct hx_switch_stats st;
-			bool paused;		/* PFC: its host was sent XOFF */
-			uint64_t pause_ps;
+			uint8_t paused;		/* PFC: priorities its host was sent XOFF for */
+			uint64_t pause_ps[8];	/* since when */
+			uint64_t refresh_ps[8];	/* when the XOFF is sent again */
+			uint64_t ing_p[8];	/* bytes from this port in the buffer, per priority */
 			/* PFC: frames in the queue, for the ingress counts */
 			uint64_t *f_done;
 			uint32_t *f_len;
-			int *f_in;
+			int *f_in;		/* ingress port << 3 | priority */
 			uint32_t f_head, f_n, f_cap;
 		} port[HX_MAX_DEV];
 	} sw;
@@ -1036,25 +1037,39 @@ static void sw_integrate(const struct hx_switch *sw, struct hx_swport *p, uint64
 	p->last_ps = t;
 }
 
-static void sw_signal(hx_world *w, int host, int what)
+/* PFC: the time an XOFF asks for (quanta of 512 bit times at the port
+ * rate; the most there is) and how often it is sent again while the
+ * ingress stays above xon */
+#define SW_PFC_QUANTA	0xffffu
+static uint64_t sw_pfc_refresh_ps(const struct hx_switch *sw)
 {
-	struct hx_frame *fr = w->spare_frames;
+	uint64_t bps = sw->c.rate_bps ? sw->c.rate_bps : 100000000000ull;
 
-	if (fr)
-		w->spare_frames = fr->next;
-	else
-		fr = malloc(sizeof(*fr));
-	if (!fr)
-		abort();
-	memset(fr, 0, sizeof(*fr));
-	fr->src = fr->dst = host;
-	fr->ctl = (uint8_t)what;
-	fr->log_idx = -1;
+	return (uint64_t)((unsigned __int128)SW_PFC_QUANTA * 512u * 1000000000000ull / bps / 2);
+}
+
+/* An 802.1Qbb frame from the switch to host 'host' (after the cable
+ * latency): XOFF (time SW_PFC_QUANTA) for the priorities in xoff, XON
+ * (time 0) for those in xon.  On the pcap like every frame on a wire. */
+static void sw_pfc_send(hx_world *w, int host, uint8_t xoff, uint8_t xon)
+{
+	uint8_t f[QRNIC_PFC_FRAME_LEN], smac[6] = { 0x02, 0x5c, 0x00, 0x00, 0x00, (uint8_t)host };
+	uint16_t tm[8] = { 0 };
+	struct hx_frame *fr;
+
+	for (int p = 0; p < 8; p++)
+		if (xoff >> p & 1)
+			tm[p] = SW_PFC_QUANTA;
+	qrnic_pfc_frame(f, smac, xoff | xon, tm);
+	pcap_write(w, f, sizeof(f));
+	fr = frame_new(w, f, sizeof(f), host, host, -1);
 	inflight_insert(w, fr, w->now + w->sw.c.latency_ns);
+	w->sw.port[host].st.pfc_frames++;
 }
 
 /* PFC: frames that have left the switch by now (ps) leave their ingress
- * counts; a paused ingress that falls to xon is resumed. */
+ * counts; a paused ingress priority that falls to xon is resumed, one
+ * still above it has its XOFF sent again before the last one runs out. */
 static void sw_drain(hx_world *w, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
@@ -1063,17 +1078,31 @@ static void sw_drain(hx_world *w, uint64_t t)
 		struct hx_swport *p = &sw->port[o];
 
 		while (p->f_n && p->f_done[p->f_head] <= t) {
-			struct hx_swport *in = &sw->port[p->f_in[p->f_head]];
+			int pr = p->f_in[p->f_head] & 7;
+			struct hx_swport *in = &sw->port[p->f_in[p->f_head] >> 3];
 
 			in->st.ingress -= p->f_len[p->f_head];
-			if (in->paused && in->st.ingress <= sw->c.xon) {
-				in->paused = false;
-				in->st.paused_ns += (t - in->pause_ps) / 1000;
-				sw_signal(w, (int)(in - sw->port), 2);
+			in->ing_p[pr] -= p->f_len[p->f_head];
+			if ((in->paused >> pr & 1) && in->ing_p[pr] <= sw->c.xon) {
+				in->paused &= (uint8_t)~(1u << pr);
+				in->st.paused_ns += (t - in->pause_ps[pr]) / 1000;
+				sw_pfc_send(w, (int)(in - sw->port), 0, (uint8_t)(1u << pr));
 			}
 			p->f_head = (p->f_head + 1) % p->f_cap;
 			p->f_n--;
 		}
+	}
+	for (int o = 0; o < w->ndev; o++) {
+		struct hx_swport *in = &sw->port[o];
+		uint8_t again = 0;
+
+		for (int pr = 0; in->paused && pr < 8; pr++)
+			if ((in->paused >> pr & 1) && in->refresh_ps[pr] <= t) {
+				again |= (uint8_t)(1u << pr);
+				in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
+			}
+		if (again)
+			sw_pfc_send(w, o, again, 0);
 	}
 }
 
@@ -1089,6 +1118,9 @@ static uint64_t sw_next(hx_world *w)
 
 		if (p->f_n && (p->f_done[p->f_head] + 999) / 1000 < next)
 			next = (p->f_done[p->f_head] + 999) / 1000;
+		for (int pr = 0; p->paused && pr < 8; pr++)
+			if ((p->paused >> pr & 1) && (p->refresh_ps[pr] + 999) / 1000 < next)
+				next = (p->refresh_ps[pr] + 999) / 1000;
 	}
 	return next;
 }
@@ -1175,14 +1207,17 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		p->st.win_max = (uint64_t)q;
 	if (sw->c.pfc) {
 		struct hx_swport *in = &sw->port[fr->src];
+		int pr = qrnic_frame_priority(fr->data, fr->len);
 
-		sw_fifo_push(p, done, bytes, fr->src);
+		sw_fifo_push(p, done, bytes, fr->src << 3 | pr);
 		in->st.ingress += bytes;
-		if (!in->paused && in->st.ingress >= sw->c.xoff) {
-			in->paused = true;
-			in->pause_ps = t;
+		in->ing_p[pr] += bytes;
+		if (!(in->paused >> pr & 1) && in->ing_p[pr] >= sw->c.xoff) {
+			in->paused |= (uint8_t)(1u << pr);
+			in->pause_ps[pr] = t;
+			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
 			in->st.pauses++;
-			sw_signal(w, fr->src, 1);
+			sw_pfc_send(w, fr->src, (uint8_t)(1u << pr), 0);
 		}
 	}
 	fr->to_switch = 0;
@@ -1222,8 +1257,9 @@ int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out)
 	*out = p->st;
 	out->q_now = (uint64_t)sw_q(&w->sw, p, t);
 	out->q_avg = t > w->sw.t0_ps ? p->area / (double)(t - w->sw.t0_ps) : 0;
-	if (p->paused)
-		out->paused_ns += (t - p->pause_ps) / 1000;
+	for (int pr = 0; pr < 8; pr++)
+		if (p->paused >> pr & 1)
+			out->paused_ns += (t - p->pause_ps[pr]) / 1000;
 	return 0;
 }
 
@@ -1796,17 +1832,11 @@ static bool deliver(hx_world *w)
 		struct hx_frame *fr = *pp;
 		struct hx_dev *h = D(w, fr->dst);
 
-		if (fr->to_switch || fr->ctl) {
+		if (fr->to_switch) {
 			*pp = fr->next;
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
-			if (fr->ctl) {
-				if (h)
-					qrnic_dev_port_pause(h->dev, fr->ctl == 1);
-				frame_free(w, fr);
-			} else {
-				sw_enqueue(w, fr);
-			}
+			sw_enqueue(w, fr);
 			did = true;
 			continue;
 		}

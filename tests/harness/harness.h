@@ -145,6 +145,7 @@ struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 	uint64_t pauses;	/* XOFFs sent to this port's host */
 	uint64_t paused_ns;	/* time this port's host was told to stay paused */
 	uint64_t ingress;	/* bytes from this port in the buffer now */
+	uint64_t pfc_frames;	/* 802.1Qbb frames (XOFF, XON, refreshes) sent to this port's host */
 };
 int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c);
 int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out);

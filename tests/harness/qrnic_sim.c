@@ -2072,9 +2072,10 @@ static const char *ordinal_suffix(unsigned n)
 /* ---- --incast figures ------------------------------------------------------------------ */
 struct incast_fig {
 	struct hx_switch_stats rx;	/* the receiver's port (0) */
-	uint64_t drops, marks, pauses, paused_ns;	/* all ports */
+	uint64_t drops, marks, pauses, paused_ns, pfc_frames;	/* all ports */
 	double jain, sum_gbps;
 	uint64_t cnp_sent, cnp_received, ecn_marked;
+	uint64_t pfc_received, pfc_deferred;	/* the devices' counters */
 };
 
 static uint64_t stat_by_name(struct sim *s, const char *name)
@@ -2107,6 +2108,7 @@ static void incast_figures(struct sim *s, struct incast_fig *g)
 		g->marks += st.marks;
 		g->pauses += st.pauses;
 		g->paused_ns += st.paused_ns;
+		g->pfc_frames += st.pfc_frames;
 	}
 	/* Jain's index over the flows' throughputs: (sum x)^2 / (n sum x^2) */
 	for (unsigned i = 0; i < s->nflows; i++) {
@@ -2120,6 +2122,8 @@ static void incast_figures(struct sim *s, struct incast_fig *g)
 	g->cnp_sent = stat_by_name(s, "cnp_sent");
 	g->cnp_received = stat_by_name(s, "cnp_received");
 	g->ecn_marked = stat_by_name(s, "ecn_marked_received");
+	g->pfc_received = stat_by_name(s, "pfc_received");
+	g->pfc_deferred = stat_by_name(s, "pfc_deferred_frames");
 }
 
 static void incast_table(struct sim *s)
@@ -2138,6 +2142,10 @@ static void incast_table(struct sim *s)
 	       " (all ports %" PRIu64 ")\n", g.rx.q_max, g.rx.q_avg, g.rx.marks, g.rx.drops, g.drops);
 	printf("    CNPs sent %" PRIu64 ", handled %" PRIu64 "; PFC pauses %" PRIu64 " (%.1f us paused)\n",
 	       g.cnp_sent, g.cnp_received, g.pauses, (double)g.paused_ns / 1e3);
+	if (s->c.pfc)
+		printf("    802.1Qbb frames: %" PRIu64 " sent by the switch, %" PRIu64
+		       " honoured by hosts, %" PRIu64 " frames deferred\n", g.pfc_frames, g.pfc_received,
+		       g.pfc_deferred);
 }
 
 static void incast_json(struct sim *s, FILE *o)
@@ -2161,6 +2169,8 @@ static void incast_json(struct sim *s, FILE *o)
 		",\"cnp_received\":%" PRIu64 ",\"ecn_marked_received\":%" PRIu64
 		",\"pfc_pauses\":%" PRIu64 ",\"paused_ns\":%" PRIu64, g.drops, g.marks, g.cnp_sent,
 		g.cnp_received, g.ecn_marked, g.pauses, g.paused_ns);
+	fprintf(o, ",\"pfc_frames\":%" PRIu64 ",\"pfc_received\":%" PRIu64 ",\"pfc_deferred\":%" PRIu64,
+		g.pfc_frames, g.pfc_received, g.pfc_deferred);
 	fprintf(o, ",\"samples\":{\"every_ns\":%" PRIu64 ",\"q_max\":[", s->c.sample_ns);
 	for (size_t k = 0; k < s->nsmp; k++)
 		fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_q[k]);
