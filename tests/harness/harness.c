@@ -33,6 +33,8 @@ struct hx_frame {
 	int src, dst;
 	int hold_left;
 	uint8_t to_switch;	/* crossing the cable to the switch (hx_switch_attach) */
+	uint8_t hop;		/* leaf-spine: 0 at the first switch, 1 the spine, 2 the far leaf */
+	int8_t spine;		/* leaf-spine: the ECMP choice */
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
 	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
@@ -232,6 +234,8 @@ struct hx_world {
 			int *f_in;		/* ingress port << 3 | priority */
 			uint32_t f_head, f_n, f_cap;
 		} port[HX_MAX_DEV];
+		/* leaf-spine: up[l][s] leaf l to spine s, dn[s][l] spine s to leaf l */
+		struct hx_swport up[HX_SW_MAX_TIER][HX_SW_MAX_TIER], dn[HX_SW_MAX_TIER][HX_SW_MAX_TIER];
 	} sw;
 
 	/* frame log */
@@ -1162,12 +1166,74 @@ static bool sw_fifo_push(struct hx_swport *p, uint64_t done, uint32_t len, int i
 	return true;
 }
 
-/* A frame reached the switch (now): queue it on its output port, or drop it. */
+/* ECMP: FNV-1a over the IP addresses, the protocol and the UDP ports, mixed,
+ * (RoCEv2: the source port is the flow's entropy), modulo the spines.
+ * Every frame of one flow takes one path: no reordering in the fabric. */
+int hx_switch_ecmp(const uint8_t *f, size_t len, int spines)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint8_t *parts[3];
+	size_t plen[3], l4;
+	uint16_t et;
+
+	if (len < 14 || spines <= 0)
+		return -1;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	if (et == 0x0800 && len >= 14 + 20 && f[14 + 9] == 17) {
+		l4 = 14 + (size_t)(f[14] & 0x0f) * 4;
+		parts[0] = f + 14 + 12;	/* source and destination addresses */
+		plen[0] = 8;
+		parts[1] = f + 14 + 9;	/* protocol */
+	} else if (et == 0x86dd && len >= 14 + 40 && f[14 + 6] == 17) {
+		l4 = 14 + 40;
+		parts[0] = f + 14 + 8;
+		plen[0] = 32;
+		parts[1] = f + 14 + 6;
+	} else {
+		return -1;
+	}
+	if (len < l4 + 4)
+		return -1;
+	plen[1] = 1;
+	parts[2] = f + l4;	/* source and destination ports */
+	plen[2] = 4;
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < plen[k]; i++) {
+			h ^= parts[k][i];
+			h *= 0x100000001b3ull;
+		}
+	/* FNV's low bits depend only on the bytes' low bits: mixed first
+	 * (MurmurHash3's fmix64) so that the modulo sees every bit */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (int)(h % (uint64_t)spines);
+}
+
+/* A frame reached a switch (now): queue it on this hop's output port, or drop it. */
 static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 {
 	struct hx_switch *sw = &w->sw;
 	struct hx_swport *p = &sw->port[fr->dst];
 	uint64_t t = w->now * 1000ull, ser = 0, start, done;
+	bool last = true;
+
+	if (sw->c.leaves) {	/* leaf-spine: this hop's output queue */
+		int la = fr->src / sw->c.hosts_per_leaf, lb = fr->dst / sw->c.hosts_per_leaf;
+
+		if (fr->hop == 0 && la != lb) {
+			int sp = hx_switch_ecmp(fr->data, fr->len, sw->c.spines);
+
+			fr->spine = (int8_t)(sp < 0 ? 0 : sp);
+			p = &sw->up[la][fr->spine];
+			last = false;
+		} else if (fr->hop == 1) {
+			p = &sw->dn[fr->spine][lb];
+			last = false;
+		}
+	}
 	uint32_t bytes = fr->len + sw->c.overhead;
 	double q;
 
@@ -1220,7 +1286,10 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 			sw_pfc_send(w, fr->src, (uint8_t)(1u << pr), 0);
 		}
 	}
-	fr->to_switch = 0;
+	if (last)
+		fr->to_switch = 0;
+	else
+		fr->hop++;
 	inflight_insert(w, fr, (done + 999) / 1000 + sw->c.latency_ns);
 }
 
@@ -1229,6 +1298,14 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 	if (!c || w->fl_head || w->held || (c->kmax && c->kmax <= c->kmin) ||
 	    c->pmax < 0 || c->pmax > 1 || (c->pfc && c->xon > c->xoff)) {
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
+		return HX_E_INVAL;
+	}
+	if (c->leaves && (c->leaves < 1 || c->leaves > HX_SW_MAX_TIER || c->spines < 1 ||
+			  c->spines > HX_SW_MAX_TIER || c->hosts_per_leaf < 1 ||
+			  c->leaves * c->hosts_per_leaf < w->ndev || c->pfc)) {
+		hx_err(w, "hx_switch_attach: leaf-spine needs 1..%d leaves and spines, hosts_per_leaf "
+		       "x leaves >= %d hosts, and no PFC (not modelled across tiers)", HX_SW_MAX_TIER,
+		       w->ndev);
 		return HX_E_INVAL;
 	}
 	memset(&w->sw, 0, sizeof(w->sw));
@@ -1242,6 +1319,9 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		memcpy(w->sw.mac[i], hx_mac(w, i), 6);
 		w->sw.port[i].last_ps = w->sw.t0_ps;
 	}
+	for (int a = 0; a < HX_SW_MAX_TIER; a++)
+		for (int b = 0; b < HX_SW_MAX_TIER; b++)
+			w->sw.up[a][b].last_ps = w->sw.dn[a][b].last_ps = w->sw.t0_ps;
 	return 0;
 }
 
@@ -1260,6 +1340,22 @@ int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out)
 	for (int pr = 0; pr < 8; pr++)
 		if (p->paused >> pr & 1)
 			out->paused_ns += (t - p->pause_ps[pr]) / 1000;
+	return 0;
+}
+
+int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out)
+{
+	struct hx_swport *p;
+	uint64_t t = w->now * 1000ull;
+
+	if (!w->sw.on || !w->sw.c.leaves || leaf < 0 || leaf >= w->sw.c.leaves || spine < 0 ||
+	    spine >= w->sw.c.spines || !out)
+		return HX_E_INVAL;
+	p = up ? &w->sw.up[leaf][spine] : &w->sw.dn[spine][leaf];
+	sw_integrate(&w->sw, p, t);
+	*out = p->st;
+	out->q_now = (uint64_t)sw_q(&w->sw, p, t);
+	out->q_avg = t > w->sw.t0_ps ? p->area / (double)(t - w->sw.t0_ps) : 0;
 	return 0;
 }
 

@@ -135,7 +135,14 @@ struct hx_switch_cfg {
 	int pfc;
 	uint64_t xoff, xon;	/* per ingress port, bytes */
 	uint64_t seed;
+	/* leaf-spine (0: one switch): host i on leaf i / hosts_per_leaf, every
+	 * leaf cabled to every spine; a frame between leaves goes up to the
+	 * spine its 5-tuple hashes to (ECMP), down to the far leaf, then to
+	 * the host.  Every fabric link is like a host port (rate_bps,
+	 * latency_ns, buffer, RED).  PFC is not modelled across tiers. */
+	int leaves, spines, hosts_per_leaf;	/* <= HX_SW_MAX_TIER each */
 };
+#define HX_SW_MAX_TIER	8
 struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 	uint64_t frames, bytes;	/* enqueued (leave towards the host) */
 	uint64_t marks, drops;
@@ -149,6 +156,11 @@ struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 };
 int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c);
 int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out);
+/* leaf-spine: the output queue of leaf 'leaf' up to spine 'spine' (up 1),
+ * or of spine 'spine' down to leaf 'leaf' (up 0) */
+int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out);
+/* the spine ECMP picks for a frame (its IP/UDP 5-tuple), -1 if not IP/UDP */
+int hx_switch_ecmp(const uint8_t *frame, size_t len, int spines);
 /* start a new window for win_max (every port) */
 void hx_switch_window(hx_world *w);
 uint64_t hx_now(hx_world *w);

@@ -92,6 +92,7 @@ struct cfg {
 	bool count_set;
 	/* --incast: hosts 1..N-1 send to host 0 through one switch (docs/congestion.md) */
 	bool incast, pfc;
+	unsigned leaves, spines;	/* --leaves, --spines: a leaf-spine fabric (0: one switch) */
 	uint64_t sw_buffer, kmin, kmax, xoff, xon, sample_ns;
 	double pmax;
 };
@@ -150,6 +151,10 @@ static const char usage_text[] =
 "    --pfc               switch: PFC pause of the senders at xoff, resume at xon\n"
 "    --xoff, --xon B     switch: PFC thresholds per ingress port        (128000, 64000)\n"
 "    --sample T          switch: queue and per-flow samples every T     (10us)\n"
+"    --leaves L, --spines S  with --incast: a two-tier leaf-spine fabric instead of\n"
+"                        one switch: host i on leaf i / ceil(hosts/L), ECMP over the\n"
+"                        spines on the 5-tuple (UDP source port included); every\n"
+"                        link as a switch port; no --pfc"
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
 "    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
 "    --inline            write/send/ud-send: the payload inline in the WQE (size <= 448)\n"
@@ -198,6 +203,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "incast", false }, { "buffer", true }, { "kmin", true }, { "kmax", true }, { "pmax", true },
 	{ "inline", false }, { "bf", false },
 	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
+	{ "leaves", true }, { "spines", true },
 };
 
 static int opt_find(const char *k)
@@ -449,6 +455,10 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_small(k, v, 2, HX_MAX_DEV, &c->hosts);
 	if (!strcmp(k, "buffer"))
 		return parse_bytes(k, v, &c->sw_buffer);
+	if (!strcmp(k, "leaves"))
+		return parse_small(k, v, 1, HX_SW_MAX_TIER, &c->leaves);
+	if (!strcmp(k, "spines"))
+		return parse_small(k, v, 1, HX_SW_MAX_TIER, &c->spines);
 	if (!strcmp(k, "kmin"))
 		return parse_bytes(k, v, &c->kmin);
 	if (!strcmp(k, "kmax"))
@@ -1020,6 +1030,8 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE, "--incast is for RC operations; --pfc needs --incast");
 	if (c->incast && c->kmax && c->kmax <= c->kmin)
 		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
+	if ((c->leaves || c->spines) && (!c->incast || !c->leaves || !c->spines || c->pfc))
+		return sim_fail(s, SIM_EXIT_USAGE, "--leaves and --spines go together, with --incast and without --pfc");
 	if (c->incast && c->pfc && c->xon > c->xoff)
 		return sim_fail(s, SIM_EXIT_USAGE, "--xon must not be above --xoff");
 	if (!c->count && !c->duration_ns)
@@ -1148,6 +1160,8 @@ static int setup(struct sim *s)
 			.rate_bps = c->rate_bps, .overhead = c->overhead, .latency_ns = c->latency_ns,
 			.buffer = c->sw_buffer, .kmin = c->kmin, .kmax = c->kmax, .pmax = c->pmax,
 			.pfc = c->pfc, .xoff = c->xoff, .xon = c->xon, .seed = c->seed,
+			.leaves = (int)c->leaves, .spines = (int)c->spines,
+			.hosts_per_leaf = c->leaves ? (int)((c->hosts + c->leaves - 1) / c->leaves) : 0,
 		};
 
 		if (hx_switch_attach(s->w, &sc))
@@ -2110,6 +2124,15 @@ static void incast_figures(struct sim *s, struct incast_fig *g)
 		g->paused_ns += st.paused_ns;
 		g->pfc_frames += st.pfc_frames;
 	}
+	for (unsigned l = 0; l < s->c.leaves; l++)	/* leaf-spine: the fabric links too */
+		for (unsigned sp = 0; sp < s->c.spines; sp++)
+			for (int up = 0; up < 2; up++) {
+				struct hx_switch_stats st;
+
+				hx_switch_fabric_stats(s->w, up, (int)l, (int)sp, &st);
+				g->drops += st.drops;
+				g->marks += st.marks;
+			}
 	/* Jain's index over the flows' throughputs: (sum x)^2 / (n sum x^2) */
 	for (unsigned i = 0; i < s->nflows; i++) {
 		double x = flow_gbps(s, &s->f[i]);
@@ -2138,6 +2161,19 @@ static void incast_table(struct sim *s)
 		printf("    flow %2u host %2d: %10" PRIu64 " bytes %8.2f Gb/s\n", i, s->f[i].a,
 		       s->f[i].done * s->size, flow_gbps(s, &s->f[i]));
 	printf("    sum %.2f Gb/s, Jain fairness %.4f\n", g.sum_gbps, g.jain);
+	for (unsigned sp = 0; sp < s->c.spines; sp++) {
+		uint64_t fr = 0, mx = 0;
+
+		for (unsigned l = 0; l < s->c.leaves; l++) {
+			struct hx_switch_stats st;
+
+			hx_switch_fabric_stats(s->w, 1, (int)l, (int)sp, &st);
+			fr += st.frames;
+			mx = st.q_max > mx ? st.q_max : mx;
+		}
+		printf("    spine %u: %" PRIu64 " frames up from the leaves, uplink queue max %" PRIu64 " B\n",
+		       sp, fr, mx);
+	}
 	printf("    queue to host 0: max %" PRIu64 " B, avg %.0f B; marks %" PRIu64 ", drops %" PRIu64
 	       " (all ports %" PRIu64 ")\n", g.rx.q_max, g.rx.q_avg, g.rx.marks, g.rx.drops, g.drops);
 	printf("    CNPs sent %" PRIu64 ", handled %" PRIu64 "; PFC pauses %" PRIu64 " (%.1f us paused)\n",
@@ -2157,6 +2193,22 @@ static void incast_json(struct sim *s, FILE *o)
 		",\"kmax\":%" PRIu64 ",\"pmax\":%g,\"pfc\":%s,\"xoff\":%" PRIu64 ",\"xon\":%" PRIu64 "}",
 		s->c.hosts - 1, s->c.sw_buffer, s->c.kmin, s->c.kmax, s->c.pmax,
 		s->c.pfc ? "true" : "false", s->c.xoff, s->c.xon);
+	if (s->c.leaves) {	/* the fabric: per uplink (leaf to spine) and downlink */
+		fprintf(o, ",\"fabric\":{\"leaves\":%u,\"spines\":%u,\"hosts_per_leaf\":%u,\"links\":[",
+			s->c.leaves, s->c.spines, (s->c.hosts + s->c.leaves - 1) / s->c.leaves);
+		for (unsigned l = 0, n = 0; l < s->c.leaves; l++)
+			for (unsigned sp = 0; sp < s->c.spines; sp++)
+				for (int up = 1; up >= 0; up--) {
+					struct hx_switch_stats st;
+
+					hx_switch_fabric_stats(s->w, up, (int)l, (int)sp, &st);
+					fprintf(o, "%s{\"leaf\":%u,\"spine\":%u,\"up\":%s,\"frames\":%" PRIu64
+						",\"bytes\":%" PRIu64 ",\"q_max\":%" PRIu64 ",\"marks\":%" PRIu64
+						",\"drops\":%" PRIu64 "}", n++ ? "," : "", l, sp, up ? "true" : "false",
+						st.frames, st.bytes, st.q_max, st.marks, st.drops);
+				}
+		fputs("]}", o);
+	}
 	fputs(",\"flows\":[", o);
 	for (unsigned i = 0; i < s->nflows; i++)
 		fprintf(o, "%s{\"host\":%d,\"bytes\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"gbps\":%.3f}",
