@@ -228,6 +228,8 @@ struct hx_world {
 			uint64_t pause_ps[8];	/* since when */
 			uint64_t refresh_ps[8];	/* when the XOFF is sent again */
 			uint64_t ing_p[8];	/* bytes from this port in the buffer, per priority */
+			uint64_t eg_p[8];	/* bytes queued to leave this port, per priority */
+			struct hx_switch_queue_stats qs[8];
 			/* PFC: frames in the queue, for the ingress counts */
 			uint64_t *f_done;
 			uint32_t *f_len;
@@ -236,6 +238,8 @@ struct hx_world {
 		} port[HX_MAX_DEV];
 		/* leaf-spine: up[l][s] leaf l to spine s, dn[s][l] spine s to leaf l */
 		struct hx_swport up[HX_SW_MAX_TIER][HX_SW_MAX_TIER], dn[HX_SW_MAX_TIER][HX_SW_MAX_TIER];
+		bool track;		/* the FIFO of queued frames is kept (PFC, shared buffer) */
+		uint64_t used, used_max;	/* shared buffer: bytes in it */
 	} sw;
 
 	/* frame log */
@@ -1071,6 +1075,24 @@ static void sw_pfc_send(hx_world *w, int host, uint8_t xoff, uint8_t xon)
 	w->sw.port[host].st.pfc_frames++;
 }
 
+/* the dynamic threshold of a shared buffer: alpha x the free bytes */
+static double sw_dyn(const struct hx_switch *sw)
+{
+	return sw->c.alpha * (double)(sw->c.shared_buffer - sw->used);
+}
+
+/* PFC: whether an ingress priority with ing bytes in the buffer is paused */
+static bool sw_xoff(const struct hx_switch *sw, uint64_t ing)
+{
+	return sw->c.shared_buffer ? (double)ing >= sw_dyn(sw) : ing >= sw->c.xoff;
+}
+
+static bool sw_resume(const struct hx_switch *sw, uint64_t ing)
+{
+	return sw->c.shared_buffer ? (double)ing + (double)sw->c.pfc_resume < sw_dyn(sw)
+				   : ing <= sw->c.xon;
+}
+
 /* PFC: frames that have left the switch by now (ps) leave their ingress
  * counts; a paused ingress priority that falls to xon is resumed, one
  * still above it has its XOFF sent again before the last one runs out. */
@@ -1087,7 +1109,9 @@ static void sw_drain(hx_world *w, uint64_t t)
 
 			in->st.ingress -= p->f_len[p->f_head];
 			in->ing_p[pr] -= p->f_len[p->f_head];
-			if ((in->paused >> pr & 1) && in->ing_p[pr] <= sw->c.xon) {
+			p->eg_p[pr] -= p->f_len[p->f_head];
+			sw->used -= p->f_len[p->f_head];
+			if ((in->paused >> pr & 1) && sw_resume(sw, in->ing_p[pr])) {
 				in->paused &= (uint8_t)~(1u << pr);
 				in->st.paused_ns += (t - in->pause_ps[pr]) / 1000;
 				sw_pfc_send(w, (int)(in - sw->port), 0, (uint8_t)(1u << pr));
@@ -1115,7 +1139,7 @@ static uint64_t sw_next(hx_world *w)
 {
 	uint64_t next = UINT64_MAX;
 
-	if (!w->sw.on || !w->sw.c.pfc)
+	if (!w->sw.on || !w->sw.track)
 		return next;
 	for (int o = 0; o < w->ndev; o++) {
 		struct hx_swport *p = &w->sw.port[o];
@@ -1237,12 +1261,20 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 	uint32_t bytes = fr->len + sw->c.overhead;
 	double q;
 
-	if (sw->c.pfc)
+	int prio = sw->track ? qrnic_frame_priority(fr->data, fr->len) : 0;
+
+	if (sw->track)
 		sw_drain(w, t);
 	sw_integrate(sw, p, t);
 	q = sw_q(sw, p, t);
-	if (q + bytes > (double)sw->c.buffer) {
+	/* shared buffer: a lossless (PFC) class is limited by the ingress
+	 * thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one by the
+	 * dynamic threshold of its egress queue */
+	if (sw->c.shared_buffer ? sw->used + bytes > sw->c.shared_buffer ||
+				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw))
+				: q + bytes > (double)sw->c.buffer) {
 		p->st.drops++;
+		p->qs[prio].drops++;
 		fate(w, fr->log_idx, HX_F_DROP_RULE);
 		frame_free(w, fr);
 		return;
@@ -1271,14 +1303,27 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		p->st.q_max = (uint64_t)q;
 	if ((uint64_t)q > p->st.win_max)
 		p->st.win_max = (uint64_t)q;
-	if (sw->c.pfc) {
+	p->qs[prio].frames++;
+	p->qs[prio].bytes += fr->len;
+	if (sw->track) {
 		struct hx_swport *in = &sw->port[fr->src];
-		int pr = qrnic_frame_priority(fr->data, fr->len);
+		int pr = prio;
 
 		sw_fifo_push(p, done, bytes, fr->src << 3 | pr);
 		in->st.ingress += bytes;
 		in->ing_p[pr] += bytes;
-		if (!(in->paused >> pr & 1) && in->ing_p[pr] >= sw->c.xoff) {
+		p->eg_p[pr] += bytes;
+		sw->used += bytes;
+		if (sw->used > sw->used_max)
+			sw->used_max = sw->used;
+		if (p->eg_p[pr] > p->qs[pr].q_max)
+			p->qs[pr].q_max = p->eg_p[pr];
+	}
+	if (sw->c.pfc) {
+		struct hx_swport *in = &sw->port[fr->src];
+		int pr = prio;
+
+		if (!(in->paused >> pr & 1) && sw_xoff(sw, in->ing_p[pr])) {
 			in->paused |= (uint8_t)(1u << pr);
 			in->pause_ps[pr] = t;
 			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
@@ -1300,6 +1345,10 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
 		return HX_E_INVAL;
 	}
+	if (c->shared_buffer && (!(c->alpha > 0) || c->alpha > 1024 || c->leaves)) {
+		hx_err(w, "hx_switch_attach: a shared buffer needs alpha in (0, 1024] and one switch");
+		return HX_E_INVAL;
+	}
 	if (c->leaves && (c->leaves < 1 || c->leaves > HX_SW_MAX_TIER || c->spines < 1 ||
 			  c->spines > HX_SW_MAX_TIER || c->hosts_per_leaf < 1 ||
 			  c->leaves * c->hosts_per_leaf < w->ndev || c->pfc)) {
@@ -1314,6 +1363,7 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 	if (!w->sw.c.buffer)
 		w->sw.c.buffer = UINT64_MAX / 2;
 	w->sw.rng = c->seed ? c->seed : 1;
+	w->sw.track = c->pfc || c->shared_buffer;
 	w->sw.t0_ps = w->now * 1000ull;
 	for (int i = 0; i < w->ndev; i++) {
 		memcpy(w->sw.mac[i], hx_mac(w, i), 6);
@@ -1341,6 +1391,29 @@ int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out)
 		if (p->paused >> pr & 1)
 			out->paused_ns += (t - p->pause_ps[pr]) / 1000;
 	return 0;
+}
+
+int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queue_stats *out)
+{
+	struct hx_swport *p;
+
+	if (!w->sw.on || port < 0 || port >= w->ndev || prio < 0 || prio > 7 || !out)
+		return HX_E_INVAL;
+	if (w->sw.track)
+		sw_drain(w, w->now * 1000ull);
+	p = &w->sw.port[port];
+	*out = p->qs[prio];
+	out->q_now = p->eg_p[prio];
+	return 0;
+}
+
+uint64_t hx_switch_shared_used(hx_world *w, uint64_t *max)
+{
+	if (w->sw.on && w->sw.track)
+		sw_drain(w, w->now * 1000ull);
+	if (max)
+		*max = w->sw.used_max;
+	return w->sw.used;
 }
 
 int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out)
@@ -1995,7 +2068,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		it++;
-		if (w->sw.on && w->sw.c.pfc)
+		if (w->sw.on && w->sw.track)
 			sw_drain(w, w->now * 1000ull);
 		if (deliver(w))
 			did = true;

@@ -141,7 +141,26 @@ struct hx_switch_cfg {
 	 * the host.  Every fabric link is like a host port (rate_bps,
 	 * latency_ns, buffer, RED).  PFC is not modelled across tiers. */
 	int leaves, spines, hosts_per_leaf;	/* <= HX_SW_MAX_TIER each */
+	/* shared buffer (0: each output port has its own 'buffer'): every
+	 * output queue (port, priority) draws from shared_buffer bytes and
+	 * may hold at most alpha x (shared_buffer - bytes in use), the
+	 * dynamic threshold of Broadcom's MMU and HPCC's ns-3 switch.  With
+	 * PFC (lossless), the egress queues are not limited (only the
+	 * buffer is) and an ingress (port, priority) is sent XOFF at that
+	 * threshold and XON once below it by pfc_resume bytes (xoff and xon
+	 * unused), as in HPCC's ns-3 SwitchMmu. */
+	uint64_t shared_buffer;
+	double alpha;
+	uint64_t pfc_resume;
 };
+struct hx_switch_queue_stats {	/* one output queue: (port, priority) */
+	uint64_t frames, bytes, drops;	/* drops: over its dynamic threshold or the buffer */
+	uint64_t q_now, q_max;		/* bytes */
+};
+/* the queue of output port 'port' for priority 'prio' (shared buffer or not) */
+int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queue_stats *out);
+/* shared buffer: bytes in use now, and the largest so far */
+uint64_t hx_switch_shared_used(hx_world *w, uint64_t *max);
 #define HX_SW_MAX_TIER	8
 struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 	uint64_t frames, bytes;	/* enqueued (leave towards the host) */
