@@ -159,7 +159,9 @@ struct qrnic_dev;
 #define V_QP	2	/* 2: + TIMELY's RTT sampling state */
 #define V_WORK	1
 #define V_TIME	3	/* 2: + the PFC pause flag; 3: + PFC frame pauses */
-#define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
+/* STAT 2: + counters bf_posts, bf_fallbacks; 3: + pfc_received, pfc_malformed,
+ * pfc_deferred_frames */
+#define V_STAT	3
 #define V_FLT	1
 
 /* The sections in their own files (snapshot.c writes and reads the stream,
