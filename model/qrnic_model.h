@@ -169,6 +169,7 @@ struct qrnic_config {
 	uint32_t rp_threshold;
 	uint32_t rp_ai_rate;			/* Mb/s */
 	uint32_t rp_hai_rate;			/* Mb/s */
+	uint32_t rp_initial_rate;		/* Mb/s; 0: a QP starts at the line rate */
 	/* TIMELY (cc_algo 2; Mittal et al., SIGCOMM 2015) */
 	uint32_t timely_t_low;			/* us: below, additive increase */
 	uint32_t timely_t_high;			/* us: above, multiplicative decrease */
