@@ -132,6 +132,14 @@ void qrnic_cc_np_ce(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 	send_cnp(d, qp);
 }
 
+void qrnic_cc_qp_start(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	const struct qrnic_cc_ops *ops = qrnic_cc_ops_of(d, qp);
+
+	if (ops->on_start && connected(qp))
+		ops->on_start(d, qp, cc_now(d));
+}
+
 /* ---- reaction point -------------------------------------------------------- */
 void qrnic_cc_rx_cnp(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p)
 {

@@ -55,6 +55,20 @@ static void dcqcn_init(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t now)
 	c->next_tx = 0;
 }
 
+/* rp_initial_rate: a QP starts limited at that rate, with Rt at the line
+ * rate: the increase events then bring Rc back up (fast recovery first),
+ * unless CNPs come.  The windows a requester books before its first CNP
+ * can come back are paced from the start. */
+static void dcqcn_start(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t now)
+{
+	double line = line_rate(d);
+
+	if (!d->cfg.rp_initial_rate || (double)d->cfg.rp_initial_rate >= line)
+		return;
+	dcqcn_init(d, qp, now);
+	qp->cc.rc = d->cfg.rp_initial_rate;
+}
+
 static void release_check(struct qrnic_dev *d, struct qrnic_cc_qp *c)
 {
 	double line = line_rate(d);
@@ -168,4 +182,5 @@ static double dcqcn_rate(struct qrnic_dev *d, struct qrnic_qp *qp)
 const struct qrnic_cc_ops qrnic_cc_dcqcn_ops = {
 	.name = "dcqcn", .init = dcqcn_init, .on_cnp = dcqcn_cnp, .on_ack = dcqcn_ack,
 	.on_tx = dcqcn_tx, .on_timer = dcqcn_timer, .current_rate = dcqcn_rate,
+	.on_start = dcqcn_start,
 };

@@ -103,6 +103,9 @@ static const struct qrnic_config_param params[] = {
 	  "reaction point: additive increase R_AI (Mb/s) (mlx5 rpg_ai_rate)", "not seen" },
 	{ "rp_hai_rate", "rp-hai-rate", U32(rp_hai_rate), 50, 1, 1000000, 0,
 	  "reaction point: hyper increase R_HAI (Mb/s) (mlx5 rpg_hai_rate)", "not seen" },
+	{ "rp_initial_rate", "rp-initial-rate", U32(rp_initial_rate), 0, 0, 1000000, 0,
+	  "reaction point: a DCQCN QP entering RTS is paced at this rate (Mb/s) and recovers "
+	  "to the line rate by the increase rules; 0: it starts unlimited", "not seen" },
 	/* TIMELY (cc_algo 2), Mittal et al. SIGCOMM 2015; defaults: the paper's table 1 */
 	{ "timely_t_low", "timely-t-low", U32(timely_t_low), 50, 1, 1000000, 0,
 	  "TIMELY: RTT (us) below which the rate grows by delta whatever the gradient", "not seen" },

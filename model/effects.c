@@ -193,6 +193,7 @@ void qrnic_fx_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 	}
 	e->frame = buf;
 	e->kind = QRNIC_FX_TX;
+	e->slot = 0;	/* PFC state (pfc.c) */
 	e->len = (uint32_t)len;
 	e->when = depart + d->tm.p.prop_ns;
 	fx_schedule(d, e, idx);
@@ -289,6 +290,8 @@ void qrnic_fx_fire(struct qrnic_dev *d, const struct qrnic_event *ev)
 
 		if (d->port_paused)
 			return;	/* held (its time has passed) until the XON */
+		if (d->pfc_active && qrnic_pfc_defer(d, e, ev->id, now))
+			return;	/* its priority is paused: it leaves later */
 
 		e->frame = NULL;	/* it leaves with the frame */
 		qrnic_tx_now_buf(d, buf, e->len);

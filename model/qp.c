@@ -200,6 +200,7 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 
 			qp->req.next_psn = qp->req.cur_psn = qp->req.una_psn = psn;
 			qp->req.high_psn = psn;
+			qrnic_cc_qp_start(d, qp);
 			qp->req.cwnd = QRNIC_MAX_UNACKED_PKTS;
 			qp->req.cwnd_acc = 0;
 			qp->req.cc_recovering = false;

@@ -79,6 +79,8 @@ struct qrnic_cc_ops {
 	 * that asks for an ACK (AckReq) with this PSN left the port at 'now';
 	 * on_ack is then called for every ACK, whether the QP is limited or not */
 	void (*on_sent)(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t psn, uint64_t now);
+	/* optional: the QP entered RTS (its first packets are still to come) */
+	void (*on_start)(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t now);
 };
 
 extern const struct qrnic_cc_ops qrnic_cc_none_ops, qrnic_cc_dcqcn_ops, qrnic_cc_timely_ops;
@@ -88,6 +90,8 @@ uint32_t qrnic_cc_algo_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
 const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
 /* MODIFY_QP changed the QP's algorithm: the reaction point starts over */
 void qrnic_cc_qp_reset(struct qrnic_qp *qp);
+/* the QP entered RTS from RTR: its algorithm's on_start, if any */
+void qrnic_cc_qp_start(struct qrnic_dev *d, struct qrnic_qp *qp);
 const char *qrnic_cc_algo_name(uint32_t algo);
 /* The line rate (Mb/s) the reaction point starts from and returns to. */
 double qrnic_cc_line_rate(const struct qrnic_dev *d);

@@ -439,6 +439,10 @@ struct qrnic_evlane {
 
 /* An externally visible effect held until its modelled time (timing). */
 enum qrnic_effect_kind { QRNIC_FX_FREE, QRNIC_FX_TX, QRNIC_FX_CQE, QRNIC_FX_IRQ };
+/* TX effects do not use slot: pfc.c keeps the frame's priority there */
+#define QRNIC_FX_SLOT_DEFERRED	0x1ull	/* deferred behind a PFC pause */
+#define QRNIC_FX_SLOT_PRIO_OK	0x2ull	/* bits 8..10 hold its priority */
+#define QRNIC_FX_SLOT_TX_MASK	0x703ull
 
 struct qrnic_effect {
 	uint8_t  kind;
@@ -551,6 +555,9 @@ struct qrnic_dev {
 	uint32_t tm_cycles;		/* processing cycles of the next packet sent */
 	uint64_t tm_depart;		/* when the last timed frame leaves the port */
 	bool     port_paused;		/* PFC: the link partner paused the port (qrnic_dev_port_pause) */
+	uint64_t pfc_until[8];		/* pfc.c: priority p is paused until then (ns) */
+	uint64_t pfc_tail[8];		/* pfc.c: when the last frame deferred by a pause arrives */
+	bool     pfc_active;		/* pfc.c: a pause frame was honoured (the TX path looks) */
 	struct qrnic_effect *fx;
 	uint32_t fx_cap, fx_free, fx_used, fx_gen;
 	uint32_t ring_pls;	/* ring page lists held (ring.c): reset skips the scan at 0 */
@@ -596,6 +603,11 @@ int qrnic_ring_pl_load(struct qrnic_dev *d, uint64_t list, uint64_t ring_bytes, 
 void qrnic_ring_pl_free(struct qrnic_dev *d, uint64_t **pl);
 /* Free the page lists of every CQ, QP and SRQ (reset, teardown, load). */
 void qrnic_rings_free_all(struct qrnic_dev *d);
+
+/* ---- pfc.c: 802.1Qbb frames ------------------------------------------------ */
+void qrnic_pfc_rx(struct qrnic_dev *d, const uint8_t *f, size_t len);
+/* true: TX effect idx is deferred behind a pause of its priority (rescheduled) */
+bool qrnic_pfc_defer(struct qrnic_dev *d, struct qrnic_effect *e, uint32_t idx, uint64_t now);
 
 /* ---- device.c: the choke points (and regs.c, events.c, work.c, rx.c) ----- */
 /* Every host-memory access of the model goes through these two.  They

@@ -169,6 +169,7 @@ struct qrnic_config {
 	uint32_t rp_threshold;
 	uint32_t rp_ai_rate;			/* Mb/s */
 	uint32_t rp_hai_rate;			/* Mb/s */
+	uint32_t rp_initial_rate;		/* Mb/s; 0: a QP starts at the line rate */
 	/* TIMELY (cc_algo 2; Mittal et al., SIGCOMM 2015) */
 	uint32_t timely_t_low;			/* us: below, additive increase */
 	uint32_t timely_t_high;			/* us: above, multiplicative decrease */
@@ -376,6 +377,20 @@ void qrnic_dev_set_link(struct qrnic_dev *dev, bool up);
  * made: nothing is held (there is no modelled port).  Saved by snapshots. */
 void qrnic_dev_port_pause(struct qrnic_dev *dev, bool paused);
 bool qrnic_dev_port_paused(const struct qrnic_dev *dev);
+/* 802.1Qbb PFC frames (pfc.c, docs/congestion.md).  A frame with EtherType
+ * 0x8808 given to qrnic_dev_rx_frame* is taken by the port: a PFC frame
+ * pauses the priorities it names for their times (quanta of 512 bit times
+ * at the port's rate; 0 resumes), an 802.3x PAUSE all eight; anything else
+ * is counted (pfc_malformed) and ignored.  qrnic_pfc_frame builds one:
+ * to 01:80:C2:00:00:01, opcode 0x0101, time[p] for each priority p set
+ * in class_enable, zero padded to 60 bytes; it returns the length. */
+#define QRNIC_PFC_FRAME_LEN	60
+size_t qrnic_pfc_frame(uint8_t out[QRNIC_PFC_FRAME_LEN], const uint8_t smac[6], uint8_t class_enable,
+		       const uint16_t time[8]);
+/* a frame's priority: its VLAN PCP, or its IP DSCP >> 3, or 0 */
+int qrnic_frame_priority(const uint8_t *frame, size_t len);
+/* until when (modelled ns) priority prio is paused; in the past: not paused */
+uint64_t qrnic_dev_pfc_paused_until(const struct qrnic_dev *dev, int prio);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
 /* A QP's congestion control state (spec 12.15), its timers brought up to
  * the device's time first.  0, or -1 if qpn is not a QP. */

@@ -159,8 +159,10 @@ struct qrnic_dev;
 			 * 3: + CQ and SRQ ring page lists (ABI 1.8) */
 #define V_QP	3	/* 2: + TIMELY's RTT sampling state; 3: + SQ and RQ page lists */
 #define V_WORK	1
-#define V_TIME	2	/* 2: + the PFC pause flag */
-#define V_STAT	2	/* 2: + counters bf_posts, bf_fallbacks */
+#define V_TIME	3	/* 2: + the PFC pause flag; 3: + PFC frame pauses */
+/* STAT 2: + counters bf_posts, bf_fallbacks; 3: + pfc_received, pfc_malformed,
+ * pfc_deferred_frames */
+#define V_STAT	3
 #define V_FLT	1
 
 /* The sections in their own files (snapshot.c writes and reads the stream,

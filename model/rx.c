@@ -50,11 +50,27 @@ bool qrnic_dev_rx_full(const struct qrnic_dev *d)
 	       !(d->status & QRNIC_STATUS_FATAL);
 }
 
+/* A MAC control frame (EtherType 0x8808) is the port's (pfc.c), taken on
+ * arrival: a pause must act even when the receive queue is full. */
+static bool rx_mac_control(struct qrnic_dev *d, const uint8_t *frame, size_t len)
+{
+	if (len < 14 || frame[12] != 0x88 || frame[13] != 0x08)
+		return false;
+	if (d->link_up && (d->ctrl & QRNIC_CTRL_ENABLE) && !(d->status & QRNIC_STATUS_FATAL))
+		qrnic_pfc_rx(d, frame, len);
+	else
+		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
+	return true;
+}
+
 bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 {
-	int rc = rx_admit(d, frame, len);
+	int rc;
 	uint8_t *buf;
 
+	if (rx_mac_control(d, frame, len))
+		return true;
+	rc = rx_admit(d, frame, len);
 	if (rc <= 0)
 		return rc == 0;
 	buf = qrnic_frame_buf_alloc(len);
@@ -73,6 +89,10 @@ bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 
 	if (d->fault)	/* fault rules look at (and change) the bytes */
 		qrnic_frame_buf_fill(buf);
+	if (len >= 14 && !qrnic_frame_buf_described(buf) && rx_mac_control(d, buf, len)) {
+		qrnic_frame_buf_free(buf);
+		return true;
+	}
 	rc = rx_admit(d, buf, len);
 
 	if (rc <= 0) {

@@ -685,6 +685,11 @@ bool qrnic_snap_load_work(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		qr_bytes(r, &e->cqe, sizeof(e->cqe));
 		if (r->bad)
 			break;
+		/* a TX effect's slot is its PFC state (pfc.c); streams from before
+		 * it left an old CQE's slot there: not a frame state.  The cached
+		 * priority is recomputed from the frame. */
+		if (e->kind == QRNIC_FX_TX)
+			e->slot = (e->slot & ~QRNIC_FX_SLOT_TX_MASK) ? 0 : e->slot & QRNIC_FX_SLOT_DEFERRED;
 		if (e->kind == QRNIC_FX_TX) {
 			if (e->len == 0 || e->len > QRNIC_FRAME_BUF_MAX || e->len > qr_left(r))
 				return qr_fail(r, "effect %u: frame of %u bytes", i, e->len);

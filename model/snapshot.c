@@ -365,6 +365,10 @@ static void save_time(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	save_cache(w, &t->mpt);
 	save_cache(w, &t->mtt);
 	qs_u8(w, d->port_paused);	/* v2 */
+	for (int i = 0; i < 8; i++) {	/* v3: PFC frames (pfc.c) */
+		qs_u64(w, d->pfc_until[i]);
+		qs_u64(w, d->pfc_tail[i]);
+	}
 	qs_end(w);
 }
 
@@ -420,6 +424,19 @@ static bool load_time(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		if (v > 1)
 			return qr_fail(r, "port pause flag %u", v);
 		d->port_paused = v;
+	}
+	memset(d->pfc_until, 0, sizeof(d->pfc_until));	/* v1, v2: no PFC frames */
+	memset(d->pfc_tail, 0, sizeof(d->pfc_tail));
+	d->pfc_active = false;
+	if (r->version >= 3) {
+		for (int i = 0; i < 8; i++) {
+			d->pfc_until[i] = qr_u64(r);
+			d->pfc_tail[i] = qr_u64(r);
+			if (d->pfc_until[i] || d->pfc_tail[i])
+				d->pfc_active = true;
+		}
+		if (r->bad)
+			return false;
 	}
 	return true;
 }

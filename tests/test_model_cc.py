@@ -310,3 +310,43 @@ def test_cc_on_unmarked_changes_no_time():
         finally:
             w.close()
     assert ends[0] == ends[1]
+
+
+def test_initial_rate_paces_the_first_packets():
+    """rp_initial_rate: a DCQCN QP entering RTS is limited at that rate with
+    Rt at the line rate, so its first packets leave spaced at that rate
+    (not back to back at 100 Gb/s); the rate-increase timer then brings it
+    back to the line rate (fast recovery halves the gap every period)."""
+    gaps = {}
+    for rate in (0, 10000):
+        w = q.World(2, cfg=DCQCN + f',rp_initial_rate={rate},rp_time_reset=50')
+        try:
+            a, b = w.devs
+            for d in w.devs:
+                d.set_timing('cx5-100g')
+            conn = q.connect_rc(a, b, mtu=4096)
+            info = a.qp_cc(conn.qa.qpn)
+            if rate:
+                assert info['limited'] and info['rate'] == rate and info['target'] == LINE
+            else:
+                assert not info['limited']
+            la, rb = a.reg_mr(conn.pda, 1 << 16), b.reg_mr(conn.pdb, 1 << 16)
+            conn.qa.post_send('RDMA_WRITE', [(la, 0, 1 << 16)], remote=(rb, 0))
+            w.run()
+            fr = [f for f in w.frames(roce_only=True) if f.src == 0]
+            assert len(fr) == 16
+            # the time a frame takes at 'rate': its bytes x 8 / rate (Mb/s = bits/us)
+            gaps[rate] = [(y.t - x.t) / (len(x.data) * 8 / 10000 * 1000)
+                          for x, y in zip(fr, fr[1:])]
+            assert rb.read(0, 1 << 16) == la.read(0, 1 << 16)
+            w.advance(2_000_000)        # 2 ms, 40 increase periods, no CNP
+            assert not a.qp_cc(conn.qa.qpn)['limited']
+        finally:
+            w.close()
+    # the timer runs from RTS: the first 6 frames (20 us) leave at 10 Gb/s
+    # (the frame plus the port's overhead: just over 1.0)
+    g = gaps[10000]
+    assert all(1.0 <= x < 1.1 for x in g[:6])
+    # the first increase (fast recovery, F = 1): Rc = (Rt + Rc) / 2 = 55 Gb/s
+    assert g[-1] == pytest.approx(g[1] * 10 / 55, rel=0.01)
+    assert max(gaps[0]) < 0.11              # without: at 100 Gb/s

@@ -77,10 +77,12 @@ def test_pause_flag_is_saved_and_checked():
         a.load(s)
         assert a.port_paused
         assert a.save() == s
-        # the flag is the TIME section's last byte (version 2)
+        # the flag is the TIME section's last byte in version 2; version 3
+        # appends the eight PFC pause ends and deferred-frame tails (16 x 8)
         sec = q.snap_sections(s)['TIME']
-        assert sec[0] == 2 and sec[1][-1] == 1
-        bad = q.snap_replace(s, 'TIME', sec[1][:-1] + b'\x02')
+        at = len(sec[1]) - 1 - 16 * 8
+        assert sec[0] == 3 and sec[1][at] == 1 and sec[1][at + 1:] == bytes(16 * 8)
+        bad = q.snap_replace(s, 'TIME', sec[1][:at] + b'\x02' + sec[1][at + 1:])
         with pytest.raises(q.HarnessError) as e:
             a.load(bad)
         assert 'port pause flag' in str(e.value)

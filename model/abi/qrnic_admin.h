@@ -587,7 +587,10 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(CNP_SENT, "cnp_sent")					\
 	X(CNP_RECEIVED, "cnp_received")				\
 	X(BF_POSTS, "bf_posts")					\
-	X(BF_FALLBACKS, "bf_fallbacks")
+	X(BF_FALLBACKS, "bf_fallbacks")				\
+	X(PFC_RECEIVED, "pfc_received")				\
+	X(PFC_MALFORMED, "pfc_malformed")			\
+	X(PFC_DEFERRED_FRAMES, "pfc_deferred_frames")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

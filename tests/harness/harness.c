@@ -33,7 +33,8 @@ struct hx_frame {
 	int src, dst;
 	int hold_left;
 	uint8_t to_switch;	/* crossing the cable to the switch (hx_switch_attach) */
-	uint8_t ctl;		/* a PFC signal to host dst, no data: 1 XOFF, 2 XON */
+	uint8_t hop;		/* leaf-spine: 0 at the first switch, 1 the spine, 2 the far leaf */
+	int8_t spine;		/* leaf-spine: the ECMP choice */
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
 	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
@@ -227,14 +228,22 @@ struct hx_world {
 			uint64_t last_ps;	/* the queue integral is up to here */
 			double area;		/* queue bytes x ps */
 			struct hx_switch_stats st;
-			bool paused;		/* PFC: its host was sent XOFF */
-			uint64_t pause_ps;
+			uint8_t paused;		/* PFC: priorities its host was sent XOFF for */
+			uint64_t pause_ps[8];	/* since when */
+			uint64_t refresh_ps[8];	/* when the XOFF is sent again */
+			uint64_t ing_p[8];	/* bytes from this port in the buffer, per priority */
+			uint64_t eg_p[8];	/* bytes queued to leave this port, per priority */
+			struct hx_switch_queue_stats qs[8];
 			/* PFC: frames in the queue, for the ingress counts */
 			uint64_t *f_done;
 			uint32_t *f_len;
-			int *f_in;
+			int *f_in;		/* ingress port << 3 | priority */
 			uint32_t f_head, f_n, f_cap;
 		} port[HX_MAX_DEV];
+		/* leaf-spine: up[l][s] leaf l to spine s, dn[s][l] spine s to leaf l */
+		struct hx_swport up[HX_SW_MAX_TIER][HX_SW_MAX_TIER], dn[HX_SW_MAX_TIER][HX_SW_MAX_TIER];
+		bool track;		/* the FIFO of queued frames is kept (PFC, shared buffer) */
+		uint64_t used, used_max;	/* shared buffer: bytes in it */
 	} sw;
 
 	/* frame log */
@@ -1040,25 +1049,57 @@ static void sw_integrate(const struct hx_switch *sw, struct hx_swport *p, uint64
 	p->last_ps = t;
 }
 
-static void sw_signal(hx_world *w, int host, int what)
+/* PFC: the time an XOFF asks for (quanta of 512 bit times at the port
+ * rate; the most there is) and how often it is sent again while the
+ * ingress stays above xon */
+#define SW_PFC_QUANTA	0xffffu
+static uint64_t sw_pfc_refresh_ps(const struct hx_switch *sw)
 {
-	struct hx_frame *fr = w->spare_frames;
+	uint64_t bps = sw->c.rate_bps ? sw->c.rate_bps : 100000000000ull;
 
-	if (fr)
-		w->spare_frames = fr->next;
-	else
-		fr = malloc(sizeof(*fr));
-	if (!fr)
-		abort();
-	memset(fr, 0, sizeof(*fr));
-	fr->src = fr->dst = host;
-	fr->ctl = (uint8_t)what;
-	fr->log_idx = -1;
+	return (uint64_t)((unsigned __int128)SW_PFC_QUANTA * 512u * 1000000000000ull / bps / 2);
+}
+
+/* An 802.1Qbb frame from the switch to host 'host' (after the cable
+ * latency): XOFF (time SW_PFC_QUANTA) for the priorities in xoff, XON
+ * (time 0) for those in xon.  On the pcap like every frame on a wire. */
+static void sw_pfc_send(hx_world *w, int host, uint8_t xoff, uint8_t xon)
+{
+	uint8_t f[QRNIC_PFC_FRAME_LEN], smac[6] = { 0x02, 0x5c, 0x00, 0x00, 0x00, (uint8_t)host };
+	uint16_t tm[8] = { 0 };
+	struct hx_frame *fr;
+
+	for (int p = 0; p < 8; p++)
+		if (xoff >> p & 1)
+			tm[p] = SW_PFC_QUANTA;
+	qrnic_pfc_frame(f, smac, xoff | xon, tm);
+	pcap_write(w, f, sizeof(f));
+	fr = frame_new(w, f, sizeof(f), host, host, -1);
 	inflight_insert(w, fr, w->now + w->sw.c.latency_ns);
+	w->sw.port[host].st.pfc_frames++;
+}
+
+/* the dynamic threshold of a shared buffer: alpha x the free bytes */
+static double sw_dyn(const struct hx_switch *sw)
+{
+	return sw->c.alpha * (double)(sw->c.shared_buffer - sw->used);
+}
+
+/* PFC: whether an ingress priority with ing bytes in the buffer is paused */
+static bool sw_xoff(const struct hx_switch *sw, uint64_t ing)
+{
+	return sw->c.shared_buffer ? (double)ing >= sw_dyn(sw) : ing >= sw->c.xoff;
+}
+
+static bool sw_resume(const struct hx_switch *sw, uint64_t ing)
+{
+	return sw->c.shared_buffer ? (double)ing + (double)sw->c.pfc_resume < sw_dyn(sw)
+				   : ing <= sw->c.xon;
 }
 
 /* PFC: frames that have left the switch by now (ps) leave their ingress
- * counts; a paused ingress that falls to xon is resumed. */
+ * counts; a paused ingress priority that falls to xon is resumed, one
+ * still above it has its XOFF sent again before the last one runs out. */
 static void sw_drain(hx_world *w, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
@@ -1067,17 +1108,33 @@ static void sw_drain(hx_world *w, uint64_t t)
 		struct hx_swport *p = &sw->port[o];
 
 		while (p->f_n && p->f_done[p->f_head] <= t) {
-			struct hx_swport *in = &sw->port[p->f_in[p->f_head]];
+			int pr = p->f_in[p->f_head] & 7;
+			struct hx_swport *in = &sw->port[p->f_in[p->f_head] >> 3];
 
 			in->st.ingress -= p->f_len[p->f_head];
-			if (in->paused && in->st.ingress <= sw->c.xon) {
-				in->paused = false;
-				in->st.paused_ns += (t - in->pause_ps) / 1000;
-				sw_signal(w, (int)(in - sw->port), 2);
+			in->ing_p[pr] -= p->f_len[p->f_head];
+			p->eg_p[pr] -= p->f_len[p->f_head];
+			sw->used -= p->f_len[p->f_head];
+			if ((in->paused >> pr & 1) && sw_resume(sw, in->ing_p[pr])) {
+				in->paused &= (uint8_t)~(1u << pr);
+				in->st.paused_ns += (t - in->pause_ps[pr]) / 1000;
+				sw_pfc_send(w, (int)(in - sw->port), 0, (uint8_t)(1u << pr));
 			}
 			p->f_head = (p->f_head + 1) % p->f_cap;
 			p->f_n--;
 		}
+	}
+	for (int o = 0; o < w->ndev; o++) {
+		struct hx_swport *in = &sw->port[o];
+		uint8_t again = 0;
+
+		for (int pr = 0; in->paused && pr < 8; pr++)
+			if ((in->paused >> pr & 1) && in->refresh_ps[pr] <= t) {
+				again |= (uint8_t)(1u << pr);
+				in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
+			}
+		if (again)
+			sw_pfc_send(w, o, again, 0);
 	}
 }
 
@@ -1086,13 +1143,16 @@ static uint64_t sw_next(hx_world *w)
 {
 	uint64_t next = UINT64_MAX;
 
-	if (!w->sw.on || !w->sw.c.pfc)
+	if (!w->sw.on || !w->sw.track)
 		return next;
 	for (int o = 0; o < w->ndev; o++) {
 		struct hx_swport *p = &w->sw.port[o];
 
 		if (p->f_n && (p->f_done[p->f_head] + 999) / 1000 < next)
 			next = (p->f_done[p->f_head] + 999) / 1000;
+		for (int pr = 0; p->paused && pr < 8; pr++)
+			if ((p->paused >> pr & 1) && (p->refresh_ps[pr] + 999) / 1000 < next)
+				next = (p->refresh_ps[pr] + 999) / 1000;
 	}
 	return next;
 }
@@ -1134,21 +1194,91 @@ static bool sw_fifo_push(struct hx_swport *p, uint64_t done, uint32_t len, int i
 	return true;
 }
 
-/* A frame reached the switch (now): queue it on its output port, or drop it. */
+/* ECMP: FNV-1a over the IP addresses, the protocol and the UDP ports, mixed,
+ * (RoCEv2: the source port is the flow's entropy), modulo the spines.
+ * Every frame of one flow takes one path: no reordering in the fabric. */
+int hx_switch_ecmp(const uint8_t *f, size_t len, int spines)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const uint8_t *parts[3];
+	size_t plen[3], l4;
+	uint16_t et;
+
+	if (len < 14 || spines <= 0)
+		return -1;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	if (et == 0x0800 && len >= 14 + 20 && f[14 + 9] == 17) {
+		l4 = 14 + (size_t)(f[14] & 0x0f) * 4;
+		parts[0] = f + 14 + 12;	/* source and destination addresses */
+		plen[0] = 8;
+		parts[1] = f + 14 + 9;	/* protocol */
+	} else if (et == 0x86dd && len >= 14 + 40 && f[14 + 6] == 17) {
+		l4 = 14 + 40;
+		parts[0] = f + 14 + 8;
+		plen[0] = 32;
+		parts[1] = f + 14 + 6;
+	} else {
+		return -1;
+	}
+	if (len < l4 + 4)
+		return -1;
+	plen[1] = 1;
+	parts[2] = f + l4;	/* source and destination ports */
+	plen[2] = 4;
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < plen[k]; i++) {
+			h ^= parts[k][i];
+			h *= 0x100000001b3ull;
+		}
+	/* FNV's low bits depend only on the bytes' low bits: mixed first
+	 * (MurmurHash3's fmix64) so that the modulo sees every bit */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (int)(h % (uint64_t)spines);
+}
+
+/* A frame reached a switch (now): queue it on this hop's output port, or drop it. */
 static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 {
 	struct hx_switch *sw = &w->sw;
 	struct hx_swport *p = &sw->port[fr->dst];
 	uint64_t t = w->now * 1000ull, ser = 0, start, done;
+	bool last = true;
+
+	if (sw->c.leaves) {	/* leaf-spine: this hop's output queue */
+		int la = fr->src / sw->c.hosts_per_leaf, lb = fr->dst / sw->c.hosts_per_leaf;
+
+		if (fr->hop == 0 && la != lb) {
+			int sp = hx_switch_ecmp(fr->data, fr->len, sw->c.spines);
+
+			fr->spine = (int8_t)(sp < 0 ? 0 : sp);
+			p = &sw->up[la][fr->spine];
+			last = false;
+		} else if (fr->hop == 1) {
+			p = &sw->dn[fr->spine][lb];
+			last = false;
+		}
+	}
 	uint32_t bytes = fr->len + sw->c.overhead;
 	double q;
 
-	if (sw->c.pfc)
+	int prio = sw->track ? qrnic_frame_priority(fr->data, fr->len) : 0;
+
+	if (sw->track)
 		sw_drain(w, t);
 	sw_integrate(sw, p, t);
 	q = sw_q(sw, p, t);
-	if (q + bytes > (double)sw->c.buffer) {
+	/* shared buffer: a lossless (PFC) class is limited by the ingress
+	 * thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one by the
+	 * dynamic threshold of its egress queue */
+	if (sw->c.shared_buffer ? sw->used + bytes > sw->c.shared_buffer ||
+				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw))
+				: q + bytes > (double)sw->c.buffer) {
 		p->st.drops++;
+		p->qs[prio].drops++;
 		fate(w, fr->log_idx, HX_F_DROP_RULE);
 		frame_free(w, fr);
 		return;
@@ -1177,19 +1307,38 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		p->st.q_max = (uint64_t)q;
 	if ((uint64_t)q > p->st.win_max)
 		p->st.win_max = (uint64_t)q;
+	p->qs[prio].frames++;
+	p->qs[prio].bytes += fr->len;
+	if (sw->track) {
+		struct hx_swport *in = &sw->port[fr->src];
+		int pr = prio;
+
+		sw_fifo_push(p, done, bytes, fr->src << 3 | pr);
+		in->st.ingress += bytes;
+		in->ing_p[pr] += bytes;
+		p->eg_p[pr] += bytes;
+		sw->used += bytes;
+		if (sw->used > sw->used_max)
+			sw->used_max = sw->used;
+		if (p->eg_p[pr] > p->qs[pr].q_max)
+			p->qs[pr].q_max = p->eg_p[pr];
+	}
 	if (sw->c.pfc) {
 		struct hx_swport *in = &sw->port[fr->src];
+		int pr = prio;
 
-		sw_fifo_push(p, done, bytes, fr->src);
-		in->st.ingress += bytes;
-		if (!in->paused && in->st.ingress >= sw->c.xoff) {
-			in->paused = true;
-			in->pause_ps = t;
+		if (!(in->paused >> pr & 1) && sw_xoff(sw, in->ing_p[pr])) {
+			in->paused |= (uint8_t)(1u << pr);
+			in->pause_ps[pr] = t;
+			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
 			in->st.pauses++;
-			sw_signal(w, fr->src, 1);
+			sw_pfc_send(w, fr->src, (uint8_t)(1u << pr), 0);
 		}
 	}
-	fr->to_switch = 0;
+	if (last)
+		fr->to_switch = 0;
+	else
+		fr->hop++;
 	inflight_insert(w, fr, (done + 999) / 1000 + sw->c.latency_ns);
 }
 
@@ -1200,17 +1349,33 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
 		return HX_E_INVAL;
 	}
+	if (c->shared_buffer && (!(c->alpha > 0) || c->alpha > 1024 || c->leaves)) {
+		hx_err(w, "hx_switch_attach: a shared buffer needs alpha in (0, 1024] and one switch");
+		return HX_E_INVAL;
+	}
+	if (c->leaves && (c->leaves < 1 || c->leaves > HX_SW_MAX_TIER || c->spines < 1 ||
+			  c->spines > HX_SW_MAX_TIER || c->hosts_per_leaf < 1 ||
+			  c->leaves * c->hosts_per_leaf < w->ndev || c->pfc)) {
+		hx_err(w, "hx_switch_attach: leaf-spine needs 1..%d leaves and spines, hosts_per_leaf "
+		       "x leaves >= %d hosts, and no PFC (not modelled across tiers)", HX_SW_MAX_TIER,
+		       w->ndev);
+		return HX_E_INVAL;
+	}
 	memset(&w->sw, 0, sizeof(w->sw));
 	w->sw.on = true;
 	w->sw.c = *c;
 	if (!w->sw.c.buffer)
 		w->sw.c.buffer = UINT64_MAX / 2;
 	w->sw.rng = c->seed ? c->seed : 1;
+	w->sw.track = c->pfc || c->shared_buffer;
 	w->sw.t0_ps = w->now * 1000ull;
 	for (int i = 0; i < w->ndev; i++) {
 		memcpy(w->sw.mac[i], hx_mac(w, i), 6);
 		w->sw.port[i].last_ps = w->sw.t0_ps;
 	}
+	for (int a = 0; a < HX_SW_MAX_TIER; a++)
+		for (int b = 0; b < HX_SW_MAX_TIER; b++)
+			w->sw.up[a][b].last_ps = w->sw.dn[a][b].last_ps = w->sw.t0_ps;
 	return 0;
 }
 
@@ -1226,8 +1391,48 @@ int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out)
 	*out = p->st;
 	out->q_now = (uint64_t)sw_q(&w->sw, p, t);
 	out->q_avg = t > w->sw.t0_ps ? p->area / (double)(t - w->sw.t0_ps) : 0;
-	if (p->paused)
-		out->paused_ns += (t - p->pause_ps) / 1000;
+	for (int pr = 0; pr < 8; pr++)
+		if (p->paused >> pr & 1)
+			out->paused_ns += (t - p->pause_ps[pr]) / 1000;
+	return 0;
+}
+
+int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queue_stats *out)
+{
+	struct hx_swport *p;
+
+	if (!w->sw.on || port < 0 || port >= w->ndev || prio < 0 || prio > 7 || !out)
+		return HX_E_INVAL;
+	if (w->sw.track)
+		sw_drain(w, w->now * 1000ull);
+	p = &w->sw.port[port];
+	*out = p->qs[prio];
+	out->q_now = p->eg_p[prio];
+	return 0;
+}
+
+uint64_t hx_switch_shared_used(hx_world *w, uint64_t *max)
+{
+	if (w->sw.on && w->sw.track)
+		sw_drain(w, w->now * 1000ull);
+	if (max)
+		*max = w->sw.used_max;
+	return w->sw.used;
+}
+
+int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out)
+{
+	struct hx_swport *p;
+	uint64_t t = w->now * 1000ull;
+
+	if (!w->sw.on || !w->sw.c.leaves || leaf < 0 || leaf >= w->sw.c.leaves || spine < 0 ||
+	    spine >= w->sw.c.spines || !out)
+		return HX_E_INVAL;
+	p = up ? &w->sw.up[leaf][spine] : &w->sw.dn[spine][leaf];
+	sw_integrate(&w->sw, p, t);
+	*out = p->st;
+	out->q_now = (uint64_t)sw_q(&w->sw, p, t);
+	out->q_avg = t > w->sw.t0_ps ? p->area / (double)(t - w->sw.t0_ps) : 0;
 	return 0;
 }
 
@@ -1800,17 +2005,11 @@ static bool deliver(hx_world *w)
 		struct hx_frame *fr = *pp;
 		struct hx_dev *h = D(w, fr->dst);
 
-		if (fr->to_switch || fr->ctl) {
+		if (fr->to_switch) {
 			*pp = fr->next;
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
-			if (fr->ctl) {
-				if (h)
-					qrnic_dev_port_pause(h->dev, fr->ctl == 1);
-				frame_free(w, fr);
-			} else {
-				sw_enqueue(w, fr);
-			}
+			sw_enqueue(w, fr);
 			did = true;
 			continue;
 		}
@@ -1873,7 +2072,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		it++;
-		if (w->sw.on && w->sw.c.pfc)
+		if (w->sw.on && w->sw.track)
 			sw_drain(w, w->now * 1000ull);
 		if (deliver(w))
 			did = true;

@@ -135,7 +135,33 @@ struct hx_switch_cfg {
 	int pfc;
 	uint64_t xoff, xon;	/* per ingress port, bytes */
 	uint64_t seed;
+	/* leaf-spine (0: one switch): host i on leaf i / hosts_per_leaf, every
+	 * leaf cabled to every spine; a frame between leaves goes up to the
+	 * spine its 5-tuple hashes to (ECMP), down to the far leaf, then to
+	 * the host.  Every fabric link is like a host port (rate_bps,
+	 * latency_ns, buffer, RED).  PFC is not modelled across tiers. */
+	int leaves, spines, hosts_per_leaf;	/* <= HX_SW_MAX_TIER each */
+	/* shared buffer (0: each output port has its own 'buffer'): every
+	 * output queue (port, priority) draws from shared_buffer bytes and
+	 * may hold at most alpha x (shared_buffer - bytes in use), the
+	 * dynamic threshold of Broadcom's MMU and HPCC's ns-3 switch.  With
+	 * PFC (lossless), the egress queues are not limited (only the
+	 * buffer is) and an ingress (port, priority) is sent XOFF at that
+	 * threshold and XON once below it by pfc_resume bytes (xoff and xon
+	 * unused), as in HPCC's ns-3 SwitchMmu. */
+	uint64_t shared_buffer;
+	double alpha;
+	uint64_t pfc_resume;
 };
+struct hx_switch_queue_stats {	/* one output queue: (port, priority) */
+	uint64_t frames, bytes, drops;	/* drops: over its dynamic threshold or the buffer */
+	uint64_t q_now, q_max;		/* bytes */
+};
+/* the queue of output port 'port' for priority 'prio' (shared buffer or not) */
+int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queue_stats *out);
+/* shared buffer: bytes in use now, and the largest so far */
+uint64_t hx_switch_shared_used(hx_world *w, uint64_t *max);
+#define HX_SW_MAX_TIER	8
 struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 	uint64_t frames, bytes;	/* enqueued (leave towards the host) */
 	uint64_t marks, drops;
@@ -145,9 +171,15 @@ struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 	uint64_t pauses;	/* XOFFs sent to this port's host */
 	uint64_t paused_ns;	/* time this port's host was told to stay paused */
 	uint64_t ingress;	/* bytes from this port in the buffer now */
+	uint64_t pfc_frames;	/* 802.1Qbb frames (XOFF, XON, refreshes) sent to this port's host */
 };
 int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c);
 int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out);
+/* leaf-spine: the output queue of leaf 'leaf' up to spine 'spine' (up 1),
+ * or of spine 'spine' down to leaf 'leaf' (up 0) */
+int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out);
+/* the spine ECMP picks for a frame (its IP/UDP 5-tuple), -1 if not IP/UDP */
+int hx_switch_ecmp(const uint8_t *frame, size_t len, int spines);
 /* start a new window for win_max (every port) */
 void hx_switch_window(hx_world *w);
 uint64_t hx_now(hx_world *w);

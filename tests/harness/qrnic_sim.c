@@ -92,6 +92,9 @@ struct cfg {
 	bool count_set;
 	/* --incast: hosts 1..N-1 send to host 0 through one switch (docs/congestion.md) */
 	bool incast, pfc;
+	unsigned leaves, spines;	/* --leaves, --spines: a leaf-spine fabric (0: one switch) */
+	uint64_t shared_buffer, pfc_resume;	/* --shared-buffer, --pfc-resume */
+	double alpha;			/* --alpha */
 	uint64_t sw_buffer, kmin, kmax, xoff, xon, sample_ns;
 	double pmax;
 };
@@ -120,6 +123,8 @@ static void cfg_defaults(struct cfg *c)
 	c->kmax = 160000;
 	c->pmax = 0.2;
 	c->xoff = 128000;
+	c->alpha = 1;
+	c->pfc_resume = 3000;
 	c->xon = 64000;
 	c->sample_ns = 10000;
 }
@@ -150,6 +155,15 @@ static const char usage_text[] =
 "    --pfc               switch: PFC pause of the senders at xoff, resume at xon\n"
 "    --xoff, --xon B     switch: PFC thresholds per ingress port        (128000, 64000)\n"
 "    --sample T          switch: queue and per-flow samples every T     (10us)\n"
+"    --leaves L, --spines S  with --incast: a two-tier leaf-spine fabric instead of\n"
+"                        one switch: host i on leaf i / ceil(hosts/L), ECMP over the\n"
+"                        spines on the 5-tuple (UDP source port included); every\n"
+"                        link as a switch port; no --pfc\n"
+"    --shared-buffer B   switch: one buffer of B bytes for all output queues (port,\n"
+"                        priority), each limited to alpha x the free bytes (dynamic\n"
+"                        threshold); with --pfc the ingress XOFF at that threshold\n"
+"    --alpha A           switch: dynamic threshold factor                 (1)\n"
+"    --pfc-resume B      switch, shared buffer: XON once below the threshold by B (3000)"
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
 "    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
 "    --inline            write/send/ud-send: the payload inline in the WQE (size <= 448)\n"
@@ -198,6 +212,8 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "incast", false }, { "buffer", true }, { "kmin", true }, { "kmax", true }, { "pmax", true },
 	{ "inline", false }, { "bf", false },
 	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
+	{ "leaves", true }, { "spines", true },
+	{ "shared-buffer", true }, { "alpha", true }, { "pfc-resume", true },
 };
 
 static int opt_find(const char *k)
@@ -449,6 +465,10 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_small(k, v, 2, HX_MAX_DEV, &c->hosts);
 	if (!strcmp(k, "buffer"))
 		return parse_bytes(k, v, &c->sw_buffer);
+	if (!strcmp(k, "leaves"))
+		return parse_small(k, v, 1, HX_SW_MAX_TIER, &c->leaves);
+	if (!strcmp(k, "spines"))
+		return parse_small(k, v, 1, HX_SW_MAX_TIER, &c->spines);
 	if (!strcmp(k, "kmin"))
 		return parse_bytes(k, v, &c->kmin);
 	if (!strcmp(k, "kmax"))
@@ -459,6 +479,18 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_bytes(k, v, &c->xon);
 	if (!strcmp(k, "sample"))
 		return parse_time(k, v, &c->sample_ns);
+	if (!strcmp(k, "shared-buffer"))
+		return parse_bytes(k, v, &c->shared_buffer);
+	if (!strcmp(k, "pfc-resume"))
+		return parse_bytes(k, v, &c->pfc_resume);
+	if (!strcmp(k, "alpha")) {
+		char *end;
+
+		c->alpha = strtod(v, &end);
+		if (end == v || *end || !(c->alpha > 0 && c->alpha <= 1024))
+			return bad("--alpha: '%s' is not a factor in (0, 1024]", v);
+		return 0;
+	}
 	if (!strcmp(k, "pmax")) {
 		char *end;
 
@@ -779,6 +811,7 @@ struct sim {
 	/* --incast: samples every c.sample_ns: receiver queue max, messages per flow */
 	uint64_t next_sample;
 	uint64_t *smp_q, *smp_msgs;	/* [nsmp], [nsmp * nflows] */
+	uint64_t *smp_used;		/* [nsmp]: shared buffer bytes in use at each sample */
 	size_t nsmp, capsmp;
 	int fail;		/* SIM_EXIT_* once something went wrong */
 	char why[512];
@@ -1020,6 +1053,10 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE, "--incast is for RC operations; --pfc needs --incast");
 	if (c->incast && c->kmax && c->kmax <= c->kmin)
 		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
+	if (c->shared_buffer && (!c->incast || c->leaves))
+		return sim_fail(s, SIM_EXIT_USAGE, "--shared-buffer is for --incast through one switch");
+	if ((c->leaves || c->spines) && (!c->incast || !c->leaves || !c->spines || c->pfc))
+		return sim_fail(s, SIM_EXIT_USAGE, "--leaves and --spines go together, with --incast and without --pfc");
 	if (c->incast && c->pfc && c->xon > c->xoff)
 		return sim_fail(s, SIM_EXIT_USAGE, "--xon must not be above --xoff");
 	if (!c->count && !c->duration_ns)
@@ -1148,6 +1185,9 @@ static int setup(struct sim *s)
 			.rate_bps = c->rate_bps, .overhead = c->overhead, .latency_ns = c->latency_ns,
 			.buffer = c->sw_buffer, .kmin = c->kmin, .kmax = c->kmax, .pmax = c->pmax,
 			.pfc = c->pfc, .xoff = c->xoff, .xon = c->xon, .seed = c->seed,
+			.leaves = (int)c->leaves, .spines = (int)c->spines,
+			.shared_buffer = c->shared_buffer, .alpha = c->alpha, .pfc_resume = c->pfc_resume,
+			.hosts_per_leaf = c->leaves ? (int)((c->hosts + c->leaves - 1) / c->leaves) : 0,
 		};
 
 		if (hx_switch_attach(s->w, &sc))
@@ -1165,17 +1205,22 @@ static void take_sample(struct sim *s)
 		size_t cap = s->capsmp ? 2 * s->capsmp : 256;
 		uint64_t *q = realloc(s->smp_q, cap * sizeof(*q));
 		uint64_t *m = q ? realloc(s->smp_msgs, cap * s->nflows * sizeof(*m)) : NULL;
+		uint64_t *u = m ? realloc(s->smp_used, cap * sizeof(*u)) : NULL;
 
 		if (q)
 			s->smp_q = q;
-		if (!m)
+		if (m)
+			s->smp_msgs = m;
+		if (u)
+			s->smp_used = u;
+		if (!m || !u)
 			return;
-		s->smp_msgs = m;
 		s->capsmp = cap;
 	}
 	hx_switch_stats(s->w, 0, &st);
 	hx_switch_window(s->w);
 	s->smp_q[s->nsmp] = st.win_max;
+	s->smp_used[s->nsmp] = hx_switch_shared_used(s->w, NULL);
 	for (unsigned i = 0; i < s->nflows; i++)
 		s->smp_msgs[s->nsmp * s->nflows + i] = s->f[i].done;
 	s->nsmp++;
@@ -2072,9 +2117,10 @@ static const char *ordinal_suffix(unsigned n)
 /* ---- --incast figures ------------------------------------------------------------------ */
 struct incast_fig {
 	struct hx_switch_stats rx;	/* the receiver's port (0) */
-	uint64_t drops, marks, pauses, paused_ns;	/* all ports */
+	uint64_t drops, marks, pauses, paused_ns, pfc_frames;	/* all ports */
 	double jain, sum_gbps;
 	uint64_t cnp_sent, cnp_received, ecn_marked;
+	uint64_t pfc_received, pfc_deferred;	/* the devices' counters */
 };
 
 static uint64_t stat_by_name(struct sim *s, const char *name)
@@ -2107,7 +2153,17 @@ static void incast_figures(struct sim *s, struct incast_fig *g)
 		g->marks += st.marks;
 		g->pauses += st.pauses;
 		g->paused_ns += st.paused_ns;
+		g->pfc_frames += st.pfc_frames;
 	}
+	for (unsigned l = 0; l < s->c.leaves; l++)	/* leaf-spine: the fabric links too */
+		for (unsigned sp = 0; sp < s->c.spines; sp++)
+			for (int up = 0; up < 2; up++) {
+				struct hx_switch_stats st;
+
+				hx_switch_fabric_stats(s->w, up, (int)l, (int)sp, &st);
+				g->drops += st.drops;
+				g->marks += st.marks;
+			}
 	/* Jain's index over the flows' throughputs: (sum x)^2 / (n sum x^2) */
 	for (unsigned i = 0; i < s->nflows; i++) {
 		double x = flow_gbps(s, &s->f[i]);
@@ -2120,6 +2176,8 @@ static void incast_figures(struct sim *s, struct incast_fig *g)
 	g->cnp_sent = stat_by_name(s, "cnp_sent");
 	g->cnp_received = stat_by_name(s, "cnp_received");
 	g->ecn_marked = stat_by_name(s, "ecn_marked_received");
+	g->pfc_received = stat_by_name(s, "pfc_received");
+	g->pfc_deferred = stat_by_name(s, "pfc_deferred_frames");
 }
 
 static void incast_table(struct sim *s)
@@ -2134,10 +2192,34 @@ static void incast_table(struct sim *s)
 		printf("    flow %2u host %2d: %10" PRIu64 " bytes %8.2f Gb/s\n", i, s->f[i].a,
 		       s->f[i].done * s->size, flow_gbps(s, &s->f[i]));
 	printf("    sum %.2f Gb/s, Jain fairness %.4f\n", g.sum_gbps, g.jain);
+	for (unsigned sp = 0; sp < s->c.spines; sp++) {
+		uint64_t fr = 0, mx = 0;
+
+		for (unsigned l = 0; l < s->c.leaves; l++) {
+			struct hx_switch_stats st;
+
+			hx_switch_fabric_stats(s->w, 1, (int)l, (int)sp, &st);
+			fr += st.frames;
+			mx = st.q_max > mx ? st.q_max : mx;
+		}
+		printf("    spine %u: %" PRIu64 " frames up from the leaves, uplink queue max %" PRIu64 " B\n",
+		       sp, fr, mx);
+	}
 	printf("    queue to host 0: max %" PRIu64 " B, avg %.0f B; marks %" PRIu64 ", drops %" PRIu64
 	       " (all ports %" PRIu64 ")\n", g.rx.q_max, g.rx.q_avg, g.rx.marks, g.rx.drops, g.drops);
 	printf("    CNPs sent %" PRIu64 ", handled %" PRIu64 "; PFC pauses %" PRIu64 " (%.1f us paused)\n",
 	       g.cnp_sent, g.cnp_received, g.pauses, (double)g.paused_ns / 1e3);
+	if (s->c.shared_buffer) {
+		uint64_t mx = 0;
+
+		hx_switch_shared_used(s->w, &mx);
+		printf("    shared buffer %" PRIu64 " B, alpha %g: at most %" PRIu64 " B in use\n",
+		       s->c.shared_buffer, s->c.alpha, mx);
+	}
+	if (s->c.pfc)
+		printf("    802.1Qbb frames: %" PRIu64 " sent by the switch, %" PRIu64
+		       " honoured by hosts, %" PRIu64 " frames deferred\n", g.pfc_frames, g.pfc_received,
+		       g.pfc_deferred);
 }
 
 static void incast_json(struct sim *s, FILE *o)
@@ -2149,6 +2231,41 @@ static void incast_json(struct sim *s, FILE *o)
 		",\"kmax\":%" PRIu64 ",\"pmax\":%g,\"pfc\":%s,\"xoff\":%" PRIu64 ",\"xon\":%" PRIu64 "}",
 		s->c.hosts - 1, s->c.sw_buffer, s->c.kmin, s->c.kmax, s->c.pmax,
 		s->c.pfc ? "true" : "false", s->c.xoff, s->c.xon);
+	if (s->c.leaves) {	/* the fabric: per uplink (leaf to spine) and downlink */
+		fprintf(o, ",\"fabric\":{\"leaves\":%u,\"spines\":%u,\"hosts_per_leaf\":%u,\"links\":[",
+			s->c.leaves, s->c.spines, (s->c.hosts + s->c.leaves - 1) / s->c.leaves);
+		for (unsigned l = 0, n = 0; l < s->c.leaves; l++)
+			for (unsigned sp = 0; sp < s->c.spines; sp++)
+				for (int up = 1; up >= 0; up--) {
+					struct hx_switch_stats st;
+
+					hx_switch_fabric_stats(s->w, up, (int)l, (int)sp, &st);
+					fprintf(o, "%s{\"leaf\":%u,\"spine\":%u,\"up\":%s,\"frames\":%" PRIu64
+						",\"bytes\":%" PRIu64 ",\"q_max\":%" PRIu64 ",\"marks\":%" PRIu64
+						",\"drops\":%" PRIu64 "}", n++ ? "," : "", l, sp, up ? "true" : "false",
+						st.frames, st.bytes, st.q_max, st.marks, st.drops);
+				}
+		fputs("]}", o);
+	}
+	if (s->c.shared_buffer) {
+		uint64_t mx = 0, now = hx_switch_shared_used(s->w, &mx);
+
+		fprintf(o, ",\"shared\":{\"buffer\":%" PRIu64 ",\"alpha\":%g,\"used\":%" PRIu64
+			",\"used_max\":%" PRIu64 "}", s->c.shared_buffer, s->c.alpha, now, mx);
+	}
+	/* per output queue (port, priority) that saw a frame */
+	fputs(",\"queues\":[", o);
+	for (unsigned pt = 0, n = 0; pt < s->c.hosts; pt++)
+		for (int pr = 0; pr < 8; pr++) {
+			struct hx_switch_queue_stats qs;
+
+			if (hx_switch_queue_stats(s->w, (int)pt, pr, &qs) || !(qs.frames || qs.drops))
+				continue;
+			fprintf(o, "%s{\"port\":%u,\"prio\":%d,\"frames\":%" PRIu64 ",\"bytes\":%" PRIu64
+				",\"drops\":%" PRIu64 ",\"q_max\":%" PRIu64 "}", n++ ? "," : "", pt, pr,
+				qs.frames, qs.bytes, qs.drops, qs.q_max);
+		}
+	fputs("]", o);
 	fputs(",\"flows\":[", o);
 	for (unsigned i = 0; i < s->nflows; i++)
 		fprintf(o, "%s{\"host\":%d,\"bytes\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"gbps\":%.3f}",
@@ -2161,9 +2278,14 @@ static void incast_json(struct sim *s, FILE *o)
 		",\"cnp_received\":%" PRIu64 ",\"ecn_marked_received\":%" PRIu64
 		",\"pfc_pauses\":%" PRIu64 ",\"paused_ns\":%" PRIu64, g.drops, g.marks, g.cnp_sent,
 		g.cnp_received, g.ecn_marked, g.pauses, g.paused_ns);
+	fprintf(o, ",\"pfc_frames\":%" PRIu64 ",\"pfc_received\":%" PRIu64 ",\"pfc_deferred\":%" PRIu64,
+		g.pfc_frames, g.pfc_received, g.pfc_deferred);
 	fprintf(o, ",\"samples\":{\"every_ns\":%" PRIu64 ",\"q_max\":[", s->c.sample_ns);
 	for (size_t k = 0; k < s->nsmp; k++)
 		fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_q[k]);
+	fputs("],\"shared_used\":[", o);
+	for (size_t k = 0; k < s->nsmp && s->c.shared_buffer; k++)
+		fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_used[k]);
 	fputs("],\"flow_msgs\":[", o);
 	for (unsigned i = 0; i < s->nflows; i++) {
 		fputs(i ? ",[" : "[", o);
@@ -2412,6 +2534,7 @@ static void sim_free(struct sim *s)
 		free(s->f[i].rslot);
 	}
 	free(s->smp_q);
+	free(s->smp_used);
 	free(s->smp_msgs);
 	free(s->f);
 	free(s->lat);
