@@ -136,6 +136,27 @@ done; rdma link; ip -4 -o addr; exit 1''' % (timeout * 2), timeout=timeout + 30,
     assert r.ok, r.output
 
 
+def recoveries(vm):
+    """How many fatal errors the VM's qrnic driver has recovered from (debugfs)."""
+    return int(vm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0])
+
+
+def fatal_and_recover(faults, ep):
+    """A `fatal` device fault on EP's qrnic; waits until its driver has
+    recovered (the debugfs count grows) and the port is back (ib_back).
+    Returns (the fault's time, seconds until the port was back)."""
+    from test_guest_faults import qom_id
+    before = recoveries(ep.vm)
+    t0 = time.monotonic()
+    faults.add(qom_id(ep), 'fatal')
+    deadline = t0 + 60
+    while recoveries(ep.vm) == before:
+        assert time.monotonic() < deadline, ep.vm.run('dmesg | tail -n 30').out
+        time.sleep(0.5)
+    ib_back(ep.vm)
+    return t0, time.monotonic() - t0
+
+
 @pytest.fixture
 def nvme(topo):
     """(target endpoint, host endpoint): nvmet listening on 0.0.0.0 in vm0; torn down after."""
@@ -154,7 +175,7 @@ def nvme(topo):
 
 
 def test_target_fatal_reconnect(topo, nvme, guest_dmesg):
-    from test_guest_faults import Faults, qom_id
+    from test_guest_faults import Faults
     tgt, host = nvme
     tvm, hvm = tgt.vm, host.vm
     ctrl, bdev = host_connect(hvm, tgt.ip)
@@ -163,19 +184,10 @@ def test_target_fatal_reconnect(topo, nvme, guest_dmesg):
 
     faults = Faults(tvm)
     faults.clear()
-    dev = qom_id(tgt)
     reconnected = reconnects(hvm, ctrl)
-    recoveries = int(tvm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0])
-    t0 = time.monotonic()
-    faults.add(dev, 'fatal')
     try:
         # the target's device is reset and comes back as a new ib_device ...
-        deadline = time.monotonic() + 60
-        while int(tvm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0]) == recoveries:
-            assert time.monotonic() < deadline, tvm.run('dmesg | tail -n 30').out
-            time.sleep(0.5)
-        ib_back(tvm)
-        t_rec = time.monotonic() - t0
+        t0, t_rec = fatal_and_recover(faults, tgt)
         # ... the host notices (keep-alive or I/O), and its reconnect loop gets through
         states = []
         deadline = time.monotonic() + 120
@@ -345,7 +357,7 @@ def test_nfs_server_fatal(topo, guest_dmesg):
     (portlist `rdma 20049`), so it accepts again on the new ib_device, and
     xprtrdma's reconnect (a hard mount retries) brings the mount back: the
     file written before reads back unchanged, and a new one can be written."""
-    from test_guest_faults import Faults, qom_id
+    from test_guest_faults import Faults
     from test_guest_nfs_rdma import EXPORT, MNT, RDMA_PORT, mount, nfs_teardown, start_server
     from guest.storage import sha256_write
     need_driver(topo, provider=False)
@@ -362,15 +374,7 @@ def test_nfs_server_fatal(topo, guest_dmesg):
         mount(cvm, srv.ip)
         digest = sha256_write(cvm, MNT + '/before', 4 << 20)
         log_of(guest_dmesg)
-        recoveries = int(svm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0])
-        t0 = time.monotonic()
-        faults.add(qom_id(srv), 'fatal')
-        deadline = time.monotonic() + 60
-        while int(svm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0]) == recoveries:
-            assert time.monotonic() < deadline, svm.run('dmesg | tail -n 30').out
-            time.sleep(0.5)
-        ib_back(svm)
-        t_rec = time.monotonic() - t0
+        t0, t_rec = fatal_and_recover(faults, srv)
         # the client's next RPCs need a new connection; drop its page cache so
         # the read goes to the server
         cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
@@ -397,7 +401,7 @@ def test_iser_target_fatal(topo, guest_dmesg):
     qrnic with the session logged in.  The portal listens on the wildcard
     address (np 0.0.0.0:3260), so isert accepts on the new ib_device; iscsid's
     session recovery logs in again and the data written before reads back."""
-    from test_guest_faults import Faults, qom_id
+    from test_guest_faults import Faults
     from test_guest_iser import IFACE, IQN, initiator_setup, initiator_teardown, login, target_teardown
     from test_guest_iser import setup_target as iser_target
     from guest.storage import sha256_write
@@ -415,15 +419,7 @@ def test_iser_target_fatal(topo, guest_dmesg):
         _, disk = login(ivm, tgt.ip)
         digest = sha256_write(ivm, disk, 8 << 20)
         log_of(guest_dmesg)
-        recoveries = int(tvm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0])
-        t0 = time.monotonic()
-        faults.add(qom_id(tgt), 'fatal')
-        deadline = time.monotonic() + 60
-        while int(tvm.run('cat /sys/kernel/debug/qrnic/*/recoveries').split()[0]) == recoveries:
-            assert time.monotonic() < deadline, tvm.run('dmesg | tail -n 30').out
-            time.sleep(0.5)
-        ib_back(tvm)
-        t_rec = time.monotonic() - t0
+        t0, t_rec = fatal_and_recover(faults, tgt)
         # the read waits while the session recovers (replacement_timeout 120 s)
         assert sha256_read(ivm, disk, 8 << 20) == digest
         t_back = time.monotonic() - t0
