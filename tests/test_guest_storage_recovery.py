@@ -396,6 +396,52 @@ def test_nfs_server_fatal(topo, guest_dmesg):
             nfs_teardown(vm)
 
 
+@pytest.mark.parametrize('side', ['server', 'client'])
+def test_nfs_module_reload_mounted(topo, guest_dmesg, side):
+    """NFS 4.2 over RDMA with the mount up: `rmmod qrnic` on the server or
+    on the client finishes (svcrdma / xprtrdma let go of the ib_device),
+    then `modprobe qrnic`; the hard mount reconnects, the file written
+    before reads back unchanged and a new one can be written."""
+    from test_guest_nfs_rdma import EXPORT, MNT, RDMA_PORT, mount, nfs_teardown, start_server
+    from guest.storage import sha256_write
+    need_driver(topo, provider=False)
+    srv, cli = topo.pair(refresh=True)
+    svm, cvm = srv.vm, cli.vm
+    vm = svm if side == 'server' else cvm
+    for v in (svm, cvm):
+        nfs_teardown(v)
+    try:
+        ports = start_server(svm, srv.ip)
+        assert 'rdma %d' % RDMA_PORT in ports, ports
+        cvm.run('modprobe -a rpcrdma nfsv4 && mkdir -p %s' % MNT, timeout=120)
+        mount(cvm, srv.ip)
+        digest = sha256_write(cvm, MNT + '/before', 4 << 20)
+        log_of(guest_dmesg)
+        t0 = time.monotonic()
+        r = vm.run('rmmod qrnic && ! [ -e /sys/module/qrnic ] && ls /sys/class/infiniband | wc -l',
+                   timeout=120, check=False)
+        assert r.ok and r.out.strip() == '0', r.output
+        t_rm = time.monotonic() - t0
+        vm.run('modprobe qrnic && qrnic-netup >/dev/null', timeout=120)
+        ib_back(vm)
+        cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
+        assert sha256_read(cvm, MNT + '/before', 4 << 20, iflag='') == digest
+        t_back = time.monotonic() - t0
+        digest2 = sha256_write(cvm, MNT + '/after', 4 << 20)
+        assert sha256_read(svm, EXPORT + '/after', 4 << 20, iflag='') == digest2
+        stats = cvm.run('cat /proc/self/mountstats')
+        assert re.search(r'^\s*xprt:\s+rdma\s', stats, re.M), stats
+        logs, problems = log_of(guest_dmesg)
+        print('\nrmmod qrnic on the NFS %s with the mount up: rmmod took %.1f s, the file read back '
+              '%.1f s after it' % (side, t_rm, t_back))
+        assert not problems, '\n'.join(problems)
+    finally:
+        for v in (cvm, svm):
+            v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120,
+                  check=False)
+            nfs_teardown(v)
+
+
 def test_iser_target_fatal(topo, guest_dmesg):
     """iSER (LIO isert in vm0, open-iscsi in vm1): a `fatal` fault on the target's
     qrnic with the session logged in.  The portal listens on the wildcard
