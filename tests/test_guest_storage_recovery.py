@@ -483,3 +483,53 @@ def test_iser_target_fatal(topo, guest_dmesg):
         faults.clear()
         initiator_teardown(ivm)
         target_teardown(tvm)
+
+
+@pytest.mark.parametrize('side', ['target', 'initiator'])
+def test_iser_module_reload_logged_in(topo, guest_dmesg, side):
+    """iSER with the session logged in: `rmmod qrnic` on the target or on the
+    initiator returns (isert / ib_iser let go of the ib_device), then
+    `modprobe qrnic`; iscsid's session recovery logs in again and the data
+    written before reads back."""
+    from test_guest_iser import IFACE, IQN, initiator_setup, initiator_teardown, login, target_teardown
+    from test_guest_iser import setup_target as iser_target
+    from guest.storage import sha256_write
+    need_driver(topo, provider=False)
+    tgt, ini = topo.pair(refresh=True)
+    tvm, ivm = tgt.vm, ini.vm
+    vm = tvm if side == 'target' else ivm
+    initiator_teardown(ivm)
+    target_teardown(tvm)
+    try:
+        assert iser_target(tvm, '0.0.0.0').strip() == '1'
+        initiator_setup(ivm)
+        ivm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
+        _, disk = login(ivm, tgt.ip)
+        digest = sha256_write(ivm, disk, 8 << 20)
+        log_of(guest_dmesg)
+        t0 = time.monotonic()
+        r = vm.run('rmmod qrnic && ! [ -e /sys/module/qrnic ] && ls /sys/class/infiniband | wc -l',
+                   timeout=120, check=False)
+        assert r.ok and r.out.strip() == '0', r.output
+        t_rm = time.monotonic() - t0
+        vm.run('modprobe qrnic && qrnic-netup >/dev/null', timeout=120)
+        ib_back(vm)
+        # the read waits while the session recovers (replacement_timeout 120 s)
+        assert sha256_read(ivm, disk, 8 << 20) == digest
+        t_back = time.monotonic() - t0
+        session = ivm.run('iscsiadm -m session -P3')
+        assert re.search(r'Iface Transport:\s*iser', session), session
+        assert re.search(r'iSCSI Session State:\s*LOGGED_IN', session), session
+        digest2 = sha256_write(ivm, disk, 8 << 20)
+        assert sha256_read(ivm, disk, 8 << 20) == digest2
+        logs, problems = log_of(guest_dmesg)
+        print('\nrmmod qrnic on the iSER %s with the session logged in: rmmod took %.1f s, data read '
+              'back %.1f s after it' % (side, t_rm, t_back))
+        assert not problems, '\n'.join(problems)
+        assert not re.search(r'I/O error', logs.get(ivm.name, '')), logs.get(ivm.name, '')[-3000:]
+    finally:
+        for v in (ivm, tvm):
+            v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120,
+                  check=False)
+        initiator_teardown(ivm)
+        target_teardown(tvm)
