@@ -418,12 +418,7 @@ def test_nfs_module_reload_mounted(topo, guest_dmesg, side):
         digest = sha256_write(cvm, MNT + '/before', 4 << 20)
         log_of(guest_dmesg)
         t0 = time.monotonic()
-        r = vm.run('rmmod qrnic && ! [ -e /sys/module/qrnic ] && ls /sys/class/infiniband | wc -l',
-                   timeout=120, check=False)
-        assert r.ok and r.out.strip() == '0', r.output
-        t_rm = time.monotonic() - t0
-        vm.run('modprobe qrnic && qrnic-netup >/dev/null', timeout=120)
-        ib_back(vm)
+        t_rm = rmmod_and_back(vm)
         cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
         assert sha256_read(cvm, MNT + '/before', 4 << 20, iflag='') == digest
         t_back = time.monotonic() - t0
@@ -442,15 +437,53 @@ def test_nfs_module_reload_mounted(topo, guest_dmesg, side):
             nfs_teardown(v)
 
 
+def rmmod_and_back(vm):
+    """`rmmod qrnic` returns with no ib_device left, `modprobe qrnic` brings
+    the port back (ib_back).  Returns the rmmod's seconds."""
+    t0 = time.monotonic()
+    r = vm.run('rmmod qrnic && ! [ -e /sys/module/qrnic ] && ls /sys/class/infiniband | wc -l',
+               timeout=120, check=False)
+    assert r.ok and r.out.strip() == '0', r.output
+    t_rm = time.monotonic() - t0
+    vm.run('modprobe qrnic && qrnic-netup >/dev/null', timeout=120)
+    ib_back(vm)
+    return t_rm
+
+
+def iser_logged_in(tgt, ini):
+    """LIO isert in tgt's VM on the wildcard portal 0.0.0.0:3260 (so it
+    accepts on an ib_device registered later), open-iscsi in ini's logged
+    in over iser: the disk, with 8 MiB written, and their sha256."""
+    from test_guest_iser import IFACE, IQN, initiator_setup, login
+    from test_guest_iser import setup_target as iser_target
+    from guest.storage import sha256_write
+    assert iser_target(tgt.vm, '0.0.0.0').strip() == '1'
+    initiator_setup(ini.vm)
+    ini.vm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
+    _, disk = login(ini.vm, tgt.ip)
+    return disk, sha256_write(ini.vm, disk, 8 << 20)
+
+
+def iser_back(ivm, disk, digest):
+    """The data reads back (waiting while the session recovers:
+    replacement_timeout 120 s), the session is LOGGED_IN over iser, new data
+    written reads back."""
+    from guest.storage import sha256_write
+    assert sha256_read(ivm, disk, 8 << 20) == digest
+    session = ivm.run('iscsiadm -m session -P3')
+    assert re.search(r'Iface Transport:\s*iser', session), session
+    assert re.search(r'iSCSI Session State:\s*LOGGED_IN', session), session
+    digest2 = sha256_write(ivm, disk, 8 << 20)
+    assert sha256_read(ivm, disk, 8 << 20) == digest2
+
+
 def test_iser_target_fatal(topo, guest_dmesg):
     """iSER (LIO isert in vm0, open-iscsi in vm1): a `fatal` fault on the target's
     qrnic with the session logged in.  The portal listens on the wildcard
     address (np 0.0.0.0:3260), so isert accepts on the new ib_device; iscsid's
     session recovery logs in again and the data written before reads back."""
     from test_guest_faults import Faults
-    from test_guest_iser import IFACE, IQN, initiator_setup, initiator_teardown, login, target_teardown
-    from test_guest_iser import setup_target as iser_target
-    from guest.storage import sha256_write
+    from test_guest_iser import initiator_teardown, target_teardown
     need_driver(topo, provider=False)
     tgt, ini = topo.pair(refresh=True)
     tvm, ivm = tgt.vm, ini.vm
@@ -459,24 +492,14 @@ def test_iser_target_fatal(topo, guest_dmesg):
     faults = Faults(tvm)
     faults.clear()
     try:
-        assert iser_target(tvm, '0.0.0.0').strip() == '1'
-        initiator_setup(ivm)
-        ivm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
-        _, disk = login(ivm, tgt.ip)
-        digest = sha256_write(ivm, disk, 8 << 20)
+        disk, digest = iser_logged_in(tgt, ini)
         log_of(guest_dmesg)
         t0, t_rec = fatal_and_recover(faults, tgt)
-        # the read waits while the session recovers (replacement_timeout 120 s)
-        assert sha256_read(ivm, disk, 8 << 20) == digest
+        iser_back(ivm, disk, digest)
         t_back = time.monotonic() - t0
-        session = ivm.run('iscsiadm -m session -P3')
-        assert re.search(r'Iface Transport:\s*iser', session), session
-        assert re.search(r'iSCSI Session State:\s*LOGGED_IN', session), session
-        digest2 = sha256_write(ivm, disk, 8 << 20)
-        assert sha256_read(ivm, disk, 8 << 20) == digest2
         logs, problems = log_of(guest_dmesg)
-        print('\niSER across a target fatal error: target recovered in %.1f s, data read back %.1f s after '
-              'the fault; 24 MiB verified' % (t_rec, t_back))
+        print('\niSER across a target fatal error: target recovered in %.1f s, data read back and new data '
+              'verified %.1f s after the fault; 24 MiB verified' % (t_rec, t_back))
         assert not problems, '\n'.join(problems)
         assert not re.search(r'I/O error', logs.get(ivm.name, '')), logs.get(ivm.name, '')[-3000:]
     finally:
@@ -484,47 +507,28 @@ def test_iser_target_fatal(topo, guest_dmesg):
         initiator_teardown(ivm)
         target_teardown(tvm)
 
-
 @pytest.mark.parametrize('side', ['target', 'initiator'])
 def test_iser_module_reload_logged_in(topo, guest_dmesg, side):
     """iSER with the session logged in: `rmmod qrnic` on the target or on the
     initiator returns (isert / ib_iser let go of the ib_device), then
     `modprobe qrnic`; iscsid's session recovery logs in again and the data
     written before reads back."""
-    from test_guest_iser import IFACE, IQN, initiator_setup, initiator_teardown, login, target_teardown
-    from test_guest_iser import setup_target as iser_target
-    from guest.storage import sha256_write
+    from test_guest_iser import initiator_teardown, target_teardown
     need_driver(topo, provider=False)
     tgt, ini = topo.pair(refresh=True)
     tvm, ivm = tgt.vm, ini.vm
-    vm = tvm if side == 'target' else ivm
     initiator_teardown(ivm)
     target_teardown(tvm)
     try:
-        assert iser_target(tvm, '0.0.0.0').strip() == '1'
-        initiator_setup(ivm)
-        ivm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
-        _, disk = login(ivm, tgt.ip)
-        digest = sha256_write(ivm, disk, 8 << 20)
+        disk, digest = iser_logged_in(tgt, ini)
         log_of(guest_dmesg)
         t0 = time.monotonic()
-        r = vm.run('rmmod qrnic && ! [ -e /sys/module/qrnic ] && ls /sys/class/infiniband | wc -l',
-                   timeout=120, check=False)
-        assert r.ok and r.out.strip() == '0', r.output
-        t_rm = time.monotonic() - t0
-        vm.run('modprobe qrnic && qrnic-netup >/dev/null', timeout=120)
-        ib_back(vm)
-        # the read waits while the session recovers (replacement_timeout 120 s)
-        assert sha256_read(ivm, disk, 8 << 20) == digest
+        t_rm = rmmod_and_back(tvm if side == 'target' else ivm)
+        iser_back(ivm, disk, digest)
         t_back = time.monotonic() - t0
-        session = ivm.run('iscsiadm -m session -P3')
-        assert re.search(r'Iface Transport:\s*iser', session), session
-        assert re.search(r'iSCSI Session State:\s*LOGGED_IN', session), session
-        digest2 = sha256_write(ivm, disk, 8 << 20)
-        assert sha256_read(ivm, disk, 8 << 20) == digest2
         logs, problems = log_of(guest_dmesg)
         print('\nrmmod qrnic on the iSER %s with the session logged in: rmmod took %.1f s, data read '
-              'back %.1f s after it' % (side, t_rm, t_back))
+              'back and new data verified %.1f s after it' % (side, t_rm, t_back))
         assert not problems, '\n'.join(problems)
         assert not re.search(r'I/O error', logs.get(ivm.name, '')), logs.get(ivm.name, '')[-3000:]
     finally:
