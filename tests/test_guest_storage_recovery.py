@@ -351,6 +351,36 @@ def test_completion_vectors_affinity(topo, nvme, guest_dmesg):
     assert not problems, '\n'.join(problems)
 
 
+def nfs_mounted(srv, cli):
+    """knfsd in srv's VM (svcrdma on the wildcard address, `rdma 20049`), the
+    export mounted over RDMA in cli's, 4 MiB written to MNT/before: its sha256."""
+    from test_guest_nfs_rdma import MNT, RDMA_PORT, mount, start_server
+    from guest.storage import sha256_write
+    ports = start_server(srv.vm, srv.ip)
+    assert 'rdma %d' % RDMA_PORT in ports, ports
+    cli.vm.run('modprobe -a rpcrdma nfsv4 && mkdir -p %s' % MNT, timeout=120)
+    mount(cli.vm, srv.ip)
+    return sha256_write(cli.vm, MNT + '/before', 4 << 20)
+
+
+def nfs_back(svm, cvm, digest):
+    """With the client's page cache dropped (so the read goes to the server
+    through a new connection) MNT/before reads back; MNT/after written
+    through the mount arrives on the server; the mount is over RDMA.
+    Returns when the first read completed (time.monotonic())."""
+    from test_guest_nfs_rdma import EXPORT, MNT
+    from guest.storage import sha256_write
+    cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
+    assert sha256_read(cvm, MNT + '/before', 4 << 20, iflag='') == digest
+    t_read = time.monotonic()
+    digest2 = sha256_write(cvm, MNT + '/after', 4 << 20)
+    assert sha256_read(svm, EXPORT + '/after', 4 << 20, iflag='') == digest2
+    assert sha256_read(svm, EXPORT + '/before', 4 << 20, iflag='') == digest
+    stats = cvm.run('cat /proc/self/mountstats')
+    assert re.search(r'^\s*xprt:\s+rdma\s', stats, re.M), stats
+    return t_read
+
+
 def test_nfs_server_fatal(topo, guest_dmesg):
     """NFS 4.2 over RDMA (knfsd in vm0, the mount in vm1): a `fatal` fault on the
     server's qrnic with the mount up.  svcrdma listens on the wildcard address
@@ -358,8 +388,7 @@ def test_nfs_server_fatal(topo, guest_dmesg):
     xprtrdma's reconnect (a hard mount retries) brings the mount back: the
     file written before reads back unchanged, and a new one can be written."""
     from test_guest_faults import Faults
-    from test_guest_nfs_rdma import EXPORT, MNT, RDMA_PORT, mount, nfs_teardown, start_server
-    from guest.storage import sha256_write
+    from test_guest_nfs_rdma import nfs_teardown
     need_driver(topo, provider=False)
     srv, cli = topo.pair(refresh=True)
     svm, cvm = srv.vm, cli.vm
@@ -368,23 +397,10 @@ def test_nfs_server_fatal(topo, guest_dmesg):
     faults = Faults(svm)
     faults.clear()
     try:
-        ports = start_server(svm, srv.ip)
-        assert 'rdma %d' % RDMA_PORT in ports, ports
-        cvm.run('modprobe -a rpcrdma nfsv4 && mkdir -p %s' % MNT, timeout=120)
-        mount(cvm, srv.ip)
-        digest = sha256_write(cvm, MNT + '/before', 4 << 20)
+        digest = nfs_mounted(srv, cli)
         log_of(guest_dmesg)
         t0, t_rec = fatal_and_recover(faults, srv)
-        # the client's next RPCs need a new connection; drop its page cache so
-        # the read goes to the server
-        cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
-        assert sha256_read(cvm, MNT + '/before', 4 << 20, iflag='') == digest
-        t_back = time.monotonic() - t0
-        digest2 = sha256_write(cvm, MNT + '/after', 4 << 20)
-        assert sha256_read(svm, EXPORT + '/after', 4 << 20, iflag='') == digest2
-        assert sha256_read(svm, EXPORT + '/before', 4 << 20, iflag='') == digest
-        stats = cvm.run('cat /proc/self/mountstats')
-        assert re.search(r'^\s*xprt:\s+rdma\s', stats, re.M), stats
+        t_back = nfs_back(svm, cvm, digest) - t0
         logs, problems = log_of(guest_dmesg)
         print('\nNFS over RDMA across a server fatal error: server recovered in %.1f s, the file read back '
               '%.1f s after the fault; 16 MiB verified' % (t_rec, t_back))
@@ -395,37 +411,24 @@ def test_nfs_server_fatal(topo, guest_dmesg):
         for vm in (cvm, svm):
             nfs_teardown(vm)
 
-
 @pytest.mark.parametrize('side', ['server', 'client'])
 def test_nfs_module_reload_mounted(topo, guest_dmesg, side):
     """NFS 4.2 over RDMA with the mount up: `rmmod qrnic` on the server or
     on the client finishes (svcrdma / xprtrdma let go of the ib_device),
     then `modprobe qrnic`; the hard mount reconnects, the file written
     before reads back unchanged and a new one can be written."""
-    from test_guest_nfs_rdma import EXPORT, MNT, RDMA_PORT, mount, nfs_teardown, start_server
-    from guest.storage import sha256_write
+    from test_guest_nfs_rdma import nfs_teardown
     need_driver(topo, provider=False)
     srv, cli = topo.pair(refresh=True)
     svm, cvm = srv.vm, cli.vm
-    vm = svm if side == 'server' else cvm
     for v in (svm, cvm):
         nfs_teardown(v)
     try:
-        ports = start_server(svm, srv.ip)
-        assert 'rdma %d' % RDMA_PORT in ports, ports
-        cvm.run('modprobe -a rpcrdma nfsv4 && mkdir -p %s' % MNT, timeout=120)
-        mount(cvm, srv.ip)
-        digest = sha256_write(cvm, MNT + '/before', 4 << 20)
+        digest = nfs_mounted(srv, cli)
         log_of(guest_dmesg)
         t0 = time.monotonic()
-        t_rm = rmmod_and_back(vm)
-        cvm.run('sync; echo 3 > /proc/sys/vm/drop_caches', timeout=300)
-        assert sha256_read(cvm, MNT + '/before', 4 << 20, iflag='') == digest
-        t_back = time.monotonic() - t0
-        digest2 = sha256_write(cvm, MNT + '/after', 4 << 20)
-        assert sha256_read(svm, EXPORT + '/after', 4 << 20, iflag='') == digest2
-        stats = cvm.run('cat /proc/self/mountstats')
-        assert re.search(r'^\s*xprt:\s+rdma\s', stats, re.M), stats
+        t_rm = rmmod_and_back(svm if side == 'server' else cvm)
+        t_back = nfs_back(svm, cvm, digest) - t0
         logs, problems = log_of(guest_dmesg)
         print('\nrmmod qrnic on the NFS %s with the mount up: rmmod took %.1f s, the file read back '
               '%.1f s after it' % (side, t_rm, t_back))
