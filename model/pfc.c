@@ -158,13 +158,9 @@ void qrnic_pfc_rx(struct qrnic_dev *d, const uint8_t *f, size_t len)
 	uint16_t op;
 	uint8_t en;
 
-	if (len < QRNIC_PFC_FRAME_LEN || (memcmp(f, pfc_dmac, 6) && memcmp(f, d->cfg.mac, 6))) {
-		qrnic_stat_add(d, QRNIC_STAT_PFC_MALFORMED, 1);
-		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_PFC_MALFORMED, (uint32_t)len, 0);
-		return;
-	}
-	op = (uint16_t)(f[14] << 8 | f[15]);
-	if (op != 0x0101 && op != 0x0001) {
+	/* too short, to another address, or neither PFC nor PAUSE */
+	if (len < QRNIC_PFC_FRAME_LEN || (memcmp(f, pfc_dmac, 6) && memcmp(f, d->cfg.mac, 6)) ||
+	    ((op = (uint16_t)(f[14] << 8 | f[15])) != 0x0101 && op != 0x0001)) {
 		qrnic_stat_add(d, QRNIC_STAT_PFC_MALFORMED, 1);
 		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_PFC_MALFORMED, (uint32_t)len, 0);
 		return;
