@@ -706,20 +706,24 @@ def connect_rc(dev_a, dev_b, mtu=1024, psn_a=0x100, psn_b=0x200, access=None,
                timeout=14, retry_cnt=7, rnr_retry=7, min_rnr_timer=1, max_rd_atomic=4,
                max_dest_rd_atomic=4, sq_log=6, rq_log=6, sq_shift=9, rq_shift=9, cq_log=10,
                gid_index=0, pd_a=None, pd_b=None, separate_cqs=False, qp_type='RC',
-               cq_timestamp=False):
+               cq_timestamp=False, srq_b=None, cq_log_b=None):
     """Create PD/CQ/QP on both devices and move both QPs to RTS, each
     pointing at the other.  psn_a: first PSN of a's requests (b's rq_psn).
     access: the QPs' remote access (default ACCESS_REMOTE).
     qp_type 'UC' makes an unreliable connection (the RC-only attributes
     are then not sent).  cq_timestamp: CQs of 64-byte CQEs with
-    completion timestamps."""
+    completion timestamps.  srq_b: b's QP takes its receives from this SRQ
+    (pass its PD as pd_b).  cq_log_b: b's CQ size when not cq_log."""
+    assert srq_b is None or pd_b is not None, 'srq_b needs the SRQ\'s PD as pd_b'
     sides = []
-    for dev, pd in ((dev_a, pd_a), (dev_b, pd_b)):
+    for dev, pd, srq, log in ((dev_a, pd_a, None, cq_log),
+                              (dev_b, pd_b, srq_b, cq_log if cq_log_b is None else cq_log_b)):
         pd = pd or dev.alloc_pd()
-        cq = dev.create_cq(cq_log, timestamp=cq_timestamp)
-        rcq = dev.create_cq(cq_log, timestamp=cq_timestamp) if separate_cqs else cq
+        cq = dev.create_cq(log, timestamp=cq_timestamp)
+        rcq = dev.create_cq(log, timestamp=cq_timestamp) if separate_cqs else cq
+        extra = {'srq': srq} if srq is not None else {}
         qp = dev.create_qp(pd, cq, rcq, qp_type, sq_log=sq_log, sq_shift=sq_shift,
-                           rq_log=rq_log, rq_shift=rq_shift)
+                           rq_log=rq_log, rq_shift=rq_shift, **extra)
         sides.append(Side(dev, pd, cq, qp, rcq))
     a, b = sides
     for me, peer, sq_psn, rq_psn in ((a, b, psn_a, psn_b), (b, a, psn_b, psn_a)):

@@ -12,6 +12,7 @@ import struct
 
 import pytest
 
+import qrnic_api
 import qrnic_harness as q
 
 AQ = {n: i for i, n in enumerate(q.AQ_STATUS)}
@@ -110,14 +111,8 @@ def test_srq_page_listed(world):
     srq = b.create_srq(pdb, log_depth=8, wqe_shift=9)
     conns = []
     for _ in range(2):
-        cqa, cqb = a.create_cq(10), b.create_cq(10)
-        qa = a.create_qp(pda, cqa, cqa, 'RC')
-        qb = b.create_qp(pdb, cqb, cqb, 'RC', srq=srq)
-        for me, peer, rq in ((qa, qb, 0x200), (qb, qa, 0x100)):
-            me.to_init(q.ACCESS_ALL)
-            me.to_rtr(peer.dev, peer.qpn, mtu=1024, rq_psn=rq)
-        qa.to_rts(sq_psn=0x100)
-        qb.to_rts(sq_psn=0x200)
+        c = qrnic_api.connect_rc(a, b, pd_a=pda, pd_b=pdb, srq_b=srq, access=q.ACCESS_ALL)
+        qa, cqa, cqb = c.qa, c.cqa, c.cqb
         conns.append((qa, cqa, cqb))
     src = a.reg_mr(pda, 1 << 16)
     dst = b.reg_mr(pdb, 1 << 20)
@@ -219,19 +214,10 @@ def test_4m_entry_cq(world):
     is created page-listed, carries completions and is destroyed."""
     a = world.devs[0]
     pl_world(world)
-    pd = a.alloc_pd()
-    cq = a.create_cq(22)
-    cqb = world.devs[1].create_cq(6)
-    qa = a.create_qp(pd, cq, cq, 'RC')
-    pdb = world.devs[1].alloc_pd()
-    qb = world.devs[1].create_qp(pdb, cqb, cqb, 'RC')
-    for me, peer, rq in ((qa, qb, 0x200), (qb, qa, 0x100)):
-        me.to_init(q.ACCESS_ALL)
-        me.to_rtr(peer.dev, peer.qpn, mtu=1024, rq_psn=rq)
-    qa.to_rts(sq_psn=0x100)
-    qb.to_rts(sq_psn=0x200)
-    src = a.reg_mr(pd, 4096)
-    dst = world.devs[1].reg_mr(pdb, 4096)
+    c = qrnic_api.connect_rc(a, world.devs[1], cq_log=22, cq_log_b=6, access=q.ACCESS_ALL)
+    qa, cq = c.qa, c.cqa
+    src = a.reg_mr(c.pda, 4096)
+    dst = world.devs[1].reg_mr(c.pdb, 4096)
     for i in range(20):
         qa.post_send('RDMA_WRITE', [(src, 0, 8)], remote=(dst, 0), wr_id=i)
     assert [c['wr_id'] for c in cq.wait(20)] == list(range(20))

@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+import qrnic_api
 import qrnic_harness as h
 from qtest import abi, scenarios
 from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
@@ -67,14 +68,9 @@ def test_srq_and_resize_page_listed(pl):
     pda, pdb = a.alloc_pd(), b.alloc_pd()
     srq = b.create_srq(pdb, log_depth=5, wqe_shift=9)           # 4 pages
     assert srq.pages
-    cqa, cqb = a.create_cq(8), b.create_cq(8)
-    qa = a.create_qp(pda, cqa, cqa, 'RC')
-    qb = b.create_qp(pdb, cqb, cqb, 'RC', srq=srq)
-    for me, peer, rq in ((qa, qb, 0x200), (qb, qa, 0x100)):
-        me.to_init(h.ACCESS_ALL)
-        me.to_rtr(peer.dev, peer.qpn, mtu=1024, rq_psn=rq)
-    qa.to_rts(sq_psn=0x100)
-    qb.to_rts(sq_psn=0x200)
+    conn = qrnic_api.connect_rc(a, b, pd_a=pda, pd_b=pdb, srq_b=srq, cq_log=8,
+                                access=h.ACCESS_ALL)
+    qa, cqa, cqb = conn.qa, conn.cqa, conn.cqb
     src = a.reg_mr(pda, 4096)
     dst = b.reg_mr(pdb, 1 << 17)
     src.fill_random(random.Random(2))
