@@ -315,19 +315,21 @@ class VM:
 
     def __init__(self, name, qemu, image, rundir, nics, append=(), mem=1024, smp=1, cpu=None,
                  progress=True, qrnic_props='', overlay=False, extra_args=(), incoming=None,
-                 guest_name=None):
+                 guest_name=None, accel='tcg'):
         self.name, self.qemu, self.image, self.rundir = name, qemu, image, rundir
         # guest_name: the guest's host name (kernel command line); a migration target keeps
         # its source's (VM.twin).  overlay: True = the root disk is a qcow2 overlay of the
         # image, <rundir>/<name>-root.qcow2 (needed by savevm/loadvm and by migration, where
         # source and target share the file); a path = that overlay; False = snapshot=on.
         # incoming: start with '-incoming incoming' (a migration target, 'defer' for QMP
-        # migrate-incoming).  extra_args: appended to QEMU's command line.
+        # migrate-incoming).  extra_args: appended to QEMU's command line.  accel: the
+        # -accel value ('tcg', or with options such as 'tcg,tb-size=64').
         self.guest_name = guest_name or name
         if overlay is True:
             overlay = os.path.join(rundir, name + '-root.qcow2')
         self.overlay = overlay or None
         self.extra_args = list(extra_args)
+        self.accel = accel
         self.incoming = incoming
         self.migration = None       # query-migrate of the migration that made this VM (migrate_to)
         self.nics, self.append, self.mem, self.smp, self.cpu = nics, list(append), mem, smp, cpu
@@ -365,7 +367,7 @@ class VM:
 
     def qemu_args(self):
         a = [self.qemu, '-name', '%s,process=qrnic-%s,debug-threads=on' % (self.name, self.name),
-             '-M', 'q35', '-accel', 'tcg', '-m', str(self.mem), '-smp', str(self.smp),
+             '-M', 'q35', '-accel', self.accel, '-m', str(self.mem), '-smp', str(self.smp),
              '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot']
         if self.cpu:
             a += ['-cpu', self.cpu]
@@ -585,7 +587,7 @@ class VM:
         t = VM(name, qemu=self.qemu, image=self.image, rundir=self.rundir, nics=self.nics,
                append=self.append, mem=self.mem, smp=self.smp, cpu=self.cpu, progress=self.progress,
                qrnic_props=self.qrnic_props, overlay=self.overlay, extra_args=self.extra_args,
-               incoming='defer', guest_name=self.guest_name)
+               incoming='defer', guest_name=self.guest_name, accel=self.accel)
         t.place_index = self.place_index
         return t
 
@@ -909,11 +911,13 @@ class Topology:
     build      run scripts/build-qemu.sh and scripts/guest-image.sh first (cheap when up to date)
     require_driver  raise PrereqError before booting if the image lacks qrnic.ko/the provider
     ips        addresses, one per qrnic port in topology order (default 10.0.0.1/24, 10.0.0.2/24)
+    accel      QEMU -accel value (default 'tcg'; e.g. 'tcg,tb-size=64')
+    extra_args appended to every VM's QEMU command line
     """
 
     def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
                  require_driver=False, progress=True, rundir=None, ips=None, boot_timeout=300,
-                 qrnic_props='', image=None, qemu=None, overlay=False, extra_args=()):
+                 qrnic_props='', image=None, qemu=None, overlay=False, extra_args=(), accel='tcg'):
         if name not in TOPOLOGIES:
             raise ValueError('unknown topology %r (choose from %s)' % (name, ', '.join(TOPOLOGIES)))
         self.name, self.link = name, link
@@ -930,7 +934,8 @@ class Topology:
         self.ips = ips
         self.vms = []
         kw = dict(qemu=self.qemu, image=self.image, rundir=self.rundir, mem=mem, smp=smp, cpu=cpu,
-                  progress=progress, qrnic_props=qrnic_props, overlay=overlay, extra_args=extra_args)
+                  progress=progress, qrnic_props=qrnic_props, overlay=overlay, extra_args=extra_args,
+                  accel=accel)
         if name == 'T1':
             if link == 'hub':
                 nets = ['hubport,hubid=0', 'hubport,hubid=0']

@@ -112,6 +112,42 @@ def rss_kib(pid):
     return None
 
 
+BIG_MAPPING_KIB = 128 << 10
+
+
+def smaps_split_kib(pid):
+    """(RSS of mappings of 128 MiB or more, RSS of the rest) of a process, in
+    KiB, or None.  In a QEMU the big mappings are the guest's RAM and TCG's
+    code buffer, which fill on first touch; the rest is QEMU's own heap,
+    stacks and libraries, where a host-side leak (the device model's
+    allocations among them) would show."""
+    big = rest = 0
+    size = 0
+    try:
+        with open('/proc/%d/smaps' % pid) as f:
+            for ln in f:
+                if ln.startswith('Size:'):
+                    size = int(ln.split()[1])
+                elif ln.startswith('Rss:'):
+                    if size >= BIG_MAPPING_KIB:
+                        big += int(ln.split()[1])
+                    else:
+                        rest += int(ln.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return big, rest
+
+
+def guest_used_kib(vm):
+    """MemTotal - MemAvailable inside the guest (KiB), or None."""
+    try:
+        out = vm.run("grep -E '^(MemTotal|MemAvailable):' /proc/meminfo", timeout=30).output
+        kv = {ln.split(':')[0]: int(ln.split()[1]) for ln in out.splitlines() if ':' in ln}
+        return kv['MemTotal'] - kv['MemAvailable']
+    except Exception:   # a busy or faulted guest: skip this sample
+        return None
+
+
 def slope_per_min(samples):
     """Least-squares slope of [(t seconds, KiB)] in KiB per minute (None with < 2 samples)."""
     if len(samples) < 2:
@@ -179,6 +215,8 @@ class Soak:
         self.counts = {}
         self.failures = []
         self.rss = {v.name: [] for v in topology.vms}
+        self.rss_rest = {v.name: [] for v in topology.vms}     # outside guest RAM/TCG buffer
+        self.guest_used = {v.name: [] for v in topology.vms}   # the guest's own MemAvailable
         self.checks = {'stats_monotonic': 0, 'corrupt_dropped': 0, 'faults_accounted': 0}
         self.fired = {}
         self.churn = {'rounds': 0, 'qps': 0, 'mrs': 0, 'bad': 0}
@@ -209,12 +247,21 @@ class Soak:
         return {(v.name, d): (len(self.qom(v, d, 'qps')), len(self.qom(v, d, 'cqs')))
                 for v in self.t.vms for d in self.qom_ids(v)}
 
-    def sample_rss(self):
+    def sample_rss(self, guest=False):
+        """QEMU VmRSS, and its part outside the big mappings; with guest=True
+        also the guest's own memory in use (one command per guest)."""
         now = time.monotonic() - self.t0
         for v in self.t.vms:
             k = rss_kib(v.proc.pid)
             if k is not None:
                 self.rss[v.name].append((now, k))
+            sp = smaps_split_kib(v.proc.pid)
+            if sp is not None:
+                self.rss_rest[v.name].append((now, sp[1]))
+            if guest:
+                g = guest_used_kib(v)
+                if g is not None:
+                    self.guest_used[v.name].append((now, g))
 
     # ---- traffic steps (client c -> server s) ---------------------------------------------------
     def _pair(self, what, srv_cmd, cli_cmd, listen='tcp', timeout=300):
@@ -381,16 +428,17 @@ class Soak:
                 self.qom(v, d, 'fault-clear', True)
         self.base_objects = self.objects()
         self.t0 = time.monotonic()
-        self.sample_rss()
+        self.sample_rss(guest=True)
         end = self.t0 + seconds
         while time.monotonic() < end:
             left = end - time.monotonic()
             self.cycle(max(5, min(cycle_secs, int(left * 0.6))))
+            self.sample_rss(guest=True)
             self.log('soak: %.0f s, %d cycles, %d failures, counts %s, churn %s'
                      % (time.monotonic() - self.t0, self.counts.get('cycles', 0), len(self.failures),
                         self.counts, self.churn))
         self.elapsed = time.monotonic() - self.t0
-        self.sample_rss()
+        self.sample_rss(guest=True)
         users = {}
         for v in self.t.vms:
             out = v.run('rdma -j res show qp; rdma -j res show mr; rdma -j res show cq', timeout=60,
@@ -405,12 +453,16 @@ class Soak:
 
     def summary(self):
         """{figure: value} of the run."""
+        def fig(smp):
+            warm = [p for p in smp if p[0] >= min(60.0, self.elapsed / 4)]
+            return {'first_kib': smp[0][1] if smp else None, 'last_kib': smp[-1][1] if smp else None,
+                    'slope_kib_per_min': slope_per_min(warm), 'samples': len(warm),
+                    'series': [(round(t, 1), k) for t, k in smp]}
         slopes = {}
         for name, smp in self.rss.items():
-            warm = [p for p in smp if p[0] >= min(60.0, self.elapsed / 4)]
-            slopes[name] = {'first_kib': smp[0][1] if smp else None, 'last_kib': smp[-1][1] if smp else None,
-                            'slope_kib_per_min': slope_per_min(warm), 'samples': len(warm),
-                            'series': [(round(t, 1), k) for t, k in smp]}
+            slopes[name] = fig(smp)
+            slopes[name]['outside_big_mappings'] = fig(self.rss_rest[name])
+            slopes[name]['guest_used'] = fig(self.guest_used[name])
         return {'seed': self.seed, 'seconds': round(self.elapsed, 1), 'counts': self.counts,
                 'churn': self.churn, 'faults_fired': self.fired, 'checks': self.checks, 'rss': slopes,
                 'objects_before': {'%s/%s' % k: v for k, v in self.base_objects.items()},
