@@ -271,7 +271,7 @@ void fz_account_admin(struct fz *f)
 /* ---- world setup ------------------------------------------------------------------ */
 /* small tables: setup is cheap and exhausting them is reachable */
 static const char fz_cfg[] = "max_qp=64,max_cq=64,max_mr=64,max_pd=16,max_ah=16,max_eq=8,"
-			     "max_uctx=4,max_mtt=8192,max_cqe=4096,max_qp_wr=1024";
+			     "max_uctx=4,max_mtt=8192,max_cqe=4096,max_qp_wr=1024,max_srq=16,max_xrcd=8";
 static const char *const fz_profiles[] = { "functional", "cx5-100g", "teach" };
 
 static void gids(int d, uint8_t g[2][16])
