@@ -34,9 +34,9 @@
 # own build dir qemu-10.0.2-build-<variant>, its own results
 # qemu-10.0.2-out-<variant>/<key> and its own lock, so a long variant build
 # never blocks the default one; ccache is shared.
-#   asan  clang-14, --enable-sanitizers (ASan+UBSan, LeakSanitizer at run time):
+#   asan  clang-14, --enable-asan --enable-ubsan (ASan+UBSan, LeakSanitizer at run time):
 #         qemu-system-x86_64 for the qsan tier (scripts/test.sh).
-#   fuzz  clang-14, --enable-fuzzing --enable-sanitizers, plus a "qrnic"
+#   fuzz  clang-14, --enable-fuzzing --enable-asan --enable-ubsan, plus a "qrnic"
 #         entry in tests/qtest/fuzz/generic_fuzz_configs.h: qemu-fuzz-x86_64
 #         for "scripts/fuzz.sh qemu" (run it with --fuzz-target=generic-fuzz-qrnic).
 #
@@ -112,10 +112,10 @@ SHARED_SRC=$SRC
 case $VARIANT in
     '') ;;
     asan)
-        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-sanitizers)
+        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-asan --enable-ubsan)
         BUILD_PKGS+=("${CLANG_PKGS[@]}") ;;
     fuzz)
-        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-sanitizers --enable-fuzzing)
+        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-asan --enable-ubsan --enable-fuzzing)
         BUILD_PKGS+=("${CLANG_PKGS[@]}")
         QEMU_TARGET=qemu-fuzz-x86_64 ;;
     *) echo "$PROG: unknown variant '$VARIANT' (asan or fuzz)" >&2; exit 2 ;;
