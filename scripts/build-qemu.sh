@@ -252,7 +252,20 @@ say "repo $REPO, cache $CACHE, log $LOG"
 # A variant holds this lock only until its own source tree exists and then
 # switches to its own lock (below).
 # A variant whose packages and shared source are already there does not
-# need it at all (the default build holds it for its whole ninja run).
+# need it at all (the default build holds it for its whole ninja run); a
+# variant takes its own lock first (its source tree, build dir and results).
+if [ -n "$VARIANT" ]; then
+    exec 8>"$CACHE/.lock-$VARIANT"
+    if ! flock -n 8; then
+        say "another build-qemu.sh --variant $VARIANT is running; waiting for it..."
+        flock 8
+    fi
+    if bin=$(cached_result); then
+        say "up to date (built by a concurrent run)"
+        echo "$bin"
+        exit 0
+    fi
+fi
 SHARED_LOCK=1
 if [ -n "$VARIANT" ] && [ -f "$SHARED_SRC/.qrnic-unpacked" ] \
    && pkg_installed "${BUILD_PKGS[@]}" "${RUNTIME_PKGS[@]}" "${BPO_PKGS[@]}" \
@@ -401,7 +414,7 @@ patch_qemu_tree "$SHARED_SRC"   # no-op unless something was lost
 # netdev that needs no host resources (a hub port with nothing else on the
 # hub, so transmitted frames are dropped), MMIO/PIO/DMA fuzzing restricted to
 # qrnic's BARs (regions named qrnic-*) and the device itself.
-QRNIC_FUZZ_CONFIG='    {\n        .name = "qrnic",  /* added by qrnic scripts/build-qemu.sh */\n        .args = "-machine q35 -nodefaults -netdev hubport,id=net0,hubid=0 "\n        "-device qrnic,netdev=net0",\n        .objects = "qrnic*",\n    },'
+QRNIC_FUZZ_CONFIG='    {\n        .name = "qrnic",  /* added by qrnic scripts/build-qemu.sh, v2 */\n        .args = "-machine q35 -nodefaults -L /usr/share/seabios -L /usr/share/qemu "\n        "-netdev hubport,id=net0,hubid=0 -device qrnic,netdev=net0",\n        .objects = "qrnic*",\n    },'
 if [ -n "$VARIANT" ]; then
     # Own source tree: hard links into the shared one (no disk, seconds to
     # make).  sed -i and the sync below replace files rather than write into
@@ -414,22 +427,18 @@ if [ -n "$VARIANT" ]; then
         mv "$SRC.tmp.$$" "$SRC"
     fi
     if [ "$VARIANT" = fuzz ]; then
-        patch_file "$SRC/tests/qtest/fuzz/generic_fuzz_configs.h" '"qrnic",  /\* added by qrnic' \
+        # Start from the shared (unpatched) header unless it has this very
+        # version of the entry (an older one would give two "qrnic" targets).
+        cfg=tests/qtest/fuzz/generic_fuzz_configs.h
+        if ! grep -q '"qrnic",  /\* added by qrnic scripts/build-qemu.sh, v2 \*/' "$SRC/$cfg"; then
+            cp "$SHARED_SRC/$cfg" "$SRC/$cfg.tmp" && mv "$SRC/$cfg.tmp" "$SRC/$cfg"
+        fi
+        patch_file "$SRC/$cfg" '"qrnic",  /\* added by qrnic scripts/build-qemu.sh, v2 \*/' \
             "s|^const generic_fuzz_config predefined_configs\[\] = {\$|&\n$QRNIC_FUZZ_CONFIG|" \
             "generic-fuzz config qrnic"
     fi
-    # From here on only this variant's dirs are used: its own lock.
-    exec 8>"$CACHE/.lock-$VARIANT"
+    # From here on only this variant's dirs are used.
     [ "$SHARED_LOCK" = 0 ] || flock -u 9
-    if ! flock -n 8; then
-        say "another build-qemu.sh --variant $VARIANT is running; waiting for it..."
-        flock 8
-    fi
-    if bin=$(cached_result); then
-        say "up to date (built by a concurrent run)"
-        echo "$bin"
-        exit 0
-    fi
 fi
 
 # ---- our sources -> <qemu>/hw/qrnic ---------------------------------------
