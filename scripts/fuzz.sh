@@ -30,6 +30,7 @@
 # ASan and UBSan; its seeds are tests/fuzz/corpus/qemu
 # (tests/fuzz/make_qemu_corpus.py).  A cold build of that QEMU takes long
 # (docs/fuzzing.md); later runs reuse it until hw/, model/ or firmware/ change.
+# QRNIC_QEMU_FUZZ=/path/qemu-fuzz-x86_64 uses that binary instead.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -83,7 +84,10 @@ done
 
 # ---- QEMU's generic-fuzz (target qemu) -------------------------------------------------
 QEMU_FUZZ_BIN=
-if ((QEMU_FUZZ)); then
+if ((QEMU_FUZZ)) && [ -n "${QRNIC_QEMU_FUZZ:-}" ]; then
+    [ -x "$QRNIC_QEMU_FUZZ" ] || { echo "$PROG: QRNIC_QEMU_FUZZ=$QRNIC_QEMU_FUZZ is not executable" >&2; exit 2; }
+    QEMU_FUZZ_BIN=$QRNIC_QEMU_FUZZ
+elif ((QEMU_FUZZ)); then
     mkdir -p "$BUILD/logs"
     echo "$PROG: building qemu-fuzz-x86_64 (scripts/build-qemu.sh --variant fuzz; log $BUILD/logs/build-qemu-fuzz.log)" >&2
     QEMU_FUZZ_BIN=$(bash "$ROOT/scripts/build-qemu.sh" --variant fuzz 2>"$BUILD/logs/build-qemu-fuzz.log" | tail -n1) \

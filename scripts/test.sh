@@ -14,11 +14,13 @@
 #                 qemu = QEMU device through qtest (builds QEMU, cached);
 #                 qsan = the qemu tier again on a QEMU built with clang, ASan and
 #                       UBSan (scripts/build-qemu.sh --variant asan, cached;
-#                       a cold build takes long, see docs/testing.md), with
+#                       a cold build takes long, see docs/fuzzing.md), with
 #                       LeakSanitizer on: a sanitizer report in QEMU's output
 #                       fails the test that closed that QEMU (not in the
 #                       default list: opt in with QRNIC_TIERS=...,qsan);
-#                 guest = booted Linux guests (pytest markers, see tests/conftest.py)
+#                 guest = booted Linux guests (pytest markers, see tests/conftest.py);
+#                 qfuzz = QEMU's generic-fuzz on qrnic: the seeds and a 60 s smoke
+#                       (scripts/build-qemu.sh --variant fuzz; opt-in)
 #   QRNIC_BUILD_DIR  build directory (default: build)
 #
 # Installs the Debian packages it needs when missing, configures (always
