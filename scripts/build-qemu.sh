@@ -28,7 +28,7 @@
 #     $QRNIC_KEEP (default 3) results are kept.
 #   - logs to logs/build-<time>.log (logs/latest.log points at the newest).
 #
-# Variants (docs/fuzzing.md, docs/testing.md): each has its own source tree
+# Variants (docs/fuzzing.md section 7): each has its own source tree
 # qemu-10.0.2-src-<variant> (a hard-linked copy of the shared unpacked tree, so
 # it costs no disk and its hw/qrnic can differ from the default build's), its
 # own build dir qemu-10.0.2-build-<variant>, its own results
@@ -249,8 +249,6 @@ ln -sfn "$(basename "$LOG")" "$LOGDIR/latest.log"
 say "repo $REPO, cache $CACHE, log $LOG"
 
 # One build at a time per cache (apt/dpkg, the shared source and build dirs).
-# A variant holds this lock only until its own source tree exists and then
-# switches to its own lock (below).
 # A variant whose packages and shared source are already there does not
 # need it at all (the default build holds it for its whole ninja run); a
 # variant takes its own lock first (its source tree, build dir and results).
@@ -408,7 +406,8 @@ if [ ! -f "$SHARED_SRC/.qrnic-unpacked" ]; then
     echo "$QEMU_TARBALL $QEMU_TARBALL_SHA256" >"$tmp/.qrnic-unpacked"
     mv "$tmp" "$SHARED_SRC"
 fi
-patch_qemu_tree "$SHARED_SRC"   # no-op unless something was lost
+# no-op unless something was lost (a variant without the shared lock leaves it be)
+[ "$SHARED_LOCK" = 0 ] || patch_qemu_tree "$SHARED_SRC"
 
 # generic-fuzz config "qrnic" (fuzz variant only): the device on q35 with a
 # netdev that needs no host resources (a hub port with nothing else on the
