@@ -11,7 +11,7 @@ natural padding, little endian):
     0 in      {u8 size, u8 base, u16 offset}            PIO (qrnic has none)
     1 out     {u8 size, u8 base, u16 offset, u32 value}
     2 read    {u8 size, u8 base, pad2, u32 offset}       size 0..3 = 1,2,4,8 bytes
-    3 write   {u8 size, u8 base, pad2, u32 offset, pad4, u64 value}
+    3 write   {u8 size, u8 base, pad2, u32 offset, u64 value}
     4 pci_rd  {u8 size, u8 base, u8 offset}              config space, size 0..2
     5 pci_wr  {u8 size, u8 base, u8 offset, pad1, u32 value}
     6 disable PCI (no more config accesses in this input)
@@ -57,7 +57,7 @@ def read(off, size=L, base=REGS):
 
 
 def write(off, value, size=L, base=REGS):
-    return bytes([3]) + struct.pack('<BBxxIxxxxQ', size, base, off, value)
+    return bytes([3]) + struct.pack('<BBxxIQ', size, base, off, value)
 
 
 def pci_read(off, size=L):
