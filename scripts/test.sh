@@ -133,12 +133,15 @@ if [[ ",$QRNIC_TIERS," == *",qsan,"* ]]; then
     fi
     echo "test.sh: tier qsan: the qemu tier on $QRNIC_QSAN_QEMU" >&2
     # Suppressions of QEMU-internal findings: tests/qtest/lsan.supp, ubsan.supp.
+    # The RSS-growth test is left out: ASan's 256 MB quarantine of freed
+    # memory reads as growth (measured: 296 MB over its 2250 cycles).
     set +e
     QRNIC_QEMU="$QRNIC_QSAN_QEMU" QRNIC_QEMU_SANITIZED=1 QRNIC_TIERS=qemu \
-    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0 \
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=0:fast_unwind_on_malloc=0 \
     LSAN_OPTIONS="suppressions=$ROOT/tests/qtest/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/tests/qtest/ubsan.supp" \
-        /usr/bin/python3 -m pytest "${where[@]}" -q -ra -p no:cacheprovider -m qemu "$@"
+        /usr/bin/python3 -m pytest "${where[@]}" -q -ra -p no:cacheprovider -m qemu \
+        -k "not rss_does_not_grow" "$@"
     qrc=$?
     set -e
     [ "$rc" = 0 ] && rc=$qrc

@@ -102,6 +102,8 @@ def test_fuzz_sh_qemu_smoke(qemu_fuzz, tmp_path):
     assert added and int(added.group(1)) > 0, log[-3000:]
 
 
-# Coverage floor (libFuzzer cov) measured on the development VM: see
-# docs/fuzzing.md section 7.  Between an empty input and the seeds alone.
-COV_FLOOR = 0
+# Coverage floor (libFuzzer cov): the seeds alone reached 3698 on the
+# development VM, 600 s from them 4149 (docs/fuzzing.md section 7).  The
+# floor sits below the seeds, so a slow machine passes; what an input that
+# does nothing reaches was not measured (to do: put the floor above it).
+COV_FLOOR = 3500
