@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build QEMU 10.0.2 (x86_64-softmmu) with the qrnic device compiled in.
 #
-# Usage: scripts/build-qemu.sh [--force] [--help]
+# Usage: scripts/build-qemu.sh [--variant asan|fuzz] [--force] [--help]
 #   QEMU=$(scripts/build-qemu.sh)      # last stdout line = path of qemu-system-x86_64
+#   QEMU=$(scripts/build-qemu.sh --variant asan)  # the same, ASan+UBSan (clang)
+#   FUZZ=$(scripts/build-qemu.sh --variant fuzz)  # path of qemu-fuzz-x86_64
 #   $QEMU -M q35 -accel qtest -display none -nodefaults -device qrnic,help \
 #         -L /usr/share/seabios -L /usr/share/qemu -L /usr/lib/ipxe/qemu
 #
@@ -25,6 +27,18 @@
 #     file already exists the script prints it and exits at once.  The newest
 #     $QRNIC_KEEP (default 3) results are kept.
 #   - logs to logs/build-<time>.log (logs/latest.log points at the newest).
+#
+# Variants (docs/fuzzing.md section 7): each has its own source tree
+# qemu-10.0.2-src-<variant> (a hard-linked copy of the shared unpacked tree, so
+# it costs no disk and its hw/qrnic can differ from the default build's), its
+# own build dir qemu-10.0.2-build-<variant>, its own results
+# qemu-10.0.2-out-<variant>/<key> and its own lock, so a long variant build
+# never blocks the default one; ccache is shared.
+#   asan  clang-14, --enable-asan --enable-ubsan (ASan+UBSan, LeakSanitizer at run time):
+#         qemu-system-x86_64 for the qsan tier (scripts/test.sh).
+#   fuzz  clang-14, --enable-fuzzing --enable-asan --enable-ubsan, plus a "qrnic"
+#         entry in tests/qtest/fuzz/generic_fuzz_configs.h: qemu-fuzz-x86_64
+#         for "scripts/fuzz.sh qemu" (run it with --fuzz-target=generic-fuzz-qrnic).
 #
 # Environment:
 #   QRNIC_CACHE          cache root (default /var/cache/qrnic)
@@ -61,6 +75,8 @@ BPO_PKGS=(meson python3-pycotap)
 MESON_MIN=1.5
 # Firmware QEMU needs at run time (-L /usr/share/seabios -L /usr/share/qemu -L /usr/lib/ipxe/qemu).
 RUNTIME_PKGS=(seabios ipxe-qemu qemu-system-data)
+# Extra packages of the clang variants (clang-14 and its sanitizer/libFuzzer runtimes).
+CLANG_PKGS=(clang-14 libclang-rt-14-dev)
 
 PROG=build-qemu
 SCRIPT_PATH=$(readlink -f "${BASH_SOURCE[0]}")
@@ -77,16 +93,38 @@ LOGDIR=$CACHE/logs
 PY=/usr/bin/python3
 LOG=/dev/null
 FORCE=0
+VARIANT=
 
 usage() { sed -n '2,/^set -E/{/^set -E/d;s/^# \{0,1\}//;p}' "$SCRIPT_PATH"; }
 
-for arg in "$@"; do
-    case $arg in
+while (($#)); do
+    case $1 in
         --force) FORCE=1 ;;
+        --variant) [ $# -ge 2 ] || { echo "$PROG: --variant needs a value (asan or fuzz)" >&2; exit 2; }
+                   VARIANT=$2; shift ;;
+        --variant=*) VARIANT=${1#*=} ;;
         -h|--help) usage; exit 0 ;;
-        *) echo "$PROG: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+        *) echo "$PROG: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
+    shift
 done
+SHARED_SRC=$SRC
+case $VARIANT in
+    '') ;;
+    asan)
+        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-asan --enable-ubsan)
+        BUILD_PKGS+=("${CLANG_PKGS[@]}") ;;
+    fuzz)
+        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-asan --enable-ubsan --enable-fuzzing)
+        BUILD_PKGS+=("${CLANG_PKGS[@]}")
+        QEMU_TARGET=qemu-fuzz-x86_64 ;;
+    *) echo "$PROG: unknown variant '$VARIANT' (asan or fuzz)" >&2; exit 2 ;;
+esac
+if [ -n "$VARIANT" ]; then
+    SRC=$SRC-$VARIANT
+    BLD=$BLD-$VARIANT
+    OUT=$OUT-$VARIANT
+fi
 
 DIED=0 ERR_LINE='?'
 trap 'ERR_LINE=$LINENO' ERR
@@ -180,7 +218,7 @@ PYEOF
 
 # The key covers the QEMU version, this script (configure flags, generated
 # files) and everything copied into hw/qrnic.
-SALT="qemu-$QEMU_VERSION $(sha256sum "$SCRIPT_PATH" | cut -c1-64)"
+SALT="qemu-$QEMU_VERSION variant=${VARIANT:-default} $(sha256sum "$SCRIPT_PATH" | cut -c1-64)"
 compute_key() { "$PY" -c "$SYNC_PY" key "$REPO" "$SRC/hw/qrnic" "$SALT"; }
 
 
@@ -211,10 +249,32 @@ ln -sfn "$(basename "$LOG")" "$LOGDIR/latest.log"
 say "repo $REPO, cache $CACHE, log $LOG"
 
 # One build at a time per cache (apt/dpkg, the shared source and build dirs).
-exec 9>"$CACHE/.lock"
-if ! flock -n 9; then
-    say "another build-qemu.sh is running on $CACHE; waiting for it..."
-    flock 9
+# A variant whose packages and shared source are already there does not
+# need it at all (the default build holds it for its whole ninja run); a
+# variant takes its own lock first (its source tree, build dir and results).
+if [ -n "$VARIANT" ]; then
+    exec 8>"$CACHE/.lock-$VARIANT"
+    if ! flock -n 8; then
+        say "another build-qemu.sh --variant $VARIANT is running; waiting for it..."
+        flock 8
+    fi
+    if bin=$(cached_result); then
+        say "up to date (built by a concurrent run)"
+        echo "$bin"
+        exit 0
+    fi
+fi
+SHARED_LOCK=1
+if [ -n "$VARIANT" ] && [ -f "$SHARED_SRC/.qrnic-unpacked" ] \
+   && pkg_installed "${BUILD_PKGS[@]}" "${RUNTIME_PKGS[@]}" "${BPO_PKGS[@]}" \
+   && dpkg --compare-versions "$(dpkg-query -W -f='${Version}' meson)" ge "$MESON_MIN"; then
+    SHARED_LOCK=0
+else
+    exec 9>"$CACHE/.lock"
+    if ! flock -n 9; then
+        say "another build-qemu.sh is running on $CACHE; waiting for it..."
+        flock 9
+    fi
 fi
 
 # Recheck: another process may just have built this.
@@ -333,20 +393,52 @@ patch_qemu_tree() {
         's|^source nvme/Kconfig$|&\nsource qrnic/Kconfig|' "source qrnic/Kconfig"
 }
 
-if [ ! -f "$SRC/.qrnic-unpacked" ]; then
+if [ ! -f "$SHARED_SRC/.qrnic-unpacked" ]; then
     fetch_tarball
-    say "unpacking $QEMU_TARBALL into $SRC"
-    tmp=$SRC.tmp.$$
-    rm -rf "$tmp" "$SRC"
+    say "unpacking $QEMU_TARBALL into $SHARED_SRC"
+    tmp=$SHARED_SRC.tmp.$$
+    rm -rf "$tmp" "$SHARED_SRC"
     mkdir -p "$tmp"
     run tar -xJf "$DIST/$QEMU_TARBALL" -C "$tmp" --strip-components=1 || die "unpacking $QEMU_TARBALL failed"
     [ -f "$tmp/VERSION" ] && [ "$(cat "$tmp/VERSION")" = "$QEMU_VERSION" ] \
         || die "unexpected tarball content (VERSION is not $QEMU_VERSION)"
     patch_qemu_tree "$tmp"
     echo "$QEMU_TARBALL $QEMU_TARBALL_SHA256" >"$tmp/.qrnic-unpacked"
-    mv "$tmp" "$SRC"
+    mv "$tmp" "$SHARED_SRC"
 fi
-patch_qemu_tree "$SRC"   # no-op unless something was lost
+# no-op unless something was lost (a variant without the shared lock leaves it be)
+[ "$SHARED_LOCK" = 0 ] || patch_qemu_tree "$SHARED_SRC"
+
+# generic-fuzz config "qrnic" (fuzz variant only): the device on q35 with a
+# netdev that needs no host resources (a hub port with nothing else on the
+# hub, so transmitted frames are dropped), MMIO/PIO/DMA fuzzing restricted to
+# qrnic's BARs (regions named qrnic-*) and the device itself.
+QRNIC_FUZZ_CONFIG='    {\n        .name = "qrnic",  /* added by qrnic scripts/build-qemu.sh, v2 */\n        .args = "-machine q35 -nodefaults -L /usr/share/seabios -L /usr/share/qemu "\n        "-netdev hubport,id=net0,hubid=0 -device qrnic,netdev=net0",\n        .objects = "qrnic*",\n    },'
+if [ -n "$VARIANT" ]; then
+    # Own source tree: hard links into the shared one (no disk, seconds to
+    # make).  sed -i and the sync below replace files rather than write into
+    # them, so the shared tree is never modified through a link.
+    if [ ! -f "$SRC/.qrnic-unpacked" ]; then
+        say "making $SRC (hard-linked copy of $SHARED_SRC)"
+        rm -rf "$SRC" "$SRC.tmp.$$"
+        cp -al "$SHARED_SRC" "$SRC.tmp.$$" || die "cp -al $SHARED_SRC failed"
+        rm -rf "$SRC.tmp.$$/hw/qrnic"   # synced below from this repo
+        mv "$SRC.tmp.$$" "$SRC"
+    fi
+    if [ "$VARIANT" = fuzz ]; then
+        # Start from the shared (unpatched) header unless it has this very
+        # version of the entry (an older one would give two "qrnic" targets).
+        cfg=tests/qtest/fuzz/generic_fuzz_configs.h
+        if ! grep -q '"qrnic",  /\* added by qrnic scripts/build-qemu.sh, v2 \*/' "$SRC/$cfg"; then
+            cp "$SHARED_SRC/$cfg" "$SRC/$cfg.tmp" && mv "$SRC/$cfg.tmp" "$SRC/$cfg"
+        fi
+        patch_file "$SRC/$cfg" '"qrnic",  /\* added by qrnic scripts/build-qemu.sh, v2 \*/' \
+            "s|^const generic_fuzz_config predefined_configs\[\] = {\$|&\n$QRNIC_FUZZ_CONFIG|" \
+            "generic-fuzz config qrnic"
+    fi
+    # From here on only this variant's dirs are used.
+    [ "$SHARED_LOCK" = 0 ] || flock -u 9
+fi
 
 # ---- our sources -> <qemu>/hw/qrnic ---------------------------------------
 KEY=$(compute_key) || die "cannot compute the source key (see above)"
@@ -358,6 +450,7 @@ export PATH=/usr/lib/ccache:$PATH
 export CCACHE_DIR=${CCACHE_DIR:-$CACHE/ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-3G}
 CONF_STAMP="$QEMU_VERSION ${CONFIGURE_ARGS[*]} meson=$(dpkg-query -W -f='${Version}' meson) cc=$(gcc -dumpfullversion 2>/dev/null)"
+[ -z "$VARIANT" ] || CONF_STAMP+=" clang=$(clang-14 -dumpversion 2>/dev/null)"
 if [ ! -f "$BLD/.qrnic-configured" ] || [ "$(cat "$BLD/.qrnic-configured")" != "$CONF_STAMP" ]; then
     say "configuring QEMU in $BLD"
     rm -rf "$BLD"

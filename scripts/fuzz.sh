@@ -4,7 +4,8 @@
 #
 # Usage: scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--build-only] [--fresh] [target...]
 #   targets: rx (tests/fuzz/fuzz_rx.c), guest (tests/fuzz/fuzz_guest.c), snapshot
-#            (tests/fuzz/fuzz_snapshot.c); default all three
+#            (tests/fuzz/fuzz_snapshot.c); default all three; and qemu: QEMU's
+#            generic-fuzz on the qrnic device (scripts/build-qemu.sh --variant fuzz)
 #   --seconds N     run each target for N seconds (default 60)
 #   --build-dir DIR where binaries, working corpora, logs and crash files go
 #                   (default build-fuzz in the repository)
@@ -21,6 +22,15 @@
 # crashed.  Crash inputs land in DIR/crashes/<target>/; the exit status is
 # 1 if any target crashed (or leaked, or hung), 2 on a usage or build error,
 # 3 if clang/libFuzzer is missing and could not be installed.
+#
+# The qemu target runs qemu-fuzz-x86_64 --fuzz-target=generic-fuzz-qrnic
+# (QEMU 10.0.2's generic-fuzz with the "qrnic" config that
+# scripts/build-qemu.sh --variant fuzz adds: q35, -device qrnic on a hub-port
+# netdev, MMIO/DMA/PCI-config fuzzing of qrnic's BARs), built with clang,
+# ASan and UBSan; its seeds are tests/fuzz/corpus/qemu
+# (tests/fuzz/make_qemu_corpus.py).  A cold build of that QEMU takes long
+# (docs/fuzzing.md); later runs reuse it until hw/, model/ or firmware/ change.
+# QRNIC_QEMU_FUZZ=/path/qemu-fuzz-x86_64 uses that binary instead.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,7 +38,7 @@ PROG=fuzz.sh
 . "$ROOT/scripts/lib/debian.sh"   # pkg_installed
 
 usage() {
-    sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 bad() { echo "$PROG: $*" >&2; echo >&2; usage; }
@@ -60,12 +70,34 @@ while (($#)); do
         rx|fuzz_rx) TARGETS+=(rx); shift ;;
         guest|fuzz_guest) TARGETS+=(guest); shift ;;
         snapshot|fuzz_snapshot) TARGETS+=(snapshot); shift ;;
-        *) bad "unknown target '$1' (targets: rx, guest, snapshot)" ;;
+        qemu) TARGETS+=(qemu); shift ;;
+        *) bad "unknown target '$1' (targets: rx, guest, snapshot, qemu)" ;;
     esac
 done
 ((${#TARGETS[@]})) || TARGETS=(rx guest snapshot)
 mkdir -p "$BUILD"
 BUILD=$(cd "$BUILD" && pwd)
+MODEL_TARGETS=() QEMU_FUZZ=0
+for t in "${TARGETS[@]}"; do
+    if [ "$t" = qemu ]; then QEMU_FUZZ=1; else MODEL_TARGETS+=("$t"); fi
+done
+
+# ---- QEMU's generic-fuzz (target qemu) -------------------------------------------------
+QEMU_FUZZ_BIN=
+if ((QEMU_FUZZ)) && [ -n "${QRNIC_QEMU_FUZZ:-}" ]; then
+    [ -x "$QRNIC_QEMU_FUZZ" ] || { echo "$PROG: QRNIC_QEMU_FUZZ=$QRNIC_QEMU_FUZZ is not executable" >&2; exit 2; }
+    QEMU_FUZZ_BIN=$QRNIC_QEMU_FUZZ
+elif ((QEMU_FUZZ)); then
+    mkdir -p "$BUILD/logs"
+    echo "$PROG: building qemu-fuzz-x86_64 (scripts/build-qemu.sh --variant fuzz; log $BUILD/logs/build-qemu-fuzz.log)" >&2
+    QEMU_FUZZ_BIN=$(bash "$ROOT/scripts/build-qemu.sh" --variant fuzz 2>"$BUILD/logs/build-qemu-fuzz.log" | tail -n1) \
+        || { tail -n 20 "$BUILD/logs/build-qemu-fuzz.log" >&2; echo "$PROG: building qemu-fuzz-x86_64 failed" >&2; exit 2; }
+    [ -x "$QEMU_FUZZ_BIN" ] || { echo "$PROG: no qemu-fuzz-x86_64 ('$QEMU_FUZZ_BIN')" >&2; exit 2; }
+    echo "$PROG: built $QEMU_FUZZ_BIN" >&2
+fi
+if ((${#MODEL_TARGETS[@]} == 0)); then
+    ((BUILD_ONLY)) && exit 0
+else
 
 # ---- compiler and libFuzzer ------------------------------------------------------
 CC=${QRNIC_FUZZ_CC:-clang-14}
@@ -129,7 +161,7 @@ compile() {   # compile SRC: into its object if out of date
 }
 
 ALL_SRC=("${LIB_SRC[@]}")
-for t in "${TARGETS[@]}"; do ALL_SRC+=("$ROOT/tests/fuzz/fuzz_$t.c"); done
+for t in "${MODEL_TARGETS[@]}"; do ALL_SRC+=("$ROOT/tests/fuzz/fuzz_$t.c"); done
 # two compilers at a time (the machine is shared)
 pids=()
 fail=0
@@ -146,7 +178,7 @@ for p in "${pids[@]}"; do wait "$p" || fail=1; done
 
 LIB_OBJ=()
 for src in "${LIB_SRC[@]}"; do LIB_OBJ+=("$(obj_of "$src")"); done
-for t in "${TARGETS[@]}"; do
+for t in "${MODEL_TARGETS[@]}"; do
     bin=$BUILD/fuzz_$t
     main=$(obj_of "$ROOT/tests/fuzz/fuzz_$t.c")
     relink=0
@@ -158,8 +190,9 @@ for t in "${TARGETS[@]}"; do
         mv "$bin.tmp" "$bin"
     fi
 done
-echo "$PROG: built ${TARGETS[*]/#/$BUILD/fuzz_}" >&2
+echo "$PROG: built ${MODEL_TARGETS[*]/#/$BUILD/fuzz_}" >&2
 ((BUILD_ONLY)) && exit 0
+fi
 
 # ---- run -----------------------------------------------------------------------------
 max_len() { case $1 in rx) echo 16384 ;; snapshot) echo 32768 ;; *) echo 4096 ;; esac; }
@@ -177,9 +210,20 @@ for t in "${TARGETS[@]}"; do
     cp -n "$ROOT/tests/fuzz/corpus/$t"/* "$corpus"/ 2>/dev/null || true
     before=$(ls "$crashes" | wc -l)
     set +e
-    "$BUILD/fuzz_$t" -max_total_time="$SECONDS_PER" -max_len="$(max_len "$t")" \
-        -timeout=30 -rss_limit_mb=2560 -detect_leaks=1 -print_final_stats=1 \
-        -use_value_profile=1 -artifact_prefix="$crashes/" "$corpus" >"$log" 2>&1
+    if [ "$t" = qemu ]; then
+        # generic-fuzz keeps one QEMU for all inputs (reset between them), so
+        # libFuzzer's per-input leak check is off here (QEMU's and glib's
+        # lazily made caches would show as leaks); LeakSanitizer still runs
+        # at exit.  QEMU_FUZZ_ARGS/QEMU_FUZZ_OBJECTS come from the config.
+        (cd "$BUILD" && "$QEMU_FUZZ_BIN" --fuzz-target=generic-fuzz-qrnic \
+            -max_total_time="$SECONDS_PER" -max_len=4096 -timeout=30 -rss_limit_mb=4096 \
+            -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$crashes/" \
+            "$corpus") >"$log" 2>&1
+    else
+        "$BUILD/fuzz_$t" -max_total_time="$SECONDS_PER" -max_len="$(max_len "$t")" \
+            -timeout=30 -rss_limit_mb=2560 -detect_leaks=1 -print_final_stats=1 \
+            -use_value_profile=1 -artifact_prefix="$crashes/" "$corpus" >"$log" 2>&1
+    fi
     rc=$?
     set -e
     after=$(ls "$crashes" | wc -l)
@@ -193,7 +237,8 @@ for t in "${TARGETS[@]}"; do
         result="CRASH (exit $rc): $(ls -t "$crashes" | head -n1 | sed "s|^|$crashes/|"), log $log"
         status=1
     fi
-    printf '%-12s %12s %9s %7s %8s  %s\n' "fuzz_$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" \
+    name=fuzz_$t; [ "$t" = qemu ] && name=qemu-generic
+    printf '%-12s %12s %9s %7s %8s  %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" \
         "${ft:-?}" "$result"
 done
 exit "$status"

@@ -5,6 +5,7 @@ Tiers: every test belongs to one tier, chosen by marker:
     (no tier marker)  -> "unit"   model + firmware through the C harness
     @pytest.mark.qemu -> "qemu"   needs a QEMU binary with the device
     @pytest.mark.guest-> "guest"  boots a guest with the driver stack
+    @pytest.mark.qfuzz-> "qfuzz"  QEMU's generic-fuzz on qrnic (opt-in)
 QRNIC_TIERS (comma list, default "unit") selects which tiers run; the
 others are deselected (not skipped), so adding a tier to CI is a one-line
 change in scripts/test.sh.
@@ -24,7 +25,7 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
 sys.path.insert(0, TESTS)
 
-TIER_MARKERS = ('qemu', 'guest')
+TIER_MARKERS = ('qemu', 'guest', 'qfuzz')
 
 
 def enabled_tiers():
@@ -34,6 +35,7 @@ def enabled_tiers():
 def pytest_configure(config):
     config.addinivalue_line('markers', 'qemu: needs QEMU with the qrnic device (tier "qemu")')
     config.addinivalue_line('markers', 'guest: boots a guest with the driver stack (tier "guest")')
+    config.addinivalue_line('markers', 'qfuzz: QEMU generic-fuzz on qrnic (tier "qfuzz", opt-in)')
     config.addinivalue_line('markers', 'slow: takes more than a few seconds')
     if os.environ.get('QRNIC_NO_BUILD') != '1' and not hasattr(config, 'workerinput'):
         _build()

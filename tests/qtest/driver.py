@@ -155,8 +155,15 @@ class World:
                     d.after_system_reset()
 
     def close(self):
+        """Close every QEMU; then raise the first error (a sanitizer report)."""
+        first = None
         for q in self.qemus:
-            q.close()
+            try:
+                q.close()
+            except Exception as e:  # noqa: BLE001  (close the others first)
+                first = first or e
+        if first is not None:
+            raise first
 
     def __enter__(self):
         return self

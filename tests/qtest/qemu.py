@@ -48,6 +48,29 @@ class QemuError(Exception):
     pass
 
 
+class SanitizerReport(QemuError):
+    """A sanitized QEMU (scripts/build-qemu.sh --variant asan, the qsan tier
+    of scripts/test.sh) printed an AddressSanitizer, LeakSanitizer or UBSan
+    report; raised by Qemu.close() after the cleanup."""
+
+
+# Lines that start a sanitizer report in QEMU's stderr.
+SANITIZER_MARKERS = ('ERROR: AddressSanitizer', 'ERROR: LeakSanitizer',
+                     'runtime error:', 'SUMMARY: UndefinedBehaviorSanitizer')
+# Set by the qsan tier: QEMU is built with ASan+UBSan and must stop through
+# SIGTERM (an orderly exit, so LeakSanitizer runs); its report fails the test.
+SANITIZED = os.environ.get('QRNIC_QEMU_SANITIZED') == '1'
+
+
+def sanitizer_report(text):
+    """The sanitizer report in QEMU's output (from its first marker line), or ''."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if any(m in line for m in SANITIZER_MARKERS):
+            return '\n'.join(lines[max(0, i - 2):i + 80])
+    return ''
+
+
 class QtestFail(QemuError):
     """QEMU answered a qtest command with FAIL/ERR."""
 
@@ -138,13 +161,20 @@ class Qemu:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                # LeakSanitizer's scan at exit takes a while under ASan
+                self.proc.wait(120 if SANITIZED else 5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        report = sanitizer_report(self.stderr())
         self._log.close()
+        if report:
+            keep_dir = True
         if not keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+        if report:
+            raise SanitizerReport(f'{self.name}: QEMU (exit {self.proc.returncode}) printed a '
+                                  f'sanitizer report (full log {self.log_path}):\n{report}')
 
     def __enter__(self):
         return self
