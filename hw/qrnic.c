@@ -196,6 +196,53 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
+/*
+ * Frames between qrnic ports of one QEMU without a copy (issue 23).  The
+ * model builds each frame in a frame buffer (qrnic_frame_buf_alloc) and
+ * hands it over (ops->tx_frame_buf).  It goes through QEMU's net layer as
+ * usual (qemu_send_packet: hubs, filters, queues all see the same bytes),
+ * and a qrnic port that receives that very buffer, synchronously, as the
+ * first qrnic port to do so and addressed to its MAC (on a hub of more
+ * ports the others get the frame too), takes it (qrnic_nc_receive) instead of
+ * copying it: once the send has returned -- nothing in the net layer holds
+ * the pointer any more (a queue that keeps a frame keeps its own copy) --
+ * the buffer goes to the taker's model (qrnic_dev_rx_frame_buf), else it
+ * is freed.  Anything else on the way (a hub's other ports, a non-qrnic
+ * peer, a dgram socket) reads or copies the bytes while the send runs, as
+ * before.  All under the BQL, like every net callback.
+ */
+static struct {
+    const uint8_t *buf;         /* the frame being sent, or NULL */
+    size_t len;
+    QrnicState *from, *taker;
+} qrnic_handoff;
+
+static void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
+{
+    QrnicState *s = opaque;
+    QrnicState *taker;
+
+    qrnic_frame_buf_fill(frame);        /* bytes, whatever the model built */
+    if (qrnic_handoff.buf) {            /* a send inside a send: just copy */
+        qrnic_host_tx(s, frame, len);
+        qrnic_frame_buf_free(frame);
+        return;
+    }
+    qrnic_handoff.buf = frame;
+    qrnic_handoff.len = len;
+    qrnic_handoff.from = s;
+    qrnic_handoff.taker = NULL;
+    qrnic_host_tx(s, frame, len);
+    taker = qrnic_handoff.taker;
+    qrnic_handoff.buf = NULL;
+    qrnic_handoff.from = qrnic_handoff.taker = NULL;
+    if (taker) {
+        qrnic_dev_rx_frame_buf(taker->dev, frame, len);
+    } else {
+        qrnic_frame_buf_free(frame);
+    }
+}
+
 /* A frame to the port's own MAC: the model receives it itself (local
  * loopback); only the capture sees it, never the netdev. */
 static void qrnic_host_loopback(void *opaque, const uint8_t *frame, size_t len)
@@ -306,6 +353,7 @@ static const struct qrnic_host_ops qrnic_host_ops = {
     .dma_write = qrnic_host_dma_write,
     .irq = qrnic_host_irq,
     .tx_frame = qrnic_host_tx,
+    .tx_frame_buf = qrnic_host_tx_buf,
     .now_ns = qrnic_host_now,
     .timer_arm = qrnic_host_timer_arm,
     .schedule = qrnic_host_schedule,
@@ -451,6 +499,12 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     }
     trace_qrnic_rx(size);
     qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
+    if (buf == qrnic_handoff.buf && size == qrnic_handoff.len && !qrnic_handoff.taker &&
+        qrnic_handoff.from != s && size >= 6 && !memcmp(buf, s->conf.macaddr.a, 6)) {
+        trace_qrnic_rx_handoff(size);
+        qrnic_handoff.taker = s;    /* the sender hands it over when the send is done */
+        return size;
+    }
     qrnic_dev_rx_frame(s->dev, buf, size);
     return size;
 }
