@@ -57,7 +57,7 @@ def test_three_port_hub_other_port_gets_a_copy(qemu_binary, tmp_path):  # noqa: 
     w, log = _world(qemu_binary, tmp_path, 3, 'handoff3')
     try:
         a, b, c = w.devs
-        c_before = sum(v for k, v in c.query_stats().items() if k.startswith('rx_'))
+        c_before = sum(v for k, v in c.query_stats().items() if 'rx' in k)
         conn = h.connect_rc(a, b, mtu=1024)
         la, rb = scenarios.mrs(conn)
         scenarios.rdma_write(conn, la, rb, random.Random(21), n=12000, sges=2)
@@ -66,7 +66,7 @@ def test_three_port_hub_other_port_gets_a_copy(qemu_binary, tmp_path):  # noqa: 
         rx, taken = _count(log, 'qrnic_rx'), _count(log, 'qrnic_rx_handoff')
         # each frame reaches both other ports; only the addressed one takes it
         assert taken > 0 and rx >= 2 * taken, (taken, rx)
-        c_after = sum(v for k, v in c.query_stats().items() if k.startswith('rx_'))
+        c_after = sum(v for k, v in c.query_stats().items() if 'rx' in k)
         assert c_after > c_before, 'the third port saw none of the frames'
         # the third port works on the same hub afterwards
         conn2 = h.connect_rc(c, a, mtu=1024)
