@@ -30,6 +30,7 @@
 #include "system/cpu-timers.h"
 #include "system/system.h"
 #include "trace.h"
+#include "trace/control.h"
 
 #include "qrnic_model.h"
 #include "qrnic_firmware.h"
@@ -67,6 +68,7 @@ struct QrnicState {
     char *profile;
     /* "dev N" of the qrnic_event trace: the Nth qrnic realized in this QEMU */
     unsigned trace_dev;
+    bool trace_on;      /* the model's trace records are on (qrnic_trace_sync) */
 
     /* Timing: one property per QRNIC_TIMING_PARAMS entry; UINT32_MAX =
      * unset (the profile's value).  tm_eff: what the model runs with. */
@@ -348,6 +350,60 @@ static void qrnic_host_tracepoint(void *opaque, enum qrnic_tp tp, const uint64_t
     }
 }
 
+/*
+ * The model builds a trace record for every device event while its trace
+ * is on (ops->trace), a few percent of the data path's time (perf, issue
+ * 23) thrown away when no trace event reads them.  So it is on only while
+ * qrnic_event or a typed device event (category EV; guest errors come
+ * anyway) is enabled, at start (-trace) or later (QMP
+ * trace-event-set-state): checked where the model is entered (bottom
+ * half, timers, MMIO writes, frames in), a few loads while tracing is off.
+ */
+#define QRNIC_HW_TP_IS_EV   1
+#define QRNIC_HW_TP_IS_ERR  0
+#define QRNIC_HW_TP_IS_UB   0
+static TraceEvent *qrnic_dev_events[64];
+static unsigned qrnic_n_dev_events;
+
+static void qrnic_dev_events_add(const char *name)
+{
+    TraceEvent *ev = trace_event_name(name);
+
+    if (ev && qrnic_n_dev_events < ARRAY_SIZE(qrnic_dev_events)) {
+        qrnic_dev_events[qrnic_n_dev_events++] = ev;
+    }
+}
+
+static void qrnic_dev_events_init(void)
+{
+    static bool done;
+
+    if (done) {
+        return;
+    }
+    done = true;
+    qrnic_dev_events_add("qrnic_event");
+#define QRNIC_HW_TP_EV(name, cat, ...)          \
+    if (QRNIC_HW_TP_IS_##cat) {                 \
+        qrnic_dev_events_add("qrnic_" #name);   \
+    }
+    QRNIC_TRACEPOINTS(QRNIC_HW_TP_EV)
+#undef QRNIC_HW_TP_EV
+}
+
+static void qrnic_trace_sync(QrnicState *s)
+{
+    bool on = false;
+
+    for (unsigned i = 0; i < qrnic_n_dev_events && !on; i++) {
+        on = trace_event_get_state_dynamic(qrnic_dev_events[i]);
+    }
+    if (on != s->trace_on) {
+        s->trace_on = on;
+        qrnic_dev_set_trace(s->dev, on);
+    }
+}
+
 static const struct qrnic_host_ops qrnic_host_ops = {
     .dma_read = qrnic_host_dma_read,
     .dma_write = qrnic_host_dma_write,
@@ -370,6 +426,7 @@ static void qrnic_bh(void *opaque)
 {
     QrnicState *s = opaque;
 
+    qrnic_trace_sync(s);
     qrnic_dev_run(s->dev);
     qrnic_rx_resume(s);
 }
@@ -399,6 +456,7 @@ static void qrnic_timer_cb(void *opaque)
     QrnicState *s = opaque;
     bool engaged = qrnic_guard_engage(s);
 
+    qrnic_trace_sync(s);
     qrnic_dev_timer_fire(s->dev);
     qrnic_guard_restore(s, engaged);
 }
@@ -408,6 +466,7 @@ static void qrnic_kick_cb(void *opaque)
     QrnicState *s = opaque;
     bool engaged = qrnic_guard_engage(s);
 
+    qrnic_trace_sync(s);
     s->in_kick = true;
     qrnic_dev_run(s->dev);
     s->in_kick = false;
@@ -434,6 +493,7 @@ static void qrnic_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned s
     QrnicState *s = opaque;
 
     trace_qrnic_mmio_write(addr, size, val);
+    qrnic_trace_sync(s);
     qrnic_dev_reg_write(s->dev, addr, val, size);
 }
 
@@ -457,6 +517,7 @@ static void qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned siz
     QrnicState *s = opaque;
 
     trace_qrnic_db_write(addr, size, val);
+    qrnic_trace_sync(s);
     qrnic_dev_db_write(s->dev, addr, val, size);
 }
 
@@ -498,6 +559,7 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
         return 0;
     }
     trace_qrnic_rx(size);
+    qrnic_trace_sync(s);
     qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
     if (buf == qrnic_handoff.buf && size == qrnic_handoff.len && !qrnic_handoff.taker &&
         qrnic_handoff.from != s && size >= 6 && !memcmp(buf, s->conf.macaddr.a, 6)) {
@@ -764,6 +826,9 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
         error_setg(errp, "qrnic: cannot allocate the device model");
         goto fail;
     }
+    qrnic_dev_events_init();
+    s->trace_on = true;         /* the model's default */
+    qrnic_trace_sync(s);
     if (!qrnic_setup_timing(s, errp) || !qrnic_setup_faults(s, errp)) {
         goto fail;
     }
