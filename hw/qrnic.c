@@ -207,16 +207,17 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
  * usual (qemu_send_packet: hubs, filters, queues all see the same bytes),
  * and a qrnic port that receives that very buffer, synchronously, as the
  * first qrnic port to do so and addressed to its MAC (on a hub of more
- * ports the others get the frame too), takes it (qrnic_nc_receive) instead of
- * copying it: once the send has returned -- nothing in the net layer holds
- * the pointer any more (a queue that keeps a frame keeps its own copy) --
- * the buffer goes to the taker's model, else it is freed.  The bytes are
- * the sender's own (no filter or capture changes them), so the taker does
- * not check the ICRC the sender has just computed over them
- * (qrnic_dev_rx_frame_buf_vouched; a fault plan on the sender turns the
- * hand-over off, one on the taker the skip).  Anything else on the way (a hub's other ports, a non-qrnic
- * peer, a dgram socket) reads or copies the bytes while the send runs, as
- * before.  All under the BQL, like every net callback.
+ * ports the others get the frame too), takes it (qrnic_nc_receive)
+ * instead of copying it: once the send has returned -- nothing in the net
+ * layer holds the pointer any more (a queue that keeps a frame keeps its
+ * own copy) -- the buffer goes to the taker's model, else it is freed.
+ * The bytes are the sender's own (no filter or capture changes them), so
+ * the taker does not check the ICRC the sender has just computed over
+ * them (qrnic_dev_rx_frame_buf_vouched; a fault plan on the sender turns
+ * the hand-over off, one on the taker the skip).  Anything else on the
+ * way (a hub's other ports, a non-qrnic peer, a dgram socket) reads or
+ * copies the bytes while the send runs, as before.  All under the BQL,
+ * like every net callback.
  */
 static struct {
     const uint8_t *buf;         /* the frame being sent, or NULL */
