@@ -45,6 +45,7 @@ struct fb_hdr {
 	uint32_t ref_off, ref_len;
 	uint32_t cls;
 	bool has_pkt;		/* headers by description (qrnic_frame_buf_set_pkt) */
+	bool icrc_vouched;	/* the host vouches for its ICRC (qrnic_dev_rx_frame_buf_vouched) */
 	struct qrnic_pkt pkt;
 };
 
@@ -83,6 +84,7 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off)
 	h->next = NULL;
 	h->ref = NULL;
 	h->has_pkt = false;
+	h->icrc_vouched = false;
 	return (uint8_t *)h + FB_HDR + (64 - aligned_off % 64) % 64;
 }
 
@@ -117,6 +119,16 @@ void qrnic_frame_buf_set_pkt(uint8_t *buf, const struct qrnic_pkt *p)
 
 	h->pkt = *p;
 	h->has_pkt = true;
+}
+
+void qrnic_frame_buf_set_vouched(uint8_t *buf, bool on)
+{
+	fb_hdr_of(buf)->icrc_vouched = on;
+}
+
+bool qrnic_frame_buf_vouched(const uint8_t *buf)
+{
+	return buf && fb_hdr_of(buf)->icrc_vouched;
 }
 
 bool qrnic_frame_buf_described(const uint8_t *buf)

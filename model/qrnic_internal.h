@@ -971,6 +971,9 @@ const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *
 void qrnic_frame_buf_set_pkt(uint8_t *buf, const struct qrnic_pkt *p);
 /* The packet of a frame with headers by description, or NULL. */
 const struct qrnic_pkt *qrnic_frame_buf_pkt(const uint8_t *buf);
+/* The host vouches for the frame's ICRC (qrnic_dev_rx_frame_buf_vouched). */
+void qrnic_frame_buf_set_vouched(uint8_t *buf, bool on);
+bool qrnic_frame_buf_vouched(const uint8_t *buf);
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */

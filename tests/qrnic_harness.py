@@ -517,6 +517,9 @@ _SIGS = {
     'hx_irq_count': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]),
     'hx_irq_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
     'hx_rx_inject': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
+    'hx_rx_inject_vouched': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
+                                            ctypes.c_uint32]),
+    'hx_set_vouch': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_mac': (_U8P, [ctypes.c_void_p, ctypes.c_int]),
     'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
@@ -1190,6 +1193,11 @@ class World:
         ppm = lambda p: int(p * 1_000_000)
         self._l.hx_wire_random(self.w, ppm(loss), ppm(dup), ppm(reorder), ppm(corrupt), seed)
 
+    def vouch(self, on=True):
+        """Deliver the frames nothing changed on the way as frames the host
+        vouches for (qrnic_dev_rx_frame_buf_vouched: no ICRC check)."""
+        self._l.hx_set_vouch(self.w, 1 if on else 0)
+
     def trusted_wire(self, on=True):
         """Ask for a trusted wire (no ICRCs); returns whether it is in effect."""
         return bool(self._l.hx_wire_trusted(self.w, 1 if on else 0))
@@ -1352,6 +1360,10 @@ class Device(api.Device):
 
     def inject(self, frame):
         return self._l.hx_rx_inject(self.w, self.idx, bytes(frame), len(frame))
+
+    def inject_vouched(self, frame):
+        """inject(), the host vouching for the frame's ICRC (not checked)."""
+        return self._l.hx_rx_inject_vouched(self.w, self.idx, bytes(frame), len(frame))
 
     # -- stats, irqs, logs
     def stats(self):

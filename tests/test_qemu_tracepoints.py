@@ -143,3 +143,41 @@ def test_device_events_follow_qrnic_event(qemu_binary, tmp_path):  # noqa: F811
                'qrnic_ack', 'qrnic_cqe', 'qrnic_eqe', 'qrnic_interrupt', 'qrnic_admin_cmd',
                'qrnic_dma_read', 'qrnic_dma_write', 'qrnic_qp_state'):
         assert ev in seen, f'{ev} missing: {sorted(seen)}'
+
+
+def test_device_events_follow_trace_state_set_over_qmp(qemu_binary, tmp_path):  # noqa: F811
+    """The model builds its trace records only while a trace event reads
+    them (hw/qrnic.c, qrnic_trace_sync): none before qrnic_event or a typed
+    device event is enabled over QMP, every one while it is, none after."""
+    import random
+    log = tmp_path / 'qemu.log'
+    w = World.single(qemu_binary, 2, name='tp-qmp', extra_args=['-D', str(log)])
+
+    def events():
+        text = log.read_text(errors='replace') if log.exists() else ''
+        return [(n, f) for n, f in parse(text) if n in ('qrnic_event', 'qrnic_pkt_tx')]
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        q = w.qemus[0]
+        scenarios.rdma_write(conn, la, rb, random.Random(1), n=3000, sges=1)
+        assert events() == []
+        q.qmp('trace-event-set-state', name='qrnic_event', enable=True)
+        scenarios.rdma_write(conn, la, rb, random.Random(2), n=3000, sges=1)
+        on = events()
+        tx = [f for n, f in on if n == 'qrnic_event' and f['type'] == 'tx']
+        # the 3 WRITE packets from a, and b's ACK(s)
+        assert sum(f['dev'] == 0 for f in tx) == 3 and sum(f['dev'] == 1 for f in tx) >= 1, tx
+        q.qmp('trace-event-set-state', name='qrnic_event', enable=False)
+        q.qmp('trace-event-set-state', name='qrnic_pkt_tx', enable=True)
+        scenarios.rdma_write(conn, la, rb, random.Random(3), n=3000, sges=1)
+        typed = [f for n, f in events()[len(on):] if n == 'qrnic_pkt_tx']
+        assert len(typed) >= 3, events()[len(on):]
+        q.qmp('trace-event-set-state', name='qrnic_pkt_tx', enable=False)
+        n_before = len(events())
+        scenarios.rdma_write(conn, la, rb, random.Random(4), n=3000, sges=1)
+        assert len(events()) == n_before
+        assert w.alive()
+    finally:
+        w.close()

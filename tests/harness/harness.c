@@ -38,6 +38,7 @@ struct hx_frame {
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
 	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
+	uint8_t pristine;	/* the device's own buffer, no byte changed (hx_set_vouch) */
 };
 
 struct hx_rule {
@@ -215,6 +216,7 @@ struct hx_world {
 	uint64_t ws[HX_WS_COUNT];
 	struct qrnic_pcap *pcap;
 	bool trusted;				/* hx_wire_trusted() asked for it */
+	bool vouch;				/* hx_set_vouch() */
 	bool faults_used;			/* a fault rule or plan was ever added */
 
 	/* switch (hx_switch_attach) */
@@ -1534,9 +1536,13 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	}
 	fr = owned ? frame_take(w, owned, (uint32_t)len, src, dst, li)
 		   : frame_new(w, f, (uint32_t)len, src, dst, li);
-	if (action == HX_ACT_MARK_CE)
+	fr->pristine = owned && !fr->to_switch;
+	if (action == HX_ACT_MARK_CE) {
 		mark_ce(fr->data, fr->len);
+		fr->pristine = 0;
+	}
 	if (action == HX_ACT_CORRUPT) {
+		fr->pristine = 0;
 		fr->data[arg % (len ? len : 1)] ^= (uint8_t)(arg2 ? arg2 : 0xff);
 		w->ws[HX_WS_CORRUPTED]++;
 		fate(w, li, HX_F_CORRUPTED);
@@ -1596,6 +1602,25 @@ int hx_rx_inject(hx_world *w, int d, const void *frame, uint32_t len)
 		return HX_E_INVAL;
 	w->ws[HX_WS_INJECTED]++;
 	return qrnic_dev_rx_frame(h->dev, frame, len) ? 0 : HX_E_FULL;
+}
+
+/* A frame given as a frame buffer the host vouches for (its ICRC is not
+ * checked again): a host that lies, for the tests. */
+int hx_rx_inject_vouched(hx_world *w, int d, const void *frame, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+	uint8_t *buf;
+
+	if (!h || len > QRNIC_FRAME_BUF_MAX || !(buf = qrnic_frame_buf_alloc(len)))
+		return HX_E_INVAL;
+	memcpy(buf, frame, len);
+	w->ws[HX_WS_INJECTED]++;
+	return qrnic_dev_rx_frame_buf_vouched(h->dev, buf, len) ? 0 : HX_E_FULL;
+}
+
+void hx_set_vouch(hx_world *w, int on)
+{
+	w->vouch = on != 0;
 }
 
 /* ---- other host ops ----------------------------------------------------------- */
@@ -2027,7 +2052,8 @@ static bool deliver(hx_world *w)
 
 			fr->data = NULL;	/* the device takes it */
 			w->ws[HX_WS_DESCRIBED] += qrnic_frame_buf_described(buf);
-			if (qrnic_dev_rx_frame_buf(h->dev, buf, fr->len)) {
+			if (w->vouch && fr->pristine ? qrnic_dev_rx_frame_buf_vouched(h->dev, buf, fr->len)
+						     : qrnic_dev_rx_frame_buf(h->dev, buf, fr->len)) {
 				w->ws[HX_WS_DELIVERED]++;
 				fate(w, fr->log_idx, HX_F_DELIVERED);
 			} else {
