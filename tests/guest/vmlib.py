@@ -115,13 +115,17 @@ def ensure_driver(t):
             v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
 
 
-def get_topology(name, config=None, overlay=False, smp=None):
+def get_topology(name, config=None, overlay=False, smp=None, append=()):
     """The booted topology NAME (T1/T2/T3); overlay=True: one whose root disks are qcow2
     overlays (savevm/loadvm and migration need them), cached as NAME+overlay; smp: vCPUs
-    per VM when a test needs a number other than QRNIC_GUEST_SMP's (cached as NAME+smpN)."""
+    per VM when a test needs a number other than QRNIC_GUEST_SMP's (cached as NAME+smpN);
+    append: kernel command line words for this topology's guests (QRNIC_GUEST_APPEND's
+    follow them; cached as NAME+append=...)."""
     default_smp = int(os.environ.get('QRNIC_GUEST_SMP', '1'))
     smp = default_smp if smp is None else smp
-    key = name + ('+overlay' if overlay else '') + ('+smp%d' % smp if smp != default_smp else '')
+    append = tuple(append)
+    key = name + ('+overlay' if overlay else '') + ('+smp%d' % smp if smp != default_smp else '') + \
+        ('+append=' + ' '.join(append) if append else '')
     t = _topos.get(key)
     if t is not None and not _healthy(t):
         print('vmlib: %s is not healthy any more; rebooting it (logs of the old one: %s)' % (name, t.rundir),
@@ -133,7 +137,8 @@ def get_topology(name, config=None, overlay=False, smp=None):
         _stop_all()
         t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
                      smp=smp,
-                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay)
+                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay,
+                     append=append)
         t.start()
         _topos[key] = t
         if config is not None and not _cleanup_registered[0]:
