@@ -871,7 +871,17 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)
 		goto err_dealloc;
-	dma_set_max_seg_size(&dev->pdev->dev, UINT_MAX);
+	/*
+	 * The largest scatterlist segment a ULP may hand us (the block layer's
+	 * max_segment_size comes from it): the device takes any length, but
+	 * the DMA layer maps a segment in one piece, and a bounce buffer
+	 * (swiotlb=force, SEV/TDX guests) holds at most 256 KiB in one
+	 * (dma_max_mapping_size(); SIZE_MAX otherwise).  With UINT_MAX,
+	 * nvme-rdma's 1 MiB I/Os failed under swiotlb=force ("swiotlb buffer
+	 * is full (sz: 913408 bytes)", "Failed to map data").
+	 */
+	dma_set_max_seg_size(&dev->pdev->dev,
+			     min_t(size_t, UINT_MAX, dma_max_mapping_size(&dev->pdev->dev)));
 	err = ib_register_device(ibdev, "qrnic_%d", &dev->pdev->dev);
 	if (err) {
 		dev_err(&dev->pdev->dev, "ib_register_device failed: %d\n", err);
