@@ -321,7 +321,16 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 		props->device_cap_flags |= IB_DEVICE_XRC;
 	if (qrnic_has_mem_mgt(dev)) {		/* spec 12.12 */
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
-		props->max_fast_reg_page_list_len = qrnic_attr(dev, max_fast_reg_pages);
+		/*
+		 * Behind a bounce buffer (swiotlb=force, SEV/TDX guests) no more
+		 * pages than it maps in one piece (256 KiB): nvme-rdma sizes its
+		 * largest I/O by this (max_hw_sectors) and lets the block layer
+		 * merge contiguous pages into segments of any size, which
+		 * dma_map_sg() then cannot bounce ("swiotlb buffer is full").
+		 */
+		props->max_fast_reg_page_list_len =
+			min_t(u64, qrnic_attr(dev, max_fast_reg_pages),
+			      max_t(size_t, dma_max_mapping_size(&dev->pdev->dev) >> PAGE_SHIFT, 1));
 	}
 	if (qrnic_has_mw(dev)) {		/* spec 12.13 */
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
