@@ -290,8 +290,11 @@ struct qrnic_mmap_entry {
 	struct rdma_user_mmap_entry rdma_entry;
 	enum qrnic_mmap_type type;
 	phys_addr_t io_addr;		/* QRNIC_MMAP_DB */
-	void *cpu_addr;			/* QRNIC_MMAP_PAGES: alloc_pages_exact(), */
-	bool vmalloced;			/* or vmalloc_user() (a page-listed ring) */
+	/* QRNIC_MMAP_PAGES: a ring's memory, freed by qrnic_mmap_free() */
+	struct device *dmadev;
+	void *cpu_addr;			/* contiguous: alloc_pages_exact(), */
+	void **va;			/* or listed: coherent pages (qrnic_ring) */
+	dma_addr_t *pl;
 	size_t size;
 };
 
@@ -331,27 +334,44 @@ struct qrnic_mr {
 };
 
 /*
- * A ring in DMA memory.  Contiguous: kernel rings use dma_alloc_coherent();
- * rings that user space maps are page-allocator pages (alloc_pages_exact(),
- * so every page has its own reference count and can be vm_insert_page()d)
- * mapped with dma_map_single(); their pages belong to the mmap entry and
- * are freed when the last mapping and the entry are gone (mmap_free).
+ * A ring in DMA memory, shared with the device (and possibly user space)
+ * for as long as it lives: coherent memory, never a streaming mapping
+ * without dma_sync_*() calls, except where noted.
+ *
+ * Contiguous (va NULL): kernel rings use dma_alloc_coherent(); rings that
+ * user space maps are page-allocator pages (alloc_pages_exact(), so every
+ * page has its own reference count and can be vm_insert_page()d) mapped
+ * with dma_map_single(), and refused when that mapping would need syncs
+ * (a bounce buffer); their pages belong to the mmap entry and are freed
+ * when the last mapping and the entry are gone (mmap_free).
  *
  * Page-listed (ABI 1.8, QRNIC_CAP_RING_PAGELIST, module parameter
- * ring_pagelist): vmalloc_user() pages, each dma_map_page()d on its own,
- * their bus addresses in pl; buf is still one virtually contiguous range,
- * so the CPU side indexes it as a contiguous ring, and user space maps it
- * page by page (vm_insert_page) into one VA range.  The device gets the
- * list with the create command (qrnic_ring_cmd_addr).
+ * ring_pagelist): bytes / PAGE_SIZE pages, each from dma_alloc_coherent()
+ * on its own (as mlx5_frag_buf), their CPU addresses in va and bus
+ * addresses in pl.  They are not virtually contiguous: the kernel reaches
+ * byte 'off' through qrnic_ring_at(); user space maps them page by page
+ * (vm_insert_page) into one VA range.  The device gets the list with the
+ * create command (qrnic_ring_cmd_addr).  A user ring's arrays belong to
+ * its mmap entry.
  */
 struct qrnic_ring {
-	void *buf;
+	void *buf;			/* contiguous: the ring; listed: NULL */
 	dma_addr_t dma;			/* contiguous: the ring; listed: page 0 */
 	size_t bytes;			/* allocation size, page multiple */
 	bool user;
 	struct qrnic_mmap_entry *mentry;	/* user rings */
-	dma_addr_t *pl;			/* page-listed: bytes / PAGE_SIZE bus addresses */
+	void **va;			/* page-listed: bytes / PAGE_SIZE CPU addresses */
+	dma_addr_t *pl;			/* page-listed: their bus addresses */
 };
+
+/* The CPU address of byte 'off' of a ring (nothing kernel-side crosses a page:
+ * a CQE, a WQE and a dbrec are at most 1 KiB and aligned to their size). */
+static inline void *qrnic_ring_at(const struct qrnic_ring *ring, size_t off)
+{
+	if (!ring->va)
+		return ring->buf + off;
+	return ring->va[off >> PAGE_SHIFT] + (off & ~PAGE_MASK);
+}
 
 /* The page list buffer of one create/resize command (freed once it ran). */
 struct qrnic_ring_cmd {
@@ -366,7 +386,7 @@ struct qrnic_ring_cmd {
  * A CQ: ring holds the CQEs, then the dbrec word, from CREATE_CQ on.  After
  * a resize (RESIZE_CQ has no dbrec address: the record stays where it was)
  * the CQEs are in resized, a ring of CQEs only, and ring keeps just the
- * record; another resize replaces resized.  cqes points to the ring polled.
+ * record; another resize replaces resized.  cqr is the ring polled.
  */
 struct qrnic_cq {
 	struct ib_cq ibcq;
@@ -376,7 +396,7 @@ struct qrnic_cq {
 	u32 eq_index;
 	struct qrnic_ring ring;		/* CQEs (until a resize), then the dbrec word */
 	struct qrnic_ring resized;	/* CQEs after a resize, or buf NULL */
-	struct qrnic_cqe *cqes;		/* kernel CQs: the current ring, under lock */
+	struct qrnic_ring cqr;		/* kernel CQs: a copy of the ring polled, under lock */
 	u32 dbrec_offset;
 	u8 flags;			/* QRNIC_CQ_F_*: TIMESTAMP (user CQs only) = 64-byte CQEs */
 	spinlock_t lock;

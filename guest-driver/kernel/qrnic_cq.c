@@ -31,7 +31,14 @@
 
 static __le32 *qrnic_cq_dbrec(struct qrnic_cq *cq)
 {
-	return cq->ring.buf + cq->dbrec_offset;
+	return qrnic_ring_at(&cq->ring, cq->dbrec_offset);
+}
+
+/* Slot idx (any index: masked here) of the kernel CQ's current ring; under cq->lock. */
+static struct qrnic_cqe *qrnic_cqe(struct qrnic_cq *cq, u32 idx)
+{
+	return qrnic_ring_at(&cq->cqr, (size_t)(idx & ((1U << cq->log_depth) - 1)) *
+				       sizeof(struct qrnic_cqe));
 }
 
 int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -72,7 +79,7 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	err = qrnic_ring_alloc(dev, &cq->ring, cq->dbrec_offset + QRNIC_DBREC_BYTES, uctx);
 	if (err)
 		return err;
-	cq->cqes = cq->ring.buf;
+	cq->cqr = cq->ring;
 
 	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
 	cmd.eqn = cpu_to_le32(dev->ceqs[cq->eq_index].eqn);
@@ -185,7 +192,7 @@ static int qrnic_resize_cq(struct ib_cq *ibcq, int entries, struct ib_udata *uda
 		spin_lock_irqsave(&cq->lock, flags);
 		err = qrnic_cmd_resize_cq(dev, cq->cqn, log, addr, listed, &carried, true);
 		if (!err) {
-			cq->cqes = ring.buf;
+			cq->cqr = ring;
 			cq->log_depth = log;
 			cq->ci = 0;	/* the device wrote 0 to the dbrec */
 		}
@@ -328,16 +335,13 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct qrnic_dev *dev = to_qdev(ibcq->device);
 	struct qrnic_cq *cq = to_qcq(ibcq);
-	struct qrnic_cqe *ring;
 	unsigned long flags;
 	int n = 0;
-	u32 mask;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	ring = cq->cqes;	/* a resize switches it under the lock */
-	mask = (1U << cq->log_depth) - 1;
 	while (n < num_entries) {
-		const struct qrnic_cqe *cqe = &ring[cq->ci & mask];
+		/* a resize switches cqr and log_depth under the lock */
+		const struct qrnic_cqe *cqe = qrnic_cqe(cq, cq->ci);
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
 		struct qrnic_qp *qp;
 
@@ -375,21 +379,19 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn)
 {
 	u32 mask, end, i, nfreed = 0;
-	struct qrnic_cqe *ring;
 	unsigned long flags;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	ring = cq->cqes;
 	mask = (1U << cq->log_depth) - 1;
 	for (end = cq->ci; end - cq->ci <= mask; end++) {
 		u8 phase = ((end >> cq->log_depth) & 1) ^ 1;
 
-		if ((READ_ONCE(ring[end & mask].owner) & 1) != phase)
+		if ((READ_ONCE(qrnic_cqe(cq, end)->owner) & 1) != phase)
 			break;
 	}
 	dma_rmb();	/* owners before the rest of the CQEs */
 	for (i = end; i != cq->ci;) {
-		struct qrnic_cqe *c = &ring[--i & mask];
+		struct qrnic_cqe *c = qrnic_cqe(cq, --i);
 
 		if (le32_to_cpu(c->qpn) == qpn) {
 			nfreed++;
@@ -398,7 +400,7 @@ void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn)
 			u32 to = i + nfreed;
 
 			tmp.owner = (tmp.owner & ~1) | (((to >> cq->log_depth) & 1) ^ 1);
-			ring[to & mask] = tmp;
+			*qrnic_cqe(cq, to) = tmp;
 		}
 	}
 	if (nfreed) {
@@ -424,8 +426,7 @@ int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	writeq(db, dev->kdb + QRNIC_DB_CQ);
 
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		const struct qrnic_cqe *cqe =
-			&cq->cqes[cq->ci & ((1U << cq->log_depth) - 1)];
+		const struct qrnic_cqe *cqe = qrnic_cqe(cq, cq->ci);
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
 
 		if ((READ_ONCE(cqe->owner) & 1) == phase)

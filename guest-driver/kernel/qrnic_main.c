@@ -491,6 +491,16 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(&pdev->dev, "no usable 64-bit DMA mask\n");
 		goto err_release;
 	}
+	/*
+	 * A bounce buffer (swiotlb=force, SEV/TDX guests) keeps a mapping's
+	 * offset within its 4 KiB page, as nvme-pci asks for its PRPs: a
+	 * fast registration takes a scatterlist as pages (ib_sg_to_pages),
+	 * where every segment but the first starts on a page and every one but
+	 * the last ends on one.  Without it, a 512-byte first segment at offset
+	 * 3584 was bounced to offset 0 and nvme-rdma failed the I/O ("Failed
+	 * to map data (-22)", tests/test_guest_swiotlb.py).
+	 */
+	dma_set_min_align_mask(&pdev->dev, QRNIC_RING_PAGE_SIZE - 1);
 
 	dev->regs = pci_iomap(pdev, QRNIC_BAR_REGS, QRNIC_BAR_REGS_SIZE);
 	if (!dev->regs) {

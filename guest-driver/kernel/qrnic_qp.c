@@ -47,7 +47,7 @@ static_assert(IB_WC_GENERAL_ERR == QRNIC_WC_GENERAL_ERR &&
 
 static void *qrnic_wqe(struct qrnic_wq *wq, u32 idx)
 {
-	return wq->ring.buf + ((idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
+	return qrnic_ring_at(&wq->ring, (size_t)(idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
 }
 
 /* ---- create / destroy ------------------------------------------------------------- */

@@ -23,7 +23,7 @@ static_assert(IB_SRQ_MAX_WR == QRNIC_SRQ_ATTR_MAX_WR && IB_SRQ_LIMIT == QRNIC_SR
 /* The consumer index record after the WQEs, written by the device. */
 static const __le32 *qrnic_srq_record(struct qrnic_srq *srq)
 {
-	return srq->wq.ring.buf + srq->dbrec_offset;
+	return qrnic_ring_at(&srq->wq.ring, srq->dbrec_offset);
 }
 
 static int qrnic_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

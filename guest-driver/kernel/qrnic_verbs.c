@@ -8,6 +8,7 @@
  * core fills the GID table with RoCE v2 entries only, from the netdev's
  * IP addresses, through add_gid/del_gid (SET_GID).
  */
+#include <linux/cc_platform.h>
 #include <linux/dma-mapping.h>
 #include <linux/vmalloc.h>
 #include <net/addrconf.h>
@@ -43,50 +44,60 @@ static bool qrnic_ring_listed(struct qrnic_dev *dev, size_t bytes)
 	}
 }
 
-static void qrnic_ring_unmap_pages(struct device *dmadev, struct qrnic_ring *ring, size_t n)
+/*
+ * A listed ring's pages, each from dma_alloc_coherent() on its own, as
+ * mlx5_frag_buf does: coherent memory is what the device and the CPU may
+ * both use at any time without dma_sync_*() calls.  A streaming mapping
+ * (dma_map_page() of vmalloc'd pages, as before) is not: with swiotlb=force,
+ * or in an SEV or TDX guest where swiotlb is forced, the device reads and
+ * writes a bounce buffer that the CPU never sees (tests/test_guest_swiotlb.py).
+ * On x86 dma_alloc_coherent() of one page gives a page of the page allocator
+ * (dma-direct; decrypted in a confidential guest) or, behind an IOMMU, a
+ * page of its own vmapped (dma-iommu): either way a page with its own
+ * reference count, which qrnic_mmap() can vm_insert_page().
+ */
+static void qrnic_frags_free(struct device *dmadev, void **va, dma_addr_t *pl, size_t n)
 {
 	while (n--)
-		dma_unmap_page(dmadev, ring->pl[n], PAGE_SIZE, DMA_BIDIRECTIONAL);
-	kvfree(ring->pl);
-	ring->pl = NULL;
+		dma_free_coherent(dmadev, PAGE_SIZE, va[n], pl[n]);
+	kvfree(va);
+	kvfree(pl);
 }
 
-/* vmalloc'd pages, each mapped for DMA; the caller sets ring->bytes */
+/* the caller sets ring->bytes */
 static int qrnic_ring_alloc_listed(struct qrnic_dev *dev, struct qrnic_ring *ring)
 {
 	struct device *dmadev = &dev->pdev->dev;
 	size_t n = ring->bytes >> PAGE_SHIFT, i;
 
-	/* zeroed, page aligned, mappable into user space page by page */
-	ring->buf = vmalloc_user(ring->bytes);
-	if (!ring->buf)
-		return -ENOMEM;
 	ring->pl = kvmalloc_array(n, sizeof(*ring->pl), GFP_KERNEL);
-	if (!ring->pl)
+	ring->va = kvmalloc_array(n, sizeof(*ring->va), GFP_KERNEL);
+	if (!ring->pl || !ring->va) {
+		i = 0;
 		goto err_free;
+	}
 	for (i = 0; i < n; i++) {
-		struct page *pg = vmalloc_to_page(ring->buf + i * PAGE_SIZE);
-		dma_addr_t a = dma_map_page(dmadev, pg, 0, PAGE_SIZE, DMA_BIDIRECTIONAL);
-
-		if (dma_mapping_error(dmadev, a))
-			goto err_unmap;
-		ring->pl[i] = a;
-		if (!IS_ALIGNED(a, QRNIC_RING_PAGE_SIZE)) {
+		/* zeroed and page aligned */
+		ring->va[i] = dma_alloc_coherent(dmadev, PAGE_SIZE, &ring->pl[i],
+						 GFP_KERNEL | __GFP_NOWARN);
+		if (!ring->va[i])
+			goto err_free;
+		if (!IS_ALIGNED(ring->pl[i], QRNIC_RING_PAGE_SIZE)) {
 			dev_err_ratelimited(dmadev, "ring page DMA address %pad is not 4 KiB aligned\n",
-					    &a);
+					    &ring->pl[i]);
 			i++;
-			goto err_unmap;
+			goto err_free;
 		}
+		cond_resched();		/* a 4M-entry CQ is 32768 pages */
 	}
 	ring->dma = ring->pl[0];
 	atomic_inc(&dev->ring_pagelists);
 	return 0;
 
-err_unmap:
-	qrnic_ring_unmap_pages(dmadev, ring, i);
 err_free:
-	vfree(ring->buf);
-	ring->buf = NULL;
+	qrnic_frags_free(dmadev, ring->va, ring->pl, i);
+	ring->va = NULL;
+	ring->pl = NULL;
 	return -ENOMEM;
 }
 
@@ -167,6 +178,20 @@ int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t byte
 		return ring->buf ? 0 : -ENOMEM;
 	}
 
+	/*
+	 * A contiguous ring that user space maps: pages of the page allocator
+	 * (alloc_pages_exact(): each page has its own reference count, so
+	 * vm_insert_page() can map it and the process keeps it after the ring
+	 * is freed) with a streaming mapping.  dma_alloc_coherent() memory of
+	 * more than a page cannot be mapped that way (its tail pages have no
+	 * reference count), and dma_mmap_coherent() makes a VM_PFNMAP mapping
+	 * that holds nothing: the memory would have to outlive every mapping,
+	 * which only ib_core's private rdma_umap_priv_init() can track.  So a
+	 * mapping that needs dma_sync_*() calls (a bounce buffer: swiotlb=force,
+	 * SEV/TDX guests; a non-coherent device) is refused with -EIO rather
+	 * than used: the device would read and write memory the process never
+	 * sees.  Page-listed user rings are coherent pages (above).
+	 */
 	ring->user = true;
 	ring->buf = alloc_pages_exact(ring->bytes, GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN);
 	if (!ring->buf)
@@ -176,9 +201,9 @@ int qrnic_ring_alloc(struct qrnic_dev *dev, struct qrnic_ring *ring, size_t byte
 		err = -ENOMEM;
 		goto err_free_pages;
 	}
-	if (!IS_ALIGNED(ring->dma, SZ_4K)) {
-		/* e.g. a bounce buffer: the device would not see our pages */
-		dev_err_ratelimited(dmadev, "ring DMA address %pad is not 4 KiB aligned\n",
+	if (dma_need_sync(dmadev, ring->dma) || !IS_ALIGNED(ring->dma, SZ_4K)) {
+		dev_err_ratelimited(dmadev,
+				    "user ring at %pad needs DMA syncs (bounce buffer?): not usable by user space\n",
 				    &ring->dma);
 		err = -EIO;
 		goto err_unmap;
@@ -191,8 +216,10 @@ user_entry:
 		goto err_unmap;
 	}
 	entry->type = QRNIC_MMAP_PAGES;
+	entry->dmadev = dmadev;
 	entry->cpu_addr = ring->buf;
-	entry->vmalloced = listed;
+	entry->va = ring->va;
+	entry->pl = ring->pl;
 	entry->size = ring->bytes;
 	err = rdma_user_mmap_entry_insert(&uctx->ibucontext, &entry->rdma_entry,
 					  ring->bytes);
@@ -200,15 +227,15 @@ user_entry:
 		kfree(entry);
 		goto err_unmap;
 	}
-	/* From here on the pages belong to the mmap entry (qrnic_mmap_free). */
+	/* From here on the memory belongs to the mmap entry (qrnic_mmap_free). */
 	ring->mentry = entry;
 	return 0;
 
 err_unmap:
 	if (listed) {
-		qrnic_ring_unmap_pages(dmadev, ring, ring->bytes >> PAGE_SHIFT);
-		vfree(ring->buf);
-		ring->buf = NULL;
+		qrnic_frags_free(dmadev, ring->va, ring->pl, ring->bytes >> PAGE_SHIFT);
+		ring->va = NULL;
+		ring->pl = NULL;
 		return err;
 	}
 	dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
@@ -223,25 +250,23 @@ void qrnic_ring_free(struct qrnic_dev *dev, struct qrnic_ring *ring)
 {
 	struct device *dmadev = &dev->pdev->dev;
 
-	if (!ring->buf)
+	if (!ring->buf && !ring->va)
 		return;
-	if (ring->pl) {
-		qrnic_ring_unmap_pages(dmadev, ring, ring->bytes >> PAGE_SHIFT);
-		if (!ring->user) {
-			vfree(ring->buf);
-		} else {	/* vfree()d by qrnic_mmap_free */
-			rdma_user_mmap_entry_remove(&ring->mentry->rdma_entry);
-			ring->mentry = NULL;
-		}
-	} else if (!ring->user) {
-		dma_free_coherent(dmadev, ring->bytes, ring->buf, ring->dma);
-	} else {
-		dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
-		/* pages are freed when the last user mapping is gone */
+	if (ring->user) {
+		if (!ring->va)
+			dma_unmap_single(dmadev, ring->dma, ring->bytes, DMA_BIDIRECTIONAL);
+		/* the entry frees the memory (qrnic_mmap_free), once no mmap() is
+		 * in progress: a process keeps the pages it mapped */
 		rdma_user_mmap_entry_remove(&ring->mentry->rdma_entry);
 		ring->mentry = NULL;
+	} else if (ring->va) {
+		qrnic_frags_free(dmadev, ring->va, ring->pl, ring->bytes >> PAGE_SHIFT);
+	} else {
+		dma_free_coherent(dmadev, ring->bytes, ring->buf, ring->dma);
 	}
 	ring->buf = NULL;
+	ring->va = NULL;
+	ring->pl = NULL;
 }
 
 u64 qrnic_ring_mmap_key(const struct qrnic_ring *ring)
@@ -296,7 +321,16 @@ static int qrnic_query_device(struct ib_device *ibdev, struct ib_device_attr *pr
 		props->device_cap_flags |= IB_DEVICE_XRC;
 	if (qrnic_has_mem_mgt(dev)) {		/* spec 12.12 */
 		props->device_cap_flags |= IB_DEVICE_MEM_MGT_EXTENSIONS;
-		props->max_fast_reg_page_list_len = qrnic_attr(dev, max_fast_reg_pages);
+		/*
+		 * Behind a bounce buffer (swiotlb=force, SEV/TDX guests) no more
+		 * pages than it maps in one piece (256 KiB): nvme-rdma sizes its
+		 * largest I/O by this (max_hw_sectors) and lets the block layer
+		 * merge contiguous pages into segments of any size, which
+		 * dma_map_sg() then cannot bounce ("swiotlb buffer is full").
+		 */
+		props->max_fast_reg_page_list_len =
+			min_t(u64, qrnic_attr(dev, max_fast_reg_pages),
+			      max_t(size_t, dma_max_mapping_size(&dev->pdev->dev) >> PAGE_SHIFT, 1));
 	}
 	if (qrnic_has_mw(dev)) {		/* spec 12.13 */
 		props->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
@@ -539,11 +573,46 @@ static void qrnic_disassociate_ucontext(struct ib_ucontext *ibuctx)
 {
 }
 
+/*
+ * Map a ring's pages, one at a time, with vm_insert_page(): each page has
+ * its own reference count (alloc_pages_exact(), or a listed ring's
+ * dma_alloc_coherent() page), so the process keeps valid memory until it
+ * unmaps it, whenever the ring is freed, and nothing here needs to outlive
+ * the mapping (no vm_ops: qrnic may be unloaded while a process still maps
+ * a ring).  dma_mmap_coherent() is the DMA API's way to map coherent memory
+ * but maps one buffer to a whole VMA as VM_PFNMAP, holding no reference.
+ * A listed ring's page is in the direct map (dma-direct) or vmapped
+ * (dma-iommu).  In an SEV or TDX guest coherent memory is shared with the
+ * host (decrypted), and the process's mapping must say so, as
+ * dma_mmap_coherent() would (dma_pgprot()).
+ */
+static int qrnic_mmap_pages(struct qrnic_mmap_entry *entry, struct vm_area_struct *vma)
+{
+	unsigned long off;
+	int err = 0;
+
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	if (entry->va && cc_platform_has(CC_ATTR_GUEST_MEM_ENCRYPT))
+		vma->vm_page_prot = pgprot_decrypted(vma->vm_page_prot);
+	for (off = 0; off < entry->size && !err; off += PAGE_SIZE) {
+		struct page *pg;
+
+		if (entry->va) {
+			void *va = entry->va[off >> PAGE_SHIFT];
+
+			pg = is_vmalloc_addr(va) ? vmalloc_to_page(va) : virt_to_page(va);
+		} else {
+			pg = virt_to_page(entry->cpu_addr + off);
+		}
+		err = vm_insert_page(vma, vma->vm_start + off, pg);
+	}
+	return err;
+}
+
 static int qrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rdma_entry;
 	struct qrnic_mmap_entry *entry;
-	unsigned long off;
 	int err = 0;
 
 	/* Checks VM_SHARED and that the size matches the entry. */
@@ -558,13 +627,7 @@ static int qrnic_mmap(struct ib_ucontext *ibuctx, struct vm_area_struct *vma)
 					pgprot_noncached(vma->vm_page_prot), rdma_entry);
 		break;
 	case QRNIC_MMAP_PAGES:
-		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-		/* one page at a time: a page-listed ring is vmalloc'd */
-		for (off = 0; off < entry->size && !err; off += PAGE_SIZE)
-			err = vm_insert_page(vma, vma->vm_start + off,
-					     entry->vmalloced ?
-					     vmalloc_to_page(entry->cpu_addr + off) :
-					     virt_to_page(entry->cpu_addr + off));
+		err = qrnic_mmap_pages(entry, vma);
 		break;
 	default:
 		err = -EINVAL;
@@ -578,10 +641,11 @@ static void qrnic_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
 {
 	struct qrnic_mmap_entry *entry = to_qmentry(rdma_entry);
 
-	if (entry->type == QRNIC_MMAP_PAGES && entry->vmalloced)
-		vfree(entry->cpu_addr);
-	else if (entry->type == QRNIC_MMAP_PAGES)
+	if (entry->type == QRNIC_MMAP_PAGES && entry->va) {
+		qrnic_frags_free(entry->dmadev, entry->va, entry->pl, entry->size >> PAGE_SHIFT);
+	} else if (entry->type == QRNIC_MMAP_PAGES) {
 		free_pages_exact(entry->cpu_addr, entry->size);
+	}
 	kfree(entry);
 }
 
@@ -816,7 +880,17 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)
 		goto err_dealloc;
-	dma_set_max_seg_size(&dev->pdev->dev, UINT_MAX);
+	/*
+	 * The largest scatterlist segment a ULP may hand us (the block layer's
+	 * max_segment_size comes from it): the device takes any length, but
+	 * the DMA layer maps a segment in one piece, and a bounce buffer
+	 * (swiotlb=force, SEV/TDX guests) holds at most 256 KiB in one
+	 * (dma_max_mapping_size(); SIZE_MAX otherwise).  With UINT_MAX,
+	 * nvme-rdma's 1 MiB I/Os failed under swiotlb=force ("swiotlb buffer
+	 * is full (sz: 913408 bytes)", "Failed to map data").
+	 */
+	dma_set_max_seg_size(&dev->pdev->dev,
+			     min_t(size_t, UINT_MAX, dma_max_mapping_size(&dev->pdev->dev)));
 	err = ib_register_device(ibdev, "qrnic_%d", &dev->pdev->dev);
 	if (err) {
 		dev_err(&dev->pdev->dev, "ib_register_device failed: %d\n", err);

@@ -115,13 +115,20 @@ def ensure_driver(t):
             v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
 
 
-def get_topology(name, config=None, overlay=False, smp=None):
+def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_append=None):
     """The booted topology NAME (T1/T2/T3); overlay=True: one whose root disks are qcow2
     overlays (savevm/loadvm and migration need them), cached as NAME+overlay; smp: vCPUs
-    per VM when a test needs a number other than QRNIC_GUEST_SMP's (cached as NAME+smpN)."""
+    per VM when a test needs a number other than QRNIC_GUEST_SMP's (cached as NAME+smpN);
+    append: kernel command line words for this topology's guests (QRNIC_GUEST_APPEND's
+    follow them), vm_append: {VM index: words} for some of them only (cached as
+    NAME+append=...)."""
     default_smp = int(os.environ.get('QRNIC_GUEST_SMP', '1'))
     smp = default_smp if smp is None else smp
-    key = name + ('+overlay' if overlay else '') + ('+smp%d' % smp if smp != default_smp else '')
+    append = tuple(append)
+    vm_append = {i: tuple(w) for i, w in (vm_append or {}).items() if w}
+    key = name + ('+overlay' if overlay else '') + ('+smp%d' % smp if smp != default_smp else '') + \
+        ('+append=' + ' '.join(append) if append else '') + \
+        ''.join('+vm%d=%s' % (i, ' '.join(w)) for i, w in sorted(vm_append.items()))
     t = _topos.get(key)
     if t is not None and not _healthy(t):
         print('vmlib: %s is not healthy any more; rebooting it (logs of the old one: %s)' % (name, t.rundir),
@@ -133,7 +140,10 @@ def get_topology(name, config=None, overlay=False, smp=None):
         _stop_all()
         t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
                      smp=smp,
-                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay)
+                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay,
+                     append=append)
+        for i, words in vm_append.items():
+            t.vms[i].append += list(words)
         t.start()
         _topos[key] = t
         if config is not None and not _cleanup_registered[0]:
