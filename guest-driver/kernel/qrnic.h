@@ -27,6 +27,7 @@
 
 /* ---- module parameters (qrnic_main.c) ----------------------------------- */
 extern unsigned int qrnic_admin_timeout_ms;
+extern bool qrnic_cq_dim;
 extern unsigned int qrnic_eth_ring_log;
 extern unsigned int qrnic_ring_pagelist;
 

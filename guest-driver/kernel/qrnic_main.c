@@ -47,6 +47,11 @@ module_param_named(ring_pagelist, qrnic_ring_pagelist, uint, 0644);
 MODULE_PARM_DESC(ring_pagelist,
 		 "CQ/QP/SRQ rings as page lists on a device with QRNIC_CAP_RING_PAGELIST: 0 never (one contiguous allocation), 1 rings above 32 KiB (default), 2 every ring of more than a page");
 
+bool qrnic_cq_dim = true;
+module_param_named(cq_dim, qrnic_cq_dim, bool, 0444);
+MODULE_PARM_DESC(cq_dim,
+		 "Let ib_core's RDMA DIM moderate the completion events of kernel ULP CQs through MODIFY_CQ (use_cq_dim, as mlx5; default on)");
+
 static unsigned int qrnic_health_poll_ms = 1000;
 module_param_named(health_poll_ms, qrnic_health_poll_ms, uint, 0444);
 MODULE_PARM_DESC(health_poll_ms,

@@ -872,8 +872,18 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 		ib_set_device_ops(ibdev, &qrnic_mem_mgt_ops);
 	if (qrnic_has_mw(dev))
 		ib_set_device_ops(ibdev, &qrnic_mw_ops);
-	if (qrnic_has_cq_resize(dev))
+	if (qrnic_has_cq_resize(dev)) {
 		ib_set_device_ops(ibdev, &qrnic_cq_resize_ops);
+		/*
+		 * Kernel ULP CQs polled from softirq or a workqueue (nvme-rdma,
+		 * nvmet-rdma, xprtrdma, iser) get ib_core's RDMA DIM: it watches
+		 * completions per event and moves the CQ along its profiles
+		 * (1 us/1 CQE .. 32 us/32 CQEs) with modify_cq, i.e. MODIFY_CQ
+		 * from a workqueue.  It starts at one CQE (no moderation), so a
+		 * lightly loaded CQ keeps its latency.
+		 */
+		ibdev->use_cq_dim = qrnic_cq_dim;
+	}
 	if (qrnic_has_rereg(dev))
 		ib_set_device_ops(ibdev, &qrnic_rereg_ops);
 
