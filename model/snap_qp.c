@@ -641,7 +641,7 @@ bool qrnic_snap_load_work(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		ev.seq = qr_u64(r);
 		if (r->bad)
 			break;
-		if (ev.kind < QRNIC_EVK_RETRY || ev.kind > QRNIC_EVK_CC)
+		if (ev.kind < QRNIC_EVK_RETRY || ev.kind > QRNIC_EVK_RXBUF)
 			return qr_fail(r, "event of kind %u", ev.kind);
 		if (ev.seq >= d->event_seq)
 			return qr_fail(r, "event sequence %llu not below the next (%llu)",
