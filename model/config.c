@@ -122,7 +122,7 @@ static const struct qrnic_config_param params[] = {
 	{ "timely_hai_n", "timely-hai-n", U32(timely_hai_n), 5, 1, 1000, 0,
 	  "TIMELY: samples in a row with a gradient <= 0 after which the step is N delta "
 	  "(hyper-active increase)", "not seen" },
-	/* the receive buffer and the PFC frames it sends, spec 12.16 */
+	/* the receive buffer and the PFC frames it sends, spec 12.15 */
 	{ "rx_buffer", "rx-buffer", U32(rx_buffer), 0, 0, 16u << 20, 0,
 	  "receive buffer of the port (bytes), used under a timing profile: frames wait in it "
 	  "until the receive pipeline takes them (resp_pkt_cycles / num_pu each, and "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qrnic device model: 802.1Qbb priority flow control frames on the wire
- * (docs/congestion.md, spec 12.16).  A MAC control frame (EtherType
+ * (docs/congestion.md, spec 12.15).  A MAC control frame (EtherType
  * 0x8808) is taken by the port's MAC on arrival, before the receive
  * queue: it is never a packet of the transport.  Opcode 0x0101 (PFC)
  * pauses each priority whose class-enable bit is set for its time in

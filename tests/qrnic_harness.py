@@ -492,6 +492,7 @@ _SIGS = {
     'hx_set_ring_pagelist': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_rxbuf_info': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
@@ -1305,6 +1306,16 @@ class Device(api.Device):
     @property
     def port_paused(self):
         return bool(self._l.hx_port_paused(self.w, self.idx))
+
+    def rxbuf_info(self):
+        """The receive buffer (rx_buffer, spec 12.15): a dict with used,
+        max_used, prio[8], prio_max[8] (bytes) and xoff (the priorities the
+        port sent an XOFF for and no XON yet), or None if it is off."""
+        out = (ctypes.c_uint64 * 19)()
+        if self._l.hx_rxbuf_info(self.w, self.idx, out):
+            return None
+        return {'used': out[0], 'max_used': out[1], 'prio': list(out[2:10]),
+                'prio_max': list(out[10:18]), 'xoff': out[18]}
 
     def set_timing(self, profile='functional', **overrides):
         """Select a timing profile (functional, cx5-100g, teach) with

@@ -2254,6 +2254,27 @@ int hx_port_paused(hx_world *w, int d)
 	return h ? qrnic_dev_port_paused(h->dev) : -1;
 }
 
+/* device d's receive buffer (rx_buffer): out[0] bytes in it, [1] the most,
+ * [2..9] per priority, [10..17] the most per priority, [18] the priorities
+ * it sent an XOFF for; 0, or -1 (no device, or the buffer is off) */
+int hx_rxbuf_info(hx_world *w, int d, uint64_t out[19])
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_rxbuf_info i;
+
+	memset(out, 0, 19 * sizeof(*out));
+	if (!h || qrnic_dev_rxbuf_info(h->dev, &i))
+		return -1;
+	out[0] = i.used;
+	out[1] = i.max_used;
+	for (int p = 0; p < 8; p++) {
+		out[2 + p] = i.prio[p];
+		out[10 + p] = i.prio_max[p];
+	}
+	out[18] = i.xoff;
+	return 0;
+}
+
 int hx_dev_busy(hx_world *w, int d)
 {
 	struct hx_dev *h = D(w, d);

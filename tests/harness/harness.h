@@ -224,6 +224,10 @@ void hx_set_ring_pagelist(hx_world *w, int d, int on);
 /* PFC: pause (1) / resume (0) a device's port (qrnic_dev_port_pause) */
 void hx_port_pause(hx_world *w, int d, int paused);
 int hx_port_paused(hx_world *w, int d);
+/* the receive buffer (rx_buffer, pfc.c): out[0] bytes in it, [1] the most,
+ * [2..9] per priority, [10..17] the most per priority, [18] priorities sent
+ * an XOFF; -1: no such device or the buffer is off */
+int hx_rxbuf_info(hx_world *w, int d, uint64_t out[19]);
 int hx_dev_busy(hx_world *w, int d);
 /* qrnic_dev_check_lists: 0, or -1 with the reason in why */
 int hx_dev_check(hx_world *w, int d, char *why, size_t len);

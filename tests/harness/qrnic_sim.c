@@ -2395,6 +2395,19 @@ static void report_table(struct sim *s, const struct results *r)
 	if (s->trace)
 		printf("  trace: %" PRIu64 " events to %s%s\n", s->trace_written, c->trace,
 		       s->trace_lost ? " (some lost: ring overrun)" : "");
+	for (int d = 0; d < hx_num_devs(s->w); d++) {
+		uint64_t b[19];
+
+		if (hx_rxbuf_info(s->w, d, b))
+			continue;
+		printf("  %-22s host %d: most %.1f KB (", "receive buffer", d, (double)b[1] / 1e3);
+		for (int p = 0, n = 0; p < 8; p++)
+			if (b[10 + p])
+				printf("%sprio %d: %.1f KB", n++ ? ", " : "", p, (double)b[10 + p] / 1e3);
+		printf("), dropped %" PRIu64 ", PFC frames sent %" PRIu64 "\n",
+		       hx_dev_stat(s->w, d, QRNIC_STAT_RX_BUFFER_DROPS),
+		       hx_dev_stat(s->w, d, QRNIC_STAT_PFC_SENT));
+	}
 	if (c->incast)
 		incast_table(s);
 	if (r->guest_errors || r->busy_unscheduled)
@@ -2505,6 +2518,26 @@ static void report_json(struct sim *s, const struct results *r)
 	if (s->trace)
 		fprintf(o, ",\"trace\":{\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", s->trace_written,
 			s->trace_lost);
+	/* the devices' receive buffers (rx_buffer), where on */
+	{
+		int n = 0;
+
+		for (int d = 0; d < hx_num_devs(s->w); d++) {
+			uint64_t b[19];
+
+			if (hx_rxbuf_info(s->w, d, b))
+				continue;
+			fprintf(o, "%s{\"host\":%d,\"used\":%" PRIu64 ",\"max_used\":%" PRIu64
+				",\"prio_max\":[", n++ ? "," : ",\"rx_buffer\":[", d, b[0], b[1]);
+			for (int p = 0; p < 8; p++)
+				fprintf(o, "%s%" PRIu64, p ? "," : "", b[10 + p]);
+			fprintf(o, "],\"drops\":%" PRIu64 ",\"pfc_sent\":%" PRIu64 "}",
+				hx_dev_stat(s->w, d, QRNIC_STAT_RX_BUFFER_DROPS),
+				hx_dev_stat(s->w, d, QRNIC_STAT_PFC_SENT));
+		}
+		if (n)
+			fputs("]", o);
+	}
 	if (c->incast)
 		incast_json(s, o);
 	if (!c->deterministic) {
