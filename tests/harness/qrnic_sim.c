@@ -2267,6 +2267,15 @@ static void incast_table(struct sim *s)
 		printf("    shared buffer %" PRIu64 " B, alpha %g: at most %" PRIu64 " B in use\n",
 		       s->c.shared_buffer, s->c.alpha, mx);
 	}
+	for (int pr = 0; s->c.prio_queues && pr < 8; pr++) {
+		struct hx_switch_queue_stats qs;
+
+		if (hx_switch_queue_stats(s->w, 0, pr, &qs) || !(qs.frames || qs.drops))
+			continue;
+		printf("    queue to host 0, priority %d: %" PRIu64 " frames, max %" PRIu64 " B, marks %"
+		       PRIu64 ", drops %" PRIu64 ", paused by the host %.1f us\n", pr, qs.frames, qs.q_max,
+		       qs.marks, qs.drops, (double)qs.paused_ns / 1e3);
+	}
 	if (s->c.pfc)
 		printf("    802.1Qbb frames: %" PRIu64 " sent by the switch, %" PRIu64
 		       " honoured by hosts, %" PRIu64 " frames deferred\n", g.pfc_frames, g.pfc_received,
