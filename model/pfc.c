@@ -235,7 +235,6 @@ static void rxb_send(struct qrnic_dev *d, uint8_t xoff, uint8_t xon)
 		return;
 	qrnic_pfc_frame(f, d->cfg.mac, xoff | xon, tm);
 	qrnic_stat_add(d, QRNIC_STAT_PFC_SENT, 1);
-	qrnic_trace(d, QRNIC_TR_TX, 0, 0, 0, QRNIC_PFC_FRAME_LEN, 0);
 	d->ops->tx_frame(d->opaque, f, sizeof(f));
 }
 
