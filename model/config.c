@@ -122,6 +122,21 @@ static const struct qrnic_config_param params[] = {
 	{ "timely_hai_n", "timely-hai-n", U32(timely_hai_n), 5, 1, 1000, 0,
 	  "TIMELY: samples in a row with a gradient <= 0 after which the step is N delta "
 	  "(hyper-active increase)", "not seen" },
+	/* the receive buffer and the PFC frames it sends, spec 12.15 */
+	{ "rx_buffer", "rx-buffer", U32(rx_buffer), 0, 0, 16u << 20, 0,
+	  "receive buffer of the port (bytes), used under a timing profile: frames wait in it "
+	  "until the receive pipeline takes them (resp_pkt_cycles / num_pu each, and "
+	  "rx_drain_mbps); a frame that does not fit is dropped (rx_buffer_drops); "
+	  "0: off, frames are taken as they arrive", "not seen" },
+	{ "rx_pfc_xoff", "rx-pfc-xoff", U32(rx_pfc_xoff), 0, 0, 16u << 20, 0,
+	  "receive buffer: when a priority's bytes in it reach this, the port sends an 802.1Qbb "
+	  "XOFF for that priority (at most rx_buffer); 0: no PFC", "not seen" },
+	{ "rx_pfc_xon", "rx-pfc-xon", U32(rx_pfc_xon), 0, 0, 16u << 20, 0,
+	  "receive buffer: a paused priority whose bytes fall to this gets an XON "
+	  "(below rx_pfc_xoff)", "not seen" },
+	{ "rx_drain_mbps", "rx-drain-mbps", U32(rx_drain_mbps), 0, 0, 1000000, 0,
+	  "receive buffer: the pipeline takes frame bytes at most at this rate (Mb/s), "
+	  "a slow receiver; 0: only the per-packet cost", "not seen" },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
 
@@ -247,6 +262,17 @@ int qrnic_config_validate(const struct qrnic_config *cfg, struct qrnic_config_er
 			return fail(e, p, QRNIC_CFG_ABOVE_MAX, v);
 		if ((p->flags & QRNIC_CFG_POW2) && !is_pow2(v))
 			return fail(e, p, QRNIC_CFG_NOT_POW2, v);
+	}
+	/* the PFC thresholds within the buffer, XON below XOFF */
+	if (cfg->rx_pfc_xoff > cfg->rx_buffer || (cfg->rx_pfc_xoff && cfg->rx_pfc_xon >= cfg->rx_pfc_xoff)) {
+		const struct qrnic_config_param *p = qrnic_config_param_find(
+			cfg->rx_pfc_xoff > cfg->rx_buffer ? "rx_pfc_xoff" : "rx_pfc_xon");
+		uint64_t max = cfg->rx_pfc_xoff > cfg->rx_buffer ? cfg->rx_buffer : cfg->rx_pfc_xoff - 1u;
+
+		fail(e, p, QRNIC_CFG_ABOVE_MAX, qrnic_config_get(cfg, p));
+		if (e)
+			e->max = max;
+		return -1;
 	}
 	if (e)
 		memset(e, 0, sizeof(*e));

@@ -338,6 +338,8 @@ void qrnic_dev_timer_fire(struct qrnic_dev *d)
 			qrnic_cq_mod_timer(d, &ev);
 		else if (ev.kind == QRNIC_EVK_CC)
 			qrnic_cc_event(d, &ev);
+		else if (ev.kind == QRNIC_EVK_RXBUF)
+			qrnic_rxb_event(d, &ev);
 	}
 	d->in_run = false;
 	timer_update_from(d, first, from);	/* first: what ended the loop, still first */

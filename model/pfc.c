@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qrnic device model: 802.1Qbb priority flow control frames on the wire
- * (docs/congestion.md, spec 12.16).  A MAC control frame (EtherType
+ * (docs/congestion.md, spec 12.15).  A MAC control frame (EtherType
  * 0x8808) is taken by the port's MAC on arrival, before the receive
  * queue: it is never a packet of the transport.  Opcode 0x0101 (PFC)
  * pauses each priority whose class-enable bit is set for its time in
@@ -180,4 +180,151 @@ void qrnic_pfc_rx(struct qrnic_dev *d, const uint8_t *f, size_t len)
 uint64_t qrnic_dev_pfc_paused_until(const struct qrnic_dev *d, int prio)
 {
 	return prio >= 0 && prio < 8 ? d->pfc_until[prio] : 0;
+}
+
+/* ---- the port's receive buffer and the PFC frames it sends ------------------
+ *
+ * With rx_buffer set, under a timing profile, a frame admitted to the
+ * receive queue occupies rx_buffer bytes (its frame length) from its
+ * arrival until the receive pipeline takes it.  The pipeline takes frames
+ * in arrival order, one every max(resp_pkt_cycles / num_pu, len at
+ * rx_drain_mbps) ns: the responder's per-packet cost spread over the
+ * processing units (the profile's receive cost), or the byte rate of a
+ * slow receiver.  A frame that does not fit is dropped (rx_buffer_drops).
+ * With rx_pfc_xoff set, when a priority's bytes reach it the port sends an
+ * 802.1Qbb XOFF for that priority (0xffff quanta, sent again every half
+ * of that while the priority stays above rx_pfc_xon), and an XON (time 0)
+ * once they fall to rx_pfc_xon.  The pause frames leave at once, ahead of
+ * the frames booked on the port (a MAC sends them between frames), and are
+ * counted in pfc_sent, not in tx_packets.
+ */
+#define RXB_QUANTA	0xffffu
+
+static uint64_t rxb_cost(struct qrnic_dev *d, uint32_t len)
+{
+	uint64_t pkt = (qrnic_tm_cycles(&d->tm, d->tm.p.resp_pkt_cycles) + d->tm.p.num_pu - 1) /
+		       d->tm.p.num_pu;
+	uint64_t mbps = d->cfg.rx_drain_mbps;
+	uint64_t bytes = mbps ? ((uint64_t)len * 8000u + mbps - 1) / mbps : 0;
+
+	return pkt > bytes ? pkt : bytes;
+}
+
+static void rxb_arm(struct qrnic_dev *d, uint64_t when)
+{
+	qrnic_event_add(d, when, QRNIC_EVK_RXBUF, 0, 0);
+}
+
+/* an 802.1Qbb frame out of the port: XOFF for xoff, XON for xon */
+static void rxb_send(struct qrnic_dev *d, uint8_t xoff, uint8_t xon)
+{
+	uint8_t f[QRNIC_PFC_FRAME_LEN];
+	uint16_t tm[8] = { 0 };
+	uint64_t now = qrnic_now(d);
+
+	for (int p = 0; p < 8; p++) {
+		if (!(xoff >> p & 1))
+			continue;
+		tm[p] = RXB_QUANTA;
+		/* sent again before the peer's pause runs out */
+		d->rxb.refresh[p] = now + quanta_ns(d, RXB_QUANTA) / 2;
+		rxb_arm(d, d->rxb.refresh[p]);
+	}
+	d->rxb.xoff = (uint8_t)((d->rxb.xoff | xoff) & ~xon);
+	if (!d->link_up)
+		return;
+	qrnic_pfc_frame(f, d->cfg.mac, xoff | xon, tm);
+	qrnic_stat_add(d, QRNIC_STAT_PFC_SENT, 1);
+	d->ops->tx_frame(d->opaque, f, sizeof(f));
+}
+
+/* XOFFs whose refresh time came go out again */
+static void rxb_refresh(struct qrnic_dev *d)
+{
+	uint64_t now = qrnic_now(d);
+	uint8_t again = 0;
+
+	for (int p = 0; d->rxb.xoff && p < 8; p++)
+		if ((d->rxb.xoff >> p & 1) && d->rxb.refresh[p] <= now)
+			again |= (uint8_t)(1u << p);
+	if (again)
+		rxb_send(d, again, 0);
+}
+
+bool qrnic_rxb_admit(struct qrnic_dev *d, struct qrnic_frame *f)
+{
+	const struct qrnic_pkt *desc = qrnic_frame_buf_pkt(f->data);
+	uint64_t now = qrnic_now(d), start;
+	int p;
+
+	if (d->rxb.used + f->len > d->cfg.rx_buffer) {
+		qrnic_stat_add(d, QRNIC_STAT_RX_BUFFER_DROPS, 1);
+		qrnic_trace(d, QRNIC_TR_DROP, 0, 0, QRNIC_STAT_RX_BUFFER_DROPS, f->len, 0);
+		return false;
+	}
+	/* a frame with its headers by description is IPv4 without a VLAN tag */
+	p = desc ? desc->traffic_class >> 5 : qrnic_frame_priority(f->data, f->len);
+	start = d->rxb.next > now ? d->rxb.next : now;
+	d->rxb.next = start + rxb_cost(d, f->len);
+	f->start = start;
+	f->prio = (uint8_t)p;
+	d->rxb.used += f->len;
+	d->rxb.occ[p] += f->len;
+	if (d->rxb.used > d->rxb.max_used)
+		d->rxb.max_used = d->rxb.used;
+	if (d->rxb.occ[p] > d->rxb.occ_max[p])
+		d->rxb.occ_max[p] = d->rxb.occ[p];
+	if (d->cfg.rx_pfc_xoff && !(d->rxb.xoff >> p & 1) && d->rxb.occ[p] >= d->cfg.rx_pfc_xoff)
+		rxb_send(d, (uint8_t)(1u << p), 0);
+	return true;
+}
+
+void qrnic_rxb_taken(struct qrnic_dev *d, const struct qrnic_frame *f)
+{
+	int p = f->prio & 7;
+
+	d->rxb.used -= f->len;
+	d->rxb.occ[p] -= f->len;
+	if ((d->rxb.xoff >> p & 1) && d->rxb.occ[p] <= d->cfg.rx_pfc_xon)
+		rxb_send(d, 0, (uint8_t)(1u << p));
+	rxb_refresh(d);
+}
+
+bool qrnic_rxb_due(struct qrnic_dev *d, const struct qrnic_frame *f, bool arm)
+{
+	if (f->start <= qrnic_now(d))
+		return true;
+	if (arm && d->rxb.armed != f->start) {
+		d->rxb.armed = f->start;
+		rxb_arm(d, f->start);
+	}
+	return false;
+}
+
+/* a QRNIC_EVK_RXBUF event: the head may be due (the run after the timer
+ * takes it), an XOFF may be due again */
+void qrnic_rxb_event(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	if (d->rxb.armed == ev->when)
+		d->rxb.armed = 0;
+	if (qrnic_rxb_on(d))
+		rxb_refresh(d);
+}
+
+void qrnic_rxb_reset(struct qrnic_dev *d)
+{
+	memset(&d->rxb, 0, sizeof(d->rxb));
+}
+
+int qrnic_dev_rxbuf_info(struct qrnic_dev *d, struct qrnic_rxbuf_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!qrnic_rxb_on(d))
+		return -1;
+	out->used = d->rxb.used;
+	out->max_used = d->rxb.max_used;
+	memcpy(out->prio, d->rxb.occ, sizeof(out->prio));
+	memcpy(out->prio_max, d->rxb.occ_max, sizeof(out->prio_max));
+	out->xoff = d->rxb.xoff;
+	return 0;
 }

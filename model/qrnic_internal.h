@@ -409,6 +409,7 @@ enum qrnic_event_kind {
 	QRNIC_EVK_FAULT,	/* id, gen: fault.c's (held frame, timed rule, link-up, flush) */
 	QRNIC_EVK_CQ_MOD,	/* id = cqn, gen = cq->mod_gen: moderation period over */
 	QRNIC_EVK_CC,		/* id = qpn, gen = cc.gen: the rate limiter lets the QP send */
+	QRNIC_EVK_RXBUF,	/* id, gen 0: the receive buffer's next frame is due (pfc.c) */
 };
 
 struct qrnic_event {
@@ -455,9 +456,12 @@ struct qrnic_effect {
 	uint8_t *frame;		/* TX: malloc'd copy */
 };
 
+#define QRNIC_FRAME_IN_RXB	0x80	/* counted in the receive buffer (pfc.c) */
 struct qrnic_frame {
 	uint32_t len;
+	uint8_t prio;		/* receive buffer (pfc.c): its priority, | QRNIC_FRAME_IN_RXB */
 	uint8_t *data;		/* QRNIC_RX_FRAME_MAX bytes, preallocated */
+	uint64_t start;		/* receive buffer: when the pipeline takes it (ns) */
 };
 
 /* ---- The device ----------------------------------------------------------- */
@@ -558,6 +562,15 @@ struct qrnic_dev {
 	uint64_t pfc_until[8];		/* pfc.c: priority p is paused until then (ns) */
 	uint64_t pfc_tail[8];		/* pfc.c: when the last frame deferred by a pause arrives */
 	bool     pfc_active;		/* pfc.c: a pause frame was honoured (the TX path looks) */
+	/* pfc.c: the port's receive buffer (cfg.rx_buffer, timed only) */
+	struct {
+		uint64_t next;		/* when the pipeline can take the next frame */
+		uint64_t used, max_used;
+		uint64_t occ[8], occ_max[8];	/* bytes per priority */
+		uint8_t  xoff;		/* priorities we sent an XOFF for */
+		uint64_t refresh[8];	/* when that XOFF is sent again */
+		uint64_t armed;		/* the QRNIC_EVK_RXBUF event is for then, 0: none */
+	} rxb;
 	struct qrnic_effect *fx;
 	uint32_t fx_cap, fx_free, fx_used, fx_gen;
 	uint32_t ring_pls;	/* ring page lists held (ring.c): reset skips the scan at 0 */
@@ -608,6 +621,20 @@ void qrnic_rings_free_all(struct qrnic_dev *d);
 void qrnic_pfc_rx(struct qrnic_dev *d, const uint8_t *f, size_t len);
 /* true: TX effect idx is deferred behind a pause of its priority (rescheduled) */
 bool qrnic_pfc_defer(struct qrnic_dev *d, struct qrnic_effect *e, uint32_t idx, uint64_t now);
+/* The receive buffer (cfg.rx_buffer, timed): is it on; a frame arriving
+ * now, false: no room, dropped (counted); the frame at the head taken by
+ * the pipeline; whether the head may be taken now (else the event that
+ * wakes the device then is armed); forget everything (reset). */
+static inline bool qrnic_rxb_on(const struct qrnic_dev *d)
+{
+	return d->cfg.rx_buffer && d->tm.enabled;
+}
+bool qrnic_rxb_admit(struct qrnic_dev *d, struct qrnic_frame *f);
+void qrnic_rxb_taken(struct qrnic_dev *d, const struct qrnic_frame *f);
+bool qrnic_rxb_due(struct qrnic_dev *d, const struct qrnic_frame *f, bool arm);
+void qrnic_rxb_reset(struct qrnic_dev *d);
+void qrnic_rxb_event(struct qrnic_dev *d, const struct qrnic_event *ev);
+bool qrnic_rxq_ready(struct qrnic_dev *d);	/* rx.c: the head may be taken now */
 
 /* ---- device.c: the choke points (and regs.c, events.c, work.c, rx.c) ----- */
 /* Every host-memory access of the model goes through these two.  They

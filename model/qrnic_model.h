@@ -178,6 +178,11 @@ struct qrnic_config {
 	uint32_t timely_beta;			/* 1024ths: multiplicative decrease factor */
 	uint32_t timely_alpha;			/* 1024ths: EWMA weight of a new RTT difference */
 	uint32_t timely_hai_n;			/* samples with gradient <= 0 before HAI (N delta) */
+	/* the port's receive buffer and the PFC it generates (pfc.c, spec 12.15) */
+	uint32_t rx_buffer;			/* bytes; 0: off (frames taken as they come) */
+	uint32_t rx_pfc_xoff;			/* bytes of a priority: send XOFF; 0: no PFC */
+	uint32_t rx_pfc_xon;			/* bytes of a priority: send XON at or below */
+	uint32_t rx_drain_mbps;			/* receive pipeline byte rate (Mb/s); 0: per packet only */
 };
 
 enum qrnic_config_type {
@@ -399,6 +404,16 @@ size_t qrnic_pfc_frame(uint8_t out[QRNIC_PFC_FRAME_LEN], const uint8_t smac[6], 
 int qrnic_frame_priority(const uint8_t *frame, size_t len);
 /* until when (modelled ns) priority prio is paused; in the past: not paused */
 uint64_t qrnic_dev_pfc_paused_until(const struct qrnic_dev *dev, int prio);
+/* The port's receive buffer (rx_buffer != 0 under a timing profile; pfc.c,
+ * spec 12.15): bytes of each priority in it now, the most there were (all
+ * priorities together and per priority), and the priorities the port has
+ * sent an XOFF for and not yet an XON.  0, or -1 if the buffer is off. */
+struct qrnic_rxbuf_info {
+	uint64_t used, max_used;
+	uint64_t prio[8], prio_max[8];
+	uint8_t  xoff;		/* bit p: priority p paused by us */
+};
+int qrnic_dev_rxbuf_info(struct qrnic_dev *dev, struct qrnic_rxbuf_info *out);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
 /* A QP's congestion control state (spec 12.15), its timers brought up to
  * the device's time first.  0, or -1 if qpn is not a QP. */

@@ -153,16 +153,18 @@ struct qrnic_dev;
  * that ever had fault rules writes it; loading replaces the rules). */
 /* Every section's version: bump one when its layout changes, and keep
  * reading the older layouts (tests/fixtures holds a stream of each). */
-#define V_CONF	2	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5) */
+#define V_CONF	3	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5);
+			 * 3: + rx_buffer, rx_pfc_xoff, rx_pfc_xon, rx_drain_mbps */
 #define V_REGS	1
 #define V_OBJS	3	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7);
 			 * 3: + CQ and SRQ ring page lists (ABI 1.8) */
 #define V_QP	3	/* 2: + TIMELY's RTT sampling state; 3: + SQ and RQ page lists */
-#define V_WORK	1
-#define V_TIME	3	/* 2: + the PFC pause flag; 3: + PFC frame pauses */
+#define V_WORK	2	/* 2: + each received frame's receive buffer priority and time */
+#define V_TIME	4	/* 2: + the PFC pause flag; 3: + PFC frame pauses;
+			 * 4: + the receive buffer's state */
 /* STAT 2: + counters bf_posts, bf_fallbacks; 3: + pfc_received, pfc_malformed,
- * pfc_deferred_frames */
-#define V_STAT	3
+ * pfc_deferred_frames; 4: + pfc_sent, rx_buffer_drops */
+#define V_STAT	4
 #define V_FLT	1
 
 /* The sections in their own files (snapshot.c writes and reads the stream,

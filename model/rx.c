@@ -33,14 +33,26 @@ static int rx_admit(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	return 1;
 }
 
-static void rx_enqueue(struct qrnic_dev *d, uint8_t *buf, size_t len)
+/* false: the receive buffer had no room (pfc.c), buf freed */
+static bool rx_enqueue(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	struct qrnic_frame *f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
 
 	f->data = buf;
 	f->len = (uint32_t)len;
+	f->prio = 0;
+	f->start = 0;
+	if (qrnic_rxb_on(d)) {
+		if (!qrnic_rxb_admit(d, f)) {
+			f->data = NULL;
+			qrnic_frame_buf_free(buf);
+			return false;
+		}
+		f->prio |= QRNIC_FRAME_IN_RXB;
+	}
 	d->rxq_tail++;
 	qrnic_schedule(d);
+	return true;
 }
 
 bool qrnic_dev_rx_full(const struct qrnic_dev *d)
@@ -79,8 +91,7 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 		return false;
 	}
 	memcpy(buf, frame, len);
-	rx_enqueue(d, buf, len);
-	return true;
+	return rx_enqueue(d, buf, len);
 }
 
 bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
@@ -99,8 +110,7 @@ bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 		qrnic_frame_buf_free(buf);
 		return rc == 0;
 	}
-	rx_enqueue(d, buf, len);
-	return true;
+	return rx_enqueue(d, buf, len);
 }
 
 bool qrnic_dev_rx_frame_buf_vouched(struct qrnic_dev *d, uint8_t *buf, size_t len)
@@ -252,8 +262,14 @@ bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget)
 
 	for (n = 0; n < budget && d->rxq_head != d->rxq_tail; n++) {
 		struct qrnic_frame *f = &d->rxq[d->rxq_head % QRNIC_RXQ_DEPTH];
-
 		uint8_t *buf = f->data;
+
+		/* in the receive buffer until the pipeline takes it (pfc.c) */
+		if (f->prio & QRNIC_FRAME_IN_RXB) {
+			if (qrnic_rxb_on(d) && !qrnic_rxb_due(d, f, true))
+				break;
+			qrnic_rxb_taken(d, f);
+		}
 
 		rx_dispatch(d, buf, f->len);
 		f->data = NULL;
@@ -263,9 +279,19 @@ bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget)
 	return n > 0;
 }
 
-/* Drop every frame in the receive queue. */
+/* Whether the frame at the head of the receive queue may be taken now. */
+bool qrnic_rxq_ready(struct qrnic_dev *d)
+{
+	const struct qrnic_frame *f = &d->rxq[d->rxq_head % QRNIC_RXQ_DEPTH];
+
+	return d->rxq_head != d->rxq_tail &&
+	       (!(f->prio & QRNIC_FRAME_IN_RXB) || !qrnic_rxb_on(d) || f->start <= qrnic_now(d));
+}
+
+/* Drop every frame in the receive queue (the receive buffer is empty). */
 void qrnic_rxq_clear(struct qrnic_dev *d)
 {
+	qrnic_rxb_reset(d);
 	while (d->rxq_head != d->rxq_tail) {
 		struct qrnic_frame *f = &d->rxq[d->rxq_head++ % QRNIC_RXQ_DEPTH];
 

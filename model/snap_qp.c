@@ -543,6 +543,8 @@ void qrnic_snap_save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qrnic_frame_buf_fill(f->data);	/* bytes by reference or by description */
 		qs_u32(w, f->len);
 		qs_bytes(w, f->data, f->len);
+		qs_u8(w, f->prio);	/* v2: the receive buffer (pfc.c) */
+		qs_u64(w, f->start);
 	}
 
 	/* events: the heap and the lanes, one list in the order they fire,
@@ -628,6 +630,14 @@ bool qrnic_snap_load_work(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		qr_bytes(r, buf, len);
 		d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH] = (struct qrnic_frame){ .len = len, .data = buf };
 		d->rxq_tail++;
+		if (r->version >= 2) {
+			uint8_t prio = qr_u8(r);
+
+			d->rxq[(d->rxq_tail - 1) % QRNIC_RXQ_DEPTH].start = qr_u64(r);
+			if (!r->bad && (prio & ~(QRNIC_FRAME_IN_RXB | 7)))
+				return qr_fail(r, "received frame: priority byte 0x%x", prio);
+			d->rxq[(d->rxq_tail - 1) % QRNIC_RXQ_DEPTH].prio = prio;
+		}
 	}
 
 	n = qr_count(r, UINT32_MAX / 2, 28, "events");
@@ -641,7 +651,7 @@ bool qrnic_snap_load_work(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		ev.seq = qr_u64(r);
 		if (r->bad)
 			break;
-		if (ev.kind < QRNIC_EVK_RETRY || ev.kind > QRNIC_EVK_CC)
+		if (ev.kind < QRNIC_EVK_RETRY || ev.kind > QRNIC_EVK_RXBUF)
 			return qr_fail(r, "event of kind %u", ev.kind);
 		if (ev.seq >= d->event_seq)
 			return qr_fail(r, "event sequence %llu not below the next (%llu)",

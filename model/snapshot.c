@@ -369,7 +369,47 @@ static void save_time(struct qrnic_dev *d, struct qrnic_snap_w *w)
 		qs_u64(w, d->pfc_until[i]);
 		qs_u64(w, d->pfc_tail[i]);
 	}
+	/* v4: the receive buffer (pfc.c); its bytes follow from the frames */
+	qs_u64(w, d->rxb.next);
+	qs_u64(w, d->rxb.max_used);
+	qs_u8(w, d->rxb.xoff);
+	qs_u64(w, d->rxb.armed);
+	for (int i = 0; i < 8; i++) {
+		qs_u64(w, d->rxb.occ_max[i]);
+		qs_u64(w, d->rxb.refresh[i]);
+	}
 	qs_end(w);
+}
+
+/* TIME v4: the receive buffer's state; the bytes in it are those of the
+ * received frames restored by WORK (which comes before TIME) */
+static bool load_rxb(struct qrnic_dev *d, struct qrnic_snap_r *r)
+{
+	memset(&d->rxb, 0, sizeof(d->rxb));
+	for (uint32_t i = d->rxq_head; i != d->rxq_tail; i++) {
+		const struct qrnic_frame *f = &d->rxq[i % QRNIC_RXQ_DEPTH];
+
+		if (!(f->prio & QRNIC_FRAME_IN_RXB))
+			continue;
+		d->rxb.used += f->len;
+		d->rxb.occ[f->prio & 7] += f->len;
+	}
+	if (r->version < 4)
+		return true;
+	d->rxb.next = qr_u64(r);
+	d->rxb.max_used = qr_u64(r);
+	d->rxb.xoff = qr_u8(r);
+	d->rxb.armed = qr_u64(r);
+	for (int i = 0; i < 8; i++) {
+		d->rxb.occ_max[i] = qr_u64(r);
+		d->rxb.refresh[i] = qr_u64(r);
+	}
+	if (r->bad)
+		return false;
+	if (d->rxb.used > d->cfg.rx_buffer || (d->rxb.xoff && !d->cfg.rx_pfc_xoff))
+		return qr_fail(r, "receive buffer: %llu bytes in %u, XOFF 0x%x",
+			       (unsigned long long)d->rxb.used, d->cfg.rx_buffer, d->rxb.xoff);
+	return true;
 }
 
 static bool load_time(struct qrnic_dev *d, struct qrnic_snap_r *r)
@@ -438,7 +478,7 @@ static bool load_time(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		if (r->bad)
 			return false;
 	}
-	return true;
+	return load_rxb(d, r);
 }
 
 static void save_stat(struct qrnic_dev *d, struct qrnic_snap_w *w)

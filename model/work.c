@@ -110,7 +110,7 @@ bool qrnic_dev_busy(const struct qrnic_dev *d)
 {
 	if (!(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL))
 		return false;
-	return d->rxq_tail != d->rxq_head || d->work.head || d->eth_pending || d->arm_pending ||
+	return qrnic_rxq_ready((struct qrnic_dev *)d) || d->work.head || d->eth_pending || d->arm_pending ||
 	       (d->aq_pending && (d->aq_ctrl & QRNIC_AQ_CTRL_ENABLE) &&
 		!(d->aq_status & QRNIC_AQ_STATUS_ERROR));
 }

@@ -304,6 +304,23 @@ class FrameInfo(LE):
                 ('fate', ctypes.c_uint32)]
 
 
+class SwitchCfg(ctypes.Structure):
+    """struct hx_switch_cfg (tests/harness/harness.h), native layout"""
+    _fields_ = [('rate_bps', ctypes.c_uint64), ('overhead', ctypes.c_uint32),
+                ('latency_ns', ctypes.c_uint64), ('buffer', ctypes.c_uint64),
+                ('kmin', ctypes.c_uint64), ('kmax', ctypes.c_uint64), ('pmax', ctypes.c_double),
+                ('pfc', ctypes.c_int), ('xoff', ctypes.c_uint64), ('xon', ctypes.c_uint64),
+                ('seed', ctypes.c_uint64), ('leaves', ctypes.c_int), ('spines', ctypes.c_int),
+                ('hosts_per_leaf', ctypes.c_int), ('shared_buffer', ctypes.c_uint64),
+                ('alpha', ctypes.c_double), ('pfc_resume', ctypes.c_uint64),
+                ('prio_queues', ctypes.c_int)]
+
+
+class SwitchQueueStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in
+                ('frames', 'bytes', 'drops', 'marks', 'paused_ns', 'q_now', 'q_max')]
+
+
 # C struct name -> Python mirror
 class RegMrWqe(LE):
     _pack_ = 1
@@ -492,6 +509,12 @@ _SIGS = {
     'hx_set_ring_pagelist': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_rxbuf_info': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]),
+    'hx_switch_attach': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+    'hx_switch_queue_stats': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                             ctypes.c_void_p]),
+    'hx_wire_send': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
+                                    ctypes.c_uint32]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
     'hx_dev_busy': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dev_check': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]),
@@ -1208,6 +1231,29 @@ class World:
     def pcap_close(self):
         self._l.hx_pcap_close(self.w)
 
+    def switch_attach(self, **kw):
+        """Cable every device to one output-queued switch (hx_switch_attach;
+        docs/congestion.md): keyword arguments are struct hx_switch_cfg's
+        fields (rate_bps, latency_ns, buffer, kmin, kmax, pmax, pfc, xoff,
+        xon, prio_queues, ...)."""
+        c = SwitchCfg(**kw)
+        rc = self._l.hx_switch_attach(self.w, ctypes.byref(c))
+        if rc:
+            raise HarnessError(f'hx_switch_attach: {self.error()}')
+
+    def switch_queue(self, port, prio):
+        """The switch's output queue (port, priority): a dict of frames,
+        bytes, drops, marks, paused_ns, q_now, q_max."""
+        st = SwitchQueueStats()
+        _check(self._l.hx_switch_queue_stats(self.w, port, prio, ctypes.byref(st)),
+               'switch_queue')
+        return {n: getattr(st, n) for n, _ in SwitchQueueStats._fields_}
+
+    def wire_send(self, dev, frame):
+        """Device dev's port sends a frame of its own onto its cable (or to
+        the switch): e.g. a pause frame."""
+        _check(self._l.hx_wire_send(self.w, dev, bytes(frame), len(frame)), 'wire_send')
+
     def frames(self, roce_only=False):
         out = []
         info = FrameInfo()
@@ -1313,6 +1359,16 @@ class Device(api.Device):
     @property
     def port_paused(self):
         return bool(self._l.hx_port_paused(self.w, self.idx))
+
+    def rxbuf_info(self):
+        """The receive buffer (rx_buffer, spec 12.15): a dict with used,
+        max_used, prio[8], prio_max[8] (bytes) and xoff (the priorities the
+        port sent an XOFF for and no XON yet), or None if it is off."""
+        out = (ctypes.c_uint64 * 19)()
+        if self._l.hx_rxbuf_info(self.w, self.idx, out):
+            return None
+        return {'used': out[0], 'max_used': out[1], 'prio': list(out[2:10]),
+                'prio_max': list(out[10:18]), 'xoff': out[18]}
 
     def set_timing(self, profile='functional', **overrides):
         """Select a timing profile (functional, cx5-100g, teach) with

@@ -78,10 +78,13 @@ def test_pause_flag_is_saved_and_checked():
         assert a.port_paused
         assert a.save() == s
         # the flag is the TIME section's last byte in version 2; version 3
-        # appends the eight PFC pause ends and deferred-frame tails (16 x 8)
+        # appends the eight PFC pause ends and deferred-frame tails (16 x 8),
+        # version 4 the receive buffer's state (8 + 8 + 1 + 8 + 16 x 8, all 0
+        # with the buffer off)
         sec = q.snap_sections(s)['TIME']
-        at = len(sec[1]) - 1 - 16 * 8
-        assert sec[0] == 3 and sec[1][at] == 1 and sec[1][at + 1:] == bytes(16 * 8)
+        rxb = 8 + 8 + 1 + 8 + 16 * 8
+        at = len(sec[1]) - 1 - 16 * 8 - rxb
+        assert sec[0] == 4 and sec[1][at] == 1 and sec[1][at + 1:] == bytes(16 * 8 + rxb)
         bad = q.snap_replace(s, 'TIME', sec[1][:at] + b'\x02' + sec[1][at + 1:])
         with pytest.raises(q.HarnessError) as e:
             a.load(bad)

@@ -590,7 +590,9 @@ QRNIC_ASSERT_SIZE(struct qrnic_port_attr, 32);
 	X(BF_FALLBACKS, "bf_fallbacks")				\
 	X(PFC_RECEIVED, "pfc_received")				\
 	X(PFC_MALFORMED, "pfc_malformed")			\
-	X(PFC_DEFERRED_FRAMES, "pfc_deferred_frames")
+	X(PFC_DEFERRED_FRAMES, "pfc_deferred_frames")		\
+	X(PFC_SENT, "pfc_sent")					\
+	X(RX_BUFFER_DROPS, "rx_buffer_drops")
 
 #define QRNIC_STAT_ENUM(name, str) QRNIC_STAT_##name,
 enum qrnic_stat { QRNIC_STATS(QRNIC_STAT_ENUM) QRNIC_STAT_COUNT };

@@ -236,6 +236,11 @@ struct hx_world {
 			uint64_t ing_p[8];	/* bytes from this port in the buffer, per priority */
 			uint64_t eg_p[8];	/* bytes queued to leave this port, per priority */
 			struct hx_switch_queue_stats qs[8];
+			/* prio_queues: the frames of each priority (linked by
+			 * next), their bytes, and until when the host paused it */
+			struct hx_frame *pq_head[8], *pq_tail[8];
+			uint64_t pq_bytes[8], pq_total;
+			uint64_t peer_until_ps[8], peer_since_ps[8];
 			/* PFC: frames in the queue, for the ingress counts */
 			uint64_t *f_done;
 			uint32_t *f_len;
@@ -1032,6 +1037,8 @@ static int sw_route(hx_world *w, const uint8_t *f, size_t len)
 /* output queue of a port at t (ps), bytes: what is left to serialize */
 static double sw_q(const struct hx_switch *sw, const struct hx_swport *p, uint64_t t)
 {
+	if (sw->c.prio_queues)	/* the frames waiting in its queues */
+		return (double)p->pq_total;
 	if (!sw->c.rate_bps || p->free_ps <= t)
 		return 0;
 	return (double)(p->free_ps - t) * (double)sw->c.rate_bps / 8e12;
@@ -1042,6 +1049,11 @@ static void sw_integrate(const struct hx_switch *sw, struct hx_swport *p, uint64
 {
 	if (t <= p->last_ps)
 		return;
+	if (sw->c.prio_queues) {	/* a step function: constant between changes */
+		p->area += (double)p->pq_total * (double)(t - p->last_ps);
+		p->last_ps = t;
+		return;
+	}
 	if (sw->c.rate_bps && p->free_ps > p->last_ps) {
 		double a = (double)(p->free_ps - p->last_ps);
 		double b = p->free_ps > t ? (double)(p->free_ps - t) : 0;
@@ -1077,6 +1089,10 @@ static void sw_pfc_send(hx_world *w, int host, uint8_t xoff, uint8_t xon)
 	qrnic_pfc_frame(f, smac, xoff | xon, tm);
 	pcap_write(w, f, sizeof(f));
 	fr = frame_new(w, f, sizeof(f), host, host, -1);
+	/* priority queues: it goes straight to the host, ahead of the queues
+	 * (src == dst frames entering the switch are the hosts' own pauses) */
+	if (w->sw.c.prio_queues)
+		fr->to_switch = 0;
 	inflight_insert(w, fr, w->now + w->sw.c.latency_ns);
 	w->sw.port[host].st.pfc_frames++;
 }
@@ -1099,29 +1115,116 @@ static bool sw_resume(const struct hx_switch *sw, uint64_t ing)
 				   : ing <= sw->c.xon;
 }
 
+/* A frame of len bytes from ingress port 'in', priority pr, left output
+ * port p's queue at t: the counts go down; a paused ingress priority that
+ * falls to xon is resumed. */
+static void sw_left(hx_world *w, struct hx_swport *p, int in_port, int pr, uint32_t len, uint64_t t)
+{
+	struct hx_switch *sw = &w->sw;
+	struct hx_swport *in = &sw->port[in_port];
+
+	in->st.ingress -= len;
+	in->ing_p[pr] -= len;
+	p->eg_p[pr] -= len;
+	sw->used -= len;
+	if ((in->paused >> pr & 1) && sw_resume(sw, in->ing_p[pr])) {
+		in->paused &= (uint8_t)~(1u << pr);
+		in->st.paused_ns += (t - in->pause_ps[pr]) / 1000;
+		sw_pfc_send(w, in_port, 0, (uint8_t)(1u << pr));
+	}
+}
+
+/* prio_queues: output port o sends while its transmitter is free by t
+ * (ps): each time the frame at the head of the highest priority queue
+ * that is not paused (strict priority).  A frame starts when the port, the
+ * frame and its queue were all ready (so a late call loses no time). */
+static void sw_port_tx(hx_world *w, int o, uint64_t t)
+{
+	struct hx_switch *sw = &w->sw;
+	struct hx_swport *p = &sw->port[o];
+
+	while (p->pq_total && p->free_ps <= t) {
+		struct hx_frame *fr;
+		uint64_t start, ser = 0;
+		uint32_t bytes;
+		int pr;
+
+		for (pr = 7; pr >= 0; pr--)
+			if (p->pq_head[pr] && p->peer_until_ps[pr] <= t)
+				break;
+		if (pr < 0)
+			return;	/* every queue with frames is paused */
+		fr = p->pq_head[pr];
+		p->pq_head[pr] = fr->next;
+		if (!fr->next)
+			p->pq_tail[pr] = NULL;
+		fr->next = NULL;
+		bytes = fr->len + sw->c.overhead;
+		sw_integrate(sw, p, t);
+		p->pq_bytes[pr] -= bytes;
+		p->pq_total -= bytes;
+		start = p->free_ps;
+		if (start < fr->deliver_at * 1000ull)
+			start = fr->deliver_at * 1000ull;
+		if (start < p->peer_until_ps[pr])
+			start = p->peer_until_ps[pr];
+		if (sw->c.rate_bps)
+			ser = (uint64_t)(((unsigned __int128)bytes * 8u * 1000000000000ull +
+					  sw->c.rate_bps - 1) / sw->c.rate_bps);
+		p->free_ps = start + ser;
+		sw_left(w, p, fr->src, pr, bytes, t);
+		fr->to_switch = 0;
+		inflight_insert(w, fr, (p->free_ps + 999) / 1000 + sw->c.latency_ns);
+	}
+}
+
+/* prio_queues: an 802.1Qbb (or 802.3x) frame from the host on port o
+ * pauses (or resumes) that port's queues for the priorities it names */
+static void sw_pfc_rx(hx_world *w, int o, const uint8_t *f, uint32_t len, uint64_t t)
+{
+	struct hx_switch *sw = &w->sw;
+	struct hx_swport *p = &sw->port[o];
+	uint64_t bps = sw->c.rate_bps ? sw->c.rate_bps : 100000000000ull;
+	uint16_t op;
+	uint8_t en;
+
+	if (len < QRNIC_PFC_FRAME_LEN ||
+	    ((op = (uint16_t)(f[14] << 8 | f[15])) != 0x0101 && op != 0x0001))
+		return;
+	en = op == 0x0001 ? 0xff : f[17];
+	p->st.pfc_rx++;
+	for (int pr = 0; pr < 8; pr++) {
+		uint16_t q;
+		uint64_t end;
+
+		if (!(en >> pr & 1))
+			continue;
+		q = op == 0x0001 ? (uint16_t)(f[16] << 8 | f[17])
+				 : (uint16_t)(f[18 + 2 * pr] << 8 | f[19 + 2 * pr]);
+		/* the time paused so far (up to now or the old pause's end) */
+		end = p->peer_until_ps[pr] < t ? p->peer_until_ps[pr] : t;
+		if (end > p->peer_since_ps[pr])
+			p->qs[pr].paused_ns += (end - p->peer_since_ps[pr]) / 1000;
+		p->peer_since_ps[pr] = t;
+		p->peer_until_ps[pr] = t + (uint64_t)((unsigned __int128)q * 512u * 1000000000000ull / bps);
+	}
+}
+
 /* PFC: frames that have left the switch by now (ps) leave their ingress
- * counts; a paused ingress priority that falls to xon is resumed, one
- * still above it has its XOFF sent again before the last one runs out. */
+ * counts (sw_left); a paused ingress priority still above xon has its
+ * XOFF sent again before the last one runs out. */
 static void sw_drain(hx_world *w, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
 
-	for (int o = 0; o < w->ndev; o++) {
+	for (int o = 0; o < w->ndev && sw->c.prio_queues; o++)
+		sw_port_tx(w, o, t);
+	for (int o = 0; o < w->ndev && !sw->c.prio_queues; o++) {
 		struct hx_swport *p = &sw->port[o];
 
 		while (p->f_n && p->f_done[p->f_head] <= t) {
-			int pr = p->f_in[p->f_head] & 7;
-			struct hx_swport *in = &sw->port[p->f_in[p->f_head] >> 3];
-
-			in->st.ingress -= p->f_len[p->f_head];
-			in->ing_p[pr] -= p->f_len[p->f_head];
-			p->eg_p[pr] -= p->f_len[p->f_head];
-			sw->used -= p->f_len[p->f_head];
-			if ((in->paused >> pr & 1) && sw_resume(sw, in->ing_p[pr])) {
-				in->paused &= (uint8_t)~(1u << pr);
-				in->st.paused_ns += (t - in->pause_ps[pr]) / 1000;
-				sw_pfc_send(w, (int)(in - sw->port), 0, (uint8_t)(1u << pr));
-			}
+			sw_left(w, p, p->f_in[p->f_head] >> 3, p->f_in[p->f_head] & 7,
+				p->f_len[p->f_head], t);
 			p->f_head = (p->f_head + 1) % p->f_cap;
 			p->f_n--;
 		}
@@ -1149,6 +1252,17 @@ static uint64_t sw_next(hx_world *w)
 		return next;
 	for (int o = 0; o < w->ndev; o++) {
 		struct hx_swport *p = &w->sw.port[o];
+
+		/* prio_queues: when the transmitter is free, or a pause ends */
+		for (int pr = 0; p->pq_total && pr < 8; pr++) {
+			uint64_t at;
+
+			if (!p->pq_head[pr])
+				continue;
+			at = p->free_ps > p->peer_until_ps[pr] ? p->free_ps : p->peer_until_ps[pr];
+			if ((at + 999) / 1000 < next)
+				next = (at + 999) / 1000;
+		}
 
 		if (p->f_n && (p->f_done[p->f_head] + 999) / 1000 < next)
 			next = (p->f_done[p->f_head] + 999) / 1000;
@@ -1242,6 +1356,49 @@ int hx_switch_ecmp(const uint8_t *f, size_t len, int spines)
 	return (int)(h % (uint64_t)spines);
 }
 
+static void sw_port_tx(hx_world *w, int o, uint64_t t);
+
+/* prio_queues: frame fr (bytes on the wire) joins its priority's queue
+ * at output port p, and the port sends if it is idle */
+static void sw_pq_add(hx_world *w, struct hx_swport *p, struct hx_frame *fr, int prio,
+		      uint32_t bytes, uint64_t t)
+{
+	struct hx_switch *sw = &w->sw;
+	struct hx_swport *in = &sw->port[fr->src];
+
+	fr->next = NULL;
+	if (p->pq_tail[prio])
+		p->pq_tail[prio]->next = fr;
+	else
+		p->pq_head[prio] = fr;
+	p->pq_tail[prio] = fr;
+	p->pq_bytes[prio] += bytes;
+	p->pq_total += bytes;
+	p->st.frames++;
+	p->st.bytes += fr->len;
+	if (p->pq_total > p->st.q_max)
+		p->st.q_max = p->pq_total;
+	if (p->pq_total > p->st.win_max)
+		p->st.win_max = p->pq_total;
+	p->qs[prio].frames++;
+	p->qs[prio].bytes += fr->len;
+	if (p->pq_bytes[prio] > p->qs[prio].q_max)
+		p->qs[prio].q_max = p->pq_bytes[prio];
+	/* ingress counts (PFC), taken back by sw_left when it is sent */
+	in->st.ingress += bytes;
+	in->ing_p[prio] += bytes;
+	p->eg_p[prio] += bytes;
+	sw->used += bytes;
+	if (sw->c.pfc && !(in->paused >> prio & 1) && sw_xoff(sw, in->ing_p[prio])) {
+		in->paused |= (uint8_t)(1u << prio);
+		in->pause_ps[prio] = t;
+		in->refresh_ps[prio] = t + sw_pfc_refresh_ps(sw);
+		in->st.pauses++;
+		sw_pfc_send(w, fr->src, (uint8_t)(1u << prio), 0);
+	}
+	sw_port_tx(w, (int)(p - sw->port), t);
+}
+
 /* A frame reached a switch (now): queue it on this hop's output port, or drop it. */
 static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 {
@@ -1269,14 +1426,20 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 
 	int prio = sw->track ? qrnic_frame_priority(fr->data, fr->len) : 0;
 
+	if (sw->c.prio_queues && fr->dst == fr->src) {	/* the host's pause frame */
+		sw_pfc_rx(w, fr->src, fr->data, fr->len, t);
+		frame_free(w, fr);
+		return;
+	}
 	if (sw->track)
 		sw_drain(w, t);
 	sw_integrate(sw, p, t);
-	q = sw_q(sw, p, t);
+	q = sw->c.prio_queues ? (double)p->pq_bytes[prio] : sw_q(sw, p, t);
 	/* shared buffer: a lossless (PFC) class is limited by the ingress
 	 * thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one by the
 	 * dynamic threshold of its egress queue */
-	if (sw->c.shared_buffer ? sw->used + bytes > sw->c.shared_buffer ||
+	if (sw->c.prio_queues ? p->pq_bytes[prio] + bytes > sw->c.buffer :
+	    sw->c.shared_buffer ? sw->used + bytes > sw->c.shared_buffer ||
 				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw))
 				: q + bytes > (double)sw->c.buffer) {
 		p->st.drops++;
@@ -1294,7 +1457,12 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		    (pr >= 1 || (double)(rng_next(&sw->rng) >> 11) * 0x1p-53 < pr)) {
 			mark_ce(fr->data, fr->len);
 			p->st.marks++;
+			p->qs[prio].marks++;
 		}
+	}
+	if (sw->c.prio_queues) {
+		sw_pq_add(w, p, fr, prio, bytes, t);
+		return;
 	}
 	if (sw->c.rate_bps)
 		ser = (uint64_t)(((unsigned __int128)bytes * 8u * 1000000000000ull + sw->c.rate_bps - 1) /
@@ -1351,6 +1519,10 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
 		return HX_E_INVAL;
 	}
+	if (c->prio_queues && (c->shared_buffer || c->leaves)) {
+		hx_err(w, "hx_switch_attach: priority queues need one switch without a shared buffer");
+		return HX_E_INVAL;
+	}
 	if (c->shared_buffer && (!(c->alpha > 0) || c->alpha > 1024 || c->leaves)) {
 		hx_err(w, "hx_switch_attach: a shared buffer needs alpha in (0, 1024] and one switch");
 		return HX_E_INVAL;
@@ -1369,7 +1541,7 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 	if (!w->sw.c.buffer)
 		w->sw.c.buffer = UINT64_MAX / 2;
 	w->sw.rng = c->seed ? c->seed : 1;
-	w->sw.track = c->pfc || c->shared_buffer;
+	w->sw.track = c->pfc || c->shared_buffer || c->prio_queues;
 	w->sw.t0_ps = w->now * 1000ull;
 	for (int i = 0; i < w->ndev; i++) {
 		memcpy(w->sw.mac[i], hx_mac(w, i), 6);
@@ -1409,7 +1581,14 @@ int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queu
 		sw_drain(w, w->now * 1000ull);
 	p = &w->sw.port[port];
 	*out = p->qs[prio];
-	out->q_now = p->eg_p[prio];
+	out->q_now = w->sw.c.prio_queues ? p->pq_bytes[prio] : p->eg_p[prio];
+	{	/* a pause still running counts up to now */
+		uint64_t t = w->now * 1000ull;
+		uint64_t end = p->peer_until_ps[prio] < t ? p->peer_until_ps[prio] : t;
+
+		if (end > p->peer_since_ps[prio])
+			out->paused_ns += (end - p->peer_since_ps[prio]) / 1000;
+	}
 	return 0;
 }
 
@@ -1468,6 +1647,9 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 		qrnic_frame_buf_fill(owned);
 	if (w->sw.on)
 		dst = sw_route(w, f, len);	/* the headers are built now */
+	/* a host's MAC control frame (PFC) is for the switch port it enters */
+	if (w->sw.on && w->sw.c.prio_queues && dst < 0 && len >= 14 && f[12] == 0x88 && f[13] == 0x08)
+		dst = src;
 	/* only rules (and the switch, sw_route) look at the headers */
 	parsed = w->nrules && hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
 	pcap_write(w, f, (uint32_t)len);
@@ -1592,6 +1774,18 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 static void op_tx_frame_buf(void *opaque, uint8_t *buf, size_t len)
 {
 	tx_frame(opaque, buf, buf, len);
+}
+
+/* Host d's port puts a frame of its own on its cable (or to the switch),
+ * as if the device had sent it: a test's pause frame, say. */
+int hx_wire_send(hx_world *w, int d, const void *frame, uint32_t len)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h || !frame || len < 14 || len > 16384)
+		return HX_E_INVAL;
+	tx_frame(h, frame, NULL, len);
+	return 0;
 }
 
 int hx_rx_inject(hx_world *w, int d, const void *frame, uint32_t len)
@@ -2278,6 +2472,27 @@ int hx_port_paused(hx_world *w, int d)
 	struct hx_dev *h = D(w, d);
 
 	return h ? qrnic_dev_port_paused(h->dev) : -1;
+}
+
+/* device d's receive buffer (rx_buffer): out[0] bytes in it, [1] the most,
+ * [2..9] per priority, [10..17] the most per priority, [18] the priorities
+ * it sent an XOFF for; 0, or -1 (no device, or the buffer is off) */
+int hx_rxbuf_info(hx_world *w, int d, uint64_t out[19])
+{
+	struct hx_dev *h = D(w, d);
+	struct qrnic_rxbuf_info i;
+
+	memset(out, 0, 19 * sizeof(*out));
+	if (!h || qrnic_dev_rxbuf_info(h->dev, &i))
+		return -1;
+	out[0] = i.used;
+	out[1] = i.max_used;
+	for (int p = 0; p < 8; p++) {
+		out[2 + p] = i.prio[p];
+		out[10 + p] = i.prio_max[p];
+	}
+	out[18] = i.xoff;
+	return 0;
 }
 
 int hx_dev_busy(hx_world *w, int d)

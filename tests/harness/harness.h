@@ -152,9 +152,19 @@ struct hx_switch_cfg {
 	uint64_t shared_buffer;
 	double alpha;
 	uint64_t pfc_resume;
+	/* priority queues (0: one FIFO per output port): one queue per
+	 * (port, priority), each with its own 'buffer' (tail drop) and RED
+	 * on its own bytes; the port sends from the highest priority queue
+	 * that has a frame and is not paused (strict priority, 7 first).  A
+	 * host's 802.1Qbb frame pauses the queues of its port for the
+	 * priorities it names (the switch honours it).  One switch, no
+	 * shared buffer. */
+	int prio_queues;
 };
 struct hx_switch_queue_stats {	/* one output queue: (port, priority) */
 	uint64_t frames, bytes, drops;	/* drops: over its dynamic threshold or the buffer */
+	uint64_t marks;			/* prio_queues: ECN marks on this queue */
+	uint64_t paused_ns;		/* prio_queues: time the host paused it */
 	uint64_t q_now, q_max;		/* bytes */
 };
 /* the queue of output port 'port' for priority 'prio' (shared buffer or not) */
@@ -172,6 +182,7 @@ struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 	uint64_t paused_ns;	/* time this port's host was told to stay paused */
 	uint64_t ingress;	/* bytes from this port in the buffer now */
 	uint64_t pfc_frames;	/* 802.1Qbb frames (XOFF, XON, refreshes) sent to this port's host */
+	uint64_t pfc_rx;	/* prio_queues: 802.1Qbb frames from this port's host honoured */
 };
 int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c);
 int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out);
@@ -224,6 +235,10 @@ void hx_set_ring_pagelist(hx_world *w, int d, int on);
 /* PFC: pause (1) / resume (0) a device's port (qrnic_dev_port_pause) */
 void hx_port_pause(hx_world *w, int d, int paused);
 int hx_port_paused(hx_world *w, int d);
+/* the receive buffer (rx_buffer, pfc.c): out[0] bytes in it, [1] the most,
+ * [2..9] per priority, [10..17] the most per priority, [18] priorities sent
+ * an XOFF; -1: no such device or the buffer is off */
+int hx_rxbuf_info(hx_world *w, int d, uint64_t out[19]);
 int hx_dev_busy(hx_world *w, int d);
 /* qrnic_dev_check_lists: 0, or -1 with the reason in why */
 int hx_dev_check(hx_world *w, int d, char *why, size_t len);
@@ -261,6 +276,8 @@ int hx_rx_inject_vouched(hx_world *w, int d, const void *frame, uint32_t len);
  * qrnic_dev_rx_frame_buf_vouched, as QEMU does between its qrnic ports.
  * Off by default. */
 void hx_set_vouch(hx_world *w, int on);
+/* host d's port sends a frame of its own (through the wire, or the switch) */
+int hx_wire_send(hx_world *w, int d, const void *frame, uint32_t len);
 const uint8_t *hx_mac(hx_world *w, int d);
 
 /* logs: the last messages per device */

@@ -94,6 +94,9 @@ struct cfg {
 	bool incast, pfc;
 	unsigned leaves, spines;	/* --leaves, --spines: a leaf-spine fabric (0: one switch) */
 	uint64_t shared_buffer, pfc_resume;	/* --shared-buffer, --pfc-resume */
+	bool prio_queues;		/* --prio-queues: a queue per (port, priority) */
+	uint8_t dscp[16];		/* --dscp: the DSCP of each sender's QPs, in turn */
+	unsigned ndscp;
 	double alpha;			/* --alpha */
 	uint64_t sw_buffer, kmin, kmax, xoff, xon, sample_ns;
 	double pmax;
@@ -163,7 +166,12 @@ static const char usage_text[] =
 "                        priority), each limited to alpha x the free bytes (dynamic\n"
 "                        threshold); with --pfc the ingress XOFF at that threshold\n"
 "    --alpha A           switch: dynamic threshold factor                 (1)\n"
-"    --pfc-resume B      switch, shared buffer: XON once below the threshold by B (3000)"
+"    --pfc-resume B      switch, shared buffer: XON once below the threshold by B (3000)\n"
+"    --prio-queues       switch: one queue per (port, priority), strict priority between\n"
+"                        them (7 first), each with --buffer and RED on its own bytes; a\n"
+"                        host's 802.1Qbb frames pause its port's queues of those priorities\n"
+"    --dscp LIST         the DSCP of each sender's QPs (priority = DSCP >> 3), comma list\n"
+"                        taken in turn: incast sender i gets LIST[(i-1) % n]     (0)\n"
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
 "    --offsets MODE      write/read: remote slot of each message: seq | random  (seq)\n"
 "    --inline            write/send/ud-send: the payload inline in the WQE (size <= 448)\n"
@@ -214,6 +222,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
 	{ "leaves", true }, { "spines", true },
 	{ "shared-buffer", true }, { "alpha", true }, { "pfc-resume", true },
+	{ "prio-queues", false }, { "dscp", true },
 };
 
 static int opt_find(const char *k)
@@ -483,6 +492,22 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_bytes(k, v, &c->shared_buffer);
 	if (!strcmp(k, "pfc-resume"))
 		return parse_bytes(k, v, &c->pfc_resume);
+	if (!strcmp(k, "dscp")) {	/* a comma list of 1..16 values 0..63 */
+		const char *q = v;
+
+		c->ndscp = 0;
+		for (;;) {
+			char *end;
+			unsigned long x = strtoul(q, &end, 10);
+
+			if (end == q || x > 63 || c->ndscp == 16 || (*end && *end != ','))
+				return bad("--dscp: '%s' is not a list of up to 16 DSCP values 0..63", v);
+			c->dscp[c->ndscp++] = (uint8_t)x;
+			if (!*end)
+				return 0;
+			q = end + 1;
+		}
+	}
 	if (!strcmp(k, "alpha")) {
 		char *end;
 
@@ -601,6 +626,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 			c->incast = on;
 		else if (!strcmp(k, "pfc"))
 			c->pfc = on;
+		else if (!strcmp(k, "prio-queues"))
+			c->prio_queues = on;
 		else if (!strcmp(k, "fixed-window"))
 			c->fixed_window = on;
 		else if (!strcmp(k, "icrc"))
@@ -812,6 +839,7 @@ struct sim {
 	uint64_t next_sample;
 	uint64_t *smp_q, *smp_msgs;	/* [nsmp], [nsmp * nflows] */
 	uint64_t *smp_used;		/* [nsmp]: shared buffer bytes in use at each sample */
+	uint64_t *smp_pq;		/* [nsmp * 8]: --prio-queues, port 0's queue of each priority */
 	size_t nsmp, capsmp;
 	int fail;		/* SIM_EXIT_* once something went wrong */
 	char why[512];
@@ -890,6 +918,12 @@ static int modify(struct sim *s, int d, uint32_t qpn, struct qrnic_qp_attr *a, c
 	return 0;
 }
 
+/* --dscp: which value a flow takes: incast, its sender host - 1; else its pair */
+static unsigned flow_sender_idx(const struct sim *s, const struct flow *f)
+{
+	return s->c.incast ? (unsigned)(f->a - 1) : (unsigned)(f->a / 2);
+}
+
 static int connect_rc(struct sim *s, struct flow *f)
 {
 	for (int side = 0; side < 2; side++) {
@@ -918,6 +952,9 @@ static int connect_rc(struct sim *s, struct flow *f)
 		gid_v4(a.av.dgid, o);
 		memcpy(a.av.dmac, hx_mac(s->w, o), 6);
 		a.av.net_type = QRNIC_NET_IPV4;
+		/* --dscp: both directions of the flow in its sender's class */
+		if (s->c.ndscp)
+			a.av.traffic_class = (uint8_t)(s->c.dscp[flow_sender_idx(s, f) % s->c.ndscp] << 2);
 		if (modify(s, d, f->qp[side], &a, "RTR"))
 			return -1;
 		memset(&a, 0, sizeof(a));
@@ -1055,6 +1092,11 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
 	if (c->shared_buffer && (!c->incast || c->leaves))
 		return sim_fail(s, SIM_EXIT_USAGE, "--shared-buffer is for --incast through one switch");
+	if (c->prio_queues && (!c->incast || c->leaves || c->shared_buffer))
+		return sim_fail(s, SIM_EXIT_USAGE, "--prio-queues is for --incast through one switch "
+				"without --shared-buffer");
+	if (c->ndscp && c->op == OP_UD_SEND)
+		return sim_fail(s, SIM_EXIT_USAGE, "--dscp is for RC operations");
 	if ((c->leaves || c->spines) && (!c->incast || !c->leaves || !c->spines || c->pfc))
 		return sim_fail(s, SIM_EXIT_USAGE, "--leaves and --spines go together, with --incast and without --pfc");
 	if (c->incast && c->pfc && c->xon > c->xoff)
@@ -1187,6 +1229,7 @@ static int setup(struct sim *s)
 			.pfc = c->pfc, .xoff = c->xoff, .xon = c->xon, .seed = c->seed,
 			.leaves = (int)c->leaves, .spines = (int)c->spines,
 			.shared_buffer = c->shared_buffer, .alpha = c->alpha, .pfc_resume = c->pfc_resume,
+			.prio_queues = c->prio_queues,
 			.hosts_per_leaf = c->leaves ? (int)((c->hosts + c->leaves - 1) / c->leaves) : 0,
 		};
 
@@ -1206,6 +1249,7 @@ static void take_sample(struct sim *s)
 		uint64_t *q = realloc(s->smp_q, cap * sizeof(*q));
 		uint64_t *m = q ? realloc(s->smp_msgs, cap * s->nflows * sizeof(*m)) : NULL;
 		uint64_t *u = m ? realloc(s->smp_used, cap * sizeof(*u)) : NULL;
+		uint64_t *pq = u ? realloc(s->smp_pq, cap * 8 * sizeof(*pq)) : NULL;
 
 		if (q)
 			s->smp_q = q;
@@ -1213,7 +1257,9 @@ static void take_sample(struct sim *s)
 			s->smp_msgs = m;
 		if (u)
 			s->smp_used = u;
-		if (!m || !u)
+		if (pq)
+			s->smp_pq = pq;
+		if (!m || !u || !pq)
 			return;
 		s->capsmp = cap;
 	}
@@ -1221,6 +1267,11 @@ static void take_sample(struct sim *s)
 	hx_switch_window(s->w);
 	s->smp_q[s->nsmp] = st.win_max;
 	s->smp_used[s->nsmp] = hx_switch_shared_used(s->w, NULL);
+	for (int p = 0; p < 8; p++) {
+		struct hx_switch_queue_stats qs;
+
+		s->smp_pq[s->nsmp * 8 + p] = hx_switch_queue_stats(s->w, 0, p, &qs) ? 0 : qs.q_now;
+	}
 	for (unsigned i = 0; i < s->nflows; i++)
 		s->smp_msgs[s->nsmp * s->nflows + i] = s->f[i].done;
 	s->nsmp++;
@@ -2216,6 +2267,15 @@ static void incast_table(struct sim *s)
 		printf("    shared buffer %" PRIu64 " B, alpha %g: at most %" PRIu64 " B in use\n",
 		       s->c.shared_buffer, s->c.alpha, mx);
 	}
+	for (int pr = 0; s->c.prio_queues && pr < 8; pr++) {
+		struct hx_switch_queue_stats qs;
+
+		if (hx_switch_queue_stats(s->w, 0, pr, &qs) || !(qs.frames || qs.drops))
+			continue;
+		printf("    queue to host 0, priority %d: %" PRIu64 " frames, max %" PRIu64 " B, marks %"
+		       PRIu64 ", drops %" PRIu64 ", paused by the host %.1f us\n", pr, qs.frames, qs.q_max,
+		       qs.marks, qs.drops, (double)qs.paused_ns / 1e3);
+	}
 	if (s->c.pfc)
 		printf("    802.1Qbb frames: %" PRIu64 " sent by the switch, %" PRIu64
 		       " honoured by hosts, %" PRIu64 " frames deferred\n", g.pfc_frames, g.pfc_received,
@@ -2262,8 +2322,12 @@ static void incast_json(struct sim *s, FILE *o)
 			if (hx_switch_queue_stats(s->w, (int)pt, pr, &qs) || !(qs.frames || qs.drops))
 				continue;
 			fprintf(o, "%s{\"port\":%u,\"prio\":%d,\"frames\":%" PRIu64 ",\"bytes\":%" PRIu64
-				",\"drops\":%" PRIu64 ",\"q_max\":%" PRIu64 "}", n++ ? "," : "", pt, pr,
+				",\"drops\":%" PRIu64 ",\"q_max\":%" PRIu64, n++ ? "," : "", pt, pr,
 				qs.frames, qs.bytes, qs.drops, qs.q_max);
+			if (s->c.prio_queues)
+				fprintf(o, ",\"marks\":%" PRIu64 ",\"paused_ns\":%" PRIu64, qs.marks,
+					qs.paused_ns);
+			fputs("}", o);
 		}
 	fputs("]", o);
 	fputs(",\"flows\":[", o);
@@ -2286,6 +2350,15 @@ static void incast_json(struct sim *s, FILE *o)
 	fputs("],\"shared_used\":[", o);
 	for (size_t k = 0; k < s->nsmp && s->c.shared_buffer; k++)
 		fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_used[k]);
+	if (s->c.prio_queues) {	/* the queue to host 0 of each priority, at each sample */
+		fputs("],\"prio_q\":[", o);
+		for (int p = 0; p < 8; p++) {
+			fputs(p ? ",[" : "[", o);
+			for (size_t k = 0; k < s->nsmp; k++)
+				fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_pq[k * 8 + p]);
+			fputs("]", o);
+		}
+	}
 	fputs("],\"flow_msgs\":[", o);
 	for (unsigned i = 0; i < s->nflows; i++) {
 		fputs(i ? ",[" : "[", o);
@@ -2395,6 +2468,19 @@ static void report_table(struct sim *s, const struct results *r)
 	if (s->trace)
 		printf("  trace: %" PRIu64 " events to %s%s\n", s->trace_written, c->trace,
 		       s->trace_lost ? " (some lost: ring overrun)" : "");
+	for (int d = 0; d < hx_num_devs(s->w); d++) {
+		uint64_t b[19];
+
+		if (hx_rxbuf_info(s->w, d, b))
+			continue;
+		printf("  %-22s host %d: most %.1f KB (", "receive buffer", d, (double)b[1] / 1e3);
+		for (int p = 0, n = 0; p < 8; p++)
+			if (b[10 + p])
+				printf("%sprio %d: %.1f KB", n++ ? ", " : "", p, (double)b[10 + p] / 1e3);
+		printf("), dropped %" PRIu64 ", PFC frames sent %" PRIu64 "\n",
+		       hx_dev_stat(s->w, d, QRNIC_STAT_RX_BUFFER_DROPS),
+		       hx_dev_stat(s->w, d, QRNIC_STAT_PFC_SENT));
+	}
 	if (c->incast)
 		incast_table(s);
 	if (r->guest_errors || r->busy_unscheduled)
@@ -2505,6 +2591,26 @@ static void report_json(struct sim *s, const struct results *r)
 	if (s->trace)
 		fprintf(o, ",\"trace\":{\"events\":%" PRIu64 ",\"lost\":%" PRIu64 "}", s->trace_written,
 			s->trace_lost);
+	/* the devices' receive buffers (rx_buffer), where on */
+	{
+		int n = 0;
+
+		for (int d = 0; d < hx_num_devs(s->w); d++) {
+			uint64_t b[19];
+
+			if (hx_rxbuf_info(s->w, d, b))
+				continue;
+			fprintf(o, "%s{\"host\":%d,\"used\":%" PRIu64 ",\"max_used\":%" PRIu64
+				",\"prio_max\":[", n++ ? "," : ",\"rx_buffer\":[", d, b[0], b[1]);
+			for (int p = 0; p < 8; p++)
+				fprintf(o, "%s%" PRIu64, p ? "," : "", b[10 + p]);
+			fprintf(o, "],\"drops\":%" PRIu64 ",\"pfc_sent\":%" PRIu64 "}",
+				hx_dev_stat(s->w, d, QRNIC_STAT_RX_BUFFER_DROPS),
+				hx_dev_stat(s->w, d, QRNIC_STAT_PFC_SENT));
+		}
+		if (n)
+			fputs("]", o);
+	}
 	if (c->incast)
 		incast_json(s, o);
 	if (!c->deterministic) {
@@ -2535,6 +2641,7 @@ static void sim_free(struct sim *s)
 	}
 	free(s->smp_q);
 	free(s->smp_used);
+	free(s->smp_pq);
 	free(s->smp_msgs);
 	free(s->f);
 	free(s->lat);

@@ -52,7 +52,7 @@ STAT_NAMES = [
     'late_events', 'late_ns_total', 'faults_injected', 'window_cuts', 'qpc_cache_hits', 'qpc_cache_misses',
     'mpt_cache_hits', 'mpt_cache_misses', 'mtt_cache_hits', 'mtt_cache_misses',
     'loopback_frames', 'ecn_marked_received', 'cnp_sent', 'cnp_received', 'bf_posts',
-    'bf_fallbacks', 'pfc_received', 'pfc_malformed', 'pfc_deferred_frames']   # QRNIC_STATS() order
+    'bf_fallbacks', 'pfc_received', 'pfc_malformed', 'pfc_deferred_frames', 'pfc_sent', 'rx_buffer_drops']   # QRNIC_STATS() order
 
 
 # The admin command bodies live with the other ABI mirrors in qrnic_harness
