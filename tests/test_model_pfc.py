@@ -10,12 +10,12 @@ bytes written in b's memory are checked.  A switch's PFC frames are decoded
 by tshark as PFC."""
 import json
 import os
-import shutil
 import struct
 import subprocess
 
 import pytest
 
+from test_model_rxbuf_pfc import tshark_pfc  # one tshark PFC decoder (a field superset)
 import qrnic_harness as q
 
 QUANTUM_NS = 512 / 100e9 * 1e9       # 5.12 ns at the cx5-100g port's 100 Gb/s
@@ -169,19 +169,6 @@ def test_pause_state_survives_migration(two, rng):
     a.snapshot()
     w.run()
     assert min(sent_times(w, c0[3].qpn)) >= t0 + 20000 * QUANTUM_NS
-
-
-def tshark_pfc(pcap):
-    exe = shutil.which('tshark')
-    if not exe:
-        pytest.skip('tshark not installed')
-    fields = ['eth.dst', 'eth.type', 'macc.opcode', 'macc.cbfc.enbv', 'macc.cbfc.pause_time.c0']
-    cmd = [exe, '-n', '-r', str(pcap), '-Y', 'macc', '-T', 'fields', '-E', 'separator=\t']
-    for f in fields:
-        cmd += ['-e', f]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return [dict(zip(fields, line.split('\t'))) for line in r.stdout.splitlines()]
 
 
 def test_switch_pfc_frames_decode_in_tshark(tmp_path):
