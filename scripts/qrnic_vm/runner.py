@@ -465,7 +465,9 @@ class VM:
         if self.incoming:
             # the guest is already up (in the source): no 'ready' from its agent; QMP is
             # what the migration needs
-            while not os.path.exists(self.qmp_sock):
+            # QEMU binds the socket (the file appears) before it listens on it: wait until a
+            # connection is accepted, not just for the file (CI saw ECONNREFUSED in between).
+            while not self._qmp_listening():
                 if self.proc.poll() is not None:
                     raise VMError('%s: QEMU exited at start-up (status %s):\n%s'
                                   % (self.name, self.proc.returncode, self._tail(self.qemu_log, 20)))
@@ -474,6 +476,20 @@ class VM:
                 time.sleep(0.05)
             self.boot_time = 0.0
             self._ready.set()
+
+    def _qmp_listening(self):
+        """Whether QEMU accepts connections on its QMP socket yet (the probe connection is
+        closed at once; QEMU's monitor then waits for the next client)."""
+        if not os.path.exists(self.qmp_sock):
+            return False
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.qmp_sock)
+            return True
+        except (ConnectionRefusedError, FileNotFoundError):
+            return False
+        finally:
+            s.close()
 
     def wait_ready(self, timeout=180):
         deadline = time.monotonic() + timeout
