@@ -24,6 +24,13 @@ def _count(log, name):
     return sum(1 for line in text.splitlines() if line.split(' ', 1)[0].split(':')[-1] == name)
 
 
+def _sizes(log, name):
+    """Frame sizes of the trace lines of event name ('frame of N bytes ...')."""
+    text = log.read_text() if log.exists() else ''
+    return [int(line.split('frame of ', 1)[1].split()[0]) for line in text.splitlines()
+            if line.split(' ', 1)[0].split(':')[-1] == name and 'frame of ' in line]
+
+
 def _world(qemu_binary, tmp_path, ndev, name):
     log = tmp_path / 'qemu.log'
     w = World.single(qemu_binary, ndev, name=name,
@@ -72,6 +79,35 @@ def test_three_port_hub_other_port_gets_a_copy(qemu_binary, tmp_path):  # noqa: 
         conn2 = h.connect_rc(c, a, mtu=1024)
         lc, ra = scenarios.mrs(conn2)
         scenarios.rdma_write(conn2, lc, ra, random.Random(23), n=7000, sges=1)
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_sender_fault_plan_turns_the_handover_off(qemu_binary, tmp_path):  # noqa: F811
+    """A fault plan on the SENDING port (a tx rule that corrupts the ICRC of
+    some frames) must turn the hand-over off: the frames are copied, so the
+    receiver checks every ICRC it gets (a vouched frame would skip the check
+    and take the corrupted bytes); the corrupted ones are dropped there and
+    retransmitted, and the data lands intact."""
+    w, log = _world(qemu_binary, tmp_path, 2, 'handoff-txfault')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        (rid,) = a.fault(f'corrupt dir=tx part=icrc qp={conn.qa.qpn} op=write nth=2 count=3')
+        before = b.query_stats()['rx_drop_icrc']
+        scenarios.rdma_write(conn, la, rb, random.Random(31), n=12000, sges=2)
+        w.settle()
+        rule = a.fault_rule(rid)
+        assert rule['fired'] == 3, rule
+        assert b.query_stats()['rx_drop_icrc'] - before == 3
+        # the trace names no port: tell a's WRITEs (MTU-sized) from b's ACKs (small)
+        big = lambda name: [n for n in _sizes(log, name) if n > 512]  # noqa: E731
+        assert len(big('qrnic_rx')) >= 12000 // 1024 + 3, big('qrnic_rx')
+        assert big('qrnic_rx_handoff') == [], 'a sender with a fault plan handed frames over'
+        # b has no fault plan: its ACKs to a are still handed over (a checks them itself)
+        assert _sizes(log, 'qrnic_rx_handoff'), 'no hand-over at all: the test proves nothing'
         assert w.alive()
     finally:
         w.close()
