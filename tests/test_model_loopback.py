@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from tshark_fields import tshark_fields
 import qrnic_harness as q
 
 MTU = 1024
@@ -190,8 +191,6 @@ def test_frame_to_other_mac_still_goes_on_the_wire(world):
 def test_loopback_pcap_records_the_frames(world, tmp_path):
     """The harness's capture holds loopback frames (source and destination
     MAC the port's own), and tshark decodes them as RoCEv2."""
-    import shutil
-    import subprocess
     pcap = tmp_path / 'lb.pcap'
     world.pcap(str(pcap))
     a = world.devs[0]
@@ -202,12 +201,8 @@ def test_loopback_pcap_records_the_frames(world, tmp_path):
     c.qa.post_send('RDMA_WRITE', [(src, 0, 8)], remote=(dst, 0))
     assert world.run() == 'idle'
     world.pcap_close()
-    if not shutil.which('tshark'):
-        pytest.skip('tshark not installed')
-    out = subprocess.run(['tshark', '-r', str(pcap), '-d', 'udp.port==4791,infiniband',
-                          '-T', 'fields', '-e', 'eth.src', '-e', 'eth.dst', '-e', 'infiniband.bth.opcode'],
-                         capture_output=True, text=True, check=True).stdout.split('\n')
-    rows = [r.split('\t') for r in out if r]
+    fields = ['eth.src', 'eth.dst', 'infiniband.bth.opcode']
+    rows = [[r[f] for f in fields] for r in tshark_fields(pcap, fields)]
     assert len(rows) == 2, rows                  # the WRITE and its ACK
     mac = q.mac_str(a.mac)
     assert all(r[0] == r[1] == mac for r in rows), rows

@@ -10,11 +10,11 @@ RC retransmits; with rx_pfc_xoff/xon the receiver sends real PFC frames
 and nothing is lost."""
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 
+from tshark_fields import tshark_fields
 import qrnic_harness as q
 
 SIM = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
@@ -38,17 +38,9 @@ def sim(*args, device, count=200, pcap=None):
 
 
 def tshark_pfc(pcap):
-    exe = shutil.which('tshark')
-    if not exe:
-        pytest.skip('tshark not installed')
     fields = ['frame.time_relative', 'eth.src', 'eth.dst', 'eth.type', 'macc.opcode',
               'macc.cbfc.enbv'] + [f'macc.cbfc.pause_time.c{p}' for p in range(8)]
-    cmd = [exe, '-n', '-r', str(pcap), '-Y', 'macc', '-T', 'fields', '-E', 'separator=\t']
-    for f in fields:
-        cmd += ['-e', f]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return [dict(zip(fields, line.split('\t'))) for line in r.stdout.splitlines()]
+    return tshark_fields(pcap, fields, display_filter='macc')
 
 
 def ok(o, n):

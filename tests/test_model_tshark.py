@@ -11,11 +11,9 @@ test posted, the AETH of ACKs and READ responses, the AtomicETH/AtomicAckETH
 values, and each frame's ICRC must equal the independent reference ICRC of
 test_wire.py (tshark 4.0 shows, but does not verify, the ICRC).
 """
-import shutil
-import subprocess
 
-import pytest
 
+from tshark_fields import tshark_fields
 import qrnic_harness as q
 from test_wire import ref_icrc
 
@@ -28,16 +26,7 @@ FIELDS = ['infiniband.bth.opcode', 'infiniband.bth.destqp', 'infiniband.bth.psn'
 
 
 def tshark(pcap):
-    exe = shutil.which('tshark')
-    if not exe:
-        pytest.skip('tshark not installed')
-    cmd = [exe, '-n', '-r', str(pcap), '-d', 'udp.port==4791,infiniband', '-T', 'fields',
-           '-E', 'separator=\t', '-E', 'occurrence=f', '-E', 'quote=n']
-    for f in FIELDS:
-        cmd += ['-e', f]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return [dict(zip(FIELDS, line.split('\t'))) for line in r.stdout.splitlines()]
+    return tshark_fields(pcap, FIELDS)
 
 
 def val(row, field):

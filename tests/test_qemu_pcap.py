@@ -22,14 +22,13 @@ injects a plain Ethernet frame.  Then:
 """
 import random
 import re
-import shutil
 import socket
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tshark_fields import tshark_fields
 import qrnic_harness as h
 from qtest import scenarios
 from qtest.driver import World, mac_of
@@ -72,15 +71,7 @@ def read_pcap(path):
 
 
 def tshark(pcap):
-    exe = shutil.which('tshark')
-    assert exe, 'tshark is required for this test (apt-get install tshark)'
-    cmd = [exe, '-n', '-r', str(pcap), '-d', 'udp.port==4791,infiniband', '-T', 'fields',
-           '-E', 'separator=\t', '-E', 'occurrence=f', '-E', 'quote=n']
-    for f in FIELDS:
-        cmd += ['-e', f]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return [dict(zip(FIELDS, line.split('\t'))) for line in r.stdout.splitlines()]
+    return tshark_fields(pcap, FIELDS, required=True)
 
 
 def is_roce(frame):
