@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Self-tests of the test harness (tests/harness, tests/qrnic_harness.py):
 the Python mirror of the ABI, the event loop, the wire, pcap and trace."""
-import shutil
 import subprocess
 
 import pytest
