@@ -272,6 +272,13 @@ void fz_account_admin(struct fz *f)
 /* small tables: setup is cheap and exhausting them is reachable */
 static const char fz_cfg[] = "max_qp=64,max_cq=64,max_mr=64,max_pd=16,max_ah=16,max_eq=8,"
 			     "max_uctx=4,max_mtt=8192,max_cqe=4096,max_qp_wr=1024,max_srq=16,max_xrcd=8";
+/* The same device with a receive buffer that a burst fills (model/pfc.c): it
+ * drains at 2 Gb/s under a timing profile, sends XOFF/XON for a priority past
+ * the thresholds and drops what does not fit, so that those paths meet every
+ * frame the fuzzers make (rx_buffer needs a timing profile to matter). */
+static const char fz_cfg_rxbuf[] = "max_qp=64,max_cq=64,max_mr=64,max_pd=16,max_ah=16,max_eq=8,"
+				   "max_uctx=4,max_mtt=8192,max_cqe=4096,max_qp_wr=1024,max_srq=16,max_xrcd=8,"
+				   "rx_buffer=12288,rx_pfc_xoff=6144,rx_pfc_xon=3072,rx_drain_mbps=2000";
 static const char *const fz_profiles[] = { "functional", "cx5-100g", "teach" };
 
 static void gids(int d, uint8_t g[2][16])
@@ -515,7 +522,7 @@ int fz_world_new(struct fz *f, const char *name, const struct fz_opts *o)
 	if (!f->w)
 		return -1;
 	for (int d = 0; d < FZ_NDEV; d++) {
-		if (hx_dev_add(f->w, fz_cfg) != d)
+		if (hx_dev_add(f->w, o->rx_buffer[d] ? fz_cfg_rxbuf : fz_cfg) != d)
 			return -1;
 		hx_dev_selfcheck(f->w, d, 1);
 		if (o->profile[d] && hx_set_timing(f->w, d, fz_profiles[o->profile[d] % 3], NULL))

@@ -108,6 +108,7 @@ struct fz_opts {
 	unsigned profile[FZ_NDEV];
 	bool trusted_wire;	/* no ICRCs, payloads by reference (hx_wire_trusted) */
 	uint64_t latency_ns;
+	bool rx_buffer[FZ_NDEV];	/* a receive buffer with PFC (fz_cfg_rxbuf) */
 };
 
 /* A world of two cabled devices, each brought up with its base objects

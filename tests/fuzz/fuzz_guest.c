@@ -2,7 +2,8 @@
 /*
  * fuzz_guest: a stateful guest.  Every input gets a fresh world
  * (fz_world_new, as fuzz_rx); its first byte picks the timing profiles of
- * both devices, a trusted wire and the wire latency, then each record
+ * both devices, a trusted wire, the wire latency and (0x40) receive buffers
+ * with PFC on both (fz_cfg_rxbuf), then each record
  * (fuzz_common.h; at most FZ_MAX_RECORDS) is one action of a driver gone
  * wrong on device (body[0] & 1):
  *
@@ -796,6 +797,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.profile[1] = ((cfg >> 2) & 3) % 3;
 	o.trusted_wire = cfg & 0x10;
 	o.latency_ns = (cfg & 0x20) ? 0 : 1000;
+	o.rx_buffer[0] = o.rx_buffer[1] = cfg & 0x40;
 	if (fz_world_new(&f, "fuzz_guest", &o)) {
 		fprintf(stderr, "fuzz_guest: world setup failed: %s\n", f.w ? hx_world_error(f.w) : "");
 		abort();

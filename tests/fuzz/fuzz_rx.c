@@ -6,7 +6,8 @@
  * in RTS to each other, UD and GSI QPs, a QP in ERR, one in RTR, one in
  * RESET, MRs with remote access, receive WQEs, Ethernet rings); device 1
  * is the target.  The input's first byte picks device 1's timing profile
- * and the wire latency, then records (fuzz_common.h) follow, at most
+ * (bits 0-1), the wire latency (bit 2) and a receive buffer with PFC on
+ * device 1 (bit 3, fz_cfg_rxbuf), then records (fuzz_common.h) follow, at most
  * FZ_MAX_RECORDS:
  *
  *   kind & 7 = 0      raw frame: the body, injected into device 1
@@ -82,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&o, 0, sizeof(o));
 	o.profile[1] = (cfg & 3) == 3 ? 0 : cfg & 3;
 	o.latency_ns = (cfg & 4) ? 0 : 1000;
+	o.rx_buffer[1] = cfg & 8;
 	if (fz_world_new(&f, "fuzz_rx", &o)) {
 		fprintf(stderr, "fuzz_rx: world setup failed: %s\n", f.w ? hx_world_error(f.w) : "");
 		abort();

@@ -103,7 +103,47 @@ def rx_corpus():
                          rec(5, traffic(1, 'READ', length=1000, s=1)) +
                          rec(6, bytes([1, 7])) + rx_run(24, 4000)),
     }
+    seeds.update(pfc_seeds())
     return seeds
+
+
+def pfc_frame(enable, times, opcode=0x0101, dst=b'\x01\x80\xc2\x00\x00\x01', length=60):
+    """An 802.1Qbb PFC frame (opcode 0x0101: class-enable vector and eight pause
+    times in quanta) or, with opcode 0x0001, an 802.3x PAUSE (its time first)."""
+    body = dst + b'\x02\x00\x00\x00\x00\x09' + b'\x88\x08' + struct.pack('>H', opcode)
+    if opcode == 0x0001:
+        body += struct.pack('>H', times[0])
+    else:
+        body += struct.pack('>H8H', enable, *(list(times) + [0] * (8 - len(times))))
+    return body.ljust(length, b'\0')[:max(length, 14)]
+
+
+# configuration bytes of fuzz_rx (device 1: profile in bits 0-1, latency 0 with bit 2,
+# bit 3 a receive buffer with PFC) and fuzz_guest (0x40: receive buffers on both)
+RX_CX5_RXBUF = 0x01 | 0x08
+GUEST_CX5_RXBUF = 0x01 | 0x04 | 0x40
+
+
+def pfc_seeds():
+    """fuzz_rx seeds for model/pfc.c: pause frames received while device 1 sends
+    (it holds a priority, XON releases it), 802.3x, malformed ones, and a burst of
+    WRITEs into device 1's receive buffer, which sends XOFF/XON and drops."""
+    pay = bytes(range(256))
+    burst = b''.join(rx_frame(OP['WRITE_ONLY'], length=256, payload=pay) for _ in range(48))
+    return {
+        'pfc_pause_resume': (RX_CX5_RXBUF,
+                             rec(5, traffic(1, 'WRITE', length=3000)) +
+                             rec(0, pfc_frame(0x00ff, [0xffff] * 8)) + rx_run(16, 200) +
+                             rec(0, pfc_frame(0x00ff, [0] * 8)) + rx_run()),
+        'pfc_8023x_and_bad': (RX_CX5_RXBUF,
+                              rec(5, traffic(1, 'SEND', length=2000)) +
+                              rec(0, pfc_frame(0, [0x1000], opcode=0x0001)) +
+                              rec(0, pfc_frame(0x0008, [0x10], length=40)) +
+                              rec(0, pfc_frame(0x0008, [0x10], opcode=0x0102)) +
+                              rec(0, pfc_frame(0x0008, [0x10], dst=b'\x02\x00\x00\x00\x00\x02')) +
+                              rx_run()),
+        'rxbuf_burst': (RX_CX5_RXBUF, burst + rx_run(24, 4000)),
+    }
 
 
 # ---- fuzz_guest ------------------------------------------------------------------------
@@ -221,17 +261,23 @@ def guest_corpus():
         'link_flap': (rec(13, traffic(0, 'SEND', length=3000)) + rec(12, bytes([1, 0])) +
                       g_run(exp=22) + rec(12, bytes([1, 1])) + g_run(exp=24)),
     }
+    seeds['rxbuf_traffic'] = (GUEST_CX5_RXBUF,
+                              rec(13, traffic(0, 'WRITE', length=60000)) +
+                              rec(13, traffic(1, 'SEND', length=30000)) + g_run(exp=24))
     return seeds
 
 
 def write(target, seeds):
+    """seeds: {name: records, or (configuration byte, records)}."""
     d = os.path.join(HERE, 'corpus', target)
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
-        os.unlink(os.path.join(d, f))
+        if not f.startswith('regress-'):    # crash inputs kept as regression seeds stay
+            os.unlink(os.path.join(d, f))
     for name, data in seeds.items():
+        cfg, data = data if isinstance(data, tuple) else (0, data)
         with open(os.path.join(d, name), 'wb') as fh:
-            fh.write(bytes([0]) + data)     # first byte: the input's configuration
+            fh.write(bytes([cfg]) + data)   # first byte: the input's configuration
     return len(seeds)
 
 
