@@ -222,6 +222,22 @@ def disconnect(vm, ctrl):
            timeout=60)
 
 
+def fio_across_reconnect(vm, ctrl, bdev, traddr, host_traddr):
+    """fio random writes with crc32c-verified read-back behind REGION and the whole
+    namespace's sha256; disconnect, connect again: fio verifies the same data and the
+    namespace has the same sha256.  Returns (new controller, bytes fio wrote, bytes
+    verified in all); the new controller is left connected."""
+    wrote, read = fio_verify(vm, fio_job(FIO_MB << 20, dev=bdev, offset=REGION))
+    assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
+    whole = sha256_read(vm, bdev, NS_MB << 20)
+    disconnect(vm, ctrl)
+    ctrl2, bdev2, _ = connect(vm, traddr, host_traddr)
+    _, reread = fio_verify(vm, fio_job(FIO_MB << 20, dev=bdev2, offset=REGION), verify_only=True)
+    assert reread == 2 * (FIO_MB << 20), reread
+    assert sha256_read(vm, bdev2, NS_MB << 20) == whole, 'the namespace changed across a reconnect'
+    return ctrl2, wrote, wrote + reread + 2 * (NS_MB << 20)
+
+
 def verify_io(vm, bdev):
     """The pattern written and read back (dd, then python3 with buffers inside
     pages, then the whole region); returns the bytes compared."""
@@ -334,16 +350,8 @@ def nvme_rdma_io(topo, guest_dmesg, tgt, host, rw):
         # fio: random writes with crc32c-verified read back behind the region,
         # then a disconnect and a new connection: the data is still there
         t0 = time.monotonic()
-        job = fio_job(FIO_MB << 20, dev=bdev, offset=REGION)
-        wrote, read = fio_verify(vm, job)
-        assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
-        whole = sha256_read(vm, bdev, NS_MB << 20)
-        disconnect(vm, ctrl)
-        ctrl2, bdev2, _ = connect(vm, tgt.ip, host.ip)
-        _, reread = fio_verify(vm, fio_job(FIO_MB << 20, dev=bdev2, offset=REGION), verify_only=True)
-        assert reread == 2 * (FIO_MB << 20), reread
-        assert sha256_read(vm, bdev2, NS_MB << 20) == whole, 'the namespace changed across a reconnect'
-        verified += wrote + reread + 2 * (NS_MB << 20)
+        ctrl2, wrote, checked = fio_across_reconnect(vm, ctrl, bdev, tgt.ip, host.ip)
+        verified += checked
         print('nvme-rdma (%s, %s): fio wrote and verified %d bytes, verified them again and the whole '
               'namespace (sha256) after a disconnect and a new connection (%s): %d bytes verified in all, '
               'fio and reconnect %.0f s' % (rw, 'nvme-cli' if has_nvme_cli(vm) else '/dev/nvme-fabrics',

@@ -37,7 +37,6 @@ import time
 
 import pytest
 
-from guest.storage import fio_job, fio_verify, sha256_read
 from guest.vmlib import PrereqError, get_topology, guest_dmesg, need_driver  # noqa: F401
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
@@ -71,7 +70,7 @@ def _swiotlb(vm):
 
 
 def test_nvme_rdma_host_on_page_listed_rings_under_swiotlb_force(topo, guest_dmesg):  # noqa: F811
-    from test_guest_nvmeof import FIO_MB, NS_MB, REGION, connect, disconnect, nvmet_teardown, \
+    from test_guest_nvmeof import connect, disconnect, fio_across_reconnect, nvmet_teardown, \
         setup_target, verify_io
     need_driver(topo, provider=False)
     tgt, host = topo.pair(refresh=True)
@@ -91,16 +90,8 @@ def test_nvme_rdma_host_on_page_listed_rings_under_swiotlb_force(topo, guest_dme
         t0 = time.monotonic()
         ctrl, bdev, address = connect(hvm, tgt.ip, host.ip)
         verified = verify_io(hvm, bdev)
-        job = fio_job(FIO_MB << 20, dev=bdev, offset=REGION)
-        wrote, read = fio_verify(hvm, job)
-        assert wrote == read == 2 * (FIO_MB << 20), (wrote, read)
-        whole = sha256_read(hvm, bdev, NS_MB << 20)
-        disconnect(hvm, ctrl)
-        ctrl2, bdev2, _ = connect(hvm, tgt.ip, host.ip)
-        _, reread = fio_verify(hvm, fio_job(FIO_MB << 20, dev=bdev2, offset=REGION), verify_only=True)
-        assert reread == 2 * (FIO_MB << 20), reread
-        assert sha256_read(hvm, bdev2, NS_MB << 20) == whole, 'the namespace changed across a reconnect'
-        verified += wrote + reread + 2 * (NS_MB << 20)
+        ctrl2, _, checked = fio_across_reconnect(hvm, ctrl, bdev, tgt.ip, host.ip)
+        verified += checked
         disconnect(hvm, ctrl2)
         print('\nnvme-rdma host under swiotlb=force (%s, %s): %d bytes verified, %.0f s'
               % (ctrl, address, verified, time.monotonic() - t0))
