@@ -94,3 +94,17 @@ def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
     r = bench('nvmeof_vs_rxe', '--help')
     for knob in ('--smp', '--queues', '--ioengine', '--numjobs', '--append', '--perf'):
         assert knob in r.stdout, knob
+
+
+def test_cc_converge_prints_a_row_per_setting():
+    """bench/cc_converge: three settings x two incasts, each row with its
+    figures; the paper's setting keeps the 2:1 incast lossless and fair."""
+    out = bench('cc_converge', 4, 8).stdout
+    rows = [line.split() for line in out.splitlines()
+            if line[:1].isalpha() and ':1' in line and not line.startswith('setting')]
+    assert [(r[0], r[1]) for r in rows] == [(s, n) for n in ('2:1', '15:1')
+                                            for s in ('paper', 'incast', 'mlx5')], out
+    paper = rows[0]
+    assert paper[-1] == '0' and int(paper[-2]) > 0, out   # no drops, CNPs sent
+    assert 'must be an integer' in bench('cc_converge', 0, rc=2).stderr
+    assert 'must be an integer' in bench('cc_converge', 5, 'x', rc=2).stderr
