@@ -31,7 +31,7 @@
 #                  /init mounts /dev/vda and switch_roots to /sbin/qrnic-init
 #     rootfs.img   raw ext4 (mke2fs -d, no loop mounts) for virtio-blk
 #     info.txt     what went in (driver and provider included or why not)
-#   The newest $QRNIC_KEEP (default 3) images are kept.
+#   The newest $QRNIC_KEEP (default 3) images are kept, and any used in the last 3 hours.
 # The guest's PID 1 is /sbin/qrnic-init (scripts/qrnic_vm/guest/qrnic-init);
 # it loads the modules, configures the interfaces and runs the agent
 # (scripts/qrnic_vm/guest/qrnic-agent).  See docs/guest.md.
@@ -426,8 +426,14 @@ rm -rf "$S" "$I"
 rm -rf "$OUT"
 mv "$OUT.tmp" "$OUT"
 ln -sfn "$IMAGE_KEY" "$G/images/latest"
+# Beyond the newest $KEEP, an image is pruned only when it has not been used for
+# 3 hours (a use touches it, above): parallel worktrees each build their own
+# image, and a test that booted from one must not lose it under its feet.
 for old in $(ls -1dt "$G"/images/*/ 2>/dev/null | sed 's:/$::' \
                | { grep -v -e '\.tmp$' -e '/latest$' -e "/$IMAGE_KEY\$" || true; } | tail -n +"$KEEP"); do
+    if [ -n "$(find "$old" -maxdepth 0 -mmin -180 2>/dev/null)" ]; then
+        continue
+    fi
     say "pruning old image $(basename "$old")"
     rm -rf "$old"
 done
