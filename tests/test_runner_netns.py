@@ -170,3 +170,64 @@ def test_qemu_socket_variant_binds_the_host_address():
     assert n.open() is None
     assert str(n) == ('dgram,local.type=inet,local.host=10.77.3.1,local.port=47001,'
                       'remote.type=inet,remote.host=10.77.3.2,remote.port=47002')
+
+
+TUNSETIFF = 0x400454ca
+IFF_TAP, IFF_NO_PI = 0x0002, 0x1000
+
+
+def open_tap(name):
+    """Attach to the tap `name` of the calling thread's namespace, as QEMU's -netdev tap does."""
+    import fcntl
+    import struct
+    fd = os.open('/dev/net/tun', os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, TUNSETIFF, struct.pack('16sH', name.encode(), IFF_TAP | IFF_NO_PI))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_frame(fd, want, timeout=10):
+    """The first frame on the tap whose bytes start with want (bounded: timeout s)."""
+    import select
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if r:
+            f = os.read(fd, 65536)
+            if f.startswith(want):
+                return f
+    return None
+
+
+@needs_root
+@pytest.mark.skipif(not os.path.exists('/dev/net/tun'), reason='no /dev/net/tun')
+def test_vxlan_variant_carries_frames_between_the_taps():
+    """hosts='netns-vxlan': a frame written into host 0's tap (as the VM's NIC would send it)
+    leaves host 0 as a VXLAN packet and comes out of host 1's tap; the answer, unicast to the
+    MAC the bridges learned, comes back."""
+    h = hosts.NetnsHosts(2, vxlan=True).create()
+    try:
+        fds = [hosts.run_in_netns(h.ns(i), lambda i=i: open_tap(h.tap(i))) for i in (0, 1)]
+        try:
+            mac0, mac1 = bytes.fromhex('52547a000000'), bytes.fromhex('52547a010000')
+            payload = bytes(range(256)) * 16 + bytes(4200 - 4096)      # eth_mtu-sized payload
+            before = h.link_stats(0)
+            os.write(fds[0], b'\xff' * 6 + mac0 + b'\x88\xb5' + payload)
+            got = read_frame(fds[1], b'\xff' * 6 + mac0 + b'\x88\xb5')
+            assert got is not None and got[14:] == payload
+            after = h.link_stats(0)
+            # VXLAN: the 4214-byte frame + 50 bytes of outer headers left host 0's eth0
+            assert after['tx_bytes'] - before['tx_bytes'] >= 14 + len(payload) + 36
+            os.write(fds[1], mac0 + mac1 + b'\x88\xb5' + b'pong')
+            back = read_frame(fds[0], mac0 + mac1 + b'\x88\xb5')
+            assert back is not None and back[14:18] == b'pong'
+        finally:
+            for fd in fds:
+                os.close(fd)
+    finally:
+        assert h.destroy() == []
+    assert ours(h) == []

@@ -17,6 +17,11 @@ hosts, which is what the same -netdev dgram does between two machines (docs/gues
 several hosts").  Nothing here is a transport of its own: the kernel's veth and bridge carry
 the datagrams.
 
+vxlan=True (Topology(hosts='netns-vxlan')) adds, in every host, the other variant of
+docs/guest.md: a bridge brq with a VXLAN device vxq (VNI 77, UDP 4789 over eth0, one
+all-zero fdb entry per other host) and a tap qtap0 for the host's VM, which QEMU opens with
+-netdev tap; the VMs' frames then cross eth0 as VXLAN packets.
+
 Needs root and iproute2's `ip`.  Every `ip` call is bounded (IP_TIMEOUT)."""
 import atexit
 import ctypes
@@ -34,6 +39,10 @@ IP_TIMEOUT = 30
 # (4200, plus the Ethernet and a VLAN header) inside UDP/IPv4 (28 bytes) must cross without IP
 # fragmentation: 4200 + 18 + 28 = 4246 <= 9000.
 LINK_MTU = 9000
+# MTU of the tap, bridge and vxlan devices of the VXLAN variant: the qrnic port's default eth_mtu
+TAP_MTU = 4200
+VXLAN_VNI = 77
+VXLAN_PORT = 4789
 CLONE_NEWNET = 0x40000000
 PREFIX = 'qrnic-'
 _NAME_RE = re.compile(r'^qrnic-(\d+)-(\d+)-(hub|h\d+)$')
@@ -70,6 +79,19 @@ def ip(*args, check=True, ns=None):
     except OSError as e:
         raise HostsError('`%s`: %s' % (' '.join(cmd), e))
     if check and p.returncode:
+        raise HostsError('`%s` failed (exit %d): %s' % (' '.join(cmd), p.returncode, p.stderr.strip()))
+    return p.stdout
+
+
+def bridge(*args, ns=None):
+    """Run `bridge [-n NS] ARGS` (bounded); HostsError when it fails."""
+    cmd = ['bridge'] + (['-n', ns] if ns else []) + list(args)
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=IP_TIMEOUT)
+    except (subprocess.TimeoutExpired, OSError) as e:
+        raise HostsError('`%s`: %s' % (' '.join(cmd), e))
+    if p.returncode:
         raise HostsError('`%s` failed (exit %d): %s' % (' '.join(cmd), p.returncode, p.stderr.strip()))
     return p.stdout
 
@@ -169,9 +191,10 @@ class NetnsHosts:
     """n "hosts" (network namespaces) on one bridge; see the module docstring.
     create() makes them, destroy() removes them (also at interpreter exit)."""
 
-    def __init__(self, n, mtu=LINK_MTU):
+    def __init__(self, n, mtu=LINK_MTU, vxlan=False, tap_mtu=TAP_MTU):
         if not 1 <= n <= 250:
             raise ValueError('NetnsHosts: 1..250 hosts, not %r' % (n,))
+        self.vxlan, self.tap_mtu = vxlan, tap_mtu
         with _count_lock:
             _count[0] += 1
             k = _count[0]
@@ -214,10 +237,30 @@ class NetnsHosts:
                 ip('addr', 'add', '%s/24' % self.addr(i), 'dev', 'eth0', ns=name)
                 ip('link', 'set', 'eth0', 'up', ns=name)
             ip('link', 'set', 'br0', 'up', ns=self.hub)
+            if self.vxlan:
+                for i in range(self.n):
+                    self._add_vxlan(i)
         except BaseException:
             self.destroy()
             raise
         return self
+
+    def _add_vxlan(self, i):
+        ns, m = self.names[i], str(self.tap_mtu)
+        ip('link', 'add', 'vxq', 'mtu', m, 'type', 'vxlan', 'id', str(VXLAN_VNI), 'local', self.addr(i),
+           'dstport', str(VXLAN_PORT), 'dev', 'eth0', ns=ns)
+        for j in range(self.n):
+            if j != i:          # head-end replication of broadcasts to every other host
+                bridge('fdb', 'append', '00:00:00:00:00:00', 'dev', 'vxq', 'dst', self.addr(j), ns=ns)
+        ip('link', 'add', 'brq', 'mtu', m, 'type', 'bridge', 'stp_state', '0', 'forward_delay', '0', ns=ns)
+        ip('link', 'set', 'vxq', 'master', 'brq', 'up', ns=ns)
+        ip('tuntap', 'add', self.tap(i), 'mode', 'tap', ns=ns)
+        ip('link', 'set', self.tap(i), 'mtu', m, 'master', 'brq', 'up', ns=ns)
+        ip('link', 'set', 'brq', 'up', ns=ns)
+
+    def tap(self, i):
+        """Name of host i's tap for its VM (VXLAN variant), in host i's namespace."""
+        return 'qtap0'
 
     def exec_prefix(self, i):
         """Command prefix that runs a program in host i's namespace (same pid: ip execs it)."""
@@ -227,10 +270,10 @@ class NetnsHosts:
         """A UDP socket in host i bound to (addr(i), port) and connected to (addr(peer), peer_port)."""
         return udp_socket(self.names[i], (self.addr(i), port), (self.addr(peer), peer_port), rcvbuf)
 
-    def link_stats(self, i, hub=False):
-        """Counters of host i's eth0 (hub=True: of its port p<i> on the bridge):
+    def link_stats(self, i, hub=False, dev='eth0'):
+        """Counters of host i's dev (hub=True: of its port p<i> on the bridge):
         {'rx_packets', 'rx_bytes', 'tx_packets', 'tx_bytes', ...} from `ip -s -j link`."""
-        ns, dev = (self.hub, self.hub_port(i)) if hub else (self.names[i], 'eth0')
+        ns, dev = (self.hub, self.hub_port(i)) if hub else (self.names[i], dev)
         data = json.loads(ip('-s', '-j', 'link', 'show', 'dev', dev, ns=ns))
         st = data[0]['stats64']
         return dict({'rx_' + k: v for k, v in st['rx'].items()}, **{'tx_' + k: v for k, v in st['tx'].items()})

@@ -27,7 +27,8 @@ QRNIC_PCI = ('0x1af4', '0x10f7')
 TOPOLOGIES = ('T1', 'T2', 'T3')
 # Where the VMs run: 'local' (one network namespace, links on 127.0.0.1) or 'netns' (each VM
 # in its own network namespace standing in for a host machine: hosts.py, docs/guest.md)
-HOSTS = ('local', 'netns')
+# or 'netns-vxlan' (the same hosts, the VMs on a tap in a bridge with VXLAN between the hosts)
+HOSTS = ('local', 'netns', 'netns-vxlan')
 # Extra seconds the host waits for an agent reply beyond the command's own timeout.
 REPLY_GRACE = 30
 
@@ -944,6 +945,8 @@ class Topology:
                stands in for a host machine (address 10.77.<n>.<i+1>, a veth to a bridge in a
                hub namespace; hosts.py), its dgram link bound to that address and connected
                to the peer host's; the namespaces go at stop().  Needs root and `ip`.
+               'netns-vxlan' (T2/T3): the same hosts, each VM on a tap (-netdev tap) in a
+               bridge with a VXLAN device to the other host (hosts.py).
     """
 
     def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
@@ -957,7 +960,10 @@ class Topology:
             raise ValueError('unknown hosts %r (choose from %s)' % (hosts, ', '.join(HOSTS)))
         self.hosts = hosts
         # the namespaces are made by start(), their names and addresses are known now
-        self.netns_hosts = _hosts.NetnsHosts(1 if name == 'T1' else 2) if hosts == 'netns' else None
+        if hosts == 'netns-vxlan' and name == 'T1':
+            raise ValueError("hosts='netns-vxlan' needs two VMs (T2 or T3)")
+        self.netns_hosts = (_hosts.NetnsHosts(1 if name == 'T1' else 2, vxlan=hosts == 'netns-vxlan')
+                            if hosts != 'local' else None)
         if self.netns_hosts:
             try:
                 _hosts.check_prereqs()
@@ -985,6 +991,8 @@ class Topology:
             # h, rh: the host numbers of this end and the other (hosts='netns')
             if nh is None:
                 return _dgram(local, remote)
+            if nh.vxlan:
+                return TapNet(nh.tap(h))
             return DgramNet(local, remote, host=nh.addr(h), remote_host=nh.addr(rh), netns=nh.ns(h))
 
         def netns(h):
@@ -1216,6 +1224,17 @@ class DgramNet:
         return ('dgram,local.type=inet,local.host=%s,local.port=%d,'
                 'remote.type=inet,remote.host=%s,remote.port=%d' % (self.host, self.local, self.remote_host,
                                                                      self.remote))
+
+
+class TapNet:
+    """A -netdev tap on an existing tap device (hosts='netns-vxlan': QEMU opens it in its
+    host's namespace)."""
+
+    def __init__(self, ifname):
+        self.ifname = ifname
+
+    def __str__(self):
+        return 'tap,ifname=%s,script=no,downscript=no' % self.ifname
 
 
 def _dgram(local, remote):
