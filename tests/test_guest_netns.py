@@ -4,7 +4,9 @@
 link is a UDP socket pair between the two host addresses (10.77.n.1 <-> 10.77.n.2), and RC
 traffic between the guests (ibv_rc_pingpong -c: the receiver checks every buffer's bytes)
 crosses the veths and the bridge between the namespaces: their counters grow by at least
-the bytes the guests exchanged.  Stopping the topology removes the namespaces."""
+the bytes the guests exchanged.  Stopping the topology removes the namespaces.  The same
+with hosts='netns-vxlan': each VM on a tap in a bridge with a VXLAN device to the other host,
+the frames crossing the hosts' eth0 as VXLAN packets."""
 import os
 import re
 import shutil
@@ -21,12 +23,17 @@ ITERS = 300
 SIZE = 4096
 
 
+@pytest.fixture(scope='module', params=['netns', 'netns-vxlan'])
+def kind(request):
+    return request.param
+
+
 @pytest.fixture(scope='module')
-def topo(request):
+def topo(request, kind):
     if os.geteuid() != 0 or not shutil.which('ip'):
         pytest.fail("hosts='netns' needs root and iproute2's ip", pytrace=False)
     try:
-        return get_topology('T2', request.config, hosts='netns')
+        return get_topology('T2', request.config, hosts=kind)
     except PrereqError as e:
         pytest.fail('guest prerequisites: %s' % e, pytrace=False)
 
@@ -37,7 +44,7 @@ def ns_inode(path):
 
 def test_qemus_run_in_their_hosts_namespaces(topo):
     h = topo.netns_hosts
-    assert topo.hosts == 'netns' and h is not None and h.created
+    assert topo.hosts in ('netns', 'netns-vxlan') and h is not None and h.created
     mine = ns_inode('/proc/self/ns/net')
     got = []
     for i, v in enumerate(topo.vms):
@@ -53,10 +60,19 @@ def test_qemus_run_in_their_hosts_namespaces(topo):
 
 def test_link_sockets_bind_the_host_addresses(topo):
     """Each QEMU's dgram socket (made by the runner in the namespace, passed as an fd) is bound
-    to its host's address and connected to the other host's."""
+    to its host's address and connected to the other host's; netns-vxlan: QEMU holds the tap
+    of its host (the tap has a carrier)."""
     h = topo.netns_hosts
     for i, v in enumerate(topo.vms):
         link = v.nics[0][1]
+        if h.vxlan:
+            with open(os.path.join(topo.rundir, v.name + '-cmdline.txt')) as f:
+                cmdline = f.read()
+            assert cmdline.startswith('ip netns exec %s ' % h.ns(i)), cmdline[:200]
+            assert 'tap,ifname=%s,script=no,downscript=no' % h.tap(i) in cmdline
+            out = hostsmod.ip('-j', 'link', 'show', 'dev', h.tap(i), ns=h.ns(i))
+            assert 'LOWER_UP' in out and '"master":"brq"' in out, out
+            continue
         assert (link.host, link.remote_host) == (h.addr(i), h.addr(1 - i))
         with open(os.path.join(topo.rundir, v.name + '-cmdline.txt')) as f:
             cmdline = f.read()
@@ -96,17 +112,22 @@ def test_rc_pingpong_crosses_the_veths(topo):
         assert d(i, False, 'tx_packets') >= ITERS and d(i, False, 'rx_packets') >= ITERS
         assert d(i, True, 'rx_bytes') >= need and d(i, True, 'tx_bytes') >= need
         assert d(i, False, 'rx_dropped') == 0 and d(i, False, 'tx_dropped') == 0
+    if h.vxlan:
+        for i in (0, 1):
+            assert d(i, False, 'tx_packets') >= ITERS
+            vx = [h.link_stats(i, dev='vxq')['tx_bytes'], h.link_stats(i, dev='vxq')['rx_bytes']]
+            assert min(vx) >= need, vx
     print('veth counters over %d x %d B pingpong: %s' % (ITERS, SIZE, {
         '%s%d' % ('p' if hub else 'h', i): (d(i, hub, 'tx_packets'), d(i, hub, 'rx_packets'))
         for i, hub in before}))
 
 
-def test_stop_removes_the_namespaces(request):
+def test_stop_removes_the_namespaces(request, kind):
     """Last test of the module: the topology's stop() deletes its namespaces (the vmlib
     cache boots a new one for any later user).  Not through the `topo` fixture: the guests'
     kernel-log check after a test needs them running."""
     from guest import vmlib
-    topo = get_topology('T2', request.config, hosts='netns')
+    topo = get_topology('T2', request.config, hosts=kind)
     h = topo.netns_hosts
     names = h.names + [h.hub]
     assert set(names) <= set(hostsmod.list_netns())
