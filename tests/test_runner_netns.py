@@ -231,3 +231,32 @@ def test_vxlan_variant_carries_frames_between_the_taps():
     finally:
         assert h.destroy() == []
     assert ours(h) == []
+
+
+@needs_root
+def test_topology_start_failure_removes_the_namespaces(tmp_path):
+    """Topology(hosts='netns').start() with a QEMU that dies at once: VMError, and the hosts
+    it made are gone (and the fake QEMU ran inside host 0's namespace)."""
+    qemu = tmp_path / 'qemu'
+    seen = tmp_path / 'seen'
+    qemu.write_text('#!/bin/sh\n'
+                    'if [ "$1" = -device ]; then\n'
+                    '  for d in qrnic virtio-blk-pci virtio-serial-pci virtserialport; do echo "name \\"$d\\""; done\n'
+                    '  exit 0\n'
+                    'fi\n'
+                    'readlink /proc/self/ns/net >> %s\n'
+                    'echo "fake qemu: no" >&2; exit 1\n' % seen)
+    qemu.chmod(0o755)
+    img = tmp_path / 'img'
+    img.mkdir()
+    for f in ('vmlinuz', 'initrd.img', 'rootfs.img'):
+        (img / f).write_bytes(b'')
+    t = runner.Topology('T2', hosts='netns', qemu=str(qemu), image=str(img), rundir=str(tmp_path / 'run'),
+                        progress=False)
+    os.makedirs(t.rundir)
+    h = t.netns_hosts
+    with pytest.raises(runner.VMError, match='QEMU exited at start-up'):
+        t.start()
+    assert ours(h) == [] and not h.created
+    ns = seen.read_text().split()
+    assert ns and ns[0] != hosts.netns_of_pid(os.getpid())
