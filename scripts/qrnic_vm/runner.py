@@ -1037,8 +1037,8 @@ class Topology:
                 except _hosts.HostsError as e:
                     raise VMError('cannot make the hosts: %s' % e)
                 if self.progress:
-                    print('qrnic_vm: hosts %s' % ', '.join('%s (%s)' % (self.netns_hosts.ns(i), self.netns_hosts.addr(i))
-                                                          for i in range(self.netns_hosts.n)),
+                    nh = self.netns_hosts
+                    print('qrnic_vm: hosts %s' % ', '.join('%s (%s)' % (nh.ns(i), nh.addr(i)) for i in range(nh.n)),
                           file=sys.stderr, flush=True)
             for v in self.vms:
                 v.start()
