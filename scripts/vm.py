@@ -12,8 +12,11 @@
                                             host input): /init runs SCRIPT (a file, or - for stdin)
                                             and powers off; prints its output (qrnic_vm/det.py)
 
-Common options: -t T1|T2|T3 (default T1), --link hub|dgram (T1), --mem MiB,
---smp N, --cpu MODEL, --append 'k=v ...', --build (run build-qemu.sh and
+Common options: -t T1|T2|T3 (default T1), --link hub|dgram (T1), --hosts
+local|netns|netns-vxlan (netns: each VM in a network namespace of its own
+standing in for a host machine, linked by veths and a bridge; netns-vxlan: the
+VMs on taps in bridges with VXLAN between the hosts; root; default $QRNIC_HOSTS
+or local), --mem MiB, --smp N, --cpu MODEL, --append 'k=v ...', --build (run build-qemu.sh and
 guest-image.sh first), --quiet.  Logs: /tmp/qrnic-runs/<time>-<pid>/
 (vmN-console.log, vmN-qemu.log, vmN-agent.log, vmN-cmdline.txt).
 Exit status of run: the first non-zero command status (124 on timeout).
@@ -31,7 +34,7 @@ from qrnic_vm import PrereqError, Topology, VMError, find_image, find_qemu  # no
 
 
 def _topo(a, progress=True):
-    return Topology(a.topology, link=a.link, mem=a.mem, smp=a.smp, cpu=a.cpu,
+    return Topology(a.topology, link=a.link, hosts=a.hosts, mem=a.mem, smp=a.smp, cpu=a.cpu,
                     append=a.append.split() if a.append else (), build=a.build,
                     progress=progress and not a.quiet)
 
@@ -149,6 +152,10 @@ def main(argv=None):
     def common(sp):
         sp.add_argument('-t', '--topology', default='T1', choices=('T1', 'T2', 'T3'))
         sp.add_argument('--link', default='hub', choices=('hub', 'dgram'))
+        sp.add_argument('--hosts', default=None, choices=('local', 'netns', 'netns-vxlan'),
+                        help="local (default; env QRNIC_HOSTS); netns: each VM's QEMU in a network "
+                             "namespace of its own; netns-vxlan: the same, the VMs on taps in bridges "
+                             "with VXLAN between the hosts (docs/guest.md, VMs on several hosts)")
         sp.add_argument('--mem', type=int, default=1024)
         sp.add_argument('--smp', type=int, default=1)
         sp.add_argument('--cpu', default=None)

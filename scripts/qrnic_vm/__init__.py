@@ -20,6 +20,8 @@ Topologies (the "cable" between qrnic ports is a QEMU netdev):
         uses a UDP pair on 127.0.0.1 instead); server on port 0, client on port 1
     T2  two VMs with one qrnic each, joined by -netdev dgram on 127.0.0.1
     T3  VM0 with qrnic, VM1 with virtio-net + rdma_rxe, same dgram link
+Topology(..., hosts='netns') runs each VM in a network namespace of its own that stands in
+for a host machine (hosts.py; 'netns-vxlan': tap + bridge + VXLAN between them).
 """
 from .runner import (AgentError, CommandFailed, Endpoint, Job, PrereqError, Result, Topology, VM,  # noqa: F401
                      VMError, find_image, find_qemu, REPO, TOPOLOGIES)

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from . import hosts as _hosts
 from .ports import free_udp_ports
 from .qmp import Qmp, QmpError
 
@@ -24,6 +25,10 @@ QEMU_DATA_ARGS = ['-L', '/usr/share/seabios', '-L', '/usr/share/qemu', '-L', '/u
 AGENT_PORT = 'org.qrnic.agent'
 QRNIC_PCI = ('0x1af4', '0x10f7')
 TOPOLOGIES = ('T1', 'T2', 'T3')
+# Where the VMs run: 'local' (one network namespace, links on 127.0.0.1) or 'netns' (each VM
+# in its own network namespace standing in for a host machine: hosts.py, docs/guest.md)
+# or 'netns-vxlan' (the same hosts, the VMs on a tap in a bridge with VXLAN between the hosts)
+HOSTS = ('local', 'netns', 'netns-vxlan')
 # Extra seconds the host waits for an agent reply beyond the command's own timeout.
 REPLY_GRACE = 30
 
@@ -315,7 +320,7 @@ class VM:
 
     def __init__(self, name, qemu, image, rundir, nics, append=(), mem=1024, smp=1, cpu=None,
                  progress=True, qrnic_props='', overlay=False, extra_args=(), incoming=None,
-                 guest_name=None, accel='tcg'):
+                 guest_name=None, accel='tcg', netns=None):
         self.name, self.qemu, self.image, self.rundir = name, qemu, image, rundir
         # guest_name: the guest's host name (kernel command line); a migration target keeps
         # its source's (VM.twin).  overlay: True = the root disk is a qcow2 overlay of the
@@ -330,6 +335,8 @@ class VM:
         self.overlay = overlay or None
         self.extra_args = list(extra_args)
         self.accel = accel
+        # netns: the named network namespace QEMU runs in (Topology(hosts='netns')), None: ours
+        self.netns = netns
         self.incoming = incoming
         self.migration = None       # query-migrate of the migration that made this VM (migrate_to)
         self.nics, self.append, self.mem, self.smp, self.cpu = nics, list(append), mem, smp, cpu
@@ -427,9 +434,13 @@ class VM:
             make_qcow2_overlay(self.overlay, self.image.rootfs, 'raw')
         for n in links:
             if n.got_rcvbuf is not None:
-                self.log('dgram link :%d -> :%d, socket receive buffer %d bytes'
-                         % (n.local, n.remote, n.got_rcvbuf))
+                self.log('dgram link %s:%d -> %s:%d, socket receive buffer %d bytes'
+                         % (n.host, n.local, n.remote_host, n.remote, n.got_rcvbuf))
         args = self.qemu_args()
+        if self.netns:
+            # `ip netns exec` execs QEMU in the same process: self.proc.pid is QEMU's
+            args = ['ip', 'netns', 'exec', self.netns] + args
+            self.log('QEMU runs in network namespace %s' % self.netns)
         with open(os.path.join(self.rundir, self.name + '-cmdline.txt'), 'w') as f:
             f.write(' '.join(shlex.quote(x) for x in args) + '\n')
         open(self.console_log, 'w').close()
@@ -603,7 +614,7 @@ class VM:
         t = VM(name, qemu=self.qemu, image=self.image, rundir=self.rundir, nics=self.nics,
                append=self.append, mem=self.mem, smp=self.smp, cpu=self.cpu, progress=self.progress,
                qrnic_props=self.qrnic_props, overlay=self.overlay, extra_args=self.extra_args,
-               incoming='defer', guest_name=self.guest_name, accel=self.accel)
+               incoming='defer', guest_name=self.guest_name, accel=self.accel, netns=self.netns)
         t.place_index = self.place_index
         return t
 
@@ -929,13 +940,35 @@ class Topology:
     ips        addresses, one per qrnic port in topology order (default 10.0.0.1/24, 10.0.0.2/24)
     accel      QEMU -accel value (default 'tcg'; e.g. 'tcg,tb-size=64')
     extra_args appended to every VM's QEMU command line
+    hosts      'local' (default; env QRNIC_HOSTS): every QEMU in our network namespace, dgram
+               links on 127.0.0.1.  'netns': VM i's QEMU in a network namespace of its own that
+               stands in for a host machine (address 10.77.<n>.<i+1>, a veth to a bridge in a
+               hub namespace; hosts.py), its dgram link bound to that address and connected
+               to the peer host's; the namespaces go at stop().  Needs root and `ip`.
+               'netns-vxlan' (T2/T3): the same hosts, each VM on a tap (-netdev tap) in a
+               bridge with a VXLAN device to the other host (hosts.py).
     """
 
     def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
                  require_driver=False, progress=True, rundir=None, ips=None, boot_timeout=300,
-                 qrnic_props='', image=None, qemu=None, overlay=False, extra_args=(), accel='tcg'):
+                 qrnic_props='', image=None, qemu=None, overlay=False, extra_args=(), accel='tcg',
+                 hosts=None):
         if name not in TOPOLOGIES:
             raise ValueError('unknown topology %r (choose from %s)' % (name, ', '.join(TOPOLOGIES)))
+        hosts = hosts or _env_choice('QRNIC_HOSTS', 'local', HOSTS)
+        if hosts not in HOSTS:
+            raise ValueError('unknown hosts %r (choose from %s)' % (hosts, ', '.join(HOSTS)))
+        self.hosts = hosts
+        # the namespaces are made by start(), their names and addresses are known now
+        if hosts == 'netns-vxlan' and name == 'T1':
+            raise ValueError("hosts='netns-vxlan' needs two VMs (T2 or T3)")
+        self.netns_hosts = (_hosts.NetnsHosts(1 if name == 'T1' else 2, vxlan=hosts == 'netns-vxlan')
+                            if hosts != 'local' else None)
+        if self.netns_hosts:
+            try:
+                _hosts.check_prereqs()
+            except _hosts.HostsError as e:
+                raise PrereqError(str(e))
         self.name, self.link = name, link
         self.progress = progress
         self.boot_timeout = boot_timeout
@@ -952,26 +985,40 @@ class Topology:
         kw = dict(qemu=self.qemu, image=self.image, rundir=self.rundir, mem=mem, smp=smp, cpu=cpu,
                   progress=progress, qrnic_props=qrnic_props, overlay=overlay, extra_args=extra_args,
                   accel=accel)
+        nh = self.netns_hosts
+
+        def dgram(local, remote, h, rh):
+            # h, rh: the host numbers of this end and the other (hosts='netns')
+            if nh is None:
+                return _dgram(local, remote)
+            if nh.vxlan:
+                return TapNet(nh.tap(h))
+            return DgramNet(local, remote, host=nh.addr(h), remote_host=nh.addr(rh), netns=nh.ns(h))
+
+        def netns(h):
+            return nh.ns(h) if nh else None
         if name == 'T1':
             if link == 'hub':
                 nets = ['hubport,hubid=0', 'hubport,hubid=0']
             elif link == 'dgram':
                 p0, p1 = free_udp_ports(2)
-                nets = [_dgram(p0, p1), _dgram(p1, p0)]
+                nets = [dgram(p0, p1, 0, 0), dgram(p1, p0, 0, 0)]
             else:
                 raise ValueError('link must be hub or dgram')
             nics = [('qrnic', nets[0], _mac(0, 0)), ('qrnic', nets[1], _mac(0, 1))]
-            self.vms.append(VM('vm0', nics=nics, append=list(append) + ['qrnicvm.ip=' + ','.join(ips[:2])], **kw))
+            self.vms.append(VM('vm0', nics=nics, append=list(append) + ['qrnicvm.ip=' + ','.join(ips[:2])],
+                               netns=netns(0), **kw))
         else:
             p0, p1 = free_udp_ports(2)
-            self.vms.append(VM('vm0', nics=[('qrnic', _dgram(p0, p1), _mac(0, 0))],
-                               append=list(append) + ['qrnicvm.ip=' + ips[0]], **kw))
+            self.vms.append(VM('vm0', nics=[('qrnic', dgram(p0, p1, 0, 1), _mac(0, 0))],
+                               append=list(append) + ['qrnicvm.ip=' + ips[0]], netns=netns(0), **kw))
             if name == 'T2':
-                self.vms.append(VM('vm1', nics=[('qrnic', _dgram(p1, p0), _mac(1, 0))],
-                                   append=list(append) + ['qrnicvm.ip=' + ips[1]], **kw))
+                self.vms.append(VM('vm1', nics=[('qrnic', dgram(p1, p0, 1, 0), _mac(1, 0))],
+                                   append=list(append) + ['qrnicvm.ip=' + ips[1]], netns=netns(1), **kw))
             else:
-                self.vms.append(VM('vm1', nics=[('virtio-net-pci', _dgram(p1, p0), _mac(1, 0))],
-                                   append=list(append) + ['qrnicvm.vnet_ip=' + ips[1], 'qrnicvm.rxe=1'], **kw))
+                self.vms.append(VM('vm1', nics=[('virtio-net-pci', dgram(p1, p0, 1, 0), _mac(1, 0))],
+                                   append=list(append) + ['qrnicvm.vnet_ip=' + ips[1], 'qrnicvm.rxe=1'],
+                                   netns=netns(1), **kw))
         self._eps = None
 
     def vm(self, i):
@@ -984,6 +1031,15 @@ class Topology:
         for i, v in enumerate(self.vms):
             v.place_index = i
         try:
+            if self.netns_hosts and not self.netns_hosts.created:
+                try:
+                    self.netns_hosts.create()
+                except _hosts.HostsError as e:
+                    raise VMError('cannot make the hosts: %s' % e)
+                if self.progress:
+                    nh = self.netns_hosts
+                    print('qrnic_vm: hosts %s' % ', '.join('%s (%s)' % (nh.ns(i), nh.addr(i)) for i in range(nh.n)),
+                          file=sys.stderr, flush=True)
             for v in self.vms:
                 v.start()
             for v in self.vms:
@@ -999,6 +1055,10 @@ class Topology:
             t.start()
         for t in threads:
             t.join()
+        if self.netns_hosts:
+            left = self.netns_hosts.destroy()
+            if left:
+                print('qrnic_vm: could not delete the namespaces %s' % ', '.join(left), file=sys.stderr, flush=True)
 
     def __enter__(self):
         return self.start()
@@ -1126,10 +1186,13 @@ SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
 
 
 class DgramNet:
-    """One end of a -netdev dgram link on 127.0.0.1: str() is the -netdev argument."""
+    """One end of a -netdev dgram link: str() is the -netdev argument.  local/remote: UDP
+    ports; host/remote_host: the IPv4 addresses of the two ends (127.0.0.1 unless the VMs are
+    on "hosts", Topology(hosts='netns')); netns: the network namespace to make the socket in."""
 
-    def __init__(self, local, remote, rcvbuf=None):
+    def __init__(self, local, remote, rcvbuf=None, host='127.0.0.1', remote_host='127.0.0.1', netns=None):
         self.local, self.remote = local, remote
+        self.host, self.remote_host, self.netns = host, remote_host, netns
         self.rcvbuf = LINK_RCVBUF if rcvbuf is None else rcvbuf
         self.sock = None
         self.got_rcvbuf = None
@@ -1139,17 +1202,13 @@ class DgramNet:
         self.close()
         if not self.rcvbuf:
             return None
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
-            try:
-                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, self.rcvbuf)
-            except PermissionError:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
-            s.bind(('127.0.0.1', self.local))
-            s.connect(('127.0.0.1', self.remote))
-        except OSError as e:
-            s.close()
-            raise VMError('dgram link 127.0.0.1:%d -> :%d: %s' % (self.local, self.remote, e))
+            # made inside the VM's namespace when it has one (hosts.run_in_netns)
+            s = _hosts.udp_socket(self.netns, (self.host, self.local), (self.remote_host, self.remote),
+                                  self.rcvbuf)
+        except (OSError, _hosts.HostsError) as e:
+            raise VMError('dgram link %s:%d -> %s:%d%s: %s' % (self.host, self.local, self.remote_host,
+                          self.remote, ' (namespace %s)' % self.netns if self.netns else '', e))
         self.got_rcvbuf = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         self.sock = s
         return s.fileno()
@@ -1162,8 +1221,20 @@ class DgramNet:
     def __str__(self):
         if self.sock is not None:
             return 'dgram,local.type=fd,local.str=%d' % self.sock.fileno()
-        return ('dgram,local.type=inet,local.host=127.0.0.1,local.port=%d,'
-                'remote.type=inet,remote.host=127.0.0.1,remote.port=%d' % (self.local, self.remote))
+        return ('dgram,local.type=inet,local.host=%s,local.port=%d,'
+                'remote.type=inet,remote.host=%s,remote.port=%d' % (self.host, self.local, self.remote_host,
+                                                                     self.remote))
+
+
+class TapNet:
+    """A -netdev tap on an existing tap device (hosts='netns-vxlan': QEMU opens it in its
+    host's namespace)."""
+
+    def __init__(self, ifname):
+        self.ifname = ifname
+
+    def __str__(self):
+        return 'tap,ifname=%s,script=no,downscript=no' % self.ifname
 
 
 def _dgram(local, remote):
