@@ -492,14 +492,17 @@ static void open_ports(void)
 {
 	for (int i = 0; i < nports; i++) {
 		struct port *p = &ports[i];
-		int sz = 4 << 20;
+		int sz = 8 << 20;
 
 		p->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (p->fd < 0) {
 			fprintf(stderr, "qrnic-switch: socket: %s\n", strerror(errno));
 			exit(1);
 		}
-		setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		/* a guest's burst (a QP's window) must not overflow it: as
+		 * the VM runner's links, forced past rmem_max when allowed */
+		if (setsockopt(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 		setsockopt(p->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 		if (bind(p->fd, (struct sockaddr *)&p->local, sizeof(p->local))) {
 			fprintf(stderr, "qrnic-switch: --port %s: bind: %s\n", p->spec, strerror(errno));
