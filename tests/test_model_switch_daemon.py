@@ -275,3 +275,46 @@ def test_duration_exits_with_counters():
     assert r.returncode == 0, r.stderr
     j = json.loads(r.stdout)
     assert len(j['ports']) == 2 and j['uptime_ns'] >= 200e6
+
+
+def test_runner_switchproc(tmp_path, monkeypatch):
+    """The VM runner's glue (scripts/qrnic_vm/runner.py SwitchProc, used by the S4
+    topology): started as a child, counters on demand and at stop, files in the run
+    directory; the star topology names."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    'scripts'))
+    from qrnic_vm.runner import SwitchProc, star_size
+    assert [star_size(n) for n in ('S3', 'S4', 'S16', 'S2', 'S17', 'T2', 'S', 'Sx', None)] == \
+        [3, 4, 16, None, None, None, None, None, None]
+    monkeypatch.setenv('QRNIC_SWITCH', SWITCH)
+    hosts = []
+    for _ in range(3):
+        h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        h.bind(('127.0.0.1', 0))
+        hosts.append(h)
+    sports = []
+    for _ in range(3):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(('127.0.0.1', 0))
+        sports.append(s.getsockname()[1])
+        s.close()
+    sp = SwitchProc(str(tmp_path), [(sports[i], hosts[i].getsockname()[1]) for i in range(3)],
+                    ['--rate', '1G'])
+    sp.start(timeout=30)
+    try:
+        hosts[0].sendto(eth(BCAST, MAC[0]), ('127.0.0.1', sports[0]))
+        for h in hosts[1:]:
+            h.settimeout(5)
+            assert h.recv(65536)[6:12] == MAC[0]
+        j = sp.stats()
+        assert [p['rx_frames'] for p in j['ports']] == [1, 0, 0]
+        assert [p['tx_frames'] for p in j['ports']] == [0, 1, 1]
+        assert j['config']['rate_bps'] == 1000000000
+    finally:
+        final = sp.stop()
+        for h in hosts:
+            h.close()
+    assert final['ports'][0]['flooded'] == 1
+    assert (tmp_path / 'switch.log').read_text().startswith('qrnic-switch: ready')
+    assert '--rate 1G' in (tmp_path / 'switch-cmdline.txt').read_text()
