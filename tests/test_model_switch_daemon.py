@@ -164,6 +164,22 @@ def test_buffer_overflow_drops(sw_factory):
     assert p2['q_max'] >= 10 * 1024
 
 
+def test_shared_buffer_drops(sw_factory):
+    # one shared buffer of 20 KiB, dynamic threshold alpha x free bytes
+    sw = sw_factory(2, '--rate', '1M', '--shared-buffer', '20K', '--alpha', '1', '--kmax', '0')
+    sw.send(1, eth(BCAST, MAC[1]))
+    sw.recv_all(0, quiet=0.1)
+    for k in range(30):
+        sw.send(0, eth(MAC[1], MAC[0], struct.pack('>H', k), size=1000))
+    got = sw.recv_all(1, quiet=1.0, limit=30)
+    j = sw.stop()
+    p1 = j['ports'][1]
+    assert p1['drops'] > 0 and p1['frames'] + p1['drops'] == 30 == len(got) + p1['drops']
+    # alpha 1: a queue stops at half the buffer (q < free bytes)
+    assert 0 < j['shared_max'] <= 10 * 1024 + 1024
+    assert j['config']['shared_buffer'] == 20 * 1024 and j['shared_used'] == 0
+
+
 def test_red_ecn_marks(sw_factory):
     sw = sw_factory(2, '--rate', '1M', '--buffer', '1M', '--kmin', '2K', '--kmax', '4K',
                     '--pmax', '1')
@@ -252,6 +268,8 @@ def test_stats_file_and_sigusr1(sw_factory, tmp_path):
     (['--port', '1', '--port', '2', '--pmax', '2'], '--pmax'),
     (['--port', '1', '--port', '2', '--pfc', '--xoff', '1K', '--xon', '2K'], '--xon'),
     (['--port', '1', '--port', '2', '--buffer', '1K'], '--buffer'),
+    (['--port', '1', '--port', '2', '--alpha', '0'], '--alpha'),
+    (['--port', '1', '--port', '2', '--shared-buffer', '1M', '--prio-queues'], 'do not go together'),
     (['--port', '1', '--port', '2', '--bogus'], "unknown option '--bogus'"),
     (['--port', '1', '--port', '2', '--rate'], '--rate needs a value'),
     (['--port', '1', '--port', '2', 'extra'], "unexpected argument 'extra'"),

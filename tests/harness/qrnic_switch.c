@@ -235,6 +235,10 @@ static const char usage[] =
 "  --pfc              PFC: XOFF to a host whose ingress bytes pass --xoff\n"
 "  --xoff, --xon B    PFC thresholds per ingress priority          (128000, 64000)\n"
 "  --prio-queues      one queue per priority (strict priority); hosts' PFC honoured\n"
+"  --shared-buffer B  every queue draws from one buffer of B bytes, dynamic\n"
+"                     threshold alpha x free bytes (0: a buffer per port)   (0)\n"
+"  --alpha A          the dynamic threshold's factor, (0, 1024]             (1)\n"
+"  --pfc-resume B     shared buffer + PFC: XON this far below the threshold (3000)\n"
 "  --seed N           marking draws                                 (1)\n"
 "  --stats FILE       JSON counters, every --stats-interval and on SIGUSR1\n"
 "  --stats-interval T (1s)\n"
@@ -246,7 +250,8 @@ static bool has_arg(const char *k)
 {
 	static const char *const a[] = { "port", "rate", "overhead", "latency", "buffer", "kmin",
 					 "kmax", "pmax", "xoff", "xon", "seed", "stats",
-					 "stats-interval", "duration", NULL };
+					 "stats-interval", "duration", "shared-buffer", "alpha",
+					 "pfc-resume", NULL };
 
 	for (int i = 0; a[i]; i++)
 		if (!strcmp(a[i], k))
@@ -266,6 +271,8 @@ static void parse_args(int argc, char **argv)
 	swc.xoff = 128000;
 	swc.xon = 64000;
 	swc.seed = 1;
+	swc.alpha = 1;
+	swc.pfc_resume = 3000;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
 		char k[32];
@@ -321,6 +328,18 @@ static void parse_args(int argc, char **argv)
 			swc.pmax = strtod(v, &e);
 			if (e == v || *e || !(swc.pmax >= 0 && swc.pmax <= 1))
 				die2("--pmax: '%s' is not a probability", v);
+		} else if (!strcmp(k, "shared-buffer")) {
+			swc.shared_buffer = parse_bytes(k, v);
+			if (swc.shared_buffer && swc.shared_buffer < 2 * HX_SW_MAX_FRAME)
+				die2("--shared-buffer: 0 or at least %d bytes", 2 * HX_SW_MAX_FRAME);
+		} else if (!strcmp(k, "alpha")) {
+			char *e;
+
+			swc.alpha = strtod(v, &e);
+			if (e == v || *e || !(swc.alpha > 0 && swc.alpha <= 1024))
+				die2("--alpha: '%s' is not a factor in (0, 1024]", v);
+		} else if (!strcmp(k, "pfc-resume")) {
+			swc.pfc_resume = parse_bytes(k, v);
 		} else if (!strcmp(k, "pfc")) {
 			swc.pfc = 1;
 		} else if (!strcmp(k, "prio-queues")) {
@@ -358,6 +377,8 @@ static void parse_args(int argc, char **argv)
 	if (swc.pfc && swc.xon > swc.xoff)
 		die2("--xon (%llu) must not be above --xoff (%llu)", (unsigned long long)swc.xon,
 		     (unsigned long long)swc.xoff);
+	if (swc.shared_buffer && swc.prio_queues)
+		die2("--prio-queues and --shared-buffer do not go together (one of them)");
 	for (int i = 0; i < nports; i++)
 		for (int j = 0; j < i; j++)
 			if (ports[i].local.sin_port == ports[j].local.sin_port &&
@@ -404,16 +425,19 @@ static void addr_str(const struct sockaddr_in *a, char *buf, size_t n)
 
 static void write_json(FILE *f)
 {
-	uint64_t now = hx_now(world);
+	uint64_t now = hx_now(world), shared_max = 0, shared = hx_switch_shared_used(world, &shared_max);
 
-	fprintf(f, "{\"uptime_ns\": %llu, \"config\": {\"rate_bps\": %llu, \"overhead\": %u, "
+	fprintf(f, "{\"uptime_ns\": %llu, \"shared_used\": %llu, \"shared_max\": %llu, \"config\": {\"rate_bps\": %llu, \"overhead\": %u, "
 		"\"latency_ns\": %llu, \"buffer\": %llu, \"kmin\": %llu, \"kmax\": %llu, "
-		"\"pmax\": %g, \"pfc\": %d, \"xoff\": %llu, \"xon\": %llu, \"prio_queues\": %d},\n"
+		"\"pmax\": %g, \"pfc\": %d, \"xoff\": %llu, \"xon\": %llu, \"prio_queues\": %d, "
+		"\"shared_buffer\": %llu, \"alpha\": %g},\n"
 		" \"ports\": [",
-		(unsigned long long)(now - 1000), (unsigned long long)swc.rate_bps, swc.overhead,
+		(unsigned long long)(now - 1000), (unsigned long long)shared, (unsigned long long)shared_max,
+		(unsigned long long)swc.rate_bps, swc.overhead,
 		(unsigned long long)swc.latency_ns, (unsigned long long)swc.buffer,
 		(unsigned long long)swc.kmin, (unsigned long long)swc.kmax, swc.pmax, swc.pfc,
-		(unsigned long long)swc.xoff, (unsigned long long)swc.xon, swc.prio_queues);
+		(unsigned long long)swc.xoff, (unsigned long long)swc.xon, swc.prio_queues,
+		(unsigned long long)swc.shared_buffer, swc.alpha);
 	for (int i = 0; i < nports; i++) {
 		struct hx_switch_stats st;
 		struct hx_switch_ext_stats es;
