@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from guest.vmlib import (PrereqError, Topology, VMError, check_pair, client_server, need_driver,
+from guest.vmlib import (PrereqError, Topology, VMError, check_pair, need_driver,
                          next_port, perftest_table, wait_tcp_listen, DmesgWatch)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
@@ -30,11 +30,12 @@ pytestmark = [pytest.mark.guest, pytest.mark.slow]
 # well inside a buffer that holds the flows' windows (no drops wanted)
 RATE = '50M'
 SWITCH_ARGS = ['--rate', RATE, '--buffer', '8M', '--kmin', '8K', '--kmax', '64K', '--pmax', '0.5']
-# ib_write_bw: 64 KiB writes; iterations enough for the queue to build.  The
+# ib_write_bw: 64 KiB writes; 200 of them (2 s at the port rate) so that the
+# flows overlap although they start one after the other.  The
 # queue may hold both flows' windows (seconds at this rate, and the device does
 # not pace without a timing profile): an ACK timeout of 4.096 us x 2^22 (17 s,
 # -u 22) keeps the senders from retransmitting what is only queued
-BW_SIZE, BW_ITERS = 65536, 60
+BW_SIZE, BW_ITERS = 65536, 200
 BW_OPTS = '-s %d -n %d -F --report_gbits -u 22' % (BW_SIZE, BW_ITERS)
 
 
@@ -137,6 +138,20 @@ def incast(star, rcv, senders):
     clients = [(snd, srv, snd.vm.spawn('ib_write_bw -d %s -x %d -p %d %s %s'
                                        % (snd.ibdev, snd.gid, port, BW_OPTS, rcv.ip)))
                for snd, port, srv in flows]
+    # while they run: the switch's counters every 0.25 s; an interval in which
+    # both senders' ports took frames in is one where the two flows overlapped
+    ports = [star.vms.index(snd.vm) for snd, _srv, _cli in clients]
+    prev, both, active, deadline = None, 0, 0, time.monotonic() + 600
+    while time.monotonic() < deadline:
+        cur = [p['rx_frames'] for p in star.switch_stats()['ports']]
+        if prev is not None:
+            moved = [cur[i] - prev[i] > 2 for i in ports]   # more than a stray ND/ARP frame
+            both += all(moved)
+            active += any(moved)
+        prev = cur
+        if all(not cli.poll().running for _snd, _srv, cli in clients):
+            break
+        time.sleep(0.25)
     gbps = []
     for snd, srv, cli in clients:
         cr = cli.wait(600)
@@ -152,16 +167,17 @@ def incast(star, rcv, senders):
     r = star.vms.index(rcv.vm)
     q = {k: sw1['ports'][r][k] - sw0['ports'][r][k] for k in ('frames', 'marks', 'drops')}
     q['q_max'] = sw1['ports'][r]['q_max']
+    q['both'], q['active'] = both, active
     return gbps, q, d
 
 
 def _report(what, senders, gbps, q, d, r):
     print('%s at %sb/s: flows %s Gb/s (sum %.3f); switch port %d: %d frames, %d marked, %d dropped, '
           'max queue %d bytes; CNPs sent by the receiver %d, received by the senders %s; '
-          'CE-marked packets at the receiver %d'
+          'CE-marked packets at the receiver %d; both flows sending in %d of %d 0.25 s samples'
           % (what, RATE, ['%.3f' % g for g in gbps], sum(gbps), r, q['frames'], q['marks'], q['drops'],
              q['q_max'], d[r]['cnp_sent'], [d[s]['cnp_received'] for s in senders],
-             d[r]['ecn_marked_received']))
+             d[r]['ecn_marked_received'], q['both'], q['active']))
 
 
 def test_incast_dcqcn_on(star, dmesg):
@@ -169,6 +185,7 @@ def test_incast_dcqcn_on(star, dmesg):
     e = star.eps
     gbps, q, d = incast(star, e[0], [e[1], e[2]])
     _report('incast vm1+vm2 -> vm0, DCQCN on', [1, 2], gbps, q, d, 0)
+    assert q['both'] > 0, q                   # a 2:1 incast: the flows overlapped
     assert q['marks'] > 0, q                  # the queue passed kmin: RED marked
     assert d[0]['ecn_marked_received'] > 0, d
     assert d[0]['cnp_sent'] > 0, d            # the notification point answered
@@ -182,6 +199,7 @@ def test_incast_cc_off_receiver(star, dmesg):
     e = star.eps
     gbps, q, d = incast(star, e[3], [e[1], e[2]])
     _report('incast vm1+vm2 -> vm3, cc off at vm3', [1, 2], gbps, q, d, 3)
+    assert q['both'] > 0, q
     assert q['marks'] > 0, q                  # the senders' frames are ECN-capable and queued
     assert d[3]['cnp_sent'] == 0, d
     assert d[1]['cnp_received'] == 0 and d[2]['cnp_received'] == 0, d
