@@ -12,7 +12,9 @@
                                             host input): /init runs SCRIPT (a file, or - for stdin)
                                             and powers off; prints its output (qrnic_vm/det.py)
 
-Common options: -t T1|T2|T3 (default T1), --link hub|dgram (T1), --hosts
+Common options: -t T1|T2|T3|S4 (default T1; S3..S16: that many VMs on one
+qrnic-switch, --switch 'ARGS' passes it arguments, e.g. '--rate 200M'),
+--qrnic-props 'k=v,...' (every qrnic device), --link hub|dgram (T1), --hosts
 local|netns|netns-vxlan (netns: each VM in a network namespace of its own
 standing in for a host machine, linked by veths and a bridge; netns-vxlan: the
 VMs on taps in bridges with VXLAN between the hosts; root; default $QRNIC_HOSTS
@@ -36,7 +38,15 @@ from qrnic_vm import PrereqError, Topology, VMError, find_image, find_qemu  # no
 def _topo(a, progress=True):
     return Topology(a.topology, link=a.link, hosts=a.hosts, mem=a.mem, smp=a.smp, cpu=a.cpu,
                     append=a.append.split() if a.append else (), build=a.build,
-                    progress=progress and not a.quiet)
+                    progress=progress and not a.quiet, qrnic_props=a.qrnic_props,
+                    switch_args=a.switch.split() if a.switch else ())
+
+
+def _topology_name(v):
+    from qrnic_vm.runner import star_size
+    if v in ('T1', 'T2', 'T3') or star_size(v):
+        return v
+    raise argparse.ArgumentTypeError('%r: choose from T1, T2, T3, S3..S16' % v)
 
 
 def cmd_check(a):
@@ -150,7 +160,10 @@ def main(argv=None):
     sub = p.add_subparsers(dest='cmd', required=True)
 
     def common(sp):
-        sp.add_argument('-t', '--topology', default='T1', choices=('T1', 'T2', 'T3'))
+        sp.add_argument('-t', '--topology', default='T1', type=_topology_name,
+                        help='T1, T2, T3, or S3..S16 (VMs on one qrnic-switch)')
+        sp.add_argument('--switch', default='', help="star topologies: qrnic-switch arguments")
+        sp.add_argument('--qrnic-props', default='', help='QEMU properties of every qrnic device')
         sp.add_argument('--link', default='hub', choices=('hub', 'dgram'))
         sp.add_argument('--hosts', default=None, choices=('local', 'netns', 'netns-vxlan'),
                         help="local (default; env QRNIC_HOSTS); netns: each VM's QEMU in a network "

@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -24,7 +25,20 @@ RUNS = os.environ.get('QRNIC_RUNS', '/tmp/qrnic-runs')
 QEMU_DATA_ARGS = ['-L', '/usr/share/seabios', '-L', '/usr/share/qemu', '-L', '/usr/lib/ipxe/qemu']
 AGENT_PORT = 'org.qrnic.agent'
 QRNIC_PCI = ('0x1af4', '0x10f7')
-TOPOLOGIES = ('T1', 'T2', 'T3')
+TOPOLOGIES = ('T1', 'T2', 'T3', 'S4')
+# Sn (3 <= n <= 16; S4 is the one listed): n VMs, one qrnic port each, on one qrnic-switch
+STAR_MIN, STAR_MAX = 3, 16
+
+
+def star_size(name):
+    """n for a star topology name 'Sn' (3..16), None for any other name."""
+    if isinstance(name, str) and len(name) >= 2 and name[0] == 'S' and name[1:].isdigit():
+        n = int(name[1:])
+        if STAR_MIN <= n <= STAR_MAX:
+            return n
+    return None
+
+
 # Where the VMs run: 'local' (one network namespace, links on 127.0.0.1) or 'netns' (each VM
 # in its own network namespace standing in for a host machine: hosts.py, docs/guest.md)
 # or 'netns-vxlan' (the same hosts, the VMs on a tap in a bridge with VXLAN between the hosts)
@@ -931,7 +945,10 @@ done | sort
 class Topology:
     """A set of VMs and the cables between their NICs.
 
-    name       'T1' (default), 'T2' or 'T3'
+    name       'T1' (default), 'T2', 'T3', or 'S4' (also S3..S16): that many VMs, one qrnic port
+               each, on one qrnic-switch (the simulator's switch on UDP ports, a child of the
+               runner started first; docs/congestion.md "VM topologies")
+    switch_args  star only: extra qrnic-switch arguments (e.g. ['--rate', '200M', '--kmax', '0'])
     link       T1 only: 'hub' (default, -netdev hubport) or 'dgram' (UDP pair on 127.0.0.1)
     mem, smp   per VM (MiB, vCPUs); cpu: QEMU -cpu model (default: QEMU's)
     append     extra kernel command line words (all VMs); env QRNIC_GUEST_APPEND too
@@ -952,12 +969,20 @@ class Topology:
     def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
                  require_driver=False, progress=True, rundir=None, ips=None, boot_timeout=300,
                  qrnic_props='', image=None, qemu=None, overlay=False, extra_args=(), accel='tcg',
-                 hosts=None):
-        if name not in TOPOLOGIES:
-            raise ValueError('unknown topology %r (choose from %s)' % (name, ', '.join(TOPOLOGIES)))
+                 hosts=None, switch_args=()):
+        nstar = star_size(name)
+        if name not in TOPOLOGIES and not nstar:
+            raise ValueError('unknown topology %r (choose from %s, or S%d..S%d)'
+                             % (name, ', '.join(TOPOLOGIES), STAR_MIN, STAR_MAX))
+        self.switch = None
+        self.switch_args = [str(a) for a in switch_args]
+        self.switch_final = None    # the switch's counters when it stopped (JSON)
         hosts = hosts or _env_choice('QRNIC_HOSTS', 'local', HOSTS)
         if hosts not in HOSTS:
             raise ValueError('unknown hosts %r (choose from %s)' % (hosts, ', '.join(HOSTS)))
+        if nstar and hosts != 'local':
+            raise ValueError("topology %s: its switch runs on 127.0.0.1; hosts=%r is for T1/T2/T3"
+                             % (name, hosts))
         self.hosts = hosts
         # the namespaces are made by start(), their names and addresses are known now
         if hosts == 'netns-vxlan' and name == 'T1':
@@ -979,7 +1004,7 @@ class Topology:
         if require_driver:
             self.image.require_driver()
         self.rundir = rundir or new_run_dir()
-        ips = list(ips or ('10.0.0.1/24', '10.0.0.2/24'))
+        ips = list(ips or ['10.0.0.%d/24' % (i + 1) for i in range(max(2, nstar or 0))])
         self.ips = ips
         self.vms = []
         kw = dict(qemu=self.qemu, image=self.image, rundir=self.rundir, mem=mem, smp=smp, cpu=cpu,
@@ -1008,6 +1033,15 @@ class Topology:
             nics = [('qrnic', nets[0], _mac(0, 0)), ('qrnic', nets[1], _mac(0, 1))]
             self.vms.append(VM('vm0', nics=nics, append=list(append) + ['qrnicvm.ip=' + ','.join(ips[:2])],
                                netns=netns(0), **kw))
+        elif nstar:
+            if len(ips) < nstar:
+                raise ValueError('topology %s needs %d addresses, got %d' % (name, nstar, len(ips)))
+            ports = free_udp_ports(2 * nstar)
+            self.switch = SwitchProc(self.rundir, [(ports[2 * i + 1], ports[2 * i]) for i in range(nstar)],
+                                     self.switch_args)
+            for i in range(nstar):
+                self.vms.append(VM('vm%d' % i, nics=[('qrnic', _dgram(ports[2 * i], ports[2 * i + 1]), _mac(i, 0))],
+                                   append=list(append) + ['qrnicvm.ip=' + ips[i]], **kw))
         else:
             p0, p1 = free_udp_ports(2)
             self.vms.append(VM('vm0', nics=[('qrnic', dgram(p0, p1, 0, 1), _mac(0, 0))],
@@ -1040,6 +1074,8 @@ class Topology:
                     nh = self.netns_hosts
                     print('qrnic_vm: hosts %s' % ', '.join('%s (%s)' % (nh.ns(i), nh.addr(i)) for i in range(nh.n)),
                           file=sys.stderr, flush=True)
+            if self.switch:
+                self.switch.start()
             for v in self.vms:
                 v.start()
             for v in self.vms:
@@ -1059,6 +1095,14 @@ class Topology:
             left = self.netns_hosts.destroy()
             if left:
                 print('qrnic_vm: could not delete the namespaces %s' % ', '.join(left), file=sys.stderr, flush=True)
+        if self.switch:
+            self.switch_final = self.switch.stop()
+
+    def switch_stats(self):
+        """Star topologies: the switch's counters now (its JSON, docs/congestion.md)."""
+        if not self.switch:
+            raise VMError('topology %s has no switch' % self.name)
+        return self.switch.stats()
 
     def __enter__(self):
         return self.start()
@@ -1235,6 +1279,83 @@ class TapNet:
 
     def __str__(self):
         return 'tap,ifname=%s,script=no,downscript=no' % self.ifname
+
+
+class SwitchProc:
+    """qrnic-switch as a child of the runner: ports [(switch UDP port, VM UDP port)] on
+    127.0.0.1; log <rundir>/switch.log, counters <rundir>/switch-stats.json (every second and
+    on stats()) and <rundir>/switch-final.json (at stop()).  The binary: $QRNIC_SWITCH, else
+    scripts/qrnic-switch (builds it in $QRNIC_BUILD_DIR or build/)."""
+
+    def __init__(self, rundir, ports, args=()):
+        self.rundir, self.ports, self.args = rundir, list(ports), list(args)
+        self.log = os.path.join(rundir, 'switch.log')
+        self.stats_path = os.path.join(rundir, 'switch-stats.json')
+        self.final_path = os.path.join(rundir, 'switch-final.json')
+        self.proc = None
+
+    def cmdline(self):
+        exe = os.environ.get('QRNIC_SWITCH') or os.path.join(REPO, 'scripts', 'qrnic-switch')
+        a = [exe]
+        for sp, vp in self.ports:
+            a += ['--port', '127.0.0.1:%d=127.0.0.1:%d' % (sp, vp)]
+        return a + ['--stats', self.stats_path, '--stats-interval', '1s'] + self.args
+
+    def start(self, timeout=300):
+        args = self.cmdline()
+        with open(os.path.join(self.rundir, 'switch-cmdline.txt'), 'w') as f:
+            f.write(' '.join(shlex.quote(x) for x in args) + '\n')
+        with open(self.log, 'wb') as lg, open(self.final_path, 'wb') as out:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=lg,
+                                         start_new_session=True)
+        _live.add(self.proc)
+        deadline = time.monotonic() + timeout     # the wrapper may build it first
+        while True:
+            with open(self.log, errors='replace') as f:
+                text = f.read()
+            if 'qrnic-switch: ready' in text:
+                return
+            if self.proc.poll() is not None:
+                raise VMError('qrnic-switch exited at start-up (status %s):\n%s'
+                              % (self.proc.returncode, text[-3000:]))
+            if time.monotonic() > deadline:
+                raise VMError('qrnic-switch: not ready after %d s' % timeout)
+            time.sleep(0.1)
+
+    def _read(self, path):
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def stats(self, timeout=10):
+        """The counters now: SIGUSR1, then the stats file once it is newer."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self._read(self.final_path)
+        old = self._read(self.stats_path)
+        t0 = old['uptime_ns'] if old else -1
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            j = self._read(self.stats_path)
+            if j and j['uptime_ns'] > t0:
+                return j
+            time.sleep(0.05)
+        raise VMError('qrnic-switch: no counters after SIGUSR1')
+
+    def stop(self, timeout=20):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        _live.discard(self.proc)
+        return self._read(self.final_path)
 
 
 def _dgram(local, remote):

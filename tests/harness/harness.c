@@ -251,6 +251,14 @@ struct hx_world {
 		struct hx_swport up[HX_SW_MAX_TIER][HX_SW_MAX_TIER], dn[HX_SW_MAX_TIER][HX_SW_MAX_TIER];
 		bool track;		/* the FIFO of queued frames is kept (PFC, shared buffer) */
 		uint64_t used, used_max;	/* shared buffer: bytes in it */
+		/* external ports (hx_switch_ext, qrnic-switch): frames come in
+		 * by hx_switch_port_rx and leave through ext_out instead of
+		 * reaching the devices; destinations by learned source MACs */
+		void (*ext_out)(void *opaque, int port, const uint8_t *f, uint32_t len);
+		void *ext_opaque;
+		struct hx_sw_learn { uint8_t mac[6]; int8_t port; } learn[HX_SW_LEARN];
+		uint32_t nlearn, learn_next;
+		struct hx_switch_ext_stats ext[HX_MAX_DEV];
 	} sw;
 
 	/* frame log */
@@ -1625,6 +1633,110 @@ void hx_switch_window(hx_world *w)
 		w->sw.port[i].st.win_max = (uint64_t)sw_q(&w->sw, &w->sw.port[i], t);
 }
 
+/* ---- external ports (qrnic-switch) -------------------------------------------- */
+_Static_assert(HX_SW_MAX_FRAME <= QRNIC_FRAME_BUF_MAX, "a port's frame must fit a frame buffer");
+
+int hx_switch_ext(hx_world *w, void (*out)(void *opaque, int port, const uint8_t *f, uint32_t len),
+		  void *opaque)
+{
+	if (!w->sw.on || !out || w->sw.c.leaves) {
+		hx_err(w, "hx_switch_ext: needs a one-switch hx_switch_attach first");
+		return HX_E_INVAL;
+	}
+	w->sw.ext_out = out;
+	w->sw.ext_opaque = opaque;
+	w->sw.nlearn = w->sw.learn_next = 0;
+	return 0;
+}
+
+static int sw_learned(hx_world *w, const uint8_t *mac)
+{
+	for (uint32_t i = 0; i < w->sw.nlearn; i++)
+		if (!memcmp(w->sw.learn[i].mac, mac, 6))
+			return (int)i;
+	return -1;
+}
+
+/* one copy of f into the switch from port 'in' for output port 'out' (now) */
+static void sw_ext_in(hx_world *w, int in, int out, const uint8_t *f, uint32_t len)
+{
+	struct hx_frame *fr = frame_new(w, f, len, in, out, -1);
+
+	fr->to_switch = 1;
+	inflight_insert(w, fr, w->now);
+}
+
+int hx_switch_port_rx(hx_world *w, int port, const uint8_t *f, uint32_t len)
+{
+	struct hx_switch_ext_stats *es;
+	int k, dst;
+
+	if (!w->sw.ext_out || port < 0 || port >= w->ndev)
+		return HX_E_INVAL;
+	es = &w->sw.ext[port];
+	if (!f || len < 14 || len > HX_SW_MAX_FRAME) {
+		es->malformed++;
+		return HX_E_INVAL;
+	}
+	es->rx_frames++;
+	es->rx_bytes += len;
+	/* learn the source (unicast only); the table is bounded: the oldest
+	 * entry gives way (round robin) */
+	if (!(f[6] & 1)) {
+		k = sw_learned(w, f + 6);
+		if (k < 0) {
+			if (w->sw.nlearn < HX_SW_LEARN)
+				k = (int)w->sw.nlearn++;
+			else
+				k = (int)(w->sw.learn_next++ % HX_SW_LEARN);
+			memcpy(w->sw.learn[k].mac, f + 6, 6);
+		}
+		w->sw.learn[k].port = (int8_t)port;
+	}
+	/* 802.1D link-local (01:80:c2:00:00:0x: pause, PFC, LLDP) is for the
+	 * switch itself: a host's PFC pauses its port's queues (prio_queues),
+	 * anything else stops here */
+	if (!memcmp(f, "\x01\x80\xc2\x00\x00", 5) && (f[5] & 0xf0) == 0) {
+		if (w->sw.c.prio_queues && f[12] == 0x88 && f[13] == 0x08)
+			sw_ext_in(w, port, port, f, len);
+		else
+			es->link_local++;
+		return 0;
+	}
+	dst = (f[0] & 1) ? -1 : sw_learned(w, f);
+	if (dst >= 0)
+		dst = w->sw.learn[dst].port;
+	if (dst == port) {	/* for a host on the port it came from */
+		es->filtered++;
+		return 0;
+	}
+	if (dst >= 0) {
+		sw_ext_in(w, port, dst, f, len);
+		return 0;
+	}
+	es->flooded++;	/* broadcast, multicast, unknown unicast: every other port */
+	for (int o = 0; o < w->ndev; o++)
+		if (o != port)
+			sw_ext_in(w, port, o, f, len);
+	return 0;
+}
+
+int hx_switch_ext_stats(hx_world *w, int port, struct hx_switch_ext_stats *out)
+{
+	if (!w->sw.ext_out || port < 0 || port >= w->ndev || !out)
+		return HX_E_INVAL;
+	*out = w->sw.ext[port];
+	return 0;
+}
+
+int hx_switch_ext_malformed(hx_world *w, int port)
+{
+	if (!w->sw.ext_out || port < 0 || port >= w->ndev)
+		return HX_E_INVAL;
+	w->sw.ext[port].malformed++;
+	return 0;
+}
+
 /* A frame put on the wire: f, which is 'owned' (a frame buffer the wire
  * takes) or to be copied (owned NULL). */
 static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t len)
@@ -2229,6 +2341,18 @@ static bool deliver(hx_world *w)
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
 			sw_enqueue(w, fr);
+			did = true;
+			continue;
+		}
+		if (w->sw.ext_out) {	/* an external port: out of the world */
+			*pp = fr->next;
+			if (w->fl_tail == fr)
+				w->fl_tail = prev;
+			if (fr->dst >= 0 && fr->dst < w->ndev) {
+				w->sw.ext[fr->dst].tx_frames++;
+				w->sw.ext_out(w->sw.ext_opaque, fr->dst, fr->data, fr->len);
+			}
+			frame_free(w, fr);
 			did = true;
 			continue;
 		}

@@ -193,6 +193,34 @@ int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_s
 int hx_switch_ecmp(const uint8_t *frame, size_t len, int spines);
 /* start a new window for win_max (every port) */
 void hx_switch_window(hx_world *w);
+/* External ports (qrnic-switch, docs/congestion.md "VM topologies"): after
+ * hx_switch_attach (one switch), the world's devices stand for ports only:
+ * a frame from outside enters by hx_switch_port_rx(port) at the world's
+ * now, is switched by destination MAC as a learning switch does (source
+ * MACs learned per port; broadcast, multicast and unknown unicast flooded
+ * to every other port; 802.1D link-local frames end at the switch, a PFC
+ * frame pausing its port's queues with prio_queues), and when it leaves
+ * its output queue it goes to out(opaque, port, frame, len) instead of a
+ * device.  Everything else (rates, queues, RED/ECN, PFC) is the switch
+ * above, unchanged. */
+#define HX_SW_LEARN	1024		/* learned MACs, the oldest gives way */
+/* the longest frame a port takes: the model's frame buffers' (QRNIC_ETH_MAX_FRAME,
+ * a 9000-byte MTU jumbo frame with its header and FCS) */
+#define HX_SW_MAX_FRAME	9018
+struct hx_switch_ext_stats {
+	uint64_t rx_frames, rx_bytes;	/* taken in from the port */
+	uint64_t tx_frames;		/* handed to out() for the port */
+	uint64_t malformed;		/* shorter than 14 or longer than HX_SW_MAX_FRAME */
+	uint64_t flooded;		/* of rx_frames: broadcast/multicast/unknown */
+	uint64_t filtered;		/* for a MAC on the port they came from */
+	uint64_t link_local;		/* 01:80:c2:00:00:0x frames ended at the switch */
+};
+int hx_switch_ext(hx_world *w, void (*out)(void *opaque, int port, const uint8_t *f, uint32_t len),
+		  void *opaque);
+int hx_switch_port_rx(hx_world *w, int port, const uint8_t *f, uint32_t len);
+int hx_switch_ext_stats(hx_world *w, int port, struct hx_switch_ext_stats *out);
+/* count a datagram the caller found malformed before it became a frame */
+int hx_switch_ext_malformed(hx_world *w, int port);
 uint64_t hx_now(hx_world *w);
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
 uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
