@@ -216,8 +216,14 @@ def test_vxlan_variant_carries_frames_between_the_taps():
             mac0, mac1 = bytes.fromhex('52547a000000'), bytes.fromhex('52547a010000')
             payload = bytes(range(256)) * 16 + bytes(4200 - 4096)      # eth_mtu-sized payload
             before = h.link_stats(0)
-            os.write(fds[0], b'\xff' * 6 + mac0 + b'\x88\xb5' + payload)
-            got = read_frame(fds[1], b'\xff' * 6 + mac0 + b'\x88\xb5')
+            # the bridge ports may still be coming up right after create(): a frame then
+            # goes nowhere (seen 1 in ~6 runs at load 12), so send until one arrives
+            got = None
+            for _ in range(20):
+                os.write(fds[0], b'\xff' * 6 + mac0 + b'\x88\xb5' + payload)
+                got = read_frame(fds[1], b'\xff' * 6 + mac0 + b'\x88\xb5', timeout=0.5)
+                if got is not None:
+                    break
             assert got is not None and got[14:] == payload
             after = h.link_stats(0)
             # VXLAN: the 4214-byte frame + 50 bytes of outer headers left host 0's eth0
