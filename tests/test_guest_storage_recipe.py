@@ -113,7 +113,11 @@ for i in $(seq 100); do
   for c in /sys/class/nvme/nvme*; do
     [ "$(cat $c/subsysnqn 2>/dev/null)" = nqn.2026-12.io.qrnic:frwr-test ] || continue
     [ "$(cat $c/state)" = live ] && [ "$(cat $c/transport)" = rdma ] || continue
-    for b in $c/nvme*n*; do [ -b /dev/${b##*/} ] && { echo /dev/${b##*/}; exit 0; }; done
+    # the namespace's disk (native multipath: /sys/block/nvmeXnY, its paths nvmeXcZnY hidden)
+    for b in /sys/block/nvme*n*; do
+      case ${b##*/} in *c*) continue ;; esac
+      [ -b /dev/${b##*/} ] && { echo /dev/${b##*/}; exit 0; }
+    done
   done
   sleep 0.2
 done; ls -l /sys/class/nvme/; exit 1'''
