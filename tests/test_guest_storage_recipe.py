@@ -134,7 +134,7 @@ for i in $(seq 100); do
   [ -n "$d" ] && [ -b /dev/$d ] && iscsiadm -m session -P3 | grep -q 'Iface Transport: iser' && { echo /dev/$d; exit 0; }
   sleep 0.2
 done; iscsiadm -m session -P3; exit 1'''
-    return vm.run(script, timeout=60).strip().split()[-1]
+    return vm.run(script, timeout=180).strip().split()[-1]
 
 
 def cleanup(proto, svm, cvm):
