@@ -48,6 +48,9 @@
 	X(qrnic_mcg_detach_qp)						\
 	/* MODIFY_QP of the QP's congestion control (cc.c) */		\
 	X(qrnic_cc_qp_reset)						\
+	/* QUERY_CC, SET_CC: the configuration table (config.c, cc.c) */	\
+	X(qrnic_cc_param) X(qrnic_config_get) X(qrnic_config_check_value) \
+	X(qrnic_cc_param_set)						\
 	/* BlueFlame buffers of a user context's page (regs.c) */	\
 	X(qrnic_bf_uctx_clear)
 
