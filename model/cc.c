@@ -56,6 +56,16 @@ void qrnic_cc_param_set(struct qrnic_dev *d, const struct qrnic_config_param *p,
 	}
 }
 
+int qrnic_dev_cc_param(const struct qrnic_dev *dev, uint32_t id, uint32_t *value)
+{
+	const struct qrnic_config_param *p = qrnic_cc_param(id);
+
+	if (!p || !value)
+		return -1;
+	*value = (uint32_t)qrnic_config_get(&dev->cfg, p);
+	return 0;
+}
+
 const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
 	switch (qrnic_cc_algo_of(d, qp)) {

@@ -424,6 +424,10 @@ struct qrnic_rxbuf_info {
 };
 int qrnic_dev_rxbuf_info(struct qrnic_dev *dev, struct qrnic_rxbuf_info *out);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
+/* The value in use of congestion control parameter id (QRNIC_CC_P_*: what
+ * QUERY_CC answers, SET_CC changes), for the host (QEMU's "cc" property).
+ * 0, or -1 if id is no parameter. */
+int qrnic_dev_cc_param(const struct qrnic_dev *dev, uint32_t id, uint32_t *value);
 /* A QP's congestion control state (spec 12.15), its timers brought up to
  * the device's time first.  0, or -1 if qpn is not a QP. */
 struct qrnic_cc_info {

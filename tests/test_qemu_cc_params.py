@@ -81,3 +81,13 @@ def test_run_time_values_survive_migration(world, tmp_path):
     assert int(dst.qmp('qom-get', path=a.qom_path, property='cc-algo')) == 1
     blob = (tmp_path / 'mig.bin').read_bytes()
     assert blob.count(b'CC..') >= 2                    # one section per device
+
+
+def test_the_cc_property_shows_the_values_in_use(world):
+    d = world.devs[1]
+    q = d.qemu
+    assert q.qmp('qom-get', path=d.qom_path, property='cc') == all_cc(d)
+    d.set_cc('timely_delta', 77)
+    got = q.qmp('qom-get', path=d.qom_path, property='cc')
+    assert got['timely_delta'] == 77 and got == all_cc(d)
+    assert int(q.qmp('qom-get', path=d.qom_path, property='timely-delta')) == 10
