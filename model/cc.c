@@ -51,8 +51,11 @@ void qrnic_cc_param_set(struct qrnic_dev *d, const struct qrnic_config_param *p,
 	for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
 		struct qrnic_qp *qp = &d->qp[i];
 
-		if (qp->valid && !qp->attr.cc_algo)
-			qrnic_cc_qp_reset(qp);
+		if (!qp->valid || qp->attr.cc_algo)
+			continue;
+		qrnic_cc_qp_reset(qp);	/* a limiter event it waits for is stale now */
+		if (qp->attr.qp_state == QRNIC_QPS_RTS || qp->attr.qp_state == QRNIC_QPS_SQD)
+			qrnic_qp_kick(d, qp);	/* so it is serviced again */
 	}
 }
 

@@ -251,3 +251,40 @@ def test_snapshot_carries_the_changes():
         assert q.snap_sections(a.save())['CC..'] == q.snap_sections(s)['CC..']
     finally:
         w.close()
+
+
+def test_a_paced_qp_goes_on_at_the_line_rate_when_cc_algo_goes_to_none():
+    """cx5-100g: a QP paced at a low DCQCN rate, waiting for its limiter,
+    when SET_CC turns the device's algorithm off: it is serviced again at
+    once and its packets leave back to back at the line rate (the armed
+    limiter event is stale, nothing strands it)."""
+    w = q.World(2, cfg=CFG + ',rp_time_reset=100000,rp_byte_reset=0,rp_min_dec_fac=0,'
+                'rp_min_rate=100')
+    try:
+        a, b = w.devs
+        for d in (a, b):
+            d.set_timing('cx5-100g')
+        conn, cnp = captured_cnp(w, a, b)
+        inject_cnps(w, a, cnp, [w.now + 1000 * i for i in range(1, 12)])
+        rate = a.qp_cc(conn.qa.qpn)['rate']
+        assert rate < 1000
+        la, rb = a.reg_mr(conn.pda, 65536), b.reg_mr(conn.pdb, 65536)
+        start = len(w.frames())
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 65536)], remote=(rb, 0))
+        w.run(ns=100_000)                       # a few packets at the low rate
+        sent = [f for f in w.frames()[start:] if f.roce and f.src == 0]
+        assert 1 <= len(sent) < 64
+        t = w.now
+        a.set_cc('cc_algo', 0)
+        assert not a.qp_cc(conn.qa.qpn)['limited']
+        w.run()
+        fr = [f for f in w.frames()[start:] if f.roce and f.src == 0 and
+              f.opname.startswith('RC_WRITE')]
+        assert len(fr) == 64
+        late = [f1.t - f0.t for f0, f1 in zip(fr, fr[1:]) if f0.t >= t]
+        assert late and max(late) < 1000        # 1 KiB at 100 Gb/s: ~90 ns apart
+        # the write of captured_cnp, then this one
+        assert [c['status_name'] for c in conn.cqa.poll(8)] == ['SUCCESS', 'SUCCESS']
+        assert a.stat('retransmit_timeouts') == 0 and a.stat('retransmitted_packets') == 0
+    finally:
+        w.close()
