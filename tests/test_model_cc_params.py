@@ -288,3 +288,25 @@ def test_a_paced_qp_goes_on_at_the_line_rate_when_cc_algo_goes_to_none():
         assert a.stat('retransmit_timeouts') == 0 and a.stat('retransmitted_packets') == 0
     finally:
         w.close()
+
+
+def test_a_paced_qp_goes_on_when_its_own_algorithm_goes_to_none():
+    """The same through MODIFY_QP with QRNIC_QP_ATTR_CC in RTS (ABI 1.4)."""
+    w = q.World(2, cfg=CFG + ',rp_time_reset=100000,rp_byte_reset=0,rp_min_dec_fac=0,'
+                'rp_min_rate=100')
+    try:
+        a, b = w.devs
+        for d in (a, b):
+            d.set_timing('cx5-100g')
+        conn, cnp = captured_cnp(w, a, b)
+        inject_cnps(w, a, cnp, [w.now + 1000 * i for i in range(1, 12)])
+        la, rb = a.reg_mr(conn.pda, 65536), b.reg_mr(conn.pdb, 65536)
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 65536)], remote=(rb, 0))
+        w.run(ns=100_000)
+        conn.qa.modify(cc_algo=1)                       # algorithm 0: none
+        assert not a.qp_cc(conn.qa.qpn)['limited']
+        w.run()
+        assert [c['status_name'] for c in conn.cqa.poll(8)] == ['SUCCESS', 'SUCCESS']
+        assert a.stat('retransmit_timeouts') == 0 and a.stat('retransmitted_packets') == 0
+    finally:
+        w.close()
