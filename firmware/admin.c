@@ -180,6 +180,59 @@ static uint8_t fw_query_gid(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	return QRNIC_AQ_OK;
 }
 
+/* ---- Congestion control parameters (ABI 1.9, spec 6.6.22) -------------- */
+/* The parameter of cmd->u.cc.param, or NULL with the command failed. */
+static const struct qrnic_config_param *fw_cc_param(const struct qrnic_aq_cmd *cmd,
+						    struct qrnic_aq_cqe *cqe, uint8_t *st)
+{
+	const struct qrnic_config_param *p = qrnic_cc_param(cmd->u.cc.param);
+
+	*st = QRNIC_AQ_OK;
+	if (!p)
+		*st = qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.cc.param));
+	else if (cmd->u.cc.rsvd)
+		*st = qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.cc.rsvd));
+	return *st == QRNIC_AQ_OK ? p : NULL;
+}
+
+static uint8_t fw_query_cc(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			   struct qrnic_aq_cqe *cqe)
+{
+	uint8_t st;
+	const struct qrnic_config_param *p = fw_cc_param(cmd, cqe, &st);
+
+	if (!p)
+		return st;
+	/* every congestion control parameter is a 32-bit number or a bool */
+	cqe->result[0] = (uint32_t)qrnic_config_get(&d->cfg, p);
+	cqe->result[1] = (uint32_t)p->min;
+	cqe->result[2] = (uint32_t)p->max;
+	cqe->result[3] = (uint32_t)qrnic_config_get(&d->boot_cfg, p);
+	return QRNIC_AQ_OK;
+}
+
+static uint8_t fw_set_cc(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
+			 struct qrnic_aq_cqe *cqe)
+{
+	uint8_t st;
+	const struct qrnic_config_param *p = fw_cc_param(cmd, cqe, &st);
+	struct qrnic_config_error e;
+
+	if (!p)
+		return st;
+	/* the range of the configuration table, checked where the QEMU
+	 * properties are: one place (model/config.c) */
+	if (qrnic_config_check_value(p, cmd->u.cc.value, &e)) {
+		qrnic_guest_err(d, err_cc_param, (cmd->u.cc.param, cmd->u.cc.value,
+						  (uint32_t)e.min, (uint32_t)e.max),
+				"SET_CC: %s = %u out of range %u..%u", p->name,
+				cmd->u.cc.value, (uint32_t)e.min, (uint32_t)e.max);
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, QRNIC_FW_OFF(u.cc.value));
+	}
+	qrnic_cc_param_set(d, p, cmd->u.cc.value);
+	return QRNIC_AQ_OK;
+}
+
 /* ---- User contexts --------------------------------------------------------- */
 uint8_t qrnic_fw_alloc_uctx(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 			    struct qrnic_aq_cqe *cqe)
@@ -271,6 +324,8 @@ static const struct qrnic_fw_op fw_ops[QRNIC_CMD_MAX + 1] = {
 	FW_OP(REREG_MR, qrnic_fw_rereg_mr),
 	FW_OP(ALLOC_XRCD, qrnic_fw_alloc_xrcd),
 	FW_OP(DEALLOC_XRCD, qrnic_fw_dealloc_xrcd),
+	FW_OP(QUERY_CC, fw_query_cc),
+	FW_OP(SET_CC, fw_set_cc),
 };
 
 /* The generic part of validation, shared by every opcode.  Bytes of the

@@ -613,6 +613,9 @@ uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		/* another algorithm: its reaction point starts unlimited */
 		qp->attr.cc_algo = a->cc_algo;
 		qrnic_cc_qp_reset(qp);
+		/* a limiter event it waited for is stale now: serviced again */
+		if (next == cur && (cur == QRNIC_QPS_RTS || cur == QRNIC_QPS_SQD))
+			qrnic_qp_kick(d, qp);	/* (a new state kicks it anyway) */
 	}
 	if (next != cur)
 		qrnic_qp_set_state(d, qp, next);

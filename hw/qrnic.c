@@ -1300,6 +1300,31 @@ static void qrnic_get_stats(Object *obj, Visitor *v, const char *name, void *opa
     visit_end_struct(v, NULL);
 }
 
+/* The congestion control parameters in use (QUERY_CC's values: the
+ * properties until the guest changes them with SET_CC), by their names. */
+static void qrnic_get_cc(Object *obj, Visitor *v, const char *name, void *opaque,
+                         Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    bool ok = true;
+
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    for (uint32_t id = 0; qrnic_cc_param(id) && ok; id++) {
+        uint32_t val = 0;
+
+        if (s->dev) {
+            qrnic_dev_cc_param(s->dev, id, &val);
+        }
+        ok = visit_type_uint32(v, qrnic_cc_param(id)->name, &val, errp);
+    }
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+    visit_end_struct(v, NULL);
+}
+
 /* "qps", "cqs", "eqs", "srqs": the model's read-only snapshot of every valid
  * object of a kind (qrnic_dev_view, model/query.c), a list of structs of
  * its uint32 fields; QPs also get "state-name" and "type-name".  Field names
@@ -1428,6 +1453,9 @@ static void qrnic_class_add_qom(ObjectClass *klass)
                               NULL);
     object_class_property_set_description(klass, "stats",
         "read-only: every device counter, as QUERY_STATS reports them");
+    object_class_property_add(klass, "cc", "qrnic-cc", qrnic_get_cc, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "cc",
+        "read-only: the congestion control parameters in use (QUERY_CC; SET_CC changes them)");
     object_class_property_add(klass, "timing", "qrnic-timing", qrnic_get_timing, NULL, NULL,
                               NULL);
     for (size_t i = 0; i < ARRAY_SIZE(views); i++) {

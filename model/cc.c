@@ -38,6 +38,37 @@ void qrnic_cc_qp_reset(struct qrnic_qp *qp)
 	c->hai = 0;
 }
 
+void qrnic_cc_param_set(struct qrnic_dev *d, const struct qrnic_config_param *p, uint64_t v)
+{
+	uint32_t old = d->cfg.cc_algo;
+
+	qrnic_config_put(&d->cfg, p, v);
+	if (d->cfg.cc_algo == old)
+		return;
+	/* the QPs that follow the device's algorithm change algorithm: as
+	 * MODIFY_QP with QRNIC_QP_ATTR_CC, their state starts over (the old
+	 * algorithm's state means nothing to the new one) */
+	for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
+		struct qrnic_qp *qp = &d->qp[i];
+
+		if (!qp->valid || qp->attr.cc_algo)
+			continue;
+		qrnic_cc_qp_reset(qp);	/* a limiter event it waits for is stale now */
+		if (qp->attr.qp_state == QRNIC_QPS_RTS || qp->attr.qp_state == QRNIC_QPS_SQD)
+			qrnic_qp_kick(d, qp);	/* so it is serviced again */
+	}
+}
+
+int qrnic_dev_cc_param(const struct qrnic_dev *dev, uint32_t id, uint32_t *value)
+{
+	const struct qrnic_config_param *p = qrnic_cc_param(id);
+
+	if (!p || !value)
+		return -1;
+	*value = (uint32_t)qrnic_config_get(&dev->cfg, p);
+	return 0;
+}
+
 const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
 	switch (qrnic_cc_algo_of(d, qp)) {
@@ -121,7 +152,7 @@ void qrnic_cc_np_ce(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic
 
 	(void)p;
 	qrnic_stat_add(d, QRNIC_STAT_ECN_MARKED_RECEIVED, 1);
-	if (qrnic_cc_algo_of(d, qp) == QRNIC_CC_NONE || !connected(qp))
+	if (qrnic_cc_algo_of(d, qp) == QRNIC_CC_NONE || !connected(qp) || !d->cfg.np_enable)
 		return;
 	if (qp->attr.qp_state < QRNIC_QPS_RTR || qp->attr.qp_state == QRNIC_QPS_ERR)
 		return;
@@ -154,6 +185,8 @@ void qrnic_cc_rx_cnp(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrni
 	}
 	qrnic_stat_add(d, QRNIC_STAT_CNP_RECEIVED, 1);
 	qp->cc.cnps++;
+	if (!d->cfg.rp_enable && ops == &qrnic_cc_dcqcn_ops)
+		return;		/* the reaction point is off: counted, ignored */
 	if (!qp->cc.active)
 		ops->init(d, qp, now);
 	ops->on_cnp(d, qp, now);

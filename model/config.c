@@ -73,6 +73,13 @@ static const struct qrnic_config_param params[] = {
 	  "congestion control of RC/UC QPs: 0 none (packets not ECN-capable, no CNPs), "
 	  "1 DCQCN (ECT(0), CNPs, rate limiting under a timing profile), "
 	  "2 TIMELY (RTT-gradient rate limiting under a timing profile)", "not seen" },
+	{ "np_enable", "np-enable", BOOL(np_enable), 1, 0, 1, 0,
+	  "notification point: a CE-marked packet makes the device send a CNP (with cc_algo "
+	  "not 0); off: counted in ecn_marked_received only (mlx5 ecn/roce_np/enable)",
+	  "`QUERY_CC`" },
+	{ "rp_enable", "rp-enable", BOOL(rp_enable), 1, 0, 1, 0,
+	  "reaction point: DCQCN lowers a QP's rate on a CNP; off: CNPs are counted in "
+	  "cnp_received and ignored (mlx5 ecn/roce_rp/enable)", "`QUERY_CC`" },
 	{ "np_min_time_between_cnps", "np-min-time-between-cnps", U32(np_min_time_between_cnps),
 	  4, 0, 1000000, 0, "notification point: at most one CNP per QP per this many us "
 	  "(mlx5 min_time_between_cnps)", "not seen" },
@@ -160,6 +167,38 @@ const struct qrnic_config_param *qrnic_config_param_find(const char *name)
 	return NULL;
 }
 
+/* The parameters of QUERY_CC / SET_CC (spec 6.6.22), by QRNIC_CC_P_* id. */
+static const char *const cc_params[QRNIC_CC_P_COUNT] = {
+	[QRNIC_CC_P_ALGO] = "cc_algo",
+	[QRNIC_CC_P_NP_ENABLE] = "np_enable",
+	[QRNIC_CC_P_NP_MIN_TIME_BETWEEN_CNPS] = "np_min_time_between_cnps",
+	[QRNIC_CC_P_NP_CNP_DSCP] = "np_cnp_dscp",
+	[QRNIC_CC_P_RP_ENABLE] = "rp_enable",
+	[QRNIC_CC_P_RP_DCE_TCP_G] = "rp_dce_tcp_g",
+	[QRNIC_CC_P_RP_DCE_TCP_RTT] = "rp_dce_tcp_rtt",
+	[QRNIC_CC_P_RP_INITIAL_ALPHA_VALUE] = "rp_initial_alpha_value",
+	[QRNIC_CC_P_RP_MIN_RATE] = "rp_min_rate",
+	[QRNIC_CC_P_RP_MIN_DEC_FAC] = "rp_min_dec_fac",
+	[QRNIC_CC_P_RP_TIME_RESET] = "rp_time_reset",
+	[QRNIC_CC_P_RP_BYTE_RESET] = "rp_byte_reset",
+	[QRNIC_CC_P_RP_THRESHOLD] = "rp_threshold",
+	[QRNIC_CC_P_RP_AI_RATE] = "rp_ai_rate",
+	[QRNIC_CC_P_RP_HAI_RATE] = "rp_hai_rate",
+	[QRNIC_CC_P_RP_INITIAL_RATE] = "rp_initial_rate",
+	[QRNIC_CC_P_TIMELY_T_LOW] = "timely_t_low",
+	[QRNIC_CC_P_TIMELY_T_HIGH] = "timely_t_high",
+	[QRNIC_CC_P_TIMELY_MIN_RTT] = "timely_min_rtt",
+	[QRNIC_CC_P_TIMELY_DELTA] = "timely_delta",
+	[QRNIC_CC_P_TIMELY_BETA] = "timely_beta",
+	[QRNIC_CC_P_TIMELY_ALPHA] = "timely_alpha",
+	[QRNIC_CC_P_TIMELY_HAI_N] = "timely_hai_n",
+};
+
+const struct qrnic_config_param *qrnic_cc_param(uint32_t id)
+{
+	return id < QRNIC_CC_P_COUNT ? qrnic_config_param_find(cc_params[id]) : NULL;
+}
+
 const char *qrnic_config_type_name(enum qrnic_config_type t)
 {
 	switch (t) {
@@ -245,23 +284,33 @@ static bool is_pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
+/* THE range check of one parameter's value: by the QEMU properties, the
+ * harness, qrnic-sim and SET_CC (firmware) alike.  The relations between
+ * parameters are checked by qrnic_config_validate() below. */
+int qrnic_config_check_value(const struct qrnic_config_param *p, uint64_t v,
+			     struct qrnic_config_error *e)
+{
+	if (p->type == QRNIC_CFG_MAC) {
+		if (v >> 40 & 1)	/* the group bit of the first byte */
+			return fail(e, p, QRNIC_CFG_NOT_UNICAST, v);
+		return 0;
+	}
+	if (v < p->min)
+		return fail(e, p, QRNIC_CFG_BELOW_MIN, v);
+	if (v > p->max)
+		return fail(e, p, QRNIC_CFG_ABOVE_MAX, v);
+	if ((p->flags & QRNIC_CFG_POW2) && !is_pow2(v))
+		return fail(e, p, QRNIC_CFG_NOT_POW2, v);
+	return 0;
+}
+
 int qrnic_config_validate(const struct qrnic_config *cfg, struct qrnic_config_error *e)
 {
 	for (unsigned i = 0; i < NPARAMS; i++) {
 		const struct qrnic_config_param *p = &params[i];
-		uint64_t v = qrnic_config_get(cfg, p);
 
-		if (p->type == QRNIC_CFG_MAC) {
-			if (v >> 40 & 1)	/* the group bit of the first byte */
-				return fail(e, p, QRNIC_CFG_NOT_UNICAST, v);
-			continue;
-		}
-		if (v < p->min)
-			return fail(e, p, QRNIC_CFG_BELOW_MIN, v);
-		if (v > p->max)
-			return fail(e, p, QRNIC_CFG_ABOVE_MAX, v);
-		if ((p->flags & QRNIC_CFG_POW2) && !is_pow2(v))
-			return fail(e, p, QRNIC_CFG_NOT_POW2, v);
+		if (qrnic_config_check_value(p, qrnic_config_get(cfg, p), e))
+			return -1;
 	}
 	/* the PFC thresholds within the buffer, XON below XOFF */
 	if (cfg->rx_pfc_xoff > cfg->rx_buffer || (cfg->rx_pfc_xoff && cfg->rx_pfc_xon >= cfg->rx_pfc_xoff)) {

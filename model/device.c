@@ -531,6 +531,9 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	d->tm_on = false;
 	qrnic_fx_reset(d);
 	memset(d->stats, 0, sizeof(d->stats));
+	/* run-time congestion control parameters (SET_CC) go back to the
+	 * configured ones; nothing else of the configuration changes */
+	d->cfg = d->boot_cfg;
 }
 
 void qrnic_dev_reset(struct qrnic_dev *d)
@@ -553,6 +556,7 @@ struct qrnic_dev *qrnic_dev_new(const struct qrnic_config *cfg,
 	if (!d)
 		return NULL;
 	d->cfg = *cfg;
+	d->boot_cfg = *cfg;
 	d->ops = ops;
 	d->opaque = opaque;
 	d->admin = admin;

@@ -90,6 +90,11 @@ uint32_t qrnic_cc_algo_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
 const struct qrnic_cc_ops *qrnic_cc_ops_of(const struct qrnic_dev *d, const struct qrnic_qp *qp);
 /* MODIFY_QP changed the QP's algorithm: the reaction point starts over */
 void qrnic_cc_qp_reset(struct qrnic_qp *qp);
+/* SET_CC (firmware, spec 6.6.22): the run-time value v of congestion
+ * control parameter p, already range-checked (qrnic_config_check_value).
+ * Parameters take effect at each QP's next rate event; a new cc_algo
+ * starts over the reaction point of every QP that follows the device's. */
+void qrnic_cc_param_set(struct qrnic_dev *d, const struct qrnic_config_param *p, uint64_t v);
 /* the QP entered RTS from RTR: its algorithm's on_start, if any */
 void qrnic_cc_qp_start(struct qrnic_dev *d, struct qrnic_qp *qp);
 const char *qrnic_cc_algo_name(uint32_t algo);

@@ -47,7 +47,10 @@
 	X(qrnic_gid_is_mcast) X(qrnic_mcg_attach) X(qrnic_mcg_detach)	\
 	X(qrnic_mcg_detach_qp)						\
 	/* MODIFY_QP of the QP's congestion control (cc.c) */		\
-	X(qrnic_cc_qp_reset)						\
+	X(qrnic_cc_qp_reset) X(qrnic_qp_kick)				\
+	/* QUERY_CC, SET_CC: the configuration table (config.c, cc.c) */	\
+	X(qrnic_cc_param) X(qrnic_config_get) X(qrnic_config_check_value) \
+	X(qrnic_cc_param_set)						\
 	/* BlueFlame buffers of a user context's page (regs.c) */	\
 	X(qrnic_bf_uctx_clear)
 

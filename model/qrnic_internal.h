@@ -466,7 +466,10 @@ struct qrnic_frame {
 
 /* ---- The device ----------------------------------------------------------- */
 struct qrnic_dev {
-	struct qrnic_config cfg;
+	struct qrnic_config cfg;		/* in use: its congestion control
+						 * parameters change with SET_CC */
+	struct qrnic_config boot_cfg;		/* as created (QEMU properties): what a
+						 * reset restores, what CONF saves */
 	const struct qrnic_host_ops *ops;
 	void *opaque;
 	const struct qrnic_admin_ops *admin;	/* the admin engine (firmware), or NULL */

@@ -157,6 +157,8 @@ struct qrnic_config {
 	bool     loss_window;
 	/* congestion control (spec 12.15; DCQCN parameters as ConnectX names them) */
 	uint32_t cc_algo;			/* enum qrnic_cc_algo: 0 none, 1 dcqcn, 2 timely */
+	bool     np_enable;			/* notification point: send CNPs (ABI 1.9) */
+	bool     rp_enable;			/* reaction point: DCQCN reacts to CNPs (ABI 1.9) */
 	uint32_t np_min_time_between_cnps;	/* us */
 	uint32_t np_cnp_dscp;
 	uint32_t rp_dce_tcp_g;			/* 1/1024 */
@@ -241,6 +243,13 @@ void qrnic_config_defaults(struct qrnic_config *cfg);
 /* 0 if valid; otherwise -1 and, if e is not NULL, the first parameter (in
  * table order) that is wrong. */
 int qrnic_config_validate(const struct qrnic_config *cfg, struct qrnic_config_error *e);
+/* The configuration parameter of QUERY_CC/SET_CC parameter id
+ * (QRNIC_CC_P_*, model/abi/qrnic_admin.h), or NULL. */
+const struct qrnic_config_param *qrnic_cc_param(uint32_t id);
+/* The range check of one value of p (what qrnic_config_validate() applies
+ * to each parameter): 0, or -1 and e. */
+int qrnic_config_check_value(const struct qrnic_config_param *p, uint64_t v,
+			     struct qrnic_config_error *e);
 /* Set one parameter by name (field or property name) from text: a number
  * (C syntax: 0x.. accepted), for a bool also on/off/true/false/yes/no, for
  * the MAC aa:bb:cc:dd:ee:ff.  Range checks are qrnic_config_validate()'s;
@@ -415,6 +424,10 @@ struct qrnic_rxbuf_info {
 };
 int qrnic_dev_rxbuf_info(struct qrnic_dev *dev, struct qrnic_rxbuf_info *out);
 uint64_t qrnic_dev_stat(const struct qrnic_dev *dev, enum qrnic_stat s);
+/* The value in use of congestion control parameter id (QRNIC_CC_P_*: what
+ * QUERY_CC answers, SET_CC changes), for the host (QEMU's "cc" property).
+ * 0, or -1 if id is no parameter. */
+int qrnic_dev_cc_param(const struct qrnic_dev *dev, uint32_t id, uint32_t *value);
 /* A QP's congestion control state (spec 12.15), its timers brought up to
  * the device's time first.  0, or -1 if qpn is not a QP. */
 struct qrnic_cc_info {

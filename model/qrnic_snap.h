@@ -153,8 +153,10 @@ struct qrnic_dev;
  * that ever had fault rules writes it; loading replaces the rules). */
 /* Every section's version: bump one when its layout changes, and keep
  * reading the older layouts (tests/fixtures holds a stream of each). */
-#define V_CONF	3	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5);
-			 * 3: + rx_buffer, rx_pfc_xoff, rx_pfc_xon, rx_drain_mbps */
+#define V_CONF	4	/* 2: + timing parameter bf_write_ns (BlueFlame, ABI 1.5);
+			 * 3: + rx_buffer, rx_pfc_xoff, rx_pfc_xon, rx_drain_mbps;
+			 * 4: + np_enable, rp_enable (ABI 1.9) */
+#define V_CC	1	/* run-time congestion control parameters (SET_CC, ABI 1.9) */
 #define V_REGS	1
 #define V_OBJS	3	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7);
 			 * 3: + CQ and SRQ ring page lists (ABI 1.8) */

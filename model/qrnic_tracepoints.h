@@ -159,6 +159,10 @@
 	X(err_qp_no_memory, ERR,					\
 	  "the host had no memory for a QP's send window (the QP goes to error)", \
 	  "qpn %u", (uint32_t, qpn))					\
+	X(err_cc_param, ERR,						\
+	  "SET_CC with a value out of the parameter's range (the command fails, nothing changes)", \
+	  "param %u value %u min %u max %u",				\
+	  (uint32_t, param), (uint32_t, value), (uint32_t, min), (uint32_t, max)) \
 	X(err_ring_page_list, ERR,					\
 	  "a ring's page list has an entry that is not a nonzero 4 KiB aligned page (the command fails)", \
 	  "list 0x%" PRIx64 " entry %u page 0x%" PRIx64,		\

@@ -159,7 +159,7 @@ static void save_conf(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	qs_u32(w, n);
 	for (uint32_t i = 0; (p = qrnic_config_param(i)); i++) {
 		qs_str(w, p->name);
-		qs_u64(w, qrnic_config_get(&d->cfg, p));
+		qs_u64(w, qrnic_config_get(&d->boot_cfg, p));
 	}
 	qs_str(w, d->tm.p.name ? d->tm.p.name : "");
 	for (n = 0; qrnic_timing_param_name(n); n++)
@@ -189,7 +189,7 @@ static bool load_conf(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		p = qrnic_config_param_find(name);
 		if (!p)
 			return qr_fail(r, "unknown configuration parameter '%s'", name);
-		mine = qrnic_config_get(&d->cfg, p);
+		mine = qrnic_config_get(&d->boot_cfg, p);
 		if (v != mine)
 			return qr_fail(r, "configuration differs: %s is %llu in the stream, "
 				       "%llu on this device", name, (unsigned long long)v,
@@ -210,6 +210,70 @@ static bool load_conf(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		if (v != mine)
 			return qr_fail(r, "timing differs: %s is %llu in the stream, %llu on this "
 				       "device", name, (unsigned long long)v, (unsigned long long)mine);
+	}
+	return !r->bad;
+}
+
+/* CC..: the congestion control parameters SET_CC changed at run time
+ * (spec 6.6.22), those that differ from the configuration.  Written only
+ * when there is one: a stream without changes is as before, and a device
+ * that does not know the section refuses a stream with changes. */
+static bool cc_changed(const struct qrnic_dev *d, uint32_t *n)
+{
+	const struct qrnic_config_param *p;
+
+	*n = 0;
+	for (uint32_t id = 0; (p = qrnic_cc_param(id)); id++)
+		if (qrnic_config_get(&d->cfg, p) != qrnic_config_get(&d->boot_cfg, p))
+			(*n)++;
+	return *n != 0;
+}
+
+static void save_cc(struct qrnic_dev *d, struct qrnic_snap_w *w)
+{
+	const struct qrnic_config_param *p;
+	uint32_t n;
+
+	if (!cc_changed(d, &n))
+		return;
+	qs_begin(w, "CC..", V_CC, 0);
+	qs_u32(w, n);
+	for (uint32_t id = 0; (p = qrnic_cc_param(id)); id++) {
+		uint64_t v = qrnic_config_get(&d->cfg, p);
+
+		if (v == qrnic_config_get(&d->boot_cfg, p))
+			continue;
+		qs_str(w, p->name);
+		qs_u64(w, v);
+	}
+	qs_end(w);
+}
+
+static bool load_cc(struct qrnic_dev *d, struct qrnic_snap_r *r)
+{
+	char name[64];
+	uint32_t n = qr_count(r, QRNIC_CC_P_COUNT, 10, "congestion control parameters");
+
+	for (uint32_t i = 0; i < n && !r->bad; i++) {
+		const struct qrnic_config_param *p = NULL;
+		struct qrnic_config_error e;
+		uint64_t v;
+
+		qr_str(r, name, sizeof(name));
+		v = qr_u64(r);
+		if (r->bad)
+			break;
+		for (uint32_t id = 0; qrnic_cc_param(id); id++)
+			if (!strcmp(qrnic_cc_param(id)->name, name))
+				p = qrnic_cc_param(id);
+		if (!p)
+			return qr_fail(r, "'%s' is not a congestion control parameter", name);
+		if (qrnic_config_check_value(p, v, &e))
+			return qr_fail(r, "%s = %llu out of range %llu..%llu", name,
+				       (unsigned long long)v, (unsigned long long)e.min,
+				       (unsigned long long)e.max);
+		/* the QPs are not loaded yet: their state comes with them */
+		qrnic_config_put(&d->cfg, p, v);
 	}
 	return !r->bad;
 }
@@ -512,6 +576,7 @@ int qrnic_dev_save(struct qrnic_dev *d, uint8_t **buf, size_t *len)
 	qs_u32(&w, QRNIC_SNAP_MAGIC);
 	qs_u32(&w, QRNIC_SNAP_FORMAT);
 	save_conf(d, &w);
+	save_cc(d, &w);
 	save_regs(d, &w);
 	qrnic_snap_save_objs(d, &w);
 	qrnic_snap_save_qps(d, &w);
@@ -587,7 +652,7 @@ int qrnic_dev_load(struct qrnic_dev *d, const uint8_t *buf, size_t len, char *er
 	struct qrnic_snap_r r = { .err = err, .errlen = errlen };
 	struct qrnic_snap_r h = { .p = buf, .len = len };
 	size_t off = 8, next = 0;
-	bool fault_seen = false;
+	bool fault_seen = false, cc_seen = false;
 	char t[5] = "head";
 
 	if (err && errlen)
@@ -643,6 +708,16 @@ int qrnic_dev_load(struct qrnic_dev *d, const uint8_t *buf, size_t len, char *er
 			if (!sections[next].load(d, &r))
 				goto fail;
 			next++;
+		} else if (tag == QRNIC_SNAP_TAG("CC..") && !cc_seen && next == 1) {
+			/* right after CONF, when there is one */
+			if (version == 0 || version > V_CC) {
+				qr_fail(&r, "section %s version %u (this device reads up to %u)", t,
+					version, V_CC);
+				goto fail;
+			}
+			cc_seen = true;
+			if (!load_cc(d, &r))
+				goto fail;
 		} else if (tag == QRNIC_SNAP_TAG("FLT.") && !fault_seen &&
 			   next == sizeof(sections) / sizeof(sections[0])) {
 			if (version == 0 || version > V_FLT) {

@@ -234,6 +234,25 @@ class Device:
     def dealloc_xrcd(self, xrcd, check=True):
         return self.destroy('DEALLOC_XRCD', xrcd, check)
 
+    # -- congestion control parameters at run time (ABI 1.9, spec 6.6.22)
+    @staticmethod
+    def _cc_id(param):
+        return h.CC_PARAMS.index(param) if isinstance(param, str) else param
+
+    def query_cc(self, param, check=True, rsvd=0):
+        """QUERY_CC of a parameter (name of h.CC_PARAMS or id): a dict of
+        value, min, max and configured (the power-on value), or None."""
+        st, cqe = self.admin(_cmd('QUERY_CC', struct.pack('<IIQ', self._cc_id(param), 0, rsvd)))
+        if self._status(st, 'query_cc', check):
+            return None
+        return dict(zip(('value', 'min', 'max', 'configured'), cqe['result']))
+
+    def set_cc(self, param, value, check=True, rsvd=0):
+        """SET_CC: returns the status (0), or raises AdminError."""
+        st, _ = self.admin(_cmd('SET_CC', struct.pack('<IIQ', self._cc_id(param),
+                                                      value & 0xffffffff, rsvd)))
+        return self._status(st, 'set_cc', check)
+
     def create_xrc_srq(self, pd, xrcd, cq, log_depth=6, wqe_shift=9, limit=0, uctx=0,
                        dbrec=True, check=True):
         """An XRC SRQ (CREATE_SRQ with QRNIC_SRQ_F_XRC) of domain xrcd whose

@@ -88,8 +88,15 @@ CMD = {'QUERY_DEVICE': 0x01, 'QUERY_PORT': 0x02, 'SET_GID': 0x03, 'QUERY_GID': 0
        'DESTROY_EQ': 0x15, 'QUERY_STATS': 0x16, 'CREATE_SRQ': 0x17, 'MODIFY_SRQ': 0x18,
        'QUERY_SRQ': 0x19, 'DESTROY_SRQ': 0x1a, 'ATTACH_MCAST': 0x1b, 'DETACH_MCAST': 0x1c,
        'ALLOC_MR': 0x1d, 'ALLOC_MW': 0x1e, 'RESIZE_CQ': 0x1f, 'MODIFY_CQ': 0x20,
-       'REREG_MR': 0x21, 'ALLOC_XRCD': 0x22, 'DEALLOC_XRCD': 0x23}
-CMD_MAX = 0x23
+       'REREG_MR': 0x21, 'ALLOC_XRCD': 0x22, 'DEALLOC_XRCD': 0x23,
+       'QUERY_CC': 0x24, 'SET_CC': 0x25}
+CMD_MAX = 0x25
+# QUERY_CC/SET_CC parameters by id (QRNIC_CC_P_*, ABI 1.9): configuration parameter names
+CC_PARAMS = ['cc_algo', 'np_enable', 'np_min_time_between_cnps', 'np_cnp_dscp', 'rp_enable',
+             'rp_dce_tcp_g', 'rp_dce_tcp_rtt', 'rp_initial_alpha_value', 'rp_min_rate',
+             'rp_min_dec_fac', 'rp_time_reset', 'rp_byte_reset', 'rp_threshold', 'rp_ai_rate',
+             'rp_hai_rate', 'rp_initial_rate', 'timely_t_low', 'timely_t_high',
+             'timely_min_rtt', 'timely_delta', 'timely_beta', 'timely_alpha', 'timely_hai_n']
 MCAST_QPN = 0xffffff
 SRQ_ATTR_MAX_WR, SRQ_ATTR_LIMIT = 1, 2
 AQ_STATUS = ['OK', 'BAD_OPCODE', 'BAD_PARAM', 'BAD_HANDLE', 'NO_RESOURCES', 'BAD_STATE',
@@ -130,6 +137,7 @@ CQ_F_TIMESTAMP = 1              # CREATE_CQ flags: 64-byte CQEs with the timesta
 CQ_F_PAGELIST = 2               # CREATE_CQ/RESIZE_CQ: ring_addr is a page list (ABI 1.8)
 QP_F_SQ_PAGELIST, QP_F_RQ_PAGELIST = 2, 4   # CREATE_QP flags (ABI 1.8)
 CAP_RING_PAGELIST = 1 << 15
+CAP_CC_PARAMS = 1 << 16      # QUERY_CC, SET_CC (ABI 1.9)
 RING_PAGE = 4096
 CLOCK_KHZ = 1_000_000           # the device clock counts ns
 CTRL_ENABLE, CTRL_RESET = 1, 2
@@ -137,9 +145,9 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 8           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
+ABI_MINOR = 9           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
                         # 6 ConnectX-5 limits (30 SGEs), 7 device clock and completion timestamps,
-                        # 8 ring page lists
+                        # 8 ring page lists, 9 QUERY_CC/SET_CC
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes

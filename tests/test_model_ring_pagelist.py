@@ -57,7 +57,7 @@ def sends_verified(conn, n, rng, size=3000, batch=48):
 def test_caps_version_and_4m_cqe(world):
     a = world.devs[0]
     assert a.reg_read('CAPS') & q.CAP_RING_PAGELIST
-    assert a.reg_read('VERSION') == q.ABI_VERSION == 0x00010008
+    assert a.reg_read('VERSION') == q.ABI_VERSION >= 0x00010008
     assert a.attr['max_cqe'] == 1 << 22
 
 

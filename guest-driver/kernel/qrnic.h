@@ -265,6 +265,12 @@ static inline bool qrnic_has_ring_pagelist(const struct qrnic_dev *dev)
 	return dev->caps & QRNIC_CAP_RING_PAGELIST;
 }
 
+/* QUERY_CC, SET_CC: congestion control parameters at run time (ABI 1.9) */
+static inline bool qrnic_has_cc_params(const struct qrnic_dev *dev)
+{
+	return qrnic_attr(dev, caps) & QRNIC_CAP_CC_PARAMS;
+}
+
 /* RESIZE_CQ, MODIFY_CQ (ABI 1.2) */
 static inline bool qrnic_has_cq_resize(const struct qrnic_dev *dev)
 {
@@ -596,6 +602,8 @@ extern const struct ib_device_ops qrnic_rereg_ops;
 
 /* ---- qrnic_hw_stats.c ---------------------------------------------------- */
 struct rdma_hw_stats *qrnic_alloc_hw_port_stats(struct ib_device *ibdev, u32 port);
+/* /sys/class/infiniband/<dev>/cc/ (qrnic_cc_sysfs.c; QRNIC_CAP_CC_PARAMS, ABI 1.9) */
+extern const struct attribute_group qrnic_cc_attr_group;
 int qrnic_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
 		       u32 port, int index);
 

@@ -560,6 +560,34 @@ int qrnic_cmd_query_stats(struct qrnic_dev *dev, __le64 *counters, u32 count)
 	return qrnic_cmd_query_resp(dev, &cmd, counters, count * sizeof(*counters));
 }
 
+/* QUERY_CC (ABI 1.9, spec 6.6.22): value, min, max, configured */
+int qrnic_cmd_query_cc(struct qrnic_dev *dev, u32 param, u32 out[4])
+{
+	struct qrnic_aq_cmd cmd;
+	struct qrnic_aq_cqe cqe;
+	int err, i;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_QUERY_CC);
+	cmd.u.cc.param = cpu_to_le32(param);
+	err = qrnic_aq_exec(dev, &cmd, &cqe, false);
+	if (err)
+		return err;
+	for (i = 0; i < 4; i++)
+		out[i] = le32_to_cpu(cqe.result[i]);
+	return 0;
+}
+
+/* SET_CC: -EINVAL when the device refuses the value (BAD_PARAM) */
+int qrnic_cmd_set_cc(struct qrnic_dev *dev, u32 param, u32 value)
+{
+	struct qrnic_aq_cmd cmd;
+
+	qrnic_cmd_init(&cmd, QRNIC_CMD_SET_CC);
+	cmd.u.cc.param = cpu_to_le32(param);
+	cmd.u.cc.value = cpu_to_le32(value);
+	return qrnic_aq_exec(dev, &cmd, NULL, false);
+}
+
 int qrnic_cmd_set_gid(struct qrnic_dev *dev, u32 index, bool valid, u8 net_type,
 		      const u8 *gid)
 {

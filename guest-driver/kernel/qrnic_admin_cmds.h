@@ -29,6 +29,8 @@ int qrnic_aq_exec(struct qrnic_dev *dev, struct qrnic_aq_cmd *cmd,
 int qrnic_cmd_query_device(struct qrnic_dev *dev, struct qrnic_device_attr *out);
 int qrnic_cmd_query_port(struct qrnic_dev *dev, struct qrnic_port_attr *out);
 int qrnic_cmd_query_stats(struct qrnic_dev *dev, __le64 *counters, u32 count);
+int qrnic_cmd_query_cc(struct qrnic_dev *dev, u32 param, u32 out[4]);
+int qrnic_cmd_set_cc(struct qrnic_dev *dev, u32 param, u32 value);
 int qrnic_cmd_set_gid(struct qrnic_dev *dev, u32 index, bool valid, u8 net_type,
 		      const u8 *gid);
 int qrnic_cmd_alloc_uctx(struct qrnic_dev *dev, u32 *uctx);

@@ -841,6 +841,11 @@ static const struct ib_device_ops qrnic_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, qrnic_ucontext, ibucontext),
 };
 
+/* /sys/class/infiniband/<dev>/cc/<name> (ABI 1.9, qrnic_cc_sysfs.c) */
+static const struct ib_device_ops qrnic_cc_params_ops = {
+	.device_group = &qrnic_cc_attr_group,
+};
+
 /*
  * Allocate and register a fresh ib_device for @dev (at probe, and after
  * every recovery from a fatal error).  On failure nothing is left behind.
@@ -886,6 +891,8 @@ int qrnic_ib_register(struct qrnic_dev *dev)
 	}
 	if (qrnic_has_rereg(dev))
 		ib_set_device_ops(ibdev, &qrnic_rereg_ops);
+	if (qrnic_has_cc_params(dev))
+		ib_set_device_ops(ibdev, &qrnic_cc_params_ops);
 
 	err = ib_device_set_netdev(ibdev, dev->ndev, QRNIC_PORT);
 	if (err)

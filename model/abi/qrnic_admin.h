@@ -59,7 +59,9 @@
 #define QRNIC_CMD_REREG_MR		0x21
 #define QRNIC_CMD_ALLOC_XRCD		0x22	/* ABI 1.3 */
 #define QRNIC_CMD_DEALLOC_XRCD		0x23	/* ABI 1.3 */
-#define QRNIC_CMD_MAX			0x23
+#define QRNIC_CMD_QUERY_CC		0x24	/* ABI 1.9 */
+#define QRNIC_CMD_SET_CC		0x25	/* ABI 1.9 */
+#define QRNIC_CMD_MAX			0x25
 
 /* ---- Status codes (admin CQE .status) ----------------------------------- */
 #define QRNIC_AQ_OK			0
@@ -371,6 +373,43 @@ struct qrnic_cmd_alloc_xrcd {
 	qrnic_le32 rsvd;
 };
 
+/* Congestion control at run time (ABI 1.9, QRNIC_CAP_CC_PARAMS; spec
+ * 6.6.22): QUERY_CC reads and SET_CC writes one device-wide congestion
+ * control parameter, named by QRNIC_CC_P_*.  Each is a configuration
+ * parameter of spec 16.2 (the QEMU property sets its value at power-on and
+ * after a device reset).  QUERY_CC: result[0] = value, [1] = min, [2] =
+ * max, [3] = the configured (power-on) value. */
+#define QRNIC_CC_P_ALGO				0	/* cc_algo: 0 none, 1 DCQCN, 2 TIMELY */
+#define QRNIC_CC_P_NP_ENABLE			1	/* np_enable: send CNPs */
+#define QRNIC_CC_P_NP_MIN_TIME_BETWEEN_CNPS	2
+#define QRNIC_CC_P_NP_CNP_DSCP			3
+#define QRNIC_CC_P_RP_ENABLE			4	/* rp_enable: react to CNPs */
+#define QRNIC_CC_P_RP_DCE_TCP_G			5
+#define QRNIC_CC_P_RP_DCE_TCP_RTT		6
+#define QRNIC_CC_P_RP_INITIAL_ALPHA_VALUE	7
+#define QRNIC_CC_P_RP_MIN_RATE			8
+#define QRNIC_CC_P_RP_MIN_DEC_FAC		9
+#define QRNIC_CC_P_RP_TIME_RESET		10
+#define QRNIC_CC_P_RP_BYTE_RESET		11
+#define QRNIC_CC_P_RP_THRESHOLD			12
+#define QRNIC_CC_P_RP_AI_RATE			13
+#define QRNIC_CC_P_RP_HAI_RATE			14
+#define QRNIC_CC_P_RP_INITIAL_RATE		15
+#define QRNIC_CC_P_TIMELY_T_LOW			16
+#define QRNIC_CC_P_TIMELY_T_HIGH		17
+#define QRNIC_CC_P_TIMELY_MIN_RTT		18
+#define QRNIC_CC_P_TIMELY_DELTA			19
+#define QRNIC_CC_P_TIMELY_BETA			20
+#define QRNIC_CC_P_TIMELY_ALPHA			21
+#define QRNIC_CC_P_TIMELY_HAI_N			22
+#define QRNIC_CC_P_COUNT			23
+
+struct qrnic_cmd_cc {	/* QUERY_CC, SET_CC */
+	qrnic_le32 param;	/* QRNIC_CC_P_* */
+	qrnic_le32 value;	/* SET_CC: the new value; QUERY_CC: ignored (write 0) */
+	qrnic_le64 rsvd;
+};
+
 #define QRNIC_SRQ_ATTR_MAX_WR		(1u << 0)	/* ibv_srq_attr_mask: resize,
 							 * answered NOT_SUPPORTED */
 #define QRNIC_SRQ_ATTR_LIMIT		(1u << 1)
@@ -418,6 +457,7 @@ struct qrnic_aq_cmd {
 		struct qrnic_cmd_modify_cq modify_cq;
 		struct qrnic_cmd_rereg_mr rereg_mr;
 		struct qrnic_cmd_alloc_xrcd alloc_xrcd;
+		struct qrnic_cmd_cc cc;
 		uint8_t   raw[120];
 	} u;
 };
@@ -443,6 +483,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_alloc_mw, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_resize_cq, 24);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_cq, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_rereg_mr, 56);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_cc, 16);
 
 /*
  * Completion: written with owner last, same owner rule as the CQE.
