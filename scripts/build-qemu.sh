@@ -28,17 +28,19 @@
 #     $QRNIC_KEEP (default 3) results are kept.
 #   - logs to logs/build-<time>.log (logs/latest.log points at the newest).
 #
-# Variants (docs/fuzzing.md section 7): each has its own source tree
-# qemu-10.0.2-src-<variant> (a hard-linked copy of the shared unpacked tree, so
-# it costs no disk and its hw/qrnic can differ from the default build's), its
-# own build dir qemu-10.0.2-build-<variant>, its own results
-# qemu-10.0.2-out-<variant>/<key> and its own lock, so a long variant build
-# never blocks the default one; ccache is shared.
-#   asan  clang-14, --enable-asan --enable-ubsan (ASan+UBSan, LeakSanitizer at run time):
-#         qemu-system-x86_64 for the qsan tier (scripts/test.sh).
-#   fuzz  clang-14, --enable-fuzzing --enable-asan --enable-ubsan, plus a "qrnic"
-#         entry in tests/qtest/fuzz/generic_fuzz_configs.h: qemu-fuzz-x86_64
-#         for "scripts/fuzz.sh qemu" (run it with --fuzz-target=generic-fuzz-qrnic).
+# Variants (docs/fuzzing.md section 7): asan and fuzz are one clang build with
+# its own source tree qemu-10.0.2-src-fuzz (a hard-linked copy of the shared
+# unpacked tree, so it costs no disk and its hw/qrnic can differ from the
+# default build's), its own build dir qemu-10.0.2-build-fuzz, its own results
+# qemu-10.0.2-out-fuzz/<key> (both binaries) and its own lock, so a long
+# variant build never blocks the default one; ccache is shared.  clang-14,
+# --enable-fuzzing --enable-asan --enable-ubsan, plus a "qrnic" entry in
+# tests/qtest/fuzz/generic_fuzz_configs.h.  The variant names the binary:
+#   asan  qemu-system-x86_64 (ASan+UBSan, LeakSanitizer at run time, plus the
+#         fuzzer's coverage counters) for the qsan tier (scripts/test.sh);
+#   fuzz  qemu-fuzz-x86_64 for "scripts/fuzz.sh qemu" and the qfuzz tier (run
+#         it with --fuzz-target=generic-fuzz-qrnic).
+# One build instead of two halves the cold build time CI pays for both tiers.
 #
 # Environment:
 #   QRNIC_CACHE          cache root (default /var/cache/qrnic)
@@ -109,21 +111,27 @@ while (($#)); do
     shift
 done
 SHARED_SRC=$SRC
+# The two clang variants are ONE build (configure --enable-fuzzing --enable-asan
+# --enable-ubsan): its qemu-fuzz-x86_64 is the generic-fuzz binary, its
+# qemu-system-x86_64 the sanitized emulator of the qsan tier (the same objects
+# with SanitizerCoverage on top).  One cold clang build instead of two is what
+# lets CI run both (docs/fuzzing.md).
+# BUILT: every target the build publishes under its key.
+BUILT=("$QEMU_TARGET")
 case $VARIANT in
     '') ;;
-    asan)
-        CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-asan --enable-ubsan)
-        BUILD_PKGS+=("${CLANG_PKGS[@]}") ;;
-    fuzz)
+    asan|fuzz)
         CONFIGURE_ARGS+=(--cc=clang-14 --cxx=clang++-14 --host-cc=clang-14 --enable-asan --enable-ubsan --enable-fuzzing)
         BUILD_PKGS+=("${CLANG_PKGS[@]}")
-        QEMU_TARGET=qemu-fuzz-x86_64 ;;
+        BUILT=(qemu-fuzz-x86_64 qemu-system-x86_64)
+        [ "$VARIANT" = asan ] || QEMU_TARGET=qemu-fuzz-x86_64 ;;
     *) echo "$PROG: unknown variant '$VARIANT' (asan or fuzz)" >&2; exit 2 ;;
 esac
+VDIR=${VARIANT:+fuzz}    # the variants' own source tree, build dir, results and lock
 if [ -n "$VARIANT" ]; then
-    SRC=$SRC-$VARIANT
-    BLD=$BLD-$VARIANT
-    OUT=$OUT-$VARIANT
+    SRC=$SRC-$VDIR
+    BLD=$BLD-$VDIR
+    OUT=$OUT-$VDIR
 fi
 
 DIED=0 ERR_LINE='?'
@@ -218,7 +226,7 @@ PYEOF
 
 # The key covers the QEMU version, this script (configure flags, generated
 # files) and everything copied into hw/qrnic.
-SALT="qemu-$QEMU_VERSION variant=${VARIANT:-default} $(sha256sum "$SCRIPT_PATH" | cut -c1-64)"
+SALT="qemu-$QEMU_VERSION variant=${VDIR:-default} $(sha256sum "$SCRIPT_PATH" | cut -c1-64)"
 compute_key() { "$PY" -c "$SYNC_PY" key "$REPO" "$SRC/hw/qrnic" "$SALT"; }
 
 
@@ -253,9 +261,9 @@ say "repo $REPO, cache $CACHE, log $LOG"
 # need it at all (the default build holds it for its whole ninja run); a
 # variant takes its own lock first (its source tree, build dir and results).
 if [ -n "$VARIANT" ]; then
-    exec 8>"$CACHE/.lock-$VARIANT"
+    exec 8>"$CACHE/.lock-$VDIR"
     if ! flock -n 8; then
-        say "another build-qemu.sh --variant $VARIANT is running; waiting for it..."
+        say "another build-qemu.sh --variant asan/fuzz is running; waiting for it..."
         flock 8
     fi
     if bin=$(cached_result); then
@@ -425,7 +433,7 @@ if [ -n "$VARIANT" ]; then
         rm -rf "$SRC.tmp.$$/hw/qrnic"   # synced below from this repo
         mv "$SRC.tmp.$$" "$SRC"
     fi
-    if [ "$VARIANT" = fuzz ]; then
+    if [ "$VDIR" = fuzz ]; then
         # Start from the shared (unpatched) header unless it has this very
         # version of the entry (an older one would give two "qrnic" targets).
         cfg=tests/qtest/fuzz/generic_fuzz_configs.h
@@ -460,19 +468,23 @@ if [ ! -f "$BLD/.qrnic-configured" ] || [ "$(cat "$BLD/.qrnic-configured")" != "
 fi
 
 # ---- build --------------------------------------------------------------
-say "building $QEMU_TARGET (ninja -j$JOBS; a cold build takes several minutes)"
+say "building ${BUILT[*]} (ninja -j$JOBS; a cold build takes several minutes)"
 start=$SECONDS
-run ninja -C "$BLD" -j "$JOBS" "$QEMU_TARGET" \
+run ninja -C "$BLD" -j "$JOBS" "${BUILT[@]}" \
     || die "QEMU build failed (in messages, <qemu-src>/hw/qrnic/{model,firmware}/F is the repo's {model,firmware}/F and hw/qrnic/F is the repo's hw/F)"
 say "ninja finished in $((SECONDS - start))s"
-[ -x "$BLD/$QEMU_TARGET" ] || die "build finished but $BLD/$QEMU_TARGET is missing"
+for t in "${BUILT[@]}"; do
+    [ -x "$BLD/$t" ] || die "build finished but $BLD/$t is missing"
+done
 grep -q 'hw/qrnic' "$BLD/build.ninja" || die "hw/qrnic is not part of the QEMU build (Kconfig/meson glue?)"
 
 # ---- publish the result under its key, prune old ones ------------------------
 mkdir -p "$OUT"
 rm -rf "${OUT:?}/${KEY:?}" "$OUT/$KEY.tmp"
 mkdir -p "$OUT/$KEY.tmp"
-cp "$BLD/$QEMU_TARGET" "$OUT/$KEY.tmp/$QEMU_TARGET"
+for t in "${BUILT[@]}"; do
+    cp "$BLD/$t" "$OUT/$KEY.tmp/$t"
+done
 {
     echo "key: $KEY"
     echo "built: $(date -Is)"

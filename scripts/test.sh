@@ -2,7 +2,7 @@
 # Build qrnic and run its tests.
 #
 # Usage: scripts/test.sh [pytest args...]
-#   QRNIC_TIERS   comma list of test tiers to run (default: unit,san,qemu,guest).
+#   QRNIC_TIERS   comma list of test tiers to run (default: unit,san,qemu,qsan,qfuzz,guest).
 #                 unit = model + firmware through the C harness;
 #                 san = the unit tier's model tests again, on a second build
 #                       (build-san) with AddressSanitizer and UBSan, errors
@@ -14,13 +14,13 @@
 #                 qemu = QEMU device through qtest (builds QEMU, cached);
 #                 qsan = the qemu tier again on a QEMU built with clang, ASan and
 #                       UBSan (scripts/build-qemu.sh --variant asan, cached;
-#                       a cold build takes long, see docs/fuzzing.md), with
-#                       LeakSanitizer on: a sanitizer report in QEMU's output
-#                       fails the test that closed that QEMU (not in the
-#                       default list: opt in with QRNIC_TIERS=...,qsan);
+#                       one cold clang build serves qsan and qfuzz, see
+#                       docs/fuzzing.md), with LeakSanitizer on: a sanitizer
+#                       report in QEMU's output fails the test that closed
+#                       that QEMU;
 #                 guest = booted Linux guests (pytest markers, see tests/conftest.py);
 #                 qfuzz = QEMU's generic-fuzz on qrnic: the seeds and a 60 s smoke
-#                       (scripts/build-qemu.sh --variant fuzz; opt-in)
+#                       (scripts/build-qemu.sh --variant fuzz, the same build)
 #   QRNIC_BUILD_DIR  build directory (default: build)
 #
 # Installs the Debian packages it needs when missing, configures (always
@@ -31,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${QRNIC_BUILD_DIR:-$ROOT/build}
-export QRNIC_TIERS=${QRNIC_TIERS:-unit,san,qemu,guest}
+export QRNIC_TIERS=${QRNIC_TIERS:-unit,san,qemu,qsan,qfuzz,guest}
 
 # ---- packages ------------------------------------------------------------------
 # python3-aiohttp: scripts/qrnic-view's server; chromium, chromium-driver and
