@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_units.h"
 #include "harness.h"
 
 /* Fault plans: the harness wrappers of model/qrnic_fault.h (grammar:
@@ -246,132 +247,30 @@ static int bad(const char *fmt, ...)
 	return -1;
 }
 
-/* number with an optional suffix; mult(c) gives the multiplier of suffix c */
+/* the numbers: cli_units.c, shared with qrnic-switch */
 static int parse_num(const char *s, double *out, char **rest)
 {
-	char *e;
-
-	errno = 0;
-	*out = strtod(s, &e);
-	if (e == s || errno || !isfinite(*out) || *out < 0)
-		return -1;
-	while (*e == ' ')
-		e++;
-	*rest = e;
-	return 0;
+	return cli_num(s, out, rest);
 }
 
 static int parse_u64(const char *k, const char *s, uint64_t *out)
 {
-	double v, m = 1;
-	char *r;
-
-	if (parse_num(s, &v, &r))
-		return bad("--%s: not a number: '%s'", k, s);
-	if (!strcasecmp(r, "k"))
-		m = 1e3;
-	else if (!strcasecmp(r, "m"))
-		m = 1e6;
-	else if (!strcasecmp(r, "g"))
-		m = 1e9;
-	else if (*r)
-		return bad("--%s: bad suffix in '%s'", k, s);
-	v *= m;
-	if (v != floor(v) || v > 1.8e19)
-		return bad("--%s: not a whole number: '%s'", k, s);
-	*out = (uint64_t)v;
-	return 0;
+	return cli_u64(k, s, out) ? bad("%s", cli_error()) : 0;
 }
 
 static int parse_bytes(const char *k, const char *s, uint64_t *out)
 {
-	double v, m = 1;
-	char *r;
-
-	if (parse_num(s, &v, &r))
-		return bad("--%s: not a size: '%s'", k, s);
-	if (!strcasecmp(r, "k") || !strcasecmp(r, "kib") || !strcasecmp(r, "kb"))
-		m = 1024;
-	else if (!strcasecmp(r, "m") || !strcasecmp(r, "mib") || !strcasecmp(r, "mb"))
-		m = 1024 * 1024;
-	else if (!strcasecmp(r, "g") || !strcasecmp(r, "gib") || !strcasecmp(r, "gb"))
-		m = 1024.0 * 1024 * 1024;
-	else if (*r && strcasecmp(r, "b"))
-		return bad("--%s: bad size suffix in '%s' (K, M, G = KiB, MiB, GiB)", k, s);
-	v *= m;
-	if (v != floor(v) || v > 1e15)
-		return bad("--%s: bad size '%s'", k, s);
-	*out = (uint64_t)v;
-	return 0;
+	return cli_bytes(k, s, out) ? bad("%s", cli_error()) : 0;
 }
 
 static int parse_time(const char *k, const char *s, uint64_t *out)
 {
-	double v, m = 1;
-	char *r;
-
-	if (parse_num(s, &v, &r))
-		return bad("--%s: not a time: '%s'", k, s);
-	if (!*r || !strcmp(r, "ns"))
-		m = 1;
-	else if (!strcmp(r, "us"))
-		m = 1e3;
-	else if (!strcmp(r, "ms"))
-		m = 1e6;
-	else if (!strcmp(r, "s"))
-		m = 1e9;
-	else
-		return bad("--%s: bad time unit in '%s' (ns, us, ms, s)", k, s);
-	v = v * m;
-	if (v > 1e18)
-		return bad("--%s: too long: '%s'", k, s);
-	*out = (uint64_t)llround(v);
-	return 0;
+	return cli_time(k, s, out) ? bad("%s", cli_error()) : 0;
 }
 
 static int parse_rate(const char *k, const char *s, uint64_t *out)
 {
-	double v, m = 1;
-	char *r;
-	char u[16];
-	size_t n;
-
-	if (!strcasecmp(s, "inf") || !strcasecmp(s, "infinite")) {
-		*out = 0;
-		return 0;
-	}
-	if (parse_num(s, &v, &r))
-		return bad("--%s: not a rate: '%s'", k, s);
-	n = strlen(r);
-	if (n >= sizeof(u))
-		return bad("--%s: bad rate unit in '%s'", k, s);
-	memcpy(u, r, n + 1);
-	/* strip a trailing bps, b/s or bit/s */
-	for (const char *suf[] = { "bps", "b/s", "bit/s", NULL }, **p = suf; *p; p++) {
-		size_t l = strlen(*p);
-
-		if (n >= l && !strcasecmp(u + n - l, *p)) {
-			u[n - l] = 0;
-			break;
-		}
-	}
-	if (!*u)
-		m = 1;
-	else if (!strcasecmp(u, "k"))
-		m = 1e3;
-	else if (!strcasecmp(u, "m"))
-		m = 1e6;
-	else if (!strcasecmp(u, "g"))
-		m = 1e9;
-	else if (!strcasecmp(u, "t"))
-		m = 1e12;
-	else
-		return bad("--%s: bad rate unit in '%s' (e.g. 100G, 25Gbps, 400Mb/s)", k, s);
-	v *= m;
-	if (v > 1e16 || (v > 0 && v < 1e3))
-		return bad("--%s: rate out of range: '%s'", k, s);
-	*out = (uint64_t)llround(v);
-	return 0;
+	return cli_rate(k, s, out) ? bad("%s", cli_error()) : 0;
 }
 
 static int parse_small(const char *k, const char *s, unsigned lo, unsigned hi, unsigned *out)

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_units.h"
 #include "harness.h"
 
 #define MAX_PORTS	HX_MAX_DEV
@@ -75,101 +76,35 @@ static void die2(const char *fmt, ...)
 	exit(2);
 }
 
-/* The number parsers follow qrnic_sim.c's (same suffixes, same option
- * names); they are small and static there, so they are repeated here
- * rather than made a shared API for two command lines. */
-static double num(const char *k, const char *s, char **rest)
-{
-	char *e;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &e);
-	if (e == s || errno || !isfinite(v) || v < 0)
-		die2("--%s: not a number: '%s'", k, s);
-	*rest = e;
-	return v;
-}
-
+/* the numbers: cli_units.c, shared with qrnic-sim (same suffixes, same
+ * option names) */
 static uint64_t parse_bytes(const char *k, const char *s)
 {
-	char *r;
-	double v = num(k, s, &r), m = 1;
+	uint64_t v;
 
-	if (!strcasecmp(r, "k") || !strcasecmp(r, "kib") || !strcasecmp(r, "kb"))
-		m = 1024;
-	else if (!strcasecmp(r, "m") || !strcasecmp(r, "mib") || !strcasecmp(r, "mb"))
-		m = 1024 * 1024;
-	else if (!strcasecmp(r, "g") || !strcasecmp(r, "gib") || !strcasecmp(r, "gb"))
-		m = 1024.0 * 1024 * 1024;
-	else if (*r && strcasecmp(r, "b"))
-		die2("--%s: bad size suffix in '%s' (K, M, G = KiB, MiB, GiB)", k, s);
-	v *= m;
-	if (v != floor(v) || v > 1e15)
-		die2("--%s: bad size '%s'", k, s);
-	return (uint64_t)v;
+	if (cli_bytes(k, s, &v))
+		die2("%s", cli_error());
+	return v;
 }
 
 static uint64_t parse_time(const char *k, const char *s)
 {
-	char *r;
-	double v = num(k, s, &r), m;
+	uint64_t v;
 
-	if (!*r || !strcmp(r, "ns"))
-		m = 1;
-	else if (!strcmp(r, "us"))
-		m = 1e3;
-	else if (!strcmp(r, "ms"))
-		m = 1e6;
-	else if (!strcmp(r, "s"))
-		m = 1e9;
-	else
-		die2("--%s: bad time unit in '%s' (ns, us, ms, s)", k, s);
-	if (v * m > 1e18)
-		die2("--%s: too long: '%s'", k, s);
-	return (uint64_t)llround(v * m);
+	if (cli_time(k, s, &v))
+		die2("%s", cli_error());
+	return v;
 }
 
 static uint64_t parse_rate(const char *k, const char *s)
 {
-	char *r, u[16];
-	double v, m;
-	size_t n;
+	uint64_t v;
 
-	if (!strcasecmp(s, "inf") || !strcasecmp(s, "infinite"))
-		return 0;
-	v = num(k, s, &r);
-	n = strlen(r);
-	if (n >= sizeof(u))
-		die2("--%s: bad rate unit in '%s'", k, s);
-	memcpy(u, r, n + 1);
-	for (const char *suf[] = { "bps", "b/s", "bit/s", NULL }, **p = suf; *p; p++) {
-		size_t l = strlen(*p);
-
-		if (n >= l && !strcasecmp(u + n - l, *p)) {
-			u[n - l] = 0;
-			break;
-		}
-	}
-	if (!*u)
-		m = 1;
-	else if (!strcasecmp(u, "k"))
-		m = 1e3;
-	else if (!strcasecmp(u, "m"))
-		m = 1e6;
-	else if (!strcasecmp(u, "g"))
-		m = 1e9;
-	else if (!strcasecmp(u, "t"))
-		m = 1e12;
-	else
-		die2("--%s: bad rate unit in '%s' (e.g. 10G, 200M, 400Mb/s)", k, s);
-	v *= m;
-	if (v > 1e16 || (v > 0 && v < 1e3))
-		die2("--%s: rate out of range: '%s'", k, s);
-	return (uint64_t)llround(v);
+	if (cli_rate(k, s, &v))
+		die2("%s", cli_error());
+	return v;
 }
 
-/* [HOST:]PORT, HOST a dotted IPv4 address (default 127.0.0.1) */
 static void parse_addr(const char *spec, const char *s, struct sockaddr_in *a)
 {
 	char host[64];

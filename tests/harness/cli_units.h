@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Command-line numbers of qrnic-sim and qrnic-switch (one parser for both,
+ * so that --rate 200M or --buffer 8M mean the same in each): plain numbers
+ * with k/m/g, sizes (K, M, G = KiB, MiB, GiB), times (ns, us, ms, s) and
+ * bit rates (k, M, G, T with an optional bps, b/s or bit/s; inf = 0).
+ * Each returns 0, or -1 with the message in cli_error().
+ */
+#ifndef QRNIC_CLI_UNITS_H
+#define QRNIC_CLI_UNITS_H
+
+#include <stdint.h>
+
+int cli_num(const char *s, double *out, char **rest);
+int cli_u64(const char *k, const char *s, uint64_t *out);
+int cli_bytes(const char *k, const char *s, uint64_t *out);
+int cli_time(const char *k, const char *s, uint64_t *out);
+int cli_rate(const char *k, const char *s, uint64_t *out);
+const char *cli_error(void);
+
+#endif
