@@ -7,8 +7,7 @@ CC.. section) while the properties stay what the command line says."""
 import pytest
 
 import qrnic_harness as h
-from qtest.driver import World
-from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
+from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
 from test_qemu_migration import migrate
 
 pytestmark = pytest.mark.qemu
@@ -16,20 +15,7 @@ pytestmark = pytest.mark.qemu
 TABLE = {p['name']: p for p in h.config_params()}
 
 
-@pytest.fixture(scope='module')
-def qworld(qemu_binary):  # noqa: F811
-    w = World.single(qemu_binary, ndev=2, init=False, name='ccparams',
-                     dev_opts='cc-algo=1,rp-ai-rate=9,np-enable=on')
-    yield w
-    w.close()
-
-
-@pytest.fixture
-def world(qworld):
-    assert qworld.alive(), qworld.qemus[0].stderr()
-    qworld.reset_devices()
-    yield qworld
-    assert qworld.alive(), qworld.qemus[0].stderr()
+qworld, world = shared_world('ccparams', dev_opts='cc-algo=1,rp-ai-rate=9,np-enable=on')
 
 
 def all_cc(d):

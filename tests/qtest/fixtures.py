@@ -60,11 +60,12 @@ def qemu_binary():
                     pytrace=False)
 
 
-def shared_world(name, ndev=2, **attrs):
+def shared_world(name, ndev=2, dev_opts='', **attrs):
     """The fixtures most qemu-tier modules want: `qworld`, one QEMU for the
-    module (devices not brought up; attrs set on the World, e.g.
-    fixed_step_ns), and `world`, that QEMU with its devices reset and brought
-    up again for each test, alive before and after.  In a test module:
+    module (devices not brought up, with the -device options dev_opts;
+    attrs set on the World, e.g. fixed_step_ns), and `world`, that QEMU with
+    its devices reset and brought up again for each test, alive before and
+    after.  In a test module:
 
         qworld, world = shared_world('rc')
     """
@@ -72,7 +73,7 @@ def shared_world(name, ndev=2, **attrs):
 
     @pytest.fixture(scope='module')
     def qworld(qemu_binary):
-        w = World.single(qemu_binary, ndev=ndev, init=False, name=name)
+        w = World.single(qemu_binary, ndev=ndev, init=False, name=name, dev_opts=dev_opts)
         for k, v in attrs.items():
             setattr(w, k, v)
         yield w
