@@ -35,6 +35,7 @@ struct hx_frame {
 	uint8_t to_switch;	/* crossing the cable to the switch (hx_switch_attach) */
 	uint8_t hop;		/* leaf-spine: 0 at the first switch, 1 the spine, 2 the far leaf */
 	int8_t spine;		/* leaf-spine: the ECMP choice */
+	struct hx_swport *pfc_to;	/* leaf-spine: a switch's 802.1Qbb frame for this port */
 	int64_t log_idx;	/* frame log entry, -1 none */
 	uint32_t len;
 	uint8_t *data;		/* a model frame buffer (qrnic_frame_buf_alloc) */
@@ -226,6 +227,13 @@ struct hx_world {
 		uint64_t rng, t0_ps;
 		uint8_t mac[HX_MAX_DEV][6];
 		struct hx_swport {
+			/* which switch it is on (its buffer): 0 with one switch,
+			 * leaf l, or leaves + spine s; its host (-1: a fabric
+			 * port); a fabric port's peer: the port at the other end
+			 * of its link (where its XOFFs go and whose XOFFs pause it) */
+			int8_t node, host;
+			struct hx_swport *peer;
+			uint8_t mac[6];		/* source of its 802.1Qbb frames */
 			uint64_t free_ps;	/* output transmitter busy until (ps) */
 			uint64_t last_ps;	/* the queue integral is up to here */
 			double area;		/* queue bytes x ps */
@@ -250,7 +258,12 @@ struct hx_world {
 		/* leaf-spine: up[l][s] leaf l to spine s, dn[s][l] spine s to leaf l */
 		struct hx_swport up[HX_SW_MAX_TIER][HX_SW_MAX_TIER], dn[HX_SW_MAX_TIER][HX_SW_MAX_TIER];
 		bool track;		/* the FIFO of queued frames is kept (PFC, shared buffer) */
-		uint64_t used, used_max;	/* shared buffer: bytes in it */
+		/* frames wait in per-(port, priority) queues (prio_queues; and
+		 * leaf-spine with PFC or a shared buffer: a paused fabric queue
+		 * must hold its frames) */
+		bool pq;
+		/* shared buffer: bytes in each switch's (node's) buffer */
+		uint64_t used[2 * HX_SW_MAX_TIER], used_max[2 * HX_SW_MAX_TIER];
 		/* external ports (hx_switch_ext, qrnic-switch): frames come in
 		 * by hx_switch_port_rx and leave through ext_out instead of
 		 * reaching the devices; destinations by learned source MACs */
@@ -1045,7 +1058,7 @@ static int sw_route(hx_world *w, const uint8_t *f, size_t len)
 /* output queue of a port at t (ps), bytes: what is left to serialize */
 static double sw_q(const struct hx_switch *sw, const struct hx_swport *p, uint64_t t)
 {
-	if (sw->c.prio_queues)	/* the frames waiting in its queues */
+	if (sw->pq)	/* the frames waiting in its queues */
 		return (double)p->pq_total;
 	if (!sw->c.rate_bps || p->free_ps <= t)
 		return 0;
@@ -1057,7 +1070,7 @@ static void sw_integrate(const struct hx_switch *sw, struct hx_swport *p, uint64
 {
 	if (t <= p->last_ps)
 		return;
-	if (sw->c.prio_queues) {	/* a step function: constant between changes */
+	if (sw->pq) {	/* a step function: constant between changes */
 		p->area += (double)p->pq_total * (double)(t - p->last_ps);
 		p->last_ps = t;
 		return;
@@ -1099,46 +1112,86 @@ static void sw_pfc_send(hx_world *w, int host, uint8_t xoff, uint8_t xon)
 	fr = frame_new(w, f, sizeof(f), host, host, -1);
 	/* priority queues: it goes straight to the host, ahead of the queues
 	 * (src == dst frames entering the switch are the hosts' own pauses) */
-	if (w->sw.c.prio_queues)
+	if (w->sw.pq)
 		fr->to_switch = 0;
 	inflight_insert(w, fr, w->now + w->sw.c.latency_ns);
 	w->sw.port[host].st.pfc_frames++;
 }
 
 /* the dynamic threshold of a shared buffer: alpha x the free bytes */
-static double sw_dyn(const struct hx_switch *sw)
+static double sw_dyn(const struct hx_switch *sw, int node)
 {
-	return sw->c.alpha * (double)(sw->c.shared_buffer - sw->used);
+	return sw->c.alpha * (double)(sw->c.shared_buffer - sw->used[node]);
 }
 
 /* PFC: whether an ingress priority with ing bytes in the buffer is paused */
-static bool sw_xoff(const struct hx_switch *sw, uint64_t ing)
+static bool sw_xoff(const struct hx_switch *sw, int node, uint64_t ing)
 {
-	return sw->c.shared_buffer ? (double)ing >= sw_dyn(sw) : ing >= sw->c.xoff;
+	return sw->c.shared_buffer ? (double)ing >= sw_dyn(sw, node) : ing >= sw->c.xoff;
 }
 
-static bool sw_resume(const struct hx_switch *sw, uint64_t ing)
+static bool sw_resume(const struct hx_switch *sw, int node, uint64_t ing)
 {
-	return sw->c.shared_buffer ? (double)ing + (double)sw->c.pfc_resume < sw_dyn(sw)
+	return sw->c.shared_buffer ? (double)ing + (double)sw->c.pfc_resume < sw_dyn(sw, node)
 				   : ing <= sw->c.xon;
+}
+
+/* PFC out of ingress port 'in': to its host (sw_pfc_send), or for a
+ * fabric port an 802.1Qbb frame over its link (on the pcap when it is
+ * sent) that pauses the output queues of the port at the other end once
+ * it has crossed the cable (sw_enqueue, pfc_to) */
+static void sw_pfc_port(hx_world *w, struct hx_swport *in, uint8_t xoff, uint8_t xon)
+{
+	uint8_t f[QRNIC_PFC_FRAME_LEN];
+	uint16_t tm[8] = { 0 };
+	struct hx_frame *fr;
+
+	if (!in->peer) {
+		sw_pfc_send(w, in->host, xoff, xon);
+		return;
+	}
+	for (int p = 0; p < 8; p++)
+		if (xoff >> p & 1)
+			tm[p] = SW_PFC_QUANTA;
+	qrnic_pfc_frame(f, in->mac, xoff | xon, tm);
+	pcap_write(w, f, sizeof(f));
+	fr = frame_new(w, f, sizeof(f), 0, 0, -1);
+	fr->to_switch = 1;
+	fr->pfc_to = in->peer;
+	inflight_insert(w, fr, w->now + w->sw.c.latency_ns);
+	in->st.pfc_frames++;
+}
+
+/* the ingress port a frame queued at its hop (fr->hop) came in by */
+static struct hx_swport *sw_ingress(struct hx_switch *sw, const struct hx_frame *fr)
+{
+	int la, lb;
+
+	if (!sw->c.leaves || fr->hop == 0)
+		return &sw->port[fr->src];
+	la = fr->src / sw->c.hosts_per_leaf;
+	lb = fr->dst / sw->c.hosts_per_leaf;
+	if (fr->hop == 1)	/* at the spine, from leaf la */
+		return &sw->dn[fr->spine][la];
+	return &sw->up[lb][fr->spine];	/* at leaf lb, from the spine */
 }
 
 /* A frame of len bytes from ingress port 'in', priority pr, left output
  * port p's queue at t: the counts go down; a paused ingress priority that
  * falls to xon is resumed. */
-static void sw_left(hx_world *w, struct hx_swport *p, int in_port, int pr, uint32_t len, uint64_t t)
+static void sw_left(hx_world *w, struct hx_swport *p, struct hx_swport *in, int pr, uint32_t len,
+		    uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
-	struct hx_swport *in = &sw->port[in_port];
 
 	in->st.ingress -= len;
 	in->ing_p[pr] -= len;
 	p->eg_p[pr] -= len;
-	sw->used -= len;
-	if ((in->paused >> pr & 1) && sw_resume(sw, in->ing_p[pr])) {
+	sw->used[p->node] -= len;
+	if ((in->paused >> pr & 1) && sw_resume(sw, p->node, in->ing_p[pr])) {
 		in->paused &= (uint8_t)~(1u << pr);
 		in->st.paused_ns += (t - in->pause_ps[pr]) / 1000;
-		sw_pfc_send(w, in_port, 0, (uint8_t)(1u << pr));
+		sw_pfc_port(w, in, 0, (uint8_t)(1u << pr));
 	}
 }
 
@@ -1146,10 +1199,9 @@ static void sw_left(hx_world *w, struct hx_swport *p, int in_port, int pr, uint3
  * (ps): each time the frame at the head of the highest priority queue
  * that is not paused (strict priority).  A frame starts when the port, the
  * frame and its queue were all ready (so a late call loses no time). */
-static void sw_port_tx(hx_world *w, int o, uint64_t t)
+static void sw_port_tx(hx_world *w, struct hx_swport *p, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
-	struct hx_swport *p = &sw->port[o];
 
 	while (p->pq_total && p->free_ps <= t) {
 		struct hx_frame *fr;
@@ -1180,18 +1232,20 @@ static void sw_port_tx(hx_world *w, int o, uint64_t t)
 			ser = (uint64_t)(((unsigned __int128)bytes * 8u * 1000000000000ull +
 					  sw->c.rate_bps - 1) / sw->c.rate_bps);
 		p->free_ps = start + ser;
-		sw_left(w, p, fr->src, pr, bytes, t);
-		fr->to_switch = 0;
+		sw_left(w, p, sw_ingress(sw, fr), pr, bytes, t);
+		if (p->peer)	/* a fabric link: on to the next switch */
+			fr->hop++;
+		else
+			fr->to_switch = 0;
 		inflight_insert(w, fr, (p->free_ps + 999) / 1000 + sw->c.latency_ns);
 	}
 }
 
 /* prio_queues: an 802.1Qbb (or 802.3x) frame from the host on port o
  * pauses (or resumes) that port's queues for the priorities it names */
-static void sw_pfc_rx(hx_world *w, int o, const uint8_t *f, uint32_t len, uint64_t t)
+static void sw_pfc_rx(hx_world *w, struct hx_swport *p, const uint8_t *f, uint32_t len, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
-	struct hx_swport *p = &sw->port[o];
 	uint64_t bps = sw->c.rate_bps ? sw->c.rate_bps : 100000000000ull;
 	uint16_t op;
 	uint8_t en;
@@ -1221,34 +1275,49 @@ static void sw_pfc_rx(hx_world *w, int o, const uint8_t *f, uint32_t len, uint64
 /* PFC: frames that have left the switch by now (ps) leave their ingress
  * counts (sw_left); a paused ingress priority still above xon has its
  * XOFF sent again before the last one runs out. */
+static void sw_refresh(hx_world *w, struct hx_swport *in, uint64_t t)
+{
+	uint8_t again = 0;
+
+	for (int pr = 0; in->paused && pr < 8; pr++)
+		if ((in->paused >> pr & 1) && in->refresh_ps[pr] <= t) {
+			again |= (uint8_t)(1u << pr);
+			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(&w->sw);
+		}
+	if (again)
+		sw_pfc_port(w, in, again, 0);
+}
+
 static void sw_drain(hx_world *w, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
 
-	for (int o = 0; o < w->ndev && sw->c.prio_queues; o++)
-		sw_port_tx(w, o, t);
-	for (int o = 0; o < w->ndev && !sw->c.prio_queues; o++) {
+	for (int o = 0; o < w->ndev && sw->pq; o++)
+		sw_port_tx(w, &sw->port[o], t);
+	for (int o = 0; o < w->ndev && !sw->pq; o++) {
 		struct hx_swport *p = &sw->port[o];
 
 		while (p->f_n && p->f_done[p->f_head] <= t) {
-			sw_left(w, p, p->f_in[p->f_head] >> 3, p->f_in[p->f_head] & 7,
+			sw_left(w, p, &sw->port[p->f_in[p->f_head] >> 3], p->f_in[p->f_head] & 7,
 				p->f_len[p->f_head], t);
 			p->f_head = (p->f_head + 1) % p->f_cap;
 			p->f_n--;
 		}
 	}
-	for (int o = 0; o < w->ndev; o++) {
-		struct hx_swport *in = &sw->port[o];
-		uint8_t again = 0;
-
-		for (int pr = 0; in->paused && pr < 8; pr++)
-			if ((in->paused >> pr & 1) && in->refresh_ps[pr] <= t) {
-				again |= (uint8_t)(1u << pr);
-				in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
-			}
-		if (again)
-			sw_pfc_send(w, o, again, 0);
-	}
+	/* leaf-spine (always pq when tracked): the fabric ports, bounded by
+	 * leaves x spines x 2 */
+	for (int l = 0; sw->pq && l < sw->c.leaves; l++)
+		for (int sp = 0; sp < sw->c.spines; sp++) {
+			sw_port_tx(w, &sw->up[l][sp], t);
+			sw_port_tx(w, &sw->dn[sp][l], t);
+		}
+	for (int o = 0; o < w->ndev; o++)
+		sw_refresh(w, &sw->port[o], t);
+	for (int l = 0; sw->pq && l < sw->c.leaves; l++)
+		for (int sp = 0; sp < sw->c.spines; sp++) {
+			sw_refresh(w, &sw->up[l][sp], t);
+			sw_refresh(w, &sw->dn[sp][l], t);
+		}
 }
 
 /* when sw_drain has something to do next (ns), UINT64_MAX: nothing */
@@ -1258,8 +1327,11 @@ static uint64_t sw_next(hx_world *w)
 
 	if (!w->sw.on || !w->sw.track)
 		return next;
-	for (int o = 0; o < w->ndev; o++) {
-		struct hx_swport *p = &w->sw.port[o];
+	for (int o = 0; o < w->ndev + 2 * w->sw.c.leaves * w->sw.c.spines; o++) {
+		int f = o - w->ndev, sp = f / 2 % (w->sw.c.spines ? w->sw.c.spines : 1),
+		    l = f / 2 / (w->sw.c.spines ? w->sw.c.spines : 1);
+		struct hx_swport *p = o < w->ndev ? &w->sw.port[o] : f % 2 ? &w->sw.dn[sp][l]
+									: &w->sw.up[l][sp];
 
 		/* prio_queues: when the transmitter is free, or a pause ends */
 		for (int pr = 0; p->pq_total && pr < 8; pr++) {
@@ -1364,7 +1436,7 @@ int hx_switch_ecmp(const uint8_t *f, size_t len, int spines)
 	return (int)(h % (uint64_t)spines);
 }
 
-static void sw_port_tx(hx_world *w, int o, uint64_t t);
+static void sw_port_tx(hx_world *w, struct hx_swport *p, uint64_t t);
 
 /* prio_queues: frame fr (bytes on the wire) joins its priority's queue
  * at output port p, and the port sends if it is idle */
@@ -1372,7 +1444,7 @@ static void sw_pq_add(hx_world *w, struct hx_swport *p, struct hx_frame *fr, int
 		      uint32_t bytes, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
-	struct hx_swport *in = &sw->port[fr->src];
+	struct hx_swport *in = sw_ingress(sw, fr);
 
 	fr->next = NULL;
 	if (p->pq_tail[prio])
@@ -1396,15 +1468,17 @@ static void sw_pq_add(hx_world *w, struct hx_swport *p, struct hx_frame *fr, int
 	in->st.ingress += bytes;
 	in->ing_p[prio] += bytes;
 	p->eg_p[prio] += bytes;
-	sw->used += bytes;
-	if (sw->c.pfc && !(in->paused >> prio & 1) && sw_xoff(sw, in->ing_p[prio])) {
+	sw->used[p->node] += bytes;
+	if (sw->c.leaves && sw->used[p->node] > sw->used_max[p->node])
+		sw->used_max[p->node] = sw->used[p->node];
+	if (sw->c.pfc && !(in->paused >> prio & 1) && sw_xoff(sw, p->node, in->ing_p[prio])) {
 		in->paused |= (uint8_t)(1u << prio);
 		in->pause_ps[prio] = t;
 		in->refresh_ps[prio] = t + sw_pfc_refresh_ps(sw);
 		in->st.pauses++;
-		sw_pfc_send(w, fr->src, (uint8_t)(1u << prio), 0);
+		sw_pfc_port(w, in, (uint8_t)(1u << prio), 0);
 	}
-	sw_port_tx(w, (int)(p - sw->port), t);
+	sw_port_tx(w, p, t);
 }
 
 /* A frame reached a switch (now): queue it on this hop's output port, or drop it. */
@@ -1415,6 +1489,12 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 	uint64_t t = w->now * 1000ull, ser = 0, start, done;
 	bool last = true;
 
+	if (fr->pfc_to) {	/* a switch's 802.1Qbb frame crossed a fabric link */
+		sw_drain(w, t);
+		sw_pfc_rx(w, fr->pfc_to, fr->data, fr->len, t);
+		frame_free(w, fr);
+		return;
+	}
 	if (sw->c.leaves) {	/* leaf-spine: this hop's output queue */
 		int la = fr->src / sw->c.hosts_per_leaf, lb = fr->dst / sw->c.hosts_per_leaf;
 
@@ -1434,22 +1514,24 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 
 	int prio = sw->track ? qrnic_frame_priority(fr->data, fr->len) : 0;
 
-	if (sw->c.prio_queues && fr->dst == fr->src) {	/* the host's pause frame */
-		sw_pfc_rx(w, fr->src, fr->data, fr->len, t);
+	if (sw->pq && fr->dst == fr->src) {	/* the host's pause frame */
+		sw_pfc_rx(w, &sw->port[fr->src], fr->data, fr->len, t);
 		frame_free(w, fr);
 		return;
 	}
 	if (sw->track)
 		sw_drain(w, t);
 	sw_integrate(sw, p, t);
-	q = sw->c.prio_queues ? (double)p->pq_bytes[prio] : sw_q(sw, p, t);
-	/* shared buffer: a lossless (PFC) class is limited by the ingress
-	 * thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one by the
-	 * dynamic threshold of its egress queue */
-	if (sw->c.prio_queues ? p->pq_bytes[prio] + bytes > sw->c.buffer :
-	    sw->c.shared_buffer ? sw->used + bytes > sw->c.shared_buffer ||
-				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw))
-				: q + bytes > (double)sw->c.buffer) {
+	/* pq: RED and the buffer on the queue's own bytes with prio_queues,
+	 * on the port's (all its priorities) otherwise */
+	q = sw->pq ? (double)(sw->c.prio_queues ? p->pq_bytes[prio] : p->pq_total) : sw_q(sw, p, t);
+	/* shared buffer (this switch's): a lossless (PFC) class is limited by
+	 * the ingress thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one
+	 * by the dynamic threshold of its egress queue */
+	if (sw->c.shared_buffer ? sw->used[p->node] + bytes > sw->c.shared_buffer ||
+				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw, p->node))
+	    : sw->pq ? (sw->c.prio_queues ? p->pq_bytes[prio] : p->pq_total) + bytes > sw->c.buffer
+		     : q + bytes > (double)sw->c.buffer) {
 		p->st.drops++;
 		p->qs[prio].drops++;
 		fate(w, fr->log_idx, HX_F_DROP_RULE);
@@ -1468,7 +1550,7 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 			p->qs[prio].marks++;
 		}
 	}
-	if (sw->c.prio_queues) {
+	if (sw->pq) {
 		sw_pq_add(w, p, fr, prio, bytes, t);
 		return;
 	}
@@ -1495,9 +1577,9 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		in->st.ingress += bytes;
 		in->ing_p[pr] += bytes;
 		p->eg_p[pr] += bytes;
-		sw->used += bytes;
-		if (sw->used > sw->used_max)
-			sw->used_max = sw->used;
+		sw->used[p->node] += bytes;
+		if (sw->used[p->node] > sw->used_max[p->node])
+			sw->used_max[p->node] = sw->used[p->node];
 		if (p->eg_p[pr] > p->qs[pr].q_max)
 			p->qs[pr].q_max = p->eg_p[pr];
 	}
@@ -1505,12 +1587,12 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		struct hx_swport *in = &sw->port[fr->src];
 		int pr = prio;
 
-		if (!(in->paused >> pr & 1) && sw_xoff(sw, in->ing_p[pr])) {
+		if (!(in->paused >> pr & 1) && sw_xoff(sw, p->node, in->ing_p[pr])) {
 			in->paused |= (uint8_t)(1u << pr);
 			in->pause_ps[pr] = t;
 			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
 			in->st.pauses++;
-			sw_pfc_send(w, fr->src, (uint8_t)(1u << pr), 0);
+			sw_pfc_port(w, in, (uint8_t)(1u << pr), 0);
 		}
 	}
 	if (last)
@@ -1527,20 +1609,20 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
 		return HX_E_INVAL;
 	}
-	if (c->prio_queues && (c->shared_buffer || c->leaves)) {
-		hx_err(w, "hx_switch_attach: priority queues need one switch without a shared buffer");
+	if (c->prio_queues && c->shared_buffer) {
+		hx_err(w, "hx_switch_attach: priority queues (a buffer per queue) need a switch "
+		       "without a shared buffer");
 		return HX_E_INVAL;
 	}
-	if (c->shared_buffer && (!(c->alpha > 0) || c->alpha > 1024 || c->leaves)) {
-		hx_err(w, "hx_switch_attach: a shared buffer needs alpha in (0, 1024] and one switch");
+	if (c->shared_buffer && (!(c->alpha > 0) || c->alpha > 1024)) {
+		hx_err(w, "hx_switch_attach: a shared buffer needs alpha in (0, 1024]");
 		return HX_E_INVAL;
 	}
 	if (c->leaves && (c->leaves < 1 || c->leaves > HX_SW_MAX_TIER || c->spines < 1 ||
 			  c->spines > HX_SW_MAX_TIER || c->hosts_per_leaf < 1 ||
-			  c->leaves * c->hosts_per_leaf < w->ndev || c->pfc)) {
-		hx_err(w, "hx_switch_attach: leaf-spine needs 1..%d leaves and spines, hosts_per_leaf "
-		       "x leaves >= %d hosts, and no PFC (not modelled across tiers)", HX_SW_MAX_TIER,
-		       w->ndev);
+			  c->leaves * c->hosts_per_leaf < w->ndev)) {
+		hx_err(w, "hx_switch_attach: leaf-spine needs 1..%d leaves and spines, and "
+		       "hosts_per_leaf x leaves >= %d hosts", HX_SW_MAX_TIER, w->ndev);
 		return HX_E_INVAL;
 	}
 	memset(&w->sw, 0, sizeof(w->sw));
@@ -1550,14 +1632,35 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		w->sw.c.buffer = UINT64_MAX / 2;
 	w->sw.rng = c->seed ? c->seed : 1;
 	w->sw.track = c->pfc || c->shared_buffer || c->prio_queues;
+	w->sw.pq = c->prio_queues || (c->leaves && w->sw.track);
 	w->sw.t0_ps = w->now * 1000ull;
 	for (int i = 0; i < w->ndev; i++) {
 		memcpy(w->sw.mac[i], hx_mac(w, i), 6);
 		w->sw.port[i].last_ps = w->sw.t0_ps;
+		w->sw.port[i].node = (int8_t)(c->leaves ? i / c->hosts_per_leaf : 0);
+		w->sw.port[i].host = (int8_t)i;
 	}
 	for (int a = 0; a < HX_SW_MAX_TIER; a++)
 		for (int b = 0; b < HX_SW_MAX_TIER; b++)
 			w->sw.up[a][b].last_ps = w->sw.dn[a][b].last_ps = w->sw.t0_ps;
+	/* leaf l's port to spine s (up[l][s]: its output queue up, its
+	 * ingress from the spine) and spine s's port to leaf l (dn[s][l]) are
+	 * the two ends of one link; their 802.1Qbb frames come from
+	 * 02:5c:01:l:s:00 and 02:5c:02:s:l:00 */
+	for (int l = 0; l < c->leaves; l++)
+		for (int sp = 0; sp < c->spines; sp++) {
+			struct hx_swport *u = &w->sw.up[l][sp], *d = &w->sw.dn[sp][l];
+			const uint8_t um[6] = { 0x02, 0x5c, 0x01, (uint8_t)l, (uint8_t)sp, 0 },
+				      dm[6] = { 0x02, 0x5c, 0x02, (uint8_t)sp, (uint8_t)l, 0 };
+
+			u->node = (int8_t)l;
+			d->node = (int8_t)(c->leaves + sp);
+			u->host = d->host = -1;
+			u->peer = d;
+			d->peer = u;
+			memcpy(u->mac, um, 6);
+			memcpy(d->mac, dm, 6);
+		}
 	return 0;
 }
 
@@ -1589,7 +1692,7 @@ int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queu
 		sw_drain(w, w->now * 1000ull);
 	p = &w->sw.port[port];
 	*out = p->qs[prio];
-	out->q_now = w->sw.c.prio_queues ? p->pq_bytes[prio] : p->eg_p[prio];
+	out->q_now = w->sw.pq ? p->pq_bytes[prio] : p->eg_p[prio];
 	{	/* a pause still running counts up to now */
 		uint64_t t = w->now * 1000ull;
 		uint64_t end = p->peer_until_ps[prio] < t ? p->peer_until_ps[prio] : t;
@@ -1602,11 +1705,30 @@ int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queu
 
 uint64_t hx_switch_shared_used(hx_world *w, uint64_t *max)
 {
+	uint64_t used = 0, mx = 0;
+
 	if (w->sw.on && w->sw.track)
 		sw_drain(w, w->now * 1000ull);
+	for (int n = 0; n < (w->sw.c.leaves ? w->sw.c.leaves + w->sw.c.spines : 1); n++) {
+		used += w->sw.used[n];
+		mx = w->sw.used_max[n] > mx ? w->sw.used_max[n] : mx;
+	}
 	if (max)
-		*max = w->sw.used_max;
-	return w->sw.used;
+		*max = mx;
+	return used;
+}
+
+int hx_switch_node_used(hx_world *w, int node, uint64_t *now, uint64_t *max)
+{
+	if (!w->sw.on || node < 0 || node >= (w->sw.c.leaves ? w->sw.c.leaves + w->sw.c.spines : 1))
+		return HX_E_INVAL;
+	if (w->sw.track)
+		sw_drain(w, w->now * 1000ull);
+	if (now)
+		*now = w->sw.used[node];
+	if (max)
+		*max = w->sw.used_max[node];
+	return 0;
 }
 
 int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out)
@@ -1617,11 +1739,36 @@ int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_s
 	if (!w->sw.on || !w->sw.c.leaves || leaf < 0 || leaf >= w->sw.c.leaves || spine < 0 ||
 	    spine >= w->sw.c.spines || !out)
 		return HX_E_INVAL;
+	if (w->sw.track)
+		sw_drain(w, t);
 	p = up ? &w->sw.up[leaf][spine] : &w->sw.dn[spine][leaf];
 	sw_integrate(&w->sw, p, t);
 	*out = p->st;
 	out->q_now = (uint64_t)sw_q(&w->sw, p, t);
 	out->q_avg = t > w->sw.t0_ps ? p->area / (double)(t - w->sw.t0_ps) : 0;
+	for (int pr = 0; pr < 8; pr++)
+		if (p->paused >> pr & 1)
+			out->paused_ns += (t - p->pause_ps[pr]) / 1000;
+	return 0;
+}
+
+int hx_switch_fabric_queue_stats(hx_world *w, int up, int leaf, int spine, int prio,
+				 struct hx_switch_queue_stats *out)
+{
+	struct hx_swport *p;
+	uint64_t t = w->now * 1000ull, end;
+
+	if (!w->sw.on || !w->sw.c.leaves || leaf < 0 || leaf >= w->sw.c.leaves || spine < 0 ||
+	    spine >= w->sw.c.spines || prio < 0 || prio > 7 || !out)
+		return HX_E_INVAL;
+	if (w->sw.track)
+		sw_drain(w, t);
+	p = up ? &w->sw.up[leaf][spine] : &w->sw.dn[spine][leaf];
+	*out = p->qs[prio];
+	out->q_now = w->sw.pq ? p->pq_bytes[prio] : 0;
+	end = p->peer_until_ps[prio] < t ? p->peer_until_ps[prio] : t;	/* a pause running */
+	if (end > p->peer_since_ps[prio])
+		out->paused_ns += (end - p->peer_since_ps[prio]) / 1000;
 	return 0;
 }
 

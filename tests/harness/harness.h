@@ -139,7 +139,11 @@ struct hx_switch_cfg {
 	 * leaf cabled to every spine; a frame between leaves goes up to the
 	 * spine its 5-tuple hashes to (ECMP), down to the far leaf, then to
 	 * the host.  Every fabric link is like a host port (rate_bps,
-	 * latency_ns, buffer, RED).  PFC is not modelled across tiers. */
+	 * latency_ns, buffer, RED).  Every leaf and spine is one switch with
+	 * its own buffer (shared_buffer each) and ingress counts; with PFC
+	 * or a shared buffer every port has a queue per priority (strict
+	 * priority, 7 first) and a switch's XOFF over a fabric link pauses
+	 * the other end's queue of that priority (docs/congestion.md). */
 	int leaves, spines, hosts_per_leaf;	/* <= HX_SW_MAX_TIER each */
 	/* shared buffer (0: each output port has its own 'buffer'): every
 	 * output queue (port, priority) draws from shared_buffer bytes and
@@ -157,8 +161,7 @@ struct hx_switch_cfg {
 	 * on its own bytes; the port sends from the highest priority queue
 	 * that has a frame and is not paused (strict priority, 7 first).  A
 	 * host's 802.1Qbb frame pauses the queues of its port for the
-	 * priorities it names (the switch honours it).  One switch, no
-	 * shared buffer. */
+	 * priorities it names (the switch honours it).  No shared buffer. */
 	int prio_queues;
 };
 struct hx_switch_queue_stats {	/* one output queue: (port, priority) */
@@ -169,7 +172,8 @@ struct hx_switch_queue_stats {	/* one output queue: (port, priority) */
 };
 /* the queue of output port 'port' for priority 'prio' (shared buffer or not) */
 int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queue_stats *out);
-/* shared buffer: bytes in use now, and the largest so far */
+/* shared buffer: bytes in use now, and the largest so far (leaf-spine: the
+ * sum over the switches now, the largest of any one switch so far) */
 uint64_t hx_switch_shared_used(hx_world *w, uint64_t *max);
 #define HX_SW_MAX_TIER	8
 struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
@@ -187,8 +191,18 @@ struct hx_switch_stats {	/* one port: output queue, and PFC on its ingress */
 int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c);
 int hx_switch_stats(hx_world *w, int port, struct hx_switch_stats *out);
 /* leaf-spine: the output queue of leaf 'leaf' up to spine 'spine' (up 1),
- * or of spine 'spine' down to leaf 'leaf' (up 0) */
+ * or of spine 'spine' down to leaf 'leaf' (up 0); the PFC counts (pauses,
+ * paused_ns, ingress, pfc_frames) are that port's ingress from the other
+ * end of the link and the XOFFs it sent there, pfc_rx the frames from the
+ * other end that paused its queue */
 int hx_switch_fabric_stats(hx_world *w, int up, int leaf, int spine, struct hx_switch_stats *out);
+/* ... and its queue of priority prio (paused_ns: the time the port at the
+ * other end of the link kept it paused) */
+int hx_switch_fabric_queue_stats(hx_world *w, int up, int leaf, int spine, int prio,
+				 struct hx_switch_queue_stats *out);
+/* the bytes in switch 'node''s buffer now (leaf l: node l, spine s: node
+ * leaves + s; 0 with one switch) in *now, the most there were in *max */
+int hx_switch_node_used(hx_world *w, int node, uint64_t *now, uint64_t *max);
 /* the spine ECMP picks for a frame (its IP/UDP 5-tuple), -1 if not IP/UDP */
 int hx_switch_ecmp(const uint8_t *frame, size_t len, int spines);
 /* start a new window for win_max (every port) */

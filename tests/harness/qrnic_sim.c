@@ -162,7 +162,9 @@ static const char usage_text[] =
 "    --leaves L, --spines S  with --incast: a two-tier leaf-spine fabric instead of\n"
 "                        one switch: host i on leaf i / ceil(hosts/L), ECMP over the\n"
 "                        spines on the 5-tuple (UDP source port included); every\n"
-"                        link as a switch port; no --pfc\n"
+"                        link as a switch port; every leaf and spine is one switch\n"
+"                        (--pfc: its XOFFs go over fabric links too, pausing the\n"
+"                        queue at the other end; --shared-buffer: one per switch)\n"
 "    --shared-buffer B   switch: one buffer of B bytes for all output queues (port,\n"
 "                        priority), each limited to alpha x the free bytes (dynamic\n"
 "                        threshold); with --pfc the ingress XOFF at that threshold\n"
@@ -989,15 +991,16 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE, "--incast is for RC operations; --pfc needs --incast");
 	if (c->incast && c->kmax && c->kmax <= c->kmin)
 		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
-	if (c->shared_buffer && (!c->incast || c->leaves))
-		return sim_fail(s, SIM_EXIT_USAGE, "--shared-buffer is for --incast through one switch");
+	if (c->shared_buffer && !c->incast)
+		return sim_fail(s, SIM_EXIT_USAGE, "--shared-buffer is for --incast");
 	if (c->prio_queues && (!c->incast || c->leaves || c->shared_buffer))
-		return sim_fail(s, SIM_EXIT_USAGE, "--prio-queues is for --incast through one switch "
-				"without --shared-buffer");
+		return sim_fail(s, SIM_EXIT_USAGE, "--prio-queues (a --buffer per queue) is for --incast "
+				"through one switch without --shared-buffer (with --leaves, every port has "
+				"a queue per priority when --pfc or --shared-buffer is on)");
 	if (c->ndscp && c->op == OP_UD_SEND)
 		return sim_fail(s, SIM_EXIT_USAGE, "--dscp is for RC operations");
-	if ((c->leaves || c->spines) && (!c->incast || !c->leaves || !c->spines || c->pfc))
-		return sim_fail(s, SIM_EXIT_USAGE, "--leaves and --spines go together, with --incast and without --pfc");
+	if ((c->leaves || c->spines) && (!c->incast || !c->leaves || !c->spines))
+		return sim_fail(s, SIM_EXIT_USAGE, "--leaves and --spines go together, with --incast");
 	if (c->incast && c->pfc && c->xon > c->xoff)
 		return sim_fail(s, SIM_EXIT_USAGE, "--xon must not be above --xoff");
 	if (!c->count && !c->duration_ns)
@@ -2067,6 +2070,7 @@ static const char *ordinal_suffix(unsigned n)
 /* ---- --incast figures ------------------------------------------------------------------ */
 struct incast_fig {
 	struct hx_switch_stats rx;	/* the receiver's port (0) */
+	uint64_t fab_pauses, fab_pfc_frames, fab_pfc_rx;	/* leaf-spine: sent/honoured on fabric links */
 	uint64_t drops, marks, pauses, paused_ns, pfc_frames;	/* all ports */
 	double jain, sum_gbps;
 	uint64_t cnp_sent, cnp_received, ecn_marked;
@@ -2113,6 +2117,9 @@ static void incast_figures(struct sim *s, struct incast_fig *g)
 				hx_switch_fabric_stats(s->w, up, (int)l, (int)sp, &st);
 				g->drops += st.drops;
 				g->marks += st.marks;
+				g->fab_pauses += st.pauses;
+				g->fab_pfc_frames += st.pfc_frames;
+				g->fab_pfc_rx += st.pfc_rx;
 			}
 	/* Jain's index over the flows' throughputs: (sum x)^2 / (n sum x^2) */
 	for (unsigned i = 0; i < s->nflows; i++) {
@@ -2163,9 +2170,12 @@ static void incast_table(struct sim *s)
 		uint64_t mx = 0;
 
 		hx_switch_shared_used(s->w, &mx);
-		printf("    shared buffer %" PRIu64 " B, alpha %g: at most %" PRIu64 " B in use\n",
-		       s->c.shared_buffer, s->c.alpha, mx);
+		printf("    shared buffer %" PRIu64 " B%s, alpha %g: at most %" PRIu64 " B in use\n",
+		       s->c.shared_buffer, s->c.leaves ? " per switch" : "", s->c.alpha, mx);
 	}
+	if (s->c.leaves && s->c.pfc)
+		printf("    fabric links: %" PRIu64 " XOFFs (%" PRIu64 " 802.1Qbb frames) sent between "
+		       "switches, %" PRIu64 " honoured\n", g.fab_pauses, g.fab_pfc_frames, g.fab_pfc_rx);
 	for (int pr = 0; s->c.prio_queues && pr < 8; pr++) {
 		struct hx_switch_queue_stats qs;
 
@@ -2201,10 +2211,43 @@ static void incast_json(struct sim *s, FILE *o)
 					hx_switch_fabric_stats(s->w, up, (int)l, (int)sp, &st);
 					fprintf(o, "%s{\"leaf\":%u,\"spine\":%u,\"up\":%s,\"frames\":%" PRIu64
 						",\"bytes\":%" PRIu64 ",\"q_max\":%" PRIu64 ",\"marks\":%" PRIu64
-						",\"drops\":%" PRIu64 "}", n++ ? "," : "", l, sp, up ? "true" : "false",
+						",\"drops\":%" PRIu64, n++ ? "," : "", l, sp, up ? "true" : "false",
 						st.frames, st.bytes, st.q_max, st.marks, st.drops);
+					if (s->c.pfc || s->c.shared_buffer) {
+						/* this port (up: the leaf's, down: the spine's): the
+						 * XOFFs it sent to the other end for its ingress, and
+						 * how long its own queue was paused by the other end */
+						uint64_t qp = 0;
+
+						for (int pr = 0; pr < 8; pr++) {
+							struct hx_switch_queue_stats qs;
+
+							if (!hx_switch_fabric_queue_stats(s->w, up, (int)l,
+											  (int)sp, pr, &qs))
+								qp += qs.paused_ns;
+						}
+						fprintf(o, ",\"pauses\":%" PRIu64 ",\"pfc_frames\":%" PRIu64
+							",\"ingress_paused_ns\":%" PRIu64 ",\"pfc_rx\":%" PRIu64
+							",\"paused_ns\":%" PRIu64, st.pauses, st.pfc_frames,
+							st.paused_ns, st.pfc_rx, qp);
+					}
+					fputs("}", o);
 				}
-		fputs("]}", o);
+		fputs("]", o);
+		if (s->c.pfc || s->c.shared_buffer) {	/* each switch's buffer */
+			fputs(",\"switches\":[", o);
+			for (unsigned n = 0; n < s->c.leaves + s->c.spines; n++) {
+				uint64_t now = 0, mx = 0;
+
+				hx_switch_node_used(s->w, (int)n, &now, &mx);
+				fprintf(o, "%s{\"%s\":%u,\"used\":%" PRIu64 ",\"used_max\":%" PRIu64 "}",
+					n ? "," : "", n < s->c.leaves ? "leaf" : "spine",
+					n < s->c.leaves ? n : n - s->c.leaves, now, mx);
+			}
+			fprintf(o, "],\"pauses\":%" PRIu64 ",\"pfc_frames\":%" PRIu64 ",\"pfc_rx\":%" PRIu64,
+				g.fab_pauses, g.fab_pfc_frames, g.fab_pfc_rx);
+		}
+		fputs("}", o);
 	}
 	if (s->c.shared_buffer) {
 		uint64_t mx = 0, now = hx_switch_shared_used(s->w, &mx);
