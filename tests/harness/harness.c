@@ -2287,6 +2287,20 @@ void hx_world_free(hx_world *w)
 		n = f->next;
 		frame_free(w, f);
 	}
+	/* frames still waiting in the switch's priority queues: host ports,
+	 * then the fabric links */
+	for (int k = 0; k < HX_MAX_DEV + 2 * HX_SW_MAX_TIER * HX_SW_MAX_TIER; k++) {
+		int j = k - HX_MAX_DEV;
+		struct hx_swport *p = k < HX_MAX_DEV ? &w->sw.port[k] :
+				      j % 2 ? &w->sw.dn[j / 2 / HX_SW_MAX_TIER][j / 2 % HX_SW_MAX_TIER]
+					    : &w->sw.up[j / 2 / HX_SW_MAX_TIER][j / 2 % HX_SW_MAX_TIER];
+
+		for (int pr = 0; pr < 8; pr++)
+			for (f = p->pq_head[pr]; f; f = n) {
+				n = f->next;
+				frame_free(w, f);
+			}
+	}
 	for (f = w->spare_frames; f; f = n) {
 		n = f->next;
 		free(f);
