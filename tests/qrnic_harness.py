@@ -521,6 +521,8 @@ _SIGS = {
     'hx_switch_attach': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
     'hx_switch_queue_stats': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                              ctypes.c_void_p]),
+    'hx_switch_fabric_queue_stats': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                                    ctypes.c_int, ctypes.c_int, ctypes.c_void_p]),
     'hx_wire_send': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
                                     ctypes.c_uint32]),
     'hx_set_timing': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p]),
@@ -1255,6 +1257,16 @@ class World:
         st = SwitchQueueStats()
         _check(self._l.hx_switch_queue_stats(self.w, port, prio, ctypes.byref(st)),
                'switch_queue')
+        return {n: getattr(st, n) for n, _ in SwitchQueueStats._fields_}
+
+    def switch_fabric_queue(self, up, leaf, spine, prio):
+        """Leaf-spine: the queue of priority prio of leaf 'leaf''s port up to
+        spine 'spine' (up true) or of that spine's port down to the leaf: a
+        dict as switch_queue's (paused_ns: the time the other end of the
+        link kept it paused)."""
+        st = SwitchQueueStats()
+        _check(self._l.hx_switch_fabric_queue_stats(self.w, 1 if up else 0, leaf, spine, prio,
+                                                    ctypes.byref(st)), 'switch_fabric_queue')
         return {n: getattr(st, n) for n, _ in SwitchQueueStats._fields_}
 
     def wire_send(self, dev, frame):

@@ -14,11 +14,14 @@ spine's port from leaf 1 then fills and pauses leaf 1's uplink, whose
 ingress from the hosts pauses the senders: congestion spreading."""
 import json
 import os
+import random
+import struct
 import subprocess
 
 import pytest
 
 import qrnic_harness as q
+from test_model_pfc import rc_pair
 from tshark_fields import tshark_fields
 
 SIM = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
@@ -160,3 +163,93 @@ def test_bad_combinations_are_refused():
         r = subprocess.run([SIM] + BASE + [str(a) for a in bad], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 2 and word in r.stderr, r.stderr
+
+
+# ---- per priority across the tiers, through the harness's C API ----------------------
+def pfc_frame(src_mac, enable, times):
+    f = b'\x01\x80\xc2\x00\x00\x01' + bytes(src_mac) + b'\x88\x08' + \
+        struct.pack('>HH', 0x0101, enable)
+    f += b''.join(struct.pack('>H', times.get(p, 0)) for p in range(8))
+    return f + bytes(60 - len(f))
+
+
+@pytest.fixture
+def fabric():
+    """Hosts 0, 1 on leaf 0, hosts 2, 3 on leaf 1, one spine; host 2 WRITEs
+    to host 0 at priority 0, host 3 at priority 3 (DSCP 24): both cross
+    leaf 1's uplink and the spine's downlink to leaf 0."""
+    w = q.World(4, cable=False, framelog=1 << 16)
+    for d in w.devs:
+        d.set_timing('cx5-100g')
+    w.switch_attach(rate_bps=100 * 10**9, overhead=24, latency_ns=1000, buffer=4 << 20,
+                    pfc=1, xoff=64 << 10, xon=32 << 10, leaves=2, spines=1, hosts_per_leaf=2)
+    h0, h1, h2, h3 = w.devs
+    c0 = rc_pair(h2, h0, 0)
+    c3 = rc_pair(h3, h0, 24 << 2)
+    yield w, h0, c0, c3
+    w.close()
+
+
+def write(conn, size, seed):
+    qa, pda, cqa, qb, pdb = conn
+    rng = random.Random(seed)
+    src, dst = qa.dev.reg_mr(pda, size), qb.dev.reg_mr(pdb, size)
+    data = bytes(rng.getrandbits(8) for _ in range(size))
+    src.write(0, data)
+    qa.post_send('RDMA_WRITE', [(src, 0, size)], remote=(dst, 0), wr_id=1)
+    return qa, cqa, dst, data
+
+
+def done_at(w, qa, cqa, limit=200000):
+    for _ in range(limit):
+        c = cqa.poll(1)
+        if c:
+            assert c[0]['status'] == 0, c[0]
+            return w.now
+        w.run(ns=500)
+    raise AssertionError('no completion')
+
+
+def test_strict_priority_on_the_fabric_links(fabric):
+    w, h0, c0, c3 = fabric
+    qa0, cq0, dst0, d0 = write(c0, 1 << 20, 5)
+    qa3, cq3, dst3, d3 = write(c3, 1 << 20, 6)
+    t3 = done_at(w, qa3, cq3)
+    assert cq0.poll(1) == []                     # priority 0 is still behind it
+    t0 = done_at(w, qa0, cq0)
+    assert t0 > t3
+    assert dst0.read(0, len(d0)) == d0 and dst3.read(0, len(d3)) == d3
+    # two 100 Gb/s senders into one 100 Gb/s uplink: priority 0 waited there
+    u0, u3 = w.switch_fabric_queue(True, 1, 0, 0), w.switch_fabric_queue(True, 1, 0, 3)
+    assert u0['frames'] > 0 and u3['frames'] > 0
+    assert u0['q_max'] > 4 * u3['q_max']
+    for d in w.devs:
+        assert d.stat('seq_naks_sent') == 0
+
+
+def test_a_host_pause_spreads_back_per_priority(fabric):
+    """Host 0 pauses priority 3: its queue at leaf 0 fills, leaf 0's port
+    from the spine pauses the spine's queue of priority 3, the spine's
+    port from leaf 1 pauses leaf 1's uplink queue of priority 3, and leaf 1
+    pauses host 3.  Priority 0 keeps flowing on the same links."""
+    w, h0, c0, c3 = fabric
+    w.wire_send(0, pfc_frame(h0.mac, 0x08, {3: 0xffff}))      # XOFF priority 3, 335 us
+    w.run(ns=3000)
+    qa3, cq3, dst3, d3 = write(c3, 1 << 20, 3)
+    w.run(ns=60000)
+    qa0, cq0, dst0, d0 = write(c0, 256 << 10, 4)
+    t0 = done_at(w, qa0, cq0)
+    assert cq3.poll(1) == [] and dst0.read(0, len(d0)) == d0
+    down3, up3 = w.switch_fabric_queue(False, 0, 0, 3), w.switch_fabric_queue(True, 1, 0, 3)
+    assert down3['paused_ns'] > 0 and up3['paused_ns'] > 0     # both tiers held priority 3
+    assert down3['q_now'] > 0 and up3['q_now'] > 0
+    assert w.switch_fabric_queue(False, 0, 0, 0)['paused_ns'] == 0
+    assert w.switch_fabric_queue(True, 1, 0, 0)['paused_ns'] == 0
+    t_xon = w.now
+    w.wire_send(0, pfc_frame(h0.mac, 0x08, {3: 0}))           # XON
+    t3 = done_at(w, qa3, cq3)
+    assert t0 <= t_xon < t3
+    assert dst3.read(0, len(d3)) == d3
+    assert sum(w.switch_queue(0, p)['drops'] for p in range(8)) == 0
+    for d in w.devs:
+        assert d.stat('seq_naks_sent') == 0 and d.stat('retransmitted_packets') == 0

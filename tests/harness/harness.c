@@ -1844,7 +1844,7 @@ int hx_switch_port_rx(hx_world *w, int port, const uint8_t *f, uint32_t len)
 	 * switch itself: a host's PFC pauses its port's queues (prio_queues),
 	 * anything else stops here */
 	if (!memcmp(f, "\x01\x80\xc2\x00\x00", 5) && (f[5] & 0xf0) == 0) {
-		if (w->sw.c.prio_queues && f[12] == 0x88 && f[13] == 0x08)
+		if (w->sw.pq && f[12] == 0x88 && f[13] == 0x08)
 			sw_ext_in(w, port, port, f, len);
 		else
 			es->link_local++;
@@ -1907,7 +1907,7 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	if (w->sw.on)
 		dst = sw_route(w, f, len);	/* the headers are built now */
 	/* a host's MAC control frame (PFC) is for the switch port it enters */
-	if (w->sw.on && w->sw.c.prio_queues && dst < 0 && len >= 14 && f[12] == 0x88 && f[13] == 0x08)
+	if (w->sw.on && w->sw.pq && dst < 0 && len >= 14 && f[12] == 0x88 && f[13] == 0x08)
 		dst = src;
 	/* only rules (and the switch, sw_route) look at the headers */
 	parsed = w->nrules && hx_parse_bth(f, (uint32_t)len, &op, &dqpn, &psn, NULL) == 0;
