@@ -14,7 +14,6 @@ spine's port from leaf 1 then fills and pauses leaf 1's uplink, whose
 ingress from the hosts pauses the senders: congestion spreading."""
 import json
 import os
-import random
 import struct
 import subprocess
 
@@ -22,6 +21,7 @@ import pytest
 
 import qrnic_harness as q
 from test_model_pfc import rc_pair
+from test_model_switch_prio import done_at, write as prio_write
 from tshark_fields import tshark_fields
 
 SIM = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
@@ -191,32 +191,16 @@ def fabric():
 
 
 def write(conn, size, seed):
-    qa, pda, cqa, qb, pdb = conn
-    rng = random.Random(seed)
-    src, dst = qa.dev.reg_mr(pda, size), qb.dev.reg_mr(pdb, size)
-    data = bytes(rng.getrandbits(8) for _ in range(size))
-    src.write(0, data)
-    qa.post_send('RDMA_WRITE', [(src, 0, size)], remote=(dst, 0), wr_id=1)
-    return qa, cqa, dst, data
-
-
-def done_at(w, qa, cqa, limit=200000):
-    for _ in range(limit):
-        c = cqa.poll(1)
-        if c:
-            assert c[0]['status'] == 0, c[0]
-            return w.now
-        w.run(ns=500)
-    raise AssertionError('no completion')
+    return prio_write(None, conn, size, seed)
 
 
 def test_strict_priority_on_the_fabric_links(fabric):
     w, h0, c0, c3 = fabric
     qa0, cq0, dst0, d0 = write(c0, 1 << 20, 5)
     qa3, cq3, dst3, d3 = write(c3, 1 << 20, 6)
-    t3 = done_at(w, qa3, cq3)
+    t3 = done_at(w, qa3, cq3, limit=200000)
     assert cq0.poll(1) == []                     # priority 0 is still behind it
-    t0 = done_at(w, qa0, cq0)
+    t0 = done_at(w, qa0, cq0, limit=200000)
     assert t0 > t3
     assert dst0.read(0, len(d0)) == d0 and dst3.read(0, len(d3)) == d3
     # two 100 Gb/s senders into one 100 Gb/s uplink: priority 0 waited there
@@ -238,7 +222,7 @@ def test_a_host_pause_spreads_back_per_priority(fabric):
     qa3, cq3, dst3, d3 = write(c3, 1 << 20, 3)
     w.run(ns=60000)
     qa0, cq0, dst0, d0 = write(c0, 256 << 10, 4)
-    t0 = done_at(w, qa0, cq0)
+    t0 = done_at(w, qa0, cq0, limit=200000)
     assert cq3.poll(1) == [] and dst0.read(0, len(d0)) == d0
     down3, up3 = w.switch_fabric_queue(False, 0, 0, 3), w.switch_fabric_queue(True, 1, 0, 3)
     assert down3['paused_ns'] > 0 and up3['paused_ns'] > 0     # both tiers held priority 3
@@ -247,7 +231,7 @@ def test_a_host_pause_spreads_back_per_priority(fabric):
     assert w.switch_fabric_queue(True, 1, 0, 0)['paused_ns'] == 0
     t_xon = w.now
     w.wire_send(0, pfc_frame(h0.mac, 0x08, {3: 0}))           # XON
-    t3 = done_at(w, qa3, cq3)
+    t3 = done_at(w, qa3, cq3, limit=200000)
     assert t0 <= t_xon < t3
     assert dst3.read(0, len(d3)) == d3
     assert sum(w.switch_queue(0, p)['drops'] for p in range(8)) == 0

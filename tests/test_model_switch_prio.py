@@ -52,9 +52,9 @@ def write(w, conn, size, seed):
     return qa, cqa, dst, data
 
 
-def done_at(w, qa, cqa):
-    """run until qa's WRITE completes; the time it did"""
-    for _ in range(100000):
+def done_at(w, qa, cqa, limit=100000):
+    """run until qa's WRITE completes (at most limit steps of 500 ns); the time it did"""
+    for _ in range(limit):
         c = cqa.poll(1)
         if c:
             assert c[0]['status'] == 0, c[0]
