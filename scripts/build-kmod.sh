@@ -74,7 +74,7 @@ OUT=$(cd "$OUT" && pwd)
 # ---- host packages ---------------------------------------------------------
 missing=()
 for p in "${HOST_PKGS[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
     say "installing ${missing[*]}"

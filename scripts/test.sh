@@ -40,7 +40,7 @@ PKGS=(meson ninja-build gcc pkg-config libglib2.0-dev python3-pytest tshark libr
       python3-aiohttp chromium chromium-driver python3-selenium)
 missing=()
 for p in "${PKGS[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null; then
         missing+=("$p")
     fi
 done
