@@ -73,6 +73,7 @@ void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
 	if (arm) {
 		if (eq->ci != eq->pi) {
 			eq->irq_pending = true;	/* raised from the run loop */
+			qrnic_arm_mark(&d->arm_eq_lo, &d->arm_eq_hi, eqn);
 			d->arm_pending = true;
 			qrnic_schedule(d);
 		} else {
@@ -83,10 +84,43 @@ void qrnic_eq_doorbell(struct qrnic_dev *d, uint32_t eqn, uint32_t ci, bool arm)
 
 static void cq_event(struct qrnic_dev *d, struct qrnic_cq *cq);
 
+/* Widen the range [*lo, *hi] to hold i. */
+void qrnic_arm_mark(uint32_t *lo, uint32_t *hi, uint32_t i)
+{
+	if (*lo > *hi) {
+		*lo = *hi = i;
+		return;
+	}
+	if (i < *lo)
+		*lo = i;
+	if (i > *hi)
+		*hi = i;
+}
+
+/* Every CQ and EQ may have a pending event (a snapshot load, a reset). */
+void qrnic_arm_mark_all(struct qrnic_dev *d)
+{
+	d->arm_cq_lo = d->arm_eq_lo = 1;
+	d->arm_cq_hi = d->cfg.max_cq ? d->cfg.max_cq - 1 : 0;
+	d->arm_eq_hi = d->cfg.max_eq ? d->cfg.max_eq - 1 : 0;
+}
+
 void qrnic_arm_run(struct qrnic_dev *d)
 {
+	/* the ranges are taken, then emptied: cq_event/qrnic_irq set no
+	 * new pending event (qrnic_cq_doorbell/qrnic_eq_doorbell do, from
+	 * MMIO), so nothing marked during the walk is lost */
+	uint32_t cq_lo = d->arm_cq_lo, cq_hi = d->arm_cq_hi;
+	uint32_t eq_lo = d->arm_eq_lo, eq_hi = d->arm_eq_hi;
+
 	d->arm_pending = false;
-	for (uint32_t i = 1; i < d->cfg.max_cq; i++) {
+	d->arm_cq_lo = d->arm_eq_lo = UINT32_MAX;
+	d->arm_cq_hi = d->arm_eq_hi = 0;
+	if (cq_lo < 1)
+		cq_lo = 1;
+	if (eq_lo < 1)
+		eq_lo = 1;
+	for (uint32_t i = cq_lo; i <= cq_hi && i < d->cfg.max_cq; i++) {
 		struct qrnic_cq *cq = &d->cq[i];
 
 		if (cq->valid && cq->event_pending) {
@@ -94,7 +128,7 @@ void qrnic_arm_run(struct qrnic_dev *d)
 			cq_event(d, cq);
 		}
 	}
-	for (uint32_t i = 1; i < d->cfg.max_eq; i++) {
+	for (uint32_t i = eq_lo; i <= eq_hi && i < d->cfg.max_eq; i++) {
 		struct qrnic_eq *eq = &d->eq[i];
 
 		if (eq->valid && eq->irq_pending) {
@@ -254,6 +288,7 @@ void qrnic_cq_doorbell(struct qrnic_dev *d, struct qrnic_cq *cq, uint32_t ci, bo
 	if (cq->ci != cq->vis) {
 		/* unconsumed CQEs: no lost wake-up (EQE from the run loop) */
 		cq->event_pending = true;
+		qrnic_arm_mark(&d->arm_cq_lo, &d->arm_cq_hi, (uint32_t)(cq - d->cq));
 		d->arm_pending = true;
 		qrnic_schedule(d);
 		return;

@@ -520,6 +520,8 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	d->eth_ctrl = d->eth_tx_pi = d->eth_rx_pi = d->eth_tx_ci = d->eth_rx_ci = 0;
 	d->eth_irq = 0;
 	d->aq_pending = d->eth_pending = false;
+	d->arm_cq_lo = d->arm_eq_lo = UINT32_MAX;	/* no CQ/EQ marked */
+	d->arm_cq_hi = d->arm_eq_hi = 0;
 	memset(d->mcg, 0, sizeof(d->mcg));
 	d->nmcg = 0;
 	memset(&d->work, 0, sizeof(d->work));

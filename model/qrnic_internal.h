@@ -524,6 +524,12 @@ struct qrnic_dev {
 	bool aq_pending;
 	bool eth_pending;
 	bool arm_pending;		/* some EQ/CQ has irq_pending/event_pending */
+	/* the CQs/EQs that may have event_pending/irq_pending: index ranges
+	 * [lo, hi] (empty when lo > hi), so that qrnic_arm_run looks at the
+	 * queues that asked and not at the whole table (65536 CQs by default:
+	 * a 5.6 MB walk per interrupt otherwise).  Not saved: a snapshot load
+	 * widens them to the whole tables. */
+	uint32_t arm_cq_lo, arm_cq_hi, arm_eq_lo, arm_eq_hi;
 	struct qrnic_qlist work;	/* QPs to service, in order */
 	struct qrnic_qlist flushq;	/* QPs moved to error whose queues are to be flushed */
 	bool flushing;			/* qrnic_qp_flush is draining flushq */
@@ -810,6 +816,8 @@ int qrnic_cq_resize(struct qrnic_dev *d, struct qrnic_cq *cq, uint8_t log_depth,
 void qrnic_cq_mod_timer(struct qrnic_dev *d, const struct qrnic_event *ev);
 /* Raise what arming doorbells found pending (never inside the MMIO write). */
 void qrnic_arm_run(struct qrnic_dev *d);
+void qrnic_arm_mark(uint32_t *lo, uint32_t *hi, uint32_t i);
+void qrnic_arm_mark_all(struct qrnic_dev *d);
 
 /* Little-endian 64-bit value from host memory (page lists). */
 static inline uint64_t qrnic_le64_to_host(uint64_t v)

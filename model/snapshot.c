@@ -336,6 +336,7 @@ static bool load_regs(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	d->aq_pending = qr_bool(r);
 	d->eth_pending = qr_bool(r);
 	d->arm_pending = qr_bool(r);
+	qrnic_arm_mark_all(d);	/* the queues' flags are in OBJS: look at all once */
 	d->next_qpn = qr_u32(r);
 	d->event_seq = qr_u64(r);
 	d->timer_gen = qr_u32(r);
