@@ -585,3 +585,33 @@ def test_deep_unsignaled_queue_acks_every_16_messages(profile):
     assert j['ok'] and j['stats']['cqes'] == count // 100
     assert count // 16 <= j['stats']['acks_sent'] <= count // 16 + count // 100 + 5
     assert j['wire']['frames'] == count + j['stats']['acks_sent']
+
+
+def _asan_instrumented(path):
+    try:
+        with open(path, 'rb') as f:
+            return b'__asan_init' in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _asan_instrumented(SIM),
+                    reason='qrnic-sim is not an ASan build (the san tier runs this)')
+@pytest.mark.parametrize('args', [
+    ['--count', '50', '--device', 'cc_algo=1', '--profile', 'cx5-100g', '--timing', 'link_mbps=40000',
+     '--trace-format', 'csv', '--plan-hosts', 'all', '--name', 'x'],
+    ['--workload', 'WL', '--quiet'],
+    ['--bogus-option'],
+], ids=['options', 'workload', 'refused'])
+def test_sim_frees_its_options(tmp_path, args):
+    """LeakSanitizer finds nothing at exit: option values, the command line's
+    and a workload file's option lists (they leaked before)."""
+    wl = tmp_path / 'wl.txt'
+    wl.write_text('size 4096\ncount 20\n[a]\nqps 2\n[b]\nqps 3\nprofile cx5-100g\n')
+    args = [str(wl) if a == 'WL' else a for a in args]
+    env = dict(os.environ, ASAN_OPTIONS='detect_leaks=1:halt_on_error=1:exitcode=99')
+    env.pop('LD_PRELOAD', None)
+    r = subprocess.run([SIM, '--deterministic'] + args, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=300, env=env)
+    assert r.returncode in (0, 2), r.stderr[-3000:]
+    assert 'LeakSanitizer' not in r.stderr, r.stderr[-3000:]

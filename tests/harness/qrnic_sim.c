@@ -296,6 +296,28 @@ static const char *retired(const char *k)
 	return "";
 }
 
+/* The option values the configuration points at, and the option lists:
+ * they live as long as the process and are freed together at exit
+ * (sim_cleanup) so that LeakSanitizer reports none of them. */
+static char **owned;
+static size_t nowned, capowned;
+
+static const char *own(const char *v)
+{
+	char *d = strdup(v);
+
+	if (!d)
+		abort();
+	if (nowned == capowned) {
+		capowned = capowned ? 2 * capowned : 32;
+		owned = realloc(owned, capowned * sizeof(*owned));
+		if (!owned)
+			abort();
+	}
+	owned[nowned++] = d;
+	return d;
+}
+
 /* --device: every item a parameter of the model's configuration table
  * (names and bounds: model/config.c), checked here as the harness will. */
 static int device_check(const char *v)
@@ -490,17 +512,17 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 	if (!strcmp(k, "trace-format")) {
 		if (strcmp(v, "jsonl") && strcmp(v, "csv") && strcmp(v, "json"))
 			return bad("--trace-format: '%s' is not jsonl or csv", v);
-		c->trace_format = strdup(v);
+		c->trace_format = own(v);
 		return 0;
 	}
 	if (!strcmp(k, "device"))
-		return device_check(v) ? -1 : (c->device = strdup(v), 0);
-#define STR(f) if (!strcmp(k, #f)) { c->f = strdup(v); return 0; }
+		return device_check(v) ? -1 : (c->device = own(v), 0);
+#define STR(f) if (!strcmp(k, #f)) { c->f = own(v); return 0; }
 	STR(trace) STR(pcap) STR(plan) STR(profile) STR(timing)
 	if (!strcmp(k, "plan-hosts")) {
 		if (strcmp(v, "all") && (!*v || strspn(v, "0123456789,") != strlen(v)))
 			return bad("--plan-hosts: '%s' is not 'all' or a comma list of host indexes", v);
-		c->plan_hosts = strdup(v);
+		c->plan_hosts = own(v);
 		return 0;
 	}
 #undef STR
@@ -539,9 +561,25 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 }
 
 /* ---- option lists: command line, workload file ------------------------------------ */
-struct kv { char *k, *v; };
+struct kv { const char *k, *v; };
 struct kvlist { struct kv *a; int n, cap; };
 struct section { char name[64]; struct kvlist kv; };
+
+static struct kvlist cli, global;	/* command line; workload file before its sections */
+static struct section *secs;
+static int nsec;
+
+static void sim_cleanup(void)
+{
+	for (int i = 0; i < nsec; i++)
+		free(secs[i].kv.a);
+	free(secs);
+	free(cli.a);
+	free(global.a);
+	for (size_t i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
+}
 
 static void kv_add(struct kvlist *l, const char *k, const char *v)
 {
@@ -551,8 +589,8 @@ static void kv_add(struct kvlist *l, const char *k, const char *v)
 		if (!l->a)
 			abort();
 	}
-	l->a[l->n].k = strdup(k);
-	l->a[l->n].v = v ? strdup(v) : NULL;
+	l->a[l->n].k = own(k);
+	l->a[l->n].v = v ? own(v) : NULL;
 	l->n++;
 }
 
@@ -580,12 +618,12 @@ static char *trim(char *s)
  * option names, with or without "--"), '#' comments, and optional "[name]"
  * sections.  Lines before the first section apply to every section; each
  * section is one run.  No sections: one run. */
-static int load_workload(const char *path, struct kvlist *global, struct section **secs, int *nsec)
+static int load_workload(const char *path, struct kvlist *glob, struct section **sv, int *ns)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024];
 	int lineno = 0;
-	struct kvlist *cur = global;
+	struct kvlist *cur = glob;
 
 	if (!f)
 		return bad("--workload %s: %s", path, strerror(errno));
@@ -606,13 +644,13 @@ static int load_workload(const char *path, struct kvlist *global, struct section
 				return bad("%s:%d: bad section header", path, lineno);
 			}
 			*e = 0;
-			*secs = realloc(*secs, (size_t)(*nsec + 1) * sizeof(**secs));
-			if (!*secs)
+			*sv = realloc(*sv, (size_t)(*ns + 1) * sizeof(**sv));
+			if (!*sv)
 				abort();
-			memset(&(*secs)[*nsec], 0, sizeof(**secs));
-			snprintf((*secs)[*nsec].name, sizeof((*secs)[*nsec].name), "%s", trim(s + 1));
-			cur = &(*secs)[*nsec].kv;
-			(*nsec)++;
+			memset(&(*sv)[*ns], 0, sizeof(**sv));
+			snprintf((*sv)[*ns].name, sizeof((*sv)[*ns].name), "%s", trim(s + 1));
+			cur = &(*sv)[*ns].kv;
+			(*ns)++;
 			continue;
 		}
 		k = s;
@@ -2628,16 +2666,16 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct kvlist cli = { 0 }, global = { 0 };
-	struct section *secs = NULL;
-	int nsec = 0, worst = 0;
+	int worst = 0;
 	const char *workload = NULL;
+	char k[128];
 
 	/* the harness copies every frame; keep freed memory in the process */
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	atexit(sim_cleanup);
 	for (int i = 1; i < argc; i++) {
-		char *a = argv[i], *k, *v = NULL, *eq;
+		char *a = argv[i], *v = NULL, *eq;
 		int o;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -2648,12 +2686,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "qrnic-sim: unexpected argument '%s' (see --help)\n", a);
 			return SIM_EXIT_USAGE;
 		}
-		k = strdup(a + 2);
-		eq = strchr(k, '=');
-		if (eq) {
-			*eq = 0;
-			v = eq + 1;
+		eq = strchr(a + 2, '=');
+		if ((eq ? (size_t)(eq - a - 2) : strlen(a + 2)) >= sizeof(k)) {
+			fprintf(stderr, "qrnic-sim: option name too long: '%.40s...'\n", a);
+			return SIM_EXIT_USAGE;
 		}
+		snprintf(k, sizeof(k), "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
+		if (eq)
+			v = eq + 1;
 		if (!strcmp(k, "workload")) {
 			if (!v && i + 1 < argc)
 				v = argv[++i];
