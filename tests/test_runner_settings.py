@@ -5,6 +5,7 @@ socket it hands to QEMU; garbage gives a clear error naming the variable."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -119,3 +120,31 @@ def test_bench_tunings():
     for bad in ('', 'pinned', 'none:20', 'none:x', 'split:-1'):
         with pytest.raises(ValueError):
             b.parse_tunings(bad)
+
+
+def test_sched_stats_of_a_process():
+    """VM.sched_stats on a stand-in process that burns CPU then sleeps in steps: its
+    thread (not named like a vCPU) counts as 'other', its CPU time and its sleeps
+    show, the vCPU figures stay 0; a VM without a process gives zeros."""
+    code = ('import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n'
+            'for _ in range(20): time.sleep(0.01)\ntime.sleep(60)\n')
+    p = subprocess.Popen([sys.executable, '-c', code])
+    try:
+        vm = runner.VM.__new__(runner.VM)
+        vm.proc = p
+        deadline = time.monotonic() + 30
+        while True:     # the burn and the 20 sleeps take ~0.5 s on a quiet host
+            st = vm.sched_stats()
+            if (st['other_run'] >= 0.25 and st['other_sleeps'] >= 20) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert st['vcpu_run'] == st['vcpu_wait'] == 0
+        assert st['other_run'] >= 0.25, st
+        assert st['other_sleeps'] >= 20, st
+        assert st['other_wait'] >= 0
+    finally:
+        p.kill()
+        p.wait()
+    vm.proc = None
+    assert vm.sched_stats() == dict(vcpu_run=0.0, vcpu_wait=0.0, other_run=0.0, other_wait=0.0,
+                                    other_sleeps=0)

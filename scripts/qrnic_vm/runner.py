@@ -539,6 +539,32 @@ class VM:
                 out.append((int(tid), _is_vcpu_thread(f.read().strip())))
         return out
 
+    def sched_stats(self):
+        """The QEMU process's threads as the host scheduler saw them so far:
+        {'vcpu_run', 'vcpu_wait', 'other_run', 'other_wait'} in seconds (on a CPU;
+        runnable but waiting for one: /proc/<tid>/schedstat) and 'other_sleeps' (the
+        voluntary context switches of the non-vCPU threads, the main loop above all:
+        each is a wake-up later).  Zeros for a VM that is not running."""
+        st = dict(vcpu_run=0.0, vcpu_wait=0.0, other_run=0.0, other_wait=0.0, other_sleeps=0)
+        if self.proc is None:
+            return st
+        try:
+            for tid, vcpu in self._threads():
+                base = '/proc/%d/task/%d/' % (self.proc.pid, tid)
+                with open(base + 'schedstat') as f:
+                    run_ns, wait_ns = (int(x) for x in f.read().split()[:2])
+                k = 'vcpu' if vcpu else 'other'
+                st[k + '_run'] += run_ns / 1e9
+                st[k + '_wait'] += wait_ns / 1e9
+                if not vcpu:
+                    with open(base + 'status') as f:
+                        for ln in f:
+                            if ln.startswith('voluntary_ctxt_switches:'):
+                                st['other_sleeps'] += int(ln.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass        # a thread that ended meanwhile: the others still count
+        return st
+
     def _nice_vcpus(self):
         """Lower the vCPU threads' priority (VCPU_NICE) below QEMU's main loop, where the
         devices (qrnic's model, virtio-net) and the netdevs run: a frame that arrives while the
