@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""qemu tier: the inline doorbell (hw/qrnic.c qrnic_db_write, docs/qemu.md
+section 3): a doorbell that finds the device idle runs the device in the
+thread that rang it; inline-doorbell=off leaves every doorbell to the
+bottom half.  Both give the same bytes and completions; the QOM counter
+inline-runs says which path ran."""
+import pytest
+
+import qrnic_harness as h
+from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.qemu
+
+# devices 0 and 1 with the default (on), 2 and 3 with inline-doorbell=off, on one hub
+qworld, world = shared_world('inline', ndev=4,
+                             dev_opts=['', '', 'inline-doorbell=off', 'inline-doorbell=off'])
+
+
+def _write_and_send(a, b):
+    """An RDMA WRITE and a SEND, each posted alone on an idle device, then a
+    batch of 8 WRITEs under one doorbell; returns the sender's inline-runs
+    before and after."""
+    c = h.connect_rc(a, b, mtu=1024)
+    src, dst = a.reg_mr(c.pda, 65536), b.reg_mr(c.pdb, 65536)
+    data = bytes((i * 7 + 3) & 0xff for i in range(8192))
+    src.write(0, data)
+    n0 = a.qom_get('inline-runs')
+    c.qa.post_send('RDMA_WRITE', [(src, 0, 3000)], remote=(dst, 100))
+    assert [e['status_name'] for e in c.cqa.wait(1)] == ['SUCCESS']
+    c.qb.post_recv([(dst, 8192, 4096)])
+    c.qa.post_send('SEND', [(src, 3000, 2000)])
+    assert [e['status_name'] for e in c.cqa.wait(1)] == ['SUCCESS']
+    r = c.cqb.wait(1)
+    assert r[0]['status_name'] == 'SUCCESS' and r[0]['byte_len'] == 2000
+    for i in range(8):
+        c.qa.post_send('RDMA_WRITE', [(src, i * 1024, 1024)], remote=(dst, 16384 + i * 1024),
+                       ring=(i == 7))
+    assert [e['status_name'] for e in c.cqa.wait(8)] == ['SUCCESS'] * 8
+    assert dst.read(100, 3000) == data[:3000]
+    assert dst.read(8192, 2000) == data[3000:5000]
+    assert dst.read(16384, 8192) == data
+    return n0, a.qom_get('inline-runs')
+
+
+def test_inline_doorbell_on(world):
+    """Three doorbells, each on an idle device: each ran the device inline."""
+    a, b = world.devs[:2]
+    assert a.qom_get('inline-doorbell') is True
+    n0, n1 = _write_and_send(a, b)
+    assert n1 - n0 == 3
+
+
+def test_inline_doorbell_off(world):
+    a, b = world.devs[2:]
+    assert a.qom_get('inline-doorbell') is False
+    n0, n1 = _write_and_send(a, b)
+    assert n0 == n1 == 0
