@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """qemu tier: the inline doorbell (hw/qrnic.c qrnic_db_write, docs/qemu.md
 section 3): a doorbell that finds the device idle runs the device in the
-thread that rang it; inline-doorbell=off leaves every doorbell to the
-bottom half.  Both give the same bytes and completions; the QOM counter
+thread that rang it (inline-doorbell=on); the default, off, leaves every
+doorbell to the bottom half.  Both give the same bytes and completions; the QOM counter
 inline-runs says which path ran."""
 import pytest
 
@@ -11,9 +11,9 @@ from qtest.fixtures import qemu_binary, shared_world  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
 
-# devices 0 and 1 with the default (on), 2 and 3 with inline-doorbell=off, on one hub
+# devices 0 and 1 with inline-doorbell=on, 2 and 3 with the default (off), on one hub
 qworld, world = shared_world('inline', ndev=4,
-                             dev_opts=['', '', 'inline-doorbell=off', 'inline-doorbell=off'])
+                             dev_opts=['inline-doorbell=on', 'inline-doorbell=on', '', ''])
 
 
 def _write_and_send(a, b):
