@@ -108,3 +108,19 @@ def test_cc_converge_prints_a_row_per_setting():
     assert paper[-1] == '0' and int(paper[-2]) > 0, out   # no drops, CNPs sent
     assert 'must be an integer' in bench('cc_converge', 0, rc=2).stderr
     assert 'must be an integer' in bench('cc_converge', 5, 'x', rc=2).stderr
+
+
+def test_cc_fluid_model_converges_to_the_fair_share():
+    """bench/cc_fluid integrates the DCQCN paper's fluid model: a row per
+    incast and feedback delay; at 2:1 each flow ends at about half the link
+    and the second half's queue sits in the marking band (Kmin 5 KB .. Kmax
+    200 KB), as the paper's analysis says it should; bad arguments exit 2."""
+    out = bench('cc_fluid', 50).stdout
+    rows = [line.split() for line in out.splitlines() if line[:1].isdigit()]
+    assert [(r[0], r[1]) for r in rows] == [('2:1', '5'), ('2:1', '50'), ('15:1', '5'), ('15:1', '50')], out
+    for r in rows[:2]:
+        qmax, qmean, final = float(r[5]), float(r[7]), float(r[11])
+        assert 5 < qmean <= qmax < 200, r
+        assert abs(final - 20.0) < 2.0, r        # Gb/s, half of 40
+    assert 'must be an integer' in bench('cc_fluid', 1, rc=2).stderr
+    assert 'must be an integer' in bench('cc_fluid', 'x', rc=2).stderr
