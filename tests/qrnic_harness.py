@@ -321,12 +321,14 @@ class SwitchCfg(ctypes.Structure):
                 ('seed', ctypes.c_uint64), ('leaves', ctypes.c_int), ('spines', ctypes.c_int),
                 ('hosts_per_leaf', ctypes.c_int), ('shared_buffer', ctypes.c_uint64),
                 ('alpha', ctypes.c_double), ('pfc_resume', ctypes.c_uint64),
-                ('prio_queues', ctypes.c_int)]
+                ('prio_queues', ctypes.c_int), ('ets', ctypes.c_int),
+                ('ets_weight', ctypes.c_uint8 * 8)]
 
 
 class SwitchQueueStats(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in
-                ('frames', 'bytes', 'drops', 'marks', 'paused_ns', 'q_now', 'q_max')]
+                ('frames', 'bytes', 'drops', 'marks', 'paused_ns', 'q_now', 'q_max',
+                 'tx_frames', 'tx_bytes')]
 
 
 # C struct name -> Python mirror
