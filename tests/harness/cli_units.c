@@ -187,3 +187,20 @@ int cli_ets(const char *k, const char *s, uint8_t w[8])
 			       k, s, sum);
 	return 0;
 }
+
+int cli_prios(const char *k, const char *s, uint8_t *mask)
+{
+	const char *q = s;
+
+	*mask = 0;
+	for (;;) {
+		if (*q < '0' || *q > '7' || (q[1] && q[1] != ','))
+			return cli_bad("--%s: not a priority 0..7 at '%s' (in '%s')", k, q, s);
+		if (*mask >> (*q - '0') & 1)
+			return cli_bad("--%s: priority %c twice in '%s'", k, *q, s);
+		*mask |= (uint8_t)(1u << (*q - '0'));
+		if (!q[1])
+			return 0;
+		q += 2;
+	}
+}

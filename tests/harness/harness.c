@@ -1553,7 +1553,8 @@ static void sw_pq_add(hx_world *w, struct hx_swport *p, struct hx_frame *fr, int
 	sw->used[p->node] += bytes;
 	if (sw->c.leaves && sw->used[p->node] > sw->used_max[p->node])
 		sw->used_max[p->node] = sw->used[p->node];
-	if (sw->c.pfc && !(in->paused >> prio & 1) && sw_xoff(sw, p->node, in->ing_p[prio])) {
+	if (sw->c.pfc && !((in->paused | sw->c.pfc_lossy) >> prio & 1) &&
+	    sw_xoff(sw, p->node, in->ing_p[prio])) {
 		in->paused |= (uint8_t)(1u << prio);
 		in->pause_ps[prio] = t;
 		in->refresh_ps[prio] = t + sw_pfc_refresh_ps(sw);
@@ -1609,9 +1610,11 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 	q = sw->pq ? (double)(sw->c.prio_queues ? p->pq_bytes[prio] : p->pq_total) : sw_q(sw, p, t);
 	/* shared buffer (this switch's): a lossless (PFC) class is limited by
 	 * the ingress thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one
-	 * by the dynamic threshold of its egress queue */
+	 * (no PFC, or its priority in pfc_lossy) by the dynamic threshold of
+	 * its egress queue */
 	if (sw->c.shared_buffer ? sw->used[p->node] + bytes > sw->c.shared_buffer ||
-				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw, p->node))
+				  ((!sw->c.pfc || (sw->c.pfc_lossy >> prio & 1)) &&
+				   (double)(p->eg_p[prio] + bytes) > sw_dyn(sw, p->node))
 	    : sw->pq ? (sw->c.prio_queues ? p->pq_bytes[prio] : p->pq_total) + bytes > sw->c.buffer
 		     : q + bytes > (double)sw->c.buffer) {
 		p->st.drops++;
@@ -1669,7 +1672,7 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		struct hx_swport *in = &sw->port[fr->src];
 		int pr = prio;
 
-		if (!(in->paused >> pr & 1) && sw_xoff(sw, p->node, in->ing_p[pr])) {
+		if (!((in->paused | sw->c.pfc_lossy) >> pr & 1) && sw_xoff(sw, p->node, in->ing_p[pr])) {
 			in->paused |= (uint8_t)(1u << pr);
 			in->pause_ps[pr] = t;
 			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
@@ -1689,11 +1692,6 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 	if (!c || w->fl_head || w->held || (c->kmax && c->kmax <= c->kmin) ||
 	    c->pmax < 0 || c->pmax > 1 || (c->pfc && c->xon > c->xoff)) {
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
-		return HX_E_INVAL;
-	}
-	if (c->prio_queues && c->shared_buffer) {
-		hx_err(w, "hx_switch_attach: priority queues (a buffer per queue) need a switch "
-		       "without a shared buffer");
 		return HX_E_INVAL;
 	}
 	if (c->ets) {

@@ -170,6 +170,8 @@ static const char usage[] =
 "  --pfc              PFC: XOFF to a host whose ingress bytes pass --xoff\n"
 "  --xoff, --xon B    PFC thresholds per ingress priority          (128000, 64000)\n"
 "  --prio-queues      one queue per priority (strict priority); hosts' PFC honoured\n"
+"  --pfc-prios LIST   with --pfc: the lossless priorities, e.g. 3,4; the others\n"
+"                     drop at their queue's limit                 (all)\n"
 "  --ets W0,...,W7    with --prio-queues: ETS (802.1Qaz) weights in percent per\n"
 "                     priority, deficit round robin; 0 = strict priority, the\n"
 "                     others add up to 100                        (none: strict)\n"
@@ -189,7 +191,7 @@ static bool has_arg(const char *k)
 	static const char *const a[] = { "port", "rate", "overhead", "latency", "buffer", "kmin",
 					 "kmax", "pmax", "xoff", "xon", "seed", "stats",
 					 "stats-interval", "duration", "shared-buffer", "alpha",
-					 "pfc-resume", "ets", NULL };
+					 "pfc-resume", "ets", "pfc-prios", NULL };
 
 	for (int i = 0; a[i]; i++)
 		if (!strcmp(a[i], k))
@@ -282,6 +284,12 @@ static void parse_args(int argc, char **argv)
 			swc.pfc = 1;
 		} else if (!strcmp(k, "prio-queues")) {
 			swc.prio_queues = 1;
+		} else if (!strcmp(k, "pfc-prios")) {
+			uint8_t m;
+
+			if (cli_prios(k, v, &m))
+				die2("%s", cli_error());
+			swc.pfc_lossy = (uint8_t)~m;
 		} else if (!strcmp(k, "ets")) {
 			if (cli_ets(k, v, swc.ets_weight))
 				die2("%s", cli_error());
@@ -319,8 +327,8 @@ static void parse_args(int argc, char **argv)
 	if (swc.pfc && swc.xon > swc.xoff)
 		die2("--xon (%llu) must not be above --xoff (%llu)", (unsigned long long)swc.xon,
 		     (unsigned long long)swc.xoff);
-	if (swc.shared_buffer && swc.prio_queues)
-		die2("--prio-queues and --shared-buffer do not go together (one of them)");
+	if (swc.pfc_lossy && !swc.pfc)
+		die2("--pfc-prios names the lossless priorities: it needs --pfc");
 	if (swc.ets && !swc.prio_queues)
 		die2("--ets weighs the priority queues: it needs --prio-queues");
 	for (int i = 0; i < nports; i++)
@@ -374,7 +382,7 @@ static void write_json(FILE *f)
 	fprintf(f, "{\"uptime_ns\": %llu, \"shared_used\": %llu, \"shared_max\": %llu, \"config\": {\"rate_bps\": %llu, \"overhead\": %u, "
 		"\"latency_ns\": %llu, \"buffer\": %llu, \"kmin\": %llu, \"kmax\": %llu, "
 		"\"pmax\": %g, \"pfc\": %d, \"xoff\": %llu, \"xon\": %llu, \"prio_queues\": %d, "
-		"\"shared_buffer\": %llu, \"alpha\": %g, \"ets\": [%d, %d, %d, %d, %d, %d, %d, %d]},\n"
+		"\"shared_buffer\": %llu, \"alpha\": %g, \"ets\": [%d, %d, %d, %d, %d, %d, %d, %d], \"pfc_lossy\": %d},\n"
 		" \"ports\": [",
 		(unsigned long long)(now - 1000), (unsigned long long)shared, (unsigned long long)shared_max,
 		(unsigned long long)swc.rate_bps, swc.overhead,
@@ -383,7 +391,7 @@ static void write_json(FILE *f)
 		(unsigned long long)swc.xoff, (unsigned long long)swc.xon, swc.prio_queues,
 		(unsigned long long)swc.shared_buffer, swc.alpha, swc.ets_weight[0], swc.ets_weight[1],
 		swc.ets_weight[2], swc.ets_weight[3], swc.ets_weight[4], swc.ets_weight[5],
-		swc.ets_weight[6], swc.ets_weight[7]);
+		swc.ets_weight[6], swc.ets_weight[7], swc.pfc_lossy);
 	for (int i = 0; i < nports; i++) {
 		struct hx_switch_stats st;
 		struct hx_switch_ext_stats es;
