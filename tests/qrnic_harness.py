@@ -321,12 +321,23 @@ class SwitchCfg(ctypes.Structure):
                 ('seed', ctypes.c_uint64), ('leaves', ctypes.c_int), ('spines', ctypes.c_int),
                 ('hosts_per_leaf', ctypes.c_int), ('shared_buffer', ctypes.c_uint64),
                 ('alpha', ctypes.c_double), ('pfc_resume', ctypes.c_uint64),
-                ('prio_queues', ctypes.c_int)]
+                ('prio_queues', ctypes.c_int), ('ets', ctypes.c_int),
+                ('ets_weight', ctypes.c_uint8 * 8), ('pfc_lossy', ctypes.c_uint8)]
+
+
+class SwitchStats(ctypes.Structure):
+    """struct hx_switch_stats (one port)"""
+    _fields_ = [(n, ctypes.c_uint64) for n in ('frames', 'bytes', 'marks', 'drops', 'q_now',
+                                               'q_max')] + \
+        [('q_avg', ctypes.c_double)] + \
+        [(n, ctypes.c_uint64) for n in ('win_max', 'pauses', 'paused_ns', 'ingress',
+                                        'pfc_frames', 'pfc_rx')]
 
 
 class SwitchQueueStats(ctypes.Structure):
     _fields_ = [(n, ctypes.c_uint64) for n in
-                ('frames', 'bytes', 'drops', 'marks', 'paused_ns', 'q_now', 'q_max')]
+                ('frames', 'bytes', 'drops', 'marks', 'paused_ns', 'q_now', 'q_max',
+                 'tx_frames', 'tx_bytes')]
 
 
 # C struct name -> Python mirror
@@ -521,6 +532,9 @@ _SIGS = {
     'hx_switch_attach': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
     'hx_switch_queue_stats': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                              ctypes.c_void_p]),
+    'hx_switch_stats': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]),
+    'hx_switch_shared_used': (ctypes.c_uint64, [ctypes.c_void_p,
+                                                ctypes.POINTER(ctypes.c_uint64)]),
     'hx_switch_fabric_queue_stats': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                                                     ctypes.c_int, ctypes.c_int, ctypes.c_void_p]),
     'hx_wire_send': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
@@ -1258,6 +1272,19 @@ class World:
         _check(self._l.hx_switch_queue_stats(self.w, port, prio, ctypes.byref(st)),
                'switch_queue')
         return {n: getattr(st, n) for n, _ in SwitchQueueStats._fields_}
+
+    def switch_port(self, port):
+        """The switch's port: a dict of struct hx_switch_stats (its output
+        queue, and PFC on its ingress: pauses, pfc_frames, ...)."""
+        st = SwitchStats()
+        _check(self._l.hx_switch_stats(self.w, port, ctypes.byref(st)), 'switch_port')
+        return {n: getattr(st, n) for n, _ in SwitchStats._fields_}
+
+    def shared_used(self):
+        """shared buffer: (bytes in use now, the most so far)"""
+        mx = ctypes.c_uint64()
+        now = self._l.hx_switch_shared_used(self.w, ctypes.byref(mx))
+        return now, mx.value
 
     def switch_fabric_queue(self, up, leaf, spine, prio):
         """Leaf-spine: the queue of priority prio of leaf 'leaf''s port up to

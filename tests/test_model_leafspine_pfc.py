@@ -157,7 +157,7 @@ def test_shared_buffer_with_pfc_across_leaves_is_lossless():
 
 
 def test_bad_combinations_are_refused():
-    for bad, word in ((['--prio-queues'], '--prio-queues'),
+    for bad, word in ((['--pfc-prios', '3'], '--pfc'),
                       (['--shared-buffer', B, '--alpha', 0], 'alpha'),
                       (['--pfc', '--xoff', '10K', '--xon', '20K'], '--xon')):
         r = subprocess.run([SIM] + BASE + [str(a) for a in bad], capture_output=True, text=True,

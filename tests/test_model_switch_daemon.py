@@ -269,7 +269,10 @@ def test_stats_file_and_sigusr1(sw_factory, tmp_path):
     (['--port', '1', '--port', '2', '--pfc', '--xoff', '1K', '--xon', '2K'], '--xon'),
     (['--port', '1', '--port', '2', '--buffer', '1K'], '--buffer'),
     (['--port', '1', '--port', '2', '--alpha', '0'], '--alpha'),
-    (['--port', '1', '--port', '2', '--shared-buffer', '1M', '--prio-queues'], 'do not go together'),
+    (['--port', '1', '--port', '2', '--ets', '50,50'], '--ets'),
+    (['--port', '1', '--port', '2', '--prio-queues', '--pfc-prios', '3'], 'needs --pfc'),
+    (['--port', '1', '--port', '2', '--pfc', '--pfc-prios', '3,3'], 'twice'),
+    (['--port', '1', '--port', '2', '--pfc', '--pfc-prios', '8'], 'not a priority'),
     (['--port', '1', '--port', '2', '--bogus'], "unknown option '--bogus'"),
     (['--port', '1', '--port', '2', '--rate'], '--rate needs a value'),
     (['--port', '1', '--port', '2', 'extra'], "unexpected argument 'extra'"),
@@ -336,3 +339,32 @@ def test_runner_switchproc(tmp_path, monkeypatch):
     assert final['ports'][0]['flooded'] == 1
     assert (tmp_path / 'switch.log').read_text().startswith('qrnic-switch: ready')
     assert '--rate 1G' in (tmp_path / 'switch-cmdline.txt').read_text()
+
+
+def test_ets_weights_between_priority_queues(sw_factory):
+    """--prio-queues --ets 25,0,0,75,...: 200 frames of priority 0 (host 1)
+    and 200 of priority 3 (host 2), 1000 bytes each, sent at once into host
+    0's port at 10 Mb/s (0.8 ms a frame): once both queues are backlogged,
+    every 100 frames host 0 gets hold 75 of priority 3 within the DWRR
+    bound (|S3 - 3 S0| <= 3 Q_75 + 4 M = 26596 B, 26 frames: 75 +- 6.5;
+    tests/test_model_switch_ets.py), not the 100 of strict priority"""
+    sw = sw_factory(3, '--rate', '10M', '--buffer', '4M', '--kmax', '0', '--prio-queues',
+                    '--ets', '25,0,0,75,0,0,0,0')
+    sw.send(0, eth(BCAST, MAC[0], b'hello'))          # learn host 0
+    for i in (1, 2):
+        sw.recv_all(i, quiet=0.1)
+    for k in range(200):
+        sw.send(1, ipv4_udp(MAC[0], MAC[1], 1000, tos=0 << 5))
+    for k in range(200):
+        sw.send(2, ipv4_udp(MAC[0], MAC[2], 1000, tos=3 << 5))
+    got = sw.recv_all(0, quiet=1.0, limit=30)
+    prios = [f[15] >> 5 for f in got]
+    assert len(prios) == 400 and prios.count(0) == prios.count(3) == 200
+    window = prios[30:130]       # both backlogged (priority 0 sends a quarter)
+    print(f"priority 3: {window.count(3)} of frames 30..129")
+    assert 68 <= window.count(3) <= 82, window
+    j = sw.stop()
+    assert j['config']['ets'] == [25, 0, 0, 75, 0, 0, 0, 0]
+    q0 = {x['prio']: x for x in j['ports'][0]['queues']}
+    assert q0[0]['weight'] == 25 and q0[3]['weight'] == 75
+    assert q0[0]['tx_bytes'] == q0[3]['tx_bytes'] == 200 * 1024

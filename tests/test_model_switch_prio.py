@@ -147,8 +147,10 @@ def test_receiver_pfc_through_the_switch_is_lossless():
 
 
 def test_prio_queues_refused_where_not_modelled():
-    for extra in (['--shared-buffer', '1M'], ['--leaves', '1', '--spines', '1']):
-        r = subprocess.run([SIM, '--incast', '--hosts', '3', '--count', '1', '--prio-queues',
-                            *extra], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 2 and '--prio-queues' in r.stderr or 'leaves' in r.stderr, \
-            r.stderr
+    # with --shared-buffer and --leaves they run (tests/test_model_switch_prio_shared.py)
+    for extra, word in (([], '--prio-queues is for --incast'),
+                        (['--incast', '--pfc-prios', '3'], 'needs --pfc'),
+                        (['--incast', '--pfc', '--pfc-prios', '3,9'], 'not a priority')):
+        r = subprocess.run([SIM, '--hosts', '4', '--count', '1', '--prio-queues', *extra],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and word in r.stderr, r.stderr

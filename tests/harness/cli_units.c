@@ -155,3 +155,52 @@ int cli_rate(const char *k, const char *s, uint64_t *out)
 	return 0;
 }
 
+
+int cli_ets(const char *k, const char *s, uint8_t w[8])
+{
+	const char *q = s;
+	unsigned sum = 0;
+	int n = 0;
+
+	for (;;) {
+		char *e;
+		long v;
+
+		if (n == 8)
+			return cli_bad("--%s: more than 8 weights in '%s' (one per priority 0..7)", k, s);
+		if (*q < '0' || *q > '9')	/* no sign, no space, no empty item */
+			return cli_bad("--%s: not a weight 0..100 at '%s' (in '%s')", k, q, s);
+		errno = 0;
+		v = strtol(q, &e, 10);
+		if (errno || v > 100 || (*e && *e != ','))
+			return cli_bad("--%s: not a weight 0..100 at '%s' (in '%s')", k, q, s);
+		w[n++] = (uint8_t)v;
+		sum += (unsigned)v;
+		if (!*e)
+			break;
+		q = e + 1;
+	}
+	if (n != 8)
+		return cli_bad("--%s: %d weights in '%s', need 8 (one per priority 0..7)", k, n, s);
+	if (sum != 100)
+		return cli_bad("--%s: the weights in '%s' add up to %u, not 100 (0 = strict priority)",
+			       k, s, sum);
+	return 0;
+}
+
+int cli_prios(const char *k, const char *s, uint8_t *mask)
+{
+	const char *q = s;
+
+	*mask = 0;
+	for (;;) {
+		if (*q < '0' || *q > '7' || (q[1] && q[1] != ','))
+			return cli_bad("--%s: not a priority 0..7 at '%s' (in '%s')", k, q, s);
+		if (*mask >> (*q - '0') & 1)
+			return cli_bad("--%s: priority %c twice in '%s'", k, *q, s);
+		*mask |= (uint8_t)(1u << (*q - '0'));
+		if (!q[1])
+			return 0;
+		q += 2;
+	}
+}

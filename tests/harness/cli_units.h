@@ -16,6 +16,12 @@ int cli_u64(const char *k, const char *s, uint64_t *out);
 int cli_bytes(const char *k, const char *s, uint64_t *out);
 int cli_time(const char *k, const char *s, uint64_t *out);
 int cli_rate(const char *k, const char *s, uint64_t *out);
+/* ETS (802.1Qaz) bandwidth weights: exactly 8 comma-separated integers
+ * 0..100, one per priority 0..7, 0 = a strict priority class, the others
+ * summing to 100 (percent of what the strict classes leave) */
+int cli_ets(const char *k, const char *s, uint8_t w[8]);
+/* a comma list of priorities 0..7 (each at most once) as a bit mask */
+int cli_prios(const char *k, const char *s, uint8_t *mask);
 const char *cli_error(void);
 
 #endif

@@ -249,6 +249,10 @@ struct hx_world {
 			struct hx_frame *pq_head[8], *pq_tail[8];
 			uint64_t pq_bytes[8], pq_total;
 			uint64_t peer_until_ps[8], peer_since_ps[8];
+			/* ets: DWRR deficit per queue (bytes), the queue whose
+			 * turn it is and whether it has had its quantum this turn */
+			uint64_t dw_def[8];
+			uint8_t dw_cur, dw_fresh;
 			/* PFC: frames in the queue, for the ingress counts */
 			uint64_t *f_done;
 			uint32_t *f_len;
@@ -1195,10 +1199,74 @@ static void sw_left(hx_world *w, struct hx_swport *p, struct hx_swport *in, int 
 	}
 }
 
+/* ets: the queue whose head frame port p sends next at t (ps), -1 if
+ * every queue with frames is paused.  Strict classes (weight 0) first,
+ * 7 first; then deficit round robin (Shreedhar and Varghese 1995) over
+ * the weighted ones: on its turn a queue is credited its quantum
+ * (HX_SW_ETS_UNIT x weight bytes) and sends while its deficit covers its
+ * head frame; an empty queue's deficit goes to 0.  A round that sends
+ * nothing (every head frame bigger than its deficit: quanta smaller than
+ * a frame) is not walked again and again: the rounds until the first
+ * queue can send are credited at once, which is what walking them would
+ * have done, so the work per frame is bounded (three passes over 8
+ * queues) whatever the weights and frame sizes.  The unit: a round of
+ * all weights is 10000 bytes, about one jumbo frame, so a queue of any
+ * weight waits at most about a round's time and the share is exact to
+ * within about a round (tests/test_model_switch_ets.py derives the bound).
+ * Written here rather than taken from a library: it is 40 lines on the
+ * switch's own queues and pause state. */
+static int sw_ets_pick(const struct hx_switch *sw, struct hx_swport *p, uint64_t t)
+{
+	const uint8_t *wt = sw->c.ets_weight;
+	int pr;
+
+#define SW_ETS_OK(i) (p->pq_head[i] && p->peer_until_ps[i] <= t)
+	for (pr = 7; pr >= 0; pr--)
+		if (!wt[pr] && SW_ETS_OK(pr))
+			return pr;
+	for (int pass = 0; pass < 3; pass++) {
+		uint64_t r = UINT64_MAX;
+
+		for (int k = 0; k < 8; k++) {
+			int i = p->dw_cur;
+
+			if (wt[i] && SW_ETS_OK(i)) {
+				if (!p->dw_fresh) {
+					p->dw_def[i] += (uint64_t)wt[i] * HX_SW_ETS_UNIT;
+					p->dw_fresh = 1;
+				}
+				if (p->dw_def[i] >= p->pq_head[i]->len + sw->c.overhead)
+					return i;
+			} else if (!p->pq_head[i]) {
+				p->dw_def[i] = 0;
+			}
+			p->dw_cur = (uint8_t)((i + 1) & 7);
+			p->dw_fresh = 0;
+		}
+		/* a whole round and nobody could send: the rounds each needs */
+		for (int i = 0; i < 8; i++)
+			if (wt[i] && SW_ETS_OK(i)) {
+				uint64_t q = (uint64_t)wt[i] * HX_SW_ETS_UNIT,
+					 need = p->pq_head[i]->len + sw->c.overhead - p->dw_def[i];
+
+				if ((need + q - 1) / q < r)
+					r = (need + q - 1) / q;
+			}
+		if (r == UINT64_MAX)
+			return -1;	/* every weighted queue with frames is paused */
+		for (int i = 0; i < 8; i++)
+			if (wt[i] && SW_ETS_OK(i))
+				p->dw_def[i] += (r - 1) * wt[i] * HX_SW_ETS_UNIT;
+	}
+#undef SW_ETS_OK
+	return -1;	/* not reached: the pass after the credit sends */
+}
+
 /* prio_queues: output port o sends while its transmitter is free by t
  * (ps): each time the frame at the head of the highest priority queue
- * that is not paused (strict priority).  A frame starts when the port, the
- * frame and its queue were all ready (so a late call loses no time). */
+ * that is not paused (strict priority; with ets, sw_ets_pick's).  A frame
+ * starts when the port, the frame and its queue were all ready (so a late
+ * call loses no time). */
 static void sw_port_tx(hx_world *w, struct hx_swport *p, uint64_t t)
 {
 	struct hx_switch *sw = &w->sw;
@@ -1209,9 +1277,13 @@ static void sw_port_tx(hx_world *w, struct hx_swport *p, uint64_t t)
 		uint32_t bytes;
 		int pr;
 
-		for (pr = 7; pr >= 0; pr--)
-			if (p->pq_head[pr] && p->peer_until_ps[pr] <= t)
-				break;
+		if (sw->c.ets) {
+			pr = sw_ets_pick(sw, p, t);
+		} else {
+			for (pr = 7; pr >= 0; pr--)
+				if (p->pq_head[pr] && p->peer_until_ps[pr] <= t)
+					break;
+		}
 		if (pr < 0)
 			return;	/* every queue with frames is paused */
 		fr = p->pq_head[pr];
@@ -1220,6 +1292,16 @@ static void sw_port_tx(hx_world *w, struct hx_swport *p, uint64_t t)
 			p->pq_tail[pr] = NULL;
 		fr->next = NULL;
 		bytes = fr->len + sw->c.overhead;
+		p->qs[pr].tx_frames++;
+		p->qs[pr].tx_bytes += bytes;
+		if (sw->c.ets && sw->c.ets_weight[pr]) {	/* DWRR: the deficit pays for it */
+			p->dw_def[pr] -= bytes;
+			if (!p->pq_head[pr]) {	/* emptied: its turn ends, nothing carried */
+				p->dw_def[pr] = 0;
+				p->dw_cur = (uint8_t)((pr + 1) & 7);
+				p->dw_fresh = 0;
+			}
+		}
 		sw_integrate(sw, p, t);
 		p->pq_bytes[pr] -= bytes;
 		p->pq_total -= bytes;
@@ -1471,7 +1553,8 @@ static void sw_pq_add(hx_world *w, struct hx_swport *p, struct hx_frame *fr, int
 	sw->used[p->node] += bytes;
 	if (sw->c.leaves && sw->used[p->node] > sw->used_max[p->node])
 		sw->used_max[p->node] = sw->used[p->node];
-	if (sw->c.pfc && !(in->paused >> prio & 1) && sw_xoff(sw, p->node, in->ing_p[prio])) {
+	if (sw->c.pfc && !((in->paused | sw->c.pfc_lossy) >> prio & 1) &&
+	    sw_xoff(sw, p->node, in->ing_p[prio])) {
 		in->paused |= (uint8_t)(1u << prio);
 		in->pause_ps[prio] = t;
 		in->refresh_ps[prio] = t + sw_pfc_refresh_ps(sw);
@@ -1527,9 +1610,11 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 	q = sw->pq ? (double)(sw->c.prio_queues ? p->pq_bytes[prio] : p->pq_total) : sw_q(sw, p, t);
 	/* shared buffer (this switch's): a lossless (PFC) class is limited by
 	 * the ingress thresholds only, as in HPCC's ns-3 SwitchMmu; a lossy one
-	 * by the dynamic threshold of its egress queue */
+	 * (no PFC, or its priority in pfc_lossy) by the dynamic threshold of
+	 * its egress queue */
 	if (sw->c.shared_buffer ? sw->used[p->node] + bytes > sw->c.shared_buffer ||
-				  (!sw->c.pfc && (double)(p->eg_p[prio] + bytes) > sw_dyn(sw, p->node))
+				  ((!sw->c.pfc || (sw->c.pfc_lossy >> prio & 1)) &&
+				   (double)(p->eg_p[prio] + bytes) > sw_dyn(sw, p->node))
 	    : sw->pq ? (sw->c.prio_queues ? p->pq_bytes[prio] : p->pq_total) + bytes > sw->c.buffer
 		     : q + bytes > (double)sw->c.buffer) {
 		p->st.drops++;
@@ -1587,7 +1672,7 @@ static void sw_enqueue(hx_world *w, struct hx_frame *fr)
 		struct hx_swport *in = &sw->port[fr->src];
 		int pr = prio;
 
-		if (!(in->paused >> pr & 1) && sw_xoff(sw, p->node, in->ing_p[pr])) {
+		if (!((in->paused | sw->c.pfc_lossy) >> pr & 1) && sw_xoff(sw, p->node, in->ing_p[pr])) {
 			in->paused |= (uint8_t)(1u << pr);
 			in->pause_ps[pr] = t;
 			in->refresh_ps[pr] = t + sw_pfc_refresh_ps(sw);
@@ -1609,10 +1694,16 @@ int hx_switch_attach(hx_world *w, const struct hx_switch_cfg *c)
 		hx_err(w, "hx_switch_attach: bad configuration or frames in flight");
 		return HX_E_INVAL;
 	}
-	if (c->prio_queues && c->shared_buffer) {
-		hx_err(w, "hx_switch_attach: priority queues (a buffer per queue) need a switch "
-		       "without a shared buffer");
-		return HX_E_INVAL;
+	if (c->ets) {
+		unsigned sum = 0;
+
+		for (int i = 0; i < 8; i++)
+			sum += c->ets_weight[i] <= 100 ? c->ets_weight[i] : 1000;
+		if (!c->prio_queues || sum != 100) {
+			hx_err(w, "hx_switch_attach: ETS needs prio_queues and weights 0..100 whose "
+			       "sum is 100 (0 = strict priority)");
+			return HX_E_INVAL;
+		}
 	}
 	if (c->shared_buffer && (!(c->alpha > 0) || c->alpha > 1024)) {
 		hx_err(w, "hx_switch_attach: a shared buffer needs alpha in (0, 1024]");

@@ -161,14 +161,32 @@ struct hx_switch_cfg {
 	 * on its own bytes; the port sends from the highest priority queue
 	 * that has a frame and is not paused (strict priority, 7 first).  A
 	 * host's 802.1Qbb frame pauses the queues of its port for the
-	 * priorities it names (the switch honours it).  No shared buffer. */
+	 * priorities it names (the switch honours it).  With a shared buffer
+	 * each queue takes from it under the dynamic threshold (as above) and
+	 * RED sees its own bytes; in a leaf-spine every port, fabric ports
+	 * too, has the queues, with PFC or without. */
 	int prio_queues;
+	/* ETS (802.1Qaz) between a port's priority queues (needs prio_queues;
+	 * ets 0: strict priority only, 7 first): priorities with weight 0 are
+	 * strict (served first, 7 first); the others share what is left by
+	 * deficit round robin, quantum HX_SW_ETS_UNIT x weight bytes (wire
+	 * bytes: frame + overhead) per round; weights of the non-strict ones
+	 * add up to 100 (cli_ets). */
+	int ets;
+	uint8_t ets_weight[8];
+	/* pfc: priorities that stay lossy (no XOFF for them; with a shared
+	 * buffer their egress queues are held to the dynamic threshold, with
+	 * a buffer per queue or port to 'buffer', and drop there); 0: PFC
+	 * for every priority */
+	uint8_t pfc_lossy;
 };
+#define HX_SW_ETS_UNIT	100	/* DWRR quantum per percent of weight, bytes */
 struct hx_switch_queue_stats {	/* one output queue: (port, priority) */
 	uint64_t frames, bytes, drops;	/* drops: over its dynamic threshold or the buffer */
 	uint64_t marks;			/* prio_queues: ECN marks on this queue */
 	uint64_t paused_ns;		/* prio_queues: time the host paused it */
 	uint64_t q_now, q_max;		/* bytes */
+	uint64_t tx_frames, tx_bytes;	/* pq: sent out of this queue (bytes: frame + overhead) */
 };
 /* the queue of output port 'port' for priority 'prio' (shared buffer or not) */
 int hx_switch_queue_stats(hx_world *w, int port, int prio, struct hx_switch_queue_stats *out);

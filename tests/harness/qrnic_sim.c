@@ -96,6 +96,9 @@ struct cfg {
 	unsigned leaves, spines;	/* --leaves, --spines: a leaf-spine fabric (0: one switch) */
 	uint64_t shared_buffer, pfc_resume;	/* --shared-buffer, --pfc-resume */
 	bool prio_queues;		/* --prio-queues: a queue per (port, priority) */
+	bool ets;			/* --ets: ETS weights between them (0: strict) */
+	uint8_t ets_weight[8];
+	uint8_t pfc_prios;		/* --pfc-prios: the lossless ones (0: all) */
 	uint8_t dscp[16];		/* --dscp: the DSCP of each sender's QPs, in turn */
 	unsigned ndscp;
 	double alpha;			/* --alpha */
@@ -173,7 +176,15 @@ static const char usage_text[] =
 "    --pfc-resume B      switch, shared buffer: XON once below the threshold by B (3000)\n"
 "    --prio-queues       switch: one queue per (port, priority), strict priority between\n"
 "                        them (7 first), each with --buffer and RED on its own bytes; a\n"
-"                        host's 802.1Qbb frames pause its port's queues of those priorities\n"
+"                        host's 802.1Qbb frames pause its port's queues of those priorities;\n"
+"                        with --shared-buffer each queue under the dynamic threshold, with\n"
+"                        --leaves at every port (fabric links too), with --pfc or without\n"
+"    --pfc-prios LIST    with --pfc: the priorities PFC is on for (lossless), e.g. 3,4;\n"
+"                        the others are lossy: they drop at their queue's limit (the\n"
+"                        dynamic threshold with --shared-buffer)          (all)\n"
+"    --ets W0,...,W7     with --prio-queues: ETS (802.1Qaz) weights in percent per\n"
+"                        priority, deficit round robin between the queues; 0 = strict\n"
+"                        priority (served first), the others add up to 100  (none)\n"
 "    --dscp LIST         the DSCP of each sender's QPs (priority = DSCP >> 3), comma list\n"
 "                        taken in turn: incast sender i gets LIST[(i-1) % n]     (0)\n"
 "    --mr-size BYTES     write/read: remote memory region size, K/M/G   (depth x size)\n"
@@ -226,7 +237,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
 	{ "leaves", true }, { "spines", true },
 	{ "shared-buffer", true }, { "alpha", true }, { "pfc-resume", true },
-	{ "prio-queues", false }, { "dscp", true },
+	{ "prio-queues", false }, { "dscp", true }, { "ets", true }, { "pfc-prios", true },
 };
 
 static int opt_find(const char *k)
@@ -416,6 +427,12 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_bytes(k, v, &c->shared_buffer);
 	if (!strcmp(k, "pfc-resume"))
 		return parse_bytes(k, v, &c->pfc_resume);
+	if (!strcmp(k, "pfc-prios"))
+		return cli_prios(k, v, &c->pfc_prios) ? bad("%s", cli_error()) : 0;
+	if (!strcmp(k, "ets")) {
+		c->ets = true;
+		return cli_ets(k, v, c->ets_weight) ? bad("%s", cli_error()) : 0;
+	}
 	if (!strcmp(k, "dscp")) {	/* a comma list of 1..16 values 0..63 */
 		const char *q = v;
 
@@ -1032,10 +1049,12 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
 	if (c->shared_buffer && !c->incast)
 		return sim_fail(s, SIM_EXIT_USAGE, "--shared-buffer is for --incast");
-	if (c->prio_queues && (!c->incast || c->leaves || c->shared_buffer))
-		return sim_fail(s, SIM_EXIT_USAGE, "--prio-queues (a --buffer per queue) is for --incast "
-				"through one switch without --shared-buffer (with --leaves, every port has "
-				"a queue per priority when --pfc or --shared-buffer is on)");
+	if (c->prio_queues && !c->incast)
+		return sim_fail(s, SIM_EXIT_USAGE, "--prio-queues is for --incast (a switch)");
+	if (c->pfc_prios && !c->pfc)
+		return sim_fail(s, SIM_EXIT_USAGE, "--pfc-prios names the lossless priorities: it needs --pfc");
+	if (c->ets && !c->prio_queues)
+		return sim_fail(s, SIM_EXIT_USAGE, "--ets weighs the priority queues: it needs --prio-queues");
 	if (c->ndscp && c->op == OP_UD_SEND)
 		return sim_fail(s, SIM_EXIT_USAGE, "--dscp is for RC operations");
 	if ((c->leaves || c->spines) && (!c->incast || !c->leaves || !c->spines))
@@ -1170,7 +1189,11 @@ static int setup(struct sim *s)
 			.pfc = c->pfc, .xoff = c->xoff, .xon = c->xon, .seed = c->seed,
 			.leaves = (int)c->leaves, .spines = (int)c->spines,
 			.shared_buffer = c->shared_buffer, .alpha = c->alpha, .pfc_resume = c->pfc_resume,
-			.prio_queues = c->prio_queues,
+			.prio_queues = c->prio_queues, .ets = c->ets,
+			.pfc_lossy = c->pfc_prios ? (uint8_t)~c->pfc_prios : 0,
+			.ets_weight = { c->ets_weight[0], c->ets_weight[1], c->ets_weight[2],
+					c->ets_weight[3], c->ets_weight[4], c->ets_weight[5],
+					c->ets_weight[6], c->ets_weight[7] },
 			.hosts_per_leaf = c->leaves ? (int)((c->hosts + c->leaves - 1) / c->leaves) : 0,
 		};
 
@@ -2236,9 +2259,18 @@ static void incast_json(struct sim *s, FILE *o)
 
 	incast_figures(s, &g);
 	fprintf(o, ",\"incast\":{\"senders\":%u,\"switch\":{\"buffer\":%" PRIu64 ",\"kmin\":%" PRIu64
-		",\"kmax\":%" PRIu64 ",\"pmax\":%g,\"pfc\":%s,\"xoff\":%" PRIu64 ",\"xon\":%" PRIu64 "}",
+		",\"kmax\":%" PRIu64 ",\"pmax\":%g,\"pfc\":%s,\"xoff\":%" PRIu64 ",\"xon\":%" PRIu64,
 		s->c.hosts - 1, s->c.sw_buffer, s->c.kmin, s->c.kmax, s->c.pmax,
 		s->c.pfc ? "true" : "false", s->c.xoff, s->c.xon);
+	if (s->c.ets) {
+		fputs(",\"ets\":[", o);
+		for (int pr = 0; pr < 8; pr++)
+			fprintf(o, "%s%u", pr ? "," : "", s->c.ets_weight[pr]);
+		fputs("]", o);
+	}
+	if (s->c.pfc_prios)
+		fprintf(o, ",\"pfc_prios\":%u", s->c.pfc_prios);
+	fputs("}", o);
 	if (s->c.leaves) {	/* the fabric: per uplink (leaf to spine) and downlink */
 		fprintf(o, ",\"fabric\":{\"leaves\":%u,\"spines\":%u,\"hosts_per_leaf\":%u,\"links\":[",
 			s->c.leaves, s->c.spines, (s->c.hosts + s->c.leaves - 1) / s->c.leaves);
@@ -2270,7 +2302,20 @@ static void incast_json(struct sim *s, FILE *o)
 							",\"paused_ns\":%" PRIu64, st.pauses, st.pfc_frames,
 							st.paused_ns, st.pfc_rx, qp);
 					}
-					fputs("}", o);
+					int m = 0;
+
+					for (int pr = 0; s->c.prio_queues && pr < 8; pr++) {
+						struct hx_switch_queue_stats qs;
+
+						if (hx_switch_fabric_queue_stats(s->w, up, (int)l, (int)sp, pr,
+										 &qs) || !(qs.frames || qs.drops))
+							continue;
+						fprintf(o, "%s{\"prio\":%d,\"frames\":%" PRIu64 ",\"drops\":%"
+							PRIu64 ",\"q_max\":%" PRIu64 ",\"tx_bytes\":%" PRIu64 "}",
+							m++ ? "," : ",\"queues\":[", pr, qs.frames, qs.drops,
+							qs.q_max, qs.tx_bytes);
+					}
+					fputs(m ? "]}" : "}", o);
 				}
 		fputs("]", o);
 		if (s->c.pfc || s->c.shared_buffer) {	/* each switch's buffer */
@@ -2306,8 +2351,11 @@ static void incast_json(struct sim *s, FILE *o)
 				",\"drops\":%" PRIu64 ",\"q_max\":%" PRIu64, n++ ? "," : "", pt, pr,
 				qs.frames, qs.bytes, qs.drops, qs.q_max);
 			if (s->c.prio_queues)
-				fprintf(o, ",\"marks\":%" PRIu64 ",\"paused_ns\":%" PRIu64, qs.marks,
-					qs.paused_ns);
+				fprintf(o, ",\"marks\":%" PRIu64 ",\"paused_ns\":%" PRIu64
+					",\"tx_frames\":%" PRIu64 ",\"tx_bytes\":%" PRIu64, qs.marks,
+					qs.paused_ns, qs.tx_frames, qs.tx_bytes);
+			if (s->c.ets)
+				fprintf(o, ",\"weight\":%u", s->c.ets_weight[pr]);
 			fputs("}", o);
 		}
 	fputs("]", o);

@@ -170,6 +170,11 @@ static const char usage[] =
 "  --pfc              PFC: XOFF to a host whose ingress bytes pass --xoff\n"
 "  --xoff, --xon B    PFC thresholds per ingress priority          (128000, 64000)\n"
 "  --prio-queues      one queue per priority (strict priority); hosts' PFC honoured\n"
+"  --pfc-prios LIST   with --pfc: the lossless priorities, e.g. 3,4; the others\n"
+"                     drop at their queue's limit                 (all)\n"
+"  --ets W0,...,W7    with --prio-queues: ETS (802.1Qaz) weights in percent per\n"
+"                     priority, deficit round robin; 0 = strict priority, the\n"
+"                     others add up to 100                        (none: strict)\n"
 "  --shared-buffer B  every queue draws from one buffer of B bytes, dynamic\n"
 "                     threshold alpha x free bytes (0: a buffer per port)   (0)\n"
 "  --alpha A          the dynamic threshold's factor, (0, 1024]             (1)\n"
@@ -186,7 +191,7 @@ static bool has_arg(const char *k)
 	static const char *const a[] = { "port", "rate", "overhead", "latency", "buffer", "kmin",
 					 "kmax", "pmax", "xoff", "xon", "seed", "stats",
 					 "stats-interval", "duration", "shared-buffer", "alpha",
-					 "pfc-resume", NULL };
+					 "pfc-resume", "ets", "pfc-prios", NULL };
 
 	for (int i = 0; a[i]; i++)
 		if (!strcmp(a[i], k))
@@ -279,6 +284,16 @@ static void parse_args(int argc, char **argv)
 			swc.pfc = 1;
 		} else if (!strcmp(k, "prio-queues")) {
 			swc.prio_queues = 1;
+		} else if (!strcmp(k, "pfc-prios")) {
+			uint8_t m;
+
+			if (cli_prios(k, v, &m))
+				die2("%s", cli_error());
+			swc.pfc_lossy = (uint8_t)~m;
+		} else if (!strcmp(k, "ets")) {
+			if (cli_ets(k, v, swc.ets_weight))
+				die2("%s", cli_error());
+			swc.ets = 1;
 		} else if (!strcmp(k, "xoff")) {
 			swc.xoff = parse_bytes(k, v);
 		} else if (!strcmp(k, "xon")) {
@@ -312,8 +327,10 @@ static void parse_args(int argc, char **argv)
 	if (swc.pfc && swc.xon > swc.xoff)
 		die2("--xon (%llu) must not be above --xoff (%llu)", (unsigned long long)swc.xon,
 		     (unsigned long long)swc.xoff);
-	if (swc.shared_buffer && swc.prio_queues)
-		die2("--prio-queues and --shared-buffer do not go together (one of them)");
+	if (swc.pfc_lossy && !swc.pfc)
+		die2("--pfc-prios names the lossless priorities: it needs --pfc");
+	if (swc.ets && !swc.prio_queues)
+		die2("--ets weighs the priority queues: it needs --prio-queues");
 	for (int i = 0; i < nports; i++)
 		for (int j = 0; j < i; j++)
 			if (ports[i].local.sin_port == ports[j].local.sin_port &&
@@ -365,14 +382,16 @@ static void write_json(FILE *f)
 	fprintf(f, "{\"uptime_ns\": %llu, \"shared_used\": %llu, \"shared_max\": %llu, \"config\": {\"rate_bps\": %llu, \"overhead\": %u, "
 		"\"latency_ns\": %llu, \"buffer\": %llu, \"kmin\": %llu, \"kmax\": %llu, "
 		"\"pmax\": %g, \"pfc\": %d, \"xoff\": %llu, \"xon\": %llu, \"prio_queues\": %d, "
-		"\"shared_buffer\": %llu, \"alpha\": %g},\n"
+		"\"shared_buffer\": %llu, \"alpha\": %g, \"ets\": [%d, %d, %d, %d, %d, %d, %d, %d], \"pfc_lossy\": %d},\n"
 		" \"ports\": [",
 		(unsigned long long)(now - 1000), (unsigned long long)shared, (unsigned long long)shared_max,
 		(unsigned long long)swc.rate_bps, swc.overhead,
 		(unsigned long long)swc.latency_ns, (unsigned long long)swc.buffer,
 		(unsigned long long)swc.kmin, (unsigned long long)swc.kmax, swc.pmax, swc.pfc,
 		(unsigned long long)swc.xoff, (unsigned long long)swc.xon, swc.prio_queues,
-		(unsigned long long)swc.shared_buffer, swc.alpha);
+		(unsigned long long)swc.shared_buffer, swc.alpha, swc.ets_weight[0], swc.ets_weight[1],
+		swc.ets_weight[2], swc.ets_weight[3], swc.ets_weight[4], swc.ets_weight[5],
+		swc.ets_weight[6], swc.ets_weight[7], swc.pfc_lossy);
 	for (int i = 0; i < nports; i++) {
 		struct hx_switch_stats st;
 		struct hx_switch_ext_stats es;
@@ -408,11 +427,13 @@ static void write_json(FILE *f)
 			if (!q.frames && !q.drops)
 				continue;
 			fprintf(f, "%s{\"prio\": %d, \"frames\": %llu, \"bytes\": %llu, \"drops\": %llu, "
-				"\"marks\": %llu, \"q_max\": %llu, \"paused_ns\": %llu}",
+				"\"marks\": %llu, \"q_max\": %llu, \"paused_ns\": %llu, "
+				"\"tx_frames\": %llu, \"tx_bytes\": %llu, \"weight\": %d}",
 				first ? "" : ", ", pr, (unsigned long long)q.frames,
 				(unsigned long long)q.bytes, (unsigned long long)q.drops,
 				(unsigned long long)q.marks, (unsigned long long)q.q_max,
-				(unsigned long long)q.paused_ns);
+				(unsigned long long)q.paused_ns, (unsigned long long)q.tx_frames,
+				(unsigned long long)q.tx_bytes, swc.ets ? swc.ets_weight[pr] : -1);
 			first = false;
 		}
 		fputs("]}", f);
