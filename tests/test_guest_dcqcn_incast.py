@@ -37,10 +37,11 @@ RATE_MBPS = 50
 RATE = '%dM' % RATE_MBPS
 SWITCH_ARGS = ['--rate', RATE, '--buffer', '8M', '--kmin', '5000', '--kmax', '200000',
                '--pmax', '0.01']
-QRNIC_PROPS = ('cc-algo=1,profile=cx5-100g,link-mbps=%d,rp-initial-rate=45,'
+START = os.environ.get('QRNIC_DCQCN_START', 'rp-initial-rate=0,rp-port-hold=on')
+QRNIC_PROPS = ('cc-algo=1,profile=cx5-100g,link-mbps=%d,%s,'
                'rp-dce-tcp-g=1020,rp-dce-tcp-rtt=44000,rp-time-reset=44000,'
                'rp-byte-reset=10485760,rp-threshold=5,rp-ai-rate=1,rp-hai-rate=1,rp-min-rate=1,'
-               'np-min-time-between-cnps=40000' % RATE_MBPS)
+               'np-min-time-between-cnps=40000' % (RATE_MBPS, START))
 # 200 x 64 KiB per flow (26 MB in all: 4 s at the port rate); the ACK timeout
 # (4.096 us x 2^22, 17 s) above any queueing delay of the cc-off run
 BW_SIZE, BW_ITERS = 65536, 200
@@ -107,8 +108,7 @@ def incast(t, rcv, senders):
     samples, deadline = [], time.monotonic() + 900
     while time.monotonic() < deadline:
         sw = t.switch_stats()
-        samples.append((time.monotonic(), [sw['ports'][i]['rx_frames'] for i in ports],
-                        sw['ports'][r]['bytes'] if 'bytes' in sw['ports'][r] else 0))
+        samples.append((time.monotonic(), [sw['ports'][i]['rx_frames'] for i in ports]))
         if all(not cli.poll().running for _s, _v, cli in clients):
             break
         time.sleep(SAMPLE_S)
@@ -126,9 +126,10 @@ def incast(t, rcv, senders):
          for i in range(len(st0))]
     q = {k: sw1['ports'][r][k] - sw0['ports'][r][k] for k in ('frames', 'marks', 'drops')}
     q['q_max'] = sw1['ports'][r]['q_max']
-    # per sample interval: each sender's frames into the switch -> Mb/s (4 KiB payload frames)
+    # per sample interval: each sender's frames into the switch -> Mb/s (a
+    # frame of 4 KiB payload is about 4200 bytes with headers and overhead)
     rates, both = [], 0
-    for (t0, f0, _b0), (t1, f1, _b1) in zip(samples, samples[1:]):
+    for (t0, f0), (t1, f1) in zip(samples, samples[1:]):
         moved = [b - a for a, b in zip(f0, f1)]
         both += all(m > 2 for m in moved)
         rates.append(['%.0f' % (m * 4200 * 8 / (t1 - t0) / 1e6) for m in moved])
