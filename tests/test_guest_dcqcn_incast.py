@@ -29,10 +29,12 @@ pytestmark = [pytest.mark.guest, pytest.mark.slow]
 # stay (a byte counter or a queue threshold of B bytes lasts 800 times longer
 # at 1/800 of the rate: 10 MB byte counter, Kmin 5 KB, Kmax 200 KB, Pmax 1 %),
 # rates scale by 1/800 (R_AI 40 Mb/s -> 0.05, R_HAI 200 -> 0.25) but the
-# device's unit is 1 Mb/s, so both are 1 Mb/s.  rp-initial-rate 45 (0.9 x the
-# port): a QP starts rate limited, so its limiter holds each packet to its
-# time and a CNP acts on the next one; at the line rate the model hands the
-# window to the port at once and a CNP comes too late (see the docs).
+# device's unit is 1 Mb/s, so both are 1 Mb/s.  The QPs start at the line
+# rate, as the paper's, with rp-port-hold=on: each packet is handed to the
+# port when it is free, so a CNP acts on the next one (off, the model hands
+# the port a QP's whole window at once and the first CNPs come a window
+# late: see the docs).  QRNIC_DCQCN_START='rp-initial-rate=45' starts them
+# limited at 0.9 of the port instead, which works without the hold.
 RATE_MBPS = 50
 RATE = '%dM' % RATE_MBPS
 SWITCH_ARGS = ['--rate', RATE, '--buffer', '8M', '--kmin', '5000', '--kmax', '200000',
