@@ -230,6 +230,26 @@ void qrnic_cc_pace(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t *t, uint32
 	ops->on_tx(d, qp, bytes, *t);
 }
 
+/*
+ * rp_port_hold: a QP at the line rate is not held by its limiter, and
+ * without this the requester hands the port all its window allows at once
+ * (the port sends the frames one after the other, qrnic_tm_link): a CNP
+ * then acts a window late.  With it, the QP's next packet is prepared only
+ * when the port is QRNIC_CC_LOOKAHEAD_NS from free, as a NIC's scheduler
+ * picks a packet when the port can take it.  Off by default (results of
+ * existing setups unchanged).
+ */
+static bool port_hold(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t now)
+{
+	if (!d->cfg.rp_port_hold || !qrnic_cc_algo_of(d, qp) ||
+	    d->tm.link_free <= now + QRNIC_CC_LOOKAHEAD_NS)
+		return false;
+	qp->cc.gen = ++d->timer_gen;
+	qrnic_event_add(d, d->tm.link_free - QRNIC_CC_LOOKAHEAD_NS, QRNIC_EVK_CC, qp->qpn,
+			qp->cc.gen);
+	return true;
+}
+
 bool qrnic_cc_hold_slow(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	uint64_t now = qrnic_now(d);
@@ -237,11 +257,15 @@ bool qrnic_cc_hold_slow(struct qrnic_dev *d, struct qrnic_qp *qp)
 	/* a packet is prepared up to QRNIC_CC_LOOKAHEAD_NS before its time
 	 * (its payload read overlaps the wait); qrnic_cc_pace() then holds
 	 * it to the exact time */
-	if (!d->tm.enabled || qp->cc.next_tx <= now + QRNIC_CC_LOOKAHEAD_NS)
+	if (!d->tm.enabled)
+		return false;
+	if (!qp->cc.active)	/* rp_port_hold at the line rate: see below */
+		return port_hold(d, qp, now);
+	if (qp->cc.next_tx <= now + QRNIC_CC_LOOKAHEAD_NS)
 		return false;
 	qrnic_cc_ops_of(d, qp)->on_timer(d, qp, now);
 	if (!qp->cc.active)
-		return false;	/* back at the line rate: the port paces */
+		return port_hold(d, qp, now);	/* back at the line rate */
 	qp->cc.gen = ++d->timer_gen;
 	qrnic_event_add(d, qp->cc.next_tx - QRNIC_CC_LOOKAHEAD_NS, QRNIC_EVK_CC, qp->qpn, qp->cc.gen);
 	return true;

@@ -113,6 +113,10 @@ static const struct qrnic_config_param params[] = {
 	{ "rp_initial_rate", "rp-initial-rate", U32(rp_initial_rate), 0, 0, 1000000, 0,
 	  "reaction point: a DCQCN QP entering RTS is paced at this rate (Mb/s) and recovers "
 	  "to the line rate by the increase rules; 0: it starts unlimited", "not seen" },
+	{ "rp_port_hold", "rp-port-hold", BOOL(rp_port_hold), 0, 0, 1, 0,
+	  "under a timing profile, a QP with congestion control at the line rate hands the port "
+	  "one packet at a time, the next when the port is 2 us from free, so that a CNP acts on "
+	  "the next packet; off: it hands the port all its window allows at once", "not seen" },
 	/* TIMELY (cc_algo 2), Mittal et al. SIGCOMM 2015; defaults: the paper's table 1 */
 	{ "timely_t_low", "timely-t-low", U32(timely_t_low), 50, 1, 1000000, 0,
 	  "TIMELY: RTT (us) below which the rate grows by delta whatever the gradient", "not seen" },

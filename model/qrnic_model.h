@@ -172,6 +172,7 @@ struct qrnic_config {
 	uint32_t rp_ai_rate;			/* Mb/s */
 	uint32_t rp_hai_rate;			/* Mb/s */
 	uint32_t rp_initial_rate;		/* Mb/s; 0: a QP starts at the line rate */
+	bool rp_port_hold;			/* a cc QP at the line rate: one packet at a time */
 	/* TIMELY (cc_algo 2; Mittal et al., SIGCOMM 2015) */
 	uint32_t timely_t_low;			/* us: below, additive increase */
 	uint32_t timely_t_high;			/* us: above, multiplicative decrease */

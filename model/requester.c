@@ -895,7 +895,7 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 		}
 		if (rc && qrnic_psn_diff(qp->req.cur_psn, qp->req.una_psn) >= (int32_t)qp->req.cwnd)
 			break;
-		if (qp->cc.active && qrnic_cc_hold_slow(d, qp))
+		if ((qp->cc.active || d->cfg.rp_port_hold) && qrnic_cc_hold_slow(d, qp))
 			break;	/* the rate limiter services the QP again (cc.c) */
 		if (!send_one(d, qp, w)) {
 			qp->req.stopped = true;

@@ -147,6 +147,23 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
 /* CONF: the configuration and the timing profile.  A stream loads only
  * into a device configured the same way (as QEMU requires the same
  * command line on both ends). */
+/*
+ * Configuration parameters added after CONF version 4 (rp_port_hold): written
+ * only when not at their default, so that a device at the defaults writes the
+ * version-4 layout (tests/fixtures) and older devices load its streams.  Such
+ * a parameter absent from a stream must be at its default on the loading
+ * device: the saving device had it there, or predates it and behaved so.
+ */
+static bool conf_late(const struct qrnic_config_param *p)
+{
+	return strcmp(p->name, "rp_port_hold") == 0;
+}
+
+static bool conf_omitted(const struct qrnic_dev *d, const struct qrnic_config_param *p)
+{
+	return conf_late(p) && qrnic_config_get(&d->boot_cfg, p) == p->def;
+}
+
 static void save_conf(struct qrnic_dev *d, struct qrnic_snap_w *w)
 {
 	const struct qrnic_config_param *p;
@@ -154,10 +171,12 @@ static void save_conf(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	uint64_t v;
 
 	qs_begin(w, "CONF", V_CONF, 0);
-	while (qrnic_config_param(n))
-		n++;
+	for (uint32_t i = 0; (p = qrnic_config_param(i)); i++)
+		n += !conf_omitted(d, p);
 	qs_u32(w, n);
 	for (uint32_t i = 0; (p = qrnic_config_param(i)); i++) {
+		if (conf_omitted(d, p))
+			continue;
 		qs_str(w, p->name);
 		qs_u64(w, qrnic_config_get(&d->boot_cfg, p));
 	}
@@ -178,6 +197,8 @@ static bool load_conf(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	char name[64];
 	uint32_t n = qr_count(r, 256, 2, "configuration parameters");
 	uint64_t v, mine;
+	bool late_seen = false;	/* the one late parameter (conf_late) was in the stream */
+	const struct qrnic_config_param *lp;
 
 	for (uint32_t i = 0; i < n && !r->bad; i++) {
 		const struct qrnic_config_param *p;
@@ -194,7 +215,14 @@ static bool load_conf(struct qrnic_dev *d, struct qrnic_snap_r *r)
 			return qr_fail(r, "configuration differs: %s is %llu in the stream, "
 				       "%llu on this device", name, (unsigned long long)v,
 				       (unsigned long long)mine);
+		late_seen |= conf_late(p);
 	}
+	for (uint32_t i = 0; !r->bad && !late_seen && (lp = qrnic_config_param(i)); i++)
+		if (conf_late(lp) && !conf_omitted(d, lp))
+			return qr_fail(r, "configuration differs: %s is not in the stream (its "
+				       "default, %llu), %llu on this device", lp->name,
+				       (unsigned long long)lp->def,
+				       (unsigned long long)qrnic_config_get(&d->boot_cfg, lp));
 	qr_str(r, name, sizeof(name));
 	if (!r->bad && strcmp(name, d->tm.p.name ? d->tm.p.name : ""))
 		return qr_fail(r, "timing profile differs: '%s' in the stream, '%s' on this device",

@@ -188,6 +188,24 @@ def _refused(dev, stream, why):
     return str(e.value)
 
 
+def test_rp_port_hold_is_in_the_stream_only_when_on():
+    """rp_port_hold (added after CONF version 4) is written only when on, so a
+    device at the defaults writes the committed layout; a stream without it
+    loads only where it is off, one with it only where it is on."""
+    off, on, on2 = q.World(2), q.World(2, cfg='rp_port_hold=1'), q.World(2, cfg='rp_port_hold=1')
+    try:
+        s_off, s_on = off.devs[0].save(), on.devs[0].save()
+        assert b'rp_port_hold' not in s_off and b'rp_port_hold' in s_on
+        _refused(on.devs[0], s_off, 'configuration differs: rp_port_hold is not in the stream')
+        _refused(off.devs[0], s_on, 'configuration differs: rp_port_hold is 1 in the stream')
+        on2.devs[0].load(s_on)
+        assert on2.devs[0].save() == s_on
+    finally:
+        off.close()
+        on.close()
+        on2.close()
+
+
 def test_bad_streams_are_refused_with_a_reason(world):
     s, _ = _stream(world)
     a = world.devs[0]
