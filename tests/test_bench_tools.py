@@ -124,3 +124,16 @@ def test_cc_fluid_model_converges_to_the_fair_share():
         assert abs(final - 20.0) < 2.0, r        # Gb/s, half of 40
     assert 'must be an integer' in bench('cc_fluid', 1, rc=2).stderr
     assert 'must be an integer' in bench('cc_fluid', 'x', rc=2).stderr
+
+
+def test_cc_incast_speed_section():
+    """bench/cc_incast --speed-only: the issue-19 speed rows (15:1 at 100 Gb/s,
+    with and without DCQCN), each with a packet count and rates; bad host
+    counts are refused."""
+    out = bench('cc_incast', '--speed-only').stdout
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln.startswith(('none ', 'dcqcn '))}
+    assert set(rows) == {'none', 'dcqcn'}, out
+    for r in rows.values():
+        assert int(r[1]) > 10000 and float(r[2]) > 0 and float(r[3]) > 0, r
+    assert 'target >= 1 M packets per host second' in out
+    assert 'hosts must be integers' in bench('cc_incast', 17, rc=1).stderr
