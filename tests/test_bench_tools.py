@@ -106,6 +106,8 @@ def test_cc_converge_prints_a_row_per_setting():
                                             for s in ('paper', 'incast', 'mlx5')], out
     paper = rows[0]
     assert paper[-1] == '0' and int(paper[-2]) > 0, out   # no drops, CNPs sent
+    late = [ln for ln in out.splitlines() if ln.startswith('late join')]
+    assert len(late) == 1 and 'fair after' in late[0], out
     assert 'must be an integer' in bench('cc_converge', 0, rc=2).stderr
     assert 'must be an integer' in bench('cc_converge', 5, 'x', rc=2).stderr
 
@@ -122,6 +124,14 @@ def test_cc_fluid_model_converges_to_the_fair_share():
         qmax, qmean, final = float(r[5]), float(r[7]), float(r[11])
         assert 5 < qmean <= qmax < 200, r
         assert abs(final - 20.0) < 2.0, r        # Gb/s, half of 40
+    joins = [ln for ln in out.splitlines() if ln.startswith('join')]
+    assert len(joins) == 4, out
+    # a late joiner meeting a flow without reaction-point state (alpha 1 until
+    # its first CNP, as the device does) is fair at once; with alpha decaying
+    # from the start (the paper's model as written) it takes milliseconds
+    for ln in joins:
+        ms = float(ln.split('fair after ')[1].split()[0])
+        assert (ms < 0.5) if 'first CNP' in ln else (ms > 2), ln
     assert 'must be an integer' in bench('cc_fluid', 1, rc=2).stderr
     assert 'must be an integer' in bench('cc_fluid', 'x', rc=2).stderr
 

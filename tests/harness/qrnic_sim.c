@@ -103,6 +103,7 @@ struct cfg {
 	unsigned ndscp;
 	double alpha;			/* --alpha */
 	uint64_t sw_buffer, kmin, kmax, xoff, xon, sample_ns;
+	uint64_t stagger_ns;	/* --stagger: incast sender i starts posting at (i - 1) x this */
 	double pmax;
 };
 
@@ -162,6 +163,8 @@ static const char usage_text[] =
 "    --pfc               switch: PFC pause of the senders at xoff, resume at xon\n"
 "    --xoff, --xon B     switch: PFC thresholds per ingress port        (128000, 64000)\n"
 "    --sample T          switch: queue and per-flow samples every T     (10us)\n"
+"    --stagger T         with --incast: sender i (1..N-1) starts posting at (i - 1) x T,\n"
+"                        so flows join one after the other (convergence)  (0)\n"
 "    --leaves L, --spines S  with --incast: a two-tier leaf-spine fabric instead of\n"
 "                        one switch: host i on leaf i / ceil(hosts/L), ECMP over the\n"
 "                        spines on the 5-tuple (UDP source port included); every\n"
@@ -234,7 +237,7 @@ static const struct { const char *name; bool arg; } opt_tab[] = {
 	{ "signal", true },
 	{ "incast", false }, { "buffer", true }, { "kmin", true }, { "kmax", true }, { "pmax", true },
 	{ "inline", false }, { "bf", false },
-	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true },
+	{ "pfc", false }, { "xoff", true }, { "xon", true }, { "sample", true }, { "stagger", true },
 	{ "leaves", true }, { "spines", true },
 	{ "shared-buffer", true }, { "alpha", true }, { "pfc-resume", true },
 	{ "prio-queues", false }, { "dscp", true }, { "ets", true }, { "pfc-prios", true },
@@ -423,6 +426,8 @@ static int cfg_set(struct cfg *c, const char *k, const char *v)
 		return parse_bytes(k, v, &c->xon);
 	if (!strcmp(k, "sample"))
 		return parse_time(k, v, &c->sample_ns);
+	if (!strcmp(k, "stagger"))
+		return parse_time(k, v, &c->stagger_ns);
 	if (!strcmp(k, "shared-buffer"))
 		return parse_bytes(k, v, &c->shared_buffer);
 	if (!strcmp(k, "pfc-resume"))
@@ -1049,6 +1054,8 @@ static int setup(struct sim *s)
 		return sim_fail(s, SIM_EXIT_USAGE, "--kmax must be above --kmin");
 	if (c->shared_buffer && !c->incast)
 		return sim_fail(s, SIM_EXIT_USAGE, "--shared-buffer is for --incast");
+	if (c->stagger_ns && !c->incast)
+		return sim_fail(s, SIM_EXIT_USAGE, "--stagger is for --incast");
 	if (c->prio_queues && !c->incast)
 		return sim_fail(s, SIM_EXIT_USAGE, "--prio-queues is for --incast (a switch)");
 	if (c->pfc_prios && !c->pfc)
@@ -1466,6 +1473,15 @@ static bool advance(struct sim *s)
 	return rc != HX_RUN_IDLE;
 }
 
+/* When the flow may post its first message: --stagger delays incast sender
+ * host i by (i - 1) x stagger after the start. */
+static uint64_t flow_start(const struct sim *s, const struct flow *f)
+{
+	if (!s->c.incast || !s->c.stagger_ns || f->a < 1)
+		return s->t0;
+	return s->t0 + (uint64_t)(f->a - 1) * s->c.stagger_ns;
+}
+
 /* How many messages the flow may post now (one burst, one doorbell). */
 static uint64_t flow_room(struct sim *s, struct flow *f, uint64_t now)
 {
@@ -1478,6 +1494,8 @@ static uint64_t flow_room(struct sim *s, struct flow *f, uint64_t now)
 		f->stop = true;
 		return 0;
 	}
+	if (now < flow_start(s, f))
+		return 0;	/* --stagger: not yet */
 	n = s->c.depth - (f->posted - f->done);
 	if (n > f->sq_n - (f->posted - f->sq_done))
 		n = f->sq_n - (f->posted - f->sq_done);
@@ -1891,6 +1909,19 @@ static int run(struct sim *s)
 			break;
 		if (!advance(s)) {
 			bool lost = false, tail = false;
+			uint64_t now = hx_now(s->w), next = UINT64_MAX;
+
+			/* idle, and a --stagger flow still to start: go to its start */
+			for (unsigned i = 0; i < s->nflows; i++) {
+				uint64_t t = flow_start(s, &s->f[i]);
+
+				if (!s->f[i].stop && t > now && t < next)
+					next = t;
+			}
+			if (next != UINT64_MAX) {
+				hx_advance(s->w, next - now);
+				continue;
+			}
 
 			/* nothing in flight, no timer and no CQE left: the unsignaled
 			 * send WQEs after the last signaled one of a --duration run
