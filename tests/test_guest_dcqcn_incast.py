@@ -14,12 +14,11 @@ half of run 2's, CNPs only in run 1, no drops, both flows overlapped, every
 write completed (perftest's own check that both sides finished all
 iterations).  Rates and queue sizes are printed, not asserted."""
 import os
-import time
 
 import pytest
 
-from guest.vmlib import (PrereqError, Topology, VMError, check_pair, need_driver,
-                         next_port, perftest_table, wait_tcp_listen, DmesgWatch)
+from guest import switchlab
+from guest.switchlab import switch_topology, watch_dmesg
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 
@@ -53,90 +52,17 @@ SAMPLE_S = 0.25
 
 @pytest.fixture(scope='module')
 def s3():
-    try:
-        t = Topology('S3', build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
-                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), qrnic_props=QRNIC_PROPS,
-                     switch_args=SWITCH_ARGS)
-    except PrereqError as e:
-        pytest.fail('guest prerequisites: %s' % e, pytrace=False)
-    try:
-        t.start()
-    except VMError as e:
-        pytest.fail('S3 did not boot: %s' % e, pytrace=False)
-    try:
-        need_driver(t)
-        for v in t.vms:
-            v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
-        eps = t.endpoints(refresh=True)
-        usable = [e for e in eps if e.ip and e.gid is not None]
-        assert [e.vm.name for e in usable] == ['vm0', 'vm1', 'vm2'], eps
-        t.eps = usable
+    with switch_topology('S3', QRNIC_PROPS, SWITCH_ARGS) as t:
         yield t
-    finally:
-        t.stop()
 
 
 @pytest.fixture
 def dmesg(s3):
-    w = DmesgWatch(s3)
-    yield w
-    assert all(v.alive() for v in s3.vms), 'a guest died; logs in %s' % s3.rundir
-    bad = w.problems()
-    assert not bad, 'kernel log problems (logs in %s):\n  %s' % (s3.rundir, '\n  '.join(bad[:40]))
-
-
-def dev_stats(vm):
-    (st,) = vm.qrnic_stats().values()
-    return st
+    yield from watch_dmesg(s3)
 
 
 def incast(t, rcv, senders):
-    """ib_write_bw from each sender to rcv at once; the switch's counters
-    every SAMPLE_S while they run.  Returns per-flow Gb/s, the receiver
-    port's counter deltas, the device counter deltas and the samples."""
-    sw0 = t.switch_stats()
-    st0 = [dev_stats(v) for v in t.vms]
-    flows = []
-    for snd in senders:
-        port = next_port()
-        srv = rcv.vm.spawn('ib_write_bw -d %s -x %d -p %d %s' % (rcv.ibdev, rcv.gid, port, BW_OPTS))
-        assert wait_tcp_listen(rcv.vm, port), 'ib_write_bw server did not listen on %d' % port
-        flows.append((snd, port, srv))
-    clients = [(snd, srv, snd.vm.spawn('ib_write_bw -d %s -x %d -p %d %s %s'
-                                       % (snd.ibdev, snd.gid, port, BW_OPTS, rcv.ip)))
-               for snd, port, srv in flows]
-    r = t.vms.index(rcv.vm)
-    ports = [t.vms.index(snd.vm) for snd in senders]
-    samples, deadline = [], time.monotonic() + 900
-    while time.monotonic() < deadline:
-        sw = t.switch_stats()
-        samples.append((time.monotonic(), [sw['ports'][i]['rx_frames'] for i in ports]))
-        if all(not cli.poll().running for _s, _v, cli in clients):
-            break
-        time.sleep(SAMPLE_S)
-    gbps = []
-    for snd, srv, cli in clients:
-        cr = cli.wait(900)
-        sr = srv.wait(120)
-        check_pair(sr, cr)
-        row = perftest_table(cr.output)
-        assert row and int(row['#iterations']) == BW_ITERS, cr.output
-        gbps.append(float(row['BW_average[Gb/sec]']))
-    sw1 = t.switch_stats()
-    st1 = [dev_stats(v) for v in t.vms]
-    d = [{k: st1[i][k] - st0[i][k] for k in ('cnp_sent', 'cnp_received', 'ecn_marked_received')}
-         for i in range(len(st0))]
-    q = {k: sw1['ports'][r][k] - sw0['ports'][r][k] for k in ('frames', 'marks', 'drops')}
-    q['q_max'] = sw1['ports'][r]['q_max']
-    # per sample interval: each sender's frames into the switch -> Mb/s (a
-    # frame of 4 KiB payload is about 4200 bytes with headers and overhead)
-    rates, both = [], 0
-    for (t0, f0), (t1, f1) in zip(samples, samples[1:]):
-        moved = [b - a for a, b in zip(f0, f1)]
-        both += all(m > 2 for m in moved)
-        rates.append(['%.0f' % (m * 4200 * 8 / (t1 - t0) / 1e6) for m in moved])
-    q['both'] = both
-    return gbps, q, d, rates
+    return switchlab.incast(t, rcv, senders, BW_OPTS, BW_ITERS, sample_s=SAMPLE_S)
 
 
 def test_dcqcn_bounds_the_incast_queue(s3, dmesg):

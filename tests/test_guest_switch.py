@@ -16,13 +16,13 @@ Every VM is TCG; the switch's port rate (20 Mb/s) is one the guests pass
 with two flows, so its queue towards the receiver builds for real.  The
 perftest figures, marks and CNPs are printed (they are not asserted: timing
 on this host is noisy)."""
-import os
 import time
 
 import pytest
 
-from guest.vmlib import (PrereqError, Topology, VMError, check_pair, need_driver,
-                         next_port, perftest_table, wait_tcp_listen, DmesgWatch)
+from guest import switchlab
+from guest.switchlab import dev_stats, switch_topology, watch_dmesg
+from guest.vmlib import check_pair, next_port, wait_tcp_listen
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 
@@ -41,45 +41,18 @@ BW_OPTS = '-s %d -n %d -F --report_gbits -u 22' % (BW_SIZE, BW_ITERS)
 
 @pytest.fixture(scope='module')
 def star():
-    try:
-        t = Topology('S4', build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
-                     mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), qrnic_props='cc-algo=1',
-                     switch_args=SWITCH_ARGS)
-    except PrereqError as e:
-        pytest.fail('guest prerequisites: %s' % e, pytrace=False)
-    t.vms[3].qrnic_props = 'cc-algo=0'     # the receiver of the second incast: cc off
-    try:
-        t.start()
-    except VMError as e:
-        pytest.fail('S4 did not boot: %s' % e, pytrace=False)
-    try:
-        need_driver(t)
-        for v in t.vms:
-            v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
-        eps = t.endpoints(refresh=True)
-        usable = [e for e in eps if e.ip and e.gid is not None]
-        assert len(usable) == 4 and [e.vm.name for e in usable] == ['vm0', 'vm1', 'vm2', 'vm3'], eps
-        t.eps = usable
-        yield t
-    finally:
-        t.stop()
-        print('switch counters at the end: %s' % (t.switch_final and
-              [(p['port'], p['rx_frames'], p['marks'], p['drops']) for p in t.switch_final['ports']]))
+    # vm3, the receiver of the second incast: cc off
+    with switch_topology('S4', 'cc-algo=1', SWITCH_ARGS, vm_props={3: 'cc-algo=0'}) as t:
+        try:
+            yield t
+        finally:
+            print('switch counters at the end: %s' % (t.switch_final and
+                  [(p['port'], p['rx_frames'], p['marks'], p['drops']) for p in t.switch_final['ports']]))
 
 
 @pytest.fixture
 def dmesg(star):
-    w = DmesgWatch(star)
-    yield w
-    assert all(v.alive() for v in star.vms), 'a guest died; logs in %s' % star.rundir
-    bad = w.problems()
-    assert not bad, 'kernel log problems (logs in %s):\n  %s' % (star.rundir, '\n  '.join(bad[:40]))
-
-
-def dev_stats(vm):
-    """the counters of the VM's one qrnic (QMP qom-get stats)"""
-    (st,) = vm.qrnic_stats().values()
-    return st
+    yield from watch_dmesg(star)
 
 
 def wire_frames(st):
@@ -100,7 +73,7 @@ def test_pingpong_two_pairs(star, dmesg):
         jobs.append((s, c, port, srv))
     results = []
     for s, c, port, srv in jobs:
-        assert _listening(s.vm, port), 'pingpong server on %s did not listen' % s.vm.name
+        assert wait_tcp_listen(s.vm, port), 'pingpong server on %s did not listen' % s.vm.name
         results.append((srv, c.vm.spawn('ibv_rc_pingpong -d %s -g %d -p %d -n 200 -s 4096 %s'
                                         % (c.ibdev, c.gid, port, s.ip))))
     for srv, cli in results:
@@ -120,54 +93,8 @@ def test_pingpong_two_pairs(star, dmesg):
     assert all(p['drops'] == 0 and p['malformed'] == 0 for p in sw['ports']), sw
 
 
-def _listening(vm, port):
-    return wait_tcp_listen(vm, port)
-
-
 def incast(star, rcv, senders):
-    """ib_write_bw from each sender to rcv at the same time; returns the per-flow
-    Gb/s (perftest's BW average) and the counter deltas of the switch and devices."""
-    sw0 = star.switch_stats()
-    st0 = [dev_stats(v) for v in star.vms]
-    flows = []
-    for snd in senders:
-        port = next_port()
-        srv = rcv.vm.spawn('ib_write_bw -d %s -x %d -p %d %s' % (rcv.ibdev, rcv.gid, port, BW_OPTS))
-        assert _listening(rcv.vm, port), 'ib_write_bw server did not listen on %d' % port
-        flows.append((snd, port, srv))
-    clients = [(snd, srv, snd.vm.spawn('ib_write_bw -d %s -x %d -p %d %s %s'
-                                       % (snd.ibdev, snd.gid, port, BW_OPTS, rcv.ip)))
-               for snd, port, srv in flows]
-    # while they run: the switch's counters every 0.25 s; an interval in which
-    # both senders' ports took frames in is one where the two flows overlapped
-    ports = [star.vms.index(snd.vm) for snd, _srv, _cli in clients]
-    prev, both, active, deadline = None, 0, 0, time.monotonic() + 600
-    while time.monotonic() < deadline:
-        cur = [p['rx_frames'] for p in star.switch_stats()['ports']]
-        if prev is not None:
-            moved = [cur[i] - prev[i] > 2 for i in ports]   # more than a stray ND/ARP frame
-            both += all(moved)
-            active += any(moved)
-        prev = cur
-        if all(not cli.poll().running for _snd, _srv, cli in clients):
-            break
-        time.sleep(0.25)
-    gbps = []
-    for snd, srv, cli in clients:
-        cr = cli.wait(600)
-        sr = srv.wait(120)
-        check_pair(sr, cr)
-        row = perftest_table(cr.output)
-        assert row and int(row['#iterations']) == BW_ITERS, cr.output
-        gbps.append(float(row['BW_average[Gb/sec]']))
-    sw1 = star.switch_stats()
-    st1 = [dev_stats(v) for v in star.vms]
-    d = [{k: st1[i][k] - st0[i][k] for k in ('cnp_sent', 'cnp_received', 'ecn_marked_received')}
-         for i in range(len(st0))]
-    r = star.vms.index(rcv.vm)
-    q = {k: sw1['ports'][r][k] - sw0['ports'][r][k] for k in ('frames', 'marks', 'drops')}
-    q['q_max'] = sw1['ports'][r]['q_max']
-    q['both'], q['active'] = both, active
+    gbps, q, d, _rates = switchlab.incast(star, rcv, senders, BW_OPTS, BW_ITERS, timeout=600)
     return gbps, q, d
 
 
