@@ -451,6 +451,8 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		}
 	}
 
+	if (qpn >= d->qp_hwm)
+		d->qp_hwm = qpn + 1;	/* before the slot is written (qrnic_internal.h) */
 	qp_clear(d, qp);
 	qp->type = c->qp_type;
 	qp->qpn = qpn;

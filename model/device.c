@@ -375,8 +375,8 @@ static void table_free(void *p, size_t n, size_t size)
 static void free_tables(struct qrnic_dev *d)
 {
 	qrnic_rings_free_all(d);
-	if (d->qp)
-		for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
+	if (d->qp)	/* slots from qp_hwm on are all zero: not read (not faulted in) */
+		for (uint32_t i = 0; i < d->qp_hwm && i < d->cfg.max_qp; i++) {
 			free(d->qp[i].req.win);
 			free(d->qp[i].bf);
 		}
@@ -418,6 +418,7 @@ static int alloc_tables(struct qrnic_dev *d)
 	d->cq = calloc(c->max_cq, sizeof(*d->cq));
 	d->eq = calloc(c->max_eq, sizeof(*d->eq));
 	d->qp = calloc(c->max_qp, sizeof(*d->qp));
+	d->qp_hwm = 0;
 	d->mr = table_alloc(c->max_mr, sizeof(*d->mr));
 	d->ah = calloc(c->max_ah, sizeof(*d->ah));
 	d->gid = calloc(c->gid_tbl_len, sizeof(*d->gid));
@@ -474,7 +475,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 		qrnic_rings_free_all(d);
 		/* an entry no QP uses is all zero (DESTROY_QP clears it): only
 		 * reading it leaves the table's untouched pages unallocated */
-		for (uint32_t i = 0; i < c->max_qp; i++) {
+		for (uint32_t i = 0; i < d->qp_hwm && i < c->max_qp; i++) {
 			if (!d->qp[i].valid && !d->qp[i].req.win && !d->qp[i].work.on &&
 			    !d->qp[i].flushq.on && !d->qp[i].bf)
 				continue;
@@ -482,6 +483,7 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 			free(d->qp[i].bf);
 			memset(&d->qp[i], 0, sizeof(d->qp[i]));
 		}
+		d->qp_hwm = 0;		/* every slot is zero again */
 		memset(d->uctx_valid, 0, c->max_uctx * sizeof(*d->uctx_valid));
 		qrnic_bf_free_all(d);
 		clear_used(d->pd, c->max_pd, sizeof(*d->pd));

@@ -517,6 +517,10 @@ struct qrnic_dev {
 	uint32_t mr_seen;		/* slots >= mr_seen all zero (tags too): loops stop
 					 * here; only grows (tags outlive a reset) */
 	uint32_t next_qpn;		/* firmware: where the QPN search starts (2..max_qp-1) */
+	uint32_t qp_hwm;		/* 1 + the highest QP slot made valid since the tables were
+					 * made or reset (never lowered before a reset): every slot
+					 * from it on is all zero, so teardown, reset and snapshots
+					 * walk [0, qp_hwm) instead of max_qp slots of 1992 bytes */
 	uint32_t qp_live;		/* firmware: QPs that exist (the QPN window; derived
 					 * from the QPs on a snapshot load) */
 

@@ -280,6 +280,8 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		return false;
 	if (qp->valid)
 		return qr_fail(r, "QP %u given twice", qpn);
+	if (qpn >= d->qp_hwm)
+		d->qp_hwm = qpn + 1;	/* a refused load resets up to it */
 	qp->valid = true;
 	qp->qpn = qpn;
 	qp->type = qr_u8(r);
@@ -466,10 +468,10 @@ void qrnic_snap_save_qps(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	uint32_t n = 0;
 
 	qs_begin(w, "QPS.", V_QP, 0);
-	for (uint32_t i = 0; i < d->cfg.max_qp; i++)
+	for (uint32_t i = 0; i < d->qp_hwm && i < d->cfg.max_qp; i++)
 		n += d->qp[i].valid;
 	qs_u32(w, n);
-	for (uint32_t i = 0; i < d->cfg.max_qp; i++)
+	for (uint32_t i = 0; i < d->qp_hwm && i < d->cfg.max_qp; i++)
 		if (d->qp[i].valid)
 			save_qp(d, w, &d->qp[i]);
 	qs_end(w);
@@ -482,7 +484,7 @@ bool qrnic_snap_load_qps(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	while (n-- && !r->bad)
 		load_qp(d, r);
 	d->qp_live = 0;		/* derived, not saved: the QPs that exist */
-	for (uint32_t i = 0; i < d->cfg.max_qp && !r->bad; i++)
+	for (uint32_t i = 0; i < d->qp_hwm && i < d->cfg.max_qp && !r->bad; i++)
 		d->qp_live += d->qp[i].valid;
 	return !r->bad;
 }

@@ -92,6 +92,11 @@ int qrnic_dev_check_lists(struct qrnic_dev *d, char *why, size_t len)
 			snprintf(why, len, "work list: QP %u is not valid", i);
 			return -1;
 		}
+		if (i >= d->qp_hwm && (d->qp[i].valid || d->qp[i].req.win || d->qp[i].bf)) {
+			snprintf(why, len, "QP %u in use at or above the high-water mark %u", i,
+				 d->qp_hwm);
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -184,6 +184,39 @@ def test_65536_qps_created_used_and_destroyed():
         assert d.create_qp(pd, cq) is not None
 
 
+
+def test_qp_high_water_mark_bounds_teardown_reset_and_snapshots():
+    """Teardown, reset and snapshots walk the QP table only up to the highest
+    slot ever used (qp_hwm): QPs made at high QPNs (the QPN window grows with
+    the live QPs), some destroyed, are saved and loaded whole, every check of
+    the lists (which also finds a QP in use above the mark) passes, a reset
+    leaves no QP, and the device works on after it."""
+    with q.World(1, cfg='max_qp=65536,max_cq=4', framelog=0) as w:
+        d = w.devs[0]
+        pd = d.alloc_pd()
+        cq = d.create_cq(12)
+        qps = [d.create_qp(pd, cq, cq, sq_log=1, sq_shift=7, rq_log=1, rq_shift=5)
+               for _ in range(1500)]
+        top = max(x.qpn for x in qps)
+        assert top > 1023                                   # beyond the first window
+        for x in qps[::2]:
+            x.destroy()
+        keep = sorted(x.qpn for x in qps[1::2])
+        d.check()
+        stream = d.save()
+        d.snapshot()                                        # save, make anew, load
+        d.check()
+        assert d.save() == stream                           # the same QPs, top one included
+        d.flr()                                             # qrnic_dev_reset
+        d.check()
+        d.init()
+        pd = d.alloc_pd()
+        cq = d.create_cq(4)
+        qp = d.create_qp(pd, cq)
+        assert qp is not None and qp.qpn < top
+        d.check()
+
+
 POISON = 0xa4          # even: its owner bit reads "not written yet"
 
 
