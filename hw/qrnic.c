@@ -1328,7 +1328,7 @@ static void qrnic_get_stat(Object *obj, Visitor *v, const char *name, void *opaq
     visit_type_uint64(v, name, &val, errp);
 }
 
-/* Every counter of QUERY_STATS, by its name there. */
+/* inline-runs: doorbells that ran the device in the vCPU thread (qrnic_db_write). */
 static void qrnic_get_inline_runs(Object *obj, Visitor *v, const char *name, void *opaque,
                                   Error **errp)
 {
@@ -1337,6 +1337,7 @@ static void qrnic_get_inline_runs(Object *obj, Visitor *v, const char *name, voi
     visit_type_uint64(v, name, &val, errp);
 }
 
+/* Every counter of QUERY_STATS, by its name there. */
 static void qrnic_get_stats(Object *obj, Visitor *v, const char *name, void *opaque,
                             Error **errp)
 {

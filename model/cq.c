@@ -97,7 +97,8 @@ void qrnic_arm_mark(uint32_t *lo, uint32_t *hi, uint32_t i)
 		*hi = i;
 }
 
-/* Every CQ and EQ may have a pending event (a snapshot load, a reset). */
+/* Every CQ and EQ may have a pending event: after a snapshot load (the
+ * flags come with the queues; the ranges are not saved). */
 void qrnic_arm_mark_all(struct qrnic_dev *d)
 {
 	d->arm_cq_lo = d->arm_eq_lo = 1;
