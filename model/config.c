@@ -113,7 +113,7 @@ static const struct qrnic_config_param params[] = {
 	{ "rp_initial_rate", "rp-initial-rate", U32(rp_initial_rate), 0, 0, 1000000, 0,
 	  "reaction point: a DCQCN QP entering RTS is paced at this rate (Mb/s) and recovers "
 	  "to the line rate by the increase rules; 0: it starts unlimited", "not seen" },
-	{ "rp_port_hold", "rp-port-hold", BOOL(rp_port_hold), 0, 0, 1, 0,
+	{ "rp_port_hold", "rp-port-hold", BOOL(rp_port_hold), 0, 0, 1, QRNIC_CFG_LATE,
 	  "under a timing profile, a QP with congestion control at the line rate hands the port "
 	  "one packet at a time, the next when the port is 2 us from free, so that a CNP acts on "
 	  "the next packet; off: it hands the port all its window allows at once", "not seen" },
@@ -150,6 +150,7 @@ static const struct qrnic_config_param params[] = {
 	  "a slow receiver; 0: only the per-packet cost", "not seen" },
 };
 #define NPARAMS (sizeof(params) / sizeof(params[0]))
+_Static_assert(NPARAMS <= QRNIC_CONFIG_MAX_PARAMS, "raise QRNIC_CONFIG_MAX_PARAMS");
 
 #undef U32
 #undef U64

@@ -196,6 +196,15 @@ enum qrnic_config_type {
 };
 
 #define QRNIC_CFG_POW2	(1u << 0)	/* must be a power of two */
+/* Added after the snapshot's CONF layout version 4 was fixed: a snapshot
+ * writes it only when it is not at its default, so that a device at the
+ * defaults writes the version-4 layout (tests/fixtures) and older devices
+ * load its streams; absent from a stream, it must be at its default on the
+ * loading device (model/snapshot.c, docs/qemu.md section 6). */
+#define QRNIC_CFG_LATE	(1u << 1)
+
+/* At least the number of parameters in the table (model/config.c checks). */
+#define QRNIC_CONFIG_MAX_PARAMS	128
 
 /* One configuration parameter.  Values (def, min, max) are given as
  * numbers whatever the type (a bool: 0 or 1; a MAC: see above). */

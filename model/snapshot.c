@@ -148,15 +148,16 @@ static void qr_str(struct qrnic_snap_r *r, char *buf, size_t size)
  * into a device configured the same way (as QEMU requires the same
  * command line on both ends). */
 /*
- * Configuration parameters added after CONF version 4 (rp_port_hold): written
- * only when not at their default, so that a device at the defaults writes the
- * version-4 layout (tests/fixtures) and older devices load its streams.  Such
- * a parameter absent from a stream must be at its default on the loading
- * device: the saving device had it there, or predates it and behaved so.
+ * Configuration parameters marked QRNIC_CFG_LATE in the table (added after
+ * CONF version 4, e.g. rp_port_hold) are written only when not at their
+ * default, so that a device at the defaults writes the version-4 layout
+ * (tests/fixtures) and older devices load its streams.  Such a parameter
+ * absent from a stream must be at its default on the loading device: the
+ * saving device had it there, or predates it and behaved so.
  */
 static bool conf_late(const struct qrnic_config_param *p)
 {
-	return strcmp(p->name, "rp_port_hold") == 0;
+	return p->flags & QRNIC_CFG_LATE;
 }
 
 static bool conf_omitted(const struct qrnic_dev *d, const struct qrnic_config_param *p)
@@ -197,7 +198,8 @@ static bool load_conf(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	char name[64];
 	uint32_t n = qr_count(r, 256, 2, "configuration parameters");
 	uint64_t v, mine;
-	bool late_seen = false;	/* the one late parameter (conf_late) was in the stream */
+	/* which late parameters (conf_late) the stream had, by table index */
+	bool late_seen[QRNIC_CONFIG_MAX_PARAMS] = { false };
 	const struct qrnic_config_param *lp;
 
 	for (uint32_t i = 0; i < n && !r->bad; i++) {
@@ -215,10 +217,11 @@ static bool load_conf(struct qrnic_dev *d, struct qrnic_snap_r *r)
 			return qr_fail(r, "configuration differs: %s is %llu in the stream, "
 				       "%llu on this device", name, (unsigned long long)v,
 				       (unsigned long long)mine);
-		late_seen |= conf_late(p);
+		if (conf_late(p))
+			late_seen[p - qrnic_config_param(0)] = true;
 	}
-	for (uint32_t i = 0; !r->bad && !late_seen && (lp = qrnic_config_param(i)); i++)
-		if (conf_late(lp) && !conf_omitted(d, lp))
+	for (uint32_t i = 0; !r->bad && (lp = qrnic_config_param(i)); i++)
+		if (conf_late(lp) && !late_seen[i] && !conf_omitted(d, lp))
 			return qr_fail(r, "configuration differs: %s is not in the stream (its "
 				       "default, %llu), %llu on this device", lp->name,
 				       (unsigned long long)lp->def,
