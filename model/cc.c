@@ -48,7 +48,7 @@ void qrnic_cc_param_set(struct qrnic_dev *d, const struct qrnic_config_param *p,
 	/* the QPs that follow the device's algorithm change algorithm: as
 	 * MODIFY_QP with QRNIC_QP_ATTR_CC, their state starts over (the old
 	 * algorithm's state means nothing to the new one) */
-	for (uint32_t i = 0; i < d->cfg.max_qp; i++) {
+	for (uint32_t i = 0; i < d->qp_hwm && i < d->cfg.max_qp; i++) {
 		struct qrnic_qp *qp = &d->qp[i];
 
 		if (!qp->valid || qp->attr.cc_algo)

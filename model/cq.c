@@ -170,7 +170,7 @@ static void cq_overrun(struct qrnic_dev *d, struct qrnic_cq *cq)
 	qrnic_guest_err(d, err_cq_overrun, (cqn, cq->pi, cq->ci),
 			"qrnic: CQ %u overrun (pi %u ci %u)", cqn, cq->pi, cq->ci);
 	qrnic_async_event(d, QRNIC_EV_CQ_ERR, cqn, 0);
-	for (uint32_t i = 1; i < d->cfg.max_qp; i++) {
+	for (uint32_t i = 1; i < d->qp_hwm && i < d->cfg.max_qp; i++) {	/* zero above */
 		struct qrnic_qp *qp = &d->qp[i];
 
 		if (qp->valid && (qp->send_cqn == cqn || qp->recv_cqn == cqn))
@@ -309,7 +309,7 @@ static uint64_t cq_sends_posted(struct qrnic_dev *d, uint32_t cqn)
 {
 	uint64_t n = 0;
 
-	for (uint32_t i = 1; i < d->cfg.max_qp; i++) {
+	for (uint32_t i = 1; i < d->qp_hwm && i < d->cfg.max_qp; i++) {	/* zero above */
 		const struct qrnic_qp *qp = &d->qp[i];
 
 		if (qp->valid && qp->send_cqn == cqn)
