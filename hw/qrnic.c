@@ -67,6 +67,9 @@ struct QrnicState {
     bool in_db;
     bool want_run;
     uint64_t inline_runs;   /* QOM "inline-runs": doorbells that ran the device inline */
+    struct {                /* QOM "host-calls": what woke the device, how often */
+        uint64_t bh, kick, timer, rx, db, sched, arm;
+    } hc;
 
     /* The configuration properties (one per parameter of the model's table
      * that has a property name, made at class_init) write straight into
@@ -279,6 +282,7 @@ static void qrnic_host_timer_arm(void *opaque, uint64_t deadline)
 {
     QrnicState *s = opaque;
 
+    s->hc.arm++;
     if (deadline == UINT64_MAX) {
         timer_del(s->timer);
     } else {
@@ -290,6 +294,7 @@ static void qrnic_host_schedule(void *opaque)
 {
     QrnicState *s = opaque;
 
+    s->hc.sched++;
     /*
      * Under -icount all work goes through the kick timer, which runs in the
      * vCPU thread at a definite instruction (the bottom half would run in the
@@ -445,6 +450,7 @@ static void qrnic_bh(void *opaque)
 {
     QrnicState *s = opaque;
 
+    s->hc.bh++;
     qrnic_trace_sync(s);
     qrnic_dev_run(s->dev);
     qrnic_rx_resume(s);
@@ -475,6 +481,7 @@ static void qrnic_timer_cb(void *opaque)
     QrnicState *s = opaque;
     bool engaged = qrnic_guard_engage(s);
 
+    s->hc.timer++;
     qrnic_trace_sync(s);
     qrnic_dev_timer_fire(s->dev);
     qrnic_guard_restore(s, engaged);
@@ -485,6 +492,7 @@ static void qrnic_kick_cb(void *opaque)
     QrnicState *s = opaque;
     bool engaged = qrnic_guard_engage(s);
 
+    s->hc.kick++;
     qrnic_trace_sync(s);
     s->in_kick = true;
     qrnic_dev_run(s->dev);
@@ -558,6 +566,7 @@ static void qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned siz
     QrnicState *s = opaque;
     bool idle = s->inline_db && !icount_enabled() && !qrnic_dev_busy(s->dev);
 
+    s->hc.db++;
     trace_qrnic_db_write(addr, size, val);
     qrnic_trace_sync(s);
     s->in_db = true;
@@ -608,6 +617,7 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
 {
     QrnicState *s = qemu_get_nic_opaque(nc);
 
+    s->hc.rx++;
     if (qrnic_dev_rx_full(s->dev)) {
         s->rx_paused = true;
         trace_qrnic_rx_paused(size);
@@ -1337,6 +1347,18 @@ static void qrnic_get_inline_runs(Object *obj, Visitor *v, const char *name, voi
     visit_type_uint64(v, name, &val, errp);
 }
 
+static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void *opaque,
+                                 Error **errp)
+{
+    QrnicState *s = QRNIC(obj);
+    g_autofree char *str = g_strdup_printf(
+        "bh=%" PRIu64 " kick=%" PRIu64 " timer=%" PRIu64 " rx=%" PRIu64 " db=%" PRIu64
+        " sched=%" PRIu64 " arm=%" PRIu64, s->hc.bh, s->hc.kick, s->hc.timer, s->hc.rx,
+        s->hc.db, s->hc.sched, s->hc.arm);
+
+    visit_type_str(v, name, &str, errp);
+}
+
 /* Every counter of QUERY_STATS, by its name there. */
 static void qrnic_get_stats(Object *obj, Visitor *v, const char *name, void *opaque,
                             Error **errp)
@@ -1515,6 +1537,8 @@ static void qrnic_class_add_qom(ObjectClass *klass)
     object_class_property_set_description(klass, "cc",
         "read-only: the congestion control parameters in use (QUERY_CC; SET_CC changes them)");
     object_class_property_add(klass, "inline-runs", "uint64", qrnic_get_inline_runs, NULL, NULL,
+                              NULL);
+    object_class_property_add(klass, "host-calls", "str", qrnic_get_host_calls, NULL, NULL,
                               NULL);
     object_class_property_set_description(klass, "inline-runs",
         "read-only: doorbells that found the device idle and ran it in the vCPU thread "

@@ -55,3 +55,31 @@ def test_inline_doorbell_off(world):
     assert a.qom_get('inline-doorbell') is False
     n0, n1 = _write_and_send(a, b)
     assert n0 == n1 == 0
+
+
+def _host_calls(d):
+    """The QOM host-calls counters of a device, as a dict of ints."""
+    return {k: int(v) for k, v in (kv.split('=') for kv in d.qom_get('host-calls').split())}
+
+
+def test_host_calls_count_the_device_entries(world):
+    """host-calls counts what entered the device from QEMU: doorbell writes,
+    frames from the net layer, bottom halves, the kick timer (under qtest
+    every schedule also arms it: the clock jumps), model timer arms.  On a
+    hub every port hears every frame, so what b's net client received is
+    what a sent, and the reverse; the sender counted its doorbells, the
+    third port none."""
+    a, b, c = world.devs[2], world.devs[3], world.devs[0]
+    h0 = {d: _host_calls(d) for d in (a, b, c)}
+    tx0 = {d: d.stat('tx_packets') for d in (a, b)}
+    _write_and_send(a, b)
+    h1 = {d: _host_calls(d) for d in (a, b, c)}
+    d = {x: {k: h1[x][k] - h0[x][k] for k in h0[x]} for x in (a, b, c)}
+    sent = {x: x.stat('tx_packets') - tx0[x] for x in (a, b)}
+    assert sent[a] >= 13 and sent[b] >= 1       # 3 + 2 + 8 data frames, ACKs
+    assert d[b]['rx'] == sent[a] and d[a]['rx'] == sent[b]
+    assert d[c]['rx'] == sent[a] + sent[b]      # the hub's third port heard both
+    assert d[a]['db'] >= 3 and d[b]['db'] >= 1  # a: three SQ doorbells (+ CQ); b: one RQ
+    for x in (a, b):
+        assert d[x]['sched'] >= 1 and d[x]['bh'] >= 1 and d[x]['kick'] >= 1
+    assert d[c]['db'] == 0
