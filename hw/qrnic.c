@@ -29,6 +29,7 @@
 #include "net/net.h"
 #include "system/cpu-timers.h"
 #include "system/system.h"
+#include "system/qtest.h"
 #include "trace.h"
 #include "trace/control.h"
 
@@ -315,15 +316,18 @@ static void qrnic_host_schedule(void *opaque)
     }
     qemu_bh_schedule(s->bh);
     /*
-     * Also a virtual-clock timer due now: when the clock jumps (qtest
-     * clock_step, icount warps) timers run at each deadline on the way but
-     * bottom halves only afterwards, so a frame that arrived from a peer's
-     * timer would otherwise be handled at the end of the jump.  The timer
-     * runs one budget of work at the right virtual time; the bottom half
-     * does the rest (in_kick: no re-arming from inside the timer, so a long
-     * burst cannot keep the timer list busy).
+     * Under qtest, also a virtual-clock timer due now: when the clock jumps
+     * (clock_step) timers run at each deadline on the way but bottom halves
+     * only afterwards, so a frame that arrived from a peer's timer would
+     * otherwise be handled at the end of the jump.  The timer runs one
+     * budget of work at the right virtual time; the bottom half does the
+     * rest (in_kick: no re-arming from inside the timer, so a long burst
+     * cannot keep the timer list busy).  With a guest CPU (no icount) the
+     * virtual clock follows the host's and never jumps, and the timer would
+     * only run the device a second time for every bottom half (QOM
+     * host-calls: kick = bh).
      */
-    if (!s->in_kick && !timer_pending(s->kick)) {
+    if (qtest_enabled() && !s->in_kick && !timer_pending(s->kick)) {
         timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL));
     }
 }
