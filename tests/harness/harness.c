@@ -2439,7 +2439,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	char err[200];
 
 	if (w->ndev >= HX_MAX_DEV) {
-		hx_err(w, "too many devices");
+		hx_err(w, "too many devices (at most %d)", HX_MAX_DEV);
 		return HX_E_INVAL;
 	}
 	h = calloc(1, sizeof(*h));
@@ -2582,7 +2582,7 @@ static bool deliver(hx_world *w)
 
 	if (!w->fl_head || w->fl_head->deliver_at > w->now)
 		return false;	/* most iterations: nothing due */
-	memset(burst, 0, sizeof(burst));
+	memset(burst, 0, (size_t)w->ndev * sizeof(burst[0]));
 
 	while (*pp && (*pp)->deliver_at <= w->now) {
 		struct hx_frame *fr = *pp;

@@ -20,7 +20,11 @@
 
 #include "qrnic_model.h"
 
-#define HX_MAX_DEV		16
+/* devices in a world: a 63:1 incast, or a leaf-spine of 8 leaves x 8 hosts
+ * (the model's tables are calloc'ed and host memory is mmap'ed
+ * MAP_NORESERVE, so an unused slot costs nothing and a device only what it
+ * touches; docs/simulator.md gives the RSS) */
+#define HX_MAX_DEV		64
 #define HX_MEM_BASE		0x100000000ull	/* device i memory at (i + 1) << 32 */
 
 /* errors (negative) */

@@ -151,7 +151,8 @@ static const char usage_text[] =
 "    --migrate-every N   every N run steps, migrate every device in place (save,\n"
 "                        make anew, load: docs/qemu.md 9); the results must not\n"
 "                        change (bench/sim_identical)\n"
-"    --hosts N           hosts, even: N/2 cabled pairs each run the workload (2)\n"
+"    --hosts N           hosts, even: N/2 cabled pairs each run the workload;\n"
+"                        with --incast any number; at most 64            (2)\n"
 "    --mtu BYTES         RC path MTU 256..4096                          (4096)\n"
 "    --ack-timeout E     RC local ACK timeout 4.096us * 2^E             (14)\n"
 "    --retry-cnt N       RC retry count 0..7                            (7)\n"
@@ -1029,7 +1030,7 @@ static int setup(struct sim *s)
 {
 	struct cfg *c = &s->c;
 	unsigned pairs = c->incast ? c->hosts - 1 : c->hosts / 2;
-	uint64_t mem;
+	uint64_t mem, per_flow, touched;
 	uint32_t eqn[HX_MAX_DEV], pdn[HX_MAX_DEV];
 	char dev_kv[1024];
 
@@ -1084,14 +1085,18 @@ static int setup(struct sim *s)
 	if (c->loss > 0 && c->loss * 1e6 < 1)
 		return sim_fail(s, SIM_EXIT_USAGE, "--loss below 1e-6 (the wire works in ppm)");
 
-	mem = (uint64_t)c->qps * flow_mem(s);
-	mem = 2 * mem + (32ull << 20);
+	/* every host has the memory of the busiest: with --incast host 0
+	 * holds the receiving side of every sender's QPs */
+	per_flow = (uint64_t)c->qps * flow_mem(s);
+	mem = 2 * per_flow * (c->incast ? c->hosts - 1 : 1) + (32ull << 20);
 	mem = (mem + 0xfffff) & ~0xfffffull;
-	/* calloc'ed lazily, but buffers and rings are touched: about half of it */
-	if ((mem / 2) * c->hosts > (12ull << 30))
+	/* mapped lazily, but buffers and rings are touched: each flow's on
+	 * both of its hosts, and 16 MiB a host */
+	touched = 2 * per_flow * pairs + (16ull << 20) * c->hosts;
+	if (touched > (12ull << 30))
 		return sim_fail(s, SIM_EXIT_USAGE,
 				"workload needs about %" PRIu64 " MiB of simulated host memory (limit 12 GiB): "
-				"fewer QPs, shallower queues or smaller messages", (mem / 2) * c->hosts >> 20);
+				"fewer QPs, shallower queues or smaller messages", touched >> 20);
 	s->depth_mask = pow2_mask(c->depth);
 	s->signal_mask = pow2_mask(c->signal);
 	s->w = hx_world_new(mem, c->seed);
