@@ -1991,10 +1991,18 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	struct hx_frame *fr;
 
 	/* the payload may be by reference (ops->dma_map) and the headers by
-	 * description: built before anything reads or changes the bytes */
-	if (owned && (w->pcap || w->sw.on || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
+	 * description: built before anything reads or changes the bytes.
+	 * The switch reads and changes (ECN) header bytes only, and keeps
+	 * each flow's frames in order on one path (FIFO queues, ECMP per
+	 * 5-tuple): a frame that refers to a send buffer arrives before the
+	 * work request that buffer belongs to can complete, so its payload
+	 * stays by reference and the receiver copies it once (a copy per
+	 * packet less: docs/simulator.md "Speed"). */
+	if (owned && (w->pcap || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
 		      w->reorder_ppm || w->corrupt_ppm))
 		qrnic_frame_buf_fill(owned);
+	else if (owned && w->sw.on)
+		qrnic_frame_buf_fill_headers(owned);
 	if (w->sw.on)
 		dst = sw_route(w, f, len);	/* the headers are built now */
 	/* a host's MAC control frame (PFC) is for the switch port it enters */
@@ -3924,6 +3932,36 @@ static int mr_rw(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint
 		len -= n;
 	}
 	return 0;
+}
+
+void *hx_mr_host_span(hx_world *w, int d, uint32_t key, uint64_t off, uint64_t *len)
+{
+	struct hx_dev *h = D(w, d);
+	struct hx_mr_rec *m = h ? mr_find(h, key) : NULL;
+	uint64_t ps, a, n, want;
+
+	if (!m || !len || off > m->length || *len > m->length - off)
+		return NULL;
+	want = *len;
+	a = mr_addr(m, off);
+	if (!a)
+		return NULL;
+	if (m->flags & HX_MR_PHYS) {
+		n = want;
+	} else {
+		ps = 1ull << m->page_shift;
+		n = ps - (((m->iova & (ps - 1)) + off) & (ps - 1));
+		/* join the pages that follow physically (at most the pages
+		 * of the range: bounded by want / ps) */
+		while (n < want && mr_addr(m, off + n) == a + n)
+			n += ps;
+	}
+	if (n > want)
+		n = want;
+	if (!mem_range_ok(h, a, n))
+		return NULL;
+	*len = n;
+	return mem_ptr(h, a);
 }
 
 int hx_mr_write(hx_world *w, int d, uint32_t key, uint64_t off, const void *buf, uint64_t len)
