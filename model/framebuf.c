@@ -143,18 +143,25 @@ const struct qrnic_pkt *qrnic_frame_buf_pkt(const uint8_t *buf)
 	return h->has_pkt ? &h->pkt : NULL;
 }
 
-void qrnic_frame_buf_fill(uint8_t *buf)
+void qrnic_frame_buf_fill_headers(uint8_t *buf)
 {
 	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;
 
 	if (h && h->has_pkt) {
 		/* the headers around the payload's place (not read: a payload
 		 * in place is not copied, and no ICRC is computed: such frames
-		 * come from a trusted wire); the payload follows */
+		 * come from a trusted wire) */
 		h->has_pkt = false;
 		qrnic_wire_build_icrc(&h->pkt, h->ref ? buf + h->ref_off : NULL, h->ref ? h->ref_len : 0,
 				      buf, fb_cap[h->cls], false);
 	}
+}
+
+void qrnic_frame_buf_fill(uint8_t *buf)
+{
+	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;
+
+	qrnic_frame_buf_fill_headers(buf);	/* the payload follows */
 	if (h && h->ref) {
 		memcpy(buf + h->ref_off, h->ref, h->ref_len);
 		h->ref = NULL;

@@ -124,6 +124,14 @@ void qrnic_frame_buf_free(uint8_t *buf);
  * the headers and copies the payload into the buffer.  Harmless on any
  * other. */
 void qrnic_frame_buf_fill(uint8_t *buf);
+/* Only the headers: built in the buffer where they are by description, a
+ * payload by reference left so (the receiving device parses the headers
+ * and still copies the payload from where it is).  For a wire that reads
+ * or changes header bytes only, e.g. a switch (forwarding, ECN marking),
+ * and delivers each flow's frames in order, so that the referenced bytes
+ * cannot change before the frame arrives (see ops->dma_map).  Harmless
+ * on any other frame. */
+void qrnic_frame_buf_fill_headers(uint8_t *buf);
 /* Whether a frame buffer's headers are by description (not yet built). */
 bool qrnic_frame_buf_described(const uint8_t *buf);
 

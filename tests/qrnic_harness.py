@@ -685,6 +685,8 @@ _SIGS = {
     'hx_mr_read': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
                                   ctypes.c_void_p, ctypes.c_uint64]),
     'hx_mr_bus_addr': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64]),
+    'hx_mr_host_span': (ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
+                                          ctypes.POINTER(ctypes.c_uint64)]),
     'hx_mr_pbl_addr': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_post_send': (ctypes.c_int64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint,
                                       ctypes.c_uint, ctypes.c_uint64, ctypes.c_uint,
@@ -1927,6 +1929,13 @@ class Mr(_Obj, api.Mr):
 
     def bus_addr(self, off=0):
         return self._l.hx_mr_bus_addr(self._w, self._i, self.key, off)
+
+    def host_span(self, off, n):
+        """hx_mr_host_span: the bytes of the contiguous host memory from MR
+        byte off (at most n of them), or None."""
+        ln = ctypes.c_uint64(n)
+        p = self._l.hx_mr_host_span(self._w, self._i, self.key, off, ctypes.byref(ln))
+        return None if not p else ctypes.string_at(p, ln.value)
 
     @property
     def pbl_addr(self):

@@ -102,7 +102,7 @@ def test_cc_converge_prints_a_row_per_setting():
     out = bench('cc_converge', 4, 8).stdout
     rows = [line.split() for line in out.splitlines()
             if line[:1].isalpha() and ':1' in line and not line.startswith('setting')]
-    assert [(r[0], r[1]) for r in rows] == [(s, n) for n in ('2:1', '15:1')
+    assert [(r[0], r[1]) for r in rows] == [(s, n) for n in ('2:1', '16:1')
                                             for s in ('paper', 'incast', 'mlx5')], out
     paper = rows[0]
     assert paper[-1] == '0' and int(paper[-2]) > 0, out   # no drops, CNPs sent
@@ -119,7 +119,7 @@ def test_cc_fluid_model_converges_to_the_fair_share():
     200 KB), as the paper's analysis says it should; bad arguments exit 2."""
     out = bench('cc_fluid', 50).stdout
     rows = [line.split() for line in out.splitlines() if line[:1].isdigit()]
-    assert [(r[0], r[1]) for r in rows] == [('2:1', '5'), ('2:1', '50'), ('15:1', '5'), ('15:1', '50')], out
+    assert [(r[0], r[1]) for r in rows] == [('2:1', '5'), ('2:1', '50'), ('16:1', '5'), ('16:1', '50')], out
     for r in rows[:2]:
         qmax, qmean, final = float(r[5]), float(r[7]), float(r[11])
         assert 5 < qmean <= qmax < 200, r
@@ -137,7 +137,7 @@ def test_cc_fluid_model_converges_to_the_fair_share():
 
 
 def test_cc_incast_speed_section():
-    """bench/cc_incast --speed-only: the issue-19 speed rows (15:1 at 100 Gb/s,
+    """bench/cc_incast --speed-only: the issue-19 speed rows (16:1 at 100 Gb/s,
     with and without DCQCN), each with a packet count and rates; bad host
     counts are refused."""
     out = bench('cc_incast', '--speed-only').stdout
@@ -146,4 +146,6 @@ def test_cc_incast_speed_section():
     for r in rows.values():
         assert int(r[1]) > 10000 and float(r[2]) > 0 and float(r[3]) > 0, r
     assert 'target >= 1 M packets per host second' in out
-    assert 'hosts must be integers' in bench('cc_incast', 17, rc=1).stderr
+    assert '16:1 incast (17 hosts)' in out
+    assert 'hosts must be integers' in bench('cc_incast', 65, rc=1).stderr
+    assert 'hosts must be integers' in bench('cc_incast', 'x', rc=1).stderr

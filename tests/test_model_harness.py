@@ -67,6 +67,34 @@ def test_mr_pages_are_shuffled_and_host_access_translates(world, rng):
     assert a.mem_read(mr.bus_addr(off), 16) == data[off:off + 16]
 
 
+def test_mr_host_span_is_the_contiguous_host_memory(world, rng):
+    """hx_mr_host_span (qrnic-sim writes and checks its data there): a span
+    ends where the next page is not the physically next one, joins the
+    pages that are, and refuses a range outside the MR."""
+    a = world.devs[0]
+    pd = a.alloc_pd()
+    for shuffle, contig in ((True, False), (False, True)):
+        mr = a.reg_mr(pd, 16 * 4096, shuffle=shuffle, contig=contig)
+        data = mr.fill_random(rng)
+        spans, off = [], 100
+        while off < mr.length:
+            b = mr.host_span(off, mr.length - off)
+            assert b and b == data[off:off + len(b)]
+            end = off + len(b)
+            if end < mr.length:      # the span stops only where the pages part
+                assert mr.bus_addr(end) != mr.bus_addr(end - 1) + 1
+            spans.append(len(b))
+            off = end
+        assert sum(spans) == mr.length - 100
+        if contig:
+            assert len(spans) == 1
+        else:
+            assert len(spans) > 8 and max(spans) < 16 * 4096
+        assert len(mr.host_span(5, 7)) == 7          # at most what was asked
+        assert mr.host_span(mr.length - 1, 2) is None
+        assert mr.host_span(mr.length + 1, 0) is None
+
+
 def test_huge_dma_mr_costs_the_host_no_page_list(world):
     """A DMA MR may span far more than host memory (bus addresses 1:1, no
     MTT: the device accepts it).  The harness used to keep a bus address per

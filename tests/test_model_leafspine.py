@@ -13,6 +13,8 @@ import os
 import struct
 import subprocess
 
+import pytest
+
 import qrnic_harness as q
 
 SIM = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-sim')
@@ -129,3 +131,42 @@ def test_leaf_spine_needs_its_options():
         r = subprocess.run([SIM, '--incast', '--hosts', '4', '--op', 'write', '--count', '1'] +
                            [str(a) for a in bad], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and r.stderr
+
+
+def test_leaf_spine_with_more_than_16_hosts():
+    """24 hosts on 4 leaves of 6 under 2 spines (past the old 16-device
+    limit): a 23:1 incast with PFC across the fabric, lossless, every flow
+    moving and every byte verified."""
+    j = sim('--incast', '--hosts', 24, '--leaves', 4, '--spines', 2, '--op', 'write',
+            '--size', 16384, '--depth', 4, '--count', 20,
+            '--profile', 'cx5-100g', '--rate', '100G', '--overhead', 24, '--latency', '1us',
+            '--buffer', '1800K', '--pfc', '--xoff', '64K', '--xon', '32K',
+            '--device', 'cc_algo=0')
+    i = j['incast']
+    assert i['fabric']['hosts_per_leaf'] == 6
+    assert len(i['flows']) == 23 and all(f['bytes'] == 20 * 16384 for f in i['flows'])
+    assert j['messages'] == j['posted'] == 23 * 20 and j['lost'] == 0
+    assert i['drops'] == 0 and i['pfc_pauses'] > 0
+    # leaves 1..3 send up to the spines, leaf 0 (the receiver's) sends ACKs up
+    for leaf in range(4):
+        assert sum(x['frames'] for x in i['fabric']['links'] if x['up'] and x['leaf'] == leaf) > 0
+    assert j['stats'].get('retransmitted_packets', 0) == 0
+
+
+def test_host_limit_refused_clearly():
+    """qrnic-sim and the harness take at most 64 hosts (HX_MAX_DEV): one
+    more is refused with a message, exit 2, not a crash."""
+    r = subprocess.run([SIM, '--incast', '--hosts', '65', '--op', 'write', '--count', '1'],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and '--hosts: 65 is out of range 2..64' in r.stderr, r.stderr
+    r = subprocess.run([SIM, '--hosts', '64', '--op', 'write', '--count', '1'],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    w = q.World(mem_mb=1, cable=False, init=False)
+    try:
+        for _ in range(62):
+            w.add_device()
+        with pytest.raises(q.HarnessError, match='at most 64'):
+            w.add_device()
+    finally:
+        w.close()

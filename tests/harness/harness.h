@@ -20,7 +20,11 @@
 
 #include "qrnic_model.h"
 
-#define HX_MAX_DEV		16
+/* devices in a world: a 63:1 incast, or a leaf-spine of 8 leaves x 8 hosts
+ * (the model's tables are calloc'ed and host memory is mmap'ed
+ * MAP_NORESERVE, so an unused slot costs nothing and a device only what it
+ * touches; docs/simulator.md gives the RSS) */
+#define HX_MAX_DEV		64
 #define HX_MEM_BASE		0x100000000ull	/* device i memory at (i + 1) << 32 */
 
 /* errors (negative) */
@@ -464,6 +468,13 @@ int64_t hx_create_ah(hx_world *w, int d, uint32_t pdn, const void *av32);
 int hx_mr_write(hx_world *w, int d, uint32_t key, uint64_t off, const void *buf, uint64_t len);
 int hx_mr_read(hx_world *w, int d, uint32_t key, uint64_t off, void *buf, uint64_t len);
 uint64_t hx_mr_bus_addr(hx_world *w, int d, uint32_t key, uint64_t off);	/* 0 = none */
+/* The host memory behind MR bytes [off, off + *len): a pointer to byte off
+ * and in *len how many bytes from there are contiguous in host memory
+ * (at most the *len asked; the pages that follow each other physically
+ * joined), or NULL if the range is not wholly in the MR or has no page
+ * there.  For a simulator that writes or checks a buffer where it is
+ * instead of through hx_mr_write/hx_mr_read and a copy. */
+void *hx_mr_host_span(hx_world *w, int d, uint32_t key, uint64_t off, uint64_t *len);
 uint64_t hx_mr_pbl_addr(hx_world *w, int d, uint32_t key);
 
 /* ---- driver: data path ------------------------------------------------------ */

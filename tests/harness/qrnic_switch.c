@@ -43,6 +43,8 @@
 #include "harness.h"
 
 #define MAX_PORTS	HX_MAX_DEV
+#define QS_STR_(x)	#x
+#define QS_STR(x)	QS_STR_(x)
 #define RX_BATCH	64	/* datagrams read from one port per loop iteration */
 
 struct port {
@@ -157,7 +159,7 @@ static void add_port(const char *spec)
 }
 
 static const char usage[] =
-"usage: qrnic-switch --port [HOST:]PORT[=[HOST:]PORT] (2 to 16 times) [options]\n"
+"usage: qrnic-switch --port [HOST:]PORT[=[HOST:]PORT] (2 to " QS_STR(MAX_PORTS) " times) [options]\n"
 "  The simulator's switch (docs/congestion.md) for QEMU -netdev dgram ports.\n"
 "  --port L[=R]       a switch port: UDP socket bound on L, frames sent to R\n"
 "                     (QEMU's local.port); without R, to the first sender\n"
