@@ -165,6 +165,8 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 	bool check_icrc = qrnic_icrc_on(d) && (d->fault || !qrnic_frame_buf_vouched(frame));
 	int rc;
 
+	if (check_icrc)		/* a lazy ICRC (qrnic_dev_set_lazy_icrc): it is read now */
+		qrnic_frame_buf_fill(frame);
 	if ((ref || desc) && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
 		qrnic_frame_buf_fill(frame);
 		ref = NULL;
@@ -182,6 +184,7 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 		ref = NULL;
 	}
 	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
+		qrnic_frame_buf_fill(frame);
 		qrnic_eth_rx(d, frame, len);
 		return;
 	}
