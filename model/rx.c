@@ -156,7 +156,7 @@ static bool rx_mcast(struct qrnic_dev *d, uint8_t *frame, size_t len, struct qrn
  * by description (qrnic_frame_buf_set_pkt). */
 static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 {
-	struct qrnic_pkt p;
+	struct qrnic_pkt p QRNIC_NOINIT;	/* the parse or the description fills it */
 	struct qrnic_qp *qp;
 	uint32_t fl, ref_off = 0, ref_len = 0;
 	const uint8_t *ref = qrnic_frame_buf_ref(frame, &ref_off, &ref_len);
