@@ -28,6 +28,7 @@
 #include "migration/qemu-file-types.h"
 #include "net/net.h"
 #include "system/cpu-timers.h"
+#include "system/runstate.h"
 #include "system/system.h"
 #include "system/qtest.h"
 #include "trace.h"
@@ -38,6 +39,15 @@
 #include "qrnic_pcap.h"
 #include "qrnic_fault.h"
 #include "qrnic_timing.h"
+
+/* A local not zero-filled under QEMU's -ftrivial-auto-var-init=zero: for
+ * per-frame locals set before they are read (model/qrnic_internal.h has
+ * the same for the model; QEMU 10.0 has no QEMU_UNINITIALIZED yet). */
+#if __has_attribute(uninitialized)
+#define QRNIC_HW_NOINIT __attribute__((uninitialized))
+#else
+#define QRNIC_HW_NOINIT
+#endif
 
 #define TYPE_QRNIC "qrnic"
 OBJECT_DECLARE_SIMPLE_TYPE(QrnicState, QRNIC)
@@ -56,6 +66,7 @@ struct QrnicState {
     NICState *nic;
     NICConf conf;
     QEMUBH *bh;
+    bool bh_scheduled;      /* bh scheduled and not yet run (qrnic_host_schedule) */
     QEMUTimer *timer;
     QEMUTimer *kick;        /* device work at the current virtual time (see qrnic_kick_cb) */
     bool in_kick;
@@ -190,16 +201,25 @@ static void qrnic_capture_close(QrnicState *s)
     s->pcap = NULL;
 }
 
-static void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len)
+static void qrnic_capture_frame_to(QrnicState *s, const uint8_t *frame, size_t len)
 {
     char err[256];
 
-    if (s->pcap &&
-        qrnic_pcap_write(s->pcap, frame, len, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
+    if (qrnic_pcap_write(s->pcap, frame, len, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
                          err, sizeof(err))) {
         error_report("qrnic: pcap: %s - capture stopped after %" PRIu64 " frames", err,
                      qrnic_pcap_frames(s->pcap));
         qrnic_capture_close(s);
+    }
+}
+
+/* Called for every frame: without a capture it costs a test, not the
+ * zero fill of the message buffer (QEMU builds with
+ * -ftrivial-auto-var-init=zero; ~1% of a 1 MiB WRITE stream, perf). */
+static inline void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len)
+{
+    if (s->pcap) {
+        qrnic_capture_frame_to(s, frame, len);
     }
 }
 
@@ -232,17 +252,77 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
  * like every net callback.
  */
 static struct {
-    const uint8_t *buf;         /* the frame being sent, or NULL */
+    uint8_t *buf;               /* the frame being sent, or NULL */
     size_t len;
     QrnicState *from, *taker;
+    unsigned receiving;         /* depth of qrnic_nc_receive calls */
 } qrnic_handoff;
+
+static NetClientInfo qrnic_net_info;
+
+/*
+ * Whether only qrnic ports of this process can read a frame a qrnic port
+ * sends: every net client is a qrnic port, a hub port whose peer is one
+ * (or none), or a NIC without a peer, and no filter is attached anywhere
+ * (filter-dump, replay, COLO...), the VM runs and no client's receive is
+ * disabled (else QEMU's net queues copy frames without asking).  Then the model's lazy ICRC
+ * (qrnic_dev_set_lazy_icrc) may stay unwritten while the frame is sent:
+ * each qrnic port that reads the bytes -- one not addressed, one whose
+ * queue is full (the net queue would keep a copy), one with a capture or
+ * fault plan, the model for a snapshot -- has the ICRC computed first
+ * (qrnic_frame_buf_fill), and a taker (the hand-over) never reads it.
+ * Asked at every send (a few clients to walk: netdevs and filters may be
+ * added at any time); deleted netdevs still peered with a NIC are not on
+ * the list, hence "a NIC other than qrnic has no peer".
+ */
+static bool qrnic_net_only_qrnic(QrnicState *s)
+{
+    NetClientState *ncs[16] QRNIC_HW_NOINIT;       /* the first n are set */
+    int n = qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER__MAX, ARRAY_SIZE(ncs));
+
+    /* a stopped VM's net queues keep a copy of every frame (as does the
+     * queue of a client whose receive is disabled) without asking */
+    if (n > (int)ARRAY_SIZE(ncs) || !runstate_is_running()) {
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        NetClientState *nc = ncs[i], *peer = nc->peer;
+
+        if (!QTAILQ_EMPTY(&nc->filters) || nc->receive_disabled) {
+            return false;
+        }
+        if (nc->info == &qrnic_net_info) {
+            continue;
+        }
+        if (nc->info->type == NET_CLIENT_DRIVER_NIC ? peer != NULL :
+            nc->info->type != NET_CLIENT_DRIVER_HUBPORT ||
+            (peer && peer->info != &qrnic_net_info)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A qrnic port is about to read (or a net queue to copy) the frame being
+ * handed over: its ICRC, if still unwritten, is computed now. */
+static void qrnic_handoff_fill(const uint8_t *buf)
+{
+    if (buf && buf == qrnic_handoff.buf) {
+        qrnic_frame_buf_fill(qrnic_handoff.buf);
+    }
+}
 
 static void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
     QrnicState *taker;
 
-    qrnic_frame_buf_fill(frame);        /* bytes, whatever the model built */
+    /* bytes, whatever the model built, unless only qrnic ports read them
+     * (they fill it themselves when they do); the capture reads it now */
+    if (qrnic_handoff.buf || qrnic_handoff.receiving || s->pcap ||
+        !qrnic_frame_buf_icrc_pending(frame) || !qrnic_net_only_qrnic(s)) {
+        qrnic_frame_buf_fill(frame);
+    }
     if (qrnic_handoff.buf) {            /* a send inside a send: just copy */
         qrnic_host_tx(s, frame, len);
         qrnic_frame_buf_free(frame);
@@ -314,7 +394,21 @@ static void qrnic_host_schedule(void *opaque)
         s->want_run = true;     /* qrnic_db_write decides: inline or the bottom half */
         return;
     }
-    qemu_bh_schedule(s->bh);
+    /*
+     * Once per run of the bottom half: qemu_bh_schedule of a bottom half
+     * already scheduled still calls aio_notify, which writes the main
+     * loop's eventfd whenever its notify_me is set -- also while the loop
+     * dispatches, as it does after a prepare that found bottom halves
+     * pending (glib then skips aio_ctx_check, which clears it).  That was a
+     * write(2) for every frame a port took (rx_enqueue) and every
+     * completion: 28% of the main loop's CPU in T1 (perf, issue 23).
+     * The first qemu_bh_schedule has woken the loop already; it runs the
+     * bottom half at its next dispatch.  Under the BQL like every caller.
+     */
+    if (!s->bh_scheduled) {
+        s->bh_scheduled = true;
+        qemu_bh_schedule(s->bh);
+    }
     /*
      * Under qtest, also a virtual-clock timer due now: when the clock jumps
      * (clock_step) timers run at each deadline on the way but bottom halves
@@ -455,6 +549,7 @@ static void qrnic_bh(void *opaque)
     QrnicState *s = opaque;
 
     s->hc.bh++;
+    s->bh_scheduled = false;    /* what schedules it from here on runs it again */
     qrnic_trace_sync(s);
     qrnic_dev_run(s->dev);
     qrnic_rx_resume(s);
@@ -612,6 +707,7 @@ static bool qrnic_nc_can_receive(NetClientState *nc)
 
     if (qrnic_dev_rx_full(s->dev)) {
         s->rx_paused = true;    /* QEMU queues what comes: flush it later */
+        qrnic_handoff_fill(qrnic_handoff.buf);  /* a copy of it, maybe */
         return false;
     }
     return true;
@@ -625,18 +721,26 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     if (qrnic_dev_rx_full(s->dev)) {
         s->rx_paused = true;
         trace_qrnic_rx_paused(size);
+        qrnic_handoff_fill(buf);    /* the net queue keeps a copy */
         return 0;
     }
     trace_qrnic_rx(size);
     qrnic_trace_sync(s);
-    qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
     if (buf == qrnic_handoff.buf && size == qrnic_handoff.len && !qrnic_handoff.taker &&
         qrnic_handoff.from != s && size >= 6 && !memcmp(buf, s->conf.macaddr.a, 6)) {
         trace_qrnic_rx_handoff(size);
+        if (s->pcap) {
+            qrnic_handoff_fill(buf);
+            qrnic_capture_frame(s, buf, size);
+        }
         qrnic_handoff.taker = s;    /* the sender hands it over when the send is done */
         return size;
     }
+    qrnic_handoff_fill(buf);
+    qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
+    qrnic_handoff.receiving++;
     qrnic_dev_rx_frame(s->dev, buf, size);
+    qrnic_handoff.receiving--;
     return size;
 }
 
@@ -898,6 +1002,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     qrnic_dev_events_init();
     s->trace_on = true;         /* the model's default */
     qrnic_trace_sync(s);
+    qrnic_dev_set_lazy_icrc(s->dev, true);  /* qrnic_host_tx_buf fills it */
     if (!qrnic_setup_timing(s, errp) || !qrnic_setup_faults(s, errp)) {
         goto fail;
     }

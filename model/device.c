@@ -121,6 +121,11 @@ void qrnic_dev_set_trusted_wire(struct qrnic_dev *d, bool on)
 	d->trusted_wire = on;
 }
 
+void qrnic_dev_set_lazy_icrc(struct qrnic_dev *d, bool on)
+{
+	d->lazy_icrc = on;
+}
+
 void qrnic_dev_set_clock(struct qrnic_dev *d, const uint64_t *now)
 {
 	d->clock = now;

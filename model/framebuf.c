@@ -46,6 +46,7 @@ struct fb_hdr {
 	uint32_t cls;
 	bool has_pkt;		/* headers by description (qrnic_frame_buf_set_pkt) */
 	bool icrc_vouched;	/* the host vouches for its ICRC (qrnic_dev_rx_frame_buf_vouched) */
+	uint32_t icrc_len;	/* ICRC not yet computed over this many bytes (0: none pending) */
 	struct qrnic_pkt pkt;
 };
 
@@ -85,6 +86,7 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off)
 	h->ref = NULL;
 	h->has_pkt = false;
 	h->icrc_vouched = false;
+	h->icrc_len = 0;
 	return (uint8_t *)h + FB_HDR + (64 - aligned_off % 64) % 64;
 }
 
@@ -131,6 +133,16 @@ bool qrnic_frame_buf_vouched(const uint8_t *buf)
 	return buf && fb_hdr_of(buf)->icrc_vouched;
 }
 
+void qrnic_frame_buf_set_icrc_pending(uint8_t *buf, size_t len)
+{
+	fb_hdr_of(buf)->icrc_len = (uint32_t)len;
+}
+
+bool qrnic_frame_buf_icrc_pending(const uint8_t *buf)
+{
+	return buf && fb_hdr_of(buf)->icrc_len;
+}
+
 bool qrnic_frame_buf_described(const uint8_t *buf)
 {
 	return buf && fb_hdr_of(buf)->has_pkt;
@@ -165,6 +177,19 @@ void qrnic_frame_buf_fill(uint8_t *buf)
 	if (h && h->ref) {
 		memcpy(buf + h->ref_off, h->ref, h->ref_len);
 		h->ref = NULL;
+	}
+	if (h && h->icrc_len) {
+		/* an IPv4 RoCEv2 frame built with its ICRC left out (a lazy
+		 * ICRC, qrnic_dev_set_lazy_icrc): the ICRC ends the IP packet,
+		 * which ends the frame; the same bytes the build would write */
+		uint32_t len = h->icrc_len;
+		uint32_t icrc = qrnic_icrc_ip(buf + QRNIC_ETH_HLEN, false, len - QRNIC_ETH_HLEN);
+
+		h->icrc_len = 0;
+		buf[len - 4] = (uint8_t)icrc;
+		buf[len - 3] = (uint8_t)(icrc >> 8);
+		buf[len - 2] = (uint8_t)(icrc >> 16);
+		buf[len - 1] = (uint8_t)(icrc >> 24);
 	}
 }
 

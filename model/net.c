@@ -99,8 +99,16 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		else
 			len = 0;	/* the build below refuses it */
 	}
-	if (!len)
-		len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME, qrnic_icrc_on(d));
+	if (!len) {
+		/* a lazy ICRC (qrnic_dev_set_lazy_icrc): IPv4 only (IPv6's UDP
+		 * checksum covers the ICRC), in a buffer that leaves with it */
+		bool lazy = d->lazy_icrc && qrnic_icrc_on(d) && !p->ipv6 && buf == d->txbuf;
+
+		len = qrnic_wire_build_icrc(p, payload, paylen, buf, QRNIC_MAX_FRAME,
+					    qrnic_icrc_on(d) && !lazy);
+		if (len && lazy)
+			qrnic_frame_buf_set_icrc_pending(buf, len);
+	}
 
 	if (!len) {
 		qrnic_guest_err(d, err_build_packet, (p->opcode, paylen),

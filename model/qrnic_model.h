@@ -132,6 +132,9 @@ void qrnic_frame_buf_fill(uint8_t *buf);
  * cannot change before the frame arrives (see ops->dma_map).  Harmless
  * on any other frame. */
 void qrnic_frame_buf_fill_headers(uint8_t *buf);
+/* Whether a frame buffer's ICRC is still to be computed (a lazy ICRC:
+ * qrnic_dev_set_lazy_icrc); qrnic_frame_buf_fill computes it. */
+bool qrnic_frame_buf_icrc_pending(const uint8_t *buf);
 /* Whether a frame buffer's headers are by description (not yet built). */
 bool qrnic_frame_buf_described(const uint8_t *buf);
 
@@ -341,6 +344,17 @@ bool qrnic_dev_rx_frame_buf_vouched(struct qrnic_dev *dev, uint8_t *buf, size_t 
 /* Trace events go to ops->trace while on (the default).  A host that
  * would discard them turns them off and saves the model the work. */
 void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
+
+/* A lazy ICRC, for a host that calls qrnic_frame_buf_fill before
+ * anything but a qrnic device of this process reads a frame handed over by
+ * ops->tx_frame_buf (QEMU's hand-over between qrnic ports, hw/qrnic.c):
+ * the IPv4 RoCEv2 frames the device builds into frame buffers leave with
+ * their ICRC field not yet written, and qrnic_frame_buf_fill computes it
+ * -- the same bytes -- for whoever reads them (a capture, a fault plan, a
+ * snapshot, a receiver that checks it, a netdev).  A receiving device
+ * the host vouches for (qrnic_dev_rx_frame_buf_vouched) never needs it:
+ * one CRC pass over each frame fewer.  Off by default; not reset. */
+void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
 
 /* Simulators only: a trusted wire.  The device neither computes the ICRC
  * of the RoCEv2 frames it sends (the field is 0) nor checks it on the

@@ -627,7 +627,7 @@ static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
 {
 	uint8_t *payload = NULL;
-	struct qrnic_pkt p;
+	struct qrnic_pkt p QRNIC_NOINIT;	/* memset below */
 	uint32_t mtu = path_mtu(d, qp);
 	uint32_t len = 0;
 	int verr;

@@ -156,7 +156,7 @@ static bool rx_mcast(struct qrnic_dev *d, uint8_t *frame, size_t len, struct qrn
  * by description (qrnic_frame_buf_set_pkt). */
 static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 {
-	struct qrnic_pkt p;
+	struct qrnic_pkt p QRNIC_NOINIT;	/* the parse or the description fills it */
 	struct qrnic_qp *qp;
 	uint32_t fl, ref_off = 0, ref_len = 0;
 	const uint8_t *ref = qrnic_frame_buf_ref(frame, &ref_off, &ref_len);
@@ -165,6 +165,8 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 	bool check_icrc = qrnic_icrc_on(d) && (d->fault || !qrnic_frame_buf_vouched(frame));
 	int rc;
 
+	if (check_icrc)		/* a lazy ICRC (qrnic_dev_set_lazy_icrc): it is read now */
+		qrnic_frame_buf_fill(frame);
 	if ((ref || desc) && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
 		qrnic_frame_buf_fill(frame);
 		ref = NULL;
@@ -182,6 +184,7 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 		ref = NULL;
 	}
 	if (rc == QRNIC_WIRE_E_NOT_ROCE) {
+		qrnic_frame_buf_fill(frame);
 		qrnic_eth_rx(d, frame, len);
 		return;
 	}

@@ -111,3 +111,142 @@ def test_sender_fault_plan_turns_the_handover_off(qemu_binary, tmp_path):  # noq
         assert w.alive()
     finally:
         w.close()
+
+
+# ---- the lazy ICRC (issue 23) -------------------------------------------------
+# On a hub of qrnic ports only (no filter, no other netdev) a qrnic port
+# sends its RoCEv2 frames with the ICRC not yet computed
+# (qrnic_dev_set_lazy_icrc): the port that takes a frame does not read it;
+# every other reader -- a capture, a fault plan, a port not addressed, a
+# net queue that keeps a copy -- has it computed first.  These tests check
+# each reader sees the right ICRC while the hand-over still happens.
+
+def _pcap_roce(path):
+    from test_qemu_pcap import is_roce, read_pcap
+    return [f for _, f in read_pcap(path) if is_roce(f)]
+
+
+def _assert_icrcs(frames, what):
+    from test_wire import ref_icrc, wire_icrc
+    assert frames, f'{what}: no RoCE frame captured'
+    bad = [i for i, f in enumerate(frames) if wire_icrc(f) != ref_icrc(f)]
+    assert not bad, f'{what}: {len(bad)} of {len(frames)} frames with a wrong ICRC, first #{bad[0]}'
+
+
+def test_lazy_icrc_captures_of_handed_over_frames(qemu_binary, tmp_path):  # noqa: F811
+    """A capture on the taking port only, and one on the third (not
+    addressed) port of a 3-port qrnic hub: each frame a hands over to b is
+    in both captures with a valid ICRC, as are b's ACKs in b's own."""
+    pb, pc = tmp_path / 'b.pcap', tmp_path / 'c.pcap'
+    log = tmp_path / 'qemu.log'
+    w = World.single(qemu_binary, 3, name='lazy-pcap', dev_opts=['', f'pcap={pb}', f'pcap={pc}'],
+                     extra_args=['-trace', 'qrnic_rx', '-trace', 'qrnic_rx_handoff',
+                                 '-D', str(log)])
+    try:
+        a, b, c = w.devs
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        scenarios.rdma_write(conn, la, rb, random.Random(41), n=12000, sges=3)
+        scenarios.rdma_read(conn, la, rb, random.Random(42), n=9000)
+        w.settle()
+        assert b.query_stats()['rx_drop_icrc'] == 0 and a.query_stats()['rx_drop_icrc'] == 0
+        assert [n for n in _sizes(log, 'qrnic_rx_handoff') if n > 1000], 'no hand-over of a WRITE'
+        assert w.alive()
+    finally:
+        w.close()
+    fb, fc = _pcap_roce(pb), _pcap_roce(pc)
+    _assert_icrcs(fb, "b's capture")
+    _assert_icrcs(fc, "c's capture")
+    assert len([f for f in fb if len(f) > 1000]) >= 12000 // 1024 + 9000 // 1024
+
+
+def test_lazy_icrc_with_a_filter_dump_on_the_hub(qemu_binary, tmp_path):  # noqa: F811
+    """A net filter (QEMU's filter-dump on the taking port's netdev) reads
+    every frame during the send: the ICRCs in its file are valid."""
+    from test_qemu_pcap import is_roce, read_pcap
+    dump = tmp_path / 'dump.pcap'
+    w = World.single(qemu_binary, 2, name='lazy-dump',
+                     extra_args=['-object', f'filter-dump,id=f0,netdev=p1,file={dump}'])
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=4096)
+        la, rb = scenarios.mrs(conn, 65536)
+        scenarios.rdma_write(conn, la, rb, random.Random(51), n=60000, sges=5)
+        w.settle()
+        assert b.query_stats()['rx_drop_icrc'] == 0
+        assert w.alive()
+    finally:
+        w.close()
+    frames = [f for _, f in read_pcap(dump) if is_roce(f)]
+    _assert_icrcs(frames, 'filter-dump')
+    assert len([f for f in frames if len(f) > 4000]) >= 60000 // 4096
+
+
+def test_lazy_icrc_taker_with_a_fault_plan_checks_it(qemu_binary, tmp_path):  # noqa: F811
+    """The taking port with a fault plan checks the ICRC of what it takes
+    (computed for it): exactly the frames its rule corrupts are dropped
+    (and retransmitted), no other, and the data lands intact."""
+    w, log = _world(qemu_binary, tmp_path, 2, 'lazy-rxfault')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        (rid,) = b.fault(f'corrupt dir=rx part=icrc qp={conn.qb.qpn} op=write nth=2 count=2')
+        before = b.query_stats()['rx_drop_icrc']
+        scenarios.rdma_write(conn, la, rb, random.Random(61), n=12000, sges=2)
+        scenarios.rdma_write(conn, la, rb, random.Random(62), n=7000, sges=1, wr_id=0x2001)
+        w.settle()
+        assert b.fault_rule(rid)['fired'] == 2
+        assert b.query_stats()['rx_drop_icrc'] - before == 2
+        assert [n for n in _sizes(log, 'qrnic_rx_handoff') if n > 512], 'no hand-over of a WRITE'
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_lazy_icrc_frames_queued_while_stopped(qemu_binary, tmp_path):  # noqa: F811
+    """Frames sent while the VM is stopped wait in QEMU's net queues as
+    copies and arrive (not handed over) once it runs again, as do frames
+    held back while the receive queue is full: the receiver checks their
+    ICRC, which must be there.  Large multi-SGE WRITEs over page
+    boundaries, the bytes compared in full."""
+    log = tmp_path / 'qemu.log'
+    w = World.single(qemu_binary, 2, name='lazy-stop',
+                     extra_args=['-trace', 'qrnic_rx_paused', '-D', str(log)])
+    try:
+        a, b = w.devs
+        q = w.qemus[0]
+        conn = h.connect_rc(a, b, mtu=4096)
+        size = 1 << 18
+        src, dst = a.reg_mr(conn.pda, size), b.reg_mr(conn.pdb, size)
+        rng = random.Random(71)
+        data = bytes(rng.getrandbits(8) for _ in range(size))
+        src.write(0, data)
+        for rnd in range(2):
+            if rnd == 0:
+                q.qmp('stop')
+            # 8 WRITEs, each of 3 SGEs at odd offsets across pages, into one range
+            expect = bytearray(size)
+            for i in range(8):
+                off = i * (size // 8)
+                pieces = [(src, off + 1, 5000), (src, off + 9000, 12345), (src, off + 30000, 777)]
+                conn.qa.post_send('RDMA_WRITE', pieces, remote=(dst, off + 3), wr_id=i,
+                                  signaled=True)
+                blob = data[off + 1:off + 5001] + data[off + 9000:off + 21345] + \
+                    data[off + 30000:off + 30777]
+                expect[off + 3:off + 3 + len(blob)] = blob
+            if rnd == 0:
+                w.settle()
+                q.qmp('cont')
+            cqes = conn.cqa.wait(8, timeout=60)
+            assert len(cqes) == 8 and all(c['status_name'] == 'SUCCESS' for c in cqes), cqes
+            got = dst.read(0, size)
+            for i in range(8):
+                off = i * (size // 8)
+                n = 5000 + 12345 + 777
+                assert got[off + 3:off + 3 + n] == bytes(expect[off + 3:off + 3 + n]), (rnd, i)
+            dst.write(0, bytes(size))
+        assert b.query_stats()['rx_drop_icrc'] == 0 and a.query_stats()['rx_drop_icrc'] == 0
+        assert w.alive()
+    finally:
+        w.close()
