@@ -1460,11 +1460,12 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
                                  Error **errp)
 {
     QrnicState *s = QRNIC(obj);
-    g_autofree char *str = g_strdup_printf(
-        "bh=%" PRIu64 " kick=%" PRIu64 " timer=%" PRIu64 " rx=%" PRIu64 " db=%" PRIu64
-        " sched=%" PRIu64 " arm=%" PRIu64, s->hc.bh, s->hc.kick, s->hc.timer, s->hc.rx,
-        s->hc.db, s->hc.sched, s->hc.arm);
+    char buf[7 * 26], *str = buf;   /* 7 counters of at most 20 digits, names */
 
+    snprintf(buf, sizeof(buf),
+             "bh=%" PRIu64 " kick=%" PRIu64 " timer=%" PRIu64 " rx=%" PRIu64 " db=%" PRIu64
+             " sched=%" PRIu64 " arm=%" PRIu64, s->hc.bh, s->hc.kick, s->hc.timer, s->hc.rx,
+             s->hc.db, s->hc.sched, s->hc.arm);
     visit_type_str(v, name, &str, errp);
 }
 
