@@ -103,6 +103,7 @@ static struct verbs_context *qrnic_alloc_context(struct ibv_device *ibdev,
 	ctx->bf_size = r->bf_size < QRNIC_BF_MAX_WQE ? r->bf_size : QRNIC_BF_MAX_WQE;
 	if (getenv("QRNIC_NO_BF"))	/* compare with the plain doorbell path */
 		ctx->bf_size = 0;
+	ctx->bf_all = getenv("QRNIC_BF_ALL") != NULL;	/* see qrnic_bf_worth() */
 
 	if (page_size != QRNIC_DB_PAGE_SIZE) {
 		/* the kernel maps exactly one 4 KiB doorbell page */

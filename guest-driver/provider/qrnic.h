@@ -45,6 +45,7 @@ struct qrnic_context {
 	 * its control word one unit: two threads posting on QPs of this
 	 * context must not mix their words in a buffer. */
 	uint32_t bf_size;
+	int bf_all;			/* QRNIC_BF_ALL: BF whatever the payload */
 	uint32_t bf_next;		/* buffer of the next BF post (under bf_lock) */
 	pthread_spinlock_t bf_lock;
 	/* ibv_query_rt_values_ex: does the device have the clock (asked once) */

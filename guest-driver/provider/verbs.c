@@ -1435,7 +1435,9 @@ static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 		return;
 	/* WQEs are in memory before the device hears of them */
 	udma_to_device_barrier();
-	if (ctx->bf_size && qp->sq.pi - start == 1 && qrnic_sq_bf(ctx, qp, start))
+	if (ctx->bf_size && qp->sq.pi - start == 1 &&
+	    (ctx->bf_all || qrnic_bf_worth(qrnic_wq_slot(&qp->sq, start))) &&
+	    qrnic_sq_bf(ctx, qp, start))
 		return;
 	qrnic_ring_db(ctx, QRNIC_DB_SQ, qrnic_db_wq_val(qp->vqp.qp.qp_num, qp->sq.pi));
 }

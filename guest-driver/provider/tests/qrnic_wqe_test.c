@@ -569,6 +569,51 @@ static void test_bind_mw(void)
 
 /* ---- receive WQEs (spec 8.4) ------------------------------------------- */
 
+/* qrnic_bf_worth: BF for inline payloads, no payload, or small SGE payloads */
+static void test_bf_worth(void)
+{
+	char small[8] = "8 bytes";
+	struct ibv_sge sg[2] = {
+		{ .addr = 0x1000, .length = 200, .lkey = 1 },
+		{ .addr = 0x2000, .length = 56, .lkey = 1 },
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = sg, .num_sge = 2, .opcode = IBV_WR_RDMA_WRITE,
+	};
+	uint8_t slot[512];
+
+	wr.wr.rdma.remote_addr = 0x4000;
+	wr.wr.rdma.rkey = 2;
+	qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(qrnic_bf_worth(slot));		/* 256 bytes by SGE: the limit */
+	sg[1].length = 57;
+	qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(!qrnic_bf_worth(slot));		/* 257 */
+	wr.num_sge = 1;
+	sg[0].length = 4096;
+	qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(!qrnic_bf_worth(slot));		/* a 4 KiB WRITE: doorbell */
+	CHECK(qrnic_bf_nwords(slot, QRNIC_BF_MAX_WQE) ==	/* though it fits */
+	      (sizeof(struct qrnic_send_wqe) + sizeof(struct qrnic_sge)) / 8);
+	wr.num_sge = 0;
+	qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(qrnic_bf_worth(slot));		/* zero length */
+	sg[0].addr = (uintptr_t)small;
+	sg[0].length = sizeof(small);
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_INLINE;
+	qrnic_build_send_wqe(slot, &wr, &rc_params);
+	CHECK(qrnic_bf_worth(slot));		/* inline */
+	sg[0].length = 300;			/* inline, past the SGE limit: still BF */
+	{
+		char big[300] = { 0 };
+
+		sg[0].addr = (uintptr_t)big;
+		qrnic_build_send_wqe(slot, &wr, &rc_params);
+		CHECK(qrnic_bf_worth(slot));
+	}
+}
+
 static void test_recv(void)
 {
 	struct ibv_sge sg[2] = {
@@ -797,6 +842,7 @@ int main(void)
 	test_send_uc();
 	test_bind_mw();
 	test_send_invalidate();
+	test_bf_worth();
 	test_recv();
 	test_srq_room();
 	test_srq_slots();
