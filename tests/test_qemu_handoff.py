@@ -39,6 +39,24 @@ def _world(qemu_binary, tmp_path, ndev, name):
     return w, log
 
 
+def _icrc_faulted_writes(w, port, direction, count, writes):
+    """RDMA WRITEs from port 0 to port 1 of w with a fault rule on `port`
+    corrupting the ICRC of `count` of that port's WRITE frames in
+    `direction` (tx: as sent, rx: as received); `writes` are (seed, bytes,
+    SGEs, more rdma_write arguments).  Returns (frames the rule corrupted,
+    ICRC drops at port 1); scenarios.rdma_write checks the bytes landed."""
+    a, b = w.devs
+    conn = h.connect_rc(a, b, mtu=1024)
+    la, rb = scenarios.mrs(conn)
+    dev, qp = (a, conn.qa) if port == 0 else (b, conn.qb)
+    (rid,) = dev.fault(f'corrupt dir={direction} part=icrc qp={qp.qpn} op=write nth=2 count={count}')
+    before = b.query_stats()['rx_drop_icrc']
+    for seed, n, sges, kw in writes:
+        scenarios.rdma_write(conn, la, rb, random.Random(seed), n=n, sges=sges, **kw)
+    w.settle()
+    return dev.fault_rule(rid)['fired'], b.query_stats()['rx_drop_icrc'] - before
+
+
 def test_back_to_back_frames_are_handed_over(qemu_binary, tmp_path):  # noqa: F811
     w, log = _world(qemu_binary, tmp_path, 2, 'handoff2')
     try:
@@ -92,16 +110,8 @@ def test_sender_fault_plan_turns_the_handover_off(qemu_binary, tmp_path):  # noq
     retransmitted, and the data lands intact."""
     w, log = _world(qemu_binary, tmp_path, 2, 'handoff-txfault')
     try:
-        a, b = w.devs
-        conn = h.connect_rc(a, b, mtu=1024)
-        la, rb = scenarios.mrs(conn)
-        (rid,) = a.fault(f'corrupt dir=tx part=icrc qp={conn.qa.qpn} op=write nth=2 count=3')
-        before = b.query_stats()['rx_drop_icrc']
-        scenarios.rdma_write(conn, la, rb, random.Random(31), n=12000, sges=2)
-        w.settle()
-        rule = a.fault_rule(rid)
-        assert rule['fired'] == 3, rule
-        assert b.query_stats()['rx_drop_icrc'] - before == 3
+        fired, drops = _icrc_faulted_writes(w, 0, 'tx', 3, [(31, 12000, 2, {})])
+        assert fired == 3 and drops == 3, (fired, drops)
         # the trace names no port: tell a's WRITEs (MTU-sized) from b's ACKs (small)
         big = lambda name: [n for n in _sizes(log, name) if n > 512]  # noqa: E731
         assert len(big('qrnic_rx')) >= 12000 // 1024 + 3, big('qrnic_rx')
@@ -188,16 +198,9 @@ def test_lazy_icrc_taker_with_a_fault_plan_checks_it(qemu_binary, tmp_path):  # 
     (and retransmitted), no other, and the data lands intact."""
     w, log = _world(qemu_binary, tmp_path, 2, 'lazy-rxfault')
     try:
-        a, b = w.devs
-        conn = h.connect_rc(a, b, mtu=1024)
-        la, rb = scenarios.mrs(conn)
-        (rid,) = b.fault(f'corrupt dir=rx part=icrc qp={conn.qb.qpn} op=write nth=2 count=2')
-        before = b.query_stats()['rx_drop_icrc']
-        scenarios.rdma_write(conn, la, rb, random.Random(61), n=12000, sges=2)
-        scenarios.rdma_write(conn, la, rb, random.Random(62), n=7000, sges=1, wr_id=0x2001)
-        w.settle()
-        assert b.fault_rule(rid)['fired'] == 2
-        assert b.query_stats()['rx_drop_icrc'] - before == 2
+        fired, drops = _icrc_faulted_writes(w, 1, 'rx', 2, [(61, 12000, 2, {}),
+                                                           (62, 7000, 1, {'wr_id': 0x2001})])
+        assert fired == 2 and drops == 2, (fired, drops)
         assert [n for n in _sizes(log, 'qrnic_rx_handoff') if n > 512], 'no hand-over of a WRITE'
         assert w.alive()
     finally:
