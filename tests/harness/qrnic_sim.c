@@ -844,6 +844,8 @@ struct sim {
 	uint64_t *smp_q, *smp_msgs;	/* [nsmp], [nsmp * nflows] */
 	uint64_t *smp_used;		/* [nsmp]: shared buffer bytes in use at each sample */
 	uint64_t *smp_pq;		/* [nsmp * 8]: --prio-queues, port 0's queue of each priority */
+	uint64_t *smp_xoff;		/* [nsmp * 2]: --pfc, XOFFs the switch sent to the hosts so far,
+					 * and the time (ns) hosts were paused so far, summed */
 	size_t nsmp, capsmp;
 	int fail;		/* SIM_EXIT_* once something went wrong */
 	char why[512];
@@ -1267,6 +1269,7 @@ static void take_sample(struct sim *s)
 		uint64_t *m = q ? realloc(s->smp_msgs, cap * s->nflows * sizeof(*m)) : NULL;
 		uint64_t *u = m ? realloc(s->smp_used, cap * sizeof(*u)) : NULL;
 		uint64_t *pq = u ? realloc(s->smp_pq, cap * 8 * sizeof(*pq)) : NULL;
+		uint64_t *x = pq ? realloc(s->smp_xoff, cap * 2 * sizeof(*x)) : NULL;
 
 		if (q)
 			s->smp_q = q;
@@ -1276,7 +1279,9 @@ static void take_sample(struct sim *s)
 			s->smp_used = u;
 		if (pq)
 			s->smp_pq = pq;
-		if (!m || !u || !pq)
+		if (x)
+			s->smp_xoff = x;
+		if (!m || !u || !pq || !x)
 			return;
 		s->capsmp = cap;
 	}
@@ -1291,6 +1296,12 @@ static void take_sample(struct sim *s)
 	}
 	for (unsigned i = 0; i < s->nflows; i++)
 		s->smp_msgs[s->nsmp * s->nflows + i] = s->f[i].done;
+	s->smp_xoff[s->nsmp * 2] = s->smp_xoff[s->nsmp * 2 + 1] = 0;
+	for (int d = 0; s->c.pfc && d < hx_num_devs(s->w); d++)	/* bounded: the hosts */
+		if (!hx_switch_stats(s->w, d, &st)) {	/* paused_ns counts a pause until now */
+			s->smp_xoff[s->nsmp * 2] += st.pauses;
+			s->smp_xoff[s->nsmp * 2 + 1] += st.paused_ns;
+		}
 	s->nsmp++;
 }
 
@@ -2504,6 +2515,14 @@ static void incast_json(struct sim *s, FILE *o)
 			fputs("]", o);
 		}
 	}
+	if (s->c.pfc) {	/* so far (cumulative): XOFFs to the hosts, their paused time */
+		fputs("],\"pfc_pauses\":[", o);
+		for (size_t k = 0; k < s->nsmp; k++)
+			fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_xoff[k * 2]);
+		fputs("],\"paused_ns\":[", o);
+		for (size_t k = 0; k < s->nsmp; k++)
+			fprintf(o, "%s%" PRIu64, k ? "," : "", s->smp_xoff[k * 2 + 1]);
+	}
 	fputs("],\"flow_msgs\":[", o);
 	for (unsigned i = 0; i < s->nflows; i++) {
 		fputs(i ? ",[" : "[", o);
@@ -2786,6 +2805,7 @@ static void sim_free(struct sim *s)
 	}
 	free(s->smp_q);
 	free(s->smp_used);
+	free(s->smp_xoff);
 	free(s->smp_pq);
 	free(s->smp_msgs);
 	free(s->f);
