@@ -149,3 +149,97 @@ def test_cc_incast_speed_section():
     assert '16:1 incast (17 hosts)' in out
     assert 'hosts must be integers' in bench('cc_incast', 65, rc=1).stderr
     assert 'hosts must be integers' in bench('cc_incast', 'x', rc=1).stderr
+
+
+def load_cc_pictures():
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(REPO, 'bench', 'cc_pictures')
+    loader = importlib.machinery.SourceFileLoader('cc_pictures', path)
+    spec = importlib.util.spec_from_loader('cc_pictures', loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_cc_pictures_svg_writer():
+    """bench/cc_pictures' SVG writer: a known series gives the expected
+    polyline points (linear and log axes, values off the axis drawn at its
+    edge), the same input the same bytes, and input it cannot draw is
+    refused with ValueError."""
+    import math
+    import pytest
+    import xml.etree.ElementTree as ET
+    m = load_cc_pictures()
+
+    def panel(**kw):
+        p = dict(title='t', xmax=10, ymax=100,
+                 series=[dict(name='a', xs=[0, 5, 10], ys=[0, 50, 100])])
+        p.update(kw)
+        return p
+    svg = m.chart('title', [panel()])
+    assert svg == m.chart('title', [panel()])
+    ns = '{http://www.w3.org/2000/svg}'
+    lines = ET.fromstring(svg).findall(f'.//{ns}polyline')
+    # plot area 380 x 230 at (56, 48): x 0..10 -> 56..436, y 0..100 -> 278..48
+    assert [ln.get('points') for ln in lines] == ['56.0,278.0 246.0,163.0 436.0,48.0']
+    log = m.chart('t', [panel(ymin=1, ymax=10000, ylog=True,
+                              series=[dict(xs=[0, 10, 20], ys=[100, 0.5, 1e6])])])
+    pts = ET.fromstring(log).find(f'.//{ns}polyline').get('points')
+    assert pts == '56.0,163.0 436.0,278.0 436.0,48.0'      # 100 mid-axis; clamped
+    bad = [
+        [],
+        [panel(series=[])],
+        [panel(series=[dict(xs=[0, 1], ys=[1])])],
+        [panel(series=[dict(xs=[0], ys=[1])])],
+        [panel(series=[dict(xs=[0, 1], ys=[1, math.nan])])],
+        [panel(series=[dict(xs=[0, 1], ys=[1, math.inf])])],
+        [panel(series=[dict(xs=[0, 1], ys=[1, '2'])])],
+        [panel(series=[dict(xs=[1, 0], ys=[1, 2])])],
+        [panel(ymax=0)],
+        [panel(xmax=-1)],
+        [panel(ymax=math.nan)],
+        [panel(ylog=True)],                                  # ymin 0 on a log axis
+        [dict(title='t', xmax=1, ymax=1)],
+    ]
+    for panels in bad:
+        with pytest.raises(ValueError):
+            m.chart('t', panels)
+
+
+def test_cc_pictures_refuses_bad_arguments(tmp_path):
+    """bench/cc_pictures: bad arguments exit 2 with a message, before any run."""
+    f = tmp_path / 'file'
+    f.write_text('x')
+    for args, msg in (((), 'outdir'), (('--duration', '3', str(tmp_path)), 'integer 5..1000'),
+                      (('--duration', 'x', str(tmp_path)), 'integer 5..1000'),
+                      ((str(f),), 'not a directory'), (('--bogus', str(tmp_path)), 'unrecognized')):
+        r = bench('cc_pictures', *args, rc=2)
+        assert msg in r.stderr, (args, r.stderr)
+    assert list(tmp_path.iterdir()) == [f]
+
+
+def test_sim_pfc_samples():
+    """qrnic-sim --incast --pfc samples the switch's XOFFs and the hosts'
+    paused time (cumulative; bench/cc_pictures draws their differences);
+    without --pfc the keys are absent."""
+    import json
+
+    def run(*extra):
+        r = subprocess.run([SIM, '--json', '--deterministic', '--hosts', '3', '--incast', '--op',
+                            'write', '--size', '16384', '--depth', '16', '--duration', '2ms',
+                            '--count', '0', '--profile', 'cx5-100g', '--rate', '40G',
+                            '--overhead', '24', '--latency', '1us', '--buffer', '8M',
+                            '--sample', '100us', '--device', 'cc_algo=0', *extra],
+                           stdout=subprocess.PIPE, text=True, timeout=120, check=True)
+        return json.loads(r.stdout)['incast']
+    i = run('--pfc', '--xoff', '128000', '--xon', '64000')
+    s = i['samples']
+    x, p = s['pfc_pauses'], s['paused_ns']
+    assert len(x) == len(p) == len(s['q_max']) >= 20
+    assert all(b >= a for a, b in zip(x, x[1:])) and all(b >= a for a, b in zip(p, p[1:]))
+    assert 0 < x[-1] <= i['pfc_pauses'] and 0 < p[-1] <= i['paused_ns']
+    # two senders paused at most the whole sample period each
+    assert all(b - a <= 2 * 100_000 for a, b in zip(p, p[1:]))
+    assert x[9] - x[0] > 0 and p[19] - p[9] > 0       # pauses in the first and second ms
+    assert 'pfc_pauses' not in run()['samples'] and 'paused_ns' not in run()['samples']

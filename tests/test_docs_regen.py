@@ -142,3 +142,29 @@ def test_lesson_figures_are_the_lessons_own_commands():
         i = text.index(f'<!-- regen:{name} -->')
         assert i < text.index('\n## Exercise'), page
         assert text.rfind('```sh', 0, i) > text.rfind('<!-- /regen -->', 0, i), page
+
+
+def test_congestion_pictures_are_regenerated_and_compared(tmp_path):
+    """docs/congestion.md's incast pictures (bench/cc_pictures, generator
+    congestion) come out byte for byte as committed, and --check tells a
+    changed one by its texts."""
+    out = tmp_path / 'out'
+    r = regen('--only', 'congestion', '--out', str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = ('cc-2to1-throughput.svg', 'cc-16to1-throughput.svg', 'cc-queue.svg', 'cc-pfc.svg')
+    page = open(os.path.join(ROOT, 'docs', 'congestion.md'), encoding='utf-8').read()
+    for name in names:
+        assert f'picture docs/img/{name}' in r.stdout
+        assert f'](img/{name})' in page, name
+        assert (out / 'docs' / 'img' / name).read_bytes() == \
+            open(os.path.join(ROOT, 'docs', 'img', name), 'rb').read(), name
+    mod = load_regen()
+    new = out / 'docs' / 'img' / 'cc-pfc.svg'
+    old = tmp_path / 'old.svg'
+    text = new.read_text()
+    assert text.count('>CC off: 920 XOFFs') == 1, text
+    old.write_text(text.replace('>CC off: 920 XOFFs', '>CC off: 921 XOFFs'))
+    problems = mod.compare_svg('x.svg', str(old), str(new))
+    assert problems[0] == 'x.svg: the picture drifted (committed -> regenerated):'
+    assert any('CC off: 921 XOFFs' in p and '->' in p and 'CC off: 920 XOFFs' in p
+               for p in problems), problems
