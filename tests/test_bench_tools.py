@@ -152,14 +152,8 @@ def test_cc_incast_speed_section():
 
 
 def load_cc_pictures():
-    import importlib.machinery
-    import importlib.util
-    path = os.path.join(REPO, 'bench', 'cc_pictures')
-    loader = importlib.machinery.SourceFileLoader('cc_pictures', path)
-    spec = importlib.util.spec_from_loader('cc_pictures', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    import script_module
+    return script_module.load(os.path.join(REPO, 'bench', 'cc_pictures'))
 
 
 def test_cc_pictures_svg_writer():

@@ -96,13 +96,8 @@ def test_bad_arguments_and_list():
 
 
 def load_regen():
-    import importlib.machinery
-    import importlib.util
-    loader = importlib.machinery.SourceFileLoader('docs_regen', REGEN)
-    spec = importlib.util.spec_from_loader('docs_regen', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    import script_module
+    return script_module.load(REGEN, 'docs_regen')
 
 
 def test_tutorial_pictures_are_regenerated_and_compared(tmp_path):

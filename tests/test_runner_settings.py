@@ -100,14 +100,8 @@ def test_place_threads_pins_a_process():
 
 
 def _bench():
-    import importlib.machinery
-    import importlib.util
-    path = os.path.join(ROOT, 'bench', 'guest_vs_rxe')
-    loader = importlib.machinery.SourceFileLoader('guest_vs_rxe', path)
-    spec = importlib.util.spec_from_loader('guest_vs_rxe', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    import script_module
+    return script_module.load(os.path.join(ROOT, 'bench', 'guest_vs_rxe'))
 
 
 def test_bench_tunings():

@@ -89,13 +89,8 @@ def test_measured_figures_follow_the_tools():
 
 
 def load_check():
-    import importlib.machinery
-    import importlib.util
-    loader = importlib.machinery.SourceFileLoader('tutorial_check', CHECK)
-    spec = importlib.util.spec_from_loader('tutorial_check', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    import script_module
+    return script_module.load(CHECK, 'tutorial_check')
 
 
 def test_owner_bit_is_read_from_the_ring(monkeypatch):

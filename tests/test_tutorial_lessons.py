@@ -20,8 +20,6 @@ Unit tier, a few seconds:
   RNR_RETRY_EXC_ERR after rnr_retry + 1 NAKs when it never is, and refuses
   bad options with a message."""
 import glob
-import importlib.machinery
-import importlib.util
 import os
 import re
 import subprocess
@@ -40,11 +38,8 @@ PAGES = LESSONS + [os.path.join(TUT, n) for n in ('README.md', 'glossary.md')]
 
 
 def load_mkpictures():
-    loader = importlib.machinery.SourceFileLoader('mkpictures', MKPICTURES)
-    spec = importlib.util.spec_from_loader('mkpictures', loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    import script_module
+    return script_module.load(MKPICTURES, 'mkpictures')
 
 
 def test_pictures_are_current(tmp_path):
