@@ -40,15 +40,6 @@
 #include "qrnic_fault.h"
 #include "qrnic_timing.h"
 
-/* A local not zero-filled under QEMU's -ftrivial-auto-var-init=zero: for
- * per-frame locals set before they are read (model/qrnic_internal.h has
- * the same for the model; QEMU 10.0 has no QEMU_UNINITIALIZED yet). */
-#if __has_attribute(uninitialized)
-#define QRNIC_HW_NOINIT __attribute__((uninitialized))
-#else
-#define QRNIC_HW_NOINIT
-#endif
-
 #define TYPE_QRNIC "qrnic"
 OBJECT_DECLARE_SIMPLE_TYPE(QrnicState, QRNIC)
 
@@ -277,7 +268,7 @@ static NetClientInfo qrnic_net_info;
  */
 static bool qrnic_net_only_qrnic(QrnicState *s)
 {
-    NetClientState *ncs[16] QRNIC_HW_NOINIT;       /* the first n are set */
+    NetClientState *ncs[16] QRNIC_NOINIT;       /* the first n are set */
     int n = qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER__MAX, ARRAY_SIZE(ncs));
 
     /* a stopped VM's net queues keep a copy of every frame (as does the
@@ -1456,6 +1447,7 @@ static void qrnic_get_inline_runs(Object *obj, Visitor *v, const char *name, voi
     visit_type_uint64(v, name, &val, errp);
 }
 
+/* host-calls: what woke the device, how often (docs/qemu.md section 10). */
 static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void *opaque,
                                  Error **errp)
 {
@@ -1648,11 +1640,15 @@ static void qrnic_class_add_qom(ObjectClass *klass)
         "read-only: the congestion control parameters in use (QUERY_CC; SET_CC changes them)");
     object_class_property_add(klass, "inline-runs", "uint64", qrnic_get_inline_runs, NULL, NULL,
                               NULL);
-    object_class_property_add(klass, "host-calls", "str", qrnic_get_host_calls, NULL, NULL,
-                              NULL);
     object_class_property_set_description(klass, "inline-runs",
         "read-only: doorbells that found the device idle and ran it in the vCPU thread "
         "(inline-doorbell)");
+    object_class_property_add(klass, "host-calls", "str", qrnic_get_host_calls, NULL, NULL,
+                              NULL);
+    object_class_property_set_description(klass, "host-calls",
+        "read-only: how often QEMU entered the device since realize (bottom halves, kick "
+        "timer runs, model timer expiries, frames received, doorbell writes, run requests, "
+        "timer arms)");
     object_class_property_add(klass, "timing", "qrnic-timing", qrnic_get_timing, NULL, NULL,
                               NULL);
     for (size_t i = 0; i < ARRAY_SIZE(views); i++) {

@@ -18,18 +18,6 @@
 
 #include "qrnic_model.h"
 
-/* A local the compiler need not zero under -ftrivial-auto-var-init=zero
- * (QEMU builds the model so): for structs on the per-packet path that are
- * written in full before they are read.  The fill cost ~1-2% of QEMU's
- * CPU for large WRITEs (perf, issue 23). */
-#if defined(__has_attribute)
-#if __has_attribute(uninitialized)
-#define QRNIC_NOINIT __attribute__((uninitialized))
-#endif
-#endif
-#ifndef QRNIC_NOINIT
-#define QRNIC_NOINIT
-#endif
 #include "qrnic_cc.h"
 #include "qrnic_wire.h"
 #include "qrnic_timing.h"
