@@ -145,8 +145,7 @@ struct hx_dev {
 	uint64_t wlog_n, wlog_cap, wlog_lost;
 
 	/* host services */
-	bool sched;
-	uint64_t deadline;
+	bool sched;		/* its timer deadline: w->dl[idx] */
 	bool selfcheck;		/* hx_dev_selfcheck */
 	char tm_profile[32], tm_over[512];	/* hx_set_timing, for hx_dev_snapshot */
 	uint64_t *irqs;
@@ -189,11 +188,12 @@ struct hx_world {
 	uint64_t now;
 	uint64_t min_deadline;	/* the earliest of the devices' deadlines */
 	int nsched;		/* devices with sched set */
-	/* The run loop's per-device scans read these instead of each
-	 * device's record (one cache line for many devices: with 17 devices
-	 * the scans were a tenth of a 16:1 incast's time): dl[i] is
-	 * dev[i]->deadline; quiet[i]: dev[i] was found not busy at an idle
-	 * instant and has not been entered since (see run_loop). */
+	/* Per device, packed for the run loop's scans (one cache line for
+	 * many devices: with 17 devices, scans of each device's record were
+	 * a tenth of a 16:1 incast's time): dl[i] is dev[i]'s timer deadline
+	 * (UINT64_MAX: none; deadline_set keeps it); quiet[i]: dev[i] was
+	 * found not busy at an idle instant and has not been entered since
+	 * (see run_loop). */
 	uint64_t dl[HX_MAX_DEV];
 	uint8_t quiet[HX_MAX_DEV];
 	uint64_t mem_size;
@@ -2205,7 +2205,6 @@ static void deadline_set(struct hx_dev *h, uint64_t deadline)
 	hx_world *w = h->w;
 	uint64_t min = UINT64_MAX, old = w->dl[h->idx];
 
-	h->deadline = deadline;
 	w->dl[h->idx] = deadline;
 	if (h->idx >= w->ndev)
 		return;		/* being made: counted once added (hx_dev_add) */
@@ -2473,7 +2472,6 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	h->w = w;
 	h->idx = w->ndev;
 	h->peer = -1;
-	h->deadline = UINT64_MAX;
 	w->dl[h->idx] = UINT64_MAX;
 	qrnic_config_defaults(&h->cfg);
 	h->cfg.mac[0] = 0x02;
@@ -2535,7 +2533,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	qrnic_dev_set_clock(h->dev, &w->now);	/* what op_now returns */
 	w->dev[w->ndev] = h;
 	w->ndev++;
-	deadline_set(h, h->deadline);	/* one the device armed while it was made */
+	deadline_set(h, w->dl[h->idx]);	/* one the device armed while it was made */
 	if (h->sched) {			/* likewise */
 		h->sched = false;
 		sched_set(h);
@@ -2583,7 +2581,7 @@ uint64_t hx_wire_stat(hx_world *w, int s)
 uint64_t hx_timer_deadline(hx_world *w, int d)
 {
 	struct hx_dev *h = D(w, d);
-	return h ? h->deadline : UINT64_MAX;
+	return h ? w->dl[h->idx] : UINT64_MAX;
 }
 
 int hx_sched_pending(hx_world *w, int d)
@@ -2828,8 +2826,8 @@ uint64_t hx_next_event(hx_world *w)
 	uint64_t next = w->fl_head ? w->fl_head->deliver_at : UINT64_MAX;
 
 	for (int i = 0; i < w->ndev; i++)
-		if (w->dev[i]->deadline < next)
-			next = w->dev[i]->deadline;
+		if (w->dl[i] < next)
+			next = w->dl[i];
 	if (w->sw.on && sw_next(w) < next)
 		next = sw_next(w);
 	return next;
