@@ -204,6 +204,7 @@ struct hx_world {
 	uint64_t admin_timeout_ns;
 	uint64_t admin_max_iter;	/* run loop iterations an admin command may wait */
 	uint64_t last_iters;
+	uint64_t lc[HX_LC_COUNT];	/* run-loop counters since the world was made (hx_loop_count) */
 	uint64_t watched_writes;	/* DMA writes by devices hx_watch_writes() named */
 
 	/* wire */
@@ -2595,6 +2596,11 @@ uint64_t hx_run_iterations(hx_world *w)
 	return w->last_iters;
 }
 
+uint64_t hx_loop_count(hx_world *w, int c)
+{
+	return c >= 0 && c < HX_LC_COUNT ? w->lc[c] : 0;
+}
+
 /* ---- the event loop -------------------------------------------------------------- */
 typedef bool (*hx_stop_fn)(hx_world *w, void *arg);
 
@@ -2694,6 +2700,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		it++;
+		w->lc[HX_LC_ITERATIONS]++;
 		if (w->sw.on && w->sw.track)
 			sw_drain(w, w->now * 1000ull);
 		if (deliver(w))
@@ -2704,6 +2711,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 
 				deadline_set(h, UINT64_MAX);
 				w->quiet[i] = 0;
+				w->lc[HX_LC_TIMER_FIRES]++;
 				qrnic_dev_timer_fire(h->dev);
 				did = true;
 			}
@@ -2715,12 +2723,14 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 				h->sched = false;
 				w->nsched--;
 				w->quiet[i] = 0;
+				w->lc[HX_LC_DEV_RUNS]++;
 				qrnic_dev_run(h->dev);
 				did = true;
 			}
 		}
 		if (did)
 			continue;
+		w->lc[HX_LC_IDLE_SCANS]++;
 		/* Idle at this instant.  A device with work that did not ask to
 		 * be scheduled is a model bug: count it, but run it anyway.
 		 * What makes a device busy changes only in the model's code,
@@ -2775,8 +2785,10 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 				rc = HX_RUN_TIME;
 				break;
 			}
-			if (next > w->now)
+			if (next > w->now) {
 				w->now = next;
+				w->lc[HX_LC_INSTANTS]++;
+			}
 		}
 	}
 	w->last_iters = it;
