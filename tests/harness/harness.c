@@ -2526,6 +2526,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h, &qrnic_fw_admin_ops, NULL);
 	if (!h->dev) {
 		hx_err(w, "qrnic_dev_new failed");
+		w->sched_mask &= ~(1ull << h->idx);	/* a schedule while it was made */
 		mem_unmap(h->mem, h->size);
 		free(h->irqs);
 		free(h);
