@@ -219,13 +219,24 @@ void qrnic_cc_pace(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t *t, uint32
 	ops->on_timer(d, qp, *t);
 	rate = ops->current_rate(d, qp);
 	if (rate > 0 && qp->cc.active) {
+		struct qrnic_cc_qp *c = &qp->cc;
 		/* the port's view of the frame: bytes + preamble, FCS, gap */
-		double ns = (double)(bytes + d->tm.p.link_overhead) * 8000.0 / rate;
-		uint64_t whole = (uint64_t)ns;
+		uint32_t fb = bytes + d->tm.p.link_overhead;
 
-		if (*t < qp->cc.next_tx)
-			*t = qp->cc.next_tx;
-		qp->cc.next_tx = *t + whole + ((double)whole < ns);	/* rounded up */
+		if (c->gap_rate != rate || c->gap_bytes != fb) {
+			/* the gap changes only with the rate (a CNP, an
+			 * increase event) or the frame size: the division
+			 * once per change, not per packet */
+			double ns = (double)fb * 8000.0 / rate;
+			uint64_t whole = (uint64_t)ns;
+
+			c->gap_rate = rate;
+			c->gap_bytes = fb;
+			c->gap_ns = whole + ((double)whole < ns);	/* rounded up */
+		}
+		if (*t < c->next_tx)
+			*t = c->next_tx;
+		c->next_tx = *t + c->gap_ns;
 	}
 	ops->on_tx(d, qp, bytes, *t);
 }

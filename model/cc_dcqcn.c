@@ -117,8 +117,8 @@ static void dcqcn_timer(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t now)
 	if (now < c->last)
 		now = c->last;	/* engines visit work out of time order */
 	c->last = now;
-	n = (now - c->alpha_t) / k;
-	if (n) {
+	if (now - c->alpha_t >= k) {	/* whole periods ended (most calls: none, no division) */
+		n = (now - c->alpha_t) / k;
 		c->alpha *= powu(d->cfg.rp_dce_tcp_g / 1024.0, n);
 		c->alpha_t += n * k;
 	}

@@ -49,6 +49,11 @@ struct qrnic_cc_qp {
 	uint64_t cnps;		/* CNPs handled by this QP */
 	/* the rate limiter (timing profiles only) */
 	uint64_t next_tx;	/* earliest modelled time the next request packet may start */
+	/* qrnic_cc_pace()'s last gap: gap_ns for a frame of gap_bytes (with
+	 * the port's overhead) at gap_rate; a cache (not saved): 0 = none */
+	double   gap_rate;
+	uint32_t gap_bytes;
+	uint64_t gap_ns;
 	uint32_t gen;		/* generation of the armed QRNIC_EVK_CC event */
 	/* TIMELY (cc_timely.c): one RTT sample in flight at a time */
 	bool     rtt_pending;	/* a request packet is timed: rtt_psn, rtt_sent valid */

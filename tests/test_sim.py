@@ -100,6 +100,18 @@ def test_host_figures_without_deterministic():
     assert h['cpu_seconds'] > 0  # the run loop's CPU time
 
 
+def test_host_loop_counters():
+    # what the run loop did (for profiling): each clock advance follows an
+    # idle scan, which is an iteration; the counts do not depend on the host
+    args = ('--op', 'write', '--size', '8K', '--qps', 2, '--count', 100, '--profile', 'cx5-100g')
+    a = sim_json(*args, deterministic=False)['host']['loop']
+    b = sim_json(*args, deterministic=False)['host']['loop']
+    assert a == b
+    assert a['iterations'] >= a['idle_scans'] >= a['instants'] > 0
+    assert a['dev_runs'] > 0 and a['timer_fires'] > 0   # timed: TX effects are events
+    assert 'host' not in sim_json(*args)   # --deterministic leaves it out
+
+
 def test_readable_table():
     r = run_sim('--op', 'read', '--size', '2K', '--count', 50, json_out=False, deterministic=False)
     out = r.stdout

@@ -187,15 +187,16 @@ struct hx_dev {
 struct hx_world {
 	uint64_t now;
 	uint64_t min_deadline;	/* the earliest of the devices' deadlines */
-	int nsched;		/* devices with sched set */
+	uint64_t sched_mask;	/* bit i: dev[i]->sched (the run loop visits only those) */
 	/* Per device, packed for the run loop's scans (one cache line for
 	 * many devices: with 17 devices, scans of each device's record were
 	 * a tenth of a 16:1 incast's time): dl[i] is dev[i]'s timer deadline
-	 * (UINT64_MAX: none; deadline_set keeps it); quiet[i]: dev[i] was
-	 * found not busy at an idle instant and has not been entered since
-	 * (see run_loop). */
+	 * (UINT64_MAX: none; deadline_set keeps it); bit i of awake clear:
+	 * dev[i] was found not busy at an idle instant and has not been
+	 * entered since (see run_loop; a mask, so that the idle scan of an
+	 * instant visits only the devices entered in it). */
 	uint64_t dl[HX_MAX_DEV];
-	uint8_t quiet[HX_MAX_DEV];
+	uint64_t awake;
 	uint64_t mem_size;
 	uint64_t seed;
 	int ndev;
@@ -204,6 +205,7 @@ struct hx_world {
 	uint64_t admin_timeout_ns;
 	uint64_t admin_max_iter;	/* run loop iterations an admin command may wait */
 	uint64_t last_iters;
+	uint64_t lc[HX_LC_COUNT];	/* run-loop counters since the world was made (hx_loop_count) */
 	uint64_t watched_writes;	/* DMA writes by devices hx_watch_writes() named */
 
 	/* wire */
@@ -2230,7 +2232,7 @@ static void sched_set(struct hx_dev *h)
 {
 	if (!h->sched) {
 		h->sched = true;
-		h->w->nsched++;
+		h->w->sched_mask |= 1ull << h->idx;
 	}
 }
 
@@ -2524,6 +2526,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h, &qrnic_fw_admin_ops, NULL);
 	if (!h->dev) {
 		hx_err(w, "qrnic_dev_new failed");
+		w->sched_mask &= ~(1ull << h->idx);	/* a schedule while it was made */
 		mem_unmap(h->mem, h->size);
 		free(h->irqs);
 		free(h);
@@ -2534,10 +2537,7 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 	w->dev[w->ndev] = h;
 	w->ndev++;
 	deadline_set(h, w->dl[h->idx]);	/* one the device armed while it was made */
-	if (h->sched) {			/* likewise */
-		h->sched = false;
-		sched_set(h);
-	}
+	/* a schedule while it was made is in sched_mask already (h->idx) */
 	trust_apply(w);
 	return w->ndev - 1;
 }
@@ -2595,6 +2595,11 @@ uint64_t hx_run_iterations(hx_world *w)
 	return w->last_iters;
 }
 
+uint64_t hx_loop_count(hx_world *w, int c)
+{
+	return c >= 0 && c < HX_LC_COUNT ? w->lc[c] : 0;
+}
+
 /* ---- the event loop -------------------------------------------------------------- */
 typedef bool (*hx_stop_fn)(hx_world *w, void *arg);
 
@@ -2645,7 +2650,7 @@ static bool deliver(hx_world *w)
 			uint8_t *buf = fr->data;
 
 			fr->data = NULL;	/* the device takes it */
-			w->quiet[fr->dst] = 0;
+			w->awake |= 1ull << fr->dst;
 			w->ws[HX_WS_DESCRIBED] += qrnic_frame_buf_described(buf);
 			if (w->vouch && fr->pristine ? qrnic_dev_rx_frame_buf_vouched(h->dev, buf, fr->len)
 						     : qrnic_dev_rx_frame_buf(h->dev, buf, fr->len)) {
@@ -2681,7 +2686,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 	uint64_t it = 0;
 	int rc;
 
-	memset(w->quiet, 0, sizeof(w->quiet));	/* entered since, for all we know */
+	w->awake = ~0ull;	/* entered since, for all we know */
 	for (;;) {
 		bool did = false;
 
@@ -2694,6 +2699,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		it++;
+		w->lc[HX_LC_ITERATIONS]++;
 		if (w->sw.on && w->sw.track)
 			sw_drain(w, w->now * 1000ull);
 		if (deliver(w))
@@ -2703,24 +2709,31 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 				struct hx_dev *h = w->dev[i];
 
 				deadline_set(h, UINT64_MAX);
-				w->quiet[i] = 0;
+				w->awake |= 1ull << i;
+				w->lc[HX_LC_TIMER_FIRES]++;
 				qrnic_dev_timer_fire(h->dev);
 				did = true;
 			}
 		}
-		for (int i = 0; w->nsched && i < w->ndev; i++) {
-			struct hx_dev *h = w->dev[i];
+		/* the devices scheduled, in index order: the next set bit of
+		 * sched_mask from i on (a device run may schedule another) */
+		for (int i = 0; i < w->ndev && (w->sched_mask >> i); i++) {
+			struct hx_dev *h;
 
-			if (h->sched) {
-				h->sched = false;
-				w->nsched--;
-				w->quiet[i] = 0;
-				qrnic_dev_run(h->dev);
-				did = true;
-			}
+			i += __builtin_ctzll(w->sched_mask >> i);
+			if (i >= w->ndev)
+				break;
+			h = w->dev[i];
+			h->sched = false;
+			w->sched_mask &= ~(1ull << i);
+			w->awake |= 1ull << i;
+			w->lc[HX_LC_DEV_RUNS]++;
+			qrnic_dev_run(h->dev);
+			did = true;
 		}
 		if (did)
 			continue;
+		w->lc[HX_LC_IDLE_SCANS]++;
 		/* Idle at this instant.  A device with work that did not ask to
 		 * be scheduled is a model bug: count it, but run it anyway.
 		 * What makes a device busy changes only in the model's code,
@@ -2729,17 +2742,17 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		 * the loop, which starts with no device quiet), except a frame
 		 * in its receive buffer becoming due with time: a device found
 		 * not busy, with no receive buffer, is quiet until entered. */
-		for (int i = 0; i < w->ndev; i++) {
+		for (uint64_t m = w->awake & (w->ndev < 64 ? (1ull << w->ndev) - 1 : ~0ull); m;
+		     m &= m - 1) {
 			struct qrnic_rxbuf_info rb;
+			int i = __builtin_ctzll(m);
 
-			if (w->quiet[i])
-				continue;
 			if (qrnic_dev_busy(w->dev[i]->dev)) {
 				w->ws[HX_WS_BUSY_UNSCHEDULED]++;
 				sched_set(w->dev[i]);
 				did = true;
 			} else if (qrnic_dev_rxbuf_info(w->dev[i]->dev, &rb) < 0) {
-				w->quiet[i] = 1;
+				w->awake &= ~(1ull << i);
 			}
 		}
 		if (did)
@@ -2775,8 +2788,10 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 				rc = HX_RUN_TIME;
 				break;
 			}
-			if (next > w->now)
+			if (next > w->now) {
 				w->now = next;
+				w->lc[HX_LC_INSTANTS]++;
+			}
 		}
 	}
 	w->last_iters = it;

@@ -260,6 +260,12 @@ int hx_switch_ext_malformed(hx_world *w, int port);
 uint64_t hx_now(hx_world *w);
 int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter);
 uint64_t hx_run_iterations(hx_world *w);	/* iterations of the last hx_run */
+/* Run-loop counters since the world was made (for profiling: how many
+ * iterations, device timer fires, device runs, idle scans of the devices
+ * and clock advances a workload costs). */
+enum { HX_LC_ITERATIONS, HX_LC_TIMER_FIRES, HX_LC_DEV_RUNS, HX_LC_IDLE_SCANS, HX_LC_INSTANTS,
+       HX_LC_COUNT };
+uint64_t hx_loop_count(hx_world *w, int c);
 /* hx_run() for ns, then the clock is at now + ns even if the world went idle. */
 int hx_advance(hx_world *w, uint64_t ns);
 /* Earliest pending event (frame arrival, timer deadline) in ns, UINT64_MAX if

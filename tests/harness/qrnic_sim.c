@@ -2782,7 +2782,13 @@ static void report_json(struct sim *s, const struct results *r)
 		json_num(o, s->host_s > 0 ? (double)r->frames / s->host_s : -1);
 		fputs(",\"messages_per_s\":", o);
 		json_num(o, s->host_s > 0 ? (double)s->msgs / s->host_s : -1);
-		fprintf(o, ",\"cpu_seconds\":%.6f}", s->host_cpu_s);
+		fprintf(o, ",\"cpu_seconds\":%.6f", s->host_cpu_s);
+		/* what the run loop did (hx_loop_count), for profiling per packet */
+		fprintf(o, ",\"loop\":{\"iterations\":%" PRIu64 ",\"timer_fires\":%" PRIu64
+			",\"dev_runs\":%" PRIu64 ",\"idle_scans\":%" PRIu64 ",\"instants\":%" PRIu64 "}}",
+			hx_loop_count(s->w, HX_LC_ITERATIONS), hx_loop_count(s->w, HX_LC_TIMER_FIRES),
+			hx_loop_count(s->w, HX_LC_DEV_RUNS), hx_loop_count(s->w, HX_LC_IDLE_SCANS),
+			hx_loop_count(s->w, HX_LC_INSTANTS));
 	}
 	fputs("}\n", o);
 	fflush(o);
