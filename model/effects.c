@@ -121,8 +121,10 @@ static void fx_release(struct qrnic_dev *d, uint32_t idx)
 {
 	struct qrnic_effect *e = &d->fx[idx];
 
-	qrnic_frame_buf_free(e->frame);
-	e->frame = NULL;
+	if (e->frame) {	/* a sent frame left with its buffer: no call per frame */
+		qrnic_frame_buf_free(e->frame);
+		e->frame = NULL;
+	}
 	e->kind = QRNIC_FX_FREE;
 	e->gen = ++d->fx_gen;	/* events naming it become stale */
 	e->next_free = d->fx_free;

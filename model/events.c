@@ -17,19 +17,27 @@ static bool ev_before(const struct qrnic_event *a, const struct qrnic_event *b)
 
 static struct qrnic_event event_pop(struct qrnic_dev *d);
 
-/* An event whose QP is gone or whose timer was re-armed or stopped since. */
-static bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
+/* event_stale() of the other kinds (apart: the timed effects, a frame's
+ * departure or a CQE, are the per-packet case, tested inline). */
+static __attribute__((noinline)) bool event_stale_other(struct qrnic_dev *d,
+							const struct qrnic_event *ev)
 {
 	struct qrnic_qp *qp;
 
-	if (ev->kind == QRNIC_EVK_EFFECT)
-		return ev->id >= d->fx_cap || d->fx[ev->id].gen != ev->gen;
 	if (ev->kind == QRNIC_EVK_CC)
 		return qrnic_cc_event_stale(d, ev);
 	if (ev->kind != QRNIC_EVK_RETRY && ev->kind != QRNIC_EVK_RNR)
 		return false;
 	qp = qrnic_qp_get(d, ev->id);
 	return !qp || !qrnic_req_event_current(qp, ev);
+}
+
+/* An event whose QP is gone or whose timer was re-armed or stopped since. */
+static inline bool event_stale(struct qrnic_dev *d, const struct qrnic_event *ev)
+{
+	if (ev->kind == QRNIC_EVK_EFFECT)
+		return ev->id >= d->fx_cap || d->fx[ev->id].gen != ev->gen;
+	return event_stale_other(d, ev);
 }
 
 static struct qrnic_event *lane_head(struct qrnic_evlane *l)

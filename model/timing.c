@@ -625,10 +625,12 @@ static __attribute__((noinline)) uint64_t dma_read_multi(struct qrnic_timing *t,
 	/* Each read request takes a credit for a round trip; the completion
 	 * data then occupies the read direction of the link.  The credit is
 	 * held until the data is in.  Every request but the last moves mrrs
-	 * bytes, whose transfer time was computed once (qrnic_timing_init). */
-	for (uint32_t i = 0, off = 0; i < nreq; i++, off += mrrs) {
-		uint32_t chunk = len - off < mrrs ? len - off : mrrs;
-		uint64_t xfer = chunk == mrrs ? t->xfer_mrrs : pcie_xfer_mps(t, chunk);
+	 * bytes, whose transfer time was computed once (qrnic_timing_init);
+	 * the last one's is looked up once, before the loop. */
+	uint64_t x = t->xfer_mrrs, xlast = len & (mrrs - 1) ? pcie_xfer_mps(t, len & (mrrs - 1)) : x;
+
+	for (uint32_t i = 0; i < nreq; i++) {
+		uint64_t xfer = i + 1 == nreq ? xlast : x;
 		uint64_t credit = t->rd_credit_free[slot];
 		uint64_t issue = in_order && credit > ready ? credit : ready;
 		uint64_t req = issue + read_ns, data;

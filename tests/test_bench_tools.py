@@ -36,6 +36,10 @@ def test_sim_speed_prints_best_and_median_rows():
         assert float(cols[6]) > 0 and float(cols[7]) > 0       # sim/host, sim/CPU
         assert 90 < float(cols[8]) <= 100.0, (label, cols)     # simulated Gb/s, under the link
     assert 'best of 2 alternating runs; medians:' in out
+    # the machine and whether the loop had its core, beside the figures
+    assert out.startswith('host: ') and ' CPUs, load average ' in out.splitlines()[0], out
+    share = float(out.split('(run loop CPU / wall, all runs: ')[1].split(',')[0].split(')')[0])
+    assert 0 < share <= 1.05, out
     for label in ('cx5-100g', 'cx5-100g +icrc', 'cx5-100g signal 16', 'cx5-100g signal 16 +icrc'):
         assert f'(relative to functional, {label}: sim/host ' in out, out
 
