@@ -168,17 +168,26 @@ static const void *qrnic_host_dma_map(void *opaque, uint64_t addr, size_t len)
     QrnicState *s = opaque;
     AddressSpace *as = pci_get_address_space(&s->parent_obj);
     dma_addr_t l = len;
-    ram_addr_t off;
-    void *p = dma_memory_map(as, addr, &l, DMA_DIRECTION_TO_DEVICE, MEMTXATTRS_UNSPECIFIED);
+    void *p;
 
-    if (!p) {
-        return NULL;
+    /* RAM only: address_space_map would read anything else into a bounce
+     * buffer -- an MMIO read with its side effects, which dma_read then
+     * does again */
+    WITH_RCU_READ_LOCK_GUARD() {
+        hwaddr xlat, tl = len;
+        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &tl, false,
+                                                   MEMTXATTRS_UNSPECIFIED);
+
+        if (tl < len || !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+            return NULL;
+        }
     }
-    if (l < len || !memory_region_from_host(p, &off)) {   /* partial, or a bounce buffer */
+    p = dma_memory_map(as, addr, &l, DMA_DIRECTION_TO_DEVICE, MEMTXATTRS_UNSPECIFIED);
+    if (p && l < len) {         /* partial (not seen for RAM, but possible) */
         dma_memory_unmap(as, p, l, DMA_DIRECTION_TO_DEVICE, 0);
-        return NULL;
+        p = NULL;
     }
-    qrnic_dma_maps.map++;
+    qrnic_dma_maps.map += p != NULL;
     return p;
 }
 
