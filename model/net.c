@@ -49,16 +49,20 @@ static uint8_t *txbuf(struct qrnic_dev *d, size_t payload_off)
 /* Or with an ICRC, left to qrnic_frame_buf_fill (a lazy ICRC), with a
  * host that releases its mappings (ops->dma_unmap: QEMU's hand-over
  * between qrnic ports, hw/qrnic.c): the headers are built, the payload
- * goes by reference. */
-static bool tx_lazy_ref(const struct qrnic_dev *d)
+ * goes by reference.  RC and XRC only: their requests complete on the
+ * peer's ACK, after it has read the payload; a UC or UD request completes
+ * when it leaves, and its buffer may change while the frame waits in the
+ * peer's receive queue. */
+static bool tx_lazy_ref(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
-	return d->lazy_icrc && !d->fault && d->ops->dma_unmap;
+	return d->lazy_icrc && !d->fault && d->ops->dma_unmap &&
+	       (p->opcode < 0x20 || (p->opcode & 0xe0) == QRNIC_OP_XRC);	/* RC: 000x xxxx */
 }
 
 static bool tx_untouched(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
 	return d->ops->dma_map && d->ops->tx_frame_buf && !p->ipv6 &&
-	       (!qrnic_icrc_on(d) || tx_lazy_ref(d));
+	       (!qrnic_icrc_on(d) || tx_lazy_ref(d, p));
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
@@ -95,7 +99,7 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		 * an ICRC only if it is left to qrnic_frame_buf_fill */
 		if (d->txref.len && payload == d->txref.base && paylen == d->txref.len &&
 		    p->opcode == d->txref.opcode && !p->ipv6 && buf == d->txbuf &&
-		    (!qrnic_icrc_on(d) || tx_lazy_ref(d)))
+		    (!qrnic_icrc_on(d) || tx_lazy_ref(d, p)))
 			ref = d->txref.src;
 		else
 			qrnic_txref_drop(d, true);

@@ -468,3 +468,31 @@ def test_byref_source_not_in_ram_falls_back(qemu_binary, tmp_path):  # noqa: F81
         assert w.alive()
     finally:
         w.close()
+
+
+def test_byref_not_for_uc(qemu_binary, tmp_path):  # noqa: F811
+    """A UC request completes when it leaves, and its buffer may be reused
+    while the frame waits in the peer's receive queue: UC payloads are
+    copied into the frame at send, never mapped.  The bytes land; an RC
+    WRITE on the same ports afterwards still maps."""
+    w = World.single(qemu_binary, 2, name='byref-uc')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024, qp_type='UC')
+        la, rb = scenarios.mrs(conn, 1 << 16)
+        m0 = _maps(a)
+        data = la.fill_random(random.Random(151), 0, 40000)
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 40000)], remote=(rb, 0), wr_id=7)
+        c = scenarios.one_cqe(conn.cqa)
+        assert c['status_name'] == 'SUCCESS', c
+        assert w.run_until(lambda: rb.read(0, 40000) == data, 20)
+        w.settle()
+        assert _maps(a) == m0, (m0, _maps(a))
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        scenarios.rdma_write(conn, la, rb, random.Random(152), n=9000, sges=1)
+        w.settle()
+        _assert_released(a, 'RC after UC', m0['map'] + 1)
+        assert w.alive()
+    finally:
+        w.close()
