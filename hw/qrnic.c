@@ -23,7 +23,6 @@
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
-#include "system/dma.h"
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "migration/qemu-file-types.h"
@@ -150,53 +149,91 @@ static int qrnic_host_dma_write(void *opaque, uint64_t addr, const void *buf, si
  * sending model maps the guest memory of the payload instead of copying it
  * into the frame, and the port that takes the frame copies it from there
  * into its own guest memory: one copy per payload instead of two.  Only
- * when the whole range maps directly (guest RAM); MMIO, a bounce buffer,
- * an IOMMU fault or a partial length give NULL, and the model reads the
- * bytes with dma_read as before (reporting any error).  The mapping holds
- * a reference on the RAM region (address_space_map) and goes with the
- * frame buffer: the model passes it back (qrnic_host_dma_unmap) exactly
- * once, when the bytes are copied (qrnic_frame_buf_fill, the taker's DMA
- * write) or the buffer is freed -- under the BQL, like all of hw/.
- * Process-wide counts of both: QOM "dma-maps".
+ * when the whole range maps directly (guest RAM); MMIO, an IOMMU fault or
+ * a range leaving the region give NULL, and the model reads the bytes
+ * with dma_read as before (reporting any error).  A mapping holds a
+ * reference on the RAM region and goes with the frame buffer: the model
+ * passes it back (qrnic_host_dma_unmap) exactly once, when the bytes are
+ * copied (qrnic_frame_buf_fill, the taker's DMA write) or the buffer is
+ * freed -- under the BQL, like all of hw/.  Process-wide counts of both:
+ * QOM "dma-maps".
  */
 static struct {
     uint64_t map, unmap;
 } qrnic_dma_maps;
 
+/*
+ * The guest RAM regions with mappings held: one reference on each
+ * (memory_region_ref, as address_space_map takes per mapping) while any
+ * mapping of it is out, and its host range, so that a mapping goes back
+ * without a lookup of the pointer (memory_region_from_host).  What
+ * address_space_map/_unmap do for RAM, without their per-call costs (a
+ * second translation, the reference and the lookup per frame: together
+ * as much as the copy saved, perf of bench/qemu_write_bw).
+ */
+static struct {
+    MemoryRegion *mr;
+    const uint8_t *host;        /* memory_region_get_ram_ptr(mr) */
+    uint64_t size;
+    uint64_t held;              /* mappings out; 0: the slot is free */
+} qrnic_map_regions[8];
+
 static const void *qrnic_host_dma_map(void *opaque, uint64_t addr, size_t len)
 {
     QrnicState *s = opaque;
     AddressSpace *as = pci_get_address_space(&s->parent_obj);
-    dma_addr_t l = len;
-    void *p;
+    hwaddr xlat, l = len;
+    MemoryRegion *mr;
+    int slot = -1;
 
-    /* RAM only: address_space_map would read anything else into a bounce
-     * buffer -- an MMIO read with its side effects, which dma_read then
-     * does again */
-    WITH_RCU_READ_LOCK_GUARD() {
-        hwaddr xlat, tl = len;
-        MemoryRegion *mr = address_space_translate(as, addr, &xlat, &tl, false,
-                                                   MEMTXATTRS_UNSPECIFIED);
-
-        if (tl < len || !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
-            return NULL;
+    /* RAM only, whole: anything else (MMIO, an IOMMU fault, a range that
+     * leaves the region) goes through dma_read, which reports errors;
+     * address_space_map would read MMIO into a bounce buffer, a read
+     * with side effects that dma_read would then do again */
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(as, addr, &xlat, &l, false, MEMTXATTRS_UNSPECIFIED);
+    if (l < len || !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+        return NULL;
+    }
+    for (int i = 0; i < (int)ARRAY_SIZE(qrnic_map_regions); i++) {
+        if (qrnic_map_regions[i].held && qrnic_map_regions[i].mr == mr) {
+            slot = i;
+            break;
+        }
+        if (!qrnic_map_regions[i].held && slot < 0) {
+            slot = i;
         }
     }
-    p = dma_memory_map(as, addr, &l, DMA_DIRECTION_TO_DEVICE, MEMTXATTRS_UNSPECIFIED);
-    if (p && l < len) {         /* partial (not seen for RAM, but possible) */
-        dma_memory_unmap(as, p, l, DMA_DIRECTION_TO_DEVICE, 0);
-        p = NULL;
+    if (slot < 0) {             /* mappings of 8 regions out: copy this one */
+        return NULL;
     }
-    qrnic_dma_maps.map += p != NULL;
-    return p;
+    if (!qrnic_map_regions[slot].held) {
+        memory_region_ref(mr);
+        qrnic_map_regions[slot].mr = mr;
+        qrnic_map_regions[slot].host = memory_region_get_ram_ptr(mr);
+        qrnic_map_regions[slot].size = memory_region_size(mr);
+    }
+    qrnic_map_regions[slot].held++;
+    qrnic_dma_maps.map++;
+    return qrnic_map_regions[slot].host + xlat;
 }
 
-/* A RAM mapping's unmap only drops the region's reference (the address
- * space is not used for it): the device that mapped it may be gone. */
+/* Needs no device: the one that mapped it may be gone. */
 static void qrnic_host_dma_unmap(const void *ptr, size_t len)
 {
-    qrnic_dma_maps.unmap++;
-    address_space_unmap(&address_space_memory, (void *)ptr, len, false, 0);
+    const uint8_t *p = ptr;
+
+    for (size_t i = 0; i < ARRAY_SIZE(qrnic_map_regions); i++) {
+        if (qrnic_map_regions[i].held && p >= qrnic_map_regions[i].host &&
+            p - qrnic_map_regions[i].host < qrnic_map_regions[i].size) {
+            qrnic_dma_maps.unmap++;
+            if (!--qrnic_map_regions[i].held) {
+                memory_region_unref(qrnic_map_regions[i].mr);
+            }
+            return;
+        }
+    }
+    error_report("qrnic: payload mapping %p+%zu released but not held", ptr, len);
 }
 
 static void qrnic_host_irq(void *opaque, unsigned vector)
