@@ -522,7 +522,8 @@ def test_byref_payload_of_several_mappings(qemu_binary, tmp_path):  # noqa: F811
             assert rb.read(0, n + 10) == bytes(5) + data[0x777:0x777 + n] + bytes(5), nsge
             # one frame; a DMA read per SGE and page: at most 4 mapped, a
             # fifth mapped and given back at once (then the payload is copied)
-            reads = sum(((la.iova & 0xfff) + off + ln - 1 >> 12) - ((la.iova & 0xfff) + off >> 12) + 1
+            base = la.iova & 0xfff
+            reads = sum(((base + off + ln - 1) >> 12) - ((base + off) >> 12) + 1
                         for _, off, ln in pieces)
             w.settle()
             m1 = _maps(a)
