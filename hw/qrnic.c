@@ -142,6 +142,100 @@ static int qrnic_host_dma_write(void *opaque, uint64_t addr, const void *buf, si
     return 0;
 }
 
+/*
+ * The payload of a frame by reference (issue 23, docs/timing.md 5.6): for a
+ * frame that only qrnic ports of this QEMU read (the lazy ICRC's condition,
+ * qrnic_net_only_qrnic; every other reader fills the frame first), the
+ * sending model maps the guest memory of the payload instead of copying it
+ * into the frame, and the port that takes the frame copies it from there
+ * into its own guest memory: one copy per payload instead of two.  Only
+ * when the whole range maps directly (guest RAM); MMIO, an IOMMU fault or
+ * a range leaving the region give NULL, and the model reads the bytes
+ * with dma_read as before (reporting any error).  A mapping holds a
+ * reference on the RAM region and goes with the frame buffer: the model
+ * passes it back (qrnic_host_dma_unmap) exactly once, when the bytes are
+ * copied (qrnic_frame_buf_fill, the taker's DMA write) or the buffer is
+ * freed -- under the BQL, like all of hw/.  Process-wide counts of both:
+ * QOM "dma-maps".
+ */
+static struct {
+    uint64_t map, unmap;
+} qrnic_dma_maps;
+
+/*
+ * The guest RAM regions with mappings held: one reference on each
+ * (memory_region_ref, as address_space_map takes per mapping) while any
+ * mapping of it is out, and its host range, so that a mapping goes back
+ * without a lookup of the pointer (memory_region_from_host).  What
+ * address_space_map/_unmap do for RAM, without their per-call costs (a
+ * second translation, the reference and the lookup per frame: together
+ * as much as the copy saved, perf of bench/qemu_write_bw).
+ */
+static struct {
+    MemoryRegion *mr;
+    const uint8_t *host;        /* memory_region_get_ram_ptr(mr) */
+    uint64_t size;
+    uint64_t held;              /* mappings out; 0: the slot is free */
+} qrnic_map_regions[8];
+
+static const void *qrnic_host_dma_map(void *opaque, uint64_t addr, size_t len)
+{
+    QrnicState *s = opaque;
+    AddressSpace *as = pci_get_address_space(&s->parent_obj);
+    hwaddr xlat, l = len;
+    MemoryRegion *mr;
+    int slot = -1;
+
+    /* RAM only, whole: anything else (MMIO, an IOMMU fault, a range that
+     * leaves the region) goes through dma_read, which reports errors;
+     * address_space_map would read MMIO into a bounce buffer, a read
+     * with side effects that dma_read would then do again */
+    RCU_READ_LOCK_GUARD();
+    mr = address_space_translate(as, addr, &xlat, &l, false, MEMTXATTRS_UNSPECIFIED);
+    if (l < len || !memory_access_is_direct(mr, false, MEMTXATTRS_UNSPECIFIED)) {
+        return NULL;
+    }
+    for (int i = 0; i < (int)ARRAY_SIZE(qrnic_map_regions); i++) {
+        if (qrnic_map_regions[i].held && qrnic_map_regions[i].mr == mr) {
+            slot = i;
+            break;
+        }
+        if (!qrnic_map_regions[i].held && slot < 0) {
+            slot = i;
+        }
+    }
+    if (slot < 0) {             /* mappings of 8 regions out: copy this one */
+        return NULL;
+    }
+    if (!qrnic_map_regions[slot].held) {
+        memory_region_ref(mr);
+        qrnic_map_regions[slot].mr = mr;
+        qrnic_map_regions[slot].host = memory_region_get_ram_ptr(mr);
+        qrnic_map_regions[slot].size = memory_region_size(mr);
+    }
+    qrnic_map_regions[slot].held++;
+    qrnic_dma_maps.map++;
+    return qrnic_map_regions[slot].host + xlat;
+}
+
+/* Needs no device: the one that mapped it may be gone. */
+static void qrnic_host_dma_unmap(const void *ptr, size_t len)
+{
+    const uint8_t *p = ptr;
+
+    for (size_t i = 0; i < ARRAY_SIZE(qrnic_map_regions); i++) {
+        if (qrnic_map_regions[i].held && p >= qrnic_map_regions[i].host &&
+            p - qrnic_map_regions[i].host < qrnic_map_regions[i].size) {
+            qrnic_dma_maps.unmap++;
+            if (!--qrnic_map_regions[i].held) {
+                memory_region_unref(qrnic_map_regions[i].mr);
+            }
+            return;
+        }
+    }
+    error_report("qrnic: payload mapping %p+%zu released but not held", ptr, len);
+}
+
 static void qrnic_host_irq(void *opaque, unsigned vector)
 {
     PCIDevice *pdev = PCI_DEVICE(opaque);
@@ -520,6 +614,8 @@ static void qrnic_trace_sync(QrnicState *s)
 static const struct qrnic_host_ops qrnic_host_ops = {
     .dma_read = qrnic_host_dma_read,
     .dma_write = qrnic_host_dma_write,
+    .dma_map = qrnic_host_dma_map,
+    .dma_unmap = qrnic_host_dma_unmap,
     .irq = qrnic_host_irq,
     .tx_frame = qrnic_host_tx,
     .tx_frame_buf = qrnic_host_tx_buf,
@@ -1461,6 +1557,17 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
     visit_type_str(v, name, &str, errp);
 }
 
+/* dma-maps: payload mappings made and released, process-wide. */
+static void qrnic_get_dma_maps(Object *obj, Visitor *v, const char *name, void *opaque,
+                               Error **errp)
+{
+    char buf[64], *str = buf;
+
+    snprintf(buf, sizeof(buf), "map=%" PRIu64 " unmap=%" PRIu64, qrnic_dma_maps.map,
+             qrnic_dma_maps.unmap);
+    visit_type_str(v, name, &str, errp);
+}
+
 /* Every counter of QUERY_STATS, by its name there. */
 static void qrnic_get_stats(Object *obj, Visitor *v, const char *name, void *opaque,
                             Error **errp)
@@ -1649,6 +1756,10 @@ static void qrnic_class_add_qom(ObjectClass *klass)
         "read-only: how often QEMU entered the device since realize (bottom halves, kick "
         "timer runs, model timer expiries, frames received, doorbell writes, run requests, "
         "timer arms)");
+    object_class_property_add(klass, "dma-maps", "str", qrnic_get_dma_maps, NULL, NULL, NULL);
+    object_class_property_set_description(klass, "dma-maps",
+        "read-only: guest memory mapped for payloads by reference and released again, "
+        "counted over all qrnic devices of the process");
     object_class_property_add(klass, "timing", "qrnic-timing", qrnic_get_timing, NULL, NULL,
                               NULL);
     for (size_t i = 0; i < ARRAY_SIZE(views); i++) {

@@ -143,16 +143,34 @@ static bool dma_read_ref(struct qrnic_dev *d, uint64_t addr, void *buf, size_t l
 	if ((uint8_t *)buf != d->txref.base + d->txref.len || addr + len < addr)
 		return false;
 	src = d->ops->dma_map(d->opaque, addr, len);
+	if (src && d->ops->dma_unmap &&
+	    (d->txref.nmap >= QRNIC_REF_MAPS || (d->txref.len && src != d->txref.src + d->txref.len))) {
+		d->ops->dma_unmap(src, len);	/* not used */
+		src = NULL;
+	}
 	if (src && (!d->txref.len || src == d->txref.src + d->txref.len)) {
 		if (!d->txref.len)
 			d->txref.src = src;
 		d->txref.len += (uint32_t)len;
+		if (d->ops->dma_unmap) {
+			d->txref.map[d->txref.nmap].ptr = src;
+			d->txref.map[d->txref.nmap].len = len;
+			d->txref.nmap++;
+		}
 		return true;
 	}
-	if (d->txref.len)	/* the frame holds bytes, not a reference */
-		memcpy(d->txref.base, d->txref.src, d->txref.len);
-	d->txref.on = false;
+	qrnic_txref_drop(d, true);	/* the frame holds bytes, not a reference */
 	return false;
+}
+
+void qrnic_txref_drop(struct qrnic_dev *d, bool copy)
+{
+	if (copy && d->txref.len)
+		memcpy(d->txref.base, d->txref.src, d->txref.len);
+	for (uint32_t i = 0; i < d->txref.nmap; i++)
+		d->ops->dma_unmap(d->txref.map[i].ptr, d->txref.map[i].len);
+	d->txref.nmap = 0;
+	d->txref.on = false;
 }
 
 int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
@@ -588,6 +606,7 @@ void qrnic_dev_free(struct qrnic_dev *d)
 		return;
 	free_tables(d);
 	qrnic_rxq_clear(d);
+	qrnic_txref_drop(d, false);
 	qrnic_frame_buf_free(d->txbuf);
 	qrnic_events_free(d);
 	qrnic_fault_free(d);

@@ -22,6 +22,9 @@
  * memory -- one copy per packet instead of two.  Only a device whose host
  * offers ops->dma_map builds such frames (see qrnic_model.h); whoever
  * reads a frame's bytes otherwise calls qrnic_frame_buf_fill() first.
+ * A host that maps its memory for the reference (QEMU: address_space_map)
+ * gets each mapping back once (ops->dma_unmap) when the bytes are copied
+ * (qrnic_frame_buf_fill) or the buffer is freed, whichever comes first.
  *
  * Such a frame may also carry its headers by description
  * (qrnic_frame_buf_set_pkt): the packet it was to be built from, not the
@@ -35,7 +38,7 @@
 
 #include "qrnic_internal.h"
 
-#define FB_HDR		256u	/* hidden header, 64-byte multiple: keeps data cache-line aligned */
+#define FB_HDR		320u	/* hidden header, 64-byte multiple: keeps data cache-line aligned */
 #define FB_SLACK	64u	/* room for the start shift of qrnic_frame_buf_alloc_at */
 #define FB_KEEP		512u	/* free buffers kept per class and thread */
 
@@ -43,6 +46,10 @@ struct fb_hdr {
 	struct fb_hdr *next;
 	const uint8_t *ref;	/* payload by reference (qrnic_frame_buf_set_ref), or NULL */
 	uint32_t ref_off, ref_len;
+	/* the host's mappings the reference is made of (ops->dma_unmap) */
+	void (*unmap)(const void *ptr, size_t len);
+	uint32_t nmap;
+	struct qrnic_ref_map map[QRNIC_REF_MAPS];
 	uint32_t cls;
 	bool has_pkt;		/* headers by description (qrnic_frame_buf_set_pkt) */
 	bool icrc_vouched;	/* the host vouches for its ICRC (qrnic_dev_rx_frame_buf_vouched) */
@@ -84,6 +91,7 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off)
 	}
 	h->next = NULL;
 	h->ref = NULL;
+	h->nmap = 0;
 	h->has_pkt = false;
 	h->icrc_vouched = false;
 	h->icrc_len = 0;
@@ -102,6 +110,27 @@ void qrnic_frame_buf_set_ref(uint8_t *buf, uint32_t off, const uint8_t *src, uin
 	h->ref = src;
 	h->ref_off = off;
 	h->ref_len = len;
+}
+
+void qrnic_frame_buf_set_maps(uint8_t *buf, void (*unmap)(const void *, size_t),
+			      const struct qrnic_ref_map *map, uint32_t n)
+{
+	struct fb_hdr *h = fb_hdr_of(buf);
+
+	h->unmap = unmap;
+	h->nmap = n;
+	memcpy(h->map, map, n * sizeof(*map));
+}
+
+/* The payload's bytes are copied or no longer needed: the host's mappings
+ * of them go back, once. */
+static void fb_unmap(struct fb_hdr *h)
+{
+	uint32_t n = h->nmap;
+
+	h->nmap = 0;
+	for (uint32_t i = 0; i < n; i++)
+		h->unmap(h->map[i].ptr, h->map[i].len);
 }
 
 const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *len)
@@ -177,6 +206,7 @@ void qrnic_frame_buf_fill(uint8_t *buf)
 	if (h && h->ref) {
 		memcpy(buf + h->ref_off, h->ref, h->ref_len);
 		h->ref = NULL;
+		fb_unmap(h);
 	}
 	if (h && h->icrc_len) {
 		/* an IPv4 RoCEv2 frame built with its ICRC left out (a lazy
@@ -201,6 +231,7 @@ void qrnic_frame_buf_free(uint8_t *buf)
 	if (!buf)
 		return;
 	h = fb_hdr_of(buf);
+	fb_unmap(h);
 	cls = h->cls;
 	if (fb_nfree[cls] >= FB_KEEP) {
 		free(h);

@@ -46,9 +46,23 @@ static uint8_t *txbuf(struct qrnic_dev *d, size_t payload_off)
  * memory (a simulator's own wire), a trusted wire (no ICRC), no fault
  * plan, IPv4 (IPv6's UDP checksum covers the payload).  Its payload then
  * goes by reference and its headers by description. */
+/* Or with an ICRC, left to qrnic_frame_buf_fill (a lazy ICRC), with a
+ * host that releases its mappings (ops->dma_unmap: QEMU's hand-over
+ * between qrnic ports, hw/qrnic.c): the headers are built, the payload
+ * goes by reference.  RC and XRC only: their requests complete on the
+ * peer's ACK, after it has read the payload; a UC or UD request completes
+ * when it leaves, and its buffer may change while the frame waits in the
+ * peer's receive queue. */
+static bool tx_lazy_ref(const struct qrnic_dev *d, const struct qrnic_pkt *p)
+{
+	return d->lazy_icrc && !d->fault && d->ops->dma_unmap &&
+	       (p->opcode < 0x20 || (p->opcode & 0xe0) == QRNIC_OP_XRC);	/* RC: 000x xxxx */
+}
+
 static bool tx_untouched(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
-	return d->ops->dma_map && d->ops->tx_frame_buf && !qrnic_icrc_on(d) && !p->ipv6;
+	return d->ops->dma_map && d->ops->tx_frame_buf && !p->ipv6 &&
+	       (!qrnic_icrc_on(d) || tx_lazy_ref(d, p));
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
@@ -62,6 +76,8 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 	/* on a cache line of its own: the DMA into it is a co-aligned copy
 	 * for aligned host buffers, as is the responder's out of it */
 	buf = txbuf(d, off);
+	if (d->txref.nmap)	/* a reference read for a frame never sent */
+		qrnic_txref_drop(d, false);
 	d->txref.on = buf == d->txbuf && tx_untouched(d, p);
 	d->txref.base = buf + off;
 	d->txref.len = 0;
@@ -79,12 +95,14 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 	if (d->txref.on) {	/* the payload read by reference (dma_read_ref) */
 		d->txref.on = false;
 		/* the frame it was read for (same opcode: the build finds the
-		 * payload in place and leaves it there), else the bytes */
+		 * payload in place and leaves it there), else the bytes; with
+		 * an ICRC only if it is left to qrnic_frame_buf_fill */
 		if (d->txref.len && payload == d->txref.base && paylen == d->txref.len &&
-		    p->opcode == d->txref.opcode && !p->ipv6)
+		    p->opcode == d->txref.opcode && !p->ipv6 && buf == d->txbuf &&
+		    (!qrnic_icrc_on(d) || tx_lazy_ref(d, p)))
 			ref = d->txref.src;
-		else if (d->txref.len)
-			memcpy(d->txref.base, d->txref.src, d->txref.len);
+		else
+			qrnic_txref_drop(d, true);
 	}
 	/* Headers by description where nothing will read them unless it
 	 * builds them first (qrnic_frame_buf_fill): the packet goes with the
@@ -92,7 +110,7 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 	 * payload, if any, is by reference (no bytes of the frame are built);
 	 * a reference was only taken where tx_untouched() held. */
 	len = 0;
-	if (ref || (!paylen && buf == d->txbuf && tx_untouched(d, p))) {
+	if ((ref || (!paylen && buf == d->txbuf && tx_untouched(d, p))) && !qrnic_icrc_on(d)) {
 		len = qrnic_wire_frame_len(false, p->opcode, paylen);
 		if (len && len <= QRNIC_MAX_FRAME)
 			qrnic_frame_buf_set_pkt(buf, p);
@@ -110,14 +128,21 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 			qrnic_frame_buf_set_icrc_pending(buf, len);
 	}
 
+	if (!len && ref)
+		qrnic_txref_drop(d, false);
 	if (!len) {
 		qrnic_guest_err(d, err_build_packet, (p->opcode, paylen),
 				"qrnic: cannot build opcode 0x%x with %u bytes", p->opcode, paylen);
 		return;
 	}
 	if (buf == d->txbuf) {
-		if (ref)
+		if (ref) {
 			qrnic_frame_buf_set_ref(buf, (uint32_t)(d->txref.base - buf), ref, paylen);
+			if (d->txref.nmap)	/* the buffer holds the mappings now */
+				qrnic_frame_buf_set_maps(buf, d->ops->dma_unmap, d->txref.map,
+							 d->txref.nmap);
+			d->txref.nmap = 0;
+		}
 		d->txbuf = NULL;	/* it leaves with the frame */
 		qrnic_tx_buf(d, buf, len);
 	} else {

@@ -466,6 +466,13 @@ struct qrnic_frame {
 };
 
 /* ---- The device ----------------------------------------------------------- */
+/* One dma_map result a payload by reference is made of (ops->dma_unmap). */
+#define QRNIC_REF_MAPS	4
+struct qrnic_ref_map {
+	const void *ptr;
+	size_t len;
+};
+
 struct qrnic_dev {
 	struct qrnic_config cfg;		/* in use: its congestion control
 						 * parameters change with SET_CC */
@@ -564,6 +571,9 @@ struct qrnic_dev {
 		const uint8_t *src;	/* where its first len bytes are */
 		uint32_t len;
 		uint8_t opcode;		/* of the frame it is read for */
+		/* with ops->dma_unmap: the dma_map results it is made of */
+		struct qrnic_ref_map map[QRNIC_REF_MAPS];
+		uint32_t nmap;
 	} txref;
 
 	/* timing (timing.c resources, effects.c scheduling) */
@@ -1007,6 +1017,14 @@ static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
 uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off);
 /* Payload by reference: bytes [off, off + len) of the frame are at src. */
 void qrnic_frame_buf_set_ref(uint8_t *buf, uint32_t off, const uint8_t *src, uint32_t len);
+/* ... and made of these n dma_map results (ops->dma_unmap, not NULL):
+ * passed back to unmap once the payload is copied (qrnic_frame_buf_fill)
+ * or the buffer freed. */
+void qrnic_frame_buf_set_maps(uint8_t *buf, void (*unmap)(const void *, size_t),
+			      const struct qrnic_ref_map *map, uint32_t n);
+/* The reference being built (d->txref) is given up: its bytes copied into
+ * the frame if copy, its mappings released. */
+void qrnic_txref_drop(struct qrnic_dev *d, bool copy);
 /* src of a frame buffer's payload reference (off, len set), or NULL. */
 const uint8_t *qrnic_frame_buf_ref(const uint8_t *buf, uint32_t *off, uint32_t *len);
 /* Headers by description: the frame's header bytes are not built; p is

@@ -97,6 +97,18 @@ struct qrnic_host_ops {
 	 * buffer must not change until its work request completes, and a
 	 * retransmission reads it again anyway). */
 	const void *(*dma_map)(void *opaque, uint64_t addr, size_t len);
+	/* Optional (may be NULL), with dma_map: the host holds something for
+	 * each pointer dma_map returns (QEMU: a reference on the guest RAM
+	 * region, address_space_map) until the model passes it back here,
+	 * exactly once, with the same ptr and len: when the bytes were copied
+	 * (qrnic_frame_buf_fill, the receiving device's write) or not used,
+	 * or the frame buffer holding them is freed.  Called on whichever
+	 * thread frees or fills the buffer, possibly after the device is gone
+	 * (hence no opaque).  With it, a device with a lazy ICRC
+	 * (qrnic_dev_set_lazy_icrc) sends IPv4 payloads by reference too
+	 * (headers as bytes, the ICRC left to qrnic_frame_buf_fill); without
+	 * it only on a trusted wire. */
+	void (*dma_unmap)(const void *ptr, size_t len);
 	/* Optional (may be NULL): a frame the port delivered to itself
 	 * instead of putting it on the wire (local loopback: its destination
 	 * MAC is the port's own), for captures and frame logs.  Called when

@@ -167,7 +167,7 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 
 	if (check_icrc)		/* a lazy ICRC (qrnic_dev_set_lazy_icrc): it is read now */
 		qrnic_frame_buf_fill(frame);
-	if ((ref || desc) && qrnic_icrc_on(d)) {	/* the ICRC check reads every byte */
+	if ((ref || desc) && check_icrc) {	/* the ICRC check reads every byte */
 		qrnic_frame_buf_fill(frame);
 		ref = NULL;
 		desc = NULL;

@@ -253,3 +253,287 @@ def test_lazy_icrc_frames_queued_while_stopped(qemu_binary, tmp_path):  # noqa: 
         assert w.alive()
     finally:
         w.close()
+
+
+# ---- payloads by reference (issue 23, the third round) ------------------------
+# On a hub of qrnic ports only, the sender maps the guest memory of a
+# payload (address_space_map, QOM dma-maps counts it) and the taking port
+# copies it from there into its own memory: one copy instead of two.  Every
+# other reader fills the frame first (the payload copied in, the mapping
+# released).  These tests check the bytes wherever they are read, that the
+# mappings are really made, and that each is released exactly once.
+
+def _maps(d):
+    """Process-wide payload mappings made and released (QOM dma-maps)."""
+    return {k: int(v) for k, v in (kv.split('=') for kv in d.qom_get('dma-maps').split())}
+
+
+def _assert_released(d, what, made_at_least=1):
+    m = _maps(d)
+    assert m['map'] >= made_at_least, f'{what}: {m}: no payload went by reference'
+    assert m['map'] == m['unmap'], f'{what}: mappings not released once each: {m}'
+    return m
+
+
+_WRITE_OPS = {0x06: 16, 0x07: 0, 0x08: 0, 0x09: 4, 0x0a: 16, 0x0b: 20}   # RC, header bytes
+_READ_RESP_OPS = {0x0d: 4, 0x0e: 0, 0x0f: 4, 0x10: 4}
+
+
+def _payloads(frames, ops):
+    """The payloads of the IPv4 RoCEv2 frames with a BTH opcode in ops, in
+    order, joined (Ethernet 14 + IPv4 20 + UDP 8, then BTH 12, the opcode's
+    extension headers, the payload, its pad, the ICRC)."""
+    out = b''
+    for f in frames:
+        op = f[42]
+        if op in ops:
+            pad = (f[43] >> 4) & 3
+            out += f[54 + ops[op]:len(f) - 4 - pad]
+    return out
+
+
+def _byref_traffic(w, seed, n_write=60000, n_read=30000, mtu=4096):
+    """Large multi-SGE WRITEs and a READ from port 0 to port 1 of w, over
+    page boundaries at odd offsets (scenarios check the bytes that land).
+    Returns (the WRITE's payload, the READ's payload) as they landed."""
+    a, b = w.devs[0], w.devs[1]
+    conn = h.connect_rc(a, b, mtu=mtu)
+    la, rb = scenarios.mrs(conn, 1 << 17)
+    rng = random.Random(seed)
+    scenarios.rdma_write(conn, la, rb, rng, n=n_write, sges=5)
+    wrote = rb.read(64, n_write)
+    scenarios.rdma_read(conn, la, rb, rng, n=n_read)
+    read = la.read(100, n_read)
+    w.settle()
+    return wrote, read
+
+
+def test_byref_bytes_land_and_mappings_are_released(qemu_binary, tmp_path):  # noqa: F811
+    """WRITEs (5 SGEs over page boundaries) and READs between two ports land
+    byte for byte (scenarios compare guest memory); the payloads went by
+    reference (at least one mapping per MTU-sized WRITE or READ frame) and
+    every mapping was released once the traffic is over."""
+    w, log = _world(qemu_binary, tmp_path, 2, 'byref2')
+    try:
+        a, b = w.devs
+        m0 = _maps(a)
+        assert m0['map'] == m0['unmap'], m0
+        _byref_traffic(w, 81)
+        m = _assert_released(a, 'after WRITE and READ')
+        assert m['map'] - m0['map'] >= 60000 // 4096 + 30000 // 4096, (m0, m)
+        assert b.query_stats()['rx_drop_icrc'] == 0 and a.query_stats()['rx_drop_icrc'] == 0
+        assert [n for n in _sizes(log, 'qrnic_rx_handoff') if n > 4000], 'no hand-over'
+        # an MTU of 1024: payloads of a quarter page, unaligned in the frame
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn, 1 << 16)
+        for i in range(3):
+            scenarios.rdma_write(conn, la, rb, random.Random(90 + i), n=20000 + 777 * i, sges=3)
+            scenarios.rdma_read(conn, la, rb, random.Random(95 + i), n=15000 + 333 * i)
+        w.settle()
+        _assert_released(a, 'after MTU 1024', m['map'] + 20000 // 1024)
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_byref_captures_see_the_payload(qemu_binary, tmp_path):  # noqa: F811
+    """A capture on the taking port and one on a third hub port: the WRITE
+    and READ-response payloads in them are the bytes that landed, each
+    frame with a valid ICRC; the mappings are all released."""
+    pb, pc = tmp_path / 'b.pcap', tmp_path / 'c.pcap'
+    w = World.single(qemu_binary, 3, name='byref-pcap', dev_opts=['', f'pcap={pb}', f'pcap={pc}'])
+    try:
+        wrote, read = _byref_traffic(w, 101)
+        _assert_released(w.devs[0], 'with captures')
+        assert w.alive()
+    finally:
+        w.close()
+    for path, what in ((pb, "the taker's capture"), (pc, "the third port's capture")):
+        frames = _pcap_roce(path)
+        _assert_icrcs(frames, what)
+        assert _payloads(frames, _WRITE_OPS) == wrote, f'{what}: WRITE payloads differ'
+        assert _payloads(frames, _READ_RESP_OPS) == read, f'{what}: READ payloads differ'
+
+
+def test_byref_filter_dump_sees_the_payload(qemu_binary, tmp_path):  # noqa: F811
+    """filter-dump on the taking port's netdev reads every frame during the
+    send: its payloads are the bytes that landed, its ICRCs valid."""
+    from test_qemu_pcap import is_roce, read_pcap
+    dump = tmp_path / 'dump.pcap'
+    w = World.single(qemu_binary, 2, name='byref-dump',
+                     extra_args=['-object', f'filter-dump,id=f0,netdev=p1,file={dump}'])
+    try:
+        wrote, read = _byref_traffic(w, 111)
+        m = _maps(w.devs[0])
+        assert m['map'] == m['unmap'], m
+        assert w.alive()
+    finally:
+        w.close()
+    frames = [f for _, f in read_pcap(dump) if is_roce(f)]
+    _assert_icrcs(frames, 'filter-dump')
+    assert _payloads(frames, _WRITE_OPS) == wrote
+    assert _payloads(frames, _READ_RESP_OPS) == read
+
+
+def test_byref_taker_fault_plan(qemu_binary, tmp_path):  # noqa: F811
+    """A fault plan on the taker corrupts the ICRC of two WRITE frames it
+    receives: exactly those are dropped and retransmitted, the data lands,
+    the payloads went by reference and every mapping was released."""
+    w, log = _world(qemu_binary, tmp_path, 2, 'byref-rxfault')
+    try:
+        m0 = _maps(w.devs[0])
+        fired, drops = _icrc_faulted_writes(w, 1, 'rx', 2, [(121, 12000, 3, {})])
+        assert fired == 2 and drops == 2, (fired, drops)
+        _assert_released(w.devs[0], 'taker with a fault plan', m0['map'] + 1)
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_byref_frames_queued_while_stopped(qemu_binary, tmp_path):  # noqa: F811
+    """WRITEs posted while the VM is stopped wait as copies in QEMU's net
+    queues (the payload filled in, its mapping released at once) and land
+    intact once it runs; then the same by reference."""
+    w = World.single(qemu_binary, 2, name='byref-stop')
+    try:
+        a, b = w.devs
+        q = w.qemus[0]
+        conn = h.connect_rc(a, b, mtu=4096)
+        size = 1 << 17
+        src, dst = a.reg_mr(conn.pda, size), b.reg_mr(conn.pdb, size)
+        data = bytes(random.Random(131).getrandbits(8) for _ in range(size))
+        src.write(0, data)
+        for stopped in (True, False):
+            m0 = _maps(a)
+            if stopped:
+                q.qmp('stop')
+            for i in range(4):
+                off = i * (size // 4)
+                conn.qa.post_send('RDMA_WRITE', [(src, off + 5, 9000), (src, off + 12000, 13000)],
+                                  remote=(dst, off + 1), wr_id=i)
+            if stopped:
+                w.settle()
+                m = _maps(a)
+                assert m['map'] == m['unmap'], ('mappings held while stopped', m)
+                q.qmp('cont')
+            cqes = conn.cqa.wait(4, timeout=60)
+            assert [c['status_name'] for c in cqes] == ['SUCCESS'] * 4, cqes
+            got = dst.read(0, size)
+            for i in range(4):
+                off = i * (size // 4)
+                assert got[off + 1:off + 1 + 22000] == data[off + 5:off + 9005] + \
+                    data[off + 12000:off + 25000], (stopped, i)
+            dst.write(0, bytes(size))
+            w.settle()
+            _assert_released(a, f'stopped={stopped}', m0['map'] + (0 if stopped else 1))
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_byref_source_not_in_ram_falls_back(qemu_binary, tmp_path):  # noqa: F811
+    """A WRITE from an MR outside RAM completes with a local DMA error and
+    maps nothing; one from an MR over the other port's register BAR reads
+    the registers (MMIO, by dma_read: not mapped, not read twice) and lands
+    them; one from RAM after both still goes by reference."""
+    w = World.single(qemu_binary, 2, name='byref-noram')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=4096)
+        rb = b.reg_mr(conn.pdb, 8192)
+        m0 = _maps(a)
+        bad = a.reg_mr(conn.pda, 8192, iova=0xffff_f000_0000, phys=True, check=False)
+        assert bad is not None, a.last_cqe()
+        conn.qa.post_send('RDMA_WRITE', [(bad, 0, 5000)], remote=(rb, 0), wr_id=1)
+        c = scenarios.one_cqe(conn.cqa)
+        assert c['status_name'] != 'SUCCESS' and c['vendor_err_name'] == 'DMA', c
+        assert rb.read(0, 5000) == bytes(5000)
+        assert _maps(a) == m0, (m0, _maps(a))
+        w.settle()
+        # the QP is in error now: a fresh one for the MMIO source
+        conn = h.connect_rc(a, b, mtu=4096)
+        rb = b.reg_mr(conn.pdb, 8192)
+        b.reg_write('SCRATCH', 0x1234abcd)
+        bar = a.reg_mr(conn.pda, 4096, iova=b.regs, phys=True, check=False)
+        assert bar is not None, a.last_cqe()
+        conn.qa.post_send('RDMA_WRITE', [(bar, 0x1c, 4)], remote=(rb, 8), wr_id=2)
+        c = scenarios.one_cqe(conn.cqa)
+        assert c['status_name'] == 'SUCCESS', c
+        assert rb.read(8, 4) == (0x1234abcd).to_bytes(4, 'little')
+        assert _maps(a) == m0, (m0, _maps(a))
+        la = a.reg_mr(conn.pda, 8192)
+        scenarios.rdma_write(conn, la, rb, random.Random(141), n=6000, sges=2)
+        w.settle()
+        _assert_released(a, 'after the fallbacks', m0['map'] + 1)
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_byref_not_for_uc(qemu_binary, tmp_path):  # noqa: F811
+    """A UC request completes when it leaves, and its buffer may be reused
+    while the frame waits in the peer's receive queue: UC payloads are
+    copied into the frame at send, never mapped.  The bytes land; an RC
+    WRITE on the same ports afterwards still maps."""
+    w = World.single(qemu_binary, 2, name='byref-uc')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=1024, qp_type='UC')
+        la, rb = scenarios.mrs(conn, 1 << 16)
+        m0 = _maps(a)
+        data = la.fill_random(random.Random(151), 0, 40000)
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 40000)], remote=(rb, 0), wr_id=7)
+        c = scenarios.one_cqe(conn.cqa)
+        assert c['status_name'] == 'SUCCESS', c
+        assert w.run_until(lambda: rb.read(0, 40000) == data, 20)
+        w.settle()
+        assert _maps(a) == m0, (m0, _maps(a))
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        scenarios.rdma_write(conn, la, rb, random.Random(152), n=9000, sges=1)
+        w.settle()
+        _assert_released(a, 'RC after UC', m0['map'] + 1)
+        assert w.alive()
+    finally:
+        w.close()
+
+
+def test_byref_payload_of_several_mappings(qemu_binary, tmp_path):  # noqa: F811
+    """A frame's payload from several DMA reads contiguous in host memory
+    goes by reference as one (up to 4 mappings), a fifth falls back to
+    copying what was mapped: SGEs laid end to end in a physically
+    contiguous MR, and payloads crossing page boundaries at odd offsets.
+    The bytes land and every mapping made is released."""
+    w = World.single(qemu_binary, 2, name='byref-pieces')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=4096)
+        la = a.reg_mr(conn.pda, 1 << 16, contig=True)
+        rb = b.reg_mr(conn.pdb, 1 << 16)
+        data = la.fill_random(random.Random(161))
+        m0 = _maps(a)
+        for nsge, size in ((2, 1500), (4, 1000), (5, 800), (8, 500)):
+            rb.write(0, bytes(1 << 16))
+            pieces = [(la, 0x777 + i * size, size) for i in range(nsge)]
+            conn.qa.post_send('RDMA_WRITE', pieces, remote=(rb, 5), wr_id=nsge)
+            c = scenarios.one_cqe(conn.cqa)
+            assert c['status_name'] == 'SUCCESS', c
+            n = nsge * size
+            assert rb.read(0, n + 10) == bytes(5) + data[0x777:0x777 + n] + bytes(5), nsge
+            # one frame; a DMA read per SGE and page: at most 4 mapped, a
+            # fifth mapped and given back at once (then the payload is copied)
+            base = la.iova & 0xfff
+            reads = sum(((base + off + ln - 1) >> 12) - ((base + off) >> 12) + 1
+                        for _, off, ln in pieces)
+            w.settle()
+            m1 = _maps(a)
+            assert m1['map'] - m0['map'] == min(reads, 5), (nsge, reads, m0, m1)
+            assert m1['map'] == m1['unmap'], m1
+            m0 = m1
+        # 40000 bytes from an odd offset: frames across page boundaries
+        scenarios.rdma_write(conn, la, rb, random.Random(162), n=40000, sges=1)
+        w.settle()
+        _assert_released(a, 'several mappings', m0['map'] + 40000 // 4096)
+        assert w.alive()
+    finally:
+        w.close()
