@@ -165,9 +165,9 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 	bool check_icrc = qrnic_icrc_on(d) && (d->fault || !qrnic_frame_buf_vouched(frame));
 	int rc;
 
-	if (check_icrc)		/* a lazy ICRC (qrnic_dev_set_lazy_icrc): it is read now */
-		qrnic_frame_buf_fill(frame);
-	if ((ref || desc) && check_icrc) {	/* the ICRC check reads every byte */
+	if (check_icrc) {	/* the check reads every byte: a lazy ICRC
+				 * (qrnic_dev_set_lazy_icrc) is computed, a payload by
+				 * reference and headers by description built */
 		qrnic_frame_buf_fill(frame);
 		ref = NULL;
 		desc = NULL;
