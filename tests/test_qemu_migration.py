@@ -21,7 +21,7 @@ import pytest
 
 import qrnic_harness as h
 from qtest import Qemu, scenarios
-from qtest.driver import World
+from qtest.driver import World, parse_counters
 from qtest.fixtures import qemu_binary  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.qemu
@@ -307,10 +307,6 @@ def test_migrating_a_device_in_every_kind_of_state(qemu_binary, tmp_path):  # no
         w.close()
 
 
-def _dma_maps(d):
-    return {k: int(v) for k, v in (kv.split('=') for kv in d.qom_get('dma-maps').split())}
-
-
 def test_migration_with_payloads_by_reference_in_flight(qemu_binary, tmp_path):  # noqa: F811
     """Under the teach profile frames wait (in the sender's timed transmit,
     in the receiver's queue) holding a mapping of the sender's guest memory
@@ -327,32 +323,30 @@ def test_migration_with_payloads_by_reference_in_flight(qemu_binary, tmp_path): 
         rng = random.Random(9)
         data = la.fill_random(rng, 0, 32768)
         src = rb.fill_random(rng, 0, 32768)
-        m0 = _dma_maps(a)
+        m0 = a.qom_counters('dma-maps')
         conn.qa.post_send('RDMA_WRITE', [(la, 0, 12000), (la, 0x5001, 9000)], remote=(rb, 0),
                           wr_id=1)
         conn.qa.post_send('RDMA_READ', [(la, 0x6000, 8000)], remote=(rb, 0x6001), wr_id=2)
         held = []
         for _ in range(400):
             w.step(2000)
-            m = _dma_maps(a)
+            m = a.qom_counters('dma-maps')
             if m['map'] > m['unmap']:
                 held.append(m)
                 break
-        assert held, f'no mapping held while frames were in flight: {_dma_maps(a)}, {m0}'
+        assert held, f'no mapping held while frames were in flight: {a.qom_counters("dma-maps")}, {m0}'
         assert conn.cqa.peek() < 2, 'all done before the migration'
         left, srcq = [], w.qemus[0]
         migrate(w, str(tmp_path / 'mig-byref.bin'), name='mig-byref-dst',
-                before_close=lambda: left.append(dict(
-                    kv.split('=') for kv in srcq.qmp('qom-get', path=a.qom_path,
-                                                     property='dma-maps').split())))
-        left = [{k: int(v) for k, v in m.items()} for m in left]
+                before_close=lambda: left.append(parse_counters(
+                    srcq.qmp('qom-get', path=a.qom_path, property='dma-maps'))))
         assert left[0]['map'] == left[0]['unmap'], (held, left)
         cqes = conn.cqa.wait(2, timeout=60)
         assert [(c['wr_id'], c['status_name']) for c in cqes] == [(1, 'SUCCESS'), (2, 'SUCCESS')]
         assert rb.read(0, 21000) == data[:12000] + data[0x5001:0x5001 + 9000]
         assert la.read(0x6000, 8000) == src[0x6001:0x6001 + 8000]
         w.settle()
-        m = _dma_maps(a)
+        m = a.qom_counters('dma-maps')
         assert m['map'] == m['unmap'], m
     finally:
         w.close()

@@ -538,6 +538,11 @@ class Srq(_Obj, api.Srq):
 
 
 # ---- the device -------------------------------------------------------------------------
+def parse_counters(text):
+    """The counters of a "k=v k=v" QOM string property as a dict of ints."""
+    return {k: int(v) for k, v in (kv.split('=') for kv in text.split())}
+
+
 class Device(api.Device):
     """One qrnic PCI function in one QEMU, and the driver state for it."""
 
@@ -566,6 +571,10 @@ class Device(api.Device):
     # -- QOM (QMP qom-get / qom-set on the device object)
     def qom_get(self, prop):
         return self.qemu.qmp('qom-get', path=self.qom_path, property=prop)
+
+    def qom_counters(self, prop):
+        """A "k=v k=v" counter property (host-calls, dma-maps) as a dict of ints."""
+        return parse_counters(self.qom_get(prop))
 
     def qom_set(self, prop, value):
         return self.qemu.qmp('qom-set', path=self.qom_path, property=prop, value=value)
