@@ -45,24 +45,30 @@ static uint8_t *txbuf(struct qrnic_dev *d, size_t payload_off)
  * covers its payload: a host that hands frame buffers over and maps its
  * memory (a simulator's own wire), a trusted wire (no ICRC), no fault
  * plan, IPv4 (IPv6's UDP checksum covers the payload).  Its payload then
- * goes by reference and its headers by description. */
+ * goes by reference (tx_ref_safe) and its headers by description. */
 /* Or with an ICRC, left to qrnic_frame_buf_fill (a lazy ICRC), with a
  * host that releases its mappings (ops->dma_unmap: QEMU's hand-over
  * between qrnic ports, hw/qrnic.c): the headers are built, the payload
- * goes by reference.  RC and XRC only: their requests complete on the
- * peer's ACK, after it has read the payload; a UC or UD request completes
- * when it leaves, and its buffer may change while the frame waits in the
- * peer's receive queue. */
-static bool tx_lazy_ref(const struct qrnic_dev *d, const struct qrnic_pkt *p)
+ * goes by reference. */
+static bool tx_lazy_ref(const struct qrnic_dev *d)
 {
-	return d->lazy_icrc && !d->fault && d->ops->dma_unmap &&
-	       (p->opcode < 0x20 || (p->opcode & 0xe0) == QRNIC_OP_XRC);	/* RC: 000x xxxx */
+	return d->lazy_icrc && !d->fault && d->ops->dma_unmap;
 }
 
 static bool tx_untouched(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
 	return d->ops->dma_map && d->ops->tx_frame_buf && !p->ipv6 &&
-	       (!qrnic_icrc_on(d) || tx_lazy_ref(d, p));
+	       (!qrnic_icrc_on(d) || tx_lazy_ref(d));
+}
+
+/* Whose payload may be read when the frame arrives rather than when it
+ * leaves, on any host: RC and XRC, whose requests complete on the peer's
+ * ACK, after it has read the payload.  A UC or UD request completes when
+ * it leaves, and its buffer may change while the frame is on the wire or
+ * waits in the peer's receive queue. */
+static bool tx_ref_safe(const struct qrnic_pkt *p)
+{
+	return p->opcode < 0x20 || (p->opcode & 0xe0) == QRNIC_OP_XRC;	/* RC: 000x xxxx */
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
@@ -78,7 +84,7 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 	buf = txbuf(d, off);
 	if (d->txref.nmap)	/* a reference read for a frame never sent */
 		qrnic_txref_drop(d, false);
-	d->txref.on = buf == d->txbuf && tx_untouched(d, p);
+	d->txref.on = buf == d->txbuf && tx_untouched(d, p) && tx_ref_safe(p);
 	d->txref.base = buf + off;
 	d->txref.len = 0;
 	d->txref.opcode = p->opcode;	/* the offset follows from it (IPv4) */
@@ -99,7 +105,7 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		 * an ICRC only if it is left to qrnic_frame_buf_fill */
 		if (d->txref.len && payload == d->txref.base && paylen == d->txref.len &&
 		    p->opcode == d->txref.opcode && !p->ipv6 && buf == d->txbuf &&
-		    (!qrnic_icrc_on(d) || tx_lazy_ref(d, p)))
+		    (!qrnic_icrc_on(d) || tx_lazy_ref(d)))
 			ref = d->txref.src;
 		else
 			qrnic_txref_drop(d, true);
