@@ -1548,24 +1548,42 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
                                  Error **errp)
 {
     QrnicState *s = QRNIC(obj);
-    char buf[7 * 26], *str = buf;   /* 7 counters of at most 20 digits, names */
+    uint64_t bh = s->hc.bh, kick = s->hc.kick, timer = s->hc.timer, rx = s->hc.rx;
+    uint64_t db = s->hc.db, sched = s->hc.sched, arm = s->hc.arm;
+    bool ok;
 
-    snprintf(buf, sizeof(buf),
-             "bh=%" PRIu64 " kick=%" PRIu64 " timer=%" PRIu64 " rx=%" PRIu64 " db=%" PRIu64
-             " sched=%" PRIu64 " arm=%" PRIu64, s->hc.bh, s->hc.kick, s->hc.timer, s->hc.rx,
-             s->hc.db, s->hc.sched, s->hc.arm);
-    visit_type_str(v, name, &str, errp);
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    ok = visit_type_uint64(v, "bh", &bh, errp) &&
+         visit_type_uint64(v, "kick", &kick, errp) &&
+         visit_type_uint64(v, "timer", &timer, errp) &&
+         visit_type_uint64(v, "rx", &rx, errp) &&
+         visit_type_uint64(v, "db", &db, errp) &&
+         visit_type_uint64(v, "sched", &sched, errp) &&
+         visit_type_uint64(v, "arm", &arm, errp);
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+    visit_end_struct(v, NULL);
 }
 
 /* dma-maps: payload mappings made and released, process-wide. */
 static void qrnic_get_dma_maps(Object *obj, Visitor *v, const char *name, void *opaque,
                                Error **errp)
 {
-    char buf[64], *str = buf;
+    uint64_t map = qrnic_dma_maps.map, unmap = qrnic_dma_maps.unmap;
+    bool ok;
 
-    snprintf(buf, sizeof(buf), "map=%" PRIu64 " unmap=%" PRIu64, qrnic_dma_maps.map,
-             qrnic_dma_maps.unmap);
-    visit_type_str(v, name, &str, errp);
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    ok = visit_type_uint64(v, "map", &map, errp) &&
+         visit_type_uint64(v, "unmap", &unmap, errp);
+    if (ok) {
+        visit_check_struct(v, errp);
+    }
+    visit_end_struct(v, NULL);
 }
 
 /* Every counter of QUERY_STATS, by its name there. */
@@ -1750,13 +1768,13 @@ static void qrnic_class_add_qom(ObjectClass *klass)
     object_class_property_set_description(klass, "inline-runs",
         "read-only: doorbells that found the device idle and ran it in the vCPU thread "
         "(inline-doorbell)");
-    object_class_property_add(klass, "host-calls", "str", qrnic_get_host_calls, NULL, NULL,
+    object_class_property_add(klass, "host-calls", "qrnic-host-calls", qrnic_get_host_calls, NULL, NULL,
                               NULL);
     object_class_property_set_description(klass, "host-calls",
         "read-only: how often QEMU entered the device since realize (bottom halves, kick "
         "timer runs, model timer expiries, frames received, doorbell writes, run requests, "
         "timer arms)");
-    object_class_property_add(klass, "dma-maps", "str", qrnic_get_dma_maps, NULL, NULL, NULL);
+    object_class_property_add(klass, "dma-maps", "qrnic-dma-maps", qrnic_get_dma_maps, NULL, NULL, NULL);
     object_class_property_set_description(klass, "dma-maps",
         "read-only: guest memory mapped for payloads by reference and released again, "
         "counted over all qrnic devices of the process");

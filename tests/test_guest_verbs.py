@@ -20,9 +20,8 @@ def _host_calls(vm):
     """Sum over the VM's qrnic devices of the QOM host-calls counters."""
     tot = {}
     for p in vm.qrnic_paths():
-        for kv in vm.qmp_cmd('qom-get', path=p, property='host-calls').split():
-            k, v = kv.split('=')
-            tot[k] = tot.get(k, 0) + int(v)
+        for k, v in vm.qmp_cmd('qom-get', path=p, property='host-calls').items():
+            tot[k] = tot.get(k, 0) + v
     return tot
 
 

@@ -538,9 +538,12 @@ class Srq(_Obj, api.Srq):
 
 
 # ---- the device -------------------------------------------------------------------------
-def parse_counters(text):
-    """The counters of a "k=v k=v" QOM string property as a dict of ints."""
-    return {k: int(v) for k, v in (kv.split('=') for kv in text.split())}
+def parse_counters(obj):
+    """The counters of a QOM counter-struct property (host-calls, dma-maps; qom-get returns
+    an object of unsigned integers) as a dict of ints; anything else is an error."""
+    if not isinstance(obj, dict) or not all(isinstance(v, int) for v in obj.values()):
+        raise TypeError('not a QOM counter struct: %r' % (obj,))
+    return dict(obj)
 
 
 class Device(api.Device):
@@ -573,7 +576,7 @@ class Device(api.Device):
         return self.qemu.qmp('qom-get', path=self.qom_path, property=prop)
 
     def qom_counters(self, prop):
-        """A "k=v k=v" counter property (host-calls, dma-maps) as a dict of ints."""
+        """A counter-struct property (host-calls, dma-maps) as a dict of ints."""
         return parse_counters(self.qom_get(prop))
 
     def qom_set(self, prop, value):
