@@ -65,7 +65,10 @@ static bool tx_untouched(const struct qrnic_dev *d, const struct qrnic_pkt *p)
  * leaves, on any host: RC and XRC, whose requests complete on the peer's
  * ACK, after it has read the payload.  A UC or UD request completes when
  * it leaves, and its buffer may change while the frame is on the wire or
- * waits in the peer's receive queue. */
+ * waits in the peer's receive queue.  Not covered by a WR: a READ
+ * response's source, and a request whose QP is destroyed while its frame
+ * is on the way; the bytes are then read later than a NIC would
+ * (docs/qemu.md section 5 says why that window was left). */
 static bool tx_ref_safe(const struct qrnic_pkt *p)
 {
 	return p->opcode < 0x20 || (p->opcode & 0xe0) == QRNIC_OP_XRC;	/* RC: 000x xxxx */
