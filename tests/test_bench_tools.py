@@ -79,6 +79,25 @@ def test_t1_vs_memcpy_refuses_bad_arguments_before_booting():
         assert 'usage:' in r.stderr and 'qrnic_vm' not in r.stderr, r.stderr
 
 
+def test_t1_vs_memcpy_model_ceiling_runs_the_simulator():
+    """--ceiling-only runs the same WRITEs through qrnic-sim (no boot) and
+    prints three runs' GB per CPU-second, the best of them and its ratio to
+    the memcpy measured beside it; --no-ceiling and --ceiling-only exclude
+    each other."""
+    import re
+    out = bench('t1_vs_memcpy', '--ceiling-only', '--size', 65536).stdout
+    m = re.search(r'model ceiling \(qrnic-sim, functional, WRITE 65536 B, 1 QP x 1, no QEMU\): '
+                  r'([\d.]+), ([\d.]+), ([\d.]+) GB per CPU-second; best ([\d.]+) = ([\d.]+) '
+                  r'of the 65536-byte memcpy \(([\d.]+) GB/s\)', out)
+    assert m, out
+    runs = [float(x) for x in m.groups()[:3]]
+    best, ratio, mem = (float(x) for x in m.groups()[3:])
+    assert min(runs) > 0 and best == max(runs) and mem > 0, out
+    assert abs(ratio - best / mem) < 0.002, out
+    r = bench('t1_vs_memcpy', '--ceiling-only', '--no-ceiling', rc=2)
+    assert 'not allowed with' in r.stderr
+
+
 def test_bf_latency_refuses_bad_arguments_before_booting():
     """bench/bf_latency (a guest benchmark, run by hand) checks its
     arguments before it boots anything."""
