@@ -41,6 +41,12 @@ device (local loopback):
   MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER through ib_modify_qp reports all three in
   ib_query_qp (issue 16: the driver passes them, the device keeps them).
 
+- qrnic_ktest fatal=1: software flush completions of a dead device's kernel
+  work requests (CQEs in the ring first, then every outstanding send, signaled
+  or not, and receive, in order, IB_WC_WR_FLUSH_ERR), the CQ handler called
+  once, -EIO from later posts, ib_drain_qp on the dead device, then the
+  recovery, with no WARN in dmesg.
+
 User CQ resize goes through the driver's resize_cq with udata and is tested by
 tests/test_guest_mw_cq.py.  Not tested: moderation of successful completions on a
 kernel CQ (the userspace program covers it through the same driver op), a kernel
