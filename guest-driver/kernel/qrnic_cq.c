@@ -400,8 +400,13 @@ static int qrnic_wq_sw_flush(struct qrnic_dev *dev, struct qrnic_qp *qp, bool se
 	spin_lock(&wq->lock);
 	ci = wq->ci;
 	pi = wq->pi;
-	if (WARN_ON_ONCE(pi - ci > depth))	/* posts keep pi - ci <= depth */
+	if (unlikely(pi - ci > depth)) {
+		/* posts keep pi - ci <= depth: a CQE named a slot past the last WQE */
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "QP %u %s: consumer index %u past producer %u, not flushed\n",
+				     qp->qpn, send ? "SQ" : "RQ", ci, pi);
 		ci = pi;
+	}
 	for (; ci != pi && n < max; ci++, n++) {
 		const u8 *wqe = qrnic_wq_slot(wq, ci);
 		struct ib_wc *w = &wc[n];
