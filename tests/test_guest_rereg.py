@@ -41,6 +41,12 @@ device (local loopback):
   MAX_DEST_RD_ATOMIC and MIN_RNR_TIMER through ib_modify_qp reports all three in
   ib_query_qp (issue 16: the driver passes them, the device keeps them).
 
+- qrnic_ktest fatal=1: software flush completions of a dead device's kernel
+  work requests (CQEs in the ring first, then every outstanding send, signaled
+  or not, and receive, in order, IB_WC_WR_FLUSH_ERR), the CQ handler called
+  once, -EIO from later posts, ib_drain_qp on the dead device, then the
+  recovery, with no WARN in dmesg.
+
 User CQ resize goes through the driver's resize_cq with udata and is tested by
 tests/test_guest_mw_cq.py.  Not tested: moderation of successful completions on a
 kernel CQ (the userspace program covers it through the same driver op), a kernel
@@ -49,10 +55,11 @@ CQ resized while a peer's traffic completes into it.
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
-from guest.vmlib import host_verbs_program, pair, topo  # noqa: F401
+from guest.vmlib import DmesgWatch, host_verbs_program, pair, topo  # noqa: F401
 from guest.rdma_core_suite import run_suite
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
@@ -185,3 +192,53 @@ def test_kernel_module_cq_resize_moderation_xrc_ini(topo, ktest_ko):
     assert 'grown' in log and 'shrunk to 16 with 3 of 5 pending' in log, log
     assert 'XRC INI kept access 0x2 max_dest_rd_atomic 3 min_rnr_timer 20' in log, log
     assert 'RESET took 3 CQEs of its QP, kept 2 of another' in log, log
+
+
+def _debugfs(ep, name):
+    pci = ep.vm.run('basename $(readlink -f /sys/class/infiniband/%s/device)' % ep.ibdev).strip()
+    return ep.vm.run('cat /sys/kernel/debug/qrnic/%s/%s' % (pci, name)).strip()
+
+
+def test_kernel_module_flush_completions_on_fatal(topo, ktest_ko):
+    """qrnic_ktest fatal=1: after inject_fatal a kernel CQ returns the CQEs left in its
+    ring, then one IB_WC_WR_FLUSH_ERR completion per outstanding send (signaled or not)
+    and receive, in posting order, with wr_id, QP and opcode; its handler ran once; an
+    ib_alloc_cq (softirq) CQ gets its flushes by itself; posts fail with -EIO; the drain
+    returns.  Then the device recovers (a new ib_device) without a WARN in dmesg.  Fails on a driver without software flushes: no
+    completion after the two CQEs in the ring, and the handler is never called."""
+    s, _ = pair(topo)
+    v = s.vm
+    dmesg = DmesgWatch(topo)
+    before = int(_debugfs(s, 'recoveries'))
+    n_eps = len(topo.endpoints(refresh=True))
+    v.put('/tmp/qrnic_ktest.ko', ktest_ko)
+    v.run('rmmod qrnic_ktest 2>/dev/null', timeout=30, check=False)
+    r = v.run('insmod /tmp/qrnic_ktest.ko dev=%s fatal=1' % s.ibdev, timeout=180, check=False,
+              merge=True)
+    # this test's kernel log only (an earlier test of the module loaded it too)
+    new = dmesg.new()
+    log = '\n'.join(t for recs in new.values() for _, t in recs
+                    if 'qrnic_ktest' in t or 'flushing outstanding' in t)
+    bad = dmesg.problems(new)
+    assert not bad, '\n'.join(bad)
+    print('insmod qrnic_ktest fatal=1 on %s: rc %s %s\n%s' % (s.ibdev, r.rc, r.output, log))
+    v.run('rmmod qrnic_ktest', timeout=30, check=False)
+    assert r.rc == 0 and 'qrnic_ktest: PASS' in log, log
+    assert 'qrnic_ktest: fatal: 13 flush completions in order' in log, log
+    # the device comes back: a new ib_device with an ACTIVE port, one more recovery
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            eps = [e for e in topo.endpoints(refresh=True) if e.ip and e.gid is not None]
+            links = v.run('rdma link', timeout=30)
+            if len(eps) == n_eps and links.count('state ACTIVE') == n_eps:
+                break
+        except Exception:                     # noqa: BLE001  (device names change under us)
+            pass
+        assert time.monotonic() < deadline, v.run('rdma link; dmesg | grep qrnic | tail -n 30',
+                                                  check=False).output
+        time.sleep(0.5)
+    s2, _ = pair(topo)
+    assert int(_debugfs(s2, 'recoveries')) == before + 1
+    bad = dmesg.problems()
+    assert not bad, '\n'.join(bad)

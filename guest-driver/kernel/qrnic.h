@@ -122,6 +122,8 @@ enum {
 	QRNIC_FLAG_FATAL,		/* device dead: admin fails fast, destroys succeed */
 	QRNIC_FLAG_IB_REGISTERED,	/* dev->ib is registered (under ib_lock) */
 	QRNIC_FLAG_GONE,		/* surprise removal: no recovery */
+	QRNIC_FLAG_STOPPED,		/* dead and reset: no CQE will be written any
+					 * more, kernel CQs make software flushes */
 };
 
 /*
@@ -204,6 +206,15 @@ struct qrnic_dev {
 		atomic64_t rereg_mr;		/* REREG_MR that succeeded (rereg_user_mr) */
 		atomic64_t rereg_repin;		/* of them: pinned again (TRANS, or access made writable) */
 	} frwr;
+
+	/*
+	 * Kernel QPs with a send or receive queue (qrnic_qp.dev_node), for the
+	 * completion handlers called once the device is dead (flush_work,
+	 * qrnic_cq.c).  kqp_lock is taken before a CQ's lock.
+	 */
+	struct list_head kqps;
+	spinlock_t kqp_lock;
+	struct work_struct flush_work;
 
 	struct xarray cqs;		/* cqn -> struct qrnic_cq (kernel and user) */
 	struct xarray qps;		/* qpn -> struct qrnic_qp */
@@ -409,6 +420,12 @@ struct qrnic_cq {
 	spinlock_t lock;
 	struct mutex resize_lock;	/* one resize at a time */
 	bool created;
+	/* kernel QPs whose SQ / RQ complete here (qrnic_qp.scq_node / rcq_node), under lock */
+	struct list_head sq_qps;
+	struct list_head rq_qps;
+	/* its completion handler called after a fatal error (under dev->kqp_lock) */
+	struct list_head kick_node;
+	bool kicked;
 };
 
 struct qrnic_wq {
@@ -431,6 +448,13 @@ struct qrnic_qp {
 	enum ib_qp_state state;		/* last state set by modify_qp */
 	struct qrnic_wq sq;
 	struct qrnic_wq rq;		/* log_depth 0 with an SRQ */
+	/* kernel QPs: on dev->kqps and on their CQs' lists (software flushes) */
+	bool tracked;
+	struct qrnic_cq *scq;
+	struct qrnic_cq *rcq;		/* NULL without an RQ */
+	struct list_head dev_node;
+	struct list_head scq_node;
+	struct list_head rcq_node;	/* with an RQ only */
 };
 
 /*
@@ -560,6 +584,10 @@ int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 extern const struct ib_device_ops qrnic_cq_resize_ops;
 void qrnic_cq_clean(struct qrnic_cq *cq, u32 qpn);
 void qrnic_cq_fence(struct qrnic_cq *cq);
+void qrnic_cq_track_qp(struct qrnic_dev *dev, struct qrnic_qp *qp, struct qrnic_cq *scq,
+		       struct qrnic_cq *rcq);
+void qrnic_cq_untrack_qp(struct qrnic_dev *dev, struct qrnic_qp *qp);
+void qrnic_flush_work(struct work_struct *work);
 void qrnic_cq_comp_event(struct qrnic_dev *dev, u32 cqn);
 void qrnic_cq_async_event(struct qrnic_dev *dev, u32 cqn, enum ib_event_type type);
 

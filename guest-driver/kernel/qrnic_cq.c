@@ -23,6 +23,26 @@
  *
  * Moderation (MODIFY_CQ): cq_count CQEs or cq_period microseconds after
  * the first, whichever comes first, raise an armed CQ's event.
+ *
+ * Software flush completions (as mlx5's mlx5_ib_poll_sw_comp and rxe): once
+ * the device is dead and reset (QRNIC_FLAG_STOPPED, qrnic_main.c) no CQE
+ * will ever be written again, so polling a kernel CQ returns the valid CQEs
+ * left in its ring, then one IB_WC_WR_FLUSH_ERR completion per work request
+ * still outstanding on the kernel QPs whose send / receive queue completes
+ * into it: the WQEs from the queue's consumer index (advanced by the CQEs
+ * polled; an unsignaled send is passed by the next signaled one's CQE) up to
+ * its producer index, oldest first, with the wr_id (wr_cqe) and opcode the
+ * WQE in the ring still holds.  Each is flushed once: the flush advances the
+ * consumer index, under the CQ's lock and the queue's.  A QP's unsignaled
+ * sends that the device finished after the last signaled one are flushed
+ * too (the driver cannot tell), as on mlx5.  Receives posted to an SRQ are
+ * not flushed, as on mlx5 (its QPs have no RQ to flush): the SRQ's owner
+ * frees their buffers when it destroys the SRQ.  flush_work calls the
+ * completion handler of every CQ with outstanding work once (mlx5's
+ * mlx5_ib_handle_internal_error), so ULPs polling from their handler (ib_alloc_cq's
+ * softirq and workqueue contexts, ib_create_cq users) see them;
+ * req_notify_cq reports them as missed events.  User QPs are not flushed
+ * (nor by mlx5's provider): user space gets IB_EVENT_DEVICE_FATAL and -EIO.
  */
 #include <linux/log2.h>
 #include <rdma/uverbs_ioctl.h>
@@ -71,6 +91,10 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	spin_lock_init(&cq->lock);
 	mutex_init(&cq->resize_lock);
+	INIT_LIST_HEAD(&cq->sq_qps);
+	INIT_LIST_HEAD(&cq->rq_qps);
+	INIT_LIST_HEAD(&cq->kick_node);
+	cq->kicked = false;
 	cq->log_depth = log;
 	cq->ci = 0;
 	cq->eq_index = attr->comp_vector % dev->num_ceqs;
@@ -331,14 +355,234 @@ static void qrnic_cqe_to_wc(const struct qrnic_cqe *cqe, struct qrnic_qp *qp,
 		qrnic_wq_complete(&qp->rq, le16_to_cpu(cqe->wqe_index));
 }
 
+/* The completion opcode of a send WQE's QRNIC_WR_* (all WQEs start alike). */
+static enum ib_wc_opcode qrnic_wr_wc_opcode(u8 op)
+{
+	switch (op) {
+	case QRNIC_WR_RDMA_WRITE:
+	case QRNIC_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case QRNIC_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case QRNIC_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case QRNIC_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case QRNIC_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case QRNIC_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	case QRNIC_WR_REG_MR:
+		return IB_WC_REG_MR;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+static void *qrnic_wq_slot(struct qrnic_wq *wq, u32 idx)
+{
+	return qrnic_ring_at(&wq->ring,
+			     (size_t)(idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
+}
+
+/*
+ * Software flush completions of one kernel queue's outstanding WQEs, at
+ * most max, oldest first; under the CQ's lock (the queue's nests inside,
+ * as no path takes them the other way).  Bounded by the queue's depth.
+ */
+static int qrnic_wq_sw_flush(struct qrnic_dev *dev, struct qrnic_qp *qp, bool send,
+			     struct ib_wc *wc, int max)
+{
+	struct qrnic_wq *wq = send ? &qp->sq : &qp->rq;
+	u32 depth = 1U << wq->log_depth, ci, pi;
+	int n = 0;
+
+	spin_lock(&wq->lock);
+	ci = wq->ci;
+	pi = wq->pi;
+	if (unlikely(pi - ci > depth)) {
+		/* posts keep pi - ci <= depth: a CQE named a slot past the last WQE */
+		dev_warn_ratelimited(&dev->pdev->dev,
+				     "QP %u %s: consumer index %u past producer %u, not flushed\n",
+				     qp->qpn, send ? "SQ" : "RQ", ci, pi);
+		ci = pi;
+	}
+	for (; ci != pi && n < max; ci++, n++) {
+		const u8 *wqe = qrnic_wq_slot(wq, ci);
+		struct ib_wc *w = &wc[n];
+
+		memset(w, 0, sizeof(*w));
+		if (send) {
+			/* every send WQE format: opcode at 0, wr_id at 8 */
+			const struct qrnic_send_wqe *swqe = (const void *)wqe;
+
+			w->wr_id = le64_to_cpu(swqe->wr_id);
+			w->opcode = qrnic_wr_wc_opcode(swqe->opcode);
+		} else {
+			w->wr_id = le64_to_cpu(((const struct qrnic_recv_wqe *)wqe)->wr_id);
+			w->opcode = IB_WC_RECV;
+		}
+		w->status = IB_WC_WR_FLUSH_ERR;
+		w->qp = &qp->ibqp;
+		w->port_num = QRNIC_PORT;
+		qrnic_count_wc(dev, w);
+	}
+	WRITE_ONCE(wq->ci, ci);
+	spin_unlock(&wq->lock);
+	return n;
+}
+
+/* Under cq->lock, on a stopped device: its kernel QPs' outstanding WRs. */
+static int qrnic_cq_sw_flush(struct qrnic_dev *dev, struct qrnic_cq *cq, struct ib_wc *wc,
+			     int max)
+{
+	struct qrnic_qp *qp;
+	int n = 0;
+
+	list_for_each_entry(qp, &cq->sq_qps, scq_node) {
+		if (n >= max)
+			return n;
+		n += qrnic_wq_sw_flush(dev, qp, true, wc + n, max - n);
+	}
+	list_for_each_entry(qp, &cq->rq_qps, rcq_node) {
+		if (n >= max)
+			return n;
+		n += qrnic_wq_sw_flush(dev, qp, false, wc + n, max - n);
+	}
+	return n;
+}
+
+static bool qrnic_wq_outstanding(struct qrnic_wq *wq)
+{
+	unsigned long flags;
+	bool ret;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	ret = wq->pi != READ_ONCE(wq->ci);
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return ret;
+}
+
+/* Under cq->lock: any work request left for qrnic_cq_sw_flush()? */
+static bool qrnic_cq_sw_pending(struct qrnic_cq *cq)
+{
+	struct qrnic_qp *qp;
+
+	list_for_each_entry(qp, &cq->sq_qps, scq_node)
+		if (qrnic_wq_outstanding(&qp->sq))
+			return true;
+	list_for_each_entry(qp, &cq->rq_qps, rcq_node)
+		if (qrnic_wq_outstanding(&qp->rq))
+			return true;
+	return false;
+}
+
+/*
+ * A kernel QP with a send queue (and maybe an RQ) joins the lists that
+ * software flushes walk, after its creation; it leaves them in destroy,
+ * which then no poll_cq or flush_work is looking at it any more.
+ */
+void qrnic_cq_track_qp(struct qrnic_dev *dev, struct qrnic_qp *qp, struct qrnic_cq *scq,
+		       struct qrnic_cq *rcq)
+{
+	unsigned long flags;
+
+	qp->scq = scq;
+	qp->rcq = qp->rq.log_depth ? rcq : NULL;
+	spin_lock_irqsave(&dev->kqp_lock, flags);
+	list_add_tail(&qp->dev_node, &dev->kqps);
+	spin_lock(&scq->lock);
+	list_add_tail(&qp->scq_node, &scq->sq_qps);
+	spin_unlock(&scq->lock);
+	if (qp->rcq) {
+		spin_lock(&qp->rcq->lock);
+		list_add_tail(&qp->rcq_node, &qp->rcq->rq_qps);
+		spin_unlock(&qp->rcq->lock);
+	}
+	qp->tracked = true;
+	spin_unlock_irqrestore(&dev->kqp_lock, flags);
+}
+
+void qrnic_cq_untrack_qp(struct qrnic_dev *dev, struct qrnic_qp *qp)
+{
+	unsigned long flags;
+
+	if (!qp->tracked)
+		return;
+	spin_lock_irqsave(&dev->kqp_lock, flags);
+	list_del(&qp->dev_node);
+	spin_lock(&qp->scq->lock);
+	list_del(&qp->scq_node);
+	spin_unlock(&qp->scq->lock);
+	if (qp->rcq) {
+		spin_lock(&qp->rcq->lock);
+		list_del(&qp->rcq_node);
+		spin_unlock(&qp->rcq->lock);
+	}
+	qp->tracked = false;
+	spin_unlock_irqrestore(&dev->kqp_lock, flags);
+}
+
+static void qrnic_kick_add(struct list_head *kick, struct qrnic_cq *cq, struct qrnic_wq *wq)
+{
+	if (!cq->kicked && qrnic_wq_outstanding(wq)) {
+		cq->kicked = true;
+		list_add_tail(&cq->kick_node, kick);
+	}
+}
+
+/*
+ * The device was stopped (qrnic_mark_dead()): call the completion handler
+ * of each kernel CQ that a kernel QP with outstanding work requests
+ * completes into, once, as mlx5_ib_handle_internal_error() does.  Every
+ * post from now on fails (the check is under the queue's lock, which
+ * qrnic_wq_outstanding() takes), so no WR can be posted unseen.  The
+ * handlers run under kqp_lock: a destroy of one of those QPs, and so of
+ * their CQs, waits for them.  A CQ polled directly (IB_POLL_DIRECT) is left
+ * to its owner: ib_cq_completion_direct() would WARN.
+ */
+void qrnic_flush_work(struct work_struct *work)
+{
+	struct qrnic_dev *dev = container_of(work, struct qrnic_dev, flush_work);
+	struct qrnic_cq *cq, *tmp;
+	struct qrnic_qp *qp;
+	unsigned long flags;
+	LIST_HEAD(kick);
+	int n = 0;
+
+	if (!test_bit(QRNIC_FLAG_STOPPED, &dev->flags))
+		return;
+	spin_lock_irqsave(&dev->kqp_lock, flags);
+	list_for_each_entry(qp, &dev->kqps, dev_node) {
+		qrnic_kick_add(&kick, qp->scq, &qp->sq);
+		if (qp->rcq)
+			qrnic_kick_add(&kick, qp->rcq, &qp->rq);
+	}
+	list_for_each_entry_safe(cq, tmp, &kick, kick_node) {
+		list_del_init(&cq->kick_node);
+		if (cq->ibcq.comp_handler && cq->ibcq.poll_ctx != IB_POLL_DIRECT) {
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+			n++;
+		}
+	}
+	spin_unlock_irqrestore(&dev->kqp_lock, flags);
+	if (n)
+		dev_info(&dev->pdev->dev, "flushing outstanding work requests: %d CQ handlers called\n",
+			 n);
+}
+
 int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 {
 	struct qrnic_dev *dev = to_qdev(ibcq->device);
 	struct qrnic_cq *cq = to_qcq(ibcq);
 	unsigned long flags;
+	bool stopped;
 	int n = 0;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	/* stopped before reading the ring: then the CQEs in it are the last ones */
+	stopped = test_bit(QRNIC_FLAG_STOPPED, &dev->flags);
+	smp_rmb();
 	while (n < num_entries) {
 		/* a resize switches cqr and log_depth under the lock */
 		const struct qrnic_cqe *cqe = qrnic_cqe(cq, cq->ci);
@@ -359,6 +603,8 @@ int qrnic_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 		qrnic_count_wc(dev, &wc[n]);
 		n++;
 	}
+	if (unlikely(stopped) && n < num_entries)
+		n += qrnic_cq_sw_flush(dev, cq, wc + n, num_entries - n);
 	/* Tell the device which slots are free again (read when the ring looks full). */
 	WRITE_ONCE(*qrnic_cq_dbrec(cq), cpu_to_le32(cq->ci));
 	spin_unlock_irqrestore(&cq->lock, flags);
@@ -415,21 +661,27 @@ int qrnic_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	struct qrnic_dev *dev = to_qdev(ibcq->device);
 	struct qrnic_cq *cq = to_qcq(ibcq);
 	unsigned long irqflags;
+	bool stopped;
 	u64 db;
 	int ret = 0;
 
 	spin_lock_irqsave(&cq->lock, irqflags);
+	stopped = test_bit(QRNIC_FLAG_STOPPED, &dev->flags);
+	smp_rmb();
 	db = (cq->cqn & QRNIC_DB_QN_MASK) | QRNIC_DB_CQ_ARM |
 	     ((u64)cq->ci << QRNIC_DB_IDX_SHIFT);
 	if ((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED)
 		db |= QRNIC_DB_CQ_SOLICITED;
-	writeq(db, dev->kdb + QRNIC_DB_CQ);
+	if (!stopped)
+		writeq(db, dev->kdb + QRNIC_DB_CQ);
 
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
 		const struct qrnic_cqe *cqe = qrnic_cqe(cq, cq->ci);
 		u8 phase = ((cq->ci >> cq->log_depth) & 1) ^ 1;
 
-		if ((READ_ONCE(cqe->owner) & 1) == phase)
+		/* a dead device raises no event: what is left to flush is missed */
+		if ((READ_ONCE(cqe->owner) & 1) == phase ||
+		    (stopped && qrnic_cq_sw_pending(cq)))
 			ret = 1;
 	}
 	spin_unlock_irqrestore(&cq->lock, irqflags);

@@ -91,6 +91,17 @@ static bool qrnic_mark_dead(struct qrnic_dev *dev, const char *why)
 		why, status, code);
 
 	qrnic_wr(dev, QRNIC_REG_CTRL, QRNIC_CTRL_RESET);
+	/*
+	 * The read returns once the reset is done: every CQE the device wrote
+	 * is in memory and none will follow.  From here on polling a kernel CQ
+	 * returns the CQEs in its ring, then a software flush completion for
+	 * every work request still outstanding on its kernel QPs (qrnic_cq.c);
+	 * flush_work calls those CQs' completion handlers once.
+	 */
+	qrnic_rd(dev, QRNIC_REG_STATUS);
+	smp_mb__before_atomic();
+	set_bit(QRNIC_FLAG_STOPPED, &dev->flags);
+	queue_work(system_wq, &dev->flush_work);
 	qrnic_aq_abort_all(dev);
 	if (dev->ndev)
 		netif_carrier_off(dev->ndev);
@@ -423,6 +434,9 @@ static void qrnic_recovery_work(struct work_struct *work)
 	qrnic_netdev_suspend(dev);
 	/* ... the function is reset and every host-side ring freed ... */
 	qrnic_hw_stop(dev);
+	/* every kernel QP is gone with the ib_device: nothing left to flush */
+	flush_work(&dev->flush_work);
+	clear_bit(QRNIC_FLAG_STOPPED, &dev->flags);
 	clear_bit(QRNIC_FLAG_FATAL, &dev->flags);
 	/* ... and brought up again, with a new ib_device. */
 	err = qrnic_hw_start(dev);
@@ -477,6 +491,9 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	qrnic_aq_setup(dev);
 	INIT_DELAYED_WORK(&dev->recovery_work, qrnic_recovery_work);
 	INIT_DELAYED_WORK(&dev->health_work, qrnic_health_work);
+	INIT_WORK(&dev->flush_work, qrnic_flush_work);
+	INIT_LIST_HEAD(&dev->kqps);
+	spin_lock_init(&dev->kqp_lock);
 	/* No recovery work until probe is complete: probe retries by itself. */
 	disable_delayed_work(&dev->recovery_work);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
@@ -542,6 +559,7 @@ static int qrnic_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 			goto err_irqs;
 		dev_warn(&pdev->dev, "fatal error during bring-up (attempt %d of %d): starting again\n",
 			 attempt, QRNIC_PROBE_ATTEMPTS);
+		clear_bit(QRNIC_FLAG_STOPPED, &dev->flags);	/* no QP yet */
 		clear_bit(QRNIC_FLAG_FATAL, &dev->flags);	/* hw_stop reset it */
 	}
 	err = qrnic_netdev_create(dev);
@@ -585,6 +603,7 @@ err_release:
 err_disable:
 	pci_disable_device(pdev);
 err_free:
+	cancel_work_sync(&dev->flush_work);
 	xa_destroy(&dev->srqs);
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
@@ -618,6 +637,8 @@ static void qrnic_remove(struct pci_dev *pdev)
 	pci_iounmap(pdev, dev->regs);
 	pci_release_mem_regions(pdev);
 	pci_disable_device(pdev);
+	cancel_work_sync(&dev->flush_work);
+	WARN_ON(!list_empty(&dev->kqps));
 	WARN_ON(!xa_empty(&dev->srqs));
 	WARN_ON(!xa_empty(&dev->qps));
 	WARN_ON(!xa_empty(&dev->cqs));

@@ -319,6 +319,10 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
 			goto err_erase;
+	} else {
+		/* software flushes after a fatal error (qrnic_cq.c) */
+		qrnic_cq_track_qp(dev, qp, to_qcq(init_attr->send_cq),
+				  recv_cq ? to_qcq(recv_cq) : NULL);
 	}
 	return 0;
 
@@ -350,6 +354,8 @@ int qrnic_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	qrnic_xa_release(&dev->qps, qp->qpn, qp);
 	qrnic_eq_sync(dev, NULL);		/* async events */
+	/* no software flush or flush_work looks at it any more */
+	qrnic_cq_untrack_qp(dev, qp);
 	if (!qp->user) {
 		/* a poll_cq in progress may have looked the QP up */
 		if (ibqp->send_cq)	/* an XRC TGT QP has none */
@@ -705,16 +711,26 @@ int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	int err = 0;
 	u32 pi;
 
-	if (unlikely(qrnic_dead(dev))) {
-		*bad_wr = wr;
-		return -EIO;
-	}
 	if (unlikely(qp->state == IB_QPS_RESET)) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
 
 	spin_lock_irqsave(&sq->lock, flags);
+	/*
+	 * A dead device fails every post with -EIO, as mlx5 does (its
+	 * MLX5_DEVICE_STATE_INTERNAL_ERROR check): the ULP learns at once that
+	 * the WR will not run, where a flush completion would arrive later
+	 * and look like any QP error.  The WRs posted before complete with
+	 * IB_WC_WR_FLUSH_ERR (qrnic_cq.c).  Checked under the queue's lock:
+	 * flush_work takes it after the device is marked dead, so a post that
+	 * passed this point is visible to it.
+	 */
+	if (unlikely(qrnic_dead(dev))) {
+		spin_unlock_irqrestore(&sq->lock, flags);
+		*bad_wr = wr;
+		return -EIO;
+	}
 	pi = sq->pi;
 	for (; wr; wr = wr->next) {
 		if (pi - READ_ONCE(sq->ci) >= depth) {
@@ -777,7 +793,9 @@ int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const __le32 
 
 	spin_lock_irqsave(&wq->lock, flags);
 	pi = wq->pi;
-	for (; wr; wr = wr->next) {
+	if (unlikely(qrnic_dead(dev)))	/* under the lock: see qrnic_post_send() */
+		err = -EIO;
+	for (; wr && !err; wr = wr->next) {
 		u32 ci = record ? le32_to_cpu(READ_ONCE(*record)) : READ_ONCE(wq->ci);
 
 		if (pi - ci >= depth) {
@@ -809,10 +827,6 @@ int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct qrnic_dev *dev = to_qdev(ibqp->device);
 	struct qrnic_qp *qp = to_qqp(ibqp);
 
-	if (unlikely(qrnic_dead(dev))) {
-		*bad_wr = wr;
-		return -EIO;
-	}
 	/* no RQ: created without receive WRs, or on an SRQ */
 	if (unlikely(!qp->rq.log_depth || qp->state == IB_QPS_RESET)) {
 		*bad_wr = wr;
@@ -850,18 +864,23 @@ void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type typ
 
 /*
  * ib_drain_sq()/ib_drain_rq(): the core's own drain (move the QP to ERROR,
- * post a marker WR, wait for its flush completion) with one difference: a
- * device that is dead (a fatal error; qrnic_set_fatal() reset it) has no
- * queues left to drain.  The reset stopped it: no work request it held will
- * complete, and no CQE will be written any more.  The core's drain would
- * WARN there (modify_qp and post fail with -EIO) while every kernel ULP
- * drains its QPs in its DEVICE_REMOVAL path, which is exactly what the
- * recovery's unregister triggers (nvmet-rdma, nvme-rdma, rpcrdma, isert).
- * So on a dead device the drain returns at once: the QP is quiet.  If the
- * device dies while a drain waits, the marker may never complete: the wait
- * gives up, and the marker, whose CQE could still sit in the frozen ring,
- * is left allocated rather than freed under a late poll.
+ * post a marker WR, wait for its flush completion), which also works on a
+ * dead device, as mlx5_ib_drain_sq/rq do: there modify_qp and the ULP's
+ * posts fail with -EIO, but the marker goes into the ring all the same (no
+ * doorbell: the device was reset) and, like every WR still outstanding
+ * before it, comes back as a software flush completion (qrnic_cq.c) when
+ * the CQ is polled.  Every kernel ULP drains its QPs in its DEVICE_REMOVAL
+ * path, which is what the recovery's unregister triggers (nvmet-rdma,
+ * nvme-rdma, rpcrdma, isert, SMB Direct).  The drain calls the CQ's
+ * handler itself on a dead device (polls it, for IB_POLL_DIRECT), as mlx5's
+ * handle_drain_completion() does.  What cannot complete is not waited for
+ * without end: a queue too full for the marker on a dead device is not
+ * drained (its WRs are still flushed by the polls); the wait on a dead
+ * device gives up after QRNIC_DRAIN_DEAD_WAITS tenths of a second, leaving
+ * the marker allocated rather than freed under a late poll.
  */
+#define QRNIC_DRAIN_DEAD_WAITS	300	/* 30 s */
+
 struct qrnic_drain {
 	struct ib_cqe cqe;
 	struct completion done;
@@ -872,25 +891,59 @@ static void qrnic_drain_done(struct ib_cq *cq, struct ib_wc *wc)
 	complete(&container_of(wc->wr_cqe, struct qrnic_drain, cqe)->done);
 }
 
+/*
+ * The marker on a dead device: written into the ring as a post would, the
+ * dead check aside, and no doorbell.  Its software flush completes it.
+ */
+static int qrnic_post_dead_marker(struct qrnic_qp *qp, bool sq, struct ib_cqe *cqe)
+{
+	struct qrnic_wq *wq = sq ? &qp->sq : &qp->rq;
+	unsigned long flags;
+	int err = 0;
+
+	if (!wq->log_depth || !qp->tracked)
+		return -EINVAL;
+	spin_lock_irqsave(&wq->lock, flags);
+	if (wq->pi - READ_ONCE(wq->ci) >= (1U << wq->log_depth)) {
+		err = -ENOMEM;
+	} else if (sq) {
+		struct qrnic_send_wqe *wqe = qrnic_wqe(wq, wq->pi);
+
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->opcode = QRNIC_WR_RDMA_WRITE;
+		wqe->flags = QRNIC_WQE_F_SIGNALED;
+		wqe->wr_id = cpu_to_le64((uintptr_t)cqe);
+		wq->pi++;
+	} else {
+		struct qrnic_recv_wqe *wqe = qrnic_wqe(wq, wq->pi);
+
+		memset(wqe, 0, sizeof(*wqe));
+		wqe->wr_id = cpu_to_le64((uintptr_t)cqe);
+		wq->pi++;
+	}
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return err;
+}
+
 static void qrnic_drain(struct ib_qp *ibqp, bool sq)
 {
 	struct qrnic_dev *dev = to_qdev(ibqp->device);
+	struct qrnic_qp *qp = to_qqp(ibqp);
 	struct ib_cq *cq = sq ? ibqp->send_cq : ibqp->recv_cq;
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	unsigned int dead_waits = 0;
 	struct qrnic_drain *d;
 	int err;
 
-	if (qrnic_dead(dev))
-		return;
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d) {
-		WARN_ONCE(1, "qrnic: no memory to drain QP %u\n", to_qqp(ibqp)->qpn);
+		WARN_ONCE(1, "qrnic: no memory to drain QP %u\n", qp->qpn);
 		return;
 	}
 	d->cqe.done = qrnic_drain_done;
 	init_completion(&d->done);
 
-	err = ib_modify_qp(ibqp, &attr, IB_QP_STATE);
+	err = qrnic_dead(dev) ? -EIO : ib_modify_qp(ibqp, &attr, IB_QP_STATE);
 	if (!err) {
 		if (sq) {
 			struct ib_rdma_wr wr = {
@@ -909,10 +962,11 @@ static void qrnic_drain(struct ib_qp *ibqp, bool sq)
 			err = ib_post_recv(ibqp, &wr, NULL);
 		}
 	}
+	if (err && qrnic_dead(dev))
+		err = qrnic_post_dead_marker(qp, sq, &d->cqe);
 	if (err) {
-		/* a fatal error meanwhile: nothing to drain any more */
 		WARN_ONCE(!qrnic_dead(dev), "qrnic: failed to drain %s of QP %u: %d\n",
-			  sq ? "send queue" : "receive queue", to_qqp(ibqp)->qpn, err);
+			  sq ? "send queue" : "receive queue", qp->qpn, err);
 		kfree(d);
 		return;
 	}
@@ -921,8 +975,17 @@ static void qrnic_drain(struct ib_qp *ibqp, bool sq)
 			ib_process_cq_direct(cq, -1);
 		if (wait_for_completion_timeout(&d->done, HZ / 10) > 0)
 			break;
-		if (qrnic_dead(dev))
+		if (!qrnic_dead(dev))
+			continue;
+		if (++dead_waits > QRNIC_DRAIN_DEAD_WAITS) {
+			dev_warn(&dev->pdev->dev, "QP %u: %s drain marker not completed\n",
+				 qp->qpn, sq ? "send" : "receive");
 			return;		/* d stays allocated: see above */
+		}
+		/* flush_work called it once; the marker may have come after */
+		if (test_bit(QRNIC_FLAG_STOPPED, &dev->flags) &&
+		    cq->poll_ctx != IB_POLL_DIRECT && cq->comp_handler)
+			cq->comp_handler(cq, cq->cq_context);
 	}
 	kfree(d);
 }

@@ -17,12 +17,17 @@
  *
  *   insmod qrnic_ktest.ko dev=qrnic_0
  *
+ * With fatal=1 it runs only the check of software flush completions on a
+ * dead device (fatal_flush() below), which declares the device dead
+ * through debugfs inject_fatal: the driver then recovers it.
+ *
  * runs the checks at load time and prints "qrnic_ktest: PASS" (the load
  * succeeds; rmmod it) or "qrnic_ktest: FAIL <where>: <what>" (the load
  * fails with -EIO).
  */
 #include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/umh.h>
 #include <net/ipv6.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -30,6 +35,10 @@
 static char *dev = "qrnic_0";
 module_param(dev, charp, 0444);
 MODULE_PARM_DESC(dev, "the ib device to test");
+
+static bool fatal;
+module_param(fatal, bool, 0444);
+MODULE_PARM_DESC(fatal, "only check the flush completions of a dead device (kills it)");
 
 static atomic_t events;
 
@@ -207,6 +216,262 @@ out:
 	return err;
 }
 
+/*
+ * Software flush completions after a fatal error.  On one CQ (ib_create_cq,
+ * with a handler): QP a, an RC QP in RTS aimed at a QPN nobody has, with
+ * an infinite ACK timeout (0), so its sends are sent and never answered,
+ * with NR receives and NS sends posted (two of them unsignaled); QP b, in
+ * ERROR with 2 receives the device flushed, their CQEs left in the ring.
+ * A second CQ (ib_alloc_cq, softirq) with QP c in INIT and NC receives
+ * whose wr_cqe count their completions.  Then inject_fatal: the CQ must
+ * give the 2 CQEs of b, then NS flushes of a's sends and NR of its
+ * receives, in posting order, IB_WC_WR_FLUSH_ERR, the QP and opcode set,
+ * then nothing; its handler must have run once; c's completions must
+ * arrive by themselves (the kick of ib_alloc_cq's softirq poll); posts
+ * fail with -EIO naming the first WR; ib_drain_qp(c) returns.
+ */
+#define NR	5
+#define NS	6
+#define NC	3
+
+static atomic_t c_done;
+
+static void c_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		atomic_inc(&c_done);
+	else
+		pr_err("qrnic_ktest: QP c completion status %d\n", wc->status);
+}
+
+static int to_rts(struct ib_device *ibdev, struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {};
+	union ib_gid gid;
+	int err, idx;
+
+	for (idx = 0; idx < 8; idx++)
+		if (!rdma_query_gid(ibdev, 1, idx, &gid) &&
+		    ipv6_addr_type((struct in6_addr *)gid.raw) & IPV6_ADDR_LINKLOCAL)
+			break;
+	if (idx == 8)
+		return -ENOENT;
+	a.qp_state = IB_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+			   IB_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.ah_attr.type = rdma_ah_find_type(ibdev, 1);
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &gid, 0, idx, 64, 0);
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = 0xabcde;	/* no such QP: its packets are dropped */
+	a.rq_psn = 5;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+			   IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 0;			/* infinite: the sends stay outstanding */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 9;
+	a.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* debugfs inject_fatal, as a test script writes it (kernel_write() needs write_iter) */
+static int inject_fatal(struct ib_device *ibdev)
+{
+	char cmd[160];
+	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	static char *envp[] = { "PATH=/sbin:/bin:/usr/sbin:/usr/bin", NULL };
+	int ret;
+
+	snprintf(cmd, sizeof(cmd), "echo 1 > /sys/kernel/debug/qrnic/%s/inject_fatal",
+		 dev_name(ibdev->dev.parent));
+	ret = call_usermodehelper(argv[0], argv, envp, UMH_WAIT_PROC);
+	if (ret)
+		pr_err("qrnic_ktest: %s: %d\n", cmd, ret);
+	return ret ? -EIO : 0;
+}
+
+static int fatal_flush(struct ib_device *ibdev)
+{
+	struct ib_cq_init_attr cattr = { .cqe = 64 };
+	struct ib_qp_init_attr qattr = {
+		.qp_type = IB_QPT_RC, .sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ib_cqe c_cqe[NC] = {};
+	struct ib_qp *qa = NULL, *qc = NULL;
+	struct ib_cq *ccq = NULL;
+	struct ib_wc *wc;		/* 32 of them: not on the stack */
+	struct ctx c = {};
+	void *buf = NULL;
+	int err = 0, i, k, got;
+
+	wc = kcalloc(32, sizeof(*wc), GFP_KERNEL);
+	if (!wc)
+		return -ENOMEM;
+	c.pd = ib_alloc_pd(ibdev, 0);
+	CHECK(!IS_ERR(c.pd), "%ld", PTR_ERR(c.pd));
+	buf = kzalloc(64, GFP_KERNEL);
+	CHECK(buf, "");
+	c.dma = ib_dma_map_single(ibdev, buf, 64, DMA_BIDIRECTIONAL);
+	CHECK(!ib_dma_mapping_error(ibdev, c.dma), "");
+	c.cq = ib_create_cq(ibdev, comp_handler, NULL, NULL, &cattr);
+	CHECK(!IS_ERR(c.cq), "%ld", PTR_ERR(c.cq));
+	qattr.send_cq = qattr.recv_cq = c.cq;
+	qa = ib_create_qp(c.pd, &qattr);
+	CHECK(!IS_ERR(qa), "%ld", PTR_ERR(qa));
+	c.qp = ib_create_qp(c.pd, &qattr);	/* b */
+	CHECK(!IS_ERR(c.qp), "%ld", PTR_ERR(c.qp));
+	ccq = ib_alloc_cq(ibdev, NULL, 16, 0, IB_POLL_SOFTIRQ);
+	CHECK(!IS_ERR(ccq), "%ld", PTR_ERR(ccq));
+	qattr.send_cq = qattr.recv_cq = ccq;
+	qc = ib_create_qp(c.pd, &qattr);
+	CHECK(!IS_ERR(qc), "%ld", PTR_ERR(qc));
+
+	/* b: 2 receives flushed by the device, CQEs not polled */
+	CHECK(flush_qp(&c, c.qp, 900, 2) == 0, "");
+	msleep(200);
+
+	/* c: INIT, NC receives */
+	{
+		struct ib_qp_attr a = { .qp_state = IB_QPS_INIT, .port_num = 1,
+					.qp_access_flags = IB_ACCESS_REMOTE_WRITE };
+		struct ib_sge sge = { .addr = c.dma, .length = 64, .lkey = c.pd->local_dma_lkey };
+
+		err = ib_modify_qp(qc, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+				   IB_QP_ACCESS_FLAGS);
+		CHECK(!err, "c INIT: %d", err);
+		for (i = 0; i < NC; i++) {
+			struct ib_recv_wr wr = { .sg_list = &sge, .num_sge = 1 };
+
+			c_cqe[i].done = c_recv_done;
+			wr.wr_cqe = &c_cqe[i];
+			err = ib_post_recv(qc, &wr, NULL);
+			CHECK(!err, "c recv %d: %d", i, err);
+		}
+	}
+
+	/* a: RTS to nobody, NR receives, NS sends (1 and 3 unsignaled) */
+	err = to_rts(ibdev, qa);
+	CHECK(!err, "a to RTS: %d", err);
+	for (i = 0; i < NR; i++) {
+		struct ib_sge sge = { .addr = c.dma, .length = 64, .lkey = c.pd->local_dma_lkey };
+		struct ib_recv_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1 };
+
+		err = ib_post_recv(qa, &wr, NULL);
+		CHECK(!err, "a recv %d: %d", i, err);
+	}
+	for (i = 0; i < NS; i++) {
+		struct ib_sge sge = { .addr = c.dma, .length = 16, .lkey = c.pd->local_dma_lkey };
+		struct ib_send_wr wr = { .wr_id = 200 + i, .sg_list = &sge, .num_sge = 1,
+					 .opcode = i == 4 ? IB_WR_RDMA_WRITE : IB_WR_SEND,
+					 .send_flags = (i == 1 || i == 3) ? 0 : IB_SEND_SIGNALED };
+		struct ib_rdma_wr rw = { .wr = wr, .remote_addr = 0x1000, .rkey = 0x1234 };
+
+		err = ib_post_send(qa, &rw.wr, NULL);
+		CHECK(!err, "a send %d: %d", i, err);
+	}
+	msleep(200);
+	atomic_set(&events, 0);
+	atomic_set(&c_done, 0);
+
+	err = inject_fatal(ibdev);
+	CHECK(!err, "inject_fatal: %d", err);
+	for (i = 0; i < 500 && !atomic_read(&events); i++)
+		msleep(10);
+	CHECK(atomic_read(&events) == 1, "CQ handler ran %d times", atomic_read(&events));
+	pr_info("qrnic_ktest: fatal: CQ handler called\n");
+
+	/* 2 CQEs of b, NS sends then NR receives of a; then none */
+	got = 0;
+	for (i = 0; i < 10 && got < 2 + NS + NR; i++) {
+		k = ib_poll_cq(c.cq, 3, wc + got);	/* several polls */
+		CHECK(k >= 0, "poll %d", k);
+		got += k;
+		if (!k)
+			break;
+	}
+	CHECK(got == 2 + NS + NR, "%d completions, %d expected", got, 2 + NS + NR);
+	CHECK(ib_poll_cq(c.cq, 4, wc + got) == 0, "more completions than WRs");
+	for (i = 0; i < got; i++) {
+		u64 want = i < 2 ? 900 + i : i < 2 + NS ? 200 + i - 2 : 100 + i - 2 - NS;
+		struct ib_qp *wqp = i < 2 ? c.qp : qa;
+		enum ib_wc_opcode op = i < 2 || i >= 2 + NS ? IB_WC_RECV :
+				       i == 2 + 4 ? IB_WC_RDMA_WRITE : IB_WC_SEND;
+
+		pr_info("qrnic_ktest: fatal: wc %d wr_id %llu status %d opcode %d qp %u\n", i,
+			wc[i].wr_id, wc[i].status, wc[i].opcode, wc[i].qp ? wc[i].qp->qp_num : 0);
+		CHECK(wc[i].wr_id == want && wc[i].status == IB_WC_WR_FLUSH_ERR &&
+		      wc[i].qp == wqp && (i < 2 || wc[i].opcode == op),
+		      "wc %d: wr_id %llu status %d opcode %d, expected wr_id %llu opcode %d", i,
+		      wc[i].wr_id, wc[i].status, wc[i].opcode, want, op);
+	}
+	msleep(100);
+	CHECK(atomic_read(&events) == 1, "CQ handler ran %d times", atomic_read(&events));
+	CHECK(ib_req_notify_cq(c.cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) == 0,
+	      "missed events with nothing left");
+	pr_info("qrnic_ktest: fatal: %d flush completions in order\n", got);
+
+	/* c: by the softirq poll alone */
+	for (i = 0; i < 500 && atomic_read(&c_done) < NC; i++)
+		msleep(10);
+	CHECK(atomic_read(&c_done) == NC, "c: %d of %d", atomic_read(&c_done), NC);
+
+	/* posts now fail at once, naming the first WR */
+	{
+		struct ib_sge sge = { .addr = c.dma, .length = 16, .lkey = c.pd->local_dma_lkey };
+		struct ib_send_wr swr = { .wr_id = 300, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED };
+		struct ib_recv_wr rwr = { .wr_id = 301, .sg_list = &sge, .num_sge = 1 };
+		const struct ib_send_wr *sbad = NULL;
+		const struct ib_recv_wr *rbad = NULL;
+
+		err = ib_post_send(qa, &swr, &sbad);
+		CHECK(err == -EIO && sbad == &swr, "post_send after death: %d", err);
+		err = ib_post_recv(qa, &rwr, &rbad);
+		CHECK(err == -EIO && rbad == &rwr, "post_recv after death: %d", err);
+		err = 0;
+		CHECK(ib_poll_cq(c.cq, 4, wc) == 0, "completion of a failed post");
+	}
+	/* the drain (marker flushed by software) returns */
+	ib_drain_qp(qc);
+	CHECK(atomic_read(&c_done) == NC, "c after drain: %d", atomic_read(&c_done));
+	pr_info("qrnic_ktest: fatal: posts fail with -EIO, drain returned\n");
+	pr_info("qrnic_ktest: PASS\n");
+out:
+	if (qc && !IS_ERR(qc))
+		ib_destroy_qp(qc);
+	if (ccq && !IS_ERR(ccq))
+		ib_free_cq(ccq);
+	if (qa && !IS_ERR(qa))
+		ib_destroy_qp(qa);
+	if (c.qp && !IS_ERR(c.qp))
+		ib_destroy_qp(c.qp);
+	if (c.cq && !IS_ERR(c.cq))
+		ib_destroy_cq(c.cq);
+	if (c.dma && !ib_dma_mapping_error(ibdev, c.dma))
+		ib_dma_unmap_single(ibdev, c.dma, 64, DMA_BIDIRECTIONAL);
+	kfree(buf);
+	if (c.pd && !IS_ERR(c.pd))
+		ib_dealloc_pd(c.pd);
+	kfree(wc);
+	return err;
+}
+
 static int __init qrnic_ktest_init(void)
 {
 	struct ib_cq_init_attr cattr = { .cqe = 8 };
@@ -225,6 +490,11 @@ static int __init qrnic_ktest_init(void)
 	if (!ibdev) {
 		pr_err("qrnic_ktest: FAIL no ib device %s\n", dev);
 		return -ENODEV;
+	}
+	if (fatal) {
+		err = fatal_flush(ibdev);
+		ib_device_put(ibdev);
+		return err;
 	}
 	c.pd = ib_alloc_pd(ibdev, 0);
 	CHECK(!IS_ERR(c.pd), "%ld", PTR_ERR(c.pd));
@@ -330,5 +600,5 @@ static void __exit qrnic_ktest_exit(void)
 
 module_init(qrnic_ktest_init);
 module_exit(qrnic_ktest_exit);
-MODULE_DESCRIPTION("qrnic test: kernel CQ resize and moderation, XRC INI attributes");
+MODULE_DESCRIPTION("qrnic test: kernel CQ resize and moderation, XRC INI attributes, flushes of a dead device");
 MODULE_LICENSE("GPL");
