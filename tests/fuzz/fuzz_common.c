@@ -566,8 +566,30 @@ static int fz_tap(void *ctx, int src, uint8_t *buf, uint32_t len)
 	}
 }
 
+/* Over the process (a campaign): inputs that mapped payloads, the maps
+ * and unmaps, frames the tap saw; printed at exit in libFuzzer's
+ * "stat::" form after its own final stats. */
+static uint64_t fz_ref_inputs, fz_tap_frames_total;
+
+static void fz_print_ref_stats(void)
+{
+	uint64_t maps, unmaps;
+
+	hx_dma_refs_stats(&maps, &unmaps, NULL);
+	fprintf(stderr, "stat::qrnic_ref_inputs: %llu\nstat::qrnic_dma_maps: %llu\n"
+		"stat::qrnic_dma_unmaps: %llu\nstat::qrnic_tap_frames: %llu\n",
+		(unsigned long long)fz_ref_inputs, (unsigned long long)maps,
+		(unsigned long long)unmaps, (unsigned long long)fz_tap_frames_total);
+}
+
 int fz_world_new(struct fz *f, const char *name, const struct fz_opts *o)
 {
+	static bool registered;
+
+	if (!registered) {
+		registered = true;
+		atexit(fz_print_ref_stats);
+	}
 	memset(f, 0, sizeof(*f));
 	f->name = name;
 	hx_dma_refs_stats(&f->maps0, &f->unmaps0, NULL);
@@ -663,6 +685,8 @@ void fz_world_free(struct fz *f)
 	/* every device and frame buffer is gone (the model's free lists
 	 * hold buffers whose mappings went back when they were freed) */
 	hx_dma_refs_stats(&maps, &unmaps, &live);
+	fz_ref_inputs += maps != f->maps0;
+	fz_tap_frames_total += f->tap_frames;
 	if (debug_level() >= 1)
 		fprintf(stderr, "  dma refs: maps=%llu unmaps=%llu live=%llu\n",
 			(unsigned long long)(maps - f->maps0),
