@@ -567,6 +567,9 @@ _SIGS = {
     'hx_rx_inject_vouched': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p,
                                             ctypes.c_uint32]),
     'hx_set_vouch': (None, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_set_dma_refs': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_dma_refs_stats': (None, [ctypes.POINTER(ctypes.c_uint64)] * 3),
+    'hx_set_lazy_icrc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_mac': (_U8P, [ctypes.c_void_p, ctypes.c_int]),
     'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
@@ -1119,12 +1122,16 @@ class World:
     two devices.  cfg: "key=value,..." applied to every device (or a list,
     one per device)."""
 
+    DMA_REFS = {'ptr': 0, 'none': 1, 'checked': 2}
+
     def __init__(self, ndev=2, mem_mb=256, seed=1, cable=True, init=True, cfg='',
-                 framelog=100000):
+                 framelog=100000, dma_refs=None):
         self._l = lib()
         self.w = self._l.hx_world_new(mem_mb << 20, seed)
         if not self.w:
             raise HarnessError('hx_world_new failed')
+        if dma_refs is not None:    # the devices' dma_map/dma_unmap (hx_set_dma_refs)
+            _check(self._l.hx_set_dma_refs(self.w, self.DMA_REFS[dma_refs]), 'dma_refs')
         self.rng = random.Random(seed)
         self.devs = []
         for i in range(ndev):
@@ -1246,6 +1253,18 @@ class World:
         """Deliver the frames nothing changed on the way as frames the host
         vouches for (qrnic_dev_rx_frame_buf_vouched: no ICRC check)."""
         self._l.hx_set_vouch(self.w, 1 if on else 0)
+
+    def lazy_icrc(self, d, on=True):
+        """qrnic_dev_set_lazy_icrc on device d."""
+        _check(self._l.hx_set_lazy_icrc(self.w, d, 1 if on else 0), 'lazy_icrc')
+
+    @staticmethod
+    def dma_refs_stats():
+        """(maps, unmaps, live) of the checked payload mappings (World(dma_refs=
+        'checked')), over the process."""
+        v = [ctypes.c_uint64() for _ in range(3)]
+        lib().hx_dma_refs_stats(*[ctypes.byref(x) for x in v])
+        return tuple(x.value for x in v)
 
     def trusted_wire(self, on=True):
         """Ask for a trusted wire (no ICRCs); returns whether it is in effect."""

@@ -58,6 +58,40 @@ def test_seed_inputs_run_cleanly(fuzz_build, target):
     assert len(re.findall(r'^Executed .* in \d+ ms', r.stdout, re.M)) == len(seeds), r.stdout[-3000:]
 
 
+@pytest.mark.parametrize('target', ('rx', 'guest'))
+def test_refs_seeds_reach_payload_references(fuzz_build, target):
+    """The refs_* seeds (docs/fuzzing.md 1, payload references) make the
+    devices map payloads through the checked dma_map, and every mapping
+    comes back through dma_unmap exactly once (the target aborts on a
+    double or unknown release and on a mapping left when the world is
+    freed); the tap seeds fill, fill headers and corrupt frames."""
+    d = os.path.join(REPO, 'tests', 'fuzz', 'corpus', target)
+    seeds = sorted(f for f in os.listdir(d) if f.startswith('refs_'))
+    assert len(seeds) >= 3
+    env = dict(os.environ, QRNIC_FUZZ_DEBUG='1')
+    total = 0
+    for name in seeds:
+        r = subprocess.run([os.path.join(fuzz_build, 'fuzz_' + target), '-runs=1',
+                            os.path.join(d, name)], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-4000:]
+        m = re.findall(r'dma refs: maps=(\d+) unmaps=(\d+) live=(\d+)', r.stdout)
+        assert m, r.stdout[-3000:]
+        maps, unmaps, live = map(int, m[-1])
+        assert maps == unmaps and live == 0, (name, m)
+        if name != 'refs_none':         # no dma_map at all: payloads copied
+            assert maps > 0, (name, r.stdout[-3000:])
+        else:
+            assert maps == 0, (name, m)
+        tap = re.findall(r'tap: frames=(\d+) headers=(\d+) fills=(\d+) corrupted=(\d+)', r.stdout)
+        if name.startswith('refs_tap'):
+            frames, headers, fills, corrupted = map(int, tap[-1])
+            assert frames > 0 and headers > 0 and fills > 0, (name, tap)
+            assert (corrupted > 0) == (name == 'refs_tap'), (name, tap)
+        total += maps
+    assert total > 50, total
+
+
 @pytest.mark.slow
 def test_fuzz_smoke(fuzz_build):
     """scripts/fuzz.sh --seconds 20 on both targets from the seeds: exit 0,

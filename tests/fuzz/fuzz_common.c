@@ -514,19 +514,102 @@ void fz_reinit(struct fz *f, int d)
 	fz_account_admin(f);
 }
 
+void fz_refs_opts(struct fz_opts *o, struct fz_in *in)
+{
+	uint8_t r = fz_u8(in);
+	static const int mode[4] = { HX_REFS_CHECKED, HX_REFS_CHECKED, HX_REFS_NONE, HX_REFS_PTR };
+
+	o->dma_refs = mode[r & 3];
+	o->lazy_icrc[0] = r & 4;
+	o->lazy_icrc[1] = r & 8;
+	o->vouch = r & 0x10;
+	o->tap = r & 0x20;
+	o->no_framelog = r & 0x40;
+	o->tap_corrupts = o->tap && (r & 0x80);
+	if (o->tap)
+		o->tap_pattern = fz_u32(in);
+}
+
+/* A reader of the frame buffers the devices hand over, as a capture, a
+ * frame log, a switch or a corrupting fault would be: per frame (2 bits of
+ * the pattern, 16 frames round) nothing, the headers only
+ * (qrnic_frame_buf_fill_headers), a fill (qrnic_frame_buf_fill), or a fill
+ * and one flipped bit (only if allowed: the wire is then not trusted). */
+static int fz_tap(void *ctx, int src, uint8_t *buf, uint32_t len)
+{
+	struct fz *f = ctx;
+	uint64_t i = f->tap_frames++;
+	unsigned act = (f->tap_pattern >> (2 * (i % 16))) & 3;
+
+	(void)src;
+	f->tap_pending += qrnic_frame_buf_icrc_pending(buf);
+	f->tap_refs += qrnic_frame_buf_described(buf);
+	switch (act) {
+	case 1:
+		qrnic_frame_buf_fill_headers(buf);
+		f->tap_headers++;
+		return 0;
+	case 2:
+	case 3:
+		qrnic_frame_buf_fill(buf);
+		f->tap_fills++;
+		if (act == 3 && f->tap_corrupts && len) {
+			uint32_t x = (uint32_t)(i * 2654435761u) ^ f->tap_pattern;
+
+			buf[x % len] ^= (uint8_t)(1u << (i % 8));
+			f->tap_corrupted++;
+			return 1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Over the process (a campaign): inputs that mapped payloads, the maps
+ * and unmaps, frames the tap saw; printed at exit in libFuzzer's
+ * "stat::" form after its own final stats. */
+static uint64_t fz_ref_inputs, fz_tap_frames_total;
+
+static void fz_print_ref_stats(void)
+{
+	uint64_t maps, unmaps;
+
+	hx_dma_refs_stats(&maps, &unmaps, NULL);
+	fprintf(stderr, "stat::qrnic_ref_inputs: %llu\nstat::qrnic_dma_maps: %llu\n"
+		"stat::qrnic_dma_unmaps: %llu\nstat::qrnic_tap_frames: %llu\n",
+		(unsigned long long)fz_ref_inputs, (unsigned long long)maps,
+		(unsigned long long)unmaps, (unsigned long long)fz_tap_frames_total);
+}
+
 int fz_world_new(struct fz *f, const char *name, const struct fz_opts *o)
 {
+	static bool registered;
+
+	if (!registered) {
+		registered = true;
+		atexit(fz_print_ref_stats);
+	}
 	memset(f, 0, sizeof(*f));
 	f->name = name;
+	hx_dma_refs_stats(&f->maps0, &f->unmaps0, NULL);
 	f->w = hx_world_new(FZ_MEM, 1);
 	if (!f->w)
 		return -1;
+	hx_set_dma_refs(f->w, o->dma_refs);
 	for (int d = 0; d < FZ_NDEV; d++) {
 		if (hx_dev_add(f->w, o->rx_buffer[d] ? fz_cfg_rxbuf : fz_cfg) != d)
 			return -1;
 		hx_dev_selfcheck(f->w, d, 1);
 		if (o->profile[d] && hx_set_timing(f->w, d, fz_profiles[o->profile[d] % 3], NULL))
 			return -1;
+		hx_set_lazy_icrc(f->w, d, o->lazy_icrc[d]);
+	}
+	hx_set_vouch(f->w, o->vouch);
+	if (o->tap) {
+		f->tap_pattern = o->tap_pattern;
+		f->tap_corrupts = o->tap_corrupts;
+		hx_set_tx_tap(f->w, fz_tap, f, o->tap_corrupts);
 	}
 	if (debug_level() >= 2)
 		hx_trace_enable(f->w, 1u << 16);
@@ -575,6 +658,12 @@ static void debug_summary(struct fz *f)
 	}
 	fprintf(stderr, "%s: %d actions, %llu iterations, t=%llu ns\n", f->name, f->action + 1,
 		(unsigned long long)f->total_iters, (unsigned long long)hx_now(f->w));
+	fprintf(stderr, "  wire: described=%llu; tap: frames=%llu headers=%llu fills=%llu "
+		"corrupted=%llu icrc_pending=%llu described=%llu\n",
+		(unsigned long long)hx_wire_stat(f->w, HX_WS_DESCRIBED),
+		(unsigned long long)f->tap_frames, (unsigned long long)f->tap_headers,
+		(unsigned long long)f->tap_fills, (unsigned long long)f->tap_corrupted,
+		(unsigned long long)f->tap_pending, (unsigned long long)f->tap_refs);
 	for (int d = 0; d < FZ_NDEV; d++) {
 		fprintf(stderr, "  dev %d:", d);
 		for (int s = 0; s < hx_stat_count(); s++)
@@ -588,9 +677,27 @@ static void debug_summary(struct fz *f)
 
 void fz_world_free(struct fz *f)
 {
+	uint64_t maps, unmaps, live;
+
 	debug_summary(f);
 	hx_world_free(f->w);
 	f->w = NULL;
+	/* every device and frame buffer is gone (the model's free lists
+	 * hold buffers whose mappings went back when they were freed) */
+	hx_dma_refs_stats(&maps, &unmaps, &live);
+	fz_ref_inputs += maps != f->maps0;
+	fz_tap_frames_total += f->tap_frames;
+	if (debug_level() >= 1)
+		fprintf(stderr, "  dma refs: maps=%llu unmaps=%llu live=%llu\n",
+			(unsigned long long)(maps - f->maps0),
+			(unsigned long long)(unmaps - f->unmaps0), (unsigned long long)live);
+	if (live) {
+		fprintf(stderr, "\nqrnic %s: %llu payload mappings never released (dma_unmap) "
+			"after the world was freed (%llu maps, %llu unmaps this input)\n", f->name,
+			(unsigned long long)live, (unsigned long long)(maps - f->maps0),
+			(unsigned long long)(unmaps - f->unmaps0));
+		abort();
+	}
 }
 
 /* ---- frames --------------------------------------------------------------------- */

@@ -101,6 +101,11 @@ struct fz {
 	/* PSN cursors for frames to device 1's RC QP (fz_frame) */
 	uint32_t req_psn;	/* next in-order request PSN */
 	uint32_t resp_psn;	/* PSN of device 1's oldest outstanding request */
+	/* the tap (fz_opts.tap): frames seen, and what it did */
+	uint32_t tap_pattern;
+	bool tap_corrupts;
+	uint64_t tap_frames, tap_headers, tap_fills, tap_corrupted, tap_refs, tap_pending;
+	uint64_t maps0, unmaps0;	/* hx_dma_refs_stats at the start of the input */
 };
 
 /* timing profile per device: 0 functional, 1 cx5-100g, 2 teach */
@@ -109,7 +114,24 @@ struct fz_opts {
 	bool trusted_wire;	/* no ICRCs, payloads by reference (hx_wire_trusted) */
 	uint64_t latency_ns;
 	bool rx_buffer[FZ_NDEV];	/* a receive buffer with PFC (fz_cfg_rxbuf) */
+	/* payloads by reference (fz_refs_opts) */
+	int dma_refs;		/* hx_set_dma_refs: HX_REFS_PTR (the old default), _NONE, _CHECKED */
+	bool lazy_icrc[FZ_NDEV];	/* qrnic_dev_set_lazy_icrc */
+	bool vouch;		/* hx_set_vouch: untouched frames delivered vouched for */
+	bool tap;		/* a reader of the frames handed over (fz_tap) */
+	bool tap_corrupts;	/* ... which may change a byte after filling */
+	bool no_framelog;	/* fuzz_rx: no frame log (it fills every frame) */
+	uint32_t tap_pattern;	/* 2 bits per frame, 16 frames: none, headers, fill, fill+corrupt */
 };
+
+/* The reference byte (read when the first byte's reference bit is set):
+ *   [1:0] dma refs: 0, 1 HX_REFS_CHECKED, 2 HX_REFS_NONE, 3 HX_REFS_PTR
+ *   [2]   lazy ICRC on device 0, [3] on device 1
+ *   [4]   vouch (hx_set_vouch)
+ *   [5]   a tap (fz_tap), its u32 pattern follows
+ *   [6]   no frame log (fuzz_rx)
+ *   [7]   the tap may corrupt a filled frame (keeps the wire untrusted) */
+void fz_refs_opts(struct fz_opts *o, struct fz_in *in);
 
 /* A world of two cabled devices, each brought up with its base objects
  * (fz_setup_dev) and connected (fz_connect): RC QPs in RTS to each other,
@@ -117,6 +139,8 @@ struct fz_opts {
  * remote access, receive WQEs posted, Ethernet rings enabled.  0 or -1
  * (the setup itself failed: a bug in the fuzzer or the device). */
 int fz_world_new(struct fz *f, const char *name, const struct fz_opts *o);
+/* Frees the world, then checks that every payload mapping went back
+ * (HX_REFS_CHECKED: dma_unmap exactly once each; abort() on a leak). */
 void fz_world_free(struct fz *f);
 /* (Re)create device d's base objects on a device in reset state. */
 int fz_setup_dev(struct fz *f, int d);

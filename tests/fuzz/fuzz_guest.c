@@ -3,7 +3,9 @@
  * fuzz_guest: a stateful guest.  Every input gets a fresh world
  * (fz_world_new, as fuzz_rx); its first byte picks the timing profiles of
  * both devices, a trusted wire, the wire latency and (0x40) receive buffers
- * with PFC on both (fz_cfg_rxbuf), then each record
+ * with PFC on both (fz_cfg_rxbuf), and (0x80) that the reference byte
+ * follows (fz_refs_opts: checked dma_map/dma_unmap or none, lazy ICRCs,
+ * vouched hand-over, a tap that fills or corrupts frames), then each record
  * (fuzz_common.h; at most FZ_MAX_RECORDS) is one action of a driver gone
  * wrong on device (body[0] & 1):
  *
@@ -798,6 +800,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.trusted_wire = cfg & 0x10;
 	o.latency_ns = (cfg & 0x20) ? 0 : 1000;
 	o.rx_buffer[0] = o.rx_buffer[1] = cfg & 0x40;
+	if (cfg & 0x80)		/* payload references: a byte (and a tap pattern) follow */
+		fz_refs_opts(&o, &in);
 	if (fz_world_new(&f, "fuzz_guest", &o)) {
 		fprintf(stderr, "fuzz_guest: world setup failed: %s\n", f.w ? hx_world_error(f.w) : "");
 		abort();

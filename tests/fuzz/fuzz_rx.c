@@ -7,7 +7,10 @@
  * RESET, MRs with remote access, receive WQEs, Ethernet rings); device 1
  * is the target.  The input's first byte picks device 1's timing profile
  * (bits 0-1), the wire latency (bit 2) and a receive buffer with PFC on
- * device 1 (bit 3, fz_cfg_rxbuf), then records (fuzz_common.h) follow, at most
+ * device 1 (bit 3, fz_cfg_rxbuf) and (bit 4) that the reference byte follows
+ * (fz_refs_opts: checked dma_map/dma_unmap or none, lazy ICRCs, vouched
+ * hand-over, a tap, no frame log: device 0's traffic then reaches device 1
+ * with its payload by reference), then records (fuzz_common.h) follow, at most
  * FZ_MAX_RECORDS:
  *
  *   kind & 7 = 0      raw frame: the body, injected into device 1
@@ -84,11 +87,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.profile[1] = (cfg & 3) == 3 ? 0 : cfg & 3;
 	o.latency_ns = (cfg & 4) ? 0 : 1000;
 	o.rx_buffer[1] = cfg & 8;
+	if (cfg & 0x10)		/* payload references: a byte (and a tap pattern) follow */
+		fz_refs_opts(&o, &in);
 	if (fz_world_new(&f, "fuzz_rx", &o)) {
 		fprintf(stderr, "fuzz_rx: world setup failed: %s\n", f.w ? hx_world_error(f.w) : "");
 		abort();
 	}
-	hx_framelog_enable(f.w, RX_LOG_FRAMES);
+	if (!o.no_framelog)	/* a frame log fills every frame it logs */
+		hx_framelog_enable(f.w, RX_LOG_FRAMES);
 	fz_check(&f);
 	for (int i = 0; i < FZ_MAX_RECORDS && !f.spent && fz_record(&in, &kind, &body); i++) {
 		f.action = i;

@@ -104,7 +104,37 @@ def rx_corpus():
                          rec(6, bytes([1, 7])) + rx_run(24, 4000)),
     }
     seeds.update(pfc_seeds())
+    seeds.update(refs_rx_seeds())
     return seeds
+
+
+# payloads by reference (fz_refs_opts): the first byte's reference bit (rx
+# 0x10, guest 0x80), then the reference byte, then (with a tap) its pattern
+REFS_CHECKED, REFS_NONE, REFS_PTR = 0x00, 0x02, 0x03
+REF_LAZY0, REF_LAZY1, REF_VOUCH, REF_TAP, REF_NO_LOG, REF_CORRUPT = 4, 8, 0x10, 0x20, 0x40, 0x80
+# per frame, round 16 frames: fill, nothing, headers, fill + a flipped bit, ...
+TAP_PATTERN = struct.pack('<I', 0x6c6c6c6c)
+
+
+def refs_cfg(bit, refs, cfg=0):
+    """A configuration prefix: cfg with the reference bit, the reference byte, a pattern."""
+    return bytes([cfg | bit, refs]) + (TAP_PATTERN if refs & REF_TAP else b'')
+
+
+def refs_rx_seeds():
+    """Device 0's RC traffic reaches device 1 with its payload by reference
+    (no frame log, which would fill every frame): checked mappings, lazy
+    ICRCs, the vouched hand-over QEMU uses; a tap that fills and corrupts."""
+    qemu_like = REFS_CHECKED | REF_LAZY0 | REF_LAZY1 | REF_VOUCH | REF_NO_LOG
+    load = (rec(5, traffic(0, 'WRITE', length=2000)) + rec(5, traffic(0, 'SEND', length=600)) +
+            rec(5, traffic(1, 'READ', length=1000, s=1)) + rec(6, bytes([1, 7])) +
+            rx_run(24, 4000) + rec(6, bytes([0, 7])) + rx_run(24, 4000))
+    return {
+        'refs_lazy_vouch': (refs_cfg(0x10, qemu_like), load),
+        'refs_tap': (refs_cfg(0x10, qemu_like | REF_TAP | REF_CORRUPT), load),
+        'refs_logged': (refs_cfg(0x10, REFS_CHECKED | REF_LAZY0), load + rec(7, bytes([1, 0x08])) +
+                        rx_run()),
+    }
 
 
 def pfc_frame(enable, times, opcode=0x0101, dst=b'\x01\x80\xc2\x00\x00\x01', length=60):
@@ -261,6 +291,26 @@ def guest_corpus():
         'link_flap': (rec(13, traffic(0, 'SEND', length=3000)) + rec(12, bytes([1, 0])) +
                       g_run(exp=22) + rec(12, bytes([1, 1])) + g_run(exp=24)),
     }
+    # payloads by reference (fz_refs_opts, reference bit 0x80): QEMU's
+    # hand-over (checked mappings, lazy ICRCs, vouched), a trusted wire
+    # (headers by description), a tap that fills, fills headers and
+    # corrupts, no dma_map at all, and frames by reference still in flight
+    # when a device resets and when the world is freed
+    qemu_like = REFS_CHECKED | REF_LAZY0 | REF_LAZY1 | REF_VOUCH
+    load = (rec(13, traffic(0, 'WRITE', length=2000)) + rec(13, traffic(1, 'READ', length=700)) +
+            rec(13, traffic(0, 'SEND', length=300)) + g_run() +
+            rec(10, bytes([0, 1, 7])) + rec(10, bytes([1, 1, 7])) + g_run())
+    seeds['refs_lazy_vouch'] = (refs_cfg(0x80, qemu_like), load)
+    seeds['refs_trusted'] = (refs_cfg(0x80, REFS_CHECKED, 0x10), load)
+    seeds['refs_tap'] = (refs_cfg(0x80, qemu_like | REF_TAP | REF_CORRUPT), load)
+    seeds['refs_tap_trusted'] = (refs_cfg(0x80, REFS_CHECKED | REF_TAP, 0x10), load)
+    seeds['refs_none'] = (refs_cfg(0x80, REFS_NONE | REF_LAZY0 | REF_LAZY1), load)
+    seeds['refs_reset_inflight'] = (refs_cfg(0x80, qemu_like, 0x01 | 0x04),
+                                    rec(13, traffic(0, 'WRITE', length=8000)) +
+                                    rec(13, traffic(1, 'READ', length=4000)) +
+                                    g_run(exp=12, iters=50) + rec(11, bytes([1, 0, 1])) +
+                                    rec(12, bytes([0, 0])) + g_run(exp=14, iters=50) +
+                                    rec(12, bytes([0, 1])) + g_run())
     seeds['rxbuf_traffic'] = (GUEST_CX5_RXBUF,
                               rec(13, traffic(0, 'WRITE', length=60000)) +
                               rec(13, traffic(1, 'SEND', length=30000)) + g_run(exp=24))
@@ -268,7 +318,7 @@ def guest_corpus():
 
 
 def write(target, seeds):
-    """seeds: {name: records, or (configuration byte, records)}."""
+    """seeds: {name: records, or (configuration byte or bytes, records)}."""
     d = os.path.join(HERE, 'corpus', target)
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
@@ -276,8 +326,10 @@ def write(target, seeds):
             os.unlink(os.path.join(d, f))
     for name, data in seeds.items():
         cfg, data = data if isinstance(data, tuple) else (0, data)
+        if isinstance(cfg, int):
+            cfg = bytes([cfg])
         with open(os.path.join(d, name), 'wb') as fh:
-            fh.write(bytes([cfg]) + data)   # first byte: the input's configuration
+            fh.write(cfg + data)   # first byte(s): the input's configuration
     return len(seeds)
 
 

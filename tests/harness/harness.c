@@ -122,6 +122,7 @@ struct hx_dev {
 	int idx;
 	struct qrnic_dev *dev;
 	struct qrnic_config cfg;
+	int refs;		/* hx_set_dma_refs() mode its ops were chosen by */
 
 	/* host memory */
 	uint8_t *mem;
@@ -227,6 +228,11 @@ struct hx_world {
 	struct qrnic_pcap *pcap;
 	bool trusted;				/* hx_wire_trusted() asked for it */
 	bool vouch;				/* hx_set_vouch() */
+	int dma_refs;				/* hx_set_dma_refs(): the next devices' ops */
+	/* hx_set_tx_tap(): a reader of the frames devices hand over */
+	int (*tap)(void *ctx, int src, uint8_t *buf, uint32_t len);
+	void *tap_ctx;
+	bool tap_corrupts;
 	bool faults_used;			/* a fault rule or plan was ever added */
 
 	/* switch (hx_switch_attach) */
@@ -431,6 +437,150 @@ static const void *op_dma_map(void *opaque, uint64_t addr, size_t len)
 	h->dma[0]++;
 	h->dma[2] += len;
 	return mem_ptr(h, addr);
+}
+
+/* Checked payload references (hx_set_dma_refs HX_REFS_CHECKED), for the
+ * fuzzers: dma_map copies the bytes into a shadow block of its own and
+ * returns a pointer there, dma_unmap must give back exactly a live mapping
+ * (else abort), and a block is freed when its last mapping goes back, so
+ * that under AddressSanitizer a read of released bytes is a use after free
+ * (and, while other mappings keep the block, the released bytes are
+ * poisoned).  The model promises no more than that (qrnic_model.h: the
+ * host holds something for each pointer until it comes back, exactly
+ * once; after that nothing reads it).  A map that continues the previous
+ * one (the next bytes of host memory, room left in its block) gets the
+ * next bytes of the block, so that references made of several mappings
+ * stay contiguous as they are in QEMU's RAM.  The bytes are those at map
+ * time: the model reads them when the frame arrives, which verbs allow
+ * either way (the buffer may not change until the request completes).
+ * dma_unmap has no opaque (it may come after the device is gone), so the
+ * table is the process's; a mutex, for harness users with threads. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HX_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(HX_ASAN)
+#define HX_ASAN 1
+#endif
+#ifdef HX_ASAN
+#include <sanitizer/asan_interface.h>
+#define HX_POISON(p, n)		ASAN_POISON_MEMORY_REGION(p, n)
+#define HX_UNPOISON(p, n)	ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define HX_POISON(p, n)		((void)(p), (void)(n))
+#define HX_UNPOISON(p, n)	((void)(p), (void)(n))
+#endif
+#include <pthread.h>
+
+#define HX_SHADOW_BLOCK	8192u
+
+struct hx_shadow {
+	uint8_t *mem;
+	size_t cap, used;
+	uint32_t refs;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct hx_refmap { const void *ptr; size_t len; struct hx_shadow *blk; } *live;
+	size_t nlive, caplive;
+	struct hx_shadow *last;		/* the block the next contiguous map may use */
+	const void *last_host;		/* host address the next contiguous map starts at */
+	uint64_t maps, unmaps;
+} hx_refs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static const void *op_dma_map_checked(void *opaque, uint64_t addr, size_t len)
+{
+	struct hx_dev *h = opaque;
+	const uint8_t *src;
+	struct hx_shadow *b;
+	uint8_t *p;
+
+	if (!len || !mem_range_ok(h, addr, len) || mem_denied(h, addr, len))
+		return NULL;	/* dma_read then counts and reports it */
+	src = mem_ptr(h, addr);
+	pthread_mutex_lock(&hx_refs.lock);
+	if (hx_refs.nlive == hx_refs.caplive) {
+		size_t nc = hx_refs.caplive ? 2 * hx_refs.caplive : 256;
+		struct hx_refmap *nl = realloc(hx_refs.live, nc * sizeof(*nl));
+
+		if (!nl) {
+			pthread_mutex_unlock(&hx_refs.lock);
+			return NULL;
+		}
+		hx_refs.live = nl;
+		hx_refs.caplive = nc;
+	}
+	b = hx_refs.last;
+	if (!b || hx_refs.last_host != src || b->cap - b->used < len) {
+		b = malloc(sizeof(*b));
+		if (b)
+			b->mem = malloc(len > HX_SHADOW_BLOCK ? len : HX_SHADOW_BLOCK);
+		if (!b || !b->mem) {
+			free(b);
+			pthread_mutex_unlock(&hx_refs.lock);
+			return NULL;
+		}
+		b->cap = len > HX_SHADOW_BLOCK ? len : HX_SHADOW_BLOCK;
+		b->used = 0;
+		b->refs = 0;
+		HX_POISON(b->mem, b->cap);
+	}
+	p = b->mem + b->used;
+	HX_UNPOISON(p, len);
+	memcpy(p, src, len);
+	b->used += len;
+	b->refs++;
+	hx_refs.last = b;
+	hx_refs.last_host = src + len;
+	hx_refs.live[hx_refs.nlive++] = (struct hx_refmap){ p, len, b };
+	hx_refs.maps++;
+	pthread_mutex_unlock(&hx_refs.lock);
+	h->dma[0]++;
+	h->dma[2] += len;
+	return p;
+}
+
+static void op_dma_unmap_checked(const void *ptr, size_t len)
+{
+	struct hx_shadow *b = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&hx_refs.lock);
+	for (i = hx_refs.nlive; i-- > 0;) {
+		if (hx_refs.live[i].ptr == ptr && hx_refs.live[i].len == len)
+			break;
+	}
+	if (i == SIZE_MAX) {
+		fprintf(stderr, "\nqrnic harness: dma_unmap(%p, %zu) of no live mapping "
+			"(released twice, or never mapped; %zu live)\n", ptr, len, hx_refs.nlive);
+		abort();
+	}
+	b = hx_refs.live[i].blk;
+	hx_refs.live[i] = hx_refs.live[--hx_refs.nlive];
+	hx_refs.unmaps++;
+	HX_POISON((void *)(uintptr_t)ptr, len);
+	if (--b->refs == 0) {
+		if (hx_refs.last == b)
+			hx_refs.last = NULL;
+		HX_UNPOISON(b->mem, b->cap);
+		free(b->mem);
+		free(b);
+	}
+	pthread_mutex_unlock(&hx_refs.lock);
+}
+
+void hx_dma_refs_stats(uint64_t *maps, uint64_t *unmaps, uint64_t *live)
+{
+	pthread_mutex_lock(&hx_refs.lock);
+	if (maps)
+		*maps = hx_refs.maps;
+	if (unmaps)
+		*unmaps = hx_refs.unmaps;
+	if (live)
+		*live = hx_refs.nlive;
+	pthread_mutex_unlock(&hx_refs.lock);
 }
 
 static int op_dma_write(void *opaque, uint64_t addr, const void *buf, size_t len)
@@ -692,7 +842,7 @@ int hx_parse_bth(const uint8_t *f, uint32_t len, int *opcode, uint32_t *dqpn, ui
  * rule, no fault rule on any device, ever), nothing captures them. */
 static bool trust_effective(hx_world *w)
 {
-	if (!w->trusted || w->corrupt_ppm || w->pcap || w->faults_used)
+	if (!w->trusted || w->corrupt_ppm || w->pcap || w->faults_used || w->tap_corrupts)
 		return false;
 	for (int i = 0; i < w->nrules; i++)
 		if (w->rules[i].action == HX_ACT_CORRUPT)
@@ -2007,6 +2157,8 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	 * work request that buffer belongs to can complete, so its payload
 	 * stays by reference and the receiver copies it once (a copy per
 	 * packet less: docs/simulator.md "Speed"). */
+	bool tapped = owned && w->tap && w->tap(w->tap_ctx, src, owned, (uint32_t)len);
+
 	if (owned && (w->pcap || w->fl_count < w->fl_max || w->nrules || w->dup_ppm ||
 		      w->reorder_ppm || w->corrupt_ppm))
 		qrnic_frame_buf_fill(owned);
@@ -2085,7 +2237,7 @@ static void tx_frame(struct hx_dev *h, const uint8_t *f, uint8_t *owned, size_t 
 	}
 	fr = owned ? frame_take(w, owned, (uint32_t)len, src, dst, li)
 		   : frame_new(w, f, (uint32_t)len, src, dst, li);
-	fr->pristine = owned && !fr->to_switch;
+	fr->pristine = owned && !fr->to_switch && !tapped;
 	if (action == HX_ACT_MARK_CE) {
 		mark_ce(fr->data, fr->len);
 		fr->pristine = 0;
@@ -2289,21 +2441,54 @@ static void op_tracepoint(void *opaque, enum qrnic_tp tp, const uint64_t *args)
 	h->ntps++;
 }
 
-static const struct qrnic_host_ops hx_ops = {
-	.dma_read = op_dma_read,
-	.dma_write = op_dma_write,
-	.dma_map = op_dma_map,
-	.irq = op_irq,
-	.tx_frame = op_tx_frame,
-	.now_ns = op_now,
-	.timer_arm = op_timer_arm,
-	.schedule = op_schedule,
-	.log = op_log,
-	.trace = op_trace,
-	.tx_frame_buf = op_tx_frame_buf,
-	.loopback = op_loopback,
-	.tracepoint = op_tracepoint,
+#define HX_OPS_COMMON \
+	.dma_read = op_dma_read, \
+	.dma_write = op_dma_write, \
+	.irq = op_irq, \
+	.tx_frame = op_tx_frame, \
+	.now_ns = op_now, \
+	.timer_arm = op_timer_arm, \
+	.schedule = op_schedule, \
+	.log = op_log, \
+	.trace = op_trace, \
+	.tx_frame_buf = op_tx_frame_buf, \
+	.loopback = op_loopback, \
+	.tracepoint = op_tracepoint
+
+/* indexed by hx_set_dma_refs()'s mode */
+static const struct qrnic_host_ops hx_ops_by_refs[3] = {
+	[HX_REFS_PTR] = { HX_OPS_COMMON, .dma_map = op_dma_map },
+	[HX_REFS_NONE] = { HX_OPS_COMMON },
+	[HX_REFS_CHECKED] = { HX_OPS_COMMON, .dma_map = op_dma_map_checked,
+			      .dma_unmap = op_dma_unmap_checked },
 };
+
+int hx_set_dma_refs(hx_world *w, int mode)
+{
+	if (!w || mode < HX_REFS_PTR || mode > HX_REFS_CHECKED)
+		return HX_E_INVAL;
+	w->dma_refs = mode;
+	return 0;
+}
+
+int hx_set_lazy_icrc(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	qrnic_dev_set_lazy_icrc(h->dev, on != 0);
+	return 0;
+}
+
+void hx_set_tx_tap(hx_world *w, int (*tap)(void *ctx, int src, uint8_t *buf, uint32_t len),
+		   void *ctx, int corrupts)
+{
+	w->tap = tap;
+	w->tap_ctx = ctx;
+	w->tap_corrupts = tap && corrupts;
+	trust_apply(w);
+}
 
 void hx_trace_enable(hx_world *w, uint32_t capacity)
 {
@@ -2523,7 +2708,8 @@ int hx_dev_add(hx_world *w, const char *cfg_kv)
 		return HX_E_NOMEM;
 	}
 	h->brk = HX_PAGE;	/* keep bus address base itself unused */
-	h->dev = qrnic_dev_new(&h->cfg, &hx_ops, h, &qrnic_fw_admin_ops, NULL);
+	h->refs = w->dma_refs;
+	h->dev = qrnic_dev_new(&h->cfg, &hx_ops_by_refs[h->refs], h, &qrnic_fw_admin_ops, NULL);
 	if (!h->dev) {
 		hx_err(w, "qrnic_dev_new failed");
 		w->sched_mask &= ~(1ull << h->idx);	/* a schedule while it was made */
@@ -4989,7 +5175,7 @@ int hx_dev_snapshot(hx_world *w, int d)
 	qrnic_dev_free(h->dev);
 	h->dev = NULL;
 	deadline_set(h, UINT64_MAX);
-	nd = qrnic_dev_new(&h->cfg, &hx_ops, h, &qrnic_fw_admin_ops, NULL);
+	nd = qrnic_dev_new(&h->cfg, &hx_ops_by_refs[h->refs], h, &qrnic_fw_admin_ops, NULL);
 	if (!nd) {
 		free(buf);
 		hx_err(w, "dev %d: qrnic_dev_new failed", d);

@@ -346,6 +346,27 @@ int hx_rx_inject_vouched(hx_world *w, int d, const void *frame, uint32_t len);
  * qrnic_dev_rx_frame_buf_vouched, as QEMU does between its qrnic ports.
  * Off by default. */
 void hx_set_vouch(hx_world *w, int on);
+/* Payload references (qrnic_host_ops.dma_map, dma_unmap) of the devices
+ * added after this call (hx_dev_add): HX_REFS_PTR (the default) maps a
+ * pointer into the simulated memory and has no dma_unmap; HX_REFS_NONE has
+ * no dma_map (payloads always copied); HX_REFS_CHECKED maps a shadow copy
+ * and checks every dma_unmap against a process-wide table of live mappings
+ * (abort() on one that is not live; freed, so released bytes are poisoned
+ * under AddressSanitizer).  hx_dma_refs_stats: maps and unmaps so far in
+ * the process, and the mappings live now (0 once every world is freed). */
+enum { HX_REFS_PTR = 0, HX_REFS_NONE = 1, HX_REFS_CHECKED = 2 };
+int hx_set_dma_refs(hx_world *w, int mode);
+void hx_dma_refs_stats(uint64_t *maps, uint64_t *unmaps, uint64_t *live);
+/* qrnic_dev_set_lazy_icrc on device d.  The wire fills (qrnic_frame_buf_fill)
+ * every frame it reads (frame log, pcap, rules), as the model requires. */
+int hx_set_lazy_icrc(hx_world *w, int d, int on);
+/* A reader of every frame buffer a device hands over (ops->tx_frame_buf),
+ * called first: it may fill the frame (qrnic_frame_buf_fill, _fill_headers)
+ * and, after a fill, change bytes; it returns nonzero if it changed any
+ * (the frame is then not vouched for).  corrupts: it may, which keeps the
+ * wire from being trusted (hx_wire_trusted).  NULL: none. */
+void hx_set_tx_tap(hx_world *w, int (*tap)(void *ctx, int src, uint8_t *buf, uint32_t len),
+		   void *ctx, int corrupts);
 /* host d's port sends a frame of its own (through the wire, or the switch) */
 int hx_wire_send(hx_world *w, int d, const void *frame, uint32_t len);
 const uint8_t *hx_mac(hx_world *w, int d);
