@@ -61,8 +61,43 @@ struct ctx {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
+	void *buf;			/* 64 bytes, mapped at dma */
 	u64 dma;
+	enum dma_data_direction dir;
 };
+
+/* A PD, a 64-byte buffer mapped dir, a CQ of cattr with comp_handler. */
+static int ctx_open(struct ctx *c, struct ib_device *ibdev, enum dma_data_direction dir,
+		    const struct ib_cq_init_attr *cattr)
+{
+	int err = 0;
+
+	c->dir = dir;
+	c->pd = ib_alloc_pd(ibdev, 0);
+	CHECK(!IS_ERR(c->pd), "%ld", PTR_ERR(c->pd));
+	c->buf = kzalloc(64, GFP_KERNEL);
+	CHECK(c->buf, "");
+	c->dma = ib_dma_map_single(ibdev, c->buf, 64, dir);
+	CHECK(!ib_dma_mapping_error(ibdev, c->dma), "");
+	c->cq = ib_create_cq(ibdev, comp_handler, NULL, NULL, cattr);
+	CHECK(!IS_ERR(c->cq), "%ld", PTR_ERR(c->cq));
+out:
+	return err;
+}
+
+/* Whatever of c's QP, CQ, mapping, buffer and PD exists, in reverse order. */
+static void ctx_close(struct ctx *c, struct ib_device *ibdev)
+{
+	if (c->qp && !IS_ERR(c->qp))
+		ib_destroy_qp(c->qp);
+	if (c->cq && !IS_ERR(c->cq))
+		ib_destroy_cq(c->cq);
+	if (c->dma && !ib_dma_mapping_error(ibdev, c->dma))
+		ib_dma_unmap_single(ibdev, c->dma, 64, c->dir);
+	kfree(c->buf);
+	if (c->pd && !IS_ERR(c->pd))
+		ib_dealloc_pd(c->pd);
+}
 
 /* qp: RESET -> INIT, n receive WQEs wr_id first.., -> ERROR: n flushed CQEs */
 static int flush_qp(struct ctx *c, struct ib_qp *qp, u64 first, int n)
@@ -317,20 +352,14 @@ static int fatal_flush(struct ib_device *ibdev)
 	struct ib_cq *ccq = NULL;
 	struct ib_wc *wc;		/* 32 of them: not on the stack */
 	struct ctx c = {};
-	void *buf = NULL;
 	int err = 0, i, k, got;
 
 	wc = kcalloc(32, sizeof(*wc), GFP_KERNEL);
 	if (!wc)
 		return -ENOMEM;
-	c.pd = ib_alloc_pd(ibdev, 0);
-	CHECK(!IS_ERR(c.pd), "%ld", PTR_ERR(c.pd));
-	buf = kzalloc(64, GFP_KERNEL);
-	CHECK(buf, "");
-	c.dma = ib_dma_map_single(ibdev, buf, 64, DMA_BIDIRECTIONAL);
-	CHECK(!ib_dma_mapping_error(ibdev, c.dma), "");
-	c.cq = ib_create_cq(ibdev, comp_handler, NULL, NULL, &cattr);
-	CHECK(!IS_ERR(c.cq), "%ld", PTR_ERR(c.cq));
+	err = ctx_open(&c, ibdev, DMA_BIDIRECTIONAL, &cattr);
+	if (err)
+		goto out;
 	qattr.send_cq = qattr.recv_cq = c.cq;
 	qa = ib_create_qp(c.pd, &qattr);
 	CHECK(!IS_ERR(qa), "%ld", PTR_ERR(qa));
@@ -459,15 +488,7 @@ out:
 		ib_free_cq(ccq);
 	if (qa && !IS_ERR(qa))
 		ib_destroy_qp(qa);
-	if (c.qp && !IS_ERR(c.qp))
-		ib_destroy_qp(c.qp);
-	if (c.cq && !IS_ERR(c.cq))
-		ib_destroy_cq(c.cq);
-	if (c.dma && !ib_dma_mapping_error(ibdev, c.dma))
-		ib_dma_unmap_single(ibdev, c.dma, 64, DMA_BIDIRECTIONAL);
-	kfree(buf);
-	if (c.pd && !IS_ERR(c.pd))
-		ib_dealloc_pd(c.pd);
+	ctx_close(&c, ibdev);
 	kfree(wc);
 	return err;
 }
@@ -483,7 +504,6 @@ static int __init qrnic_ktest_init(void)
 	struct ib_device *ibdev;
 	struct ib_qp *qp2 = NULL;
 	struct ctx c = {};
-	void *buf = NULL;
 	int err = 0, i, k, cqe0;
 
 	ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
@@ -496,14 +516,9 @@ static int __init qrnic_ktest_init(void)
 		ib_device_put(ibdev);
 		return err;
 	}
-	c.pd = ib_alloc_pd(ibdev, 0);
-	CHECK(!IS_ERR(c.pd), "%ld", PTR_ERR(c.pd));
-	buf = kzalloc(64, GFP_KERNEL);
-	CHECK(buf, "");
-	c.dma = ib_dma_map_single(ibdev, buf, 64, DMA_FROM_DEVICE);
-	CHECK(!ib_dma_mapping_error(ibdev, c.dma), "");
-	c.cq = ib_create_cq(ibdev, comp_handler, NULL, NULL, &cattr);
-	CHECK(!IS_ERR(c.cq), "%ld", PTR_ERR(c.cq));
+	err = ctx_open(&c, ibdev, DMA_FROM_DEVICE, &cattr);
+	if (err)
+		goto out;
 	cqe0 = c.cq->cqe;
 	qattr.send_cq = qattr.recv_cq = c.cq;
 	c.qp = ib_create_qp(c.pd, &qattr);
@@ -581,15 +596,7 @@ static int __init qrnic_ktest_init(void)
 out:
 	if (qp2 && !IS_ERR(qp2))
 		ib_destroy_qp(qp2);
-	if (c.qp && !IS_ERR(c.qp))
-		ib_destroy_qp(c.qp);
-	if (c.cq && !IS_ERR(c.cq))
-		ib_destroy_cq(c.cq);
-	if (c.dma && !ib_dma_mapping_error(ibdev, c.dma))
-		ib_dma_unmap_single(ibdev, c.dma, 64, DMA_FROM_DEVICE);
-	kfree(buf);
-	if (c.pd && !IS_ERR(c.pd))
-		ib_dealloc_pd(c.pd);
+	ctx_close(&c, ibdev);
 	ib_device_put(ibdev);
 	return err;
 }
