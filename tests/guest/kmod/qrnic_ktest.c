@@ -99,6 +99,17 @@ static void ctx_close(struct ctx *c, struct ib_device *ibdev)
 		ib_dealloc_pd(c->pd);
 }
 
+/* qp (in RESET) to INIT on port 1, remote writes allowed. */
+static int to_init(struct ib_qp *qp)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT, .port_num = 1, .qp_access_flags = IB_ACCESS_REMOTE_WRITE,
+	};
+
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+			    IB_QP_ACCESS_FLAGS);
+}
+
 /* qp: RESET -> INIT, n receive WQEs wr_id first.., -> ERROR: n flushed CQEs */
 static int flush_qp(struct ctx *c, struct ib_qp *qp, u64 first, int n)
 {
@@ -110,12 +121,7 @@ static int flush_qp(struct ctx *c, struct ib_qp *qp, u64 first, int n)
 	err = ib_modify_qp(qp, &a, IB_QP_STATE);
 	if (err)
 		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IB_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
-			   IB_QP_ACCESS_FLAGS);
+	err = to_init(qp);
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
@@ -291,14 +297,9 @@ static int to_rts(struct ib_device *ibdev, struct ib_qp *qp)
 			break;
 	if (idx == 8)
 		return -ENOENT;
-	a.qp_state = IB_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IB_ACCESS_REMOTE_WRITE;
-	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
-			   IB_QP_ACCESS_FLAGS);
+	err = to_init(qp);
 	if (err)
 		return err;
-	memset(&a, 0, sizeof(a));
 	a.qp_state = IB_QPS_RTR;
 	a.ah_attr.type = rdma_ah_find_type(ibdev, 1);
 	rdma_ah_set_port_num(&a.ah_attr, 1);
