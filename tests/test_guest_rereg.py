@@ -55,7 +55,6 @@ CQ resized while a peer's traffic completes into it.
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -194,11 +193,6 @@ def test_kernel_module_cq_resize_moderation_xrc_ini(topo, ktest_ko):
     assert 'RESET took 3 CQEs of its QP, kept 2 of another' in log, log
 
 
-def _debugfs(ep, name):
-    pci = ep.vm.run('basename $(readlink -f /sys/class/infiniband/%s/device)' % ep.ibdev).strip()
-    return ep.vm.run('cat /sys/kernel/debug/qrnic/%s/%s' % (pci, name)).strip()
-
-
 def test_kernel_module_flush_completions_on_fatal(topo, ktest_ko):
     """qrnic_ktest fatal=1: after inject_fatal a kernel CQ returns the CQEs left in its
     ring, then one IB_WC_WR_FLUSH_ERR completion per outstanding send (signaled or not)
@@ -206,10 +200,11 @@ def test_kernel_module_flush_completions_on_fatal(topo, ktest_ko):
     ib_alloc_cq (softirq) CQ gets its flushes by itself; posts fail with -EIO; the drain
     returns.  Then the device recovers (a new ib_device) without a WARN in dmesg.  Fails on a driver without software flushes: no
     completion after the two CQEs in the ring, and the handler is never called."""
+    from test_guest_faults import debugfs, wait_recovered
     s, _ = pair(topo)
     v = s.vm
     dmesg = DmesgWatch(topo)
-    before = int(_debugfs(s, 'recoveries'))
+    before = int(debugfs(s, 'recoveries'))
     n_eps = len(topo.endpoints(refresh=True))
     v.put('/tmp/qrnic_ktest.ko', ktest_ko)
     v.run('rmmod qrnic_ktest 2>/dev/null', timeout=30, check=False)
@@ -226,19 +221,8 @@ def test_kernel_module_flush_completions_on_fatal(topo, ktest_ko):
     assert r.rc == 0 and 'qrnic_ktest: PASS' in log, log
     assert 'qrnic_ktest: fatal: 13 flush completions in order' in log, log
     # the device comes back: a new ib_device with an ACTIVE port, one more recovery
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            eps = [e for e in topo.endpoints(refresh=True) if e.ip and e.gid is not None]
-            links = v.run('rdma link', timeout=30)
-            if len(eps) == n_eps and links.count('state ACTIVE') == n_eps:
-                break
-        except Exception:                     # noqa: BLE001  (device names change under us)
-            pass
-        assert time.monotonic() < deadline, v.run('rdma link; dmesg | grep qrnic | tail -n 30',
-                                                  check=False).output
-        time.sleep(0.5)
+    wait_recovered(topo, n_eps, timeout=120)
     s2, _ = pair(topo)
-    assert int(_debugfs(s2, 'recoveries')) == before + 1
+    assert int(debugfs(s2, 'recoveries')) == before + 1
     bad = dmesg.problems()
     assert not bad, '\n'.join(bad)
