@@ -438,6 +438,12 @@ struct qrnic_wq {
 	spinlock_t lock;
 };
 
+/* The WQE of index idx (the ring wraps at 2^log_depth entries). */
+static inline void *qrnic_wqe(struct qrnic_wq *wq, u32 idx)
+{
+	return qrnic_ring_at(&wq->ring, (size_t)(idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
+}
+
 struct qrnic_qp {
 	struct ib_qp ibqp;
 	u32 qpn;

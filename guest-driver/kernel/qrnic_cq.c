@@ -379,12 +379,6 @@ static enum ib_wc_opcode qrnic_wr_wc_opcode(u8 op)
 	}
 }
 
-static void *qrnic_wq_slot(struct qrnic_wq *wq, u32 idx)
-{
-	return qrnic_ring_at(&wq->ring,
-			     (size_t)(idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
-}
-
 /*
  * Software flush completions of one kernel queue's outstanding WQEs, at
  * most max, oldest first; under the CQ's lock (the queue's nests inside,
@@ -408,7 +402,7 @@ static int qrnic_wq_sw_flush(struct qrnic_dev *dev, struct qrnic_qp *qp, bool se
 		ci = pi;
 	}
 	for (; ci != pi && n < max; ci++, n++) {
-		const u8 *wqe = qrnic_wq_slot(wq, ci);
+		const u8 *wqe = qrnic_wqe(wq, ci);
 		struct ib_wc *w = &wc[n];
 
 		memset(w, 0, sizeof(*w));

@@ -45,11 +45,6 @@ static_assert(IB_WC_GENERAL_ERR == QRNIC_WC_GENERAL_ERR &&
 
 #define QRNIC_QP_ATTR_SUPPORTED	(IB_QP_DEST_QPN * 2 - 1)	/* bits 0..20 */
 
-static void *qrnic_wqe(struct qrnic_wq *wq, u32 idx)
-{
-	return qrnic_ring_at(&wq->ring, (size_t)(idx & ((1U << wq->log_depth) - 1)) << wq->wqe_shift);
-}
-
 /* ---- create / destroy ------------------------------------------------------------- */
 
 static int qrnic_qp_type(struct qrnic_dev *dev, enum ib_qp_type type, bool user, u8 *hw)
