@@ -174,6 +174,31 @@ def test_cc_incast_speed_section():
     assert 'hosts must be integers' in bench('cc_incast', 'x', rc=1).stderr
 
 
+def test_bench_scripts_take_qrnic_sim_from_the_environment(tmp_path):
+    """bench/qrnic_bench.py, which the simulator benches share: $QRNIC_SIM
+    names the qrnic-sim they run (every run goes through it), and one that
+    is not there ends the script with a message naming it, not a traceback."""
+    log = tmp_path / 'calls'
+    wrap = tmp_path / 'sim-wrapped'
+    wrap.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {SIM} "$@"\n')
+    wrap.chmod(wrap.stat().st_mode | stat.S_IXUSR)
+    r = subprocess.run([os.path.join(REPO, 'bench', 'cc_incast'), '--speed-only'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(ENV, QRNIC_SIM=str(wrap)), timeout=600)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert len(calls) == 6 and all('--incast' in c for c in calls), calls   # 2 settings x 3 runs
+    missing = tmp_path / 'no-such-sim'
+    for script, args in (('cc_incast', ['--speed-only']), ('cc_converge', []),
+                         ('sim_speed', ['--count', '10'])):
+        r = subprocess.run([os.path.join(REPO, 'bench', script), *args],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=dict(ENV, QRNIC_SIM=str(missing)), timeout=600)
+        assert r.returncode == 1, (script, r.returncode, r.stderr)
+        assert f'{script}: {missing} is not an executable qrnic-sim' in r.stderr, r.stderr
+        assert 'Traceback' not in r.stderr, r.stderr
+
+
 def load_cc_pictures():
     import script_module
     return script_module.load(os.path.join(REPO, 'bench', 'cc_pictures'))
