@@ -3,9 +3,12 @@
 bench/sim_speed prints a row per profile (figures, no assertion on time:
 that is a benchmark's job, not a test's), and bench/sim_identical tells two
 qrnic-sim binaries that give the same outputs from ones that do not."""
+import json
 import os
 import stat
 import subprocess
+
+import pytest
 
 import qrnic_harness as q
 
@@ -117,6 +120,71 @@ def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
     r = bench('nvmeof_vs_rxe', '--help')
     for knob in ('--smp', '--queues', '--ioengine', '--numjobs', '--append', '--perf'):
         assert knob in r.stdout, knob
+
+
+def test_nvmeof_vs_rxe_guest_profile_bound(capsys):
+    """bench/nvmeof_vs_rxe --guest-profile: from the initiator's profile (time
+    by owning kernel module) and CPU per I/O it prints the IOPS no driver
+    could exceed (the device-independent CPU per I/O caps a vCPU), and says
+    whether that excludes the 10x target; refused without the 4 KiB figure."""
+    import script_module
+    m = script_module.load(os.path.join(REPO, 'bench', 'nvmeof_vs_rxe'))
+
+    def prof(mods, user=100.0, idle=0.0, irq=0.0):
+        return {'samples': 1000, 'user_us': user, 'idle_us': idle, 'unknown_us': 0.0,
+                'kernel_us': sum(mods.values()), 'irq_sites_us': irq, 'modules_us': mods,
+                'owners_us': [['qrnic_post_send', 300.0]], 'symbols_us': [['_raw_spin_unlock_irqrestore', 300.0]]}
+
+    def entry(gp, guest_us, host_us, iops, busy=100.0):
+        return {'profile': gp, 'guest_cpu_us_per_io': guest_us, 'vcpu_host_cpu_us_per_io': host_us,
+                'iops': iops, 'vcpu_busy_pct': busy}
+    rxe = entry(prof({'vmlinux': 800.0, 'rdma_rxe': 100.0}), 1000.0, 800.0, 1000.0)
+    # the driver is 40 % of qrnic's busy time: 100 us x 0.6 = 60 us per I/O -> 16667 IOPS = 16.67x
+    m.GPROF.clear()
+    m.GPROF.update({'T2': entry(prof({'vmlinux': 500.0, 'qrnic': 400.0}), 200.0, 100.0, 5000.0), 'T4': rxe})
+    m.print_gprof(1)
+    out = capsys.readouterr().out
+    assert 'qrnic 40.0 %' in out and 'user 10.0 %' in out, out
+    assert 'host core of its own: 16667 IOPS = 16.67x rxe [16667 IOPS = 16.67x]; target 10x: not excluded' in out, out
+    assert "guest time: 8333 IOPS = 8.33x rxe [8333 IOPS = 8.33x]; target 10x: out of reach" in out, out
+    # a driver of 10 %, ticks at interrupt exits 10 %, ib_core 10 %, and the sampler saw
+    # the guest busy 80 % of the time where /proc/stat says 100 %: the worst case gives
+    # the driver all of them (10 + 10 + 10 + 20 = 50 %)
+    m.GPROF.update({'T2': entry(prof({'vmlinux': 600.0, 'qrnic': 100.0, 'ib_core': 100.0}, user=200.0, irq=100.0,
+                                     idle=250.0), 200.0, 100.0, 5000.0), 'T4': rxe})
+    m.print_gprof(1)
+    out = capsys.readouterr().out
+    assert 'busy 80 % (/proc/stat: 100 %)' in out, out
+    assert 'all but its driver, 10.0 %' in out and 'the sampler missed, 50.0 %' in out, out
+    assert 'host core of its own: 11111 IOPS = 11.11x rxe [20000 IOPS = 20.00x]; target 10x: not excluded' in out
+    m.GPROF.clear()
+    r = bench('nvmeof_vs_rxe', '--guest-profile', '--figures', 'mibs', rc=2)
+    assert '--guest-profile samples the 4 KiB run' in r.stderr, r.stderr
+
+
+def test_qrnic_gprof_attributes_host_time(tmp_path):
+    """tests/guest/qrnic_gprof.c (bench/nvmeof_vs_rxe --guest-profile's sampler),
+    run on this host: a busy loop in user space shows as user time, the
+    weights add up to the CPUs' wall time, and bad arguments exit 2."""
+    exe = tmp_path / 'qrnic_gprof'
+    subprocess.run(['cc', '-O2', '-Wall', '-Wextra', '-Werror', '-std=gnu11',
+                    os.path.join(REPO, 'tests', 'guest', 'qrnic_gprof.c'), '-o', str(exe)], check=True)
+    for args in ([], ['0'], ['x'], ['1', '5'], ['1', '1000', 'extra']):
+        assert subprocess.run([str(exe), *args], capture_output=True).returncode == 2, args
+    spin = subprocess.Popen(['/usr/bin/python3', '-c', 'import time\nt = time.time()\nwhile time.time() - t < 4: pass'])
+    try:
+        r = subprocess.run([str(exe), '2'], capture_output=True, text=True, timeout=60)
+    finally:
+        spin.wait()
+    if r.returncode == 1 and 'perf_event_open' in r.stderr:
+        pytest.skip('no perf events here: ' + r.stderr.strip())
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    wall = j['user_us'] + j['idle_us'] + j['kernel_us'] + j['unknown_us']
+    assert j['samples'] > 1000 and j['lost_records'] == 0, j
+    assert 0.7 * 2e6 * j['cpus'] < wall < 1.3 * 2e6 * j['cpus'], j     # 2 s on every CPU
+    assert j['user_us'] > 1.2e6, j                                     # the spinning CPU
+    assert abs(sum(j['modules_us'].values()) - j['kernel_us']) < 1.0, j
 
 
 def test_cc_converge_prints_a_row_per_setting():
