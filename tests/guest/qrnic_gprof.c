@@ -24,7 +24,10 @@
  * softirq entry: the interrupted code is on the chain, not the handler);
  * the kernel samples taken at such sites with no module on the chain are
  * counted apart ("irq_sites_us") so that a bound can give them to either
- * side.
+ * side; so is the part of the idle time that came from ticks taken more
+ * than 1.5 periods late ("idle_late_us": interrupts off until the idle
+ * loop's halt, or the halted vCPU's host thread waiting for a CPU), and
+ * where the idle ticks were taken ("idle_symbols_us").
  *
  * The guest image has no perf (docs/storage.md): this is the few lines of
  * it that the question needs, built on the host (tests/guest/vmlib.py
@@ -188,8 +191,11 @@ static bool irq_site(const char *name)
 
 struct acc {
 	uint64_t user_ns, idle_ns, kernel_ns, irq_sites_ns, unknown_ns, samples, lost;
+	uint64_t idle_late_ns;	/* idle samples' time beyond one period: a tick taken late */
+	uint64_t period_ns;
 	uint64_t *leaf_ns;	/* per kallsyms entry: the sampled function */
 	uint64_t *owner_ns;	/* per kallsyms entry: the innermost module function on the chain */
+	uint64_t *idle_sym_ns;	/* per kallsyms entry: where the idle samples were */
 };
 
 /* One PERF_RECORD_SAMPLE's body (ip, time, callchain), weighed by dt. */
@@ -216,6 +222,9 @@ static void account(struct acc *a, const uint64_t *w, size_t nw, uint16_t misc, 
 	}
 	if (idle_symbol(leaf->name) && !strcmp(leaf->mod, "vmlinux")) {
 		a->idle_ns += dt;
+		a->idle_sym_ns[leaf - syms] += dt;
+		if (dt > a->period_ns + a->period_ns / 2)
+			a->idle_late_ns += dt - a->period_ns;
 		return;
 	}
 	a->kernel_ns += dt;
@@ -299,7 +308,8 @@ int main(int argc, char **argv)
 	}
 	a.leaf_ns = calloc(nsyms, sizeof(*a.leaf_ns));
 	a.owner_ns = calloc(nsyms, sizeof(*a.owner_ns));
-	if (!a.leaf_ns || !a.owner_ns)
+	a.idle_sym_ns = calloc(nsyms, sizeof(*a.idle_sym_ns));
+	if (!a.leaf_ns || !a.owner_ns || !a.idle_sym_ns)
 		return 1;
 	if (ncpu > MAX_CPUS)
 		ncpu = MAX_CPUS;
@@ -308,6 +318,7 @@ int main(int argc, char **argv)
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
 	attr.sample_period = (uint64_t)period_us * 1000;
+	a.period_ns = attr.sample_period;
 	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 	attr.exclude_callchain_user = 1;
 	attr.sample_max_stack = 120;	/* under the sysctl perf_event_max_stack default (127); the
@@ -404,9 +415,10 @@ int main(int argc, char **argv)
 		}
 	qsort(mods, nmods, sizeof(*mods), cmp_count);
 	printf("{\"cpus\": %" PRIu64 ", \"period_us\": %ld, \"samples\": %" PRIu64 ", \"lost_records\": %" PRIu64
-	       ", \"user_us\": %.1f, \"idle_us\": %.1f, \"unknown_us\": %.1f, \"kernel_us\": %.1f, \"irq_sites_us\": %.1f"
-	       ", \"modules_us\": {\"vmlinux\": %.1f",
+	       ", \"user_us\": %.1f, \"idle_us\": %.1f, \"idle_late_us\": %.1f, \"unknown_us\": %.1f"
+	       ", \"kernel_us\": %.1f, \"irq_sites_us\": %.1f, \"modules_us\": {\"vmlinux\": %.1f",
 	       nopen, period_us, a.samples, a.lost, (double)a.user_ns / 1e3, (double)a.idle_ns / 1e3,
+	       (double)a.idle_late_ns / 1e3,
 	       (double)a.unknown_ns / 1e3, (double)a.kernel_ns / 1e3, (double)a.irq_sites_ns / 1e3,
 	       (double)vmlinux_ns / 1e3);
 	for (size_t i = 0; i < nmods; i++) {
@@ -417,6 +429,7 @@ int main(int argc, char **argv)
 	printf("}");
 	print_top("symbols_us", a.leaf_ns);
 	print_top("owners_us", a.owner_ns);
+	print_top("idle_symbols_us", a.idle_sym_ns);
 	printf("}\n");
 	return 0;
 }
