@@ -187,7 +187,17 @@ struct hx_dev {
 
 struct hx_world {
 	uint64_t now;
-	uint64_t min_deadline;	/* the earliest of the devices' deadlines */
+	/* The earliest of the devices' deadlines, or, while dl_stale, a
+	 * bound below it (the earliest one moved later: the devices are
+	 * scanned again only when the run loop needs the exact figure,
+	 * min_deadline_exact, not on every re-arm of a timer). */
+	uint64_t min_deadline;
+	bool dl_stale;
+	/* While the run loop fires dev[firing]'s timer (-1: none), its pass
+	 * over dl[] finds the earliest; dl_other: another device's deadline
+	 * was set meanwhile, so the pass's figure may be wrong. */
+	int firing;
+	bool dl_other;
 	uint64_t sched_mask;	/* bit i: dev[i]->sched (the run loop visits only those) */
 	/* Per device, packed for the run loop's scans (one cache line for
 	 * many devices: with 17 devices, scans of each device's record were
@@ -2357,22 +2367,42 @@ static uint64_t op_now(void *opaque)
 static void deadline_set(struct hx_dev *h, uint64_t deadline)
 {
 	hx_world *w = h->w;
-	uint64_t min = UINT64_MAX, old = w->dl[h->idx];
+	uint64_t old = w->dl[h->idx];
 
 	w->dl[h->idx] = deadline;
 	if (h->idx >= w->ndev)
 		return;		/* being made: counted once added (hx_dev_add) */
-	/* the earliest changes only if this one becomes it or was it */
-	if (deadline <= w->min_deadline) {
-		w->min_deadline = deadline;
+	if (w->firing >= 0) {
+		/* the run loop's pass over the timers sees this one */
+		if (h->idx != w->firing)
+			w->dl_other = true;
 		return;
 	}
-	if (old > w->min_deadline)
+	if (deadline <= w->min_deadline) {
+		/* every other deadline is at or after the bound: exact now */
+		w->min_deadline = deadline;
+		w->dl_stale = false;
 		return;
-	for (int i = 0; i < w->ndev; i++)
-		if (w->dl[i] < min)
-			min = w->dl[i];
-	w->min_deadline = min;
+	}
+	/* the earliest moved later: found again when the run loop needs
+	 * it (the device may well move it back before that) */
+	if (old <= w->min_deadline)
+		w->dl_stale = true;
+}
+
+/* The earliest deadline, exactly. */
+static uint64_t min_deadline_exact(hx_world *w)
+{
+	if (w->dl_stale) {
+		uint64_t min = UINT64_MAX;
+
+		for (int i = 0; i < w->ndev; i++)
+			if (w->dl[i] < min)
+				min = w->dl[i];
+		w->min_deadline = min;
+		w->dl_stale = false;
+	}
+	return w->min_deadline;
 }
 
 static void op_timer_arm(void *opaque, uint64_t deadline)
@@ -2547,6 +2577,7 @@ hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed)
 	w->admin_max_iter = 10000000;
 	w->now = 1000;	/* not zero, so that "0" timestamps stand out */
 	w->min_deadline = UINT64_MAX;
+	w->firing = -1;
 	return w;
 }
 
@@ -2890,16 +2921,31 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			sw_drain(w, w->now * 1000ull);
 		if (deliver(w))
 			did = true;
-		for (int i = 0; w->min_deadline <= w->now && i < w->ndev; i++) {
-			if (w->dl[i] != UINT64_MAX && w->dl[i] <= w->now) {
-				struct hx_dev *h = w->dev[i];
+		/* the timers due, in index order; the same pass finds the
+		 * earliest deadline after them (a scan per timer fired was
+		 * ~6 % of a 16:1 incast's instructions) */
+		if (w->min_deadline <= w->now) {
+			uint64_t min = UINT64_MAX;
 
-				deadline_set(h, UINT64_MAX);
-				w->awake |= 1ull << i;
-				w->lc[HX_LC_TIMER_FIRES]++;
-				qrnic_dev_timer_fire(h->dev);
-				did = true;
+			for (int i = 0; i < w->ndev; i++) {
+				if (w->dl[i] <= w->now) {
+					struct hx_dev *h = w->dev[i];
+
+					w->dl[i] = UINT64_MAX;
+					w->firing = i;
+					w->awake |= 1ull << i;
+					w->lc[HX_LC_TIMER_FIRES]++;
+					qrnic_dev_timer_fire(h->dev);
+					did = true;
+				}
+				if (w->dl[i] < min)
+					min = w->dl[i];
 			}
+			w->firing = -1;
+			w->min_deadline = min;
+			w->dl_stale = w->dl_other;	/* a deadline already passed moved */
+			w->dl_other = false;
+			min_deadline_exact(w);
 		}
 		/* the devices scheduled, in index order: the next set bit of
 		 * sched_mask from i on (a device run may schedule another) */
@@ -2958,7 +3004,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		{
-			uint64_t next = w->min_deadline;
+			uint64_t next = min_deadline_exact(w);
 
 			if (w->fl_head && w->fl_head->deliver_at < next)
 				next = w->fl_head->deliver_at;
