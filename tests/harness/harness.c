@@ -2919,7 +2919,10 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		w->lc[HX_LC_ITERATIONS]++;
 		if (w->sw.on && w->sw.track)
 			sw_drain(w, w->now * 1000ull);
-		if (deliver(w))
+		/* deliver() is called only when a frame is due: most
+		 * iterations have none, and the call was ~1.5 % of a 16:1
+		 * incast's instructions */
+		if (w->fl_head && w->fl_head->deliver_at <= w->now && deliver(w))
 			did = true;
 		/* the timers due, in index order; the same pass finds the
 		 * earliest deadline after them (a scan per timer fired was
@@ -2976,14 +2979,13 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		 * not busy, with no receive buffer, is quiet until entered. */
 		for (uint64_t m = w->awake & (w->ndev < 64 ? (1ull << w->ndev) - 1 : ~0ull); m;
 		     m &= m - 1) {
-			struct qrnic_rxbuf_info rb;
 			int i = __builtin_ctzll(m);
 
 			if (qrnic_dev_busy(w->dev[i]->dev)) {
 				w->ws[HX_WS_BUSY_UNSCHEDULED]++;
 				sched_set(w->dev[i]);
 				did = true;
-			} else if (qrnic_dev_rxbuf_info(w->dev[i]->dev, &rb) < 0) {
+			} else if (qrnic_dev_rxbuf_info(w->dev[i]->dev, NULL) < 0) {
 				w->awake &= ~(1ull << i);
 			}
 		}
