@@ -227,6 +227,7 @@ struct hx_world {
 	uint64_t ser_ps[2];			/* ... and their serialization times */
 	uint64_t tx_free_ps[HX_MAX_DEV];	/* when each device's port is free again */
 	struct hx_frame *fl_head, *fl_tail;	/* in flight, sorted by deliver_at */
+	struct hx_frame *fl_hint;		/* in flight: inflight_insert's last (or NULL) */
 	struct hx_frame *held;			/* held (reorder) frames */
 	struct hx_frame *spare_frames;		/* free records (frame_take) */
 	struct hx_rule rules[HX_MAX_RULES];
@@ -1129,10 +1130,18 @@ static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
 		w->fl_tail = fr;
 		return;
 	}
-	for (pp = &w->fl_head; *pp && (*pp)->deliver_at <= at; pp = &(*pp)->next)
-		;
+	/* Start at the frame the last walk put in if it is still in flight
+	 * and due no later: the list is sorted, so the place found is the
+	 * same as from the head.  Behind a switch the list holds its queued
+	 * frames, and a host's frame for the switch (due at now + the cable)
+	 * goes in before them after the ones put in earlier: from the head
+	 * that walk was ~1.5 % of a 16:1 incast's instructions. */
+	pp = w->fl_hint && w->fl_hint->deliver_at <= at ? &w->fl_hint->next : &w->fl_head;
+	while (*pp && (*pp)->deliver_at <= at)
+		pp = &(*pp)->next;
 	fr->next = *pp;
 	*pp = fr;
+	w->fl_hint = fr;
 }
 
 static void held_release(hx_world *w, struct hx_frame *fr)
@@ -2612,6 +2621,7 @@ void hx_world_free(hx_world *w)
 	for (int i = 0; i < w->ndev; i++)
 		dev_free(w->dev[i]);
 	w->ndev = 0;
+	w->fl_hint = NULL;
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
 		frame_free(w, f);
@@ -2838,6 +2848,8 @@ static bool deliver(hx_world *w)
 			*pp = fr->next;
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
+			if (w->fl_hint == fr)
+				w->fl_hint = NULL;
 			sw_enqueue(w, fr);
 			did = true;
 			continue;
@@ -2846,6 +2858,8 @@ static bool deliver(hx_world *w)
 			*pp = fr->next;
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
+			if (w->fl_hint == fr)
+				w->fl_hint = NULL;
 			if (fr->dst >= 0 && fr->dst < w->ndev) {
 				w->sw.ext[fr->dst].tx_frames++;
 				w->sw.ext_out(w->sw.ext_opaque, fr->dst, fr->data, fr->len);
@@ -2862,6 +2876,8 @@ static bool deliver(hx_world *w)
 		*pp = fr->next;
 		if (w->fl_tail == fr)
 			w->fl_tail = prev;
+		if (w->fl_hint == fr)
+			w->fl_hint = NULL;
 		if (h) {
 			burst[fr->dst]++;
 			uint8_t *buf = fr->data;
