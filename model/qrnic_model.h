@@ -474,7 +474,8 @@ uint64_t qrnic_dev_pfc_paused_until(const struct qrnic_dev *dev, int prio);
 /* The port's receive buffer (rx_buffer != 0 under a timing profile; pfc.c,
  * spec 12.15): bytes of each priority in it now, the most there were (all
  * priorities together and per priority), and the priorities the port has
- * sent an XOFF for and not yet an XON.  0, or -1 if the buffer is off. */
+ * sent an XOFF for and not yet an XON.  0, or -1 if the buffer is off;
+ * out may be NULL to ask only that. */
 struct qrnic_rxbuf_info {
 	uint64_t used, max_used;
 	uint64_t prio[8], prio_max[8];

@@ -187,7 +187,17 @@ struct hx_dev {
 
 struct hx_world {
 	uint64_t now;
-	uint64_t min_deadline;	/* the earliest of the devices' deadlines */
+	/* The earliest of the devices' deadlines, or, while dl_stale, a
+	 * bound below it (the earliest one moved later: the devices are
+	 * scanned again only when the run loop needs the exact figure,
+	 * min_deadline_exact, not on every re-arm of a timer). */
+	uint64_t min_deadline;
+	bool dl_stale;
+	/* While the run loop fires dev[firing]'s timer (-1: none), its pass
+	 * over dl[] finds the earliest; dl_other: another device's deadline
+	 * was set meanwhile, so the pass's figure may be wrong. */
+	int firing;
+	bool dl_other;
 	uint64_t sched_mask;	/* bit i: dev[i]->sched (the run loop visits only those) */
 	/* Per device, packed for the run loop's scans (one cache line for
 	 * many devices: with 17 devices, scans of each device's record were
@@ -217,6 +227,7 @@ struct hx_world {
 	uint64_t ser_ps[2];			/* ... and their serialization times */
 	uint64_t tx_free_ps[HX_MAX_DEV];	/* when each device's port is free again */
 	struct hx_frame *fl_head, *fl_tail;	/* in flight, sorted by deliver_at */
+	struct hx_frame *fl_hint;		/* in flight: inflight_insert's last (or NULL) */
 	struct hx_frame *held;			/* held (reorder) frames */
 	struct hx_frame *spare_frames;		/* free records (frame_take) */
 	struct hx_rule rules[HX_MAX_RULES];
@@ -1119,10 +1130,18 @@ static void inflight_insert(hx_world *w, struct hx_frame *fr, uint64_t at)
 		w->fl_tail = fr;
 		return;
 	}
-	for (pp = &w->fl_head; *pp && (*pp)->deliver_at <= at; pp = &(*pp)->next)
-		;
+	/* Start at the frame the last walk put in if it is still in flight
+	 * and due no later: the list is sorted, so the place found is the
+	 * same as from the head.  Behind a switch the list holds its queued
+	 * frames, and a host's frame for the switch (due at now + the cable)
+	 * goes in before them after the ones put in earlier: from the head
+	 * that walk was ~1 % of a 16:1 incast's instructions. */
+	pp = w->fl_hint && w->fl_hint->deliver_at <= at ? &w->fl_hint->next : &w->fl_head;
+	while (*pp && (*pp)->deliver_at <= at)
+		pp = &(*pp)->next;
 	fr->next = *pp;
 	*pp = fr;
+	w->fl_hint = fr;
 }
 
 static void held_release(hx_world *w, struct hx_frame *fr)
@@ -2357,22 +2376,42 @@ static uint64_t op_now(void *opaque)
 static void deadline_set(struct hx_dev *h, uint64_t deadline)
 {
 	hx_world *w = h->w;
-	uint64_t min = UINT64_MAX, old = w->dl[h->idx];
+	uint64_t old = w->dl[h->idx];
 
 	w->dl[h->idx] = deadline;
 	if (h->idx >= w->ndev)
 		return;		/* being made: counted once added (hx_dev_add) */
-	/* the earliest changes only if this one becomes it or was it */
-	if (deadline <= w->min_deadline) {
-		w->min_deadline = deadline;
+	if (w->firing >= 0) {
+		/* the run loop's pass over the timers sees this one */
+		if (h->idx != w->firing)
+			w->dl_other = true;
 		return;
 	}
-	if (old > w->min_deadline)
+	if (deadline <= w->min_deadline) {
+		/* every other deadline is at or after the bound: exact now */
+		w->min_deadline = deadline;
+		w->dl_stale = false;
 		return;
-	for (int i = 0; i < w->ndev; i++)
-		if (w->dl[i] < min)
-			min = w->dl[i];
-	w->min_deadline = min;
+	}
+	/* the earliest moved later: found again when the run loop needs
+	 * it (the device may well move it back before that) */
+	if (old <= w->min_deadline)
+		w->dl_stale = true;
+}
+
+/* The earliest deadline, exactly. */
+static uint64_t min_deadline_exact(hx_world *w)
+{
+	if (w->dl_stale) {
+		uint64_t min = UINT64_MAX;
+
+		for (int i = 0; i < w->ndev; i++)
+			if (w->dl[i] < min)
+				min = w->dl[i];
+		w->min_deadline = min;
+		w->dl_stale = false;
+	}
+	return w->min_deadline;
 }
 
 static void op_timer_arm(void *opaque, uint64_t deadline)
@@ -2547,6 +2586,7 @@ hx_world *hx_world_new(uint64_t mem_bytes_per_dev, uint64_t seed)
 	w->admin_max_iter = 10000000;
 	w->now = 1000;	/* not zero, so that "0" timestamps stand out */
 	w->min_deadline = UINT64_MAX;
+	w->firing = -1;
 	return w;
 }
 
@@ -2581,6 +2621,7 @@ void hx_world_free(hx_world *w)
 	for (int i = 0; i < w->ndev; i++)
 		dev_free(w->dev[i]);
 	w->ndev = 0;
+	w->fl_hint = NULL;
 	for (f = w->fl_head; f; f = n) {
 		n = f->next;
 		frame_free(w, f);
@@ -2807,6 +2848,8 @@ static bool deliver(hx_world *w)
 			*pp = fr->next;
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
+			if (w->fl_hint == fr)
+				w->fl_hint = NULL;
 			sw_enqueue(w, fr);
 			did = true;
 			continue;
@@ -2815,6 +2858,8 @@ static bool deliver(hx_world *w)
 			*pp = fr->next;
 			if (w->fl_tail == fr)
 				w->fl_tail = prev;
+			if (w->fl_hint == fr)
+				w->fl_hint = NULL;
 			if (fr->dst >= 0 && fr->dst < w->ndev) {
 				w->sw.ext[fr->dst].tx_frames++;
 				w->sw.ext_out(w->sw.ext_opaque, fr->dst, fr->data, fr->len);
@@ -2831,6 +2876,8 @@ static bool deliver(hx_world *w)
 		*pp = fr->next;
 		if (w->fl_tail == fr)
 			w->fl_tail = prev;
+		if (w->fl_hint == fr)
+			w->fl_hint = NULL;
 		if (h) {
 			burst[fr->dst]++;
 			uint8_t *buf = fr->data;
@@ -2888,18 +2935,52 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		w->lc[HX_LC_ITERATIONS]++;
 		if (w->sw.on && w->sw.track)
 			sw_drain(w, w->now * 1000ull);
-		if (deliver(w))
+		/* deliver() is called only when a frame is due: most
+		 * iterations (7 per frame in a 16:1 incast) have none */
+		if (w->fl_head && w->fl_head->deliver_at <= w->now && deliver(w))
 			did = true;
-		for (int i = 0; w->min_deadline <= w->now && i < w->ndev; i++) {
-			if (w->dl[i] != UINT64_MAX && w->dl[i] <= w->now) {
-				struct hx_dev *h = w->dev[i];
+		/* the timers due, in index order; the same pass finds the
+		 * earliest deadline after them (deadline_set's scan of every
+		 * device per timer fired was 180 instructions per frame of a
+		 * 16:1 incast) */
+		if (w->min_deadline <= w->now) {
+			/* a timer fired moves neither the clock nor the number
+			 * of devices */
+			const uint64_t now = w->now;
+			const int ndev = w->ndev;
+			uint64_t min = UINT64_MAX;
 
-				deadline_set(h, UINT64_MAX);
+			/* (no "dl[i] != UINT64_MAX" here, as before: the loop
+			 * never moves the clock to UINT64_MAX, and the test
+			 * cost 125 instructions per frame, by what the
+			 * compiler made of it) */
+			for (int i = 0; i < ndev; i++) {
+				struct hx_dev *h;
+
+				/* to the next timer due, without a call in the
+				 * way: most devices are passed here */
+				while (i < ndev && w->dl[i] > now) {
+					if (w->dl[i] < min)
+						min = w->dl[i];
+					i++;
+				}
+				if (i >= ndev)
+					break;
+				h = w->dev[i];
+				w->dl[i] = UINT64_MAX;
+				w->firing = i;
 				w->awake |= 1ull << i;
 				w->lc[HX_LC_TIMER_FIRES]++;
 				qrnic_dev_timer_fire(h->dev);
 				did = true;
+				if (w->dl[i] < min)	/* re-armed */
+					min = w->dl[i];
 			}
+			w->firing = -1;
+			w->min_deadline = min;
+			w->dl_stale = w->dl_other;	/* a deadline already passed moved */
+			w->dl_other = false;
+			min_deadline_exact(w);
 		}
 		/* the devices scheduled, in index order: the next set bit of
 		 * sched_mask from i on (a device run may schedule another) */
@@ -2930,14 +3011,13 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 		 * not busy, with no receive buffer, is quiet until entered. */
 		for (uint64_t m = w->awake & (w->ndev < 64 ? (1ull << w->ndev) - 1 : ~0ull); m;
 		     m &= m - 1) {
-			struct qrnic_rxbuf_info rb;
 			int i = __builtin_ctzll(m);
 
 			if (qrnic_dev_busy(w->dev[i]->dev)) {
 				w->ws[HX_WS_BUSY_UNSCHEDULED]++;
 				sched_set(w->dev[i]);
 				did = true;
-			} else if (qrnic_dev_rxbuf_info(w->dev[i]->dev, &rb) < 0) {
+			} else if (qrnic_dev_rxbuf_info(w->dev[i]->dev, NULL) < 0) {
 				w->awake &= ~(1ull << i);
 			}
 		}
@@ -2958,7 +3038,7 @@ static int run_loop(hx_world *w, uint64_t max_ns, uint64_t max_iter, hx_stop_fn 
 			break;
 		}
 		{
-			uint64_t next = w->min_deadline;
+			uint64_t next = min_deadline_exact(w);
 
 			if (w->fl_head && w->fl_head->deliver_at < next)
 				next = w->fl_head->deliver_at;
