@@ -3071,7 +3071,9 @@ int hx_run(hx_world *w, uint64_t max_ns, uint64_t max_iter)
 
 int hx_advance(hx_world *w, uint64_t ns)
 {
-	uint64_t until = w->now + ns;
+	/* saturated below UINT64_MAX, which marks a device without a timer
+	 * (the run loop's timer pass fires every device with dl <= now) */
+	uint64_t until = ns < UINT64_MAX - 1 - w->now ? w->now + ns : UINT64_MAX - 1;
 	int r = hx_run(w, ns, 0);
 
 	if (w->now < until)
