@@ -394,6 +394,10 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 						 1ull << (c->rq_log_depth + c->rq_wqe_shift))
 			    : c->rq_addr != 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_addr));
+	/* ABI 1.10: the RQ producer record, only with an RQ, 4-byte aligned */
+	if (c->rq_log_depth ? (c->rq_dbrec_addr & 3) || c->rq_dbrec_addr > UINT64_MAX - 3
+			    : c->rq_dbrec_addr != 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_dbrec_addr));
 	/* the page lists last, once all else is good (ABI 1.8, spec 6.6.21) */
 	if (!tgt) {
 		st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_QP_F_SQ_PAGELIST, c->sq_addr,
@@ -472,6 +476,7 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->rq_addr = c->rq_addr;
 	qp->rq_log_depth = c->rq_log_depth;
 	qp->rq_wqe_shift = c->rq_log_depth ? c->rq_wqe_shift : 0;
+	qp->rq_dbrec = c->rq_dbrec_addr;
 	qp->valid = true;
 	if (qrnic_qp_init_state(d, qp) != 0) {
 		qp_clear(d, qp);
@@ -621,6 +626,8 @@ uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	}
 	if (next != cur)
 		qrnic_qp_set_state(d, qp, next);
+	else if (next == QRNIC_QPS_ERR && qp->rq_dbrec)
+		qrnic_qp_flush(d, qp);	/* what the RQ record names since (spec 8.6.1) */
 	return QRNIC_AQ_OK;
 }
 

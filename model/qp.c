@@ -139,6 +139,7 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 		qp->resp.recv_active = false;
 		qp->resp.rq_ci++;
 	}
+	qrnic_rq_dbrec_read(d, qp);	/* WQEs posted with no doorbell flush too */
 	while (rq_depth && qp->resp.rq_ci != qp->rq_pi) {
 		uint32_t idx = qp->resp.rq_ci;
 		struct qrnic_recv_wqe rw;
@@ -290,6 +291,32 @@ bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	}
 	qrnic_qp_kick(d, qp);
 	return true;
+}
+
+bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	uint32_t depth = 1u << qp->rq_log_depth;
+	uint32_t pi;
+
+	if (!qp->rq_dbrec || !qp->rq_addr)
+		return qp->rq_addr && qp->resp.rq_ci != qp->rq_pi;
+	if (qrnic_dma_read(d, qp->rq_dbrec, &pi, sizeof(pi))) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_err(d, err_qp_dbrec, (qp->qpn, qp->rq_dbrec),
+				"qrnic: QP %u RQ producer record at 0x%llx not readable", qp->qpn,
+				  (unsigned long long)qp->rq_dbrec);
+	} else if (pi != qp->rq_pi) {
+		/* as a doorbell: no lapping the consumer, no moving back */
+		if (pi - qp->resp.rq_ci > depth || (int32_t)(pi - qp->rq_pi) < 0) {
+			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+			qrnic_guest_err(d, err_qp_dbrec_index, (qp->qpn, pi, qp->resp.rq_ci, depth),
+					"qrnic: QP %u RQ record producer index %u invalid "
+					"(consumer %u, depth %u)", qp->qpn, pi, qp->resp.rq_ci, depth);
+		} else {
+			qp->rq_pi = pi;
+		}
+	}
+	return qp->resp.rq_ci != qp->rq_pi;
 }
 
 static bool qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);

@@ -372,7 +372,8 @@ struct qrnic_qp {
 	uint64_t *sq_pl;	/* page lists (qrnic_ring_at); NULL: contiguous */
 	uint64_t *rq_pl;
 	uint32_t sq_pi;		/* producer index from the doorbell */
-	uint32_t rq_pi;
+	uint32_t rq_pi;		/* ... or from the RQ's record (qrnic_rq_dbrec_read) */
+	uint64_t rq_dbrec;	/* ABI 1.10: RQ producer index record, 0 = none */
 	struct qrnic_req req;
 	struct qrnic_resp resp;
 	struct qrnic_qlink work;		/* on d->work: has work to service */
@@ -955,6 +956,10 @@ void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev);
  * Returns whether the doorbell was taken. */
 bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
 		       uint32_t bf_bytes);
+/* ABI 1.10: take the RQ producer index from the QP's record, if it has one
+ * (an invalid or unreadable record is ignored and counted as a doorbell
+ * would be).  Returns whether the RQ has a WQE posted. */
+bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_bf_uctx_clear(struct qrnic_dev *d, uint32_t uctx);	/* regs.c */
 void qrnic_bf_free_all(struct qrnic_dev *d);			/* regs.c */
 /* Service one QP from the work list: ACKs, READ responses, new requests.

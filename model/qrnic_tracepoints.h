@@ -121,6 +121,13 @@
 	  "qpn %u rq %u pi %u ci %u depth %u",				\
 	  (uint32_t, qpn), (uint32_t, rq), (uint32_t, pi), (uint32_t, ci), \
 	  (uint32_t, depth))						\
+	X(err_qp_dbrec, ERR,						\
+	  "an RQ producer record could not be read (DMA; the RQ stays as it was)", \
+	  "qpn %u addr 0x%" PRIx64, (uint32_t, qpn), (uint64_t, addr))	\
+	X(err_qp_dbrec_index, ERR,					\
+	  "an RQ producer record whose index laps the consumer or moves back (ignored)", \
+	  "qpn %u pi %u ci %u depth %u",				\
+	  (uint32_t, qpn), (uint32_t, pi), (uint32_t, ci), (uint32_t, depth)) \
 	X(err_srq_db_index, ERR,					\
 	  "an SRQ producer index that laps the consumer or moves back (ignored)", \
 	  "srqn %u pi %u ci %u depth %u",				\

@@ -232,14 +232,17 @@ static void complete_recv_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_
 	recv_cqe_post(d, qp, &cqe);
 }
 
-static bool rq_empty(struct qrnic_dev *d, const struct qrnic_qp *qp)
+static bool rq_empty(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	if (recv_srqn(qp)) {
 		const struct qrnic_srq *srq = qrnic_srq_get(d, recv_srqn(qp));
 
 		return !srq || qrnic_srq_empty(srq);
 	}
-	return !qp->rq_addr || qp->resp.rq_ci == qp->rq_pi;
+	if (!qp->rq_addr)
+		return true;
+	/* empty by the index last known: the record (ABI 1.10) may say more */
+	return qp->resp.rq_ci == qp->rq_pi && !qrnic_rq_dbrec_read(d, qp);
 }
 
 static bool rsrc_pending(const struct qrnic_qp *qp)

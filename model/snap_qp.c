@@ -157,6 +157,7 @@ static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qr
 	qs_u64(w, qp->tm_resp);
 	qrnic_snap_save_pl(w, qp->sq_pl, qp->sq_log_depth + qp->sq_wqe_shift);	/* V_QP 3 */
 	qrnic_snap_save_pl(w, qp->rq_pl, qp->rq_log_depth + qp->rq_wqe_shift);
+	qs_u64(w, qp->rq_dbrec);	/* V_QP 4 */
 
 	/* requester */
 	qs_u32(w, q->next_psn);
@@ -324,6 +325,12 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 		return false;
 	if ((qp->sq_pl && !qp->sq_addr) || (qp->rq_pl && !qp->rq_addr))
 		return qr_fail(r, "QP %u: a page list for a queue it does not have", qpn);
+	qp->rq_dbrec = r->version >= 4 ? qr_u64(r) : 0;	/* before: doorbells only */
+	if (r->bad)
+		return false;
+	if (qp->rq_dbrec && (!qp->rq_addr || (qp->rq_dbrec & 3) || qp->rq_dbrec > UINT64_MAX - 3))
+		return qr_fail(r, "QP %u: RQ producer record 0x%llx (no RQ or misaligned)", qpn,
+			       (unsigned long long)qp->rq_dbrec);
 	if (qp->attr.path_mtu && !qrnic_mtu_bytes(qp->attr.path_mtu))
 		return qr_fail(r, "QP %u: path MTU code %u", qpn, qp->attr.path_mtu);
 	if (qp->attr.cc_algo > QRNIC_CC_NALGO)

@@ -138,6 +138,7 @@ CQ_F_PAGELIST = 2               # CREATE_CQ/RESIZE_CQ: ring_addr is a page list 
 QP_F_SQ_PAGELIST, QP_F_RQ_PAGELIST = 2, 4   # CREATE_QP flags (ABI 1.8)
 CAP_RING_PAGELIST = 1 << 15
 CAP_CC_PARAMS = 1 << 16      # QUERY_CC, SET_CC (ABI 1.9)
+CAP_RQ_DBREC = 1 << 17       # CREATE_QP rq_dbrec_addr: RQ producer records (ABI 1.10)
 RING_PAGE = 4096
 CLOCK_KHZ = 1_000_000           # the device clock counts ns
 CTRL_ENABLE, CTRL_RESET = 1, 2
@@ -145,9 +146,9 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 9           # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
+ABI_MINOR = 10          # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
                         # 6 ConnectX-5 limits (30 SGEs), 7 device clock and completion timestamps,
-                        # 8 ring page lists, 9 QUERY_CC/SET_CC
+                        # 8 ring page lists, 9 QUERY_CC/SET_CC, 10 RQ producer records
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -407,7 +408,8 @@ class CmdCreateQp(LE):
     _fields_ = [('uctx', u32), ('pdn', u32), ('send_cqn', u32), ('recv_cqn', u32),
                 ('qp_type', u8), ('sq_log_depth', u8), ('sq_wqe_shift', u8),
                 ('rq_log_depth', u8), ('rq_wqe_shift', u8), ('rsvd0', u8 * 3),
-                ('flags', u32), ('srqn', u32), ('sq_addr', u64), ('rq_addr', u64)]
+                ('flags', u32), ('srqn', u32), ('sq_addr', u64), ('rq_addr', u64),
+                ('rq_dbrec_addr', u64)]
 
 
 class CmdModifyQp(LE):
@@ -526,6 +528,8 @@ _SIGS = {
     'hx_dev_reset': (None, [ctypes.c_void_p, ctypes.c_int]),
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_set_ring_pagelist': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_set_rq_dbrec': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_qp_rq_dbrec': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_rxbuf_info': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]),
@@ -1420,6 +1424,12 @@ class Device(api.Device):
         self.ring_pagelist = bool(on)
         self._l.hx_set_ring_pagelist(self.w, self.idx, 1 if on else 0)
 
+    def set_rq_dbrec(self, on=True):
+        """From now on QPs created with an RQ get an RQ producer index
+        record (ABI 1.10, spec 8.6.1) and post_recv writes it instead of
+        ringing the RQ doorbell (Qp.ring_rq still rings it)."""
+        self._l.hx_set_rq_dbrec(self.w, self.idx, 1 if on else 0)
+
     def port_pause(self, paused):
         """PFC: pause (True, an XOFF) or resume (False, an XON) the port."""
         self._l.hx_port_pause(self.w, self.idx, 1 if paused else 0)
@@ -2009,6 +2019,11 @@ class Qp(_Obj, api.Qp):
 
     def ring_rq(self):
         _check(self._l.hx_ring_rq(self._w, self._i, self.qpn), 'ring_rq')
+
+    @property
+    def rq_dbrec(self):
+        """The address of the QP's RQ producer record (0: none)."""
+        return self._l.hx_qp_rq_dbrec(self._w, self._i, self.qpn)
 
     def indexes(self):
         arr = (ctypes.c_uint32 * 4)()

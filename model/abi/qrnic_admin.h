@@ -195,6 +195,13 @@ struct qrnic_cmd_create_qp {
 	};
 	qrnic_le64 sq_addr;	/* contiguous, 4 KiB aligned; QRNIC_QP_F_SQ_PAGELIST: page list */
 	qrnic_le64 rq_addr;	/* the same; QRNIC_QP_F_RQ_PAGELIST: page list */
+	/* ABI 1.10 (QRNIC_CAP_RQ_DBREC; older devices ignore it): a 4-byte RQ
+	 * producer index record, 4-byte aligned, 0 = none (RQ doorbells only).
+	 * The device reads it when the RQ looks empty by the producer index
+	 * it last knew and a message needs a receive WQE, and before it
+	 * flushes the RQ; the driver writes the index there (after the WQEs)
+	 * instead of ringing QRNIC_DB_RQ.  Only with an RQ (docs/spec.md 8.6.1). */
+	qrnic_le64 rq_dbrec_addr;
 };
 
 /* attr_mask bits: enum ibv_qp_attr_mask */
@@ -469,7 +476,7 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_handle, 4);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_pd, 4);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_query_qp, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_cq, 32);
-QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_qp, 48);
+QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_qp, 56);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_qp, 80);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_reg_mr, 48);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);

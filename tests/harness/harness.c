@@ -95,6 +95,7 @@ struct hx_qp_rec {
 	uint8_t sq_log, sq_shift, rq_log, rq_shift;
 	uint32_t sq_pi, sq_ci, rq_pi, rq_ci;
 	bool sq_pl, rq_pl;
+	uint64_t rq_dbrec;	/* ABI 1.10: RQ producer record, 0 = doorbells */
 };
 
 struct hx_mr_rec {
@@ -132,6 +133,7 @@ struct hx_dev {
 	uint64_t dma[5];
 	bool watched;		/* its DMA writes count in w->watched_writes */
 	bool ring_pl;		/* rings of a page or more go as page lists (ABI 1.8) */
+	bool rq_dbrec;		/* QPs' RQs get producer records (ABI 1.10) */
 	/* TOCTOU trap (hx_dma_trap): after the first DMA read that overlaps
 	 * [trap_addr, +trap_len), the guest's rewrite is applied to memory;
 	 * later reads overlapping the range are counted as re-fetches. */
@@ -3738,6 +3740,17 @@ void hx_set_ring_pagelist(hx_world *w, int d, int on)
 		h->ring_pl = on != 0;
 }
 
+/* With hx_set_rq_dbrec, every QP created with an RQ gets a producer index
+ * record (ABI 1.10, spec 8.6.1) and posting receives writes the record
+ * instead of ringing QRNIC_DB_RQ (hx_ring_rq still rings it). */
+void hx_set_rq_dbrec(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h)
+		h->rq_dbrec = on != 0;
+}
+
 static bool ring_listed(struct hx_dev *h, uint64_t bytes)
 {
 	return h->ring_pl && bytes >= QRNIC_RING_PAGE_SIZE;
@@ -3943,7 +3956,9 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 	uint64_t sq_arg = sq_pl ? ring_list(w, d, sq, sq_bytes) : sq;
 	uint64_t rq_arg = rq_pl ? ring_list(w, d, rq, rq_bytes) : rq;
 
-	if ((sq_pl && !sq_arg) || (rq_pl && !rq_arg))
+	uint64_t rec = rq && rq_log && h->rq_dbrec ? hx_mem_alloc(w, d, 64, 64) : 0;
+
+	if ((sq_pl && !sq_arg) || (rq_pl && !rq_arg) || (rq && rq_log && h->rq_dbrec && !rec))
 		return HX_E_NOMEM;
 	flags |= (sq_pl ? QRNIC_QP_F_SQ_PAGELIST : 0) | (rq_pl ? QRNIC_QP_F_RQ_PAGELIST : 0);
 	cmd_init(&c, QRNIC_CMD_CREATE_QP);
@@ -3960,6 +3975,7 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 	c.u.create_qp.srqn = srqn;
 	c.u.create_qp.sq_addr = sq_arg;
 	c.u.create_qp.rq_addr = rq_arg;
+	c.u.create_qp.rq_dbrec_addr = rec;
 	r = admin_handle(w, d, &c);
 	if (r >= 0 && r < (1 << 24)) {
 		GROW(h->qps, h->nqps, (uint32_t)r);
@@ -3967,7 +3983,8 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 			.pdn = pdn, .type = qp_type, .scq = send_cqn, .rcq = recv_cqn,
 			.sq_addr = sq, .rq_addr = rq, .sq_log = (uint8_t)sq_log,
 			.sq_shift = (uint8_t)sq_shift, .rq_log = (uint8_t)rq_log,
-			.rq_shift = (uint8_t)rq_shift, .sq_pl = sq_pl, .rq_pl = rq_pl };
+			.rq_shift = (uint8_t)rq_shift, .sq_pl = sq_pl, .rq_pl = rq_pl,
+			.rq_dbrec = rec };
 	}
 	return r;
 }
@@ -3987,8 +4004,13 @@ int hx_modify_qp(hx_world *w, int d, uint32_t qpn, const void *attr72)
 	/* A QP moved to RESET has empty rings: the driver starts over at 0 too. */
 	q = qp_find(D(w, d), qpn);
 	if (rc == QRNIC_AQ_OK && q && (c.u.modify_qp.attr.attr_mask & QRNIC_QP_ATTR_STATE) &&
-	    c.u.modify_qp.attr.qp_state == QRNIC_QPS_RESET)
+	    c.u.modify_qp.attr.qp_state == QRNIC_QPS_RESET) {
+		uint32_t zero = 0;
+
 		q->sq_pi = q->sq_ci = q->rq_pi = q->rq_ci = 0;
+		if (q->rq_dbrec)	/* the record restarts at 0 too */
+			hx_mem_write(w, d, q->rq_dbrec, &zero, sizeof(zero));
+	}
 	return rc;
 }
 
@@ -4374,6 +4396,14 @@ int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nword
 	return 0;
 }
 
+/* The QP's RQ producer record (0 = none), for tests that write it themselves. */
+uint64_t hx_qp_rq_dbrec(hx_world *w, int d, uint32_t qpn)
+{
+	struct hx_qp_rec *q = qp_find(D(w, d), qpn);
+
+	return q ? q->rq_dbrec : 0;
+}
+
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn)
 {
 	struct hx_dev *h = D(w, d);
@@ -4512,7 +4542,9 @@ static int64_t put_rq(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uint8_
 	hx_mem_write(w, h->idx, ring_at(q->rq_addr, q->rq_pl, 1ull << (q->rq_log + q->rq_shift),
 					(uint64_t)(idx & mask) << q->rq_shift), slot, stride);
 	q->rq_pi++;
-	if (ring)
+	if (ring && q->rq_dbrec)	/* after the WQE, as a driver orders it */
+		hx_mem_write(w, h->idx, q->rq_dbrec, &q->rq_pi, sizeof(q->rq_pi));
+	else if (ring)
 		hx_ring_rq(w, h->idx, q->qpn);
 	return idx;
 }
@@ -4911,6 +4943,7 @@ const char *hx_layout(void)
 	P(L(qrnic_cmd_create_qp, rq_log_depth)); P(L(qrnic_cmd_create_qp, rq_wqe_shift));
 	P(L(qrnic_cmd_create_qp, rsvd0)); P(L(qrnic_cmd_create_qp, flags)); P(L(qrnic_cmd_create_qp, srqn));
 	P(L(qrnic_cmd_create_qp, sq_addr)); P(L(qrnic_cmd_create_qp, rq_addr));
+	P(L(qrnic_cmd_create_qp, rq_dbrec_addr));
 	P(S(qrnic_cmd_modify_qp)); P(L(qrnic_cmd_modify_qp, qpn)); P(L(qrnic_cmd_modify_qp, rsvd));
 	P(L(qrnic_cmd_modify_qp, attr));
 	P(S(qrnic_cmd_query_qp)); P(L(qrnic_cmd_query_qp, handle)); P(L(qrnic_cmd_query_qp, resp_len));
