@@ -28,6 +28,7 @@
 /* ---- module parameters (qrnic_main.c) ----------------------------------- */
 extern unsigned int qrnic_admin_timeout_ms;
 extern bool qrnic_cq_dim;
+extern bool qrnic_rq_dbrec;
 extern unsigned int qrnic_eth_ring_log;
 extern unsigned int qrnic_ring_pagelist;
 
@@ -276,6 +277,12 @@ static inline bool qrnic_has_ring_pagelist(const struct qrnic_dev *dev)
 	return dev->caps & QRNIC_CAP_RING_PAGELIST;
 }
 
+/* RQ producer index records for kernel QPs (ABI 1.10, spec 8.6.1) */
+static inline bool qrnic_use_rq_dbrec(const struct qrnic_dev *dev)
+{
+	return (dev->caps & QRNIC_CAP_RQ_DBREC) && READ_ONCE(qrnic_rq_dbrec);
+}
+
 /* QUERY_CC, SET_CC: congestion control parameters at run time (ABI 1.9) */
 static inline bool qrnic_has_cc_params(const struct qrnic_dev *dev)
 {
@@ -454,6 +461,14 @@ struct qrnic_qp {
 	enum ib_qp_state state;		/* last state set by modify_qp */
 	struct qrnic_wq sq;
 	struct qrnic_wq rq;		/* log_depth 0 with an SRQ */
+	/*
+	 * Kernel QPs on an ABI 1.10 device (QRNIC_CAP_RQ_DBREC): the RQ's
+	 * producer index record, after the WQEs in the RQ's ring.  post_recv
+	 * writes the index there instead of ringing QRNIC_DB_RQ (an MMIO write,
+	 * a VM exit under the big QEMU lock); the device reads it when it
+	 * needs a WQE and before it flushes.  NULL: doorbells.
+	 */
+	__le32 *rq_rec;
 	/* kernel QPs: on dev->kqps and on their CQs' lists (software flushes) */
 	bool tracked;
 	struct qrnic_cq *scq;
@@ -614,6 +629,7 @@ int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 void qrnic_qp_async_event(struct qrnic_dev *dev, u32 qpn, enum ib_event_type type);
 void qrnic_recv_geometry(u32 sges, u32 *wqe_shift, u32 *max_sge);
 int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const __le32 *record,
+		       __le32 *pi_record, bool ring,
 		       u32 qn, u32 db, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr);
 

@@ -142,16 +142,17 @@ static int qrnic_qp_size(struct qrnic_dev *dev, struct qrnic_qp *qp,
 	return 0;
 }
 
+/* @extra: bytes after the WQEs (the RQ's producer record), zeroed */
 static int qrnic_wq_alloc(struct qrnic_dev *dev, struct qrnic_wq *wq,
-			  struct qrnic_ucontext *uctx)
+			  struct qrnic_ucontext *uctx, size_t extra)
 {
 	spin_lock_init(&wq->lock);
 	wq->pi = 0;
 	wq->ci = 0;
 	if (!wq->log_depth)
 		return 0;
-	return qrnic_ring_alloc(dev, &wq->ring, (size_t)1 << (wq->log_depth + wq->wqe_shift),
-				uctx);
+	return qrnic_ring_alloc(dev, &wq->ring,
+				((size_t)1 << (wq->log_depth + wq->wqe_shift)) + extra, uctx);
 }
 
 /*
@@ -205,7 +206,8 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct qrnic_cmd_create_qp cmd = {};
 	struct qrnic_ring_cmd sq_plc, rq_plc = {};
 	u64 sq_addr, rq_addr = 0;
-	bool listed;
+	size_t rq_bytes;
+	bool listed, rec;
 	u32 flags;
 	int err;
 
@@ -246,12 +248,25 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	if (err)
 		return err;
 
-	err = qrnic_wq_alloc(dev, &qp->sq, uctx);
+	err = qrnic_wq_alloc(dev, &qp->sq, uctx, 0);
 	if (err)
 		return err;
-	err = qrnic_wq_alloc(dev, &qp->rq, uctx);
+	/*
+	 * The RQ producer record after the WQEs (ABI 1.10): post_recv writes
+	 * it (this driver for kernel QPs, the provider, through the RQ's
+	 * mapping, for user QPs) instead of ringing the RQ doorbell.
+	 */
+	rq_bytes = qp->rq.log_depth ? (size_t)1 << (qp->rq.log_depth + qp->rq.wqe_shift) : 0;
+	rec = qp->rq.log_depth && qrnic_use_rq_dbrec(dev);
+	qp->rq_rec = NULL;
+	err = qrnic_wq_alloc(dev, &qp->rq, uctx, rec ? QRNIC_DBREC_BYTES : 0);
 	if (err)
 		goto err_free_sq;
+	if (rec) {
+		if (!uctx)
+			qp->rq_rec = qrnic_ring_at(&qp->rq.ring, rq_bytes);
+		cmd.rq_dbrec_addr = cpu_to_le64(qrnic_ring_dma_at(&qp->rq.ring, rq_bytes));
+	}
 
 	cmd.uctx = cpu_to_le32(uctx ? uctx->uctx : 0);
 	cmd.pdn = cpu_to_le32(to_qpd(ibqp->pd)->pdn);
@@ -270,9 +285,8 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		goto err_free_rq;
 	flags |= listed ? QRNIC_QP_F_SQ_PAGELIST : 0;
 	if (qp->rq.log_depth) {
-		err = qrnic_ring_cmd_addr(dev, &qp->rq.ring,
-					  (size_t)1 << (qp->rq.log_depth + qp->rq.wqe_shift),
-					  &rq_plc, &rq_addr, &listed);
+		err = qrnic_ring_cmd_addr(dev, &qp->rq.ring, rq_bytes, &rq_plc, &rq_addr,
+					  &listed);
 		if (err) {
 			qrnic_ring_cmd_done(dev, &sq_plc);
 			goto err_free_rq;
@@ -309,6 +323,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		if (qp->rq.log_depth) {
 			resp.rq_mmap_key = qrnic_ring_mmap_key(&qp->rq.ring);
 			resp.rq_mmap_size = qp->rq.ring.bytes;
+			resp.rq_dbrec_offset = rec ? rq_bytes : 0;
 		}
 		resp.max_inline = qp->max_inline;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
@@ -424,12 +439,26 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 	if (attr_mask & IB_QP_DEST_QPN)
 		hw.dest_qpn = cpu_to_le32(attr->dest_qp_num);
 
-	err = qrnic_cmd_modify_qp(dev, qp->qpn, &hw);
+	/*
+	 * To ERR: post_recv rings the RQ doorbell from now on (an RQ with a
+	 * producer record, qrnic_post_recv), so that a WQE posted while the
+	 * device flushes is flushed too, not left to the record alone.
+	 */
+	if ((attr_mask & IB_QP_STATE) && attr->qp_state == IB_QPS_ERR) {
+		enum ib_qp_state old = qp->state;
+
+		WRITE_ONCE(qp->state, IB_QPS_ERR);
+		err = qrnic_cmd_modify_qp(dev, qp->qpn, &hw);
+		if (err)
+			WRITE_ONCE(qp->state, old);
+	} else {
+		err = qrnic_cmd_modify_qp(dev, qp->qpn, &hw);
+	}
 	if (err)
 		return err;
 
 	if (attr_mask & IB_QP_STATE) {
-		qp->state = attr->qp_state;
+		WRITE_ONCE(qp->state, attr->qp_state);
 		if (attr->qp_state == IB_QPS_RESET && !qp->user) {
 			/* the device restarts both queues' indexes at 0 */
 			spin_lock_irqsave(&qp->sq.lock, flags);
@@ -439,6 +468,8 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 			spin_lock_irqsave(&qp->rq.lock, flags);
 			qp->rq.pi = 0;
 			WRITE_ONCE(qp->rq.ci, 0);
+			if (qp->rq_rec)		/* the record too (ABI 1.10) */
+				WRITE_ONCE(*qp->rq_rec, 0);
 			spin_unlock_irqrestore(&qp->rq.lock, flags);
 			/* and its completions not yet polled go */
 			if (ibqp->send_cq)
@@ -775,9 +806,12 @@ static void qrnic_write_recv_wqe(struct qrnic_recv_wqe *wqe, const struct ib_rec
  * room by the consumer index (@record NULL: the RQ's wq->ci, advanced by
  * poll_cq; else the SRQ's little-endian record, which the device writes
  * after copying a WQE out: the control dependency orders our slot writes
- * after reading it), then ring doorbell @db for queue @qn.
+ * after reading it), then ring doorbell @db for queue @qn -- or, with
+ * @pi_record (a kernel QP's RQ producer record, ABI 1.10), write the new
+ * producer index there instead, and ring as well only if @ring.
  */
 int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const __le32 *record,
+		       __le32 *pi_record, bool ring,
 		       u32 qn, u32 db, const struct ib_recv_wr *wr,
 		       const struct ib_recv_wr **bad_wr)
 {
@@ -806,9 +840,13 @@ int qrnic_post_recv_wq(struct qrnic_dev *dev, struct qrnic_wq *wq, const __le32 
 	}
 	if (pi != wq->pi) {
 		wq->pi = pi;
-		/* WQEs in coherent memory before the doorbell; writeq() orders too */
+		/* WQEs in coherent memory before the record or the doorbell */
 		dma_wmb();
-		writeq((qn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT), dev->kdb + db);
+		if (pi_record)
+			WRITE_ONCE(*pi_record, cpu_to_le32(pi));
+		if (!pi_record || ring)	/* writeq() orders after the record too */
+			writeq((qn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
+			       dev->kdb + db);
 	}
 	spin_unlock_irqrestore(&wq->lock, flags);
 	if (err)
@@ -827,7 +865,14 @@ int qrnic_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	return qrnic_post_recv_wq(dev, &qp->rq, NULL, qp->qpn, QRNIC_DB_RQ, wr, bad_wr);
+	/*
+	 * With a producer record the device reads the index when it needs a
+	 * WQE; a QP in ERR needs none, so ring as well there: the device then
+	 * flushes the new WQEs at once (ib_drain_rq's WQE among them).
+	 */
+	return qrnic_post_recv_wq(dev, &qp->rq, NULL, qp->rq_rec,
+				  READ_ONCE(qp->state) == IB_QPS_ERR, qp->qpn, QRNIC_DB_RQ,
+				  wr, bad_wr);
 }
 
 /* ---- async events ------------------------------------------------------------------------ */

@@ -186,7 +186,8 @@ static int qrnic_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	return qrnic_post_recv_wq(dev, &srq->wq, qrnic_srq_record(srq), srq->srqn, QRNIC_DB_SRQ,
+	return qrnic_post_recv_wq(dev, &srq->wq, qrnic_srq_record(srq), NULL, true, srq->srqn,
+				  QRNIC_DB_SRQ,
 				  wr, bad_wr);
 }
 

@@ -127,6 +127,10 @@ struct qrnic_qp {
 	struct verbs_qp vqp;
 	struct qrnic_wq sq;
 	struct qrnic_wq rq;		/* depth 0: no receive queue */
+	/* the RQ producer index record in the RQ mapping (ABI 1.10, from
+	 * rq_dbrec_offset): post_recv writes it instead of the RQ doorbell;
+	 * NULL: doorbells (an older kernel or device) */
+	qrnic_le32 *rq_dbrec;
 	unsigned int max_inline;
 	bool sq_sig_all;
 	bool ud;

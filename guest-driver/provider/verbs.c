@@ -1146,6 +1146,17 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 		if (err)
 			goto err_unmap_sq;
 		qp->rq.max_sge = qrnic_rq_max_sge(r->rq_wqe_shift);
+		if (r->rq_dbrec_offset) {
+			if (!qrnic_dbrec_ok(r->rq_dbrec_offset, (size_t)qp->rq.depth << qp->rq.wqe_shift,
+					    qp->rq.map_size)) {
+				verbs_err(verbs_get_ctx(context),
+					  "qrnic: QP %u: RQ record offset %u outside its mapping\n",
+					  r->qpn, r->rq_dbrec_offset);
+				err = EINVAL;
+				goto err_unmap_rq;
+			}
+			qp->rq_dbrec = (qrnic_le32 *)(qp->rq.ring + r->rq_dbrec_offset);
+		}
 	} else if (attr->cap.max_recv_wr && !attr->srq) {
 		verbs_err(verbs_get_ctx(context),
 			  "qrnic: QP %u: receive queue requested but none created\n",
@@ -1316,6 +1327,8 @@ static void qrnic_qp_reset_indexes(struct qrnic_qp *qp)
 		pthread_spin_lock(&wqs[i]->lock);
 		wqs[i]->pi = 0;
 		__atomic_store_n(&wqs[i]->ci, 0, __ATOMIC_RELEASE);
+		if (wqs[i] == &qp->rq && qp->rq_dbrec)	/* the device's index is 0 too */
+			*(volatile qrnic_le32 *)qp->rq_dbrec = 0;
 		pthread_spin_unlock(&wqs[i]->lock);
 	}
 	qrnic_unlock_cqs(&qp->vqp.qp);
@@ -1325,11 +1338,19 @@ int qrnic_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask
 {
 	struct qrnic_qp *qp = to_qqp(ibqp);
 	struct ibv_modify_qp cmd = {};
+	enum ibv_qp_state old = ibqp->state;
 	int err;
 
+	/* To ERR: post_recv rings the RQ doorbell from now on (with an RQ
+	 * record), so that a WQE posted while the device flushes is flushed
+	 * too, not left to the record alone. */
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_ERR)
+		*(volatile enum ibv_qp_state *)&ibqp->state = IBV_QPS_ERR;
 	err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
-	if (err)
+	if (err) {
+		*(volatile enum ibv_qp_state *)&ibqp->state = old;
 		return err;
+	}
 	if (attr_mask & IBV_QP_STATE) {
 		ibqp->state = attr->qp_state;
 		if (attr->qp_state == IBV_QPS_RESET)
@@ -1816,10 +1837,13 @@ static uint32_t qrnic_srq_record_acquire(const qrnic_le32 *record)
 /*
  * Post receive WQEs to a QP's RQ (record NULL: slots come back with
  * completions) or to an SRQ (slots come back when the device's consumer
- * index record passes them), then one doorbell at db_off for queue num.
+ * index record passes them), then one doorbell at db_off for queue num --
+ * or, with pi_record (the RQ's producer record, ABI 1.10), the new
+ * producer index written there, and the doorbell as well only if ring.
  */
 static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
-			      const qrnic_le32 *record, unsigned int db_off,
+			      const qrnic_le32 *record, qrnic_le32 *pi_record,
+			      bool ring, unsigned int db_off,
 			      uint32_t num, struct ibv_recv_wr *wr,
 			      struct ibv_recv_wr **bad_wr)
 {
@@ -1846,8 +1870,11 @@ static int qrnic_post_recv_wq(struct qrnic_context *ctx, struct qrnic_wq *wq,
 		wq->pi++;
 	}
 	if (wq->pi != start) {
-		udma_to_device_barrier();
-		qrnic_ring_db(ctx, db_off, qrnic_db_wq_val(num, wq->pi));
+		udma_to_device_barrier();	/* the WQEs before the record or doorbell */
+		if (pi_record)
+			*(volatile qrnic_le32 *)pi_record = htole32(wq->pi);
+		if (!pi_record || ring)	/* the MMIO write is ordered after the record */
+			qrnic_ring_db(ctx, db_off, qrnic_db_wq_val(num, wq->pi));
 	}
 	pthread_spin_unlock(&wq->lock);
 	return err;
@@ -1863,8 +1890,12 @@ int qrnic_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	return qrnic_post_recv_wq(to_qctx(ibqp->context), &qp->rq, NULL, QRNIC_DB_RQ,
-				  ibqp->qp_num, wr, bad_wr);
+	/* with a producer record, ring as well in ERR: the device then flushes
+	 * the new WQEs at once (it reads the record only when it needs a WQE
+	 * or flushes) */
+	return qrnic_post_recv_wq(to_qctx(ibqp->context), &qp->rq, NULL, qp->rq_dbrec,
+				  *(volatile enum ibv_qp_state *)&ibqp->state == IBV_QPS_ERR,
+				  QRNIC_DB_RQ, ibqp->qp_num, wr, bad_wr);
 }
 
 int qrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
@@ -1872,7 +1903,7 @@ int qrnic_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	struct qrnic_srq *srq = to_qsrq(ibsrq);
 
-	return qrnic_post_recv_wq(to_qctx(ibsrq->context), &srq->wq, srq->dbrec,
+	return qrnic_post_recv_wq(to_qctx(ibsrq->context), &srq->wq, srq->dbrec, NULL, true,
 				  QRNIC_DB_SRQ, srq->srqn, wr, bad_wr);
 }
 

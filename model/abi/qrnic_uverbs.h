@@ -84,7 +84,12 @@ struct qrnic_create_qp_resp {
 	uint64_t rq_mmap_key;
 	uint64_t rq_mmap_size;
 	uint32_t max_inline;
-	uint32_t rsvd;
+	/* ABI 1.10 device (QRNIC_CAP_RQ_DBREC; before: rsvd, 0): where in the
+	 * RQ mapping the RQ producer index record is (after the WQEs), 0 =
+	 * none.  The provider writes the producer index there instead of
+	 * ringing QRNIC_DB_RQ, and rings as well while the QP is in ERR
+	 * (docs/spec.md 8.6.1); it writes 0 there when the QP is reset. */
+	uint32_t rq_dbrec_offset;
 };
 QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 48);
 

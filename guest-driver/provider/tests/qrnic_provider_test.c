@@ -101,6 +101,9 @@ static struct fk_dev *fk_of(struct ibv_context *c)
 	return fk_by_fd(c->cmd_fd);
 }
 
+/* QPs get RQ producer records (ABI 1.10), as from the qrnic kernel driver */
+static bool fk_rq_dbrec = true;
+
 static struct fk_region *fk_alloc(struct fk_dev *f, enum fk_kind kind, uint64_t size,
 				  bool device_mem)
 {
@@ -754,8 +757,11 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 				  QRNIC_MIN_RECV_WQE_SHIFT, QRNIC_MAX_RECV_WQE_SHIFT);
 	}
 	sq = fk_alloc(f, FK_WQ, (1ull << sq_log) << sq_shift, true);
+	/* an RQ producer record after the WQEs, as the qrnic kernel driver
+	 * gives on an ABI 1.10 device (fk_rq_dbrec false: an older one) */
 	if (rq_log)
-		rq = fk_alloc(f, FK_WQ, (1ull << rq_log) << rq_shift, true);
+		rq = fk_alloc(f, FK_WQ, ((1ull << rq_log) << rq_shift) + (fk_rq_dbrec ? 64 : 0),
+			      true);
 
 	memset(&c, 0, sizeof(c));
 	c.u.create_qp.uctx = fk_uctx(pd->context);
@@ -772,6 +778,7 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 	c.u.create_qp.srqn = attr->srq ? attr->srq->handle : 0;
 	c.u.create_qp.sq_addr = sq->bus;
 	c.u.create_qp.rq_addr = rq ? rq->bus : 0;
+	c.u.create_qp.rq_dbrec_addr = rq && fk_rq_dbrec ? rq->bus + ((1ull << rq_log) << rq_shift) : 0;
 	if (admin(f->d, &c, QRNIC_CMD_CREATE_QP, &qpn)) {
 		sq->used = false;
 		if (rq)
@@ -805,6 +812,7 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 	r->drv_payload.rq_mmap_key = rq ? rq->off : 0;
 	r->drv_payload.rq_mmap_size = rq ? rq->size : 0;
 	r->drv_payload.max_inline = (1u << sq_shift) - 64;
+	r->drv_payload.rq_dbrec_offset = rq && fk_rq_dbrec ? (1u << rq_log) << rq_shift : 0;
 	return 0;
 }
 
@@ -1044,6 +1052,10 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask
 	a.qp_access_flags = (uint32_t)attr->qp_access_flags;
 	if (attr_mask & IBV_QP_AV)
 		fk_av(&attr->ah_attr, &a.av);
+	/* memory is shared on a real host: the device executes the command
+	 * on the rings and records as they are now (a flush reads the RQ's
+	 * producer record), and doorbells written before it came first */
+	fk_to_dev(fk_of(qp->context));
 	return hx_modify_qp(w, fk_of(qp->context)->d, qp->handle, &a) ? EINVAL : 0;
 }
 
@@ -1317,6 +1329,92 @@ static void test_rc_basic(void)
 	rwr.num_sge = 17;
 	CHECK(B.ops.post_recv(B.qp, &rwr, &brw) == EINVAL && brw == &rwr);
 	rwr.num_sge = 2;
+}
+
+/* The RQ doorbell word of a's doorbell page not yet delivered (fk_to_dev
+ * delivers and clears it). */
+static uint64_t rq_db_pending(struct app *a)
+{
+	struct fk_dev *f = fk_of(a->ctx);
+
+	for (int i = 0; i < FK_MAX_REGIONS; i++)
+		if (f->reg[i].used && f->reg[i].kind == FK_DB &&
+		    f->reg[i].uctx == fk_uctx(a->ctx))
+			return ((uint64_t *)(f->map + f->reg[i].off))[1];
+	CHECK(!"no doorbell page");
+	return 0;
+}
+
+/* RQ producer records (ABI 1.10, spec 8.6.1): with rq_dbrec_offset from
+ * the kernel, post_recv writes the producer index there and rings no RQ
+ * doorbell; in ERR it rings as well (the device flushes at once); RESET
+ * zeroes the record; an older kernel (offset 0) gets doorbells. */
+static void test_rq_dbrec(void)
+{
+	struct ibv_sge r = sge(&B, 0x2000, 64), s = sge(&A, 0x100, 40);
+	struct ibv_recv_wr rwr = { .wr_id = 5, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .wr_id = 6, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp *qa, *qb;
+	struct ibv_wc wc[8];
+	qrnic_le32 *rec;
+
+	qa = mkqp(&A, IBV_QPT_RC, 8, 8, NULL);
+	qb = mkqp(&B, IBV_QPT_RC, 8, 8, NULL);
+	CHECK(qa && qb);
+	rec = to_qqp(qb)->rq_dbrec;
+	CHECK(rec != NULL && le32toh(*rec) == 0);
+	CHECK(to_rts_rc(&A, qa, qb->qp_num, 1) == 0);
+	CHECK(to_rts_rc(&B, qb, qa->qp_num, 0) == 0);
+	fill(&A, 0x100, 40, 9);
+	for (int i = 0; i < 3; i++) {
+		rwr.wr_id = 5 + i;
+		CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0);
+		CHECK(le32toh(*rec) == (uint32_t)i + 1 && rq_db_pending(&B) == 0);
+		CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+		fk_run();
+		CHECK(poll_all(&B, B.cq, wc, 8) == 1 && wc[0].status == IBV_WC_SUCCESS &&
+		      wc[0].wr_id == 5u + i && wc[0].byte_len == 40);
+		CHECK(same(&A, 0x100, &B, 0x2000, 40));
+		CHECK(poll_all(&A, A.cq, wc, 8) == 1 && wc[0].status == IBV_WC_SUCCESS);
+	}
+	/* two posted and never used, then ERR: the flush reads the record */
+	CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0 && B.ops.post_recv(qb, &rwr, &brw) == 0);
+	CHECK(rq_db_pending(&B) == 0);
+	CHECK(B.ops.modify_qp(qb, &at, IBV_QP_STATE) == 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 8) == 2 && wc[0].status == IBV_WC_WR_FLUSH_ERR &&
+	      wc[1].status == IBV_WC_WR_FLUSH_ERR);
+	/* in ERR the doorbell rings too, and the device flushes at once */
+	rwr.wr_id = 99;
+	CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0);
+	CHECK(le32toh(*rec) == 6 && rq_db_pending(&B) != 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 8) == 1 && wc[0].wr_id == 99 &&
+	      wc[0].status == IBV_WC_WR_FLUSH_ERR);
+	at.qp_state = IBV_QPS_RESET;
+	CHECK(B.ops.modify_qp(qb, &at, IBV_QP_STATE) == 0);
+	CHECK(le32toh(*rec) == 0 && to_qqp(qb)->rq.pi == 0);
+	at.qp_state = IBV_QPS_ERR;
+	CHECK(A.ops.modify_qp(qa, &at, IBV_QP_STATE) == 0);
+	fk_run();
+	poll_all(&A, A.cq, wc, 8);
+	CHECK(A.ops.destroy_qp(qa) == 0 && B.ops.destroy_qp(qb) == 0);
+
+	/* an older kernel: no record, the doorbell */
+	fk_rq_dbrec = false;
+	qb = mkqp(&B, IBV_QPT_RC, 8, 8, NULL);
+	CHECK(qb && to_qqp(qb)->rq_dbrec == NULL);
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	CHECK(B.ops.modify_qp(qb, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			      IBV_QP_ACCESS_FLAGS) == 0);
+	CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0 && rq_db_pending(&B) != 0);
+	fk_run();
+	CHECK(B.ops.destroy_qp(qb) == 0);
+	fk_rq_dbrec = true;
 }
 
 /* SQ full -> ENOMEM with bad_wr; unsignaled WQEs freed by a later CQE */
@@ -3980,6 +4078,7 @@ int main(void)
 
 	test_match_and_context();
 	test_rc_basic();
+	test_rq_dbrec();
 	test_sq_full_and_unsignaled();
 	test_wrap();
 	test_read_atomic();
