@@ -43,3 +43,16 @@ def sim_binary(who):
         return find_sim()
     except RuntimeError as e:
         sys.exit(f'{who}: {e}')
+
+
+# Issue 19's incast, shared by bench/cc_incast and bench/sim_instr: the
+# DCQCN parameters it is run with and qrnic-sim's arguments for one run
+# (64 KiB WRITEs, 8 outstanding, 100 Gb/s, a 1800 KB switch buffer).
+DCQCN = 'cc_algo=1,rp_time_reset=55,rp_byte_reset=0,rp_ai_rate=40,rp_hai_rate=200'
+
+
+def incast_args(duration='2ms'):
+    """qrnic-sim arguments of the incast (add --hosts N and --device ...)."""
+    return ['--incast', '--op', 'write', '--size', '65536', '--depth', '8', '--duration', duration,
+            '--count', '0', '--profile', 'cx5-100g', '--rate', '100G', '--overhead', '24',
+            '--latency', '1us', '--verify', 'end', '--buffer', '1800K', '--sample', '100us']
