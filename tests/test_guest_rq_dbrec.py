@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Guest tier: RQ producer index records (ABI 1.10, QRNIC_CAP_RQ_DBREC,
 docs/spec.md 8.6.1) in real software.  With the module parameter
-qrnic.rq_dbrec=1 (the default) the kernel driver's QPs, and the provider's
+qrnic.rq_dbrec=1 the kernel driver's QPs, and the provider's
 user QPs through the record's place in their RQ mapping, post receives by
 writing the producer index to memory instead of ringing QRNIC_DB_RQ; with
-0 they ring a doorbell per post.  The same work runs once each way (the
+0 (the default, docs/storage.md says why) they ring a doorbell per post.  The same work runs once each way (the
 parameter is read when a QP is created) and the device's doorbell counter
 (hw_counters, QUERY_STATS) must drop by at least the receives posted, while
 the tools check the data:
@@ -56,7 +56,7 @@ def test_pingpong_posts_receives_through_the_record(topo):
             after = _doorbells(vm, (s, c))
             used[on] = {k: after[k] - before[k] for k in after}
     finally:
-        _set(vm, True)
+        _set(vm, False)                   # the default
     print('\nibv_rc_pingpong -n 200 doorbells per device: RQ records %s, RQ doorbells %s'
           % (used[True], used[False]))
     for dev in used[True]:
@@ -85,7 +85,7 @@ def test_nvmeof_kernel_qps_post_receives_through_the_record(topo, guest_dmesg):
             used[on] = {k: after[k] - before[k] for k in after}
             disconnect(vm, ctrl)
     finally:
-        _set(vm, True)
+        _set(vm, False)                   # the default
         nvmet_teardown(vm)
     print('\nNVMe-oF 512 x 4 KiB O_DIRECT I/Os, doorbells per device: RQ records %s, RQ doorbells %s'
           % (used[True], used[False]))
