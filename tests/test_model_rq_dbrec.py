@@ -32,6 +32,35 @@ def dev_rq_pi(qp):
     return next(v['rq_pi'] for v in qp.dev.view('qp') if v['qpn'] == qp.qpn)
 
 
+def sends(conn, src, dst, n, size):
+    """n receives and n SENDs of size bytes, both sides' completions waited for."""
+    for i in range(n):
+        conn.qb.post_recv([(dst, 0, 4096)], wr_id=i)
+        conn.qa.post_send('SEND', [(src, 0, size)], wr_id=i)
+    assert len(conn.cqb.wait(n)) == n
+    conn.cqa.wait(n)
+
+
+def one_send_lands(conn, src, dst, size, seed, wr_id):
+    """A receive, then a SEND of size random bytes: it completes and lands."""
+    data = src.fill_random(random.Random(seed), 0, size)
+    conn.qb.post_recv([(dst, 0, 4096)], wr_id=wr_id)
+    conn.qa.post_send('SEND', [(src, 0, size)], wr_id=wr_id + 1)
+    got = conn.cqb.wait(1)
+    assert (got[0]['wr_id'], got[0]['status_name']) == (wr_id, 'SUCCESS')
+    assert dst.read(0, size) == data
+
+
+def to_rts(a, qa, b, qb):
+    """Both QPs from RESET to RTS, pointing at each other."""
+    qa.to_init(q.ACCESS_ALL)
+    qb.to_init(q.ACCESS_ALL)
+    qa.to_rtr(b, qb.qpn, rq_psn=0x900)
+    qb.to_rtr(a, qa.qpn, rq_psn=0x800)
+    qa.to_rts(sq_psn=0x800)
+    qb.to_rts(sq_psn=0x900)
+
+
 def test_caps_and_version(world):
     a = world.devs[0]
     assert a.reg_read('CAPS') & q.CAP_RQ_DBREC
@@ -160,27 +189,13 @@ def test_reset_restarts_the_record(world):
     a, b = world.devs
     src = a.reg_mr(conn.pda, 4096)
     dst = b.reg_mr(conn.pdb, 4096)
-    for i in range(5):
-        conn.qb.post_recv([(dst, 0, 4096)], wr_id=i)
-        conn.qa.post_send('SEND', [(src, 0, 10)], wr_id=i)
-    assert len(conn.cqb.wait(5)) == 5
-    conn.cqa.wait(5)
+    sends(conn, src, dst, 5, 10)
     assert rec(conn.qb) == 5
     for qp in (conn.qa, conn.qb):
         qp.modify(state='RESET')
     assert rec(conn.qb) == 0 and dev_rq_pi(conn.qb) == 0
-    conn.qa.to_init(q.ACCESS_ALL)
-    conn.qb.to_init(q.ACCESS_ALL)
-    conn.qa.to_rtr(b, conn.qb.qpn, rq_psn=0x900)
-    conn.qb.to_rtr(a, conn.qa.qpn, rq_psn=0x800)
-    conn.qa.to_rts(sq_psn=0x800)
-    conn.qb.to_rts(sq_psn=0x900)
-    data = src.fill_random(random.Random(8), 0, 500)
-    conn.qb.post_recv([(dst, 0, 4096)], wr_id=100)
-    conn.qa.post_send('SEND', [(src, 0, 500)], wr_id=101)
-    got = conn.cqb.wait(1)
-    assert (got[0]['wr_id'], got[0]['status_name']) == (100, 'SUCCESS')
-    assert dst.read(0, 500) == data
+    to_rts(a, conn.qa, b, conn.qb)
+    one_send_lands(conn, src, dst, 500, 8, 100)
 
 
 def test_bad_record_values_are_ignored_and_counted(world):
@@ -192,11 +207,7 @@ def test_bad_record_values_are_ignored_and_counted(world):
     src = a.reg_mr(conn.pda, 4096)
     dst = b.reg_mr(conn.pdb, 4096)
     # two good receives first, so that "back" is below a known index
-    for i in range(2):
-        conn.qb.post_recv([(dst, 0, 4096)], wr_id=i)
-        conn.qa.post_send('SEND', [(src, 0, 8)], wr_id=i)
-    assert len(conn.cqb.wait(2)) == 2
-    conn.cqa.wait(2)
+    sends(conn, src, dst, 2, 8)
     b.clear_logs()
     ign = b.stat('doorbells_ignored')
     b.mem_write(conn.qb.rq_dbrec, struct.pack('<I', 2 + 17))     # laps: depth 16
@@ -229,12 +240,7 @@ def test_unreadable_record_is_counted_and_the_qp_survives(world):
     qa = a.create_qp(pda, cqa)
     b.patch_next_cmd('create_qp.rq_dbrec_addr', 0x7fff_0000_0000)
     qb = b.create_qp(pdb, cqb)
-    qa.to_init(q.ACCESS_ALL)
-    qb.to_init(q.ACCESS_ALL)
-    qa.to_rtr(b, qb.qpn, rq_psn=0x200)
-    qb.to_rtr(a, qa.qpn, rq_psn=0x100)
-    qa.to_rts(sq_psn=0x100)
-    qb.to_rts(sq_psn=0x200)
+    to_rts(a, qa, b, qb)
     src = a.reg_mr(pda, 4096)
     b.clear_logs()
     ign = b.stat('doorbells_ignored')
@@ -284,9 +290,4 @@ def test_snapshot_keeps_the_record(world):
     s = b.save()
     b.load(s)
     assert b.save() == s
-    data = src.fill_random(random.Random(1), 0, 700)
-    conn.qb.post_recv([(dst, 0, 4096)], wr_id=2)
-    conn.qa.post_send('SEND', [(src, 0, 700)], wr_id=2)
-    got = conn.cqb.wait(1)
-    assert (got[0]['wr_id'], got[0]['status_name']) == (2, 'SUCCESS')
-    assert dst.read(0, 700) == data
+    one_send_lands(conn, src, dst, 700, 1, 2)
