@@ -624,10 +624,10 @@ uint8_t qrnic_fw_modify_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 		if (next == cur && (cur == QRNIC_QPS_RTS || cur == QRNIC_QPS_SQD))
 			qrnic_qp_kick(d, qp);	/* (a new state kicks it anyway) */
 	}
-	if (next != cur)
+	/* ERR -> ERR with an RQ record: set_state flushes again what the
+	 * record names since (spec 8.6.1) */
+	if (next != cur || (next == QRNIC_QPS_ERR && qp->rq_dbrec))
 		qrnic_qp_set_state(d, qp, next);
-	else if (next == QRNIC_QPS_ERR && qp->rq_dbrec)
-		qrnic_qp_flush(d, qp);	/* what the RQ record names since (spec 8.6.1) */
 	return QRNIC_AQ_OK;
 }
 

@@ -159,6 +159,26 @@ def test_flush_completes_what_the_record_names(world):
     assert all(c['status_name'] == 'WR_FLUSH_ERR' for c in got)
 
 
+def test_modify_to_err_again_flushes_what_the_record_names_since(world):
+    """A QP already in ERR with receives posted through the record alone
+    (a driver that did not ring): MODIFY_QP to ERR once more flushes them."""
+    conn = dbrec_conn(world)
+    b = world.devs[1]
+    dst = b.reg_mr(conn.pdb, 4096)
+    conn.qb.modify(state='ERR')
+    world.run()
+    assert conn.cqb.poll() == []
+    for i in range(3):
+        conn.qb.post_recv([(dst, 0, 64)], wr_id=40 + i)     # the record only
+    world.run()
+    assert conn.cqb.poll() == []                           # nothing made the device look
+    conn.qb.modify(state='ERR')
+    world.run()
+    got = conn.cqb.poll()
+    assert [(c['wr_id'], c['status_name']) for c in got] == [(40 + i, 'WR_FLUSH_ERR') for i in range(3)]
+    b.check()
+
+
 def test_a_doorbell_still_works_beside_the_record(world):
     """A driver may still ring QRNIC_DB_RQ for a QP with a record (the
     qrnic kernel driver does in ERR state, so that ib_drain_rq's WQE is
