@@ -268,7 +268,7 @@ bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	}
 	/* The producer may not lap entries the device has not completed, nor
 	 * move backwards. */
-	if (pi - ci > depth || (int32_t)(pi - (sq ? qp->sq_pi : qp->rq_pi)) < 0) {
+	if (!qrnic_pi_ok(pi, ci, sq ? qp->sq_pi : qp->rq_pi, depth)) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 		qrnic_guest_err(d, err_qp_db_index, (qp->qpn, !sq, pi, ci, depth),
 				"qrnic: QP %u %s producer index %u invalid (consumer %u, depth %u)",
@@ -307,7 +307,7 @@ bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
 				  (unsigned long long)qp->rq_dbrec);
 	} else if (pi != qp->rq_pi) {
 		/* as a doorbell: no lapping the consumer, no moving back */
-		if (pi - qp->resp.rq_ci > depth || (int32_t)(pi - qp->rq_pi) < 0) {
+		if (!qrnic_pi_ok(pi, qp->resp.rq_ci, qp->rq_pi, depth)) {
 			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 			qrnic_guest_err(d, err_qp_dbrec_index, (qp->qpn, pi, qp->resp.rq_ci, depth),
 					"qrnic: QP %u RQ record producer index %u invalid "

@@ -956,6 +956,14 @@ void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev);
  * Returns whether the doorbell was taken. */
 bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
 		       uint32_t bf_bytes);
+/* A new producer index (doorbell or record) is valid if it neither laps
+ * the consumer index (more than depth ahead) nor moves back from the one
+ * known (spec 8.6, 8.6.1, 12.10). */
+static inline bool qrnic_pi_ok(uint32_t pi, uint32_t ci, uint32_t known, uint32_t depth)
+{
+	return pi - ci <= depth && (int32_t)(pi - known) >= 0;
+}
+
 /* ABI 1.10: take the RQ producer index from the QP's record, if it has one
  * (an invalid or unreadable record is ignored and counted as a doorbell
  * would be).  Returns whether the RQ has a WQE posted. */

@@ -25,7 +25,7 @@ void qrnic_srq_doorbell(struct qrnic_dev *d, struct qrnic_srq *s, uint32_t pi)
 	uint32_t depth = 1u << s->log_depth;
 
 	/* the producer may not lap WQEs not yet taken, nor move backwards */
-	if (pi - s->ci > depth || (int32_t)(pi - s->pi) < 0) {
+	if (!qrnic_pi_ok(pi, s->ci, s->pi, depth)) {
 		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
 		qrnic_guest_err(d, err_srq_db_index, ((uint32_t)(s - d->srq), pi, s->ci, depth),
 				"qrnic: SRQ %u producer index %u invalid (consumer %u, depth %u)",

@@ -311,3 +311,18 @@ def test_snapshot_keeps_the_record(world):
     b.load(s)
     assert b.save() == s
     one_send_lands(conn, src, dst, 700, 1, 2)
+
+
+def test_snapshot_with_a_bad_record_address_is_refused(world):
+    """A stream whose QP names a misaligned RQ record is refused on load
+    with the reason (the snapshot loader's check), and the device is
+    reset, as after any refused stream (test_model_snapshot._refused)."""
+    from test_model_snapshot import _refused
+    conn = dbrec_conn(world)
+    b = world.devs[1]
+    addr = conn.qb.rq_dbrec
+    good = b.save()
+    where = good.find(struct.pack('<Q', addr))
+    assert where > 0 and good.find(struct.pack('<Q', addr), where + 1) < 0
+    bad = good[:where] + struct.pack('<Q', addr | 2) + good[where + 8:]
+    _refused(b, bad, 'QP %u: RQ producer record 0x%x (no RQ or misaligned)' % (conn.qb.qpn, addr | 2))
