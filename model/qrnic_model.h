@@ -535,6 +535,7 @@ struct qrnic_cq_view {
 	uint32_t ci;		/* the consumer index the device last got */
 	uint32_t written;	/* CQEs written */
 	uint32_t armed, error;
+	uint32_t mod_count, mod_period_us;	/* MODIFY_CQ's moderation (0, 0: none) */
 };
 
 struct qrnic_eq_view {

@@ -17,7 +17,7 @@
 
 /* Every view is a plain array of uint32_t. */
 _Static_assert(sizeof(struct qrnic_qp_view) % sizeof(uint32_t) == 0, "qp view");
-_Static_assert(sizeof(struct qrnic_cq_view) == 8 * sizeof(uint32_t), "cq view");
+_Static_assert(sizeof(struct qrnic_cq_view) == 10 * sizeof(uint32_t), "cq view");
 _Static_assert(sizeof(struct qrnic_eq_view) == 8 * sizeof(uint32_t), "eq view");
 _Static_assert(sizeof(struct qrnic_srq_view) == 7 * sizeof(uint32_t), "srq view");
 
@@ -49,6 +49,7 @@ static const struct view_field cq_fields[] = {
 	F(qrnic_cq_view, cqn), F(qrnic_cq_view, eqn), F(qrnic_cq_view, depth),
 	F(qrnic_cq_view, pi), F(qrnic_cq_view, ci), F(qrnic_cq_view, written),
 	F(qrnic_cq_view, armed), F(qrnic_cq_view, error),
+	F(qrnic_cq_view, mod_count), F(qrnic_cq_view, mod_period_us),
 };
 
 static const struct view_field eq_fields[] = {
@@ -200,6 +201,7 @@ unsigned qrnic_dev_view(struct qrnic_dev *d, enum qrnic_view_kind k, uint32_t st
 				.cqn = i, .eqn = c->eqn, .depth = depth_of(c->log_depth),
 				.pi = c->pi, .ci = c->ci, .written = c->vis,
 				.armed = c->armed || c->armed_solicited, .error = c->error,
+				.mod_count = c->mod_count, .mod_period_us = c->mod_period_us,
 			};
 			n++;
 			break;

@@ -65,6 +65,7 @@ def test_qps_property_after_create_and_traffic(env):
     assert (qb['epsn'], qb['msn']) == (0x106, 3)
     cq, = [x for x in a.qom_get('cqs') if x['cqn'] == c.cqa.cqn]
     assert (cq['depth'], cq['written'], cq['pi']) == (64, 3, 3)
+    assert (cq['mod_count'], cq['mod_period_us']) == (0, 0)
     eqs = a.qom_get('eqs')
     assert eqs and all(e['depth'] > 0 for e in eqs)
     assert a.qom_get('srqs') == []

@@ -55,6 +55,10 @@ def test_view_after_connect_and_writes(world):
     cq, = [x for x in a.view('cq') if x['cqn'] == c.cqa.cqn]
     assert (cq['depth'], cq['pi'], cq['written']) == (128, 3, 3)
     assert cq['ci'] == 0                    # the driver has not polled yet
+    assert (cq['mod_count'], cq['mod_period_us']) == (0, 0)
+    c.cqa.moderate(count=7, period_us=300)  # MODIFY_CQ: shown as the device keeps it
+    cq, = [x for x in a.view('cq') if x['cqn'] == c.cqa.cqn]
+    assert (cq['mod_count'], cq['mod_period_us']) == (7, 300)
     assert len(c.cqa.poll()) == 3
     eqs = a.view('eq')
     assert [e['eqn'] for e in eqs] == sorted(e['eqn'] for e in eqs) and eqs
