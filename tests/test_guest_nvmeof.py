@@ -260,16 +260,16 @@ RDMA_MODULES = ('nvme_rdma', 'nvmet_rdma', 'rdma_ucm', 'rdma_cm', 'iw_cm', 'ib_c
                 'ib_uverbs', 'ib_core')
 
 
-def reload_rdma_stack(topo, ib_core_args=''):
+def reload_rdma_stack(topo, ib_core_args='', qrnic_args=''):
     """Unload every RDMA module and load ib_core (with ib_core_args) and qrnic
-    again; returns the new (target, host) endpoints once both ports have
+    (with qrnic_args) again; returns the new (target, host) endpoints once both ports have
     their RoCE v2 GIDs."""
     vm = topo.vm(0)
     vm.run('for m in %s; do [ -d /sys/module/$m ] && rmmod $m; done; [ ! -d /sys/module/ib_core ]'
            % ' '.join(RDMA_MODULES), timeout=180)
     # what qrnic-init loads at boot
     vm.run('modprobe ib_core %s && modprobe -a ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm && '
-           'modprobe qrnic && qrnic-netup' % ib_core_args, timeout=180)
+           'modprobe qrnic %s && qrnic-netup' % (ib_core_args, qrnic_args), timeout=180)
     deadline = time.monotonic() + 60
     while True:
         try:

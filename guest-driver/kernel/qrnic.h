@@ -29,6 +29,8 @@
 extern unsigned int qrnic_admin_timeout_ms;
 extern bool qrnic_cq_dim;
 extern bool qrnic_rq_dbrec;
+extern unsigned short qrnic_cq_mod_usec, qrnic_cq_mod_count;
+extern unsigned int qrnic_cq_dim_scale;
 extern unsigned int qrnic_eth_ring_log;
 extern unsigned int qrnic_ring_pagelist;
 
@@ -207,6 +209,15 @@ struct qrnic_dev {
 		atomic64_t rereg_mr;		/* REREG_MR that succeeded (rereg_user_mr) */
 		atomic64_t rereg_repin;		/* of them: pinned again (TRANS, or access made writable) */
 	} frwr;
+
+	/* Kernel CQ moderation by the driver (debugfs "cq_moderation") */
+	struct {
+		atomic64_t fixed_cqs;		/* CQs given cq_mod_usec / cq_mod_count */
+		atomic64_t ignored;		/* modify_cq on such a CQ: nothing done */
+		atomic64_t dim_modify;		/* DIM's modify_cq sent (scaled by cq_dim_scale) */
+		atomic_t dim_period_max;	/* the longest DIM period asked, us */
+		atomic_t dim_period_sent_max;	/* and sent to the device, us */
+	} cqmod;
 
 	/*
 	 * Kernel QPs with a send or receive queue (qrnic_qp.dev_node), for the
@@ -427,6 +438,7 @@ struct qrnic_cq {
 	spinlock_t lock;
 	struct mutex resize_lock;	/* one resize at a time */
 	bool created;
+	bool fixed_mod;	/* cq_mod_usec applied at creation: modify_cq ignored */
 	/* kernel QPs whose SQ / RQ complete here (qrnic_qp.scq_node / rcq_node), under lock */
 	struct list_head sq_qps;
 	struct list_head rq_qps;

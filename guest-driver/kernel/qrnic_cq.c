@@ -22,7 +22,9 @@
  * the provider holds its own CQ lock across the command.
  *
  * Moderation (MODIFY_CQ): cq_count CQEs or cq_period microseconds after
- * the first, whichever comes first, raise an armed CQ's event.
+ * the first, whichever comes first, raise an armed CQ's event.  With the
+ * module parameter cq_mod_usec set, kernel CQs created get that fixed
+ * moderation, and modify_cq (DIM's, a ULP's) leaves them as they are.
  *
  * Software flush completions (as mlx5's mlx5_ib_poll_sw_comp and rxe): once
  * the device is dead and reset (QRNIC_FLAG_STOPPED, qrnic_main.c) no CQE
@@ -124,6 +126,18 @@ int qrnic_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		goto err_destroy;
 	cq->created = true;
 	ibcq->cqe = 1U << log;
+
+	/* module parameters cq_mod_usec / cq_mod_count: a fixed moderation
+	 * of kernel CQs instead of DIM's (qrnic_modify_cq) */
+	cq->fixed_mod = false;
+	if (!udata && qrnic_has_cq_resize(dev) && READ_ONCE(qrnic_cq_mod_usec)) {
+		err = qrnic_cmd_modify_cq(dev, cq->cqn, READ_ONCE(qrnic_cq_mod_count),
+					  READ_ONCE(qrnic_cq_mod_usec));
+		if (err)
+			goto err_erase;
+		cq->fixed_mod = true;
+		atomic64_inc(&dev->cqmod.fixed_cqs);
+	}
 
 	if (udata) {
 		resp.cqn = cq->cqn;
@@ -249,12 +263,38 @@ out:
 	return err;
 }
 
+/* *a = max(*a, v); each failed exchange saw *a grow, so it ends */
+static void qrnic_atomic_max(atomic_t *a, int v)
+{
+	int old = atomic_read(a);
+
+	while (old < v && !atomic_try_cmpxchg(a, &old, v))
+		;
+}
+
 /* ib_modify_cq(), IB_USER_VERBS_EX_CMD_MODIFY_CQ: event moderation */
 static int qrnic_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 {
 	struct qrnic_dev *dev = to_qdev(ibcq->device);
 
-	return qrnic_cmd_modify_cq(dev, to_qcq(ibcq)->cqn, cq_count, cq_period);
+	unsigned int scale = READ_ONCE(qrnic_cq_dim_scale);	/* 1..1000 */
+	u16 period = cq_period;
+	int err;
+
+	if (to_qcq(ibcq)->fixed_mod) {
+		atomic64_inc(&dev->cqmod.ignored);
+		return 0;	/* the cq_mod_usec module parameter's moderation stays */
+	}
+	/* DIM's profiles (ibcq->dim: a kernel CQ it watches) in the guest's time */
+	if (ibcq->dim)
+		period = min_t(u32, (u32)cq_period * scale, U16_MAX);
+	err = qrnic_cmd_modify_cq(dev, to_qcq(ibcq)->cqn, cq_count, period);
+	if (!err && ibcq->dim) {
+		atomic64_inc(&dev->cqmod.dim_modify);
+		qrnic_atomic_max(&dev->cqmod.dim_period_max, cq_period);
+		qrnic_atomic_max(&dev->cqmod.dim_period_sent_max, period);
+	}
+	return err;
 }
 
 const struct ib_device_ops qrnic_cq_resize_ops = {
