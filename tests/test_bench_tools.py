@@ -117,15 +117,17 @@ def test_bf_latency_refuses_bad_arguments_before_booting():
 def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
     """bench/nvmeof_vs_rxe (a guest benchmark, run by hand) checks its
     knobs (--smp, --queues, --ioengine, --numjobs, --iodepth, --figures,
-    --setups, --ab-rounds) before it boots anything."""
+    --setups, --ab, --ab-rounds) before it boots anything."""
     for args in (('--smp', 0), ('--queues', 65), ('--ioengine', 'sync'), ('--numjobs', 0),
                  ('--iodepth', 0), ('--figures', 'lat'), ('--setups', 'mlx5'), ('--runtime', 'x'),
-                 ('--rq-dbrec-ab', '--ab-rounds', 0)):
+                 ('--rq-dbrec-ab', '--ab-rounds', 0), ('--ab', 'rq_dbrec'), ('--ab', 'rq_dbrec=Y'),
+                 ('--ab', 'rq_dbrec=Y,Y'), ('--ab', 'x;reboot=1,2'), ('--ab', 'cq_mod_usec=0,1 0'),
+                 ('--ab', 'cq_mod_usec=0,1', '--rq-dbrec-ab'), ('--ab', 'cq_mod_usec=0,1', '--setups', 'rxe')):
         r = bench('nvmeof_vs_rxe', *args, rc=2)
         assert 'usage:' in r.stderr and 'booting' not in r.stderr, (args, r.stderr)
     r = bench('nvmeof_vs_rxe', '--help')
     for knob in ('--smp', '--queues', '--ioengine', '--numjobs', '--append', '--perf',
-                 '--rq-dbrec-ab', '--ab-rounds'):
+                 '--ab', '--rq-dbrec-ab', '--ab-rounds'):
         assert knob in r.stdout, knob
 
 
