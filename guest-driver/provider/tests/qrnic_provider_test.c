@@ -103,6 +103,18 @@ static struct fk_dev *fk_of(struct ibv_context *c)
 
 /* QPs get RQ producer records (ABI 1.10), as from the qrnic kernel driver */
 static bool fk_rq_dbrec = true;
+/* >= 0: the next QPs' rq_dbrec_offset, whatever it is (a broken kernel) */
+static int64_t fk_rq_dbrec_off = -1;
+
+/* regions of a kind in use: what the fake kernel holds */
+static int fk_used(const struct fk_dev *f, enum fk_kind kind)
+{
+	int i, n = 0;
+
+	for (i = 0; i < FK_MAX_REGIONS; i++)
+		n += f->reg[i].used && f->reg[i].kind == kind;
+	return n;
+}
 
 static struct fk_region *fk_alloc(struct fk_dev *f, enum fk_kind kind, uint64_t size,
 				  bool device_mem)
@@ -813,6 +825,8 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 	r->drv_payload.rq_mmap_size = rq ? rq->size : 0;
 	r->drv_payload.max_inline = (1u << sq_shift) - 64;
 	r->drv_payload.rq_dbrec_offset = rq && fk_rq_dbrec ? (1u << rq_log) << rq_shift : 0;
+	if (fk_rq_dbrec_off >= 0)
+		r->drv_payload.rq_dbrec_offset = (uint32_t)fk_rq_dbrec_off;
 	return 0;
 }
 
@@ -1415,6 +1429,27 @@ static void test_rq_dbrec(void)
 	fk_run();
 	CHECK(B.ops.destroy_qp(qb) == 0);
 	fk_rq_dbrec = true;
+
+	/* a kernel whose record offset is not a 4-byte slot after the ring
+	 * inside the mapping (8 WQEs of 64 bytes: the ring is 512 bytes, the
+	 * mapping a page): the QP is refused with EINVAL and destroyed */
+	{
+		static const int64_t bad[] = { 4, 508, 514, PAGE - 2, PAGE, 0xfffffffcll };
+		int before = fk_used(fk_of(B.ctx), FK_WQ);
+
+		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			fk_rq_dbrec_off = bad[i];
+			errno = 0;
+			qb = mkqp(&B, IBV_QPT_RC, 8, 8, NULL);
+			CHECK(qb == NULL && errno == EINVAL);
+			CHECK(fk_used(fk_of(B.ctx), FK_WQ) == before);
+		}
+		fk_rq_dbrec_off = 512;		/* right after the ring: taken */
+		qb = mkqp(&B, IBV_QPT_RC, 8, 8, NULL);
+		CHECK(qb && (uint8_t *)to_qqp(qb)->rq_dbrec == to_qqp(qb)->rq.ring + 512);
+		CHECK(qb && B.ops.destroy_qp(qb) == 0);
+		fk_rq_dbrec_off = -1;
+	}
 }
 
 /* SQ full -> ENOMEM with bad_wr; unsignaled WQEs freed by a later CQE */
