@@ -276,7 +276,6 @@ static void qrnic_atomic_max(atomic_t *a, int v)
 static int qrnic_modify_cq(struct ib_cq *ibcq, u16 cq_count, u16 cq_period)
 {
 	struct qrnic_dev *dev = to_qdev(ibcq->device);
-
 	unsigned int scale = READ_ONCE(qrnic_cq_dim_scale);	/* 1..1000 */
 	u16 period = cq_period;
 	int err;

@@ -64,7 +64,7 @@ MODULE_PARM_DESC(cq_dim,
 
 /*
  * A fixed completion-event moderation for kernel CQs, for experiments
- * (docs/storage.md "Fixed interrupt moderation"): read when a CQ is
+ * (docs/storage.md "Completion moderation in the guest's time"): read when a CQ is
  * created; while cq_mod_usec is not 0, DIM's and the ULPs' modify_cq on
  * kernel CQs change nothing.
  */
