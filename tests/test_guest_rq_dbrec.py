@@ -20,7 +20,7 @@ import pytest
 
 from guest.vmlib import (check_pair, client_server, guest_dmesg, hw_counters,  # noqa: F401
                          need_driver, next_port, pair, topo)
-from test_guest_nvmeof import connect, disconnect, nvmet_teardown, setup_target
+from test_guest_nvmeof import connect, disconnect, nvmet_teardown, reload_rdma_stack, setup_target
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
@@ -66,7 +66,11 @@ def test_pingpong_posts_receives_through_the_record(topo):
 
 def test_nvmeof_kernel_qps_post_receives_through_the_record(topo, guest_dmesg):
     need_driver(topo, provider=False)
-    tgt, host = topo.pair()
+    # The count is of all doorbells, CQ arms included: ib_core's DIM (on
+    # by default) moderates the CQs differently from one run to the next,
+    # which moves the arms by hundreds.  Without DIM every event is
+    # followed by one arm in both runs, as the receives' doorbells are not.
+    tgt, host = reload_rdma_stack(topo, qrnic_args='cq_dim=0')
     vm = tgt.vm
     assert host.vm is vm, 'T1: both ports in one VM'
     nvmet_teardown(vm)
@@ -87,9 +91,11 @@ def test_nvmeof_kernel_qps_post_receives_through_the_record(topo, guest_dmesg):
     finally:
         _set(vm, False)                   # the default
         nvmet_teardown(vm)
+        reload_rdma_stack(topo)           # DIM on again
     print('\nNVMe-oF 512 x 4 KiB O_DIRECT I/Os, doorbells per device: RQ records %s, RQ doorbells %s'
           % (used[True], used[False]))
     for dev in used[True]:
         # 512 commands: the target reposts a receive per command, the host
-        # one per response (some merged by nothing: O_DIRECT, one at a time)
-        assert used[False][dev] - used[True][dev] >= 256, used
+        # one per response (O_DIRECT, one at a time: 509-512 fewer measured;
+        # the arms may differ by a few events)
+        assert used[False][dev] - used[True][dev] >= 384, used
