@@ -142,3 +142,21 @@ def test_sched_stats_of_a_process():
     vm.proc = None
     assert vm.sched_stats() == dict(vcpu_run=0.0, vcpu_wait=0.0, other_run=0.0, other_wait=0.0,
                                     other_sleeps=0)
+
+
+def test_perftest_figure_knows_when_perftest_could_not_time_itself():
+    """perftest reports 0 for every rate and time when its CPU-frequency
+    regression fails (r^2 < 0.9, said on stderr); perftest_figure gives None
+    then, the figure otherwise, and 0 without that message stays 0 (a
+    failure for the tests that ask for a positive figure)."""
+    from qrnic_vm.tools import perftest_figure, perftest_table
+    table = (' #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n'
+             ' 65536      100              %s                 %s                    0.000\n')
+    zero = perftest_table(table % ('0.00', '0.00'))
+    assert perftest_figure(zero, 'Correlation coefficient r^2: 0.853 < 0.9\n' + table) is None
+    assert perftest_figure(zero, table) == 0.0
+    assert perftest_figure(zero, 'Correlation coefficient r^2: 0.95 > 0.9') == 0.0
+    assert perftest_figure(perftest_table(table % ('1.50', '1.25')), 'r^2: 0.8 < 0.9') == 1.25
+    lat = perftest_table(' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]\n'
+                         ' 2       100          10.5           40.1         12.0               13.25\n')
+    assert perftest_figure(lat, '') == 13.25

@@ -79,6 +79,22 @@ def perftest_table(out):
     return None
 
 
+# perftest 25.01's get_clock.c: it converts cycles to time with a CPU frequency it
+# measures against gettimeofday over ~10 steps; when that regression fails (r^2 < 0.9,
+# e.g. a TCG vCPU descheduled between the two clocks) it prints this and uses 0 MHz,
+# so every rate and time it reports is 0.
+PERFTEST_NO_CLOCK = re.compile(r'Correlation coefficient r\^2: \S+ < 0\.9')
+
+
+def perftest_figure(row, out):
+    """The result row's BW_average or t_avg as a float, or None when perftest said
+    that it could not measure its clock (PERFTEST_NO_CLOCK in out, stdout and stderr)
+    and printed 0: a figure perftest does not know, not a measurement."""
+    key = next(k for k in row if k.startswith(('BW_average', 't_avg')))
+    v = float(row[key])
+    return None if v == 0 and PERFTEST_NO_CLOCK.search(out) else v
+
+
 # ---- demo --------------------------------------------------------------------------------
 def _tail(r, n=12):
     return '\n'.join('      ' + ln for ln in r.output.rstrip().splitlines()[-n:])

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(REPO, 'scripts'))
 
 from qrnic_vm import PrereqError, Topology, VMError  # noqa: E402
 from qrnic_vm import tools as _tools  # noqa: E402
-from qrnic_vm.tools import next_port, perftest_table, wait_cm_listen, wait_tcp_listen, wait_until  # noqa: E402,F401
+from qrnic_vm.tools import next_port, perftest_figure, perftest_table, wait_cm_listen, wait_tcp_listen, wait_until  # noqa: E402,F401
 
 # ---- dmesg -------------------------------------------------------------------------
 # Kernel log lines that fail a test (they mean a kernel or driver bug, or a
