@@ -173,18 +173,24 @@ def test_nvmeof_vs_rxe_guest_profile_bound(capsys):
 
 def test_qrnic_gprof_attributes_host_time(tmp_path):
     """tests/guest/qrnic_gprof.c (bench/nvmeof_vs_rxe --guest-profile's sampler),
-    run on this host: a busy loop in user space shows as user time, the
-    weights add up to the CPUs' wall time, and bad arguments exit 2."""
+    run on this host: busy loops in user space show as user time, the
+    weights add up to the CPUs' wall time, and bad arguments exit 2.
+    A busy loop runs on every CPU: an idle CPU of this host (a KVM guest)
+    may take no cpu-clock samples at all (measured: with both CPUs idle,
+    2039 samples in 2 s, one CPU's worth; CI failed twice with 2.21 s of
+    4 and no idle time), which says nothing about the sampler's sums."""
     exe = tmp_path / 'qrnic_gprof'
     subprocess.run(['cc', '-O2', '-Wall', '-Wextra', '-Werror', '-std=gnu11',
                     os.path.join(REPO, 'tests', 'guest', 'qrnic_gprof.c'), '-o', str(exe)], check=True)
     for args in ([], ['0'], ['x'], ['1', '5'], ['1', '1000', 'extra']):
         assert subprocess.run([str(exe), *args], capture_output=True).returncode == 2, args
-    spin = subprocess.Popen(['/usr/bin/python3', '-c', 'import time\nt = time.time()\nwhile time.time() - t < 4: pass'])
+    spin = [subprocess.Popen(['/usr/bin/python3', '-c', 'import time\nt = time.time()\nwhile time.time() - t < 4: pass'])
+            for _ in range(os.sysconf('SC_NPROCESSORS_ONLN'))]
     try:
         r = subprocess.run([str(exe), '2'], capture_output=True, text=True, timeout=60)
     finally:
-        spin.wait()
+        for p in spin:
+            p.wait()
     if r.returncode == 1 and 'perf_event_open' in r.stderr:
         pytest.skip('no perf events here: ' + r.stderr.strip())
     assert r.returncode == 0, r.stderr
@@ -192,7 +198,7 @@ def test_qrnic_gprof_attributes_host_time(tmp_path):
     wall = j['user_us'] + j['idle_us'] + j['kernel_us'] + j['unknown_us']
     assert j['samples'] > 1000 and j['lost_records'] == 0, j
     assert 0.7 * 2e6 * j['cpus'] < wall < 1.3 * 2e6 * j['cpus'], j     # 2 s on every CPU
-    assert j['user_us'] > 1.2e6, j                                     # the spinning CPU
+    assert j['user_us'] > 0.6 * 2e6 * j['cpus'], j                     # the spinning CPUs
     assert abs(sum(j['modules_us'].values()) - j['kernel_us']) < 1.0, j
 
 

@@ -13,11 +13,15 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
 
 import qrnic_harness as q
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'scripts'))
+from qrnic_vm.ports import free_udp_ports  # noqa: E402
 
 SWITCH = os.path.join(q.build_dir(), 'tests', 'harness', 'qrnic-switch')
 
@@ -31,14 +35,15 @@ class Switch:
     def __init__(self, n, *args, tmp=None):
         self.hosts = []
         specs = []
+        hs = []
         for _ in range(n):
             h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             h.bind(('127.0.0.1', 0))
             h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(('127.0.0.1', 0))
-            sport = s.getsockname()[1]
-            s.close()	# the switch binds it (a race with others: unlikely)
+            hs.append(h)
+        # after the hosts' (open) sockets: the switch binds these (a race
+        # with other processes: unlikely)
+        for h, sport in zip(hs, free_udp_ports(n)):
             specs += ['--port', f'127.0.0.1:{sport}=127.0.0.1:{h.getsockname()[1]}']
             self.hosts.append((h, ('127.0.0.1', sport)))
         self.stats = os.path.join(tmp, 'sw.json') if tmp else None
@@ -302,9 +307,6 @@ def test_runner_switchproc(tmp_path, monkeypatch):
     """The VM runner's glue (scripts/qrnic_vm/runner.py SwitchProc, used by the S4
     topology): started as a child, counters on demand and at stop, files in the run
     directory; the star topology names."""
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    'scripts'))
     from qrnic_vm.runner import SwitchProc, star_size
     assert [star_size(n) for n in ('S3', 'S4', 'S16', 'S2', 'S17', 'T2', 'S', 'Sx', None)] == \
         [3, 4, 16, None, None, None, None, None, None]
@@ -314,12 +316,9 @@ def test_runner_switchproc(tmp_path, monkeypatch):
         h = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         h.bind(('127.0.0.1', 0))
         hosts.append(h)
-    sports = []
-    for _ in range(3):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(('127.0.0.1', 0))
-        sports.append(s.getsockname()[1])
-        s.close()
+    # distinct (bound and closed one at a time, the kernel may hand the same
+    # port out again: CI had two switch ports on one address)
+    sports = free_udp_ports(3)
     sp = SwitchProc(str(tmp_path), [(sports[i], hosts[i].getsockname()[1]) for i in range(3)],
                     ['--rate', '1G'])
     sp.start(timeout=30)
