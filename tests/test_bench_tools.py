@@ -368,3 +368,28 @@ def test_sim_pfc_samples():
     assert all(b - a <= 2 * 100_000 for a, b in zip(p, p[1:]))
     assert x[9] - x[0] > 0 and p[19] - p[9] > 0       # pauses in the first and second ms
     assert 'pfc_pauses' not in run()['samples'] and 'paused_ns' not in run()['samples']
+
+
+def test_thread_hop_prints_a_row_per_spinner_count():
+    """bench/thread_hop (C, built with the tree) passes a token between two
+    threads through eventfds and prints, per spinner count asked, the hop's
+    median, 90th percentile and mean and the CPU per hop; it refuses bad
+    arguments with rc 2 and a message.  Figures only: nothing about their size."""
+    import re
+    exe = os.path.join(q.build_dir(), 'bench', 'thread_hop')
+    r = subprocess.run([exe, '--hops', '400', '--spinners', '0,1'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert re.match(r'thread_hop: \d+ CPUs, load [\d.]+, eventfd \+ ppoll between two threads\n',
+                    r.stdout), r.stdout
+    rows = re.findall(r'^spinners (\d): hop p50 ([\d.]+) us, p90 ([\d.]+) us, mean ([\d.]+) us; '
+                      r'CPU per hop ([\d.]+) us \(both threads\); (\d+) hops$', r.stdout, re.M)
+    assert [row[0] for row in rows] == ['0', '1'], r.stdout
+    for row in rows:
+        p50, p90, mean, cpu = (float(x) for x in row[1:5])
+        assert 0 < p50 <= p90 and mean > 0 and cpu >= 0 and row[5] == '400', r.stdout
+    for bad in (['--hops', '1'], ['--hops', 'x'], ['--spinners', '9'], ['--spinners', ','],
+                ['--spinners', '1,x'], ['--bogus'], ['--hops']):
+        r = subprocess.run([exe, *bad], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=30)
+        assert r.returncode == 2 and r.stderr.startswith('thread_hop: '), (bad, r.stderr)

@@ -116,6 +116,21 @@ def test_bench_tunings():
             b.parse_tunings(bad)
 
 
+def test_bench_cpu_note():
+    """bench/guest_vs_rxe's bandwidth note: shares of a CPU per second of the run, client
+    and server, and the sum of all QEMU threads against the host's CPUs."""
+    b = _bench()
+    z = dict(vcpu_run=0.0, vcpu_wait=0.0, other_run=0.0, other_wait=0.0, other_sleeps=0)
+    after = [dict(z, other_run=2.0, other_wait=1.0, vcpu_run=3.9),
+             dict(z, other_run=1.5, other_wait=0.5, vcpu_run=0.1)]
+    note = b.cpu_note(4.0, [z, z], after, ncpu=2)
+    assert note == ('host CPU share (client VM / server VM): main loop on a CPU 0.50 / 0.38, '
+                    'runnable-waiting 0.25 / 0.12; vCPU on a CPU 0.97 / 0.03; '
+                    'all QEMU threads 1.88 of 2 CPUs'), note
+    # differences, not totals: the same 'before' as 'after' is an idle run
+    assert 'all QEMU threads 0.00 of 2 CPUs' in b.cpu_note(4.0, after, after, ncpu=2)
+
+
 def test_sched_stats_of_a_process():
     """VM.sched_stats on a stand-in process that burns CPU then sleeps in steps: its
     thread (not named like a vCPU) counts as 'other', its CPU time and its sleeps
