@@ -29,6 +29,7 @@
 extern unsigned int qrnic_admin_timeout_ms;
 extern bool qrnic_cq_dim;
 extern bool qrnic_rq_dbrec;
+extern bool qrnic_bf;
 extern unsigned short qrnic_cq_mod_usec, qrnic_cq_mod_count;
 extern unsigned int qrnic_cq_dim_scale;
 extern unsigned int qrnic_eth_ring_log;

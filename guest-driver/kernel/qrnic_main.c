@@ -57,6 +57,20 @@ module_param_named(rq_dbrec, qrnic_rq_dbrec, bool, 0644);
 MODULE_PARM_DESC(rq_dbrec,
 		 "QPs post receives through an RQ producer index record instead of the RQ doorbell on a device with QRNIC_CAP_RQ_DBREC, as ConnectX does (no MMIO write per post_recv; kernel QPs here, user QPs in the provider; default off; read when a QP is created)");
 
+/*
+ * BlueFlame for user contexts (ABI 1.5, spec 3.2.1).  Off by default: an
+ * emulated device takes each 8-byte store of a BF write as an MMIO exit (a
+ * TCG vCPU takes QEMU's big lock for every one), where a doorbell is one
+ * exit and the WQE a DMA read QEMU does in memory; T2 ib_write_lat measured
+ * 1.11x (t_avg) and 1.15x (t_typical) the doorbell path's latency with BF
+ * (bench/bf_latency, guest-driver/provider/README.md).  On, the device's
+ * modelled time of a small post (a timing profile) is ConnectX's.
+ */
+bool qrnic_bf;
+module_param_named(bf, qrnic_bf, bool, 0644);
+MODULE_PARM_DESC(bf,
+		 "offer the device's BlueFlame buffers to user contexts (the provider then writes single small WQEs into the doorbell page, as mlx5 does; default off: slower under emulation; read when a context is allocated)");
+
 bool qrnic_cq_dim = true;
 module_param_named(cq_dim, qrnic_cq_dim, bool, 0444);
 MODULE_PARM_DESC(cq_dim,

@@ -539,8 +539,10 @@ static int qrnic_alloc_ucontext(struct ib_ucontext *ibuctx, struct ib_udata *uda
 	resp.max_send_wqe_shift = QRNIC_MAX_SEND_WQE_SHIFT;
 	resp.max_recv_wqe_shift = QRNIC_MAX_RECV_WQE_SHIFT;
 	/* BlueFlame buffers in the same doorbell page (spec 3.2.1): nothing
-	 * more to map; 0 tells the provider not to use them */
-	resp.bf_size = (dev->caps & QRNIC_CAP_BF) ? QRNIC_BF_MAX_WQE : 0;
+	 * more to map; 0 tells the provider not to use them (qrnic.bf=0,
+	 * the default, or a device without them) */
+	resp.bf_size = (dev->caps & QRNIC_CAP_BF) && READ_ONCE(qrnic_bf) ?
+		       QRNIC_BF_MAX_WQE : 0;
 	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	if (err)
 		goto err_remove;
