@@ -108,6 +108,16 @@ def test_page_updates_and_shows_retransmission(browser):
         _wait(lambda: text(browser, cell) not in (None, '', first),
               f'{cell} to change from {first}')
         assert text(browser, 'd0-qp2-state') == 'RTS'
+        # the CQs' moderation column: the simulator's CQs have none; the
+        # page's formatter for the moderation MODIFY_CQ sets
+        cq = browser.execute_script(
+            'const c = document.querySelector("table.cqs td[id$=\'-moderation\']");'
+            'return c ? c.textContent : null;')
+        assert cq == 'off', cq
+        assert browser.execute_script(
+            'return moderation({mod_count: 12, mod_period_us: 700});') == '12 CQEs / 700 us'
+        assert browser.execute_script(
+            'return moderation({mod_count: 0, mod_period_us: 300});') == '0 CQEs / 300 us'
         assert text(browser, 'status') == 'running'
         # the dropped packet: lost, NAKed, sent again -- first in the list of
         # incidents (kept after the frames scroll out of the diagram); pause

@@ -62,6 +62,14 @@ function qpTable(d) {
   return h + '</table>';
 }
 
+// A CQ's event moderation (MODIFY_CQ): an event after so many CQEs or so
+// many microseconds after the first one not yet reported, whichever first.
+function moderation(r) {
+  if (!r.mod_count && !r.mod_period_us) return 'off';
+  return `${r.mod_count} CQEs / ${r.mod_period_us} us`;
+}
+
+// extra: [field, heading] or [id, heading, function of the row giving the cell]
 function ringTable(d, kind, key, extra) {
   const list = d[kind];
   if (!list || !list.length) return '';
@@ -70,7 +78,8 @@ function ringTable(d, kind, key, extra) {
   for (const r of list) {
     const p = `d${d.index}-${key}${r[key]}-`;
     const used = occ(r.pi, r.ci);
-    h += '<tr>' + cell(p + key, r[key]) + extra.map((e) => cell(p + e[0], r[e[0]])).join('') +
+    h += '<tr>' + cell(p + key, r[key]) +
+      extra.map((e) => cell(p + e[0], e[2] ? e[2](r) : r[e[0]])).join('') +
       cell(p + 'pi', r.pi) + cell(p + 'ci', r.ci) +
       `<td id="${p}used">${used} of ${r.depth}${bar(used, r.depth)}</td></tr>`;
   }
@@ -99,7 +108,8 @@ function renderDevices(st) {
     h += `<div class="dev" id="dev${d.index}"><h2>${esc(d.name)}</h2>` +
       '<h3>Queue pairs</h3>' + qpTable(d) +
       '<h3>Completion, event and shared receive queues</h3>' +
-      ringTable(d, 'cqs', 'cqn', [['eqn', 'EQ'], ['written', 'CQEs written'], ['armed', 'armed']]) +
+      ringTable(d, 'cqs', 'cqn', [['eqn', 'EQ'], ['written', 'CQEs written'], ['armed', 'armed'],
+        ['moderation', 'moderation', moderation]]) +
       ringTable(d, 'eqs', 'eqn', [['vector', 'vector'], ['armed', 'armed'], ['overflow', 'overflow']]) +
       ringTable(d, 'srqs', 'srqn', [['limit', 'limit']]) +
       `<div>${caches(d)}</div><div class="muted">${counters(d)}</div></div>`;
