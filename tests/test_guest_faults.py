@@ -35,7 +35,7 @@ import pytest
 
 from guest.qrnic_pv import put_helper, result_json
 from guest.vmlib import (check_pair, client_server, ensure_driver, guest_dmesg, need_driver,  # noqa: F401
-                         next_port, perftest_table, rdma_res, topo, wait_until)
+                         next_port, perftest_figure, perftest_table, rdma_res, topo, wait_until)
 from qrnic_vm.qmp import Qmp  # noqa: E402  (scripts/ is on sys.path through guest.vmlib)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
@@ -457,10 +457,17 @@ def test_wire_faults(topo, faults, kind, pct):
     for tool, extra in (('ib_write_bw', '-n 50 -s 65536'), ('ib_read_bw', '-n 50 -s 65536'),
                         ('ib_atomic_bw', '-n 100 -A FETCH_AND_ADD')):
         t = time.monotonic()
-        row = _wire_run(kind, tool, lambda chk: perftest(s, c, tool, extra, check=chk), retried)
+
+        def run(chk):
+            row, out = perftest(s, c, tool, extra, check=chk)
+            return ((row, out) if row is not None else None), out
+        row, out = _wire_run(kind, tool, run, retried)
         assert int(row['#iterations']) == int(extra.split()[1]), row
-        # 8-byte atomics under 10 % loss print 0.00 MiB/s: the message rate has more digits
-        assert float(row['BW_average[MiB/sec]']) > 0 or float(row.get('MsgRate[Mpps]', 0)) > 0, row
+        # 8-byte atomics under 10 % loss print 0.00 MiB/s: the message rate has more digits.
+        # None: perftest could not time itself (a TCG vCPU descheduled while it measured
+        # its clock) and printed 0 for every rate; the iterations above still completed.
+        bw = perftest_figure(row, out)
+        assert bw is None or bw > 0 or float(row.get('MsgRate[Mpps]', 0)) > 0, row
         times[tool] = time.monotonic() - t
     t = time.monotonic()
     _wire_run(kind, 'ibv_rc_pingpong', lambda chk: pingpong(s, c, n=50, size=4096, check=chk,
