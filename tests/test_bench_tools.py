@@ -247,10 +247,13 @@ def test_cc_incast_speed_section():
     with and without DCQCN), each with a packet count and rates; bad host
     counts are refused."""
     out = bench('cc_incast', '--speed-only').stdout
-    rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln.startswith(('none ', 'dcqcn '))}
-    assert set(rows) == {'none', 'dcqcn'}, out
+    rows = {tuple(ln.split()[:2]): ln.split() for ln in out.splitlines()
+            if ln.startswith(('none ', 'dcqcn '))}
+    assert set(rows) == {(cc, t) for cc in ('none', 'dcqcn') for t in ('10ms', '100ms')}, out
     for r in rows.values():
-        assert int(r[1]) > 10000 and float(r[2]) > 0 and float(r[3]) > 0, r
+        assert int(r[2]) > 10000 and float(r[3]) > 0 and float(r[4]) > 0 and int(r[5]) >= 0, r
+    for cc in ('none', 'dcqcn'):   # ten times the simulated time, about ten times the packets
+        assert 8 < int(rows[(cc, '100ms')][2]) / int(rows[(cc, '10ms')][2]) < 12, out
     assert 'target >= 1 M packets per host second' in out
     assert '16:1 incast (17 hosts)' in out
     assert 'hosts must be integers' in bench('cc_incast', 65, rc=1).stderr
@@ -270,7 +273,7 @@ def test_bench_scripts_take_qrnic_sim_from_the_environment(tmp_path):
                        env=dict(ENV, QRNIC_SIM=str(wrap)), timeout=600)
     assert r.returncode == 0, r.stderr
     calls = log.read_text().splitlines()
-    assert len(calls) == 6 and all('--incast' in c for c in calls), calls   # 2 settings x 3 runs
+    assert len(calls) == 12 and all('--incast' in c for c in calls), calls   # 2 x 2 lengths x 3 runs
     missing = tmp_path / 'no-such-sim'
     for script, args in (('cc_incast', ['--speed-only']), ('cc_converge', []),
                          ('sim_speed', ['--count', '10'])):

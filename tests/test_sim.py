@@ -98,6 +98,8 @@ def test_host_figures_without_deterministic():
     assert h['seconds'] > 0 and h['packets_per_s'] > 0 and h['messages_per_s'] > 0
     assert h['packets_per_s'] == pytest.approx(j['wire']['frames'] / h['seconds'], rel=0.01)
     assert h['cpu_seconds'] > 0  # the run loop's CPU time
+    # first touches in the run loop (getrusage): the frame buffers at least
+    assert isinstance(h['page_faults'], int) and h['page_faults'] > 0
 
 
 def test_host_loop_counters():

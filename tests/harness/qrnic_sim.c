@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include "cli_units.h"
 #include "harness.h"
@@ -714,10 +715,26 @@ static uint64_t key3(uint64_t seed, uint64_t flow, uint64_t msg, uint64_t salt)
 }
 
 /* The payload of message 'msg' of flow 'flow' is a stream of 8-byte words,
- * word k (little endian) mix64(key + (k + 1) x golden), key =
+ * word k (little endian) pat_word(key + (k + 1) x golden), key =
  * key3(seed, flow, msg, 0x5ca1ab1e); a message of len bytes is its first
- * len bytes. */
+ * len bytes.
+ *
+ * pat_word is two xorshifts, each invertible, so it is one-to-one: two
+ * words are equal only where key + (k + 1) x golden is, i.e. (the golden
+ * step being odd) never within a message, and between two messages' words
+ * only if their keys differ by a multiple of the step that lands them
+ * there, which for mix64-made keys is a 2^-64 chance per pair.  A stale
+ * message, a word from another offset or another QP is seen as surely as
+ * with a full mix, at half the cost: mix64's two 64-bit multiplies per
+ * word made the pattern 15 % of a 16:1 incast's run loop (docs/
+ * congestion.md "Simulator speed with DCQCN"). */
 #define PAT_STEP	0x9e3779b97f4a7c15ull
+
+static inline uint64_t pat_word(uint64_t x)
+{
+	x ^= x >> 29;
+	return x ^ (x << 17);
+}
 
 static uint64_t pattern_key(uint64_t seed, unsigned flow, uint64_t msg)
 {
@@ -737,7 +754,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),
 static void pattern_words(uint8_t *p, uint64_t key, uint64_t k0, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t z = mix64(key + (k0 + i + 1) * PAT_STEP);
+		uint64_t z = pat_word(key + (k0 + i + 1) * PAT_STEP);
 
 		memcpy(p + 8 * i, &z, 8);
 	}
@@ -752,7 +769,7 @@ static void pattern_range(uint8_t *p, uint64_t key, uint64_t from, uint64_t n)
 		k = from / 8;
 		o = from % 8;
 		m = 8 - o < n ? 8 - o : n;
-		z = mix64(key + (k + 1) * PAT_STEP);
+		z = pat_word(key + (k + 1) * PAT_STEP);
 		memcpy(p, (uint8_t *)&z + o, m);
 		p += m;
 		from += m;
@@ -760,7 +777,7 @@ static void pattern_range(uint8_t *p, uint64_t key, uint64_t from, uint64_t n)
 	}
 	pattern_words(p, key, from / 8, n / 8);
 	if (n % 8) {		/* the start of one */
-		z = mix64(key + (from / 8 + n / 8 + 1) * PAT_STEP);
+		z = pat_word(key + (from / 8 + n / 8 + 1) * PAT_STEP);
 		memcpy(p + n / 8 * 8, &z, n % 8);
 	}
 }
@@ -839,6 +856,7 @@ struct sim {
 	uint64_t trace_seq, trace_lost, trace_written;
 	double host_s;
 	double host_cpu_s;	/* CPU time of the run loop (the machine may be shared) */
+	long host_minflt;	/* page faults taken in the run loop (first touches) */
 	/* --incast: samples every c.sample_ns: receiver queue max, messages per flow */
 	uint64_t next_sample;
 	uint64_t *smp_q, *smp_msgs;	/* [nsmp], [nsmp * nflows] */
@@ -1952,7 +1970,9 @@ static bool flow_finished(struct sim *s, struct flow *f)
 static int run(struct sim *s)
 {
 	struct timespec h0, h1, c0, c1;
+	struct rusage u0, u1;
 
+	getrusage(RUSAGE_SELF, &u0);
 	clock_gettime(CLOCK_MONOTONIC, &h0);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	s->t0 = s->t_last = hx_now(s->w);
@@ -2057,6 +2077,8 @@ static int run(struct sim *s)
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	s->host_s = (double)(h1.tv_sec - h0.tv_sec) + (double)(h1.tv_nsec - h0.tv_nsec) / 1e9;
 	s->host_cpu_s = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+	getrusage(RUSAGE_SELF, &u1);
+	s->host_minflt = u1.ru_minflt - u0.ru_minflt;
 	return 0;
 }
 
@@ -2783,6 +2805,9 @@ static void report_json(struct sim *s, const struct results *r)
 		fputs(",\"messages_per_s\":", o);
 		json_num(o, s->host_s > 0 ? (double)s->msgs / s->host_s : -1);
 		fprintf(o, ",\"cpu_seconds\":%.6f", s->host_cpu_s);
+		/* first touches of memory in the run loop: a fixed start-up cost
+		 * a short run pays in full (docs/congestion.md) */
+		fprintf(o, ",\"page_faults\":%ld", s->host_minflt);
 		/* what the run loop did (hx_loop_count), for profiling per packet */
 		fprintf(o, ",\"loop\":{\"iterations\":%" PRIu64 ",\"timer_fires\":%" PRIu64
 			",\"dev_runs\":%" PRIu64 ",\"idle_scans\":%" PRIu64 ",\"instants\":%" PRIu64 "}}",
