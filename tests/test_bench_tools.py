@@ -131,6 +131,19 @@ def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
         assert knob in r.stdout, knob
 
 
+def test_nvmeof_vs_rxe_blocked_time_is_a_range():
+    """bench/nvmeof_vs_rxe's per-I/O blocked time of a vCPU thread (asleep, not
+    halted): guest busy less the host's run and runnable time, up to that plus
+    the guest's idle time (a vCPU woken from a halt waits for a host CPU as
+    idle to the guest); never below 0 (the target VM's came out negative when
+    it was printed as one figure)."""
+    import script_module
+    m = script_module.load(os.path.join(REPO, 'bench', 'nvmeof_vs_rxe'))
+    assert m.blocked_us(80.0, 0.0, 65.0, 5.0) == '10.0-10.0 us'     # busy all the time
+    assert m.blocked_us(81.0, 8.0, 69.9, 6.7) == '4.4-12.4 us'     # the initiator, 91 % busy
+    assert m.blocked_us(20.0, 60.0, 18.0, 9.0) == '0.0-53.0 us'    # mostly halted
+
+
 def test_nvmeof_vs_rxe_guest_profile_bound(capsys):
     """bench/nvmeof_vs_rxe --guest-profile: from the initiator's profile (time
     by owning kernel module) and CPU per I/O it prints the IOPS no driver

@@ -9,8 +9,8 @@ emulation: guest-driver/kernel/README.md): then nothing is counted.  T1:
 two ports of one VM."""
 import pytest
 
-from guest.vmlib import (check_pair, client_server, hw_counters, need_driver,  # noqa: F401
-                         next_port, pair, topo)
+from guest.vmlib import (check_pair, client_server, hw_counters, module_param,  # noqa: F401
+                         need_driver, next_port, pair, set_module_param, topo)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
@@ -19,21 +19,15 @@ N = 200
 PARAM = '/sys/module/qrnic/parameters/bf'
 
 
-def _set(vm, on):
-    """qrnic.bf for contexts allocated from now on (each perftest run opens its own)."""
-    vm.run('echo %d > %s' % (1 if on else 0, PARAM))
-    assert vm.run('cat %s' % PARAM).out.strip() == ('Y' if on else 'N')
-
-
 @pytest.fixture
 def bf_on(topo):
     need_driver(topo)
     vm = topo.vm(0)
-    _set(vm, True)
+    set_module_param(vm, 'bf', True)   # for contexts opened from now on
     try:
         yield vm
     finally:
-        _set(vm, False)                   # the default
+        set_module_param(vm, 'bf', False)   # the default
 
 
 def _run(topo, tool, env=''):
@@ -79,11 +73,11 @@ def test_no_bf_by_default(topo):
     and the provider rings doorbells.  The parameter takes booleans only."""
     need_driver(topo)
     vm = topo.vm(0)
-    assert vm.run('cat %s' % PARAM).out.strip() == 'N'
+    assert module_param(vm, 'bf') == 'N'
     for bad in ('x', '2', '-1'):
         r = vm.run('echo %s > %s' % (bad, PARAM), check=False)
         assert not r.ok and 'Invalid argument' in r.output, (bad, r.output)
-        assert vm.run('cat %s' % PARAM).out.strip() == 'N', bad
+        assert module_param(vm, 'bf') == 'N', bad
     out, delta = _run(topo, 'ib_write_lat')
     for side in ('s', 'c'):
         assert delta[side]['bf_posts'] == 0, delta

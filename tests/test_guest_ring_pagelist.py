@@ -15,18 +15,17 @@
   whole I/O flow (dd and fio with crc32c, reconnect), their CQs and QPs
   page-listed (the driver's debugfs ring_pagelists counts them).
 """
-import os
 
 import pytest
 
-from guest.vmlib import guest_dmesg, need_driver, pair, topo  # noqa: F401
+from guest.vmlib import (guest_dmesg, module_param, need_driver, pair,  # noqa: F401
+                         set_module_param, topo)
 from test_guest_rereg import prog  # noqa: F401  (fixture: qrnic_mr_cq built on the host)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
 
 GUEST_PROG = '/tmp/qrnic_mr_cq'
-PARAM = '/sys/module/qrnic/parameters/ring_pagelist'
 
 
 def _pci(ep):
@@ -41,7 +40,7 @@ def test_devinfo_and_4m_cq_from_user_space(topo, prog):  # noqa: F811
     s, _ = pair(topo)
     info = s.vm.run('ibv_devinfo -v -d %s' % s.ibdev)
     assert any(ln.split() == ['max_cqe:', '4194304'] for ln in info.splitlines()), info
-    assert s.vm.run('cat %s' % PARAM).strip() == '1'
+    assert module_param(s.vm, 'ring_pagelist') == '1'
     before = _listed(s)
     s.vm.put(GUEST_PROG, prog, mode=0o755)
     r = s.vm.run('%s bigcq %s %d' % (GUEST_PROG, s.ibdev, s.gid), timeout=900, check=False,
@@ -62,11 +61,11 @@ def test_nvme_rdma_on_page_listed_kernel_rings(topo, guest_dmesg):  # noqa: F811
     tgt, host = topo.pair()
     vm = tgt.vm
     before = {ep.ibdev: _listed(ep) for ep in (tgt, host)}
-    vm.run('echo 2 > %s' % PARAM)
+    set_module_param(vm, 'ring_pagelist', 2)
     try:
         nvme_rdma_io(topo, guest_dmesg, tgt, host, 'sge')
     finally:
-        vm.run('echo 1 > %s' % PARAM)
+        set_module_param(vm, 'ring_pagelist', 1)
     after = {ep.ibdev: _listed(ep) for ep in (tgt, host)}
     print('page-listed rings: before %s, after %s' % (before, after))
     # both sides' CQs and QPs (admin + I/O queues, twice: a reconnect)

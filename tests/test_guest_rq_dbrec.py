@@ -19,18 +19,11 @@ T1 (one VM, two ports): both ends see the same module parameter."""
 import pytest
 
 from guest.vmlib import (check_pair, client_server, guest_dmesg, hw_counters,  # noqa: F401
-                         need_driver, next_port, pair, topo)
+                         need_driver, next_port, pair, set_module_param, topo)
 from test_guest_nvmeof import connect, disconnect, nvmet_teardown, reload_rdma_stack, setup_target
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
-
-PARAM = '/sys/module/qrnic/parameters/rq_dbrec'
-
-
-def _set(vm, on):
-    vm.run('echo %d > %s' % (1 if on else 0, PARAM))
-    assert vm.run('cat %s' % PARAM).out.strip() == ('Y' if on else 'N')
 
 
 def _doorbells(vm, eps):
@@ -44,7 +37,7 @@ def test_pingpong_posts_receives_through_the_record(topo):
     used = {}
     try:
         for on in (True, False):
-            _set(vm, on)
+            set_module_param(vm, 'rq_dbrec', on)
             before = _doorbells(vm, (s, c))
             port = next_port()
             common = '-p %d -s 1024 -n 200 -c' % port
@@ -56,7 +49,7 @@ def test_pingpong_posts_receives_through_the_record(topo):
             after = _doorbells(vm, (s, c))
             used[on] = {k: after[k] - before[k] for k in after}
     finally:
-        _set(vm, False)                   # the default
+        set_module_param(vm, 'rq_dbrec', False)   # the default
     print('\nibv_rc_pingpong -n 200 doorbells per device: RQ records %s, RQ doorbells %s'
           % (used[True], used[False]))
     for dev in used[True]:
@@ -79,7 +72,7 @@ def test_nvmeof_kernel_qps_post_receives_through_the_record(topo, guest_dmesg):
         setup_target(vm, tgt.ip)
         vm.run('head -c %d /dev/urandom > /tmp/pattern' % (1 << 20))
         for on in (True, False):
-            _set(vm, on)               # read at QP creation: connect after it
+            set_module_param(vm, 'rq_dbrec', on)   # read at QP creation: connect after it
             ctrl, bdev, _ = connect(vm, tgt.ip, host.ip)
             before = _doorbells(vm, (tgt, host))
             vm.run('dd if=/tmp/pattern of=%s bs=4k count=256 oflag=direct status=none && '
@@ -89,7 +82,7 @@ def test_nvmeof_kernel_qps_post_receives_through_the_record(topo, guest_dmesg):
             used[on] = {k: after[k] - before[k] for k in after}
             disconnect(vm, ctrl)
     finally:
-        _set(vm, False)                   # the default
+        set_module_param(vm, 'rq_dbrec', False)   # the default
         nvmet_teardown(vm)
         reload_rdma_stack(topo)           # DIM on again
     print('\nNVMe-oF 512 x 4 KiB O_DIRECT I/Os, doorbells per device: RQ records %s, RQ doorbells %s'

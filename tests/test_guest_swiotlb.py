@@ -37,12 +37,12 @@ import time
 
 import pytest
 
-from guest.vmlib import PrereqError, get_topology, guest_dmesg, need_driver  # noqa: F401
+from guest.vmlib import (PrereqError, get_topology, guest_dmesg, module_param,  # noqa: F401
+                         need_driver, set_module_param)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 
 SWIOTLB_VM = 1      # the host
-PARAM = '/sys/module/qrnic/parameters/ring_pagelist'
 SWIOTLB = '/sys/kernel/debug/swiotlb'
 
 
@@ -79,11 +79,11 @@ def test_nvme_rdma_host_on_page_listed_rings_under_swiotlb_force(topo, guest_dme
     assert 'swiotlb=force' in hvm.run('cat /proc/cmdline').split()
     assert 'swiotlb=force' not in tvm.run('cat /proc/cmdline').split()
     for vm in (tvm, hvm):
-        assert vm.run('cat %s' % PARAM).strip() == '1'
+        assert module_param(vm, 'ring_pagelist') == '1'
         nvmet_teardown(vm)  # leftovers of an earlier, interrupted run
     before = {ep.ibdev + '@' + ep.vm.name: _listed(ep) for ep in (tgt, host)}
     for vm in (tvm, hvm):
-        vm.run('echo 2 > %s' % PARAM)
+        set_module_param(vm, 'ring_pagelist', 2)
     try:
         setup_target(tvm, tgt.ip)
         hvm.run('modprobe -a nvme-fabrics nvme-rdma', timeout=60)
@@ -97,7 +97,7 @@ def test_nvme_rdma_host_on_page_listed_rings_under_swiotlb_force(topo, guest_dme
               % (ctrl, address, verified, time.monotonic() - t0))
     finally:
         for vm in (tvm, hvm):
-            vm.run('echo 1 > %s' % PARAM)
+            set_module_param(vm, 'ring_pagelist', 1)
         downs = [nvmet_teardown(vm) for vm in (hvm, tvm)]
     for down in downs:
         assert 'in use' not in down.output, down.output

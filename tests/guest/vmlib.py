@@ -236,6 +236,24 @@ def meminfo(vm):
     return {k.strip(): int(v.split()[0]) for k, v in (ln.split(':', 1) for ln in out.splitlines() if ':' in ln)}
 
 
+# ---- the kernel driver's module parameters (guest-driver/kernel/README.md) ---------------
+def module_param(vm, name, module='qrnic'):
+    """A module parameter of the guest's kernel as sysfs shows it ('Y'/'N' for a bool)."""
+    return vm.run('cat /sys/module/%s/parameters/%s' % (module, name)).out.strip()
+
+
+def set_module_param(vm, name, value, module='qrnic'):
+    """Writes a module parameter (True/False as 1/0) and checks sysfs reads it back
+    (a bool as Y/N); the driver reads most of them when an object is created, so
+    set it before the QPs, CQs or contexts it is for."""
+    want = ('Y' if value else 'N') if isinstance(value, bool) else str(value)
+    vm.run('echo %s > /sys/module/%s/parameters/%s'
+           % (int(value) if isinstance(value, bool) else value, module, name))
+    got = module_param(vm, name, module)
+    assert got == want, (name, value, got)
+    return got
+
+
 # ---- both ends on one device (local loopback, spec 12.8) ---------------------------------
 def hw_counters(vm, ibdev):
     """The device's QUERY_STATS counters (the driver's hw_counters in sysfs)."""
