@@ -122,13 +122,41 @@ def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
                  ('--iodepth', 0), ('--figures', 'lat'), ('--setups', 'mlx5'), ('--runtime', 'x'),
                  ('--rq-dbrec-ab', '--ab-rounds', 0), ('--ab', 'rq_dbrec'), ('--ab', 'rq_dbrec=Y'),
                  ('--ab', 'rq_dbrec=Y,Y'), ('--ab', 'x;reboot=1,2'), ('--ab', 'cq_mod_usec=0,1 0'),
-                 ('--ab', 'cq_mod_usec=0,1', '--rq-dbrec-ab'), ('--ab', 'cq_mod_usec=0,1', '--setups', 'rxe')):
+                 ('--ab', 'cq_mod_usec=0,1', '--rq-dbrec-ab'), ('--ab', 'cq_mod_usec=0,1', '--setups', 'rxe'),
+                 ('--ftrace', 'qrnic_post_send;reboot'), ('--ftrace', 'a b'),
+                 ('--ftrace', 'qrnic_post_send', '--figures', 'mibs')):
         r = bench('nvmeof_vs_rxe', *args, rc=2)
         assert 'usage:' in r.stderr and 'booting' not in r.stderr, (args, r.stderr)
     r = bench('nvmeof_vs_rxe', '--help')
     for knob in ('--smp', '--queues', '--ioengine', '--numjobs', '--append', '--perf',
-                 '--ab', '--rq-dbrec-ab', '--ab-rounds'):
+                 '--ab', '--rq-dbrec-ab', '--ab-rounds', '--ftrace'):
         assert knob in r.stdout, knob
+
+
+def test_nvmeof_vs_rxe_ftrace_sums_function_graph_lines():
+    """bench/nvmeof_vs_rxe --ftrace: the awk program it runs in the guest sums
+    a function_graph trace (depth 1) per function -- durations with and
+    without the +/!/# marks, the [module] suffix, CPUs above 9 -- and the
+    note gives calls, mean and total per I/O; header, comment and non-call
+    lines are not counted."""
+    import script_module
+    m = script_module.load(os.path.join(REPO, 'bench', 'nvmeof_vs_rxe'))
+    trace = ('# tracer: function_graph\n#\n# CPU  DURATION                  FUNCTION CALLS\n'
+             '# |     |   |                     |   |   |   |\n'
+             ' 0)   4.500 us    |  qrnic_post_send [qrnic]();\n'
+             ' 0) + 12.250 us   |  qrnic_post_send [qrnic]();\n'
+             ' 12) ! 103.000 us |  qrnic_poll_cq [qrnic]();\n'
+             ' 0)               |  qrnic_post_send [qrnic]() {\n'
+             ' 1)   2.000 us    |  qrnic_poll_cq();\n')
+    r = subprocess.run(['awk', m.FTRACE_AWK], input=trace, stdout=subprocess.PIPE, text=True, check=True)
+    calls, lost = m.ftrace_parse(r.stdout + 'lost 3\n')
+    assert lost == 3
+    assert calls == {'qrnic_post_send': (2, pytest.approx(16.75)),
+                     'qrnic_poll_cq': (2, pytest.approx(105.0))}, calls
+    note = m.ftrace_note(calls, lost, 2.0, 1.0)       # 2 I/Os in the window
+    assert 'qrnic_post_send: 1.00 calls per I/O, 8.38 us each, 8.38 us per I/O' in note, note
+    assert 'qrnic_poll_cq: 1.00 calls per I/O, 52.50 us each, 52.50 us per I/O' in note, note
+    assert note.endswith('ring overruns 3'), note
 
 
 def test_nvmeof_vs_rxe_blocked_time_is_a_range():
