@@ -77,7 +77,8 @@ def test_sim_identical_tells_same_from_different(tmp_path):
 def test_t1_vs_memcpy_refuses_bad_arguments_before_booting():
     """bench/t1_vs_memcpy (a guest benchmark, run by hand) checks its
     arguments before it boots anything."""
-    for args in (('--size', 0), ('--runs', -1), ('--duration', 'x')):
+    for args in (('--size', 0), ('--runs', -1), ('--duration', 'x'), ('--props', 'a=b c'),
+                 ('--props', 'unlocked-run')):
         r = bench('t1_vs_memcpy', *args, rc=2)
         assert 'usage:' in r.stderr and 'qrnic_vm' not in r.stderr, r.stderr
 
@@ -124,12 +125,13 @@ def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
                  ('--ab', 'rq_dbrec=Y,Y'), ('--ab', 'x;reboot=1,2'), ('--ab', 'cq_mod_usec=0,1 0'),
                  ('--ab', 'cq_mod_usec=0,1', '--rq-dbrec-ab'), ('--ab', 'cq_mod_usec=0,1', '--setups', 'rxe'),
                  ('--ftrace', 'qrnic_post_send;reboot'), ('--ftrace', 'a b'),
-                 ('--ftrace', 'qrnic_post_send', '--figures', 'mibs')):
+                 ('--ftrace', 'qrnic_post_send', '--figures', 'mibs'),
+                 ('--props', 'unlocked-run=off;reboot'), ('--props', 'unlocked-run')):
         r = bench('nvmeof_vs_rxe', *args, rc=2)
         assert 'usage:' in r.stderr and 'booting' not in r.stderr, (args, r.stderr)
     r = bench('nvmeof_vs_rxe', '--help')
     for knob in ('--smp', '--queues', '--ioengine', '--numjobs', '--append', '--perf',
-                 '--ab', '--rq-dbrec-ab', '--ab-rounds', '--ftrace'):
+                 '--ab', '--rq-dbrec-ab', '--ab-rounds', '--ftrace', '--props'):
         assert knob in r.stdout, knob
 
 
