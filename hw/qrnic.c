@@ -4,7 +4,8 @@
  * The device itself lives in model/ and firmware/ (QEMU-free C).  This file
  * only connects it to QEMU: BARs, MSI-X, DMA through the PCI address space
  * (so an IOMMU is honoured), the net layer, virtual-clock timers and a
- * bottom half in which all device work runs, properties and trace events, and
+ * bottom half in which all device work runs (without the BQL: unlocked-run,
+ * docs/qemu.md section 13), properties and trace events, and
  * the QOM/QMP side of the timing model, its counters and fault injection
  * (docs/qemu.md sections 3 and 11, docs/faults.md section 11), and the
  * port capture pcap=FILE (docs/qemu.md section 12).
@@ -41,6 +42,10 @@
 #include "qrnic_timing.h"
 
 #define TYPE_QRNIC "qrnic"
+
+/* Doorbells a vCPU may queue while the model runs without the BQL; one
+ * more makes that vCPU wait for the run (qrnic_db_write). */
+#define QRNIC_DBQ_LEN 256
 OBJECT_DECLARE_SIMPLE_TYPE(QrnicState, QRNIC)
 
 /* A model snapshot stream in the migration stream (qrnic_stream_info). */
@@ -57,7 +62,8 @@ struct QrnicState {
     NICState *nic;
     NICConf conf;
     QEMUBH *bh;
-    bool bh_scheduled;      /* bh scheduled and not yet run (qrnic_host_schedule) */
+    QEMUTimer *run_timer;   /* unlocked-run: the bottom half's stand-in (qrnic_bh_kick) */
+    bool bh_scheduled;      /* bh (run_timer) scheduled and not yet run (qrnic_host_schedule) */
     QEMUTimer *timer;
     QEMUTimer *kick;        /* device work at the current virtual time (see qrnic_kick_cb) */
     bool in_kick;
@@ -72,7 +78,31 @@ struct QrnicState {
     uint64_t inline_runs;   /* QOM "inline-runs": doorbells that ran the device inline */
     struct {                /* QOM "host-calls": what woke the device, how often */
         uint64_t bh, kick, timer, rx, db, sched, arm;
+        uint64_t unlocked;  /* runs of the model without the BQL (unlocked-run) */
+        uint64_t dbq;       /* doorbells queued while a run was in progress */
     } hc;
+
+    /* unlocked-run (docs/qemu.md section 13): the bottom half runs the
+     * model without the BQL; what only the BQL may do
+     * (frames, interrupts) waits in out/irq_pending until the run ends;
+     * doorbells rung meanwhile wait in dbq. */
+    OnOffAuto unlocked_prop;    /* the property: auto = on but under qtest */
+    bool unlocked_run;          /* in effect (realize) */
+    VMChangeStateEntry *vmsc;   /* a stop waits for the run (qrnic_vm_state_change) */
+    bool defer;             /* a run without the BQL is in progress */
+    unsigned in_model;      /* the model runs with the BQL (qrnic_guard_engage) */
+    GArray *out;            /* QrnicOut: frames in the order the model sent them */
+    unsigned long *irq_pending;     /* bitmap of num_vectors */
+    int64_t cap_ts;         /* a deferred frame's capture time, or 0: now */
+    struct {
+        QemuSpin lock;      /* the vCPU pushes, the run pops */
+        unsigned head, n;
+        struct {
+            hwaddr addr;
+            uint64_t val;
+            unsigned size;
+        } e[QRNIC_DBQ_LEN];
+    } dbq;
 
     /* The configuration properties (one per parameter of the model's table
      * that has a property name, made at class_init) write straight into
@@ -117,6 +147,31 @@ static uint32_t *qrnic_tm_prop(QrnicState *s, unsigned i)
     return (uint32_t *)((char *)s + qrnic_tm_offsets[i]);
 }
 
+/*
+ * The device's own re-entrancy guard.  QEMU's (MemReentrancyGuard, one flag
+ * per device, set by the MMIO dispatch for the access) is not thread-aware:
+ * a vCPU that waits in a BAR handler for a run (qrnic_run_wait) would hold
+ * it engaged, and the other vCPUs' doorbells to the device meanwhile were
+ * refused as re-entrant ("Blocked re-entrant IO", a lost doorbell: an
+ * NVMe-oF queue hung with two vCPUs).  So the BARs turn QEMU's guard off
+ * (disable_reentrancy_guard) and every way into the model with the BQL --
+ * the BAR handlers, the bottom half and the timers, the net layer's
+ * receive and link callbacks, reset -- counts itself in in_model: a BAR
+ * access while the same device's model runs (its DMA pointed at its own
+ * BARs) is refused, as QEMU's guard refused it.  A run without the BQL is
+ * told apart by thread (qrnic_run_wait).  All under the BQL.
+ */
+static bool qrnic_guard_engage(QrnicState *s)
+{
+    s->in_model++;
+    return true;
+}
+
+static void qrnic_guard_restore(QrnicState *s, bool engaged)
+{
+    s->in_model--;
+}
+
 /* ---- host operations for the model ----------------------------------------- */
 /* &s->parent_obj rather than PCI_DEVICE(s) on the data path: the checked QOM
  * cast took ~1% of a 1 MiB WRITE stream (perf, issue 23). */
@@ -155,7 +210,8 @@ static int qrnic_host_dma_write(void *opaque, uint64_t addr, const void *buf, si
  * reference on the RAM region and goes with the frame buffer: the model
  * passes it back (qrnic_host_dma_unmap) exactly once, when the bytes are
  * copied (qrnic_frame_buf_fill, the taker's DMA write) or the buffer is
- * freed -- under the BQL, like all of hw/.  Process-wide counts of both:
+ * freed -- under the BQL or in a run without it, which excludes every other
+ * entry into a qrnic model (qrnic_run_unlocked).  Process-wide counts of both:
  * QOM "dma-maps".
  */
 static struct {
@@ -236,9 +292,37 @@ static void qrnic_host_dma_unmap(const void *ptr, size_t len)
     error_report("qrnic: payload mapping %p+%zu released but not held", ptr, len);
 }
 
+/*
+ * What a run without the BQL (unlocked-run) leaves for afterwards: the
+ * frames it sent, in order, each with the virtual time it was sent at (the
+ * capture's stamp), and the interrupts it raised (qrnic_run_flush).
+ */
+typedef struct QrnicOut {
+    enum { QRNIC_OUT_TX, QRNIC_OUT_TX_BUF, QRNIC_OUT_LOOPBACK } kind;
+    uint8_t *frame;             /* g_malloc'd (TX, LOOPBACK) or a frame buffer */
+    size_t len;
+    int64_t ts;
+} QrnicOut;
+
+static void qrnic_defer(QrnicState *s, int kind, uint8_t *frame, size_t len)
+{
+    QrnicOut o = {
+        .kind = kind, .frame = frame, .len = len,
+        .ts = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
+    };
+
+    g_array_append_val(s->out, o);
+}
+
 static void qrnic_host_irq(void *opaque, unsigned vector)
 {
     PCIDevice *pdev = PCI_DEVICE(opaque);
+    QrnicState *s = opaque;
+
+    if (s->defer) {             /* vector < num_vectors: the model checks */
+        set_bit(vector, s->irq_pending);
+        return;
+    }
 
     if (msix_enabled(pdev) && vector < msix_nr_vectors_allocated(pdev)) {
         trace_qrnic_irq(vector);
@@ -290,7 +374,8 @@ static void qrnic_capture_frame_to(QrnicState *s, const uint8_t *frame, size_t l
 {
     char err[256];
 
-    if (qrnic_pcap_write(s->pcap, frame, len, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
+    if (qrnic_pcap_write(s->pcap, frame, len,
+                         s->cap_ts ? s->cap_ts : qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
                          err, sizeof(err))) {
         error_report("qrnic: pcap: %s - capture stopped after %" PRIu64 " frames", err,
                      qrnic_pcap_frames(s->pcap));
@@ -312,6 +397,10 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
 
+    if (s->defer) {
+        qrnic_defer(s, QRNIC_OUT_TX, g_memdup2(frame, len), len);
+        return;
+    }
     trace_qrnic_tx(len);
     qrnic_capture_frame(s, frame, len);
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
@@ -402,6 +491,10 @@ static void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     QrnicState *s = opaque;
     QrnicState *taker;
 
+    if (s->defer) {
+        qrnic_defer(s, QRNIC_OUT_TX_BUF, frame, len);
+        return;
+    }
     /* bytes, whatever the model built, unless only qrnic ports read them
      * (they fill it themselves when they do); the capture reads it now */
     if (qrnic_handoff.buf || qrnic_handoff.receiving || s->pcap ||
@@ -423,7 +516,10 @@ static void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     qrnic_handoff.from = qrnic_handoff.taker = NULL;
     if (taker) {
         /* the sending model computed its ICRC over these very bytes */
+        bool g = qrnic_guard_engage(taker);
+
         qrnic_dev_rx_frame_buf_vouched(taker->dev, frame, len);
+        qrnic_guard_restore(taker, g);
     } else {
         qrnic_frame_buf_free(frame);
     }
@@ -436,6 +532,12 @@ static void qrnic_host_loopback(void *opaque, const uint8_t *frame, size_t len)
     QrnicState *s = opaque;
 
     trace_qrnic_loopback(len);
+    if (s->defer) {
+        if (s->pcap) {
+            qrnic_defer(s, QRNIC_OUT_LOOPBACK, g_memdup2(frame, len), len);
+        }
+        return;
+    }
     qrnic_capture_frame(s, frame, len);
 }
 
@@ -453,6 +555,27 @@ static void qrnic_host_timer_arm(void *opaque, uint64_t deadline)
         timer_del(s->timer);
     } else {
         timer_mod(s->timer, deadline > INT64_MAX ? INT64_MAX : (int64_t)deadline);
+    }
+}
+
+/*
+ * The bottom half, or with unlocked-run its stand-in, a realtime timer due
+ * now: from any thread (a run without the BQL, a vCPU queueing a
+ * doorbell), hence the atomic.  Why a timer: a bottom half of the main
+ * AioContext also runs wherever a thread with the BQL polls that context
+ * (a drain: AIO_WAIT_WHILE), and such a caller expects to keep the BQL;
+ * the main loop's realtime timers run only at the top of its iteration
+ * (main_loop_wait), where letting the BQL go is safe.  (Not the virtual
+ * clock's: pause_all_vcpus waits, with the BQL, for its timers to finish.)
+ */
+static void qrnic_bh_kick(QrnicState *s)
+{
+    if (!qatomic_xchg(&s->bh_scheduled, true)) {
+        if (s->run_timer) {
+            timer_mod(s->run_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+        } else {
+            qemu_bh_schedule(s->bh);
+        }
     }
 }
 
@@ -488,12 +611,10 @@ static void qrnic_host_schedule(void *opaque)
      * write(2) for every frame a port took (rx_enqueue) and every
      * completion: 28% of the main loop's CPU in T1 (perf, issue 23).
      * The first qemu_bh_schedule has woken the loop already; it runs the
-     * bottom half at its next dispatch.  Under the BQL like every caller.
+     * bottom half at its next dispatch.  Under the BQL, or in a run without
+     * it (unlocked-run) while vCPUs queue doorbells: hence the atomic.
      */
-    if (!s->bh_scheduled) {
-        s->bh_scheduled = true;
-        qemu_bh_schedule(s->bh);
-    }
+    qrnic_bh_kick(s);
     /*
      * Under qtest, also a virtual-clock timer due now: when the clock jumps
      * (clock_step) timers run at each deadline on the way but bottom halves
@@ -631,37 +752,249 @@ static const struct qrnic_host_ops qrnic_host_ops = {
 /* ---- work ------------------------------------------------------------------- */
 static void qrnic_rx_resume(QrnicState *s);
 
+/*
+ * Runs of the model without the BQL (unlocked-run, docs/qemu.md section 13).
+ *
+ * Every MMIO access of a TCG vCPU takes the BQL, which the main loop holds
+ * while it runs the model: a doorbell rung meanwhile put the vCPU to sleep
+ * until the run ended, and its wake-up cost the main loop 20-30 us of CPU
+ * in this project's VMs (fifteenth session: ~20 us of a 26-38 us NVMe-oF
+ * post, 11-19 % of T1's main loop).  So the bottom half lets go of the
+ * BQL while the model runs (in this mode the bottom half is a realtime
+ * timer due now, qrnic_bh_kick says why; the model's own virtual-clock
+ * timer keeps the BQL, qrnic_timer_cb):
+ *
+ *  - The run is the main loop's: at most one in the process at a time
+ *    (qrnic_run.dev, set and cleared with the BQL held).  Everything else
+ *    that enters a qrnic model from another thread (a vCPU's MMIO, the
+ *    migration thread, a device reset or unplug by a vCPU) holds the BQL
+ *    and first waits, with the BQL let go, until no run is in progress
+ *    (qrnic_run_wait).  Code of the main loop itself never meets a run.
+ *    So the process-wide state (the payload mappings, the hand-over, the
+ *    frame buffers) needs no lock of its own, and nobody waits for a run
+ *    while holding the BQL: the run may take the BQL (a DMA that reaches
+ *    MMIO does, in address_space_rw) without a deadlock.
+ *  - A doorbell rung during a run does not wait: it goes into the
+ *    device's queue (dbq, under a spin lock) and the run or the next
+ *    bottom half gives it to the model, in order: a doorbell that finds
+ *    no run gives the queued ones to the model first.
+ *  - What only the BQL may do waits for the run's end: the frames it
+ *    sent (qemu_send_packet walks the net layer), in order and with the
+ *    virtual time each was sent at for the capture, and the interrupts
+ *    (msix_notify; under TCG raising an interrupt needs the BQL)
+ *    (qrnic_run_flush).  Timers (timer_mod), the virtual clock, the log
+ *    and trace points are thread-safe; DMA to RAM takes no lock.
+ *  - The device's memory re-entrancy guard is not thread-aware: a vCPU's
+ *    doorbell during a run would be refused as re-entrant.  So the
+ *    bottom half is not a guarded one and the run does its own check: an
+ *    access to a qrnic BAR from inside a run (its DMA pointed at MMIO) is
+ *    refused for the running device (MEMTX_ERROR: a DMA error), as the
+ *    guard refuses it otherwise.
+ *  - Only while the VM runs (qrnic_unlocked_now): a stop waits for the run.
+ *  - Not under -icount (the kick timer keeps the run deterministic) and,
+ *    unless unlocked-run=on, not under qtest (no vCPU to spare a wait).
+ */
+static struct {
+    QrnicState *dev;            /* whose model runs without the BQL, or NULL */
+    QemuEvent idle;             /* set while no run is in progress */
+    bool init;
+} qrnic_run;
+static __thread bool qrnic_in_run;      /* this thread is the run's */
+
+/*
+ * With the BQL, from any thread: wait until no model runs without it.
+ * False when called from inside the run itself and the access is for the
+ * running device: the caller refuses it (re-entrant, as the guard would).
+ */
+static bool qrnic_run_wait(QrnicState *s)
+{
+    while (qatomic_read(&qrnic_run.dev)) {
+        if (qrnic_in_run) {
+            /* the run's DMA reached a BAR: the BQL is the DMA's; another
+             * device's model is not running and may go on */
+            return qatomic_read(&qrnic_run.dev) != s;
+        }
+        bql_unlock();
+        qemu_event_wait(&qrnic_run.idle);
+        bql_lock();
+    }
+    return true;
+}
+
+/* Whether s's model must not be entered now from this thread. */
+static bool qrnic_run_busy(QrnicState *s)
+{
+    QrnicState *r = qatomic_read(&qrnic_run.dev);
+
+    return r && (r == s || !qrnic_in_run);
+}
+
+/* A doorbell rung during a run; false when the queue is full. */
+static bool qrnic_dbq_push(QrnicState *s, hwaddr addr, uint64_t val, unsigned size)
+{
+    bool ok;
+
+    qemu_spin_lock(&s->dbq.lock);
+    ok = s->dbq.n < QRNIC_DBQ_LEN;
+    if (ok) {
+        unsigned i = (s->dbq.head + s->dbq.n++) % QRNIC_DBQ_LEN;
+
+        s->dbq.e[i].addr = addr;
+        s->dbq.e[i].val = val;
+        s->dbq.e[i].size = size;
+    }
+    qemu_spin_unlock(&s->dbq.lock);
+    return ok;
+}
+
+/* The queued doorbells to the model, oldest first: at most one queue's
+ * worth (a vCPU may keep ringing meanwhile; the bottom half it scheduled
+ * takes the rest).  From the run or with the BQL and no run. */
+static unsigned qrnic_dbq_drain(QrnicState *s)
+{
+    unsigned n;
+
+    for (n = 0; n < QRNIC_DBQ_LEN; n++) {
+        hwaddr addr;
+        uint64_t val;
+        unsigned size;
+
+        qemu_spin_lock(&s->dbq.lock);
+        if (!s->dbq.n) {
+            qemu_spin_unlock(&s->dbq.lock);
+            break;
+        }
+        addr = s->dbq.e[s->dbq.head].addr;
+        val = s->dbq.e[s->dbq.head].val;
+        size = s->dbq.e[s->dbq.head].size;
+        s->dbq.head = (s->dbq.head + 1) % QRNIC_DBQ_LEN;
+        s->dbq.n--;
+        qemu_spin_unlock(&s->dbq.lock);
+        qrnic_dev_db_write(s->dev, addr, val, size);
+    }
+    if (qatomic_read(&s->dbq.n)) {
+        qrnic_bh_kick(s);
+    }
+    return n;
+}
+
+/* With the BQL again: the run's frames and interrupts, in order. */
+static void qrnic_run_flush(QrnicState *s)
+{
+    unsigned nvec = s->cfg.num_vectors;
+
+    for (guint i = 0; i < s->out->len; i++) {
+        QrnicOut *o = &g_array_index(s->out, QrnicOut, i);
+
+        s->cap_ts = o->ts;
+        switch (o->kind) {
+        case QRNIC_OUT_TX:
+            qrnic_host_tx(s, o->frame, o->len);
+            g_free(o->frame);
+            break;
+        case QRNIC_OUT_TX_BUF:
+            qrnic_host_tx_buf(s, o->frame, o->len);
+            break;
+        default:
+            qrnic_capture_frame(s, o->frame, o->len);
+            g_free(o->frame);
+            break;
+        }
+        s->cap_ts = 0;
+    }
+    g_array_set_size(s->out, 0);
+    for (unsigned long v = find_first_bit(s->irq_pending, nvec); v < nvec;
+         v = find_next_bit(s->irq_pending, nvec, v + 1)) {
+        clear_bit(v, s->irq_pending);
+        qrnic_host_irq(s, v);
+    }
+}
+
+/* work() of the model with the BQL let go; called and returns with it. */
+static void qrnic_run_unlocked(QrnicState *s, void (*work)(QrnicState *s))
+{
+    s->hc.unlocked++;
+    s->defer = true;
+    qemu_event_reset(&qrnic_run.idle);
+    qatomic_set(&qrnic_run.dev, s);
+    qrnic_in_run = true;
+    bql_unlock();
+    work(s);
+    bql_lock();
+    qrnic_in_run = false;
+    qatomic_set(&qrnic_run.dev, NULL);
+    qemu_event_set(&qrnic_run.idle);    /* the waiters need the BQL: after us */
+    s->defer = false;
+    qrnic_run_flush(s);
+    if (qatomic_read(&s->dbq.n)) {  /* rung after the run last looked */
+        bool g = qrnic_guard_engage(s);
+
+        qrnic_dbq_drain(s);
+        qrnic_guard_restore(s, g);
+    }
+}
+
+/* The bottom half's work: the queued doorbells and one budget of device
+ * work, again while doorbells came in meanwhile (a few rounds at most). */
+static void qrnic_bh_work(QrnicState *s)
+{
+    for (int round = 0; round < 4; round++) {
+        if (qrnic_dbq_drain(s) == 0 && round > 0) {
+            break;
+        }
+        qrnic_dev_run(s->dev);
+    }
+}
+
+
+/*
+ * Only while the VM runs: a stop (vm_stop: migration's last pass over RAM
+ * and the devices, a snapshot, the monitor's stop) waits for the run in
+ * progress (qrnic_vm_state_change), and after it the device runs with the
+ * BQL, which whoever stopped the VM holds while it saves: no DMA behind
+ * the last pass's back.
+ */
+static bool qrnic_unlocked_now(QrnicState *s)
+{
+    return s->unlocked_run && runstate_is_running();
+}
+
+static void qrnic_vm_state_change(void *opaque, bool running, RunState state)
+{
+    if (!running) {
+        qrnic_run_wait(opaque);
+    }
+}
+
 static void qrnic_bh(void *opaque)
 {
     QrnicState *s = opaque;
 
+    qatomic_set(&s->bh_scheduled, false);  /* what schedules it from here on runs it again */
+    if (qrnic_run_busy(s)) {
+        /* the bottom half polled by another thread (a drain) while a model
+         * runs without the BQL: again later, without waiting here (that
+         * poller means to keep the BQL) */
+        qrnic_bh_kick(s);
+        return;
+    }
     s->hc.bh++;
-    s->bh_scheduled = false;    /* what schedules it from here on runs it again */
     qrnic_trace_sync(s);
-    qrnic_dev_run(s->dev);
+    if (qrnic_unlocked_now(s)) {
+        qrnic_run_unlocked(s, qrnic_bh_work);
+    } else {
+        bool engaged = qrnic_guard_engage(s);
+
+        qrnic_dbq_drain(s);
+        qrnic_dev_run(s->dev);
+        qrnic_guard_restore(s, engaged);
+    }
     qrnic_rx_resume(s);
 }
 
-/*
- * Timer callbacks do device work (DMA) like the bottom half, so they engage
- * the device's re-entrancy guard the same way (aio_bh_call does it for the
- * guarded bottom half): a DMA that hits the device's own BARs then fails
- * instead of re-entering the model.
- */
-static bool qrnic_guard_engage(QrnicState *s)
-{
-    MemReentrancyGuard *g = &DEVICE(s)->mem_reentrancy_guard;
-    bool engaged = g->engaged_in_io;
-
-    g->engaged_in_io = true;
-    return engaged;
-}
-
-static void qrnic_guard_restore(QrnicState *s, bool engaged)
-{
-    DEVICE(s)->mem_reentrancy_guard.engaged_in_io = engaged;
-}
-
+/* The model's timer keeps the BQL: it is a virtual-clock timer, whose
+ * callbacks pause_all_vcpus waits for with the BQL held (qemu_clock_enable);
+ * most work comes through the bottom half anyway. */
 static void qrnic_timer_cb(void *opaque)
 {
     QrnicState *s = opaque;
@@ -692,37 +1025,78 @@ static void qrnic_kick_cb(void *opaque)
 }
 
 /* ---- BARs --------------------------------------------------------------------- */
-static uint64_t qrnic_regs_read(void *opaque, hwaddr addr, unsigned size)
+/* An access to a BAR from the device's own model (its DMA pointed at its
+ * BARs) is refused (qrnic_guard_engage); from another thread during a run
+ * without the BQL it waits for the run. */
+static bool qrnic_mmio_enter(QrnicState *s, hwaddr addr, unsigned size, bool write)
 {
-    QrnicState *s = opaque;
-    uint64_t val = qrnic_dev_reg_read(s->dev, addr, size);
-
-    trace_qrnic_mmio_read(addr, size, val);
-    return val;
+    if (qrnic_run_wait(s) && !s->in_model) {
+        return true;
+    }
+    trace_qrnic_err_reentrant_mmio(addr, size, write);
+    return false;
 }
 
-static void qrnic_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+/* The handlers return a MemTxResult: a refused access is an error for the
+ * DMA that made it (qrnic_err_dma), as the re-entrancy guard's refusal is. */
+static MemTxResult qrnic_regs_read(void *opaque, hwaddr addr, uint64_t *val, unsigned size,
+                                   MemTxAttrs attrs)
 {
     QrnicState *s = opaque;
 
+    bool g;
+
+    if (!qrnic_mmio_enter(s, addr, size, false)) {
+        return MEMTX_ERROR;
+    }
+    g = qrnic_guard_engage(s);
+    *val = qrnic_dev_reg_read(s->dev, addr, size);
+    qrnic_guard_restore(s, g);
+    trace_qrnic_mmio_read(addr, size, *val);
+    return MEMTX_OK;
+}
+
+static MemTxResult qrnic_regs_write(void *opaque, hwaddr addr, uint64_t val, unsigned size,
+                                    MemTxAttrs attrs)
+{
+    QrnicState *s = opaque;
+    bool g;
+
     trace_qrnic_mmio_write(addr, size, val);
+    if (!qrnic_mmio_enter(s, addr, size, true)) {
+        return MEMTX_ERROR;
+    }
+    g = qrnic_guard_engage(s);
+    qrnic_dbq_drain(s);         /* doorbells rung before it (the EQ doorbell is here) */
     qrnic_trace_sync(s);
     qrnic_dev_reg_write(s->dev, addr, val, size);
+    qrnic_guard_restore(s, g);
+    return MEMTX_OK;
 }
 
 static const MemoryRegionOps qrnic_regs_ops = {
-    .read = qrnic_regs_read,
-    .write = qrnic_regs_write,
+    .read_with_attrs = qrnic_regs_read,
+    .write_with_attrs = qrnic_regs_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .valid = { .min_access_size = 1, .max_access_size = 8 },
     .impl = { .min_access_size = 1, .max_access_size = 8 },
 };
 
-static uint64_t qrnic_db_read(void *opaque, hwaddr addr, unsigned size)
+static MemTxResult qrnic_db_read(void *opaque, hwaddr addr, uint64_t *val, unsigned size,
+                                 MemTxAttrs attrs)
 {
     QrnicState *s = opaque;
 
-    return qrnic_dev_db_read(s->dev, addr, size);
+    bool g;
+
+    if (!qrnic_mmio_enter(s, addr, size, false)) {
+        return MEMTX_ERROR;
+    }
+    g = qrnic_guard_engage(s);
+    qrnic_dbq_drain(s);
+    *val = qrnic_dev_db_read(s->dev, addr, size);
+    qrnic_guard_restore(s, g);
+    return MEMTX_OK;
 }
 
 /*
@@ -747,33 +1121,49 @@ static uint64_t qrnic_db_read(void *opaque, hwaddr addr, unsigned size)
  * CPU over.  NVMe-oF IOPS did not change, the initiator's vCPU took
  * 50-80 us more host CPU per I/O (docs/qemu.md section 3).
  */
-static void qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
+static MemTxResult qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsigned size,
+                                  MemTxAttrs attrs)
 {
     QrnicState *s = opaque;
-    bool idle = s->inline_db && !icount_enabled() && !qrnic_dev_busy(s->dev);
+    bool idle, g;
 
     s->hc.db++;
     trace_qrnic_db_write(addr, size, val);
+    /* a run in progress (unlocked-run): queued, the vCPU goes on */
+    if (qrnic_run_busy(s) && !qrnic_in_run && qrnic_dbq_push(s, addr, val, size)) {
+        s->hc.dbq++;
+        qrnic_bh_kick(s);
+        return MEMTX_OK;
+    }
+    if (!qrnic_mmio_enter(s, addr, size, true)) {
+        return MEMTX_ERROR;
+    }
+    g = qrnic_guard_engage(s);
+    qrnic_dbq_drain(s);         /* the ones queued during the run go first */
+    idle = s->inline_db && !icount_enabled() && !qrnic_dev_busy(s->dev);
     qrnic_trace_sync(s);
     s->in_db = true;
     s->want_run = false;
     qrnic_dev_db_write(s->dev, addr, val, size);
     s->in_db = false;
-    if (!s->want_run) {
-        return;
+    if (s->want_run) {
+        if (idle) {
+            s->inline_runs++;
+            qrnic_dev_run(s->dev);      /* schedules the bottom half if work is left */
+        } else {
+            qrnic_host_schedule(s);
+        }
     }
-    if (idle) {
-        s->inline_runs++;
-        qrnic_dev_run(s->dev);          /* schedules the bottom half if work is left */
+    qrnic_guard_restore(s, g);
+    if (s->want_run && idle) {
         qrnic_rx_resume(s);
-    } else {
-        qrnic_host_schedule(s);
     }
+    return MEMTX_OK;
 }
 
 static const MemoryRegionOps qrnic_db_ops = {
-    .read = qrnic_db_read,
-    .write = qrnic_db_write,
+    .read_with_attrs = qrnic_db_read,
+    .write_with_attrs = qrnic_db_write,
     .endianness = DEVICE_LITTLE_ENDIAN,
     .valid = { .min_access_size = 1, .max_access_size = 8 },
     .impl = { .min_access_size = 1, .max_access_size = 8 },
@@ -792,6 +1182,14 @@ static bool qrnic_nc_can_receive(NetClientState *nc)
 {
     QrnicState *s = qemu_get_nic_opaque(nc);
 
+    if (qrnic_run_busy(s)) {
+        /* a frame from another thread (a vCPU's NIC on the same hub)
+         * during a run: the net queue keeps it until the bottom half */
+        s->rx_paused = true;
+        qrnic_bh_kick(s);
+        qrnic_handoff_fill(qrnic_handoff.buf);
+        return false;
+    }
     if (qrnic_dev_rx_full(s->dev)) {
         s->rx_paused = true;    /* QEMU queues what comes: flush it later */
         qrnic_handoff_fill(qrnic_handoff.buf);  /* a copy of it, maybe */
@@ -803,8 +1201,15 @@ static bool qrnic_nc_can_receive(NetClientState *nc)
 static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QrnicState *s = qemu_get_nic_opaque(nc);
+    bool g;
 
     s->hc.rx++;
+    if (qrnic_run_busy(s)) {    /* as in qrnic_nc_can_receive */
+        s->rx_paused = true;
+        qrnic_bh_kick(s);
+        qrnic_handoff_fill(buf);
+        return 0;
+    }
     if (qrnic_dev_rx_full(s->dev)) {
         s->rx_paused = true;
         trace_qrnic_rx_paused(size);
@@ -826,7 +1231,9 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     qrnic_handoff_fill(buf);
     qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
     qrnic_handoff.receiving++;
+    g = qrnic_guard_engage(s);
     qrnic_dev_rx_frame(s->dev, buf, size);
+    qrnic_guard_restore(s, g);
     qrnic_handoff.receiving--;
     return size;
 }
@@ -1078,7 +1485,23 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     }
 
     /* before the model: loading a timed fault rule arms the timer */
-    s->bh = qemu_bh_new_guarded(qrnic_bh, s, &DEVICE(pdev)->mem_reentrancy_guard);
+    /* not a guarded bottom half: it engages the guard itself when it runs
+     * with the BQL (qrnic_bh; the guard is not thread-aware) */
+    s->bh = qemu_bh_new(qrnic_bh, s);
+    if (!qrnic_run.init) {
+        qemu_event_init(&qrnic_run.idle, true);
+        qrnic_run.init = true;
+    }
+    s->unlocked_run = !icount_enabled() &&
+        (s->unlocked_prop == ON_OFF_AUTO_ON ||
+         (s->unlocked_prop == ON_OFF_AUTO_AUTO && !qtest_enabled()));
+    if (s->unlocked_run) {
+        s->run_timer = timer_new_ns(QEMU_CLOCK_REALTIME, qrnic_bh, s);
+    }
+    s->out = g_array_new(false, false, sizeof(QrnicOut));
+    s->vmsc = qemu_add_vm_change_state_handler(qrnic_vm_state_change, s);
+    s->irq_pending = bitmap_new(c->num_vectors);
+    qemu_spin_init(&s->dbq.lock);
     s->timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_timer_cb, s);
     s->kick = timer_new_ns(QEMU_CLOCK_VIRTUAL, qrnic_kick_cb, s);
     s->dev = qrnic_dev_new(c, &qrnic_host_ops, s, &qrnic_fw_admin_ops, NULL);
@@ -1104,10 +1527,12 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->regs, OBJECT(s), &qrnic_regs_ops, s, "qrnic-regs",
                           QRNIC_BAR_REGS_SIZE);
+    s->regs.disable_reentrancy_guard = true;    /* the device's own: qrnic_guard_engage */
     pci_register_bar(pdev, QRNIC_BAR_REGS,
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
     db_size = pow2ceil((uint64_t)c->max_uctx * QRNIC_DB_PAGE_SIZE);
     memory_region_init_io(&s->db, OBJECT(s), &qrnic_db_ops, s, "qrnic-doorbells", db_size);
+    s->db.disable_reentrancy_guard = true;
     pci_register_bar(pdev, QRNIC_BAR_DB,
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->db);
 
@@ -1132,13 +1557,16 @@ fail_msix:
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
 fail:
+    qemu_del_vm_change_state_handler(s->vmsc);
+    s->vmsc = NULL;
     qrnic_capture_close(s);
     qrnic_dev_free(s->dev);
     s->dev = NULL;
     timer_free(s->timer);
     timer_free(s->kick);
+    timer_free(s->run_timer);
     qemu_bh_delete(s->bh);
-    s->timer = s->kick = NULL;
+    s->timer = s->kick = s->run_timer = NULL;
     s->bh = NULL;
 }
 
@@ -1146,9 +1574,14 @@ static void qrnic_exit(PCIDevice *pdev)
 {
     QrnicState *s = QRNIC(pdev);
 
+    qrnic_run_wait(s);          /* an unplug by a vCPU: not during a run */
+    qemu_del_vm_change_state_handler(s->vmsc);
+    s->vmsc = NULL;
     qemu_del_nic(s->nic);
     timer_free(s->timer);
     timer_free(s->kick);
+    timer_free(s->run_timer);
+    s->run_timer = NULL;
     qemu_bh_delete(s->bh);
     msix_unuse_all_vectors(pdev);
     msix_uninit_exclusive_bar(pdev);
@@ -1162,13 +1595,17 @@ static void qrnic_reset_hold(Object *obj, ResetType type)
     QrnicState *s = QRNIC(obj);
 
     trace_qrnic_reset();
+    qrnic_run_wait(s);          /* a reset by a vCPU (FLR): not during a run */
     /*
      * The model re-arms or cancels its timer itself (ops->timer_arm) during
      * the reset.  Fault-injection events survive a reset (a link-down's
      * for= restore, timed rules), so the timer must not be cancelled here.
      */
     if (s->dev) {
+        bool g = qrnic_guard_engage(s);
+
         qrnic_dev_reset(s->dev);
+        qrnic_guard_restore(s, g);
         qrnic_rx_resume(s);     /* the queue is empty: frames held back may come */
     }
 }
@@ -1241,6 +1678,8 @@ static int qrnic_pre_save(void *opaque)
     uint8_t *buf;
     size_t len;
 
+    qrnic_run_wait(s);          /* the migration thread: not during a run */
+    qrnic_dbq_drain(s);
     if (qrnic_dev_save(s->dev, &buf, &len) != 0) {
         error_report("qrnic: cannot save the device state (out of memory)");
         return -ENOMEM;
@@ -1269,6 +1708,7 @@ static int qrnic_post_load(void *opaque, int version_id)
     char err[256];
     int ret;
 
+    qrnic_run_wait(s);
     ret = qrnic_dev_load(s->dev, s->mig.buf, s->mig.len, err, sizeof(err));
     trace_qrnic_migration(1, s->mig.len);
     g_free(s->mig.buf);
@@ -1313,6 +1753,7 @@ static const Property qrnic_fixed_properties[] = {
     DEFINE_PROP_STRING("fault-plan", QrnicState, fault_plan),
     DEFINE_PROP_STRING("pcap", QrnicState, pcap_path),
     DEFINE_PROP_BOOL("inline-doorbell", QrnicState, inline_db, false),
+    DEFINE_PROP_ON_OFF_AUTO("unlocked-run", QrnicState, unlocked_prop, ON_OFF_AUTO_AUTO),
     QRNIC_TIMING_PARAMS(QRNIC_TM_PROP)
 };
 
@@ -1550,6 +1991,7 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
     QrnicState *s = QRNIC(obj);
     uint64_t bh = s->hc.bh, kick = s->hc.kick, timer = s->hc.timer, rx = s->hc.rx;
     uint64_t db = s->hc.db, sched = s->hc.sched, arm = s->hc.arm;
+    uint64_t unlocked = s->hc.unlocked, dbq = s->hc.dbq;
     bool ok;
 
     if (!visit_start_struct(v, name, NULL, 0, errp)) {
@@ -1561,7 +2003,9 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "rx", &rx, errp) &&
          visit_type_uint64(v, "db", &db, errp) &&
          visit_type_uint64(v, "sched", &sched, errp) &&
-         visit_type_uint64(v, "arm", &arm, errp);
+         visit_type_uint64(v, "arm", &arm, errp) &&
+         visit_type_uint64(v, "unlocked", &unlocked, errp) &&
+         visit_type_uint64(v, "db-queued", &dbq, errp);
     if (ok) {
         visit_check_struct(v, errp);
     }
@@ -1851,6 +2295,12 @@ static void qrnic_instance_finalize(Object *obj)
         g_string_free(s->fault_pending, true);
         s->fault_pending = NULL;
     }
+    if (s->out) {
+        g_array_free(s->out, true);
+        s->out = NULL;
+    }
+    g_free(s->irq_pending);
+    s->irq_pending = NULL;
 }
 
 static const TypeInfo qrnic_info = {

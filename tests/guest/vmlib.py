@@ -14,6 +14,7 @@ alive: asking for another powers the current one off).  Environment:
     QRNIC_GUEST_IMAGE=DIR    use this image directory; QRNIC_QEMU=PATH this QEMU
     QRNIC_GUEST_SMP, QRNIC_GUEST_MEM   vCPUs / MiB per VM (default 1 / 1024)
     QRNIC_GUEST_APPEND       extra kernel command line words
+    QRNIC_GUEST_PROPS        more -device qrnic properties (e.g. unlocked-run=off)
 Logs of every boot: /tmp/qrnic-runs/<time>-<pid>/ (path printed at boot and
 in failure messages).
 """
@@ -143,7 +144,8 @@ def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_appen
         t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
                      smp=smp,
                      mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay,
-                     append=append, hosts=hosts)
+                     append=append, hosts=hosts,
+                     qrnic_props=os.environ.get('QRNIC_GUEST_PROPS', ''))
         for i, words in vm_append.items():
             t.vms[i].append += list(words)
         t.start()

@@ -19,6 +19,7 @@ timers) needs clock_step.  World.run_until() polls a condition and
 advances every QEMU's virtual clock at about the pace of real time, so
 timers fire when they would on a real machine and never early in bulk.
 """
+import os
 import ctypes
 import random
 import struct
@@ -86,10 +87,14 @@ class World:
                fixed_step_ns=None):
         """One QEMU, ndev qrnic devices on one hub (a back-to-back cable for 2).
         dev_opts: extra -device options for every device, or a list with
-        one string per device.  Device i has id qrnic<i> (Device.qom_path)."""
+        one string per device.  Device i has id qrnic<i> (Device.qom_path).
+        QRNIC_QTEST_DEV_OPTS in the environment goes before every device's
+        options (e.g. unlocked-run=on to run the tier with it; a test's own
+        value of the same property wins)."""
         args = []
         for i in range(ndev):
             opts = dev_opts[i] if isinstance(dev_opts, (list, tuple)) else dev_opts
+            opts = ','.join(o for o in (os.environ.get('QRNIC_QTEST_DEV_OPTS', ''), opts) if o)
             args += ['-netdev', f'hubport,id=p{i},hubid=0',
                      '-device', f'qrnic,netdev=p{i},mac={mac_of(i)},id=qrnic{i}'
                      + (',' + opts if opts else '')]
