@@ -10,18 +10,22 @@ so the guest rings doorbells during runs: ibv_rc_pingpong checks every byte
 pingpong checks the runs happen there too."""
 import pytest
 
-from guest.vmlib import check_pair, client_server, next_port, pair, perftest_table, topo  # noqa: F401
+from guest.vmlib import (check_pair, client_server, host_calls, next_port, pair,  # noqa: F401
+                         perftest_table, topo)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1'], indirect=True)]
 
 
-def _host_calls(vm):
-    tot = {}
-    for p in vm.qrnic_paths():
-        for k, v in vm.qmp_cmd('qom-get', path=p, property='host-calls').items():
-            tot[k] = tot.get(k, 0) + v
-    return tot
+def _both(s, c, tool, opts):
+    """tool on both ports (server first), OPTS with a fresh port; the client's output."""
+    port = next_port()
+    common = '-p %d %s' % (port, opts)
+    srv, cli = client_server(s.vm, '%s -d %s %s' % (tool, s.ibdev, common % s.gid),
+                             c.vm, '%s -d %s %s %s' % (tool, c.ibdev, common % c.gid, s.ip),
+                             port, timeout=300)
+    check_pair(srv, cli)
+    return cli.output
 
 
 def test_doorbells_queued_during_runs_keep_every_byte(topo):
@@ -29,22 +33,12 @@ def test_doorbells_queued_during_runs_keep_every_byte(topo):
     vm = s.vm
     assert all(vm.qmp_cmd('qom-get', path=p, property='unlocked-run') == 'auto'
                for p in vm.qrnic_paths())
-    h0 = _host_calls(vm)
-    port = next_port()
-    common = '-p %d -s 1048576 -n 100 -c' % port
-    srv, cli = client_server(s.vm, 'ibv_rc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
-                             c.vm, 'ibv_rc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip),
-                             port, timeout=300)
-    check_pair(srv, cli)
-    assert '100 iters in' in cli.output, cli.output
-    port = next_port()
-    common = '-p %d -s 1048576 -n 300 -F' % port
-    srv, cli = client_server(s.vm, 'ib_write_bw -d %s -x %d %s' % (s.ibdev, s.gid, common),
-                             c.vm, 'ib_write_bw -d %s -x %d %s %s' % (c.ibdev, c.gid, common, s.ip),
-                             port, timeout=300)
-    check_pair(srv, cli)
-    row = perftest_table(cli.output)
-    assert row and int(row['#iterations']) == 300, cli.output
-    d = {k: v - h0[k] for k, v in _host_calls(vm).items()}
+    h0 = host_calls(vm)
+    out = _both(s, c, 'ibv_rc_pingpong', '-g %d -s 1048576 -n 100 -c')
+    assert '100 iters in' in out, out
+    out = _both(s, c, 'ib_write_bw', '-x %d -s 1048576 -n 300 -F')
+    row = perftest_table(out)
+    assert row and int(row['#iterations']) == 300, out
+    d = {k: v - h0[k] for k, v in host_calls(vm).items()}
     assert d['unlocked'] > 0 and d['db-queued'] > 0, d
     assert d['kick'] == 0, d

@@ -9,27 +9,18 @@ are the data-checking tests here.  Runs are short (-n 100 / -C 5): under TCG
 the figures measure the emulator, not the device model."""
 import pytest
 
-from guest.vmlib import (check_pair, client_server, guest_dmesg, next_port, pair,  # noqa: F401
-                         perftest_figure, perftest_table, topo)
+from guest.vmlib import (check_pair, client_server, guest_dmesg, host_calls, next_port,  # noqa: F401
+                         pair, perftest_figure, perftest_table, topo)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow,
               pytest.mark.parametrize('topo', ['T1', 'T2'], indirect=True)]
-
-
-def _host_calls(vm):
-    """Sum over the VM's qrnic devices of the QOM host-calls counters."""
-    tot = {}
-    for p in vm.qrnic_paths():
-        for k, v in vm.qmp_cmd('qom-get', path=p, property='host-calls').items():
-            tot[k] = tot.get(k, 0) + v
-    return tot
 
 
 @pytest.mark.parametrize('size', [4096, 100])
 def test_rc_pingpong_validated(topo, size):
     s, c = pair(topo)
     vms = list({id(e.vm): e.vm for e in (s, c)}.values())
-    h0 = [_host_calls(vm) for vm in vms]
+    h0 = [host_calls(vm) for vm in vms]
     port = next_port()
     common = '-p %d -s %d -n 50 -c' % (port, size)
     srv, cli = client_server(s.vm, 'ibv_rc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
@@ -40,7 +31,7 @@ def test_rc_pingpong_validated(topo, size):
     # timer (hw/qrnic.c qrnic_host_schedule) is for qtest's clock jumps; and
     # without the BQL (unlocked-run=auto: docs/qemu.md section 13).
     for vm, before in zip(vms, h0):
-        d = {k: v - before[k] for k, v in _host_calls(vm).items()}
+        d = {k: v - before[k] for k, v in host_calls(vm).items()}
         assert d['rx'] >= 50 and d['db'] >= 50 and d['bh'] >= 1, d
         assert d['kick'] == 0, d
         assert d['unlocked'] >= d['bh'] >= 1, d

@@ -89,15 +89,8 @@ def test_two_processes_msix(live):
     a, b = live.devs
     conn = h.connect_rc(a, b)
     la, rb = scenarios.mrs(conn, 4096)
-    b.irq_clear()
-    conn.cqb.arm()
-    conn.qb.post_recv([(rb, 0, 4096)], wr_id=1)
-    conn.qa.post_send('SEND', [(la, 0, 64)], wr_id=2)
-    assert b.irq_wait(b.comp_eq.vector, 10), 'receiver: no MSI-X write for the CQ event'
-    assert [c['wr_id'] for c in conn.cqb.poll()] == [1]
-    assert [c['wr_id'] for c in conn.cqa.wait(1)] == [2]
-    assert [e['handle'] for e in b.comp_eq.poll()] == [conn.cqb.cqn]
-    b.comp_eq.arm()
+    assert conn.b.dev is b
+    scenarios.send_with_cq_event(conn, la, rb)
 
 
 def test_peer_process_reset_then_reconnect(live):

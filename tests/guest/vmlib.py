@@ -158,6 +158,16 @@ def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_appen
     return t
 
 
+def host_calls(vm):
+    """Sum over the VM's qrnic devices of the QOM host-calls counters
+    (hw/qrnic.c: what entered the device from QEMU, docs/qemu.md)."""
+    tot = {}
+    for p in vm.qrnic_paths():
+        for k, v in vm.qmp_cmd('qom-get', path=p, property='host-calls').items():
+            tot[k] = tot.get(k, 0) + v
+    return tot
+
+
 @pytest.fixture(scope='module')
 def topo(request):
     """A booted Topology; param 'T1' (default), 'T2' or 'T3'."""

@@ -106,6 +106,23 @@ def atomics(conn, la, rb, wr_id=0x1004):
         (0x5555_6666_7777_8888 + 0xb000_0000_0000_0001) & (2 ** 64 - 1)
 
 
+def send_with_cq_event(conn, la, rb, size=64):
+    """A SEND into rb[0:size] of la's first bytes with the receiver's CQ
+    armed: the receiver's completion EQ writes its MSI-X message (the
+    device raised the CQ event), the CQE and the EQE name the right
+    work request and CQ; the EQ is armed again."""
+    b = conn.b.dev
+    b.irq_clear()
+    conn.cqb.arm()
+    conn.qb.post_recv([(rb, 0, max(size, 4096))], wr_id=1)
+    conn.qa.post_send('SEND', [(la, 0, size)], wr_id=2)
+    assert b.irq_wait(b.comp_eq.vector, 10), 'receiver: no MSI-X write for the CQ event'
+    assert [c['wr_id'] for c in conn.cqb.poll()] == [1]
+    assert [c['wr_id'] for c in conn.cqa.wait(1)] == [2]
+    assert [e['handle'] for e in b.comp_eq.poll()] == [conn.cqb.cqn]
+    b.comp_eq.arm()
+
+
 def exercise_rc(conn, seed=1, size=16384):
     """WRITE, READ, SEND/RECV with immediate, atomics over one RC connection."""
     rng = random.Random(seed)
