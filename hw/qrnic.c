@@ -46,6 +46,9 @@
 /* Doorbells a vCPU may queue while the model runs without the BQL; one
  * more makes that vCPU wait for the run (qrnic_db_write). */
 #define QRNIC_DBQ_LEN 256
+/* Frames a run keeps for afterwards; one more makes it take the BQL and
+ * send them (qrnic_defer). */
+#define QRNIC_OUT_LEN 256
 OBJECT_DECLARE_SIMPLE_TYPE(QrnicState, QRNIC)
 
 /* A model snapshot stream in the migration stream (qrnic_stream_info). */
@@ -91,7 +94,8 @@ struct QrnicState {
     VMChangeStateEntry *vmsc;   /* a stop waits for the run (qrnic_vm_state_change) */
     bool defer;             /* a run without the BQL is in progress */
     unsigned in_model;      /* the model runs with the BQL (qrnic_guard_engage) */
-    GArray *out;            /* QrnicOut: frames in the order the model sent them */
+    struct QrnicOut *out;   /* QRNIC_OUT_LEN: frames in the order the model sent them */
+    unsigned nout;
     unsigned long *irq_pending;     /* bitmap of num_vectors */
     int64_t cap_ts;         /* a deferred frame's capture time, or 0: now */
     struct {
@@ -299,19 +303,60 @@ static void qrnic_host_dma_unmap(const void *ptr, size_t len)
  */
 typedef struct QrnicOut {
     enum { QRNIC_OUT_TX, QRNIC_OUT_TX_BUF, QRNIC_OUT_LOOPBACK } kind;
-    uint8_t *frame;             /* g_malloc'd (TX, LOOPBACK) or a frame buffer */
+    uint8_t *frame;             /* g_try_malloc'd (TX, LOOPBACK) or a frame buffer */
     size_t len;
     int64_t ts;
 } QrnicOut;
 
+static void qrnic_run_flush(QrnicState *s);
+static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len);
+static void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len);
+
+/* In a run: send what it kept now, with the BQL taken for that (the run may
+ * take it: nobody waits for a run while holding it), then go on without. */
+static void qrnic_run_flush_now(QrnicState *s)
+{
+    bql_lock();
+    s->defer = false;
+    qrnic_run_flush(s);
+    s->defer = true;
+    bql_unlock();
+}
+
+/* Keep a frame for the run's end: a full list is sent first (no allocation
+ * here: the list is the device's, QRNIC_OUT_LEN long). */
 static void qrnic_defer(QrnicState *s, int kind, uint8_t *frame, size_t len)
 {
-    QrnicOut o = {
+    if (s->nout == QRNIC_OUT_LEN) {
+        qrnic_run_flush_now(s);
+    }
+    s->out[s->nout++] = (QrnicOut) {
         .kind = kind, .frame = frame, .len = len,
         .ts = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
     };
+}
 
-    g_array_append_val(s->out, o);
+/* A copy of a frame the model passes by pointer (it reuses the bytes): out
+ * of memory, the kept ones and this one go now, with the BQL. */
+static void qrnic_defer_copy(QrnicState *s, int kind, const uint8_t *frame, size_t len)
+{
+    uint8_t *copy = g_try_malloc(len);
+
+    if (copy) {
+        memcpy(copy, frame, len);
+        qrnic_defer(s, kind, copy, len);
+        return;
+    }
+    bql_lock();
+    s->defer = false;
+    qrnic_run_flush(s);
+    if (kind == QRNIC_OUT_TX) {
+        qrnic_host_tx(s, frame, len);
+    } else {
+        qrnic_capture_frame(s, frame, len);
+    }
+    s->defer = true;
+    bql_unlock();
 }
 
 static void qrnic_host_irq(void *opaque, unsigned vector)
@@ -398,7 +443,7 @@ static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
     QrnicState *s = opaque;
 
     if (s->defer) {
-        qrnic_defer(s, QRNIC_OUT_TX, g_memdup2(frame, len), len);
+        qrnic_defer_copy(s, QRNIC_OUT_TX, frame, len);
         return;
     }
     trace_qrnic_tx(len);
@@ -534,7 +579,7 @@ static void qrnic_host_loopback(void *opaque, const uint8_t *frame, size_t len)
     trace_qrnic_loopback(len);
     if (s->defer) {
         if (s->pcap) {
-            qrnic_defer(s, QRNIC_OUT_LOOPBACK, g_memdup2(frame, len), len);
+            qrnic_defer_copy(s, QRNIC_OUT_LOOPBACK, frame, len);
         }
         return;
     }
@@ -883,8 +928,8 @@ static void qrnic_run_flush(QrnicState *s)
 {
     unsigned nvec = s->cfg.num_vectors;
 
-    for (guint i = 0; i < s->out->len; i++) {
-        QrnicOut *o = &g_array_index(s->out, QrnicOut, i);
+    for (unsigned i = 0; i < s->nout; i++) {
+        QrnicOut *o = &s->out[i];
 
         s->cap_ts = o->ts;
         switch (o->kind) {
@@ -902,7 +947,7 @@ static void qrnic_run_flush(QrnicState *s)
         }
         s->cap_ts = 0;
     }
-    g_array_set_size(s->out, 0);
+    s->nout = 0;
     for (unsigned long v = find_first_bit(s->irq_pending, nvec); v < nvec;
          v = find_next_bit(s->irq_pending, nvec, v + 1)) {
         clear_bit(v, s->irq_pending);
@@ -1498,7 +1543,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     if (s->unlocked_run) {
         s->run_timer = timer_new_ns(QEMU_CLOCK_REALTIME, qrnic_bh, s);
     }
-    s->out = g_array_new(false, false, sizeof(QrnicOut));
+    s->out = g_new0(QrnicOut, QRNIC_OUT_LEN);
     s->vmsc = qemu_add_vm_change_state_handler(qrnic_vm_state_change, s);
     s->irq_pending = bitmap_new(c->num_vectors);
     qemu_spin_init(&s->dbq.lock);
@@ -2295,10 +2340,8 @@ static void qrnic_instance_finalize(Object *obj)
         g_string_free(s->fault_pending, true);
         s->fault_pending = NULL;
     }
-    if (s->out) {
-        g_array_free(s->out, true);
-        s->out = NULL;
-    }
+    g_free(s->out);
+    s->out = NULL;
     g_free(s->irq_pending);
     s->irq_pending = NULL;
 }

@@ -42,6 +42,8 @@ HW_ALLOWED = {
     'qrnic_describe_config_properties': 'g_strdup* of help texts at class init',
     'qrnic_get_fault': 'g_strdup/g_malloc of the fault plan text (QMP qom-get)',
     'qrnic_class_init': 'g_strdup_printf of property descriptions at class init',
+    'qrnic_realize': 'g_new0 of the fixed-size list of frames a run keeps (QRNIC_OUT_LEN) '
+                     'at realize (host side: -device, device_add)',
 }
 
 GUEST_ENTRY = ['qrnic_regs_read', 'qrnic_regs_write', 'qrnic_db_read', 'qrnic_db_write',
