@@ -803,8 +803,9 @@ static void qrnic_rx_resume(QrnicState *s);
  * Every MMIO access of a TCG vCPU takes the BQL, which the main loop holds
  * while it runs the model: a doorbell rung meanwhile put the vCPU to sleep
  * until the run ended, and its wake-up cost the main loop 20-30 us of CPU
- * in this project's VMs (fifteenth session: ~20 us of a 26-38 us NVMe-oF
- * post, 11-19 % of T1's main loop).  So the bottom half lets go of the
+ * in this project's VMs (11-19 % of T1's main loop; NVMe-oF's doorbell
+ * waits turned out to be for the main loop's other work, docs/storage.md
+ * "Without the BQL").  So the bottom half lets go of the
  * BQL while the model runs (in this mode the bottom half is a realtime
  * timer due now, qrnic_bh_kick says why; the model's own virtual-clock
  * timer keeps the BQL, qrnic_timer_cb):
