@@ -83,6 +83,7 @@ struct QrnicState {
         uint64_t bh, kick, timer, rx, db, sched, arm;
         uint64_t unlocked;  /* runs of the model without the BQL (unlocked-run) */
         uint64_t dbq;       /* doorbells queued while a run was in progress */
+        uint64_t out_early; /* a run's kept frames sent before its end (list full) */
     } hc;
 
     /* unlocked-run (docs/qemu.md section 13): the bottom half runs the
@@ -93,7 +94,7 @@ struct QrnicState {
     bool unlocked_run;          /* in effect (realize) */
     VMChangeStateEntry *vmsc;   /* a stop waits for the run (qrnic_vm_state_change) */
     bool defer;             /* a run without the BQL is in progress */
-    unsigned in_model;      /* the model runs with the BQL (qrnic_guard_engage) */
+    unsigned in_model;      /* the model runs with the BQL (qrnic_model_enter) */
     struct QrnicOut *out;   /* QRNIC_OUT_LEN: frames in the order the model sent them */
     unsigned nout;
     unsigned long *irq_pending;     /* bitmap of num_vectors */
@@ -165,13 +166,12 @@ static uint32_t *qrnic_tm_prop(QrnicState *s, unsigned i)
  * BARs) is refused, as QEMU's guard refused it.  A run without the BQL is
  * told apart by thread (qrnic_run_wait).  All under the BQL.
  */
-static bool qrnic_guard_engage(QrnicState *s)
+static void qrnic_model_enter(QrnicState *s)
 {
     s->in_model++;
-    return true;
 }
 
-static void qrnic_guard_restore(QrnicState *s, bool engaged)
+static void qrnic_model_leave(QrnicState *s)
 {
     s->in_model--;
 }
@@ -312,13 +312,22 @@ static void qrnic_run_flush(QrnicState *s);
 static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len);
 static void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len);
 
-/* In a run: send what it kept now, with the BQL taken for that (the run may
- * take it: nobody waits for a run while holding it), then go on without. */
-static void qrnic_run_flush_now(QrnicState *s)
+/*
+ * In a run: send what it kept now, then this frame if there is one (a
+ * frame that could not be kept), with the BQL taken for that (the run may
+ * take it: nobody waits for a run while holding it), then go on without.
+ */
+static void qrnic_run_send_now(QrnicState *s, int kind, const uint8_t *frame, size_t len)
 {
+    s->hc.out_early++;
     bql_lock();
     s->defer = false;
     qrnic_run_flush(s);
+    if (frame && kind == QRNIC_OUT_TX) {
+        qrnic_host_tx(s, frame, len);
+    } else if (frame) {
+        qrnic_capture_frame(s, frame, len);
+    }
     s->defer = true;
     bql_unlock();
 }
@@ -328,7 +337,7 @@ static void qrnic_run_flush_now(QrnicState *s)
 static void qrnic_defer(QrnicState *s, int kind, uint8_t *frame, size_t len)
 {
     if (s->nout == QRNIC_OUT_LEN) {
-        qrnic_run_flush_now(s);
+        qrnic_run_send_now(s, 0, NULL, 0);
     }
     s->out[s->nout++] = (QrnicOut) {
         .kind = kind, .frame = frame, .len = len,
@@ -345,18 +354,9 @@ static void qrnic_defer_copy(QrnicState *s, int kind, const uint8_t *frame, size
     if (copy) {
         memcpy(copy, frame, len);
         qrnic_defer(s, kind, copy, len);
-        return;
-    }
-    bql_lock();
-    s->defer = false;
-    qrnic_run_flush(s);
-    if (kind == QRNIC_OUT_TX) {
-        qrnic_host_tx(s, frame, len);
     } else {
-        qrnic_capture_frame(s, frame, len);
+        qrnic_run_send_now(s, kind, frame, len);
     }
-    s->defer = true;
-    bql_unlock();
 }
 
 static void qrnic_host_irq(void *opaque, unsigned vector)
@@ -561,10 +561,10 @@ static void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     qrnic_handoff.from = qrnic_handoff.taker = NULL;
     if (taker) {
         /* the sending model computed its ICRC over these very bytes */
-        bool g = qrnic_guard_engage(taker);
+        qrnic_model_enter(taker);
 
         qrnic_dev_rx_frame_buf_vouched(taker->dev, frame, len);
-        qrnic_guard_restore(taker, g);
+        qrnic_model_leave(taker);
     } else {
         qrnic_frame_buf_free(frame);
     }
@@ -973,10 +973,10 @@ static void qrnic_run_unlocked(QrnicState *s, void (*work)(QrnicState *s))
     s->defer = false;
     qrnic_run_flush(s);
     if (qatomic_read(&s->dbq.n)) {  /* rung after the run last looked */
-        bool g = qrnic_guard_engage(s);
+        qrnic_model_enter(s);
 
         qrnic_dbq_drain(s);
-        qrnic_guard_restore(s, g);
+        qrnic_model_leave(s);
     }
 }
 
@@ -1029,11 +1029,11 @@ static void qrnic_bh(void *opaque)
     if (qrnic_unlocked_now(s)) {
         qrnic_run_unlocked(s, qrnic_bh_work);
     } else {
-        bool engaged = qrnic_guard_engage(s);
+        qrnic_model_enter(s);
 
         qrnic_dbq_drain(s);
         qrnic_dev_run(s->dev);
-        qrnic_guard_restore(s, engaged);
+        qrnic_model_leave(s);
     }
     qrnic_rx_resume(s);
 }
@@ -1044,18 +1044,18 @@ static void qrnic_bh(void *opaque)
 static void qrnic_timer_cb(void *opaque)
 {
     QrnicState *s = opaque;
-    bool engaged = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
 
     s->hc.timer++;
     qrnic_trace_sync(s);
     qrnic_dev_timer_fire(s->dev);
-    qrnic_guard_restore(s, engaged);
+    qrnic_model_leave(s);
 }
 
 static void qrnic_kick_cb(void *opaque)
 {
     QrnicState *s = opaque;
-    bool engaged = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
 
     s->hc.kick++;
     qrnic_trace_sync(s);
@@ -1067,12 +1067,12 @@ static void qrnic_kick_cb(void *opaque)
         /* no bottom half under icount (qrnic_host_schedule): the rest, one ns on */
         timer_mod(s->kick, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + 1);
     }
-    qrnic_guard_restore(s, engaged);
+    qrnic_model_leave(s);
 }
 
 /* ---- BARs --------------------------------------------------------------------- */
 /* An access to a BAR from the device's own model (its DMA pointed at its
- * BARs) is refused (qrnic_guard_engage); from another thread during a run
+ * BARs) is refused (qrnic_model_enter); from another thread during a run
  * without the BQL it waits for the run. */
 static bool qrnic_mmio_enter(QrnicState *s, hwaddr addr, unsigned size, bool write)
 {
@@ -1090,14 +1090,12 @@ static MemTxResult qrnic_regs_read(void *opaque, hwaddr addr, uint64_t *val, uns
 {
     QrnicState *s = opaque;
 
-    bool g;
-
     if (!qrnic_mmio_enter(s, addr, size, false)) {
         return MEMTX_ERROR;
     }
-    g = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
     *val = qrnic_dev_reg_read(s->dev, addr, size);
-    qrnic_guard_restore(s, g);
+    qrnic_model_leave(s);
     trace_qrnic_mmio_read(addr, size, *val);
     return MEMTX_OK;
 }
@@ -1106,17 +1104,16 @@ static MemTxResult qrnic_regs_write(void *opaque, hwaddr addr, uint64_t val, uns
                                     MemTxAttrs attrs)
 {
     QrnicState *s = opaque;
-    bool g;
 
     trace_qrnic_mmio_write(addr, size, val);
     if (!qrnic_mmio_enter(s, addr, size, true)) {
         return MEMTX_ERROR;
     }
-    g = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
     qrnic_dbq_drain(s);         /* doorbells rung before it (the EQ doorbell is here) */
     qrnic_trace_sync(s);
     qrnic_dev_reg_write(s->dev, addr, val, size);
-    qrnic_guard_restore(s, g);
+    qrnic_model_leave(s);
     return MEMTX_OK;
 }
 
@@ -1133,15 +1130,13 @@ static MemTxResult qrnic_db_read(void *opaque, hwaddr addr, uint64_t *val, unsig
 {
     QrnicState *s = opaque;
 
-    bool g;
-
     if (!qrnic_mmio_enter(s, addr, size, false)) {
         return MEMTX_ERROR;
     }
-    g = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
     qrnic_dbq_drain(s);
     *val = qrnic_dev_db_read(s->dev, addr, size);
-    qrnic_guard_restore(s, g);
+    qrnic_model_leave(s);
     return MEMTX_OK;
 }
 
@@ -1171,7 +1166,7 @@ static MemTxResult qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsig
                                   MemTxAttrs attrs)
 {
     QrnicState *s = opaque;
-    bool idle, g;
+    bool idle;
 
     s->hc.db++;
     trace_qrnic_db_write(addr, size, val);
@@ -1184,7 +1179,7 @@ static MemTxResult qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsig
     if (!qrnic_mmio_enter(s, addr, size, true)) {
         return MEMTX_ERROR;
     }
-    g = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
     qrnic_dbq_drain(s);         /* the ones queued during the run go first */
     idle = s->inline_db && !icount_enabled() && !qrnic_dev_busy(s->dev);
     qrnic_trace_sync(s);
@@ -1200,7 +1195,7 @@ static MemTxResult qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsig
             qrnic_host_schedule(s);
         }
     }
-    qrnic_guard_restore(s, g);
+    qrnic_model_leave(s);
     if (s->want_run && idle) {
         qrnic_rx_resume(s);
     }
@@ -1247,7 +1242,6 @@ static bool qrnic_nc_can_receive(NetClientState *nc)
 static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t size)
 {
     QrnicState *s = qemu_get_nic_opaque(nc);
-    bool g;
 
     s->hc.rx++;
     if (qrnic_run_busy(s)) {    /* as in qrnic_nc_can_receive */
@@ -1277,9 +1271,9 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     qrnic_handoff_fill(buf);
     qrnic_capture_frame(s, buf, size);     /* also a frame the device then drops */
     qrnic_handoff.receiving++;
-    g = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
     qrnic_dev_rx_frame(s->dev, buf, size);
-    qrnic_guard_restore(s, g);
+    qrnic_model_leave(s);
     qrnic_handoff.receiving--;
     return size;
 }
@@ -1298,10 +1292,10 @@ static void qrnic_nc_link_status_changed(NetClientState *nc)
     QrnicState *s = qemu_get_nic_opaque(nc);
     /* the PORT_ERR/PORT_ACTIVE event is an EQE written by DMA: under the
      * re-entrancy guard, like the timers and the bottom half */
-    bool engaged = qrnic_guard_engage(s);
+    qrnic_model_enter(s);
 
     qrnic_dev_set_link(s->dev, !nc->link_down);
-    qrnic_guard_restore(s, engaged);
+    qrnic_model_leave(s);
 }
 
 static NetClientInfo qrnic_net_info = {
@@ -1573,7 +1567,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
 
     memory_region_init_io(&s->regs, OBJECT(s), &qrnic_regs_ops, s, "qrnic-regs",
                           QRNIC_BAR_REGS_SIZE);
-    s->regs.disable_reentrancy_guard = true;    /* the device's own: qrnic_guard_engage */
+    s->regs.disable_reentrancy_guard = true;    /* the device's own: qrnic_model_enter */
     pci_register_bar(pdev, QRNIC_BAR_REGS,
                      PCI_BASE_ADDRESS_SPACE_MEMORY | PCI_BASE_ADDRESS_MEM_TYPE_64, &s->regs);
     db_size = pow2ceil((uint64_t)c->max_uctx * QRNIC_DB_PAGE_SIZE);
@@ -1648,10 +1642,10 @@ static void qrnic_reset_hold(Object *obj, ResetType type)
      * for= restore, timed rules), so the timer must not be cancelled here.
      */
     if (s->dev) {
-        bool g = qrnic_guard_engage(s);
+        qrnic_model_enter(s);
 
         qrnic_dev_reset(s->dev);
-        qrnic_guard_restore(s, g);
+        qrnic_model_leave(s);
         qrnic_rx_resume(s);     /* the queue is empty: frames held back may come */
     }
 }
@@ -2037,7 +2031,7 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
     QrnicState *s = QRNIC(obj);
     uint64_t bh = s->hc.bh, kick = s->hc.kick, timer = s->hc.timer, rx = s->hc.rx;
     uint64_t db = s->hc.db, sched = s->hc.sched, arm = s->hc.arm;
-    uint64_t unlocked = s->hc.unlocked, dbq = s->hc.dbq;
+    uint64_t unlocked = s->hc.unlocked, dbq = s->hc.dbq, early = s->hc.out_early;
     bool ok;
 
     if (!visit_start_struct(v, name, NULL, 0, errp)) {
@@ -2051,7 +2045,8 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "sched", &sched, errp) &&
          visit_type_uint64(v, "arm", &arm, errp) &&
          visit_type_uint64(v, "unlocked", &unlocked, errp) &&
-         visit_type_uint64(v, "db-queued", &dbq, errp);
+         visit_type_uint64(v, "db-queued", &dbq, errp) &&
+         visit_type_uint64(v, "sent-early", &early, errp);
     if (ok) {
         visit_check_struct(v, errp);
     }

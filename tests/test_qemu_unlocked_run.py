@@ -58,6 +58,35 @@ def test_unlocked_run_same_bytes_completions_and_interrupts(world):
         assert d.qom_counters('host-calls')['db-queued'] == 0     # no vCPU here
 
 
+def test_unlocked_run_sends_a_full_list_early(world):
+    """A run keeps at most 256 frames for its end (hw/qrnic.c qrnic_defer):
+    one 128 KiB WRITE at MTU 256 is 512 packets from one run, so the kept
+    list is sent in the middle of the run (host-calls.sent-early) with the
+    BQL taken for it; every byte arrives, one completion, nothing dropped.
+    The device that keeps the BQL never keeps a frame."""
+    on_a, on_b, off_a, off_b = world.devs
+    size = 128 * 1024
+    data = bytes((i * 7 + 3) & 0xff for i in range(size))
+    for a, b in ((on_a, on_b), (off_a, off_b)):
+        c = h.connect_rc(a, b, mtu=256)
+        src, dst = a.reg_mr(c.pda, size), b.reg_mr(c.pdb, size)
+        src.write(0, data)
+        e0 = a.qom_counters('host-calls')['sent-early']
+        tx0 = a.query_stats()['tx_packets']
+        c.qa.post_send('RDMA_WRITE', [(src, 0, size)], remote=(dst, 0))
+        assert [e['status_name'] for e in c.cqa.wait(1)] == ['SUCCESS']
+        assert dst.read(0, size) == data
+        early = a.qom_counters('host-calls')['sent-early'] - e0
+        assert a.query_stats()['tx_packets'] - tx0 >= size // 256
+        if a is on_a:
+            assert early > 0
+        else:
+            assert early == 0
+        for d in (a, b):
+            st = d.query_stats()
+            assert st['dma_errors'] == 0 and st['rx_drop_icrc'] == 0
+
+
 def test_unlocked_run_capture_in_order(qemu_binary, tmp_path):  # noqa: F811
     """Frames a run sends go out after it, each stamped with the virtual time
     the model sent it at: both captures hold every frame once, in the same
