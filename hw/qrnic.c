@@ -5,7 +5,7 @@
  * only connects it to QEMU: BARs, MSI-X, DMA through the PCI address space
  * (so an IOMMU is honoured), the net layer, virtual-clock timers and a
  * bottom half in which all device work runs (without the BQL: unlocked-run,
- * docs/qemu.md section 13), properties and trace events, and
+ * docs/qemu.md section 13, in hw/qrnic_run.c), properties and trace events, and
  * the QOM/QMP side of the timing model, its counters and fault injection
  * (docs/qemu.md sections 3 and 11, docs/faults.md section 11), and the
  * port capture pcap=FILE (docs/qemu.md section 12).
@@ -35,109 +35,13 @@
 #include "trace.h"
 #include "trace/control.h"
 
+#include "qrnic.h"
 #include "qrnic_model.h"
 #include "qrnic_firmware.h"
 #include "qrnic_pcap.h"
 #include "qrnic_fault.h"
 #include "qrnic_timing.h"
 
-#define TYPE_QRNIC "qrnic"
-
-/* Doorbells a vCPU may queue while the model runs without the BQL; one
- * more makes that vCPU wait for the run (qrnic_db_write). */
-#define QRNIC_DBQ_LEN 256
-/* Frames a run keeps for afterwards; one more makes it take the BQL and
- * send them (qrnic_defer). */
-#define QRNIC_OUT_LEN 256
-OBJECT_DECLARE_SIMPLE_TYPE(QrnicState, QRNIC)
-
-/* A model snapshot stream in the migration stream (qrnic_stream_info). */
-typedef struct QrnicStream {
-    uint8_t *buf;
-    size_t len;
-} QrnicStream;
-
-struct QrnicState {
-    PCIDevice parent_obj;
-
-    MemoryRegion regs;
-    MemoryRegion db;
-    NICState *nic;
-    NICConf conf;
-    QEMUBH *bh;
-    QEMUTimer *run_timer;   /* unlocked-run: the bottom half's stand-in (qrnic_bh_kick) */
-    bool bh_scheduled;      /* bh (run_timer) scheduled and not yet run (qrnic_host_schedule) */
-    QEMUTimer *timer;
-    QEMUTimer *kick;        /* device work at the current virtual time (see qrnic_kick_cb) */
-    bool in_kick;
-    bool rx_paused;     /* a frame was held back: the receive queue was full */
-    /* inline-doorbell (qrnic_db_write): a doorbell that finds the device
-     * idle runs the device in the vCPU thread; in_db: the doorbell write is
-     * in progress (qrnic_host_schedule records want_run instead of waking
-     * the main loop) */
-    bool inline_db;
-    bool in_db;
-    bool want_run;
-    uint64_t inline_runs;   /* QOM "inline-runs": doorbells that ran the device inline */
-    struct {                /* QOM "host-calls": what woke the device, how often */
-        uint64_t bh, kick, timer, rx, db, sched, arm;
-        uint64_t unlocked;  /* runs of the model without the BQL (unlocked-run) */
-        uint64_t dbq;       /* doorbells queued while a run was in progress */
-        uint64_t out_early; /* a run's kept frames sent before its end (list full) */
-    } hc;
-
-    /* unlocked-run (docs/qemu.md section 13): the bottom half runs the
-     * model without the BQL; what only the BQL may do
-     * (frames, interrupts) waits in out/irq_pending until the run ends;
-     * doorbells rung meanwhile wait in dbq. */
-    OnOffAuto unlocked_prop;    /* the property: auto = on but under qtest */
-    bool unlocked_run;          /* in effect (realize) */
-    VMChangeStateEntry *vmsc;   /* a stop waits for the run (qrnic_vm_state_change) */
-    bool defer;             /* a run without the BQL is in progress */
-    unsigned in_model;      /* the model runs with the BQL (qrnic_model_enter) */
-    struct QrnicOut *out;   /* QRNIC_OUT_LEN: frames in the order the model sent them */
-    unsigned nout;
-    unsigned long *irq_pending;     /* bitmap of num_vectors */
-    int64_t cap_ts;         /* a deferred frame's capture time, or 0: now */
-    struct {
-        QemuSpin lock;      /* the vCPU pushes, the run pops */
-        unsigned head, n;
-        struct {
-            hwaddr addr;
-            uint64_t val;
-            unsigned size;
-        } e[QRNIC_DBQ_LEN];
-    } dbq;
-
-    /* The configuration properties (one per parameter of the model's table
-     * that has a property name, made at class_init) write straight into
-     * cfg; instance_init fills it with the table's defaults. */
-    struct qrnic_config cfg;
-    struct qrnic_dev *dev;
-    char *profile;
-    /* "dev N" of the qrnic_event trace: the Nth qrnic realized in this QEMU */
-    unsigned trace_dev;
-    bool trace_on;      /* the model's trace records are on (qrnic_trace_sync) */
-
-    /* Timing: one property per QRNIC_TIMING_PARAMS entry; UINT32_MAX =
-     * unset (the profile's value).  tm_eff: what the model runs with. */
-    struct qrnic_timing_profile tm_props;
-    struct qrnic_timing_profile tm_eff;
-
-    /* Fault injection: fault-plan=FILE, and fault=RULES given before
-     * realize (-device ...,fault=...), loaded at realize. */
-    char *fault_plan;
-    GString *fault_pending;
-
-    /* pcap=FILE: every frame the port sends or receives (docs/qemu.md
-     * section 12); NULL when not capturing (or after a write error). */
-    char *pcap_path;
-    struct qrnic_pcap *pcap;
-
-    /* Migration: the model's snapshot stream (qrnic_dev_save), between
-     * pre_save and post_save, and between reading it and post_load. */
-    QrnicStream mig;
-};
 
 /* Offsets of the timing properties, in QRNIC_TIMING_PARAMS order. */
 static const size_t qrnic_tm_offsets[] = {
@@ -152,29 +56,6 @@ static uint32_t *qrnic_tm_prop(QrnicState *s, unsigned i)
     return (uint32_t *)((char *)s + qrnic_tm_offsets[i]);
 }
 
-/*
- * The device's own re-entrancy guard.  QEMU's (MemReentrancyGuard, one flag
- * per device, set by the MMIO dispatch for the access) is not thread-aware:
- * a vCPU that waits in a BAR handler for a run (qrnic_run_wait) would hold
- * it engaged, and the other vCPUs' doorbells to the device meanwhile were
- * refused as re-entrant ("Blocked re-entrant IO", a lost doorbell: an
- * NVMe-oF queue hung with two vCPUs).  So the BARs turn QEMU's guard off
- * (disable_reentrancy_guard) and every way into the model with the BQL --
- * the BAR handlers, the bottom half and the timers, the net layer's
- * receive and link callbacks, reset -- counts itself in in_model: a BAR
- * access while the same device's model runs (its DMA pointed at its own
- * BARs) is refused, as QEMU's guard refused it.  A run without the BQL is
- * told apart by thread (qrnic_run_wait).  All under the BQL.
- */
-static void qrnic_model_enter(QrnicState *s)
-{
-    s->in_model++;
-}
-
-static void qrnic_model_leave(QrnicState *s)
-{
-    s->in_model--;
-}
 
 /* ---- host operations for the model ----------------------------------------- */
 /* &s->parent_obj rather than PCI_DEVICE(s) on the data path: the checked QOM
@@ -296,70 +177,7 @@ static void qrnic_host_dma_unmap(const void *ptr, size_t len)
     error_report("qrnic: payload mapping %p+%zu released but not held", ptr, len);
 }
 
-/*
- * What a run without the BQL (unlocked-run) leaves for afterwards: the
- * frames it sent, in order, each with the virtual time it was sent at (the
- * capture's stamp), and the interrupts it raised (qrnic_run_flush).
- */
-typedef struct QrnicOut {
-    enum { QRNIC_OUT_TX, QRNIC_OUT_TX_BUF, QRNIC_OUT_LOOPBACK } kind;
-    uint8_t *frame;             /* g_try_malloc'd (TX, LOOPBACK) or a frame buffer */
-    size_t len;
-    int64_t ts;
-} QrnicOut;
-
-static void qrnic_run_flush(QrnicState *s);
-static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len);
-static void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len);
-
-/*
- * In a run: send what it kept now, then this frame if there is one (a
- * frame that could not be kept), with the BQL taken for that (the run may
- * take it: nobody waits for a run while holding it), then go on without.
- */
-static void qrnic_run_send_now(QrnicState *s, int kind, const uint8_t *frame, size_t len)
-{
-    s->hc.out_early++;
-    bql_lock();
-    s->defer = false;
-    qrnic_run_flush(s);
-    if (frame && kind == QRNIC_OUT_TX) {
-        qrnic_host_tx(s, frame, len);
-    } else if (frame) {
-        qrnic_capture_frame(s, frame, len);
-    }
-    s->defer = true;
-    bql_unlock();
-}
-
-/* Keep a frame for the run's end: a full list is sent first (no allocation
- * here: the list is the device's, QRNIC_OUT_LEN long). */
-static void qrnic_defer(QrnicState *s, int kind, uint8_t *frame, size_t len)
-{
-    if (s->nout == QRNIC_OUT_LEN) {
-        qrnic_run_send_now(s, 0, NULL, 0);
-    }
-    s->out[s->nout++] = (QrnicOut) {
-        .kind = kind, .frame = frame, .len = len,
-        .ts = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL),
-    };
-}
-
-/* A copy of a frame the model passes by pointer (it reuses the bytes): out
- * of memory, the kept ones and this one go now, with the BQL. */
-static void qrnic_defer_copy(QrnicState *s, int kind, const uint8_t *frame, size_t len)
-{
-    uint8_t *copy = g_try_malloc(len);
-
-    if (copy) {
-        memcpy(copy, frame, len);
-        qrnic_defer(s, kind, copy, len);
-    } else {
-        qrnic_run_send_now(s, kind, frame, len);
-    }
-}
-
-static void qrnic_host_irq(void *opaque, unsigned vector)
+void qrnic_host_irq(void *opaque, unsigned vector)
 {
     PCIDevice *pdev = PCI_DEVICE(opaque);
     QrnicState *s = opaque;
@@ -415,7 +233,7 @@ static void qrnic_capture_close(QrnicState *s)
     s->pcap = NULL;
 }
 
-static void qrnic_capture_frame_to(QrnicState *s, const uint8_t *frame, size_t len)
+void qrnic_capture_frame_to(QrnicState *s, const uint8_t *frame, size_t len)
 {
     char err[256];
 
@@ -428,17 +246,7 @@ static void qrnic_capture_frame_to(QrnicState *s, const uint8_t *frame, size_t l
     }
 }
 
-/* Called for every frame: without a capture it costs a test, not the
- * zero fill of the message buffer (QEMU builds with
- * -ftrivial-auto-var-init=zero; ~1% of a 1 MiB WRITE stream, perf). */
-static inline void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size_t len)
-{
-    if (s->pcap) {
-        qrnic_capture_frame_to(s, frame, len);
-    }
-}
-
-static void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
+void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
 
@@ -531,7 +339,7 @@ static void qrnic_handoff_fill(const uint8_t *buf)
     }
 }
 
-static void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
+void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
     QrnicState *taker;
@@ -613,7 +421,7 @@ static void qrnic_host_timer_arm(void *opaque, uint64_t deadline)
  * (main_loop_wait), where letting the BQL go is safe.  (Not the virtual
  * clock's: pause_all_vcpus waits, with the BQL, for its timers to finish.)
  */
-static void qrnic_bh_kick(QrnicState *s)
+void qrnic_bh_kick(QrnicState *s)
 {
     if (!qatomic_xchg(&s->bh_scheduled, true)) {
         if (s->run_timer) {
@@ -797,221 +605,6 @@ static const struct qrnic_host_ops qrnic_host_ops = {
 /* ---- work ------------------------------------------------------------------- */
 static void qrnic_rx_resume(QrnicState *s);
 
-/*
- * Runs of the model without the BQL (unlocked-run, docs/qemu.md section 13).
- *
- * Every MMIO access of a TCG vCPU takes the BQL, which the main loop holds
- * while it runs the model: a doorbell rung meanwhile put the vCPU to sleep
- * until the run ended, and its wake-up cost the main loop 20-30 us of CPU
- * in this project's VMs (11-19 % of T1's main loop; NVMe-oF's doorbell
- * waits turned out to be for the main loop's other work, docs/storage.md
- * "Without the BQL").  So the bottom half lets go of the
- * BQL while the model runs (in this mode the bottom half is a realtime
- * timer due now, qrnic_bh_kick says why; the model's own virtual-clock
- * timer keeps the BQL, qrnic_timer_cb):
- *
- *  - The run is the main loop's: at most one in the process at a time
- *    (qrnic_run.dev, set and cleared with the BQL held).  Everything else
- *    that enters a qrnic model from another thread (a vCPU's MMIO, the
- *    migration thread, a device reset or unplug by a vCPU) holds the BQL
- *    and first waits, with the BQL let go, until no run is in progress
- *    (qrnic_run_wait).  Code of the main loop itself never meets a run.
- *    So the process-wide state (the payload mappings, the hand-over, the
- *    frame buffers) needs no lock of its own, and nobody waits for a run
- *    while holding the BQL: the run may take the BQL (a DMA that reaches
- *    MMIO does, in address_space_rw) without a deadlock.
- *  - A doorbell rung during a run does not wait: it goes into the
- *    device's queue (dbq, under a spin lock) and the run or the next
- *    bottom half gives it to the model, in order: a doorbell that finds
- *    no run gives the queued ones to the model first.
- *  - What only the BQL may do waits for the run's end: the frames it
- *    sent (qemu_send_packet walks the net layer), in order and with the
- *    virtual time each was sent at for the capture, and the interrupts
- *    (msix_notify; under TCG raising an interrupt needs the BQL)
- *    (qrnic_run_flush).  Timers (timer_mod), the virtual clock, the log
- *    and trace points are thread-safe; DMA to RAM takes no lock.
- *  - The device's memory re-entrancy guard is not thread-aware: a vCPU's
- *    doorbell during a run would be refused as re-entrant.  So the
- *    bottom half is not a guarded one and the run does its own check: an
- *    access to a qrnic BAR from inside a run (its DMA pointed at MMIO) is
- *    refused for the running device (MEMTX_ERROR: a DMA error), as the
- *    guard refuses it otherwise.
- *  - Only while the VM runs (qrnic_unlocked_now): a stop waits for the run.
- *  - Not under -icount (the kick timer keeps the run deterministic) and,
- *    unless unlocked-run=on, not under qtest (no vCPU to spare a wait).
- */
-static struct {
-    QrnicState *dev;            /* whose model runs without the BQL, or NULL */
-    QemuEvent idle;             /* set while no run is in progress */
-    bool init;
-} qrnic_run;
-static __thread bool qrnic_in_run;      /* this thread is the run's */
-
-/*
- * With the BQL, from any thread: wait until no model runs without it.
- * False when called from inside the run itself and the access is for the
- * running device: the caller refuses it (re-entrant, as the guard would).
- */
-static bool qrnic_run_wait(QrnicState *s)
-{
-    while (qatomic_read(&qrnic_run.dev)) {
-        if (qrnic_in_run) {
-            /* the run's DMA reached a BAR: the BQL is the DMA's; another
-             * device's model is not running and may go on */
-            return qatomic_read(&qrnic_run.dev) != s;
-        }
-        bql_unlock();
-        qemu_event_wait(&qrnic_run.idle);
-        bql_lock();
-    }
-    return true;
-}
-
-/* Whether s's model must not be entered now from this thread. */
-static bool qrnic_run_busy(QrnicState *s)
-{
-    QrnicState *r = qatomic_read(&qrnic_run.dev);
-
-    return r && (r == s || !qrnic_in_run);
-}
-
-/* A doorbell rung during a run; false when the queue is full. */
-static bool qrnic_dbq_push(QrnicState *s, hwaddr addr, uint64_t val, unsigned size)
-{
-    bool ok;
-
-    qemu_spin_lock(&s->dbq.lock);
-    ok = s->dbq.n < QRNIC_DBQ_LEN;
-    if (ok) {
-        unsigned i = (s->dbq.head + s->dbq.n++) % QRNIC_DBQ_LEN;
-
-        s->dbq.e[i].addr = addr;
-        s->dbq.e[i].val = val;
-        s->dbq.e[i].size = size;
-    }
-    qemu_spin_unlock(&s->dbq.lock);
-    return ok;
-}
-
-/* The queued doorbells to the model, oldest first: at most one queue's
- * worth (a vCPU may keep ringing meanwhile; the bottom half it scheduled
- * takes the rest).  From the run or with the BQL and no run. */
-static unsigned qrnic_dbq_drain(QrnicState *s)
-{
-    unsigned n;
-
-    for (n = 0; n < QRNIC_DBQ_LEN; n++) {
-        hwaddr addr;
-        uint64_t val;
-        unsigned size;
-
-        qemu_spin_lock(&s->dbq.lock);
-        if (!s->dbq.n) {
-            qemu_spin_unlock(&s->dbq.lock);
-            break;
-        }
-        addr = s->dbq.e[s->dbq.head].addr;
-        val = s->dbq.e[s->dbq.head].val;
-        size = s->dbq.e[s->dbq.head].size;
-        s->dbq.head = (s->dbq.head + 1) % QRNIC_DBQ_LEN;
-        s->dbq.n--;
-        qemu_spin_unlock(&s->dbq.lock);
-        qrnic_dev_db_write(s->dev, addr, val, size);
-    }
-    if (qatomic_read(&s->dbq.n)) {
-        qrnic_bh_kick(s);
-    }
-    return n;
-}
-
-/* With the BQL again: the run's frames and interrupts, in order. */
-static void qrnic_run_flush(QrnicState *s)
-{
-    unsigned nvec = s->cfg.num_vectors;
-
-    for (unsigned i = 0; i < s->nout; i++) {
-        QrnicOut *o = &s->out[i];
-
-        s->cap_ts = o->ts;
-        switch (o->kind) {
-        case QRNIC_OUT_TX:
-            qrnic_host_tx(s, o->frame, o->len);
-            g_free(o->frame);
-            break;
-        case QRNIC_OUT_TX_BUF:
-            qrnic_host_tx_buf(s, o->frame, o->len);
-            break;
-        default:
-            qrnic_capture_frame(s, o->frame, o->len);
-            g_free(o->frame);
-            break;
-        }
-        s->cap_ts = 0;
-    }
-    s->nout = 0;
-    for (unsigned long v = find_first_bit(s->irq_pending, nvec); v < nvec;
-         v = find_next_bit(s->irq_pending, nvec, v + 1)) {
-        clear_bit(v, s->irq_pending);
-        qrnic_host_irq(s, v);
-    }
-}
-
-/* work() of the model with the BQL let go; called and returns with it. */
-static void qrnic_run_unlocked(QrnicState *s, void (*work)(QrnicState *s))
-{
-    s->hc.unlocked++;
-    s->defer = true;
-    qemu_event_reset(&qrnic_run.idle);
-    qatomic_set(&qrnic_run.dev, s);
-    qrnic_in_run = true;
-    bql_unlock();
-    work(s);
-    bql_lock();
-    qrnic_in_run = false;
-    qatomic_set(&qrnic_run.dev, NULL);
-    qemu_event_set(&qrnic_run.idle);    /* the waiters need the BQL: after us */
-    s->defer = false;
-    qrnic_run_flush(s);
-    if (qatomic_read(&s->dbq.n)) {  /* rung after the run last looked */
-        qrnic_model_enter(s);
-
-        qrnic_dbq_drain(s);
-        qrnic_model_leave(s);
-    }
-}
-
-/* The bottom half's work: the queued doorbells and one budget of device
- * work, again while doorbells came in meanwhile (a few rounds at most). */
-static void qrnic_bh_work(QrnicState *s)
-{
-    for (int round = 0; round < 4; round++) {
-        if (qrnic_dbq_drain(s) == 0 && round > 0) {
-            break;
-        }
-        qrnic_dev_run(s->dev);
-    }
-}
-
-
-/*
- * Only while the VM runs: a stop (vm_stop: migration's last pass over RAM
- * and the devices, a snapshot, the monitor's stop) waits for the run in
- * progress (qrnic_vm_state_change), and after it the device runs with the
- * BQL, which whoever stopped the VM holds while it saves: no DMA behind
- * the last pass's back.
- */
-static bool qrnic_unlocked_now(QrnicState *s)
-{
-    return s->unlocked_run && runstate_is_running();
-}
-
-static void qrnic_vm_state_change(void *opaque, bool running, RunState state)
-{
-    if (!running) {
-        qrnic_run_wait(opaque);
-    }
-}
-
 static void qrnic_bh(void *opaque)
 {
     QrnicState *s = opaque;
@@ -1171,7 +764,7 @@ static MemTxResult qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsig
     s->hc.db++;
     trace_qrnic_db_write(addr, size, val);
     /* a run in progress (unlocked-run): queued, the vCPU goes on */
-    if (qrnic_run_busy(s) && !qrnic_in_run && qrnic_dbq_push(s, addr, val, size)) {
+    if (qrnic_run_busy(s) && !qrnic_run_is_mine() && qrnic_dbq_push(s, addr, val, size)) {
         s->hc.dbq++;
         qrnic_bh_kick(s);
         return MEMTX_OK;
@@ -1528,10 +1121,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     /* not a guarded bottom half: it engages the guard itself when it runs
      * with the BQL (qrnic_bh; the guard is not thread-aware) */
     s->bh = qemu_bh_new(qrnic_bh, s);
-    if (!qrnic_run.init) {
-        qemu_event_init(&qrnic_run.idle, true);
-        qrnic_run.init = true;
-    }
+    qrnic_run_init();
     s->unlocked_run = !icount_enabled() &&
         (s->unlocked_prop == ON_OFF_AUTO_ON ||
          (s->unlocked_prop == ON_OFF_AUTO_AUTO && !qtest_enabled()));

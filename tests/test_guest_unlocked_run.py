@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Guest tier: the model runs without the BQL (unlocked-run, the default with a
-guest CPU; hw/qrnic.c qrnic_run_unlocked, docs/qemu.md section 13).  A
+guest CPU; hw/qrnic_run.c qrnic_run_unlocked, docs/qemu.md section 13).  A
 doorbell a vCPU rings while the main loop runs the model is queued instead of
 waiting for the BQL; the queue goes to the model in order.  T1 (two ports of
 one VM, one main loop for both) with 1 MiB messages keeps the main loop busy,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""qemu tier: runs of the model without the BQL (hw/qrnic.c qrnic_run_unlocked,
+"""qemu tier: runs of the model without the BQL (hw/qrnic_run.c qrnic_run_unlocked,
 docs/qemu.md section 13).  With unlocked-run=on the bottom half and the model
 timer let the BQL go while the model runs, and send the frames and raise the
 interrupts it produced afterwards, with the BQL again.  Under qtest the
@@ -59,7 +59,7 @@ def test_unlocked_run_same_bytes_completions_and_interrupts(world):
 
 
 def test_unlocked_run_sends_a_full_list_early(world):
-    """A run keeps at most 256 frames for its end (hw/qrnic.c qrnic_defer):
+    """A run keeps at most 256 frames for its end (hw/qrnic_run.c qrnic_defer):
     one 128 KiB WRITE at MTU 256 is 512 packets from one run, so the kept
     list is sent in the middle of the run (host-calls.sent-early) with the
     BQL taken for it; every byte arrives, one completion, nothing dropped.
