@@ -69,6 +69,7 @@ struct QrnicState {
      * (frames, interrupts) waits in out/irq_pending until the run ends;
      * doorbells rung meanwhile wait in dbq. */
     OnOffAuto unlocked_prop;    /* the property: auto = on but under qtest */
+    OnOffAuto db_batch_prop;    /* doorbell-batch: auto = on but under qtest and icount */
     bool unlocked_run;          /* in effect (realize) */
     VMChangeStateEntry *vmsc;   /* a stop waits for the run (qrnic_vm_state_change) */
     bool defer;             /* a run without the BQL is in progress */

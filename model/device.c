@@ -126,6 +126,16 @@ void qrnic_dev_set_lazy_icrc(struct qrnic_dev *d, bool on)
 	d->lazy_icrc = on;
 }
 
+void qrnic_dev_set_db_batch(struct qrnic_dev *d, bool on)
+{
+	d->db_batch = on;
+}
+
+uint64_t qrnic_dev_db_batched(const struct qrnic_dev *d)
+{
+	return d->db_batched;
+}
+
 void qrnic_dev_set_clock(struct qrnic_dev *d, const uint64_t *now)
 {
 	d->clock = now;

@@ -241,6 +241,22 @@ void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev)
 		qrnic_async_event(d, async_ev, qp->qpn, 0);
 }
 
+/*
+ * An SQ doorbell that rides on the acknowledgement (qrnic_dev_set_db_batch):
+ * the QP waits for an ACK, NAK or its retransmission timer, each of which
+ * kicks it (completer.c, qrnic_req_retry), so its new WQEs need no run of
+ * their own.  Not within a run (no wake-up to save: the run goes on) and
+ * not under a timing profile.
+ */
+static bool sq_db_rides_on_ack(const struct qrnic_dev *d, const struct qrnic_qp *qp)
+{
+	const struct qrnic_req *r = &qp->req;
+
+	return d->db_batch && !d->in_run && !d->tm.enabled &&
+	       qp->attr.qp_state == QRNIC_QPS_RTS && r->timer_armed &&
+	       r->una_psn != r->high_psn && !r->rnr_wait && !r->stopped;
+}
+
 bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
 		       uint32_t bf_bytes)
 {
@@ -288,6 +304,10 @@ bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 				    qrnic_tm_cycles(&d->tm, d->tm.p.doorbell_cycles);
 	} else {
 		qp->rq_pi = pi;
+	}
+	if (sq && sq_db_rides_on_ack(d, qp)) {
+		d->db_batched++;
+		return true;
 	}
 	qrnic_qp_kick(d, qp);
 	return true;

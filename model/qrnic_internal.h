@@ -502,6 +502,8 @@ struct qrnic_dev {
 	bool trace_off;		/* qrnic_dev_set_trace(d, false) */
 	bool trusted_wire;	/* qrnic_dev_set_trusted_wire(d, true) */
 	bool lazy_icrc;		/* qrnic_dev_set_lazy_icrc(d, true) */
+	bool db_batch;		/* qrnic_dev_set_db_batch(d, true) */
+	uint64_t db_batched;	/* SQ doorbells that waited for the ACK (qrnic_dev_db_batched) */
 	const uint64_t *clock;	/* qrnic_dev_set_clock(), or NULL */
 
 	/* resources */

@@ -382,6 +382,23 @@ void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
  * one CRC pass over each frame fewer.  Off by default; not reset. */
 void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
 
+/*
+ * Doorbells that ride on the acknowledgement, for a host where waking the
+ * device costs the guest (QEMU under TCG: the vCPU that rang shares the
+ * host CPUs with the loop it wakes; hw/qrnic.c doorbell-batch).  An SQ
+ * doorbell of a QP in RTS that has packets awaiting acknowledgement (its
+ * retransmission timer armed, no RNR wait) records the new producer index
+ * without asking the host for a run (ops->schedule): the acknowledgement,
+ * NAK, RNR or retransmission timer the QP waits for kicks it anyway, and
+ * its WQEs go then -- at most one round trip or one timeout later, in
+ * order, which verbs allow.  Every other doorbell is taken at once, and so
+ * is every doorbell while a timing profile is on (its latencies are
+ * calibrated from the doorbell).  Counted in qrnic_dev_db_batched.  Off
+ * by default; not reset.
+ */
+void qrnic_dev_set_db_batch(struct qrnic_dev *dev, bool on);
+uint64_t qrnic_dev_db_batched(const struct qrnic_dev *dev);
+
 /* Simulators only: a trusted wire.  The device neither computes the ICRC
  * of the RoCEv2 frames it sends (the field is 0) nor checks it on the
  * frames it receives -- every other check stays -- and, if the host has

@@ -574,6 +574,8 @@ _SIGS = {
     'hx_set_dma_refs': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dma_refs_stats': (None, [ctypes.POINTER(ctypes.c_uint64)] * 3),
     'hx_set_lazy_icrc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_set_db_batch': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_db_batched': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
     'hx_mac': (_U8P, [ctypes.c_void_p, ctypes.c_int]),
     'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
@@ -1261,6 +1263,18 @@ class World:
     def lazy_icrc(self, d, on=True):
         """qrnic_dev_set_lazy_icrc on device d."""
         _check(self._l.hx_set_lazy_icrc(self.w, d, 1 if on else 0), 'lazy_icrc')
+
+    def db_batch(self, d, on=True):
+        """qrnic_dev_set_db_batch on device d."""
+        _check(self._l.hx_set_db_batch(self.w, d, 1 if on else 0), 'db_batch')
+
+    def db_batched(self, d):
+        """qrnic_dev_db_batched of device d: SQ doorbells that waited for the ACK."""
+        return self._l.hx_db_batched(self.w, d)
+
+    def sched_pending(self, d):
+        """Whether device d asked its host for a run (ops->schedule) that has not run yet."""
+        return bool(self._l.hx_sched_pending(self.w, d))
 
     @staticmethod
     def dma_refs_stats():

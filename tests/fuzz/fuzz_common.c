@@ -604,6 +604,8 @@ int fz_world_new(struct fz *f, const char *name, const struct fz_opts *o)
 		if (o->profile[d] && hx_set_timing(f->w, d, fz_profiles[o->profile[d] % 3], NULL))
 			return -1;
 		hx_set_lazy_icrc(f->w, d, o->lazy_icrc[d]);
+		/* QEMU turns these host settings on together (hw/qrnic.c) */
+		hx_set_db_batch(f->w, d, o->lazy_icrc[d]);
 	}
 	hx_set_vouch(f->w, o->vouch);
 	if (o->tap) {

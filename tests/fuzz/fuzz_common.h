@@ -116,7 +116,7 @@ struct fz_opts {
 	bool rx_buffer[FZ_NDEV];	/* a receive buffer with PFC (fz_cfg_rxbuf) */
 	/* payloads by reference (fz_refs_opts) */
 	int dma_refs;		/* hx_set_dma_refs: HX_REFS_PTR (the old default), _NONE, _CHECKED */
-	bool lazy_icrc[FZ_NDEV];	/* qrnic_dev_set_lazy_icrc */
+	bool lazy_icrc[FZ_NDEV];	/* qrnic_dev_set_lazy_icrc, and qrnic_dev_set_db_batch */
 	bool vouch;		/* hx_set_vouch: untouched frames delivered vouched for */
 	bool tap;		/* a reader of the frames handed over (fz_tap) */
 	bool tap_corrupts;	/* ... which may change a byte after filling */

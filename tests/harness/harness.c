@@ -2512,6 +2512,23 @@ int hx_set_dma_refs(hx_world *w, int mode)
 	return 0;
 }
 
+int hx_set_db_batch(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	qrnic_dev_set_db_batch(h->dev, on != 0);
+	return 0;
+}
+
+uint64_t hx_db_batched(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? qrnic_dev_db_batched(h->dev) : 0;
+}
+
 int hx_set_lazy_icrc(hx_world *w, int d, int on)
 {
 	struct hx_dev *h = D(w, d);
