@@ -42,7 +42,6 @@
 #include "qrnic_fault.h"
 #include "qrnic_timing.h"
 
-
 /* Offsets of the timing properties, in QRNIC_TIMING_PARAMS order. */
 static const size_t qrnic_tm_offsets[] = {
 #define QRNIC_TM_OFF(n, doc) offsetof(QrnicState, tm_props.n),
@@ -55,7 +54,6 @@ static uint32_t *qrnic_tm_prop(QrnicState *s, unsigned i)
 {
     return (uint32_t *)((char *)s + qrnic_tm_offsets[i]);
 }
-
 
 /* ---- host operations for the model ----------------------------------------- */
 /* &s->parent_obj rather than PCI_DEVICE(s) on the data path: the checked QOM

@@ -211,7 +211,6 @@ void qrnic_bh_work(QrnicState *s)
     }
 }
 
-
 /*
  * Only while the VM runs: a stop (vm_stop: migration's last pass over RAM
  * and the devices, a snapshot, the monitor's stop) waits for the run in
