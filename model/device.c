@@ -136,6 +136,11 @@ uint64_t qrnic_dev_db_batched(const struct qrnic_dev *d)
 	return d->db_batched;
 }
 
+uint64_t qrnic_dev_rq_db_quiet(const struct qrnic_dev *d)
+{
+	return d->rq_db_quiet;
+}
+
 void qrnic_dev_set_clock(struct qrnic_dev *d, const uint64_t *now)
 {
 	d->clock = now;

@@ -257,6 +257,17 @@ static bool sq_db_rides_on_ack(const struct qrnic_dev *d, const struct qrnic_qp 
 	       r->una_psn != r->high_psn && !r->rnr_wait && !r->stopped;
 }
 
+/*
+ * An RQ doorbell needs no run (the same host setting): in RTR and RTS the
+ * receive WQEs are taken when messages arrive, and a run has nothing to do
+ * with them; only a QP in ERR needs one, to flush them (qp_service).
+ */
+static bool rq_db_needs_no_run(const struct qrnic_dev *d, const struct qrnic_qp *qp)
+{
+	return d->db_batch && !d->in_run && !d->tm.enabled &&
+	       (qp->attr.qp_state == QRNIC_QPS_RTR || qp->attr.qp_state == QRNIC_QPS_RTS);
+}
+
 bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t pi,
 		       uint32_t bf_bytes)
 {
@@ -307,6 +318,10 @@ bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	}
 	if (sq && sq_db_rides_on_ack(d, qp)) {
 		d->db_batched++;
+		return true;
+	}
+	if (!sq && rq_db_needs_no_run(d, qp)) {
+		d->rq_db_quiet++;
 		return true;
 	}
 	qrnic_qp_kick(d, qp);

@@ -504,6 +504,7 @@ struct qrnic_dev {
 	bool lazy_icrc;		/* qrnic_dev_set_lazy_icrc(d, true) */
 	bool db_batch;		/* qrnic_dev_set_db_batch(d, true) */
 	uint64_t db_batched;	/* SQ doorbells that waited for the ACK (qrnic_dev_db_batched) */
+	uint64_t rq_db_quiet;	/* RQ doorbells that asked for no run (qrnic_dev_rq_db_quiet) */
 	const uint64_t *clock;	/* qrnic_dev_set_clock(), or NULL */
 
 	/* resources */

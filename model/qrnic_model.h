@@ -393,11 +393,15 @@ void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
  * its WQEs go then -- at most one round trip or one timeout later, in
  * order, which verbs allow.  Every other doorbell is taken at once, and so
  * is every doorbell while a timing profile is on (its latencies are
- * calibrated from the doorbell).  Counted in qrnic_dev_db_batched.  Off
+ * calibrated from the doorbell).  Counted in qrnic_dev_db_batched.  With
+ * the same setting an RQ doorbell of a QP in RTR or RTS asks for no run
+ * either: its receive WQEs are taken when messages arrive (a QP in ERR
+ * still gets one, to flush them); counted in qrnic_dev_rq_db_quiet.  Off
  * by default; not reset.
  */
 void qrnic_dev_set_db_batch(struct qrnic_dev *dev, bool on);
 uint64_t qrnic_dev_db_batched(const struct qrnic_dev *dev);
+uint64_t qrnic_dev_rq_db_quiet(const struct qrnic_dev *dev);
 
 /* Simulators only: a trusted wire.  The device neither computes the ICRC
  * of the RoCEv2 frames it sends (the field is 0) nor checks it on the

@@ -575,7 +575,7 @@ _SIGS = {
     'hx_dma_refs_stats': (None, [ctypes.POINTER(ctypes.c_uint64)] * 3),
     'hx_set_lazy_icrc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_set_db_batch': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
-    'hx_db_batched': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_db_batched': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_mac': (_U8P, [ctypes.c_void_p, ctypes.c_int]),
     'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
@@ -1268,9 +1268,10 @@ class World:
         """qrnic_dev_set_db_batch on device d."""
         _check(self._l.hx_set_db_batch(self.w, d, 1 if on else 0), 'db_batch')
 
-    def db_batched(self, d):
-        """qrnic_dev_db_batched of device d: SQ doorbells that waited for the ACK."""
-        return self._l.hx_db_batched(self.w, d)
+    def db_batched(self, d, rq=False):
+        """qrnic_dev_db_batched of device d: SQ doorbells that waited for the
+        ACK; rq: qrnic_dev_rq_db_quiet, RQ doorbells that asked for no run."""
+        return self._l.hx_db_batched(self.w, d, 1 if rq else 0)
 
     def sched_pending(self, d):
         """Whether device d asked its host for a run (ops->schedule) that has not run yet."""

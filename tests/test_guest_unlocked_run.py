@@ -6,8 +6,9 @@ waiting for the BQL; the queue goes to the model in order.  T1 (two ports of
 one VM, one main loop for both) with 1 MiB messages keeps the main loop busy,
 so the guest rings doorbells during runs: ibv_rc_pingpong checks every byte
 (-c), and QOM host-calls shows the runs (unlocked) and the queued doorbells
-(db-queued), and the SQ doorbells of a QP with WRITEs in flight that asked
-for no run (db-batched, -device qrnic,doorbell-batch).  The whole guest tier
+(db-queued), the SQ doorbells of a QP with WRITEs in flight that asked
+for no run (db-batched, -device qrnic,doorbell-batch) and, in ib_send_bw,
+the RQ doorbells that asked for none (rq-db-quiet).  The whole guest tier
 runs with both on; test_guest_verbs.py's pingpong checks the runs happen there
 too."""
 import pytest
@@ -46,4 +47,10 @@ def test_doorbells_queued_during_runs_keep_every_byte(topo):
     # ib_write_bw keeps WRITEs in flight: the SQ doorbells that find no run
     # ride on the ACK (doorbell-batch, on by default with a guest CPU)
     assert d['db-batched'] > 0, d
+    # the server re-posts its receives in RTS: RQ doorbells that ask for no run
+    h1 = host_calls(vm)
+    out = _both(s, c, 'ib_send_bw', '-x %d -s 65536 -n 300 -F')
+    row = perftest_table(out)
+    assert row and int(row['#iterations']) == 300, out
+    assert host_calls(vm)['rq-db-quiet'] > h1['rq-db-quiet']
     assert d['kick'] == 0, d

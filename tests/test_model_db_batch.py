@@ -116,3 +116,47 @@ def test_timing_profile_takes_every_doorbell_at_once(world):
     c.qa.post_send('RDMA_WRITE', [(src, 0, 1024)], remote=(dst, 32768), wr_id=2)
     assert world.db_batched(a.idx) == 0
     assert [e['status_name'] for e in c.cqa.wait(2)] == ['SUCCESS'] * 2
+
+
+@pytest.mark.parametrize('on', [True, False])
+def test_rq_doorbell_asks_for_no_run_and_the_receives_work(world, on):
+    """With the setting on, an RQ doorbell of a QP in RTS asks for no run
+    (its WQEs are taken when the SENDs arrive); the SENDs land in them in
+    order either way."""
+    a, b = world.devs
+    world.db_batch(b.idx, on)
+    c = q.connect_rc(a, b)
+    src, dst = a.reg_mr(c.pda, 4096), b.reg_mr(c.pdb, 4 * 4096)
+    src.write(0, pattern(4096, 7))
+    world.run()
+    q0 = world.db_batched(b.idx, rq=True)
+    for i in range(4):
+        c.qb.post_recv([(dst, i * 4096, 4096)], wr_id=10 + i)
+        assert world.sched_pending(b.idx) == (not on)
+        world.run()
+    assert world.db_batched(b.idx, rq=True) - q0 == (4 if on else 0)
+    for i in range(4):
+        c.qa.post_send('SEND', [(src, 0, 1024 * (i + 1))], wr_id=i)
+    got = c.cqb.wait(4)
+    assert [(e['wr_id'], e['status_name'], e['byte_len']) for e in got] == \
+        [(10 + i, 'SUCCESS', 1024 * (i + 1)) for i in range(4)]
+    assert all(dst.read(i * 4096, 1024 * (i + 1)) == pattern(4096, 7)[:1024 * (i + 1)]
+               for i in range(4))
+    assert world.wire_stats()['busy_unscheduled'] == 0
+
+
+def test_rq_doorbell_in_err_still_flushes(world):
+    """A QP in ERR needs a run for the receives posted to it (flushed): the
+    doorbell asks for one with the setting on."""
+    a, b = world.devs
+    world.db_batch(b.idx, True)
+    c = q.connect_rc(a, b)
+    dst = b.reg_mr(c.pdb, 4096)
+    c.qb.modify('ERR')
+    world.run()
+    q0 = world.db_batched(b.idx, rq=True)
+    c.qb.post_recv([(dst, 0, 4096)], wr_id=77)
+    assert world.sched_pending(b.idx)
+    got = c.cqb.wait(1)
+    assert [(e['wr_id'], e['status_name']) for e in got] == [(77, 'WR_FLUSH_ERR')]
+    assert world.db_batched(b.idx, rq=True) == q0

@@ -2522,11 +2522,13 @@ int hx_set_db_batch(hx_world *w, int d, int on)
 	return 0;
 }
 
-uint64_t hx_db_batched(hx_world *w, int d)
+uint64_t hx_db_batched(hx_world *w, int d, int rq)
 {
 	struct hx_dev *h = D(w, d);
 
-	return h ? qrnic_dev_db_batched(h->dev) : 0;
+	if (!h)
+		return 0;
+	return rq ? qrnic_dev_rq_db_quiet(h->dev) : qrnic_dev_db_batched(h->dev);
 }
 
 int hx_set_lazy_icrc(hx_world *w, int d, int on)

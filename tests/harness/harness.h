@@ -361,9 +361,10 @@ void hx_dma_refs_stats(uint64_t *maps, uint64_t *unmaps, uint64_t *live);
 /* qrnic_dev_set_lazy_icrc on device d.  The wire fills (qrnic_frame_buf_fill)
  * every frame it reads (frame log, pcap, rules), as the model requires. */
 int hx_set_lazy_icrc(hx_world *w, int d, int on);
-/* qrnic_dev_set_db_batch on device d, and its count qrnic_dev_db_batched. */
+/* qrnic_dev_set_db_batch on device d, and its counts qrnic_dev_db_batched
+ * (rq 0) and qrnic_dev_rq_db_quiet (rq 1). */
 int hx_set_db_batch(hx_world *w, int d, int on);
-uint64_t hx_db_batched(hx_world *w, int d);
+uint64_t hx_db_batched(hx_world *w, int d, int rq);
 /* A reader of every frame buffer a device hands over (ops->tx_frame_buf),
  * called first: it may fill the frame (qrnic_frame_buf_fill, _fill_headers)
  * and, after a fill, change bytes; it returns nonzero if it changed any
