@@ -8,8 +8,10 @@ set up through configfs (no targetcli in the image): a 32 MiB rd_mcp
 ramdisk backstore exported as LUN 0 of a TPG whose network portal on port
 A's address has iser enabled (np/<ip>:3260/iser = 1), no authentication,
 dynamic ACLs.  Initiator: iscsid and open-iscsi's built-in iface "iser"
-(iface.transport_name = iser); a node record for the target (no discovery),
-login, the SCSI disk it brings.  Data: fio (randwrite, 4 KiB and 128 KiB
+(iface.transport_name = iser); a node record for the target (no discovery)
+with a manual SCSI scan, login, and the scan once the target lists the
+session (LIO's login race, docs/storage.md "Why the wait"), the disk it
+brings.  Data: fio (randwrite, 4 KiB and 128 KiB
 blocks, iodepth 16, O_DIRECT, crc32c verification) and dd + sha256; logout,
 login again, and both verified once more.  `iscsiadm -m session -P3` must
 say "Iface Transport: iser", and the qrnic devices' counters must have moved.
@@ -98,9 +100,44 @@ iscsiadm -m iface -I %(iface)s | grep -qx "iface.transport_name = iser"
 ''' % {'ini': INITIATOR, 'iface': IFACE}, timeout=120)
 
 
-def login(vm, ip):
-    """Log in through the iser iface; returns (session -P3 text, /dev/sdX)."""
+SESSIONS = '%s/iscsi/%s/tpgt_1/dynamic_sessions' % (T, IQN)
+
+
+def add_node(vm, ip):
+    """The node record (no discovery), its SCSI scan manual: login() scans once
+    the target lists the session."""
+    vm.run('iscsiadm -m node -o new -T %(iqn)s -p %(ip)s:3260 -I %(if)s && iscsiadm -m node -T %(iqn)s '
+           '-p %(ip)s:3260 -I %(if)s -o update -n node.session.scan -v manual'
+           % {'iqn': IQN, 'ip': ip, 'if': IFACE}, timeout=60)
+
+
+def target_session(tvm, present=True):
+    """Wait until the target lists (present) or no longer lists the initiator's
+    session.  LIO puts a session in tpgt_1/dynamic_sessions right after it set the
+    negotiated parameters (iscsi_post_login_handler), which it does after it sent
+    the final login response; a SCSI command with data reaching isert before that
+    spins forever in iscsit_build_pdu_and_seq_lists (docs/storage.md, "Why the
+    wait")."""
+    tvm.run(r'''
+for i in $(seq 150); do
+  grep -qx %(ini)s %(s)s; rc=$?
+  [ $rc -eq %(want)d ] && exit 0
+  sleep 0.2
+done
+cat %(s)s; exit 1''' % {'ini': INITIATOR, 's': SESSIONS, 'want': 0 if present else 1}, timeout=60)
+
+
+def login(vm, ip, tvm):
+    """Log in through the iser iface, wait for the target's session, scan the
+    session's SCSI host; returns (session -P3 text, /dev/sdX)."""
     vm.run('iscsiadm -m node -T %s -p %s:3260 -I %s --login' % (IQN, ip, IFACE), timeout=180)
+    target_session(tvm)
+    # the manual scan held: no SCSI target on the session yet, no command sent
+    scanned = vm.run('ls -d /sys/class/iscsi_session/session*/device/target* 2>/dev/null; true').split()
+    assert not scanned, 'scanned before the manual scan: %s' % scanned
+    vm.run(r'''set -e
+h=$(iscsiadm -m session -P3 | sed -n 's/^[[:space:]]*Host Number: \([0-9]*\).*/\1/p')
+echo "- - -" > /sys/class/scsi_host/host$h/scan''', timeout=120)
     out = vm.run(r'''
 for i in $(seq 100); do
   d=$(iscsiadm -m session -P3 2>/dev/null | sed -n 's/.*Attached scsi disk \(sd[a-z]*\).*State: running.*/\1/p' | head -n1)
@@ -112,8 +149,11 @@ iscsiadm -m session -P3; exit 1''', timeout=60)
     return out, '/dev/' + disk
 
 
-def logout(vm, ip):
+def logout(vm, ip, tvm):
+    """Log out; wait until the target has closed the session (it does after the
+    logout response), so that the next login's wait sees the new one."""
     vm.run('iscsiadm -m node -T %s -p %s:3260 -I %s --logout' % (IQN, ip, IFACE), timeout=180)
+    target_session(tvm, present=False)
 
 
 def initiator_teardown(vm):
@@ -147,8 +187,8 @@ def test_iser(topo, guest_dmesg):
     try:
         assert setup_target(tvm, tgt.ip).strip() == '1'
         initiator_setup(ivm)
-        ivm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
-        session, disk = login(ivm, tgt.ip)
+        add_node(ivm, tgt.ip)
+        session, disk = login(ivm, tgt.ip, tvm)
         assert re.search(r'Iface Transport:\s*iser', session), session
         size = int(ivm.run('blockdev --getsize64 %s' % disk))
         assert size == DISK_MB << 20, (disk, size)
@@ -163,8 +203,8 @@ def test_iser(topo, guest_dmesg):
         # teardown flushes the posted receives: IB_WC_WR_FLUSH_ERR, counted too)
         hw_mid = hw_now()
         assert all(hw_mid[d]['cqe_errors'] == hw_before[d]['cqe_errors'] for d in hw_mid), (hw_before, hw_mid)
-        logout(ivm, tgt.ip)
-        session2, disk2 = login(ivm, tgt.ip)
+        logout(ivm, tgt.ip, tvm)
+        session2, disk2 = login(ivm, tgt.ip, tvm)
         hw_login2 = hw_now()
         assert re.search(r'Iface Transport:\s*iser', session2), session2
         assert sha256_read(ivm, disk2, DD_MB << 20) == digest
@@ -184,7 +224,7 @@ def test_iser(topo, guest_dmesg):
             assert all(h['tx_packets'] > 0 and h['rx_packets'] > 0 and h['loopback_frames'] == 0
                        for h in hw.values()), hw
         assert all(hw_after[d]['cqe_errors'] == hw_login2[d]['cqe_errors'] for d in hw_after), hw
-        logout(ivm, tgt.ip)
+        logout(ivm, tgt.ip, tvm)
     finally:
         down = initiator_teardown(ivm).output + target_teardown(tvm).output
     for vm in vms:

@@ -15,7 +15,7 @@ T2: the target/server in vm0, the host/client/initiator in vm1, across the
 dgram wire.  Per protocol: the target block, the host block; then 8 MiB of
 random data written with dd (O_DIRECT) to the remote disk (NVMe-oF, iSER)
 or to a file on the mount (NFS) and read back (sha256); the host's
-teardown block, the host block again (iSER: the logout + login block) and
+teardown block, the host block again (iSER: logout and login, waiting on the target) and
 the data read back once more; then both teardown blocks.  It checks that the transport was RDMA
 (nvme-rdma's controller, `proto=rdma` mount, iSER iface), that both qrnic
 ports sent and received and nothing looped back, and that the teardowns
@@ -40,10 +40,29 @@ PROTOCOLS = {
     'nfs': ('server', 'client', ('nfsd', 'rpcrdma', 'nfsv4')),
     'iser': ('target', 'initiator', ('ib_isert', 'iscsi_target_mod', 'target_core_mod', 'ib_iser')),
 }
-# the client's blocks that make a new connection: its teardown and setup, except for
-# iSER, whose recipe logs out and in again (the full teardown + setup made the target
-# spin once, docs/storage.md)
-AGAIN = {'iser': ['iser-initiator-relogin']}
+# the blocks that set a protocol up, in order, and where each runs (default: the
+# server's block, then the client's).  iSER: the initiator logs in with a manual
+# scan, the target shows the session, then the initiator scans (docs/storage.md:
+# LIO's login race)
+SETUP = {'iser': [('srv', 'iser-target'), ('cli', 'iser-initiator'),
+                  ('srv', 'iser-target-session'), ('cli', 'iser-initiator-scan')]}
+# the blocks that make a new connection (default: the client's teardown and setup);
+# iSER logs out and in again, the target between the steps
+AGAIN = {'iser': [('cli', 'iser-initiator-logout'), ('srv', 'iser-target-nosession'),
+                  ('cli', 'iser-initiator-login'), ('srv', 'iser-target-session'),
+                  ('cli', 'iser-initiator-scan')]}
+
+
+def setup_steps(proto):
+    srole, crole, _mods = PROTOCOLS[proto]
+    return SETUP.get(proto, [('srv', '%s-%s' % (proto, srole)), ('cli', '%s-%s' % (proto, crole))])
+
+
+def again_steps(proto):
+    crole = PROTOCOLS[proto][1]
+    return AGAIN.get(proto, [('cli', '%s-%s-down' % (proto, crole)), ('cli', '%s-%s' % (proto, crole))])
+
+
 FENCE = re.compile(r'^```sh ([a-z]+-[a-z-]+)\s*$')
 
 
@@ -84,7 +103,7 @@ def test_recipe_blocks_parse():
     for proto, (srole, crole, _mods) in PROTOCOLS.items():
         for role in (srole, crole, crole + '-down', srole + '-down'):
             assert proto + '-' + role in blocks, (proto, role, sorted(blocks))
-        for name in AGAIN.get(proto, []):
+        for _where, name in setup_steps(proto) + again_steps(proto):
             assert name in blocks, (name, sorted(blocks))
     for name, lines in blocks.items():
         assert lines and all(ln.strip() for ln in lines), name
@@ -169,8 +188,9 @@ def test_storage_recipe(topo, guest_dmesg, proto):
     hw0 = {vm.name: hw_counters(vm, ep.ibdev) for vm, ep in ((svm, srv), (cvm, cli))}
     done = False
     try:
-        run_block(svm, blocks, '%s-%s' % (proto, srole), addrs)
-        run_block(cvm, blocks, '%s-%s' % (proto, crole), addrs)
+        vms = {'srv': svm, 'cli': cvm}
+        for where, name in setup_steps(proto):
+            run_block(vms[where], blocks, name, addrs)
         dev = remote_disk(cvm, proto)
         digest = sha256_write(cvm, dev, size)
         assert sha256_read(cvm, dev, size) == digest
@@ -183,9 +203,9 @@ def test_storage_recipe(topo, guest_dmesg, proto):
             assert d['tx_packets'] > 0 and d['rx_packets'] > 0 and d['loopback_frames'] == 0, (n, d)
             assert d['cqe_errors'] == 0, (n, d)
 
-        # the host's teardown, the host block again: the data is still there
-        for name in AGAIN.get(proto, ['%s-%s-down' % (proto, crole), '%s-%s' % (proto, crole)]):
-            run_block(cvm, blocks, name, addrs)
+        # the host's teardown, the host block again (iSER: logout, login): the data is still there
+        for where, name in again_steps(proto):
+            run_block(vms[where], blocks, name, addrs)
         dev = remote_disk(cvm, proto)
         if proto == 'nfs':
             cvm.run('echo 3 > /proc/sys/vm/drop_caches')

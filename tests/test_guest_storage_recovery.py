@@ -457,13 +457,13 @@ def iser_logged_in(tgt, ini):
     """LIO isert in tgt's VM on the wildcard portal 0.0.0.0:3260 (so it
     accepts on an ib_device registered later), open-iscsi in ini's logged
     in over iser: the disk, with 8 MiB written, and their sha256."""
-    from test_guest_iser import IFACE, IQN, initiator_setup, login
+    from test_guest_iser import add_node, initiator_setup, login
     from test_guest_iser import setup_target as iser_target
     from guest.storage import sha256_write
     assert iser_target(tgt.vm, '0.0.0.0').strip() == '1'
     initiator_setup(ini.vm)
-    ini.vm.run('iscsiadm -m node -o new -T %s -p %s:3260 -I %s' % (IQN, tgt.ip, IFACE), timeout=60)
-    _, disk = login(ini.vm, tgt.ip)
+    add_node(ini.vm, tgt.ip)
+    _, disk = login(ini.vm, tgt.ip, tgt.vm)
     return disk, sha256_write(ini.vm, disk, 8 << 20)
 
 
