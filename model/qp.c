@@ -242,29 +242,38 @@ void qrnic_qp_error(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t async_ev)
 }
 
 /*
- * An SQ doorbell that rides on the acknowledgement (qrnic_dev_set_db_batch):
- * the QP waits for an ACK, NAK or its retransmission timer, each of which
- * kicks it (completer.c, qrnic_req_retry), so its new WQEs need no run of
- * their own.  Not within a run (no wake-up to save: the run goes on) and
- * not under a timing profile.
+ * Doorbell batching may apply (qrnic_dev_set_db_batch): the host asked for
+ * it, the doorbell came from outside a run (within one there is no wake-up
+ * to save: the run goes on) and no timing profile models the doorbell's
+ * own cost.
+ */
+static bool db_batch_applies(const struct qrnic_dev *d)
+{
+	return d->db_batch && !d->in_run && !d->tm.enabled;
+}
+
+/*
+ * An SQ doorbell that rides on the acknowledgement: the QP waits for an
+ * ACK, NAK or its retransmission timer, each of which kicks it
+ * (completer.c, qrnic_req_retry), so its new WQEs need no run of their own.
  */
 static bool sq_db_rides_on_ack(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
 	const struct qrnic_req *r = &qp->req;
 
-	return d->db_batch && !d->in_run && !d->tm.enabled &&
+	return db_batch_applies(d) &&
 	       qp->attr.qp_state == QRNIC_QPS_RTS && r->timer_armed &&
 	       r->una_psn != r->high_psn && !r->rnr_wait && !r->stopped;
 }
 
 /*
- * An RQ doorbell needs no run (the same host setting): in RTR and RTS the
- * receive WQEs are taken when messages arrive, and a run has nothing to do
- * with them; only a QP in ERR needs one, to flush them (qp_service).
+ * An RQ doorbell needs no run: in RTR and RTS the receive WQEs are taken
+ * when messages arrive, and a run has nothing to do with them; only a QP
+ * in ERR needs one, to flush them (qp_service).
  */
 static bool rq_db_needs_no_run(const struct qrnic_dev *d, const struct qrnic_qp *qp)
 {
-	return d->db_batch && !d->in_run && !d->tm.enabled &&
+	return db_batch_applies(d) &&
 	       (qp->attr.qp_state == QRNIC_QPS_RTR || qp->attr.qp_state == QRNIC_QPS_RTS);
 }
 
