@@ -713,18 +713,26 @@ QRNIC_TRACEPOINTS(QRNIC_TP_EMITTER)
 	} while (0)
 void qrnic_trace_at_emit(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
 			 uint32_t psn, uint32_t a, uint32_t b, uint64_t addr);
+/* Whether trace records are wanted: trace_off first, one load when off.
+ * A caller whose arguments cost something (a clock read: an indirect call
+ * the compiler must make even when the record is not) tests it first. */
+static inline bool qrnic_tracing(const struct qrnic_dev *d)
+{
+	return !d->trace_off && d->ops->trace;
+}
+
 /* Trace points: inline, so that they cost a test while tracing is off. */
 static inline void qrnic_trace(struct qrnic_dev *d, uint32_t type, uint32_t qpn, uint32_t psn,
 			       uint32_t a, uint32_t b, uint64_t addr)
 {
-	if (!d->trace_off && d->ops->trace)	/* trace_off first: one load when off */
+	if (qrnic_tracing(d))
 		qrnic_trace_emit(d, type, qpn, psn, a, b, addr);
 }
 
 static inline void qrnic_trace_at(struct qrnic_dev *d, uint64_t t, uint32_t type, uint32_t qpn,
 				  uint32_t psn, uint32_t a, uint32_t b, uint64_t addr)
 {
-	if (!d->trace_off && d->ops->trace)	/* trace_off first: one load when off */
+	if (qrnic_tracing(d))
 		qrnic_trace_at_emit(d, t, type, qpn, psn, a, b, addr);
 }
 static inline void qrnic_stat_add(struct qrnic_dev *d, enum qrnic_stat s, uint64_t n)
