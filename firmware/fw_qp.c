@@ -398,6 +398,10 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	if (c->rq_log_depth ? (c->rq_dbrec_addr & 3) || c->rq_dbrec_addr > UINT64_MAX - 3
 			    : c->rq_dbrec_addr != 0)
 		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(rq_dbrec_addr));
+	/* ABI 1.11: the SQ record, only with an SQ (not XRC TGT), 8-byte
+	 * aligned (so its 8 bytes cannot wrap) */
+	if (tgt ? c->sq_dbrec_addr != 0 : (c->sq_dbrec_addr & 7) != 0)
+		return qrnic_fw_fail(cqe, QRNIC_AQ_BAD_PARAM, F(sq_dbrec_addr));
 	/* the page lists last, once all else is good (ABI 1.8, spec 6.6.21) */
 	if (!tgt) {
 		st = qrnic_fw_ring_get(d, cqe, c->flags & QRNIC_QP_F_SQ_PAGELIST, c->sq_addr,
@@ -477,6 +481,8 @@ uint8_t qrnic_fw_create_qp(struct qrnic_dev *d, const struct qrnic_aq_cmd *cmd,
 	qp->rq_log_depth = c->rq_log_depth;
 	qp->rq_wqe_shift = c->rq_log_depth ? c->rq_wqe_shift : 0;
 	qp->rq_dbrec = c->rq_dbrec_addr;
+	qp->sq_dbrec = c->sq_dbrec_addr;
+	qp->sq_rec_no_db = false;	/* the driver wrote 0 there (spec 8.6.2) */
 	qp->valid = true;
 	if (qrnic_qp_init_state(d, qp) != 0) {
 		qp_clear(d, qp);

@@ -5,6 +5,8 @@
  */
 #include <stdlib.h>
 
+#include <stddef.h>
+
 #include "qrnic_internal.h"
 
 /* The send window (QRNIC_REQ_WINDOW private WQE copies, 52 KiB) is
@@ -88,6 +90,10 @@ static void qp_flush_now(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
 	uint32_t sq_depth = 1u << qp->sq_log_depth;
 	uint32_t rq_depth = qp->rq_addr ? 1u << qp->rq_log_depth : 0;
+
+	/* the WQEs posted with no doorbell flush too: the flag goes first, so
+	 * that later posts ring (and flush at once), then the index */
+	qrnic_sq_dbrec_clear(d, qp);
 
 	/* At most a ring's worth of each queue: pi - ci <= depth always holds
 	 * (the doorbells check it, and no engine may move a consumer index
@@ -187,6 +193,7 @@ void qrnic_qp_set_state(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t state)
 	case QRNIC_QPS_RESET:
 		qrnic_work_remove(d, qp);
 		clear_transport(d, qp);
+		qrnic_sq_dbrec_clear(d, qp);	/* the driver zeroes the index (8.6.2) */
 		break;
 	case QRNIC_QPS_RTR:
 		if (old == QRNIC_QPS_INIT) {
@@ -302,6 +309,11 @@ bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 		depth = 1u << qp->rq_log_depth;
 		ci = qp->resp.rq_ci;
 	}
+	/* A QP with an SQ record: a doorbell whose index the device already
+	 * took from the record (a doorbell queued while a run read the record
+	 * a later post wrote) is an old doorbell, not a bad one. */
+	if (sq && qp->sq_dbrec && (int32_t)(qp->sq_pi - pi) > 0 && qp->sq_pi - pi <= depth)
+		pi = qp->sq_pi;
 	/* The producer may not lap entries the device has not completed, nor
 	 * move backwards. */
 	if (!qrnic_pi_ok(pi, ci, sq ? qp->sq_pi : qp->rq_pi, depth)) {
@@ -363,6 +375,106 @@ bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
 	return qp->resp.rq_ci != qp->rq_pi;
 }
 
+/*
+ * SQ records (ABI 1.11, spec 8.6.2): the driver writes the producer index
+ * to the record, then reads the flag the device writes there, and rings
+ * QRNIC_DB_SQ only if the flag is clear.  The device sets the flag only
+ * while it is sure to service the QP again without a doorbell (then it
+ * reads the index first), and before it clears it for good it reads the
+ * index once more: each side writes, fences, then reads what the other
+ * wrote (Dekker), so a post the device does not see in time rings.
+ */
+void qrnic_sq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	uint32_t depth = 1u << qp->sq_log_depth;
+	uint32_t pi;
+
+	if (!qp->sq_dbrec || !qp->sq_addr)
+		return;
+	if (qrnic_dma_read(d, qp->sq_dbrec, &pi, sizeof(pi))) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_err(d, err_qp_sq_dbrec, (qp->qpn, qp->sq_dbrec, 0),
+				"qrnic: QP %u SQ record at 0x%llx not readable", qp->qpn,
+				  (unsigned long long)qp->sq_dbrec);
+		return;
+	}
+	if (pi == qp->sq_pi)
+		return;
+	/* as a doorbell: no lapping the consumer, no moving back */
+	if (!qrnic_pi_ok(pi, qp->req.sq_ci, qp->sq_pi, depth)) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		qrnic_guest_err(d, err_qp_sq_dbrec_index, (qp->qpn, pi, qp->req.sq_ci, depth),
+				"qrnic: QP %u SQ record producer index %u invalid "
+				"(consumer %u, depth %u)", qp->qpn, pi, qp->req.sq_ci, depth);
+		return;
+	}
+	qp->sq_pi = pi;
+	if (!req_window(d, qp)) {	/* host out of memory: the QP's WQEs flush */
+		qrnic_guest_err(d, err_qp_no_memory, (qp->qpn),
+				"qrnic: QP %u: no memory for its send window", qp->qpn);
+		qrnic_qp_error(d, qp, QRNIC_EV_QP_FATAL);
+	}
+}
+
+static void sq_dbrec_flag(struct qrnic_dev *d, struct qrnic_qp *qp, bool no_db)
+{
+	uint32_t flags = no_db ? QRNIC_SQ_DBREC_NO_DB : 0;
+
+	qp->sq_rec_no_db = no_db;
+	if (qrnic_dma_write(d, qp->sq_dbrec + offsetof(struct qrnic_sq_dbrec, flags), &flags,
+			    sizeof(flags)))
+		qrnic_guest_err(d, err_qp_sq_dbrec, (qp->qpn, qp->sq_dbrec, 1),
+				"qrnic: QP %u SQ record at 0x%llx not writable", qp->qpn,
+				  (unsigned long long)qp->sq_dbrec);
+}
+
+/* The flag cleared (if the device had set it), then the index read: what
+ * was posted without a doorbell is known, and every later post rings. */
+void qrnic_sq_dbrec_clear(struct qrnic_dev *d, struct qrnic_qp *qp)
+{
+	if (!qp->sq_dbrec || !qp->sq_addr)
+		return;
+	if (qp->sq_rec_no_db) {
+		sq_dbrec_flag(d, qp, false);
+		/* the flag's write before the index's read (the driver fences
+		 * between its index write and its flag read) */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	if (qp->attr.qp_state != QRNIC_QPS_RESET)
+		qrnic_sq_dbrec_read(d, qp);
+}
+
+/* Whether the device will service the QP again with no doorbell: it has
+ * more to do now (back on the work list), or it waits in RTS for an ACK,
+ * a NAK or a timer of its own, each of which kicks it (completer.c,
+ * qrnic_req_retry).  Never under a timing profile, which times doorbells. */
+static bool sq_dbrec_will_look(const struct qrnic_dev *d, const struct qrnic_qp *qp, bool more)
+{
+	const struct qrnic_req *r = &qp->req;
+
+	if (d->tm.enabled || qp->attr.qp_state != QRNIC_QPS_RTS)
+		return false;
+	if (more || r->rnr_wait)
+		return true;
+	return qrnic_qp_rc(qp) && r->timer_armed && r->una_psn != r->high_psn && !r->stopped;
+}
+
+/* After a service: the flag as the QP now is.  Returns whether the QP has
+ * more to do (WQEs found when the flag was cleared). */
+static bool sq_dbrec_settle(struct qrnic_dev *d, struct qrnic_qp *qp, bool more)
+{
+	bool want = sq_dbrec_will_look(d, qp, more);
+	uint32_t pi = qp->sq_pi;
+
+	if (want) {
+		if (!qp->sq_rec_no_db)
+			sq_dbrec_flag(d, qp, true);
+		return false;
+	}
+	qrnic_sq_dbrec_clear(d, qp);
+	return qp->sq_pi != pi && qp->valid && qp->attr.qp_state != QRNIC_QPS_ERR;
+}
+
 static bool qp_service(struct qrnic_dev *d, struct qrnic_qp *qp);
 
 bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
@@ -374,7 +486,10 @@ bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qrnic_tm_begin(d, 0);
 	if (qrnic_timed(d))
 		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
+	qrnic_sq_dbrec_read(d, qp);	/* WQEs posted with no doorbell */
 	more = qp_service(d, qp);
+	if (qp->sq_dbrec && qp->valid)
+		more |= sq_dbrec_settle(d, qp, more);
 	qrnic_tm_end(d);
 	return more;
 }

@@ -374,6 +374,8 @@ struct qrnic_qp {
 	uint32_t sq_pi;		/* producer index from the doorbell */
 	uint32_t rq_pi;		/* ... or from the RQ's record (qrnic_rq_dbrec_read) */
 	uint64_t rq_dbrec;	/* ABI 1.10: RQ producer index record, 0 = none */
+	uint64_t sq_dbrec;	/* ABI 1.11: SQ record (struct qrnic_sq_dbrec), 0 = none */
+	bool sq_rec_no_db;	/* the flag the device last wrote there (qrnic_sq_dbrec_settle) */
 	struct qrnic_req req;
 	struct qrnic_resp resp;
 	struct qrnic_qlink work;		/* on d->work: has work to service */
@@ -979,6 +981,10 @@ static inline bool qrnic_pi_ok(uint32_t pi, uint32_t ci, uint32_t known, uint32_
  * (an invalid or unreadable record is ignored and counted as a doorbell
  * would be).  Returns whether the RQ has a WQE posted. */
 bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp);
+/* ABI 1.11: take the SQ producer index from the QP's record (the same
+ * checks); clear the device's flag there first (qp.c, spec 8.6.2). */
+void qrnic_sq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp);
+void qrnic_sq_dbrec_clear(struct qrnic_dev *d, struct qrnic_qp *qp);
 void qrnic_bf_uctx_clear(struct qrnic_dev *d, uint32_t uctx);	/* regs.c */
 void qrnic_bf_free_all(struct qrnic_dev *d);			/* regs.c */
 /* Service one QP from the work list: ACKs, READ responses, new requests.

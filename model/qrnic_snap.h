@@ -160,8 +160,9 @@ struct qrnic_dev;
 #define V_REGS	1
 #define V_OBJS	3	/* 2: + the CQ's CREATE_CQ flags (64-byte CQEs, ABI 1.7);
 			 * 3: + CQ and SRQ ring page lists (ABI 1.8) */
-#define V_QP	4	/* 2: + TIMELY's RTT sampling state; 3: + SQ and RQ page lists;
-			 * 4: + the RQ producer record address (ABI 1.10) */
+#define V_QP	5	/* 2: + TIMELY's RTT sampling state; 3: + SQ and RQ page lists;
+			 * 4: + the RQ producer record address (ABI 1.10);
+			 * 5: + the SQ record address and the flag written there (ABI 1.11) */
 #define V_WORK	2	/* 2: + each received frame's receive buffer priority and time */
 #define V_TIME	4	/* 2: + the PFC pause flag; 3: + PFC frame pauses;
 			 * 4: + the receive buffer's state */

@@ -128,6 +128,14 @@
 	  "an RQ producer record whose index laps the consumer or moves back (ignored)", \
 	  "qpn %u pi %u ci %u depth %u",				\
 	  (uint32_t, qpn), (uint32_t, pi), (uint32_t, ci), (uint32_t, depth)) \
+	X(err_qp_sq_dbrec, ERR,						\
+	  "an SQ record could not be read or written (DMA; the SQ stays as it was)", \
+	  "qpn %u addr 0x%" PRIx64 " write %u", (uint32_t, qpn), (uint64_t, addr), \
+	  (uint32_t, write))						\
+	X(err_qp_sq_dbrec_index, ERR,					\
+	  "an SQ record whose index laps the consumer or moves back (ignored)", \
+	  "qpn %u pi %u ci %u depth %u",				\
+	  (uint32_t, qpn), (uint32_t, pi), (uint32_t, ci), (uint32_t, depth)) \
 	X(err_srq_db_index, ERR,					\
 	  "an SRQ producer index that laps the consumer or moves back (ignored)", \
 	  "srqn %u pi %u ci %u depth %u",				\

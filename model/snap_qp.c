@@ -158,6 +158,8 @@ static void save_qp(struct qrnic_dev *d, struct qrnic_snap_w *w, const struct qr
 	qrnic_snap_save_pl(w, qp->sq_pl, qp->sq_log_depth + qp->sq_wqe_shift);	/* V_QP 3 */
 	qrnic_snap_save_pl(w, qp->rq_pl, qp->rq_log_depth + qp->rq_wqe_shift);
 	qs_u64(w, qp->rq_dbrec);	/* V_QP 4 */
+	qs_u64(w, qp->sq_dbrec);	/* V_QP 5 */
+	qs_u8(w, qp->sq_rec_no_db);
 
 	/* requester */
 	qs_u32(w, q->next_psn);
@@ -326,8 +328,13 @@ static bool load_qp(struct qrnic_dev *d, struct qrnic_snap_r *r)
 	if ((qp->sq_pl && !qp->sq_addr) || (qp->rq_pl && !qp->rq_addr))
 		return qr_fail(r, "QP %u: a page list for a queue it does not have", qpn);
 	qp->rq_dbrec = r->version >= 4 ? qr_u64(r) : 0;	/* before: doorbells only */
+	qp->sq_dbrec = r->version >= 5 ? qr_u64(r) : 0;
+	qp->sq_rec_no_db = r->version >= 5 ? qr_u8(r) != 0 : false;
 	if (r->bad)
 		return false;
+	if (qp->sq_dbrec && (!qp->sq_addr || (qp->sq_dbrec & 7)))
+		return qr_fail(r, "QP %u: SQ record 0x%llx (no SQ or misaligned)", qpn,
+			       (unsigned long long)qp->sq_dbrec);
 	if (qp->rq_dbrec && (!qp->rq_addr || (qp->rq_dbrec & 3) || qp->rq_dbrec > UINT64_MAX - 3))
 		return qr_fail(r, "QP %u: RQ producer record 0x%llx (no RQ or misaligned)", qpn,
 			       (unsigned long long)qp->rq_dbrec);

@@ -139,6 +139,8 @@ QP_F_SQ_PAGELIST, QP_F_RQ_PAGELIST = 2, 4   # CREATE_QP flags (ABI 1.8)
 CAP_RING_PAGELIST = 1 << 15
 CAP_CC_PARAMS = 1 << 16      # QUERY_CC, SET_CC (ABI 1.9)
 CAP_RQ_DBREC = 1 << 17       # CREATE_QP rq_dbrec_addr: RQ producer records (ABI 1.10)
+CAP_SQ_DBREC = 1 << 18       # CREATE_QP sq_dbrec_addr: SQ records with a doorbell flag (ABI 1.11)
+SQ_DBREC_NO_DB = 1 << 0      # struct qrnic_sq_dbrec flags: the device will read pi without a doorbell
 RING_PAGE = 4096
 CLOCK_KHZ = 1_000_000           # the device clock counts ns
 CTRL_ENABLE, CTRL_RESET = 1, 2
@@ -146,9 +148,10 @@ STATUS_READY, STATUS_ENABLED, STATUS_FATAL = 1, 2, 4
 AQ_CTRL_ENABLE = 1 << 31
 AQ_STATUS_ENABLED, AQ_STATUS_ERROR = 1, 2
 ABI_MAJOR = 1
-ABI_MINOR = 10          # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
+ABI_MINOR = 11          # QRNIC_ABI_MINOR: 1 SRQ, 2 fast registration, 3 XRC, 4 per-QP CC, 5 BF,
                         # 6 ConnectX-5 limits (30 SGEs), 7 device clock and completion timestamps,
-                        # 8 ring page lists, 9 QUERY_CC/SET_CC, 10 RQ producer records
+                        # 8 ring page lists, 9 QUERY_CC/SET_CC, 10 RQ producer records,
+                        # 11 SQ records with a doorbell flag
 ABI_VERSION = (ABI_MAJOR << 16) | ABI_MINOR
 
 # BTH opcodes
@@ -409,7 +412,7 @@ class CmdCreateQp(LE):
                 ('qp_type', u8), ('sq_log_depth', u8), ('sq_wqe_shift', u8),
                 ('rq_log_depth', u8), ('rq_wqe_shift', u8), ('rsvd0', u8 * 3),
                 ('flags', u32), ('srqn', u32), ('sq_addr', u64), ('rq_addr', u64),
-                ('rq_dbrec_addr', u64)]
+                ('rq_dbrec_addr', u64), ('sq_dbrec_addr', u64)]
 
 
 class CmdModifyQp(LE):
@@ -529,6 +532,9 @@ _SIGS = {
     'hx_set_link': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_set_ring_pagelist': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_set_rq_dbrec': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_set_sq_dbrec': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_sq_db_skipped': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
+    'hx_qp_sq_dbrec': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_qp_rq_dbrec': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]),
     'hx_port_pause': (None, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_port_paused': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
@@ -1439,6 +1445,18 @@ class Device(api.Device):
         self.ring_pagelist = bool(on)
         self._l.hx_set_ring_pagelist(self.w, self.idx, 1 if on else 0)
 
+    def set_sq_dbrec(self, on=True):
+        """From now on QPs created with an SQ get an SQ record (ABI 1.11,
+        spec 8.6.2): post_send writes the producer index there and rings the
+        SQ doorbell only if the device's flag there is clear (Qp.ring_sq
+        still rings; sq_db_skipped counts the posts that rang none)."""
+        self._l.hx_set_sq_dbrec(self.w, self.idx, 1 if on else 0)
+
+    @property
+    def sq_db_skipped(self):
+        """Posts that rang no SQ doorbell because the device's flag said so."""
+        return self._l.hx_sq_db_skipped(self.w, self.idx)
+
     def set_rq_dbrec(self, on=True):
         """From now on QPs created with an RQ get an RQ producer index
         record (ABI 1.10, spec 8.6.1) and post_recv writes it instead of
@@ -2039,6 +2057,11 @@ class Qp(_Obj, api.Qp):
     def rq_dbrec(self):
         """The address of the QP's RQ producer record (0: none)."""
         return self._l.hx_qp_rq_dbrec(self._w, self._i, self.qpn)
+
+    @property
+    def sq_dbrec(self):
+        """The address of the QP's SQ record (0: none)."""
+        return self._l.hx_qp_sq_dbrec(self._w, self._i, self.qpn)
 
     def indexes(self):
         arr = (ctypes.c_uint32 * 4)()

@@ -24,7 +24,7 @@
 
 /* ABI version: major changes break old drivers, minor ones add fields. */
 #define QRNIC_ABI_MAJOR			1
-#define QRNIC_ABI_MINOR			10
+#define QRNIC_ABI_MINOR			11
 #define QRNIC_ABI_VERSION		((QRNIC_ABI_MAJOR << 16) | QRNIC_ABI_MINOR)
 
 /* ---- BARs -------------------------------------------------------------- */
@@ -115,6 +115,9 @@
 							 * parameters at run time (ABI 1.9) */
 #define QRNIC_CAP_RQ_DBREC		(1u << 17)	/* RQ producer index records:
 							 * CREATE_QP rq_dbrec_addr (ABI 1.10) */
+#define QRNIC_CAP_SQ_DBREC		(1u << 18)	/* SQ producer index records with a
+							 * device-written doorbell flag:
+							 * CREATE_QP sq_dbrec_addr (ABI 1.11) */
 /* what this device revision has: the CAPS register and QUERY_DEVICE caps */
 #define QRNIC_CAPS_ALL			(QRNIC_CAP_RC | QRNIC_CAP_UD | QRNIC_CAP_ATOMIC | \
 					 QRNIC_CAP_IPV6 | QRNIC_CAP_ETH | QRNIC_CAP_UC | \
@@ -122,7 +125,7 @@
 					 QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | \
 					 QRNIC_CAP_QP_CC | QRNIC_CAP_BF | QRNIC_CAP_CQE_TS | \
 					 QRNIC_CAP_RING_PAGELIST | QRNIC_CAP_CC_PARAMS | \
-					 QRNIC_CAP_RQ_DBREC)
+					 QRNIC_CAP_RQ_DBREC | QRNIC_CAP_SQ_DBREC)
 
 #define QRNIC_CTRL_ENABLE		(1u << 0)  /* device processes queues and frames */
 #define QRNIC_CTRL_RESET		(1u << 1)  /* write 1: full function reset; reads 0 */

@@ -304,14 +304,17 @@ static void act_admin(struct act *a)
 							   fz_pick(&fd->xrcds, s[5], v[0]), 0));
 			break;
 		}
-		/* s[7] bit 6: an RQ producer record (ABI 1.10) */
+		/* s[7] bit 6: an RQ producer record (ABI 1.10); bit 7: an SQ
+		 * record (ABI 1.11) */
 		hx_set_rq_dbrec(w, d, (s[7] >> 6) & 1);
+		hx_set_sq_dbrec(w, d, (s[7] >> 7) & 1);
 		fz_keep(&fd->qps, hx_create_qp(w, d, uctx, fz_pick(&fd->pds, s[1], v[1]),
 					       fz_pick(&fd->cqs, s[2], v[2]), fz_pick(&fd->cqs, s[3], v[3]),
 					       types[s[4] % 4], s[5] % 9, 5 + s[6] % 6, s[7] % 9,
 					       4 + (s[5] >> 4) % 7,
 					       (s[6] & 0x80) ? (uint32_t)x : (s[6] >> 6) & 1));
 		hx_set_rq_dbrec(w, d, 0);
+		hx_set_sq_dbrec(w, d, 0);
 		break;
 	}
 	case QRNIC_CMD_MODIFY_QP:
@@ -646,6 +649,17 @@ static void act_doorbell(struct act *a)
 		return;
 	}
 	idx = (s4 & 0x80) ? rawidx : idx + (uint32_t)(int32_t)(int8_t)s3;
+	if (which == 0 && (s4 & 0x08) && hx_qp_sq_dbrec(a->w, a->d, qn)) {
+		/* a QP with an SQ record (ABI 1.11): any index written there
+		 * instead of the doorbell, and with s4 bit 2 any value over the
+		 * flag the device writes */
+		uint64_t rec = hx_qp_sq_dbrec(a->w, a->d, qn);
+
+		hx_mem_write(a->w, a->d, rec, &idx, sizeof(idx));
+		if (s4 & 0x04)
+			hx_mem_write(a->w, a->d, rec + 4, &rawidx, sizeof(rawidx));
+		return;
+	}
 	if (which == 1 && (s4 & 0x08) && hx_qp_rq_dbrec(a->w, a->d, qn)) {
 		/* a QP with an RQ producer record (ABI 1.10): any index written
 		 * there instead of the doorbell */

@@ -96,6 +96,7 @@ struct hx_qp_rec {
 	uint32_t sq_pi, sq_ci, rq_pi, rq_ci;
 	bool sq_pl, rq_pl;
 	uint64_t rq_dbrec;	/* ABI 1.10: RQ producer record, 0 = doorbells */
+	uint64_t sq_dbrec;	/* ABI 1.11: SQ record, 0 = doorbells */
 };
 
 struct hx_mr_rec {
@@ -134,6 +135,8 @@ struct hx_dev {
 	bool watched;		/* its DMA writes count in w->watched_writes */
 	bool ring_pl;		/* rings of a page or more go as page lists (ABI 1.8) */
 	bool rq_dbrec;		/* QPs' RQs get producer records (ABI 1.10) */
+	bool sq_dbrec;		/* QPs' SQs get records (ABI 1.11) */
+	uint64_t sq_db_skipped;	/* posts that rang no doorbell: the flag was set */
 	/* TOCTOU trap (hx_dma_trap): after the first DMA read that overlaps
 	 * [trap_addr, +trap_len), the guest's rewrite is applied to memory;
 	 * later reads overlapping the range are counted as re-fetches. */
@@ -3770,6 +3773,26 @@ void hx_set_rq_dbrec(hx_world *w, int d, int on)
 		h->rq_dbrec = on != 0;
 }
 
+/* With hx_set_sq_dbrec, every QP created with an SQ gets an SQ record
+ * (ABI 1.11, spec 8.6.2): a post writes the producer index there, then
+ * rings QRNIC_DB_SQ only if the device's flag there is clear
+ * (hx_sq_db_skipped counts the posts that did not; hx_ring_sq still
+ * rings). */
+void hx_set_sq_dbrec(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (h)
+		h->sq_dbrec = on != 0;
+}
+
+uint64_t hx_sq_db_skipped(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? h->sq_db_skipped : 0;
+}
+
 static bool ring_listed(struct hx_dev *h, uint64_t bytes)
 {
 	return h->ring_pl && bytes >= QRNIC_RING_PAGE_SIZE;
@@ -3976,8 +3999,10 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 	uint64_t rq_arg = rq_pl ? ring_list(w, d, rq, rq_bytes) : rq;
 
 	uint64_t rec = rq && rq_log && h->rq_dbrec ? hx_mem_alloc(w, d, 64, 64) : 0;
+	uint64_t sq_rec = sq && h->sq_dbrec ? hx_mem_alloc(w, d, 64, 64) : 0;
 
-	if ((sq_pl && !sq_arg) || (rq_pl && !rq_arg) || (rq && rq_log && h->rq_dbrec && !rec))
+	if ((sq_pl && !sq_arg) || (rq_pl && !rq_arg) || (rq && rq_log && h->rq_dbrec && !rec) ||
+	    (sq && h->sq_dbrec && !sq_rec))
 		return HX_E_NOMEM;
 	flags |= (sq_pl ? QRNIC_QP_F_SQ_PAGELIST : 0) | (rq_pl ? QRNIC_QP_F_RQ_PAGELIST : 0);
 	cmd_init(&c, QRNIC_CMD_CREATE_QP);
@@ -3995,6 +4020,7 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 	c.u.create_qp.sq_addr = sq_arg;
 	c.u.create_qp.rq_addr = rq_arg;
 	c.u.create_qp.rq_dbrec_addr = rec;
+	c.u.create_qp.sq_dbrec_addr = sq_rec;	/* hx_mem_alloc zeroes it */
 	r = admin_handle(w, d, &c);
 	if (r >= 0 && r < (1 << 24)) {
 		GROW(h->qps, h->nqps, (uint32_t)r);
@@ -4003,7 +4029,7 @@ static int64_t create_qp(hx_world *w, int d, uint32_t uctx, uint32_t pdn, uint32
 			.sq_addr = sq, .rq_addr = rq, .sq_log = (uint8_t)sq_log,
 			.sq_shift = (uint8_t)sq_shift, .rq_log = (uint8_t)rq_log,
 			.rq_shift = (uint8_t)rq_shift, .sq_pl = sq_pl, .rq_pl = rq_pl,
-			.rq_dbrec = rec };
+			.rq_dbrec = rec, .sq_dbrec = sq_rec };
 	}
 	return r;
 }
@@ -4029,6 +4055,8 @@ int hx_modify_qp(hx_world *w, int d, uint32_t qpn, const void *attr72)
 		q->sq_pi = q->sq_ci = q->rq_pi = q->rq_ci = 0;
 		if (q->rq_dbrec)	/* the record restarts at 0 too */
 			hx_mem_write(w, d, q->rq_dbrec, &zero, sizeof(zero));
+		if (q->sq_dbrec)
+			hx_mem_write(w, d, q->sq_dbrec, &zero, sizeof(zero));
 	}
 	return rc;
 }
@@ -4416,6 +4444,13 @@ int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nword
 }
 
 /* The QP's RQ producer record (0 = none), for tests that write it themselves. */
+uint64_t hx_qp_sq_dbrec(hx_world *w, int d, uint32_t qpn)
+{
+	struct hx_qp_rec *q = qp_find(D(w, d), qpn);
+
+	return q ? q->sq_dbrec : 0;
+}
+
 uint64_t hx_qp_rq_dbrec(hx_world *w, int d, uint32_t qpn)
 {
 	struct hx_qp_rec *q = qp_find(D(w, d), qpn);
@@ -4466,6 +4501,18 @@ static int64_t sq_commit(hx_world *w, struct hx_dev *h, struct hx_qp_rec *q, uin
 	apply_patches(h->wqe_patch, h->nwqe_patch, slot, 1u << q->sq_shift);
 	h->nwqe_patch = 0;
 	q->sq_pi++;
+	if (ring && q->sq_dbrec) {
+		/* after the WQE, then the device's flag (spec 8.6.2) */
+		uint32_t flags = 0;
+
+		hx_mem_write(w, h->idx, q->sq_dbrec, &q->sq_pi, sizeof(q->sq_pi));
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		hx_mem_read(w, h->idx, q->sq_dbrec + 4, &flags, sizeof(flags));
+		if (flags & QRNIC_SQ_DBREC_NO_DB) {
+			h->sq_db_skipped++;
+			return idx;
+		}
+	}
 	if (ring)
 		hx_ring_sq(w, h->idx, q->qpn);
 	return idx;
@@ -4962,7 +5009,7 @@ const char *hx_layout(void)
 	P(L(qrnic_cmd_create_qp, rq_log_depth)); P(L(qrnic_cmd_create_qp, rq_wqe_shift));
 	P(L(qrnic_cmd_create_qp, rsvd0)); P(L(qrnic_cmd_create_qp, flags)); P(L(qrnic_cmd_create_qp, srqn));
 	P(L(qrnic_cmd_create_qp, sq_addr)); P(L(qrnic_cmd_create_qp, rq_addr));
-	P(L(qrnic_cmd_create_qp, rq_dbrec_addr));
+	P(L(qrnic_cmd_create_qp, rq_dbrec_addr)); P(L(qrnic_cmd_create_qp, sq_dbrec_addr));
 	P(S(qrnic_cmd_modify_qp)); P(L(qrnic_cmd_modify_qp, qpn)); P(L(qrnic_cmd_modify_qp, rsvd));
 	P(L(qrnic_cmd_modify_qp, attr));
 	P(S(qrnic_cmd_query_qp)); P(L(qrnic_cmd_query_qp, handle)); P(L(qrnic_cmd_query_qp, resp_len));

@@ -303,6 +303,8 @@ void hx_set_link(hx_world *w, int d, int up);
 /* Rings of a page or more go to the device as page lists (ABI 1.8). */
 void hx_set_ring_pagelist(hx_world *w, int d, int on);
 void hx_set_rq_dbrec(hx_world *w, int d, int on);
+void hx_set_sq_dbrec(hx_world *w, int d, int on);
+uint64_t hx_sq_db_skipped(hx_world *w, int d);
 /* PFC: pause (1) / resume (0) a device's port (qrnic_dev_port_pause) */
 void hx_port_pause(hx_world *w, int d, int paused);
 int hx_port_paused(hx_world *w, int d);
@@ -539,6 +541,7 @@ int hx_ring_sq_bf(hx_world *w, int d, uint32_t qpn, unsigned buf, unsigned nword
 		  uint32_t skip, int64_t page, int64_t pi);	/* BlueFlame, spec 3.2.1 */
 int hx_ring_rq(hx_world *w, int d, uint32_t qpn);
 uint64_t hx_qp_rq_dbrec(hx_world *w, int d, uint32_t qpn);
+uint64_t hx_qp_sq_dbrec(hx_world *w, int d, uint32_t qpn);
 int hx_qp_indexes(hx_world *w, int d, uint32_t qpn, uint32_t *out4);	/* sq_pi sq_ci rq_pi rq_ci */
 int hx_poll_cq(hx_world *w, int d, uint32_t cqn, void *out, int max);	/* 32-byte CQEs */
 /* the same, and each CQE's completion timestamp into ts_out[] (0 for a
