@@ -1634,6 +1634,7 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
     uint64_t unlocked = s->hc.unlocked, dbq = s->hc.dbq, early = s->hc.out_early;
     uint64_t batched = s->dev ? qrnic_dev_db_batched(s->dev) : 0;
     uint64_t rq_quiet = s->dev ? qrnic_dev_rq_db_quiet(s->dev) : 0;
+    uint64_t sq_rec = s->dev ? qrnic_dev_sq_rec_taken(s->dev) : 0;
     bool ok;
 
     if (!visit_start_struct(v, name, NULL, 0, errp)) {
@@ -1650,7 +1651,8 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "db-queued", &dbq, errp) &&
          visit_type_uint64(v, "sent-early", &early, errp) &&
          visit_type_uint64(v, "db-batched", &batched, errp) &&
-         visit_type_uint64(v, "rq-db-quiet", &rq_quiet, errp);
+         visit_type_uint64(v, "rq-db-quiet", &rq_quiet, errp) &&
+         visit_type_uint64(v, "sq-rec-taken", &sq_rec, errp);
     if (ok) {
         visit_check_struct(v, errp);
     }

@@ -141,6 +141,11 @@ uint64_t qrnic_dev_rq_db_quiet(const struct qrnic_dev *d)
 	return d->rq_db_quiet;
 }
 
+uint64_t qrnic_dev_sq_rec_taken(const struct qrnic_dev *d)
+{
+	return d->sq_rec_taken;
+}
+
 void qrnic_dev_set_clock(struct qrnic_dev *d, const uint64_t *now)
 {
 	d->clock = now;

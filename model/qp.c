@@ -409,6 +409,7 @@ void qrnic_sq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
 		return;
 	}
 	qp->sq_pi = pi;
+	d->sq_rec_taken++;
 	if (!req_window(d, qp)) {	/* host out of memory: the QP's WQEs flush */
 		qrnic_guest_err(d, err_qp_no_memory, (qp->qpn),
 				"qrnic: QP %u: no memory for its send window", qp->qpn);

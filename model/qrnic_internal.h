@@ -507,6 +507,7 @@ struct qrnic_dev {
 	bool db_batch;		/* qrnic_dev_set_db_batch(d, true) */
 	uint64_t db_batched;	/* SQ doorbells that waited for the ACK (qrnic_dev_db_batched) */
 	uint64_t rq_db_quiet;	/* RQ doorbells that asked for no run (qrnic_dev_rq_db_quiet) */
+	uint64_t sq_rec_taken;	/* SQ indexes taken from records (qrnic_dev_sq_rec_taken) */
 	const uint64_t *clock;	/* qrnic_dev_set_clock(), or NULL */
 
 	/* resources */

@@ -402,6 +402,10 @@ void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
 void qrnic_dev_set_db_batch(struct qrnic_dev *dev, bool on);
 uint64_t qrnic_dev_db_batched(const struct qrnic_dev *dev);
 uint64_t qrnic_dev_rq_db_quiet(const struct qrnic_dev *dev);
+/* How often the device took an SQ producer index from a QP's SQ record
+ * (ABI 1.11, spec 8.6.2) that no doorbell had brought: posts that made no
+ * MMIO write, or whose doorbell came later.  Not reset. */
+uint64_t qrnic_dev_sq_rec_taken(const struct qrnic_dev *dev);
 
 /* Simulators only: a trusted wire.  The device neither computes the ICRC
  * of the RoCEv2 frames it sends (the field is 0) nor checks it on the

@@ -582,6 +582,7 @@ _SIGS = {
     'hx_set_lazy_icrc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_set_db_batch': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_db_batched': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_sq_rec_taken': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
     'hx_mac': (_U8P, [ctypes.c_void_p, ctypes.c_int]),
     'hx_log_total': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_log_get': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]),
@@ -1278,6 +1279,11 @@ class World:
         """qrnic_dev_db_batched of device d: SQ doorbells that waited for the
         ACK; rq: qrnic_dev_rq_db_quiet, RQ doorbells that asked for no run."""
         return self._l.hx_db_batched(self.w, d, 1 if rq else 0)
+
+    def sq_rec_taken(self, d):
+        """qrnic_dev_sq_rec_taken of device d: SQ indexes the device took from
+        QPs' SQ records (ABI 1.11) that no doorbell had brought."""
+        return self._l.hx_sq_rec_taken(self.w, d)
 
     def sched_pending(self, d):
         """Whether device d asked its host for a run (ops->schedule) that has not run yet."""

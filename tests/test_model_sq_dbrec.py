@@ -106,7 +106,9 @@ def test_a_post_while_the_flag_is_set_rings_nothing_and_goes(world):
     conn.qa.post_send('RDMA_WRITE', [(src, 8192, 4000)], remote=(dst, 8192), wr_id=101)
     assert a.stat('doorbells') == db and a.sq_db_skipped == 1
     assert dev_sq_pi(conn.qa) == 1                 # not known yet: no doorbell
+    assert world.sq_rec_taken(0) == 0
     assert world.run() == 'idle'
+    assert world.sq_rec_taken(0) == 1              # the ACK's service read it
     got = conn.cqa.poll()
     assert [(c['wr_id'], c['status_name']) for c in got] == [(100, 'SUCCESS'), (101, 'SUCCESS')]
     assert dst.read(0, 12192) == data[:12192]

@@ -124,7 +124,7 @@ def test_register_reset_values(limits):
               'NUM_DB_PAGES': DFLT['max-uctx'], 'NUM_VECTORS': DFLT['num-vectors'],
               'SCRATCH': 0, 'AQ_CTRL': 0, 'AQ_STATUS': 0, 'AQ_SQ_CI': 0, 'ETH_CTRL': 0,
               'ETH_MTU': DFLT['mtu'],
-              'CAPS': 0x3ffff, 'PORT_STATUS': 1}
+              'CAPS': 0x7ffff, 'PORT_STATUS': 1}
     for reg, v in expect.items():
         assert d.reg_read(reg) == v, reg
 

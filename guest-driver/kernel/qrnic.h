@@ -29,6 +29,7 @@
 extern unsigned int qrnic_admin_timeout_ms;
 extern bool qrnic_cq_dim;
 extern bool qrnic_rq_dbrec;
+extern bool qrnic_sq_dbrec;
 extern bool qrnic_bf;
 extern unsigned short qrnic_cq_mod_usec, qrnic_cq_mod_count;
 extern unsigned int qrnic_cq_dim_scale;
@@ -211,6 +212,13 @@ struct qrnic_dev {
 		atomic64_t rereg_repin;		/* of them: pinned again (TRANS, or access made writable) */
 	} frwr;
 
+	/* SQ records of kernel QPs (ABI 1.11; debugfs "sq_dbrec") */
+	struct {
+		atomic64_t qps;			/* kernel QPs created with one */
+		atomic64_t skipped;		/* posts that rang no doorbell: the device's flag */
+		atomic64_t rung;		/* posts that found the flag clear and rang */
+	} sqrec;
+
 	/* Kernel CQ moderation by the driver (debugfs "cq_moderation") */
 	struct {
 		atomic64_t fixed_cqs;		/* CQs given cq_mod_usec / cq_mod_count */
@@ -293,6 +301,12 @@ static inline bool qrnic_has_ring_pagelist(const struct qrnic_dev *dev)
 static inline bool qrnic_use_rq_dbrec(const struct qrnic_dev *dev)
 {
 	return (dev->caps & QRNIC_CAP_RQ_DBREC) && READ_ONCE(qrnic_rq_dbrec);
+}
+
+/* SQ records for kernel QPs (ABI 1.11, spec 8.6.2) */
+static inline bool qrnic_use_sq_dbrec(const struct qrnic_dev *dev)
+{
+	return (dev->caps & QRNIC_CAP_SQ_DBREC) && READ_ONCE(qrnic_sq_dbrec);
 }
 
 /* QUERY_CC, SET_CC: congestion control parameters at run time (ABI 1.9) */
@@ -482,6 +496,14 @@ struct qrnic_qp {
 	 * needs a WQE and before it flushes.  NULL: doorbells.
 	 */
 	__le32 *rq_rec;
+	/*
+	 * Kernel QPs on an ABI 1.11 device (QRNIC_CAP_SQ_DBREC): the SQ record
+	 * after the WQEs in the SQ's ring.  post_send writes the producer
+	 * index there, then reads the flag the device writes beside it, and
+	 * rings QRNIC_DB_SQ only if the flag is clear (spec 8.6.2).  NULL:
+	 * doorbells only.
+	 */
+	struct qrnic_sq_dbrec *sq_rec;
 	/* kernel QPs: on dev->kqps and on their CQs' lists (software flushes) */
 	bool tracked;
 	struct qrnic_cq *scq;

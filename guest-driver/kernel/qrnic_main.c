@@ -58,6 +58,17 @@ MODULE_PARM_DESC(rq_dbrec,
 		 "QPs post receives through an RQ producer index record instead of the RQ doorbell on a device with QRNIC_CAP_RQ_DBREC, as ConnectX does (no MMIO write per post_recv; kernel QPs here, user QPs in the provider; default off; read when a QP is created)");
 
 /*
+ * SQ records for kernel QPs (ABI 1.11): post_send writes the producer index
+ * to a record and rings the SQ doorbell only when the device's flag beside
+ * it says the device will not read the record again by itself (spec
+ * 8.6.2); under emulation most posts of a busy QP then make no MMIO exit.
+ */
+bool qrnic_sq_dbrec = true;
+module_param_named(sq_dbrec, qrnic_sq_dbrec, bool, 0644);
+MODULE_PARM_DESC(sq_dbrec,
+		 "kernel QPs post sends through an SQ record and ring the SQ doorbell only when the device's flag there asks for it, on a device with QRNIC_CAP_SQ_DBREC (virtio-style notification suppression; default on; read when a QP is created)");
+
+/*
  * BlueFlame for user contexts (ABI 1.5, spec 3.2.1).  Off by default: an
  * emulated device takes each 8-byte store of a BF write as an MMIO exit (a
  * TCG vCPU takes QEMU's big lock for every one), where a doorbell is one
@@ -334,6 +345,19 @@ static int qrnic_mem_mgt_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(qrnic_mem_mgt);
 
+static int qrnic_sq_dbrec_show(struct seq_file *m, void *v)
+{
+	struct qrnic_dev *dev = m->private;
+
+	seq_printf(m, "supported %d\n", !!(dev->caps & QRNIC_CAP_SQ_DBREC));
+	seq_printf(m, "enabled %d\n", qrnic_use_sq_dbrec(dev));
+	seq_printf(m, "qps %lld\n", atomic64_read(&dev->sqrec.qps));
+	seq_printf(m, "skipped %lld\n", atomic64_read(&dev->sqrec.skipped));
+	seq_printf(m, "rung %lld\n", atomic64_read(&dev->sqrec.rung));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(qrnic_sq_dbrec);
+
 static void qrnic_debugfs_add(struct qrnic_dev *dev)
 {
 	dev->debugfs = debugfs_create_dir(pci_name(dev->pdev), qrnic_debugfs_root);
@@ -345,6 +369,7 @@ static void qrnic_debugfs_add(struct qrnic_dev *dev)
 	debugfs_create_atomic_t("ring_pagelists", 0400, dev->debugfs, &dev->ring_pagelists);
 	debugfs_create_file("rings", 0400, dev->debugfs, dev, &qrnic_rings_fops);
 	debugfs_create_file("mem_mgt", 0400, dev->debugfs, dev, &qrnic_mem_mgt_fops);
+	debugfs_create_file("sq_dbrec", 0400, dev->debugfs, dev, &qrnic_sq_dbrec_fops);
 	debugfs_create_file("cq_moderation", 0400, dev->debugfs, dev, &qrnic_cq_moderation_fops);
 }
 

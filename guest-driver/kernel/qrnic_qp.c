@@ -207,7 +207,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct qrnic_ring_cmd sq_plc, rq_plc = {};
 	u64 sq_addr, rq_addr = 0;
 	size_t rq_bytes;
-	bool listed, rec;
+	bool listed, rec, sq_rec;
 	u32 flags;
 	int err;
 
@@ -248,9 +248,23 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	if (err)
 		return err;
 
-	err = qrnic_wq_alloc(dev, &qp->sq, uctx, 0);
+	/*
+	 * The SQ record after the WQEs (ABI 1.11), kernel QPs only (the
+	 * provider does not use one yet): post_send writes the index there
+	 * and rings only when the device's flag is clear.
+	 */
+	sq_rec = !uctx && qrnic_use_sq_dbrec(dev);
+	qp->sq_rec = NULL;
+	err = qrnic_wq_alloc(dev, &qp->sq, uctx, sq_rec ? QRNIC_DBREC_BYTES : 0);
 	if (err)
 		return err;
+	if (sq_rec) {
+		size_t sq_bytes = (size_t)1 << (qp->sq.log_depth + qp->sq.wqe_shift);
+
+		qp->sq_rec = qrnic_ring_at(&qp->sq.ring, sq_bytes);
+		memset(qp->sq_rec, 0, sizeof(*qp->sq_rec));	/* both words 0 (8.6.2) */
+		cmd.sq_dbrec_addr = cpu_to_le64(qrnic_ring_dma_at(&qp->sq.ring, sq_bytes));
+	}
 	/*
 	 * The RQ producer record after the WQEs (ABI 1.10): post_recv writes
 	 * it (this driver for kernel QPs, the provider, through the RQ's
@@ -334,6 +348,8 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		qrnic_cq_track_qp(dev, qp, to_qcq(init_attr->send_cq),
 				  recv_cq ? to_qcq(recv_cq) : NULL);
 	}
+	if (qp->sq_rec)
+		atomic64_inc(&dev->sqrec.qps);
 	return 0;
 
 err_erase:
@@ -464,6 +480,8 @@ int qrnic_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int attr_mask,
 			spin_lock_irqsave(&qp->sq.lock, flags);
 			qp->sq.pi = 0;
 			WRITE_ONCE(qp->sq.ci, 0);
+			if (qp->sq_rec)		/* the record too (ABI 1.11) */
+				WRITE_ONCE(qp->sq_rec->pi, 0);
 			spin_unlock_irqrestore(&qp->sq.lock, flags);
 			spin_lock_irqsave(&qp->rq.lock, flags);
 			qp->rq.pi = 0;
@@ -774,11 +792,28 @@ int qrnic_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	if (pi != sq->pi) {
 		sq->pi = pi;
-		/* WQEs in coherent memory before the doorbell; writeq() orders too */
+		/* WQEs in coherent memory before the record or the doorbell */
 		dma_wmb();
+		if (qp->sq_rec) {
+			WRITE_ONCE(qp->sq_rec->pi, cpu_to_le32(pi));
+			/*
+			 * The index's write before the flag's read: the device
+			 * clears the flag, fences, then reads the index, so
+			 * either it sees this index or we see the flag clear
+			 * (spec 8.6.2).
+			 */
+			mb();
+			if (READ_ONCE(qp->sq_rec->flags) & cpu_to_le32(QRNIC_SQ_DBREC_NO_DB)) {
+				atomic64_inc(&dev->sqrec.skipped);
+				goto out;
+			}
+			atomic64_inc(&dev->sqrec.rung);
+		}
+		/* writeq() orders after the WQEs and the record too */
 		writeq((qp->qpn & QRNIC_DB_QN_MASK) | ((u64)pi << QRNIC_DB_IDX_SHIFT),
 		       dev->kdb + QRNIC_DB_SQ);
 	}
+out:
 	spin_unlock_irqrestore(&sq->lock, flags);
 	if (err)
 		*bad_wr = wr;

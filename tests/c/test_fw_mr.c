@@ -492,7 +492,7 @@ static void test_queries(void)
 			  QRNIC_CAP_RING_PAGELIST |
 			  QRNIC_CAP_MW | QRNIC_CAP_CQ_RESIZE | QRNIC_CAP_XRC | QRNIC_CAP_QP_CC |
 			  QRNIC_CAP_BF | QRNIC_CAP_CQE_TS | QRNIC_CAP_CC_PARAMS |
-	      QRNIC_CAP_RQ_DBREC);
+	      QRNIC_CAP_RQ_DBREC | QRNIC_CAP_SQ_DBREC);
 	CHECK_EQ(da.hca_core_clock, 1000000u);
 	CHECK_EQ(da.timestamp_mask, UINT64_MAX);
 	CHECK_EQ(da.max_xrcd, d->cfg.max_xrcd);

@@ -2534,6 +2534,13 @@ uint64_t hx_db_batched(hx_world *w, int d, int rq)
 	return rq ? qrnic_dev_rq_db_quiet(h->dev) : qrnic_dev_db_batched(h->dev);
 }
 
+uint64_t hx_sq_rec_taken(hx_world *w, int d)
+{
+	struct hx_dev *h = D(w, d);
+
+	return h ? qrnic_dev_sq_rec_taken(h->dev) : 0;
+}
+
 int hx_set_lazy_icrc(hx_world *w, int d, int on)
 {
 	struct hx_dev *h = D(w, d);

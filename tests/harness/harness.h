@@ -367,6 +367,7 @@ int hx_set_lazy_icrc(hx_world *w, int d, int on);
  * (rq 0) and qrnic_dev_rq_db_quiet (rq 1). */
 int hx_set_db_batch(hx_world *w, int d, int on);
 uint64_t hx_db_batched(hx_world *w, int d, int rq);
+uint64_t hx_sq_rec_taken(hx_world *w, int d);
 /* A reader of every frame buffer a device hands over (ops->tx_frame_buf),
  * called first: it may fill the frame (qrnic_frame_buf_fill, _fill_headers)
  * and, after a fill, change bytes; it returns nonzero if it changed any
