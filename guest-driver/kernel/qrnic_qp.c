@@ -206,7 +206,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 	struct qrnic_cmd_create_qp cmd = {};
 	struct qrnic_ring_cmd sq_plc, rq_plc = {};
 	u64 sq_addr, rq_addr = 0;
-	size_t rq_bytes;
+	size_t rq_bytes, sq_bytes;
 	bool listed, rec, sq_rec;
 	u32 flags;
 	int err;
@@ -249,20 +249,20 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		return err;
 
 	/*
-	 * The SQ record after the WQEs (ABI 1.11), kernel QPs only (the
-	 * provider does not use one yet): post_send writes the index there
-	 * and rings only when the device's flag is clear.
+	 * The SQ record after the WQEs (ABI 1.11): post_send writes the index
+	 * there and rings only when the device's flag is clear (this driver
+	 * for kernel QPs, the provider, through the SQ's mapping, for user
+	 * QPs).  The ring comes zeroed: both words 0, as the device expects.
 	 */
-	sq_rec = !uctx && qrnic_use_sq_dbrec(dev);
+	sq_bytes = (size_t)1 << (qp->sq.log_depth + qp->sq.wqe_shift);
+	sq_rec = qrnic_use_sq_dbrec(dev);
 	qp->sq_rec = NULL;
 	err = qrnic_wq_alloc(dev, &qp->sq, uctx, sq_rec ? QRNIC_DBREC_BYTES : 0);
 	if (err)
 		return err;
 	if (sq_rec) {
-		size_t sq_bytes = (size_t)1 << (qp->sq.log_depth + qp->sq.wqe_shift);
-
-		qp->sq_rec = qrnic_ring_at(&qp->sq.ring, sq_bytes);
-		memset(qp->sq_rec, 0, sizeof(*qp->sq_rec));	/* both words 0 (8.6.2) */
+		if (!uctx)
+			qp->sq_rec = qrnic_ring_at(&qp->sq.ring, sq_bytes);
 		cmd.sq_dbrec_addr = cpu_to_le64(qrnic_ring_dma_at(&qp->sq.ring, sq_bytes));
 	}
 	/*
@@ -339,6 +339,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 			resp.rq_mmap_size = qp->rq.ring.bytes;
 			resp.rq_dbrec_offset = rec ? rq_bytes : 0;
 		}
+		resp.sq_dbrec_offset = sq_rec ? sq_bytes : 0;
 		resp.max_inline = qp->max_inline;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -348,7 +349,7 @@ int qrnic_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init_attr,
 		qrnic_cq_track_qp(dev, qp, to_qcq(init_attr->send_cq),
 				  recv_cq ? to_qcq(recv_cq) : NULL);
 	}
-	if (qp->sq_rec)
+	if (sq_rec)
 		atomic64_inc(&dev->sqrec.qps);
 	return 0;
 

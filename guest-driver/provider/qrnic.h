@@ -131,6 +131,10 @@ struct qrnic_qp {
 	 * rq_dbrec_offset): post_recv writes it instead of the RQ doorbell;
 	 * NULL: doorbells (an older kernel or device) */
 	qrnic_le32 *rq_dbrec;
+	/* the SQ record in the SQ mapping (ABI 1.11, from sq_dbrec_offset):
+	 * a post writes the index there and rings only if the device's flag
+	 * is clear; NULL: doorbells */
+	struct qrnic_sq_dbrec *sq_dbrec;
 	unsigned int max_inline;
 	bool sq_sig_all;
 	bool ud;

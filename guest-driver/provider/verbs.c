@@ -389,6 +389,12 @@ static bool qrnic_dbrec_ok(uint64_t off, size_t ring_size, uint64_t map_size)
 	return off >= ring_size && !(off & 3) && off + sizeof(uint32_t) <= map_size;
 }
 
+/* The SQ record (ABI 1.11): 8 bytes, 8-byte aligned, after the ring. */
+static bool qrnic_sq_dbrec_ok(uint64_t off, size_t ring_size, uint64_t map_size)
+{
+	return off >= ring_size && !(off & 7) && off + sizeof(struct qrnic_sq_dbrec) <= map_size;
+}
+
 /* ---- CQ ----------------------------------------------------------------- */
 
 /* Map the ring (and dbrec) of a CQ the kernel created; 0 or an errno (the
@@ -1136,6 +1142,17 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 	if (err)
 		goto err_destroy;
 	qp->sq.max_sge = qrnic_sq_max_sge(r->sq_wqe_shift);
+	if (r->sq_dbrec_offset) {
+		if (!qrnic_sq_dbrec_ok(r->sq_dbrec_offset, (size_t)qp->sq.depth << qp->sq.wqe_shift,
+				       qp->sq.map_size)) {
+			verbs_err(verbs_get_ctx(context),
+				  "qrnic: QP %u: SQ record offset %u outside its mapping\n",
+				  r->qpn, r->sq_dbrec_offset);
+			err = EINVAL;
+			goto err_unmap_sq;
+		}
+		qp->sq_dbrec = (struct qrnic_sq_dbrec *)(qp->sq.ring + r->sq_dbrec_offset);
+	}
 
 	if (r->rq_log_depth || r->rq_mmap_size) {
 		err = qrnic_wq_map(context, &qp->rq, "RQ of QP", r->qpn,
@@ -1329,6 +1346,8 @@ static void qrnic_qp_reset_indexes(struct qrnic_qp *qp)
 		__atomic_store_n(&wqs[i]->ci, 0, __ATOMIC_RELEASE);
 		if (wqs[i] == &qp->rq && qp->rq_dbrec)	/* the device's index is 0 too */
 			*(volatile qrnic_le32 *)qp->rq_dbrec = 0;
+		if (wqs[i] == &qp->sq && qp->sq_dbrec)
+			*(volatile qrnic_le32 *)&qp->sq_dbrec->pi = 0;
 		pthread_spin_unlock(&wqs[i]->lock);
 	}
 	qrnic_unlock_cqs(&qp->vqp.qp);
@@ -1456,6 +1475,15 @@ static inline void qrnic_sq_doorbell(struct qrnic_context *ctx,
 		return;
 	/* WQEs are in memory before the device hears of them */
 	udma_to_device_barrier();
+	if (qp->sq_dbrec) {
+		*(volatile qrnic_le32 *)&qp->sq_dbrec->pi = htole32(qp->sq.pi);
+		/* the index's write before the flag's read: the device clears
+		 * the flag, fences, then reads the index, so either it sees
+		 * this index or we see the flag clear (spec 8.6.2) */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (le32toh(*(volatile qrnic_le32 *)&qp->sq_dbrec->flags) & QRNIC_SQ_DBREC_NO_DB)
+			return;
+	}
 	if (ctx->bf_size && qp->sq.pi - start == 1 &&
 	    (ctx->bf_all || qrnic_bf_worth(qrnic_wq_slot(&qp->sq, start))) &&
 	    qrnic_sq_bf(ctx, qp, start))

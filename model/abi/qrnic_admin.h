@@ -204,20 +204,13 @@ struct qrnic_cmd_create_qp {
 	qrnic_le64 rq_dbrec_addr;
 	/* ABI 1.11 (QRNIC_CAP_SQ_DBREC; older devices ignore it): an 8-byte
 	 * SQ record, 8-byte aligned, 0 = none (SQ doorbells only): the
-	 * producer index the driver writes (struct qrnic_sq_dbrec) and a flag
+	 * producer index the driver writes (struct qrnic_sq_dbrec, qrnic_regs.h) and a flag
 	 * the device writes, set while it will read the index again without
 	 * a doorbell; the driver then need not ring QRNIC_DB_SQ.  Only with
 	 * an SQ (not XRC TGT; docs/spec.md 8.6.2). */
 	qrnic_le64 sq_dbrec_addr;
 };
 
-/* The SQ record of a QP created with sq_dbrec_addr (ABI 1.11). */
-struct qrnic_sq_dbrec {
-	qrnic_le32 pi;		/* driver: the SQ producer index, after the WQEs */
-	qrnic_le32 flags;	/* device: QRNIC_SQ_DBREC_* */
-};
-#define QRNIC_SQ_DBREC_NO_DB	(1u << 0)	/* the device will read pi again
-						 * without a doorbell */
 
 /* attr_mask bits: enum ibv_qp_attr_mask */
 #define QRNIC_QP_ATTR_STATE		(1u << 0)
@@ -492,7 +485,6 @@ QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_pd, 4);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_query_qp, 16);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_cq, 32);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_qp, 64);
-QRNIC_ASSERT_SIZE(struct qrnic_sq_dbrec, 8);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_modify_qp, 80);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_reg_mr, 48);
 QRNIC_ASSERT_SIZE(struct qrnic_cmd_create_ah, 40);

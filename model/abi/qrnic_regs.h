@@ -195,6 +195,20 @@
 #define QRNIC_DB_IDX_SHIFT		32
 
 /*
+ * The SQ record of a QP created with CREATE_QP sq_dbrec_addr (ABI 1.11,
+ * QRNIC_CAP_SQ_DBREC; spec 8.6.2): the driver writes the SQ producer index
+ * to pi (after the WQEs), fences, then reads flags, and rings QRNIC_DB_SQ
+ * only if QRNIC_SQ_DBREC_NO_DB is clear.  The device writes flags.
+ */
+struct qrnic_sq_dbrec {
+	qrnic_le32 pi;		/* driver: the SQ producer index, after the WQEs */
+	qrnic_le32 flags;	/* device: QRNIC_SQ_DBREC_* */
+};
+QRNIC_ASSERT_SIZE(struct qrnic_sq_dbrec, 8);
+#define QRNIC_SQ_DBREC_NO_DB		(1u << 0)	/* the device will read pi again
+							 * without a doorbell */
+
+/*
  * BlueFlame buffers (QRNIC_CAP_BF, ABI 1.5; spec 3.2.1).  Each doorbell page
  * holds QRNIC_DB_BF_NUM buffers; buffer n starts at QRNIC_DB_BF_BASE +
  * n * QRNIC_DB_BF_STRIDE.  Software copies a send WQE that it has ALSO

@@ -90,8 +90,16 @@ struct qrnic_create_qp_resp {
 	 * ringing QRNIC_DB_RQ, and rings as well while the QP is in ERR
 	 * (docs/spec.md 8.6.1); it writes 0 there when the QP is reset. */
 	uint32_t rq_dbrec_offset;
+	/* ABI 1.11 device (QRNIC_CAP_SQ_DBREC; an older kernel writes 48
+	 * bytes, so 0): where in the SQ mapping the QP's SQ record is (after
+	 * the WQEs, 8-byte aligned), 0 = none.  The provider writes the
+	 * producer index there, then reads the device's flag beside it and
+	 * rings QRNIC_DB_SQ only if it is clear (docs/spec.md 8.6.2); it
+	 * writes 0 to the index when the QP is reset. */
+	uint32_t sq_dbrec_offset;
+	uint32_t rsvd;
 };
-QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 48);
+QRNIC_ASSERT_SIZE(struct qrnic_create_qp_resp, 56);
 
 /* SRQ mapping: the ring (depth << wqe_shift bytes) then, at dbrec_offset,
  * the 4-byte consumer-index record the device writes after each WQE it

@@ -105,6 +105,10 @@ static struct fk_dev *fk_of(struct ibv_context *c)
 static bool fk_rq_dbrec = true;
 /* >= 0: the next QPs' rq_dbrec_offset, whatever it is (a broken kernel) */
 static int64_t fk_rq_dbrec_off = -1;
+/* QPs get SQ records (ABI 1.11), as from the qrnic kernel driver */
+static bool fk_sq_dbrec = true;
+/* >= 0: the next QPs' sq_dbrec_offset, whatever it is (a broken kernel) */
+static int64_t fk_sq_dbrec_off = -1;
 
 /* regions of a kind in use: what the fake kernel holds */
 static int fk_used(const struct fk_dev *f, enum fk_kind kind)
@@ -768,7 +772,8 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 		rq_shift = clampu(log2_up(16 + 16 * attr->cap.max_recv_sge),
 				  QRNIC_MIN_RECV_WQE_SHIFT, QRNIC_MAX_RECV_WQE_SHIFT);
 	}
-	sq = fk_alloc(f, FK_WQ, (1ull << sq_log) << sq_shift, true);
+	/* the SQ record after the WQEs (ABI 1.11; fk_sq_dbrec false: none) */
+	sq = fk_alloc(f, FK_WQ, ((1ull << sq_log) << sq_shift) + (fk_sq_dbrec ? 64 : 0), true);
 	/* an RQ producer record after the WQEs, as the qrnic kernel driver
 	 * gives on an ABI 1.10 device (fk_rq_dbrec false: an older one) */
 	if (rq_log)
@@ -791,6 +796,7 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 	c.u.create_qp.sq_addr = sq->bus;
 	c.u.create_qp.rq_addr = rq ? rq->bus : 0;
 	c.u.create_qp.rq_dbrec_addr = rq && fk_rq_dbrec ? rq->bus + ((1ull << rq_log) << rq_shift) : 0;
+	c.u.create_qp.sq_dbrec_addr = fk_sq_dbrec ? sq->bus + ((1ull << sq_log) << sq_shift) : 0;
 	if (admin(f->d, &c, QRNIC_CMD_CREATE_QP, &qpn)) {
 		sq->used = false;
 		if (rq)
@@ -827,6 +833,9 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *vqp,
 	r->drv_payload.rq_dbrec_offset = rq && fk_rq_dbrec ? (1u << rq_log) << rq_shift : 0;
 	if (fk_rq_dbrec_off >= 0)
 		r->drv_payload.rq_dbrec_offset = (uint32_t)fk_rq_dbrec_off;
+	r->drv_payload.sq_dbrec_offset = fk_sq_dbrec ? (1u << sq_log) << sq_shift : 0;
+	if (fk_sq_dbrec_off >= 0)
+		r->drv_payload.sq_dbrec_offset = (uint32_t)fk_sq_dbrec_off;
 	return 0;
 }
 
@@ -1449,6 +1458,104 @@ static void test_rq_dbrec(void)
 		CHECK(qb && (uint8_t *)to_qqp(qb)->rq_dbrec == to_qqp(qb)->rq.ring + 512);
 		CHECK(qb && B.ops.destroy_qp(qb) == 0);
 		fk_rq_dbrec_off = -1;
+	}
+}
+
+/* The SQ doorbell word of a's doorbell page not yet delivered. */
+static uint64_t sq_db_pending(struct app *a)
+{
+	struct fk_dev *f = fk_of(a->ctx);
+
+	for (int i = 0; i < FK_MAX_REGIONS; i++)
+		if (f->reg[i].used && f->reg[i].kind == FK_DB &&
+		    f->reg[i].uctx == fk_uctx(a->ctx))
+			return ((uint64_t *)(f->map + f->reg[i].off))[0];
+	CHECK(!"no doorbell page");
+	return 0;
+}
+
+/* SQ records (ABI 1.11, spec 8.6.2): with sq_dbrec_offset from the
+ * kernel, post_send writes the producer index there, then reads the
+ * device's flag and rings only if it is clear (the fake device's flag is
+ * set here by hand, as the device would while it waits for an ACK);
+ * RESET zeroes the index; an older kernel (offset 0) gets doorbells; a
+ * bad offset refuses the QP. */
+static void test_sq_dbrec(void)
+{
+	struct ibv_sge r = sge(&B, 0x2000, 64), s = sge(&A, 0x100, 40);
+	struct ibv_recv_wr rwr = { .wr_id = 5, .sg_list = &r, .num_sge = 1 }, *brw;
+	struct ibv_send_wr swr = { .wr_id = 6, .sg_list = &s, .num_sge = 1,
+				   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp *qa, *qb;
+	struct qrnic_sq_dbrec *rec;
+	struct ibv_wc wc[8];
+
+	qa = mkqp(&A, IBV_QPT_RC, 8, 8, NULL);
+	qb = mkqp(&B, IBV_QPT_RC, 8, 8, NULL);
+	CHECK(qa && qb);
+	rec = to_qqp(qa)->sq_dbrec;
+	CHECK(rec != NULL && (uint8_t *)rec == to_qqp(qa)->sq.ring +
+	      ((size_t)to_qqp(qa)->sq.depth << to_qqp(qa)->sq.wqe_shift));
+	CHECK(le32toh(rec->pi) == 0 && le32toh(rec->flags) == 0);
+	CHECK(to_rts_rc(&A, qa, qb->qp_num, 1) == 0);
+	CHECK(to_rts_rc(&B, qb, qa->qp_num, 0) == 0);
+	fill(&A, 0x100, 40, 3);
+	/* flag clear: the index in the record and the doorbell */
+	CHECK(B.ops.post_recv(qb, &rwr, &brw) == 0);
+	CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+	CHECK(le32toh(rec->pi) == 1 && sq_db_pending(&A) != 0);
+	fk_run();
+	CHECK(poll_all(&B, B.cq, wc, 8) == 1 && wc[0].status == IBV_WC_SUCCESS);
+	CHECK(same(&A, 0x100, &B, 0x2000, 40));
+	CHECK(poll_all(&A, A.cq, wc, 8) == 1 && wc[0].status == IBV_WC_SUCCESS);
+	/* flag set (the device will read the index by itself): no doorbell */
+	rec->flags = htole32(QRNIC_SQ_DBREC_NO_DB);
+	CHECK(A.ops.post_send(qa, &swr, &bsw) == 0);
+	CHECK(le32toh(rec->pi) == 2 && sq_db_pending(&A) == 0);
+	rec->flags = 0;
+	/* RESET: the index starts over at 0 */
+	CHECK(A.ops.modify_qp(qa, &at, IBV_QP_STATE) == 0);
+	CHECK(le32toh(rec->pi) == 0 && to_qqp(qa)->sq.pi == 0);
+	CHECK(A.ops.destroy_qp(qa) == 0);
+	at.qp_state = IBV_QPS_ERR;
+	CHECK(B.ops.modify_qp(qb, &at, IBV_QP_STATE) == 0);
+	fk_run();
+	poll_all(&B, B.cq, wc, 8);
+	CHECK(B.ops.destroy_qp(qb) == 0);
+
+	/* an older kernel: no record, a doorbell per post */
+	fk_sq_dbrec = false;
+	qa = mkqp(&A, IBV_QPT_RC, 8, 8, NULL);
+	CHECK(qa && to_qqp(qa)->sq_dbrec == NULL);
+	CHECK(A.ops.destroy_qp(qa) == 0);
+	fk_sq_dbrec = true;
+
+	/* an offset that is not an 8-byte slot after the ring inside the
+	 * mapping (8 WQEs: a ring of 8 strides, the mapping a page): the QP is
+	 * refused with EINVAL and destroyed */
+	{
+		int64_t ring;
+		int before = fk_used(fk_of(A.ctx), FK_WQ);
+
+		qa = mkqp(&A, IBV_QPT_RC, 8, 8, NULL);
+		CHECK(qa != NULL);
+		ring = (int64_t)to_qqp(qa)->sq.depth << to_qqp(qa)->sq.wqe_shift;
+		CHECK(ring < PAGE && A.ops.destroy_qp(qa) == 0);
+		int64_t bad[] = { 8, ring - 8, ring + 4, PAGE - 4, PAGE, 0xfffffff8ll };
+
+		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			fk_sq_dbrec_off = bad[i];
+			errno = 0;
+			qa = mkqp(&A, IBV_QPT_RC, 8, 8, NULL);
+			CHECK(qa == NULL && errno == EINVAL);
+			CHECK(fk_used(fk_of(A.ctx), FK_WQ) == before);
+		}
+		fk_sq_dbrec_off = ring + 8;	/* an 8-byte slot after the ring: taken */
+		qa = mkqp(&A, IBV_QPT_RC, 8, 8, NULL);
+		CHECK(qa && (uint8_t *)to_qqp(qa)->sq_dbrec == to_qqp(qa)->sq.ring + ring + 8);
+		CHECK(qa && A.ops.destroy_qp(qa) == 0);
+		fk_sq_dbrec_off = -1;
 	}
 }
 
@@ -4114,6 +4221,7 @@ int main(void)
 	test_match_and_context();
 	test_rc_basic();
 	test_rq_dbrec();
+	test_sq_dbrec();
 	test_sq_full_and_unsignaled();
 	test_wrap();
 	test_read_atomic();

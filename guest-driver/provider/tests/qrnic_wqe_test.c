@@ -108,7 +108,8 @@ static void test_layouts(void)
 	CHECK(offsetof(struct qrnic_alloc_ucontext_resp, db_mmap_key) == 8);
 	CHECK(sizeof(struct qrnic_create_cq_resp) == 32);
 	CHECK(offsetof(struct qrnic_create_cq_resp, dbrec_offset) == 24);
-	CHECK(sizeof(struct qrnic_create_qp_resp) == 48);
+	CHECK(sizeof(struct qrnic_create_qp_resp) == 56);
+	CHECK(offsetof(struct qrnic_create_qp_resp, sq_dbrec_offset) == 48);
 	CHECK(offsetof(struct qrnic_create_qp_resp, sq_log_depth) == 4);
 	CHECK(offsetof(struct qrnic_create_qp_resp, rq_wqe_shift) == 7);
 	CHECK(offsetof(struct qrnic_create_qp_resp, sq_mmap_key) == 8);
