@@ -3,9 +3,8 @@
  * qrnic device model: QP life cycle, doorbells, flushing and the per-QP
  * service step that the work loop runs.
  */
-#include <stdlib.h>
-
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "qrnic_internal.h"
 

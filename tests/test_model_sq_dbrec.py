@@ -37,6 +37,14 @@ def sq_conn(world, **kw):
     return q.connect_rc(*world.devs, **kw)
 
 
+def sq_setup(world, **kw):
+    """Both devices with SQ records, an RC connection, a 64 KiB MR on each
+    side: (conn, a, b, src, dst)."""
+    conn = sq_conn(world, **kw)
+    a, b = world.devs
+    return conn, a, b, a.reg_mr(conn.pda, 1 << 16), b.reg_mr(conn.pdb, 1 << 16)
+
+
 def writes_until_flag(world, conn, src, dst, size=8192):
     """A WRITE, then device steps until the requester waits for its ACK
     (the flag set); returns the WRITE's wr_id."""
@@ -96,10 +104,7 @@ def test_no_post_is_lost_between_the_device_steps(world, seed):
 
 
 def test_a_post_while_the_flag_is_set_rings_nothing_and_goes(world):
-    conn = sq_conn(world)
-    a, b = world.devs
-    src = a.reg_mr(conn.pda, 1 << 16)
-    dst = b.reg_mr(conn.pdb, 1 << 16)
+    conn, a, b, src, dst = sq_setup(world)
     data = src.fill_random(random.Random(9), 0, 1 << 16)
     writes_until_flag(world, conn, src, dst)
     db = a.stat('doorbells')
@@ -190,10 +195,7 @@ def test_flush_completes_what_only_the_record_names(world):
     """The flag set, two WRITEs posted through the record alone, then the
     QP moved to ERR: the flag is cleared and both flush with their wr_ids;
     a post afterwards finds it clear, rings, and flushes at once."""
-    conn = sq_conn(world)
-    a, b = world.devs
-    src = a.reg_mr(conn.pda, 1 << 16)
-    dst = b.reg_mr(conn.pdb, 1 << 16)
+    conn, a, b, src, dst = sq_setup(world)
     writes_until_flag(world, conn, src, dst)
     for i in range(2):
         conn.qa.post_send('RDMA_WRITE', [(src, 0, 64)], remote=(dst, 0), wr_id=200 + i)
@@ -212,10 +214,7 @@ def test_flush_completes_what_only_the_record_names(world):
 
 
 def test_reset_clears_the_flag_and_the_record_restarts(world):
-    conn = sq_conn(world)
-    a, b = world.devs
-    src = a.reg_mr(conn.pda, 1 << 16)
-    dst = b.reg_mr(conn.pdb, 1 << 16)
+    conn, a, b, src, dst = sq_setup(world)
     writes_until_flag(world, conn, src, dst)
     for qp in (conn.qa, conn.qb):
         qp.modify(state='RESET')
@@ -234,10 +233,7 @@ def test_bad_record_indexes_are_ignored_and_counted(world):
     that moves back: each ignored and counted as such a doorbell would be,
     traced with the index; the WRITE in flight completes and a good post
     then goes."""
-    conn = sq_conn(world, sq_log=4)
-    a, b = world.devs
-    src = a.reg_mr(conn.pda, 1 << 16)
-    dst = b.reg_mr(conn.pdb, 1 << 16)
+    conn, a, b, src, dst = sq_setup(world, sq_log=4)
     writes_until_flag(world, conn, src, dst)
     a.clear_logs()
     ign = a.stat('doorbells_ignored')
@@ -266,10 +262,7 @@ def test_an_old_doorbell_is_no_error(world):
     """A doorbell whose index the device already took from the record (a
     doorbell queued while a run read a later post's record) changes
     nothing and is not counted."""
-    conn = sq_conn(world)
-    a, b = world.devs
-    src = a.reg_mr(conn.pda, 1 << 16)
-    dst = b.reg_mr(conn.pdb, 1 << 16)
+    conn, a, b, src, dst = sq_setup(world)
     writes_until_flag(world, conn, src, dst)
     conn.qa.post_send('RDMA_WRITE', [(src, 0, 64)], remote=(dst, 0), wr_id=101)
     conn.qa.post_send('RDMA_WRITE', [(src, 0, 64)], remote=(dst, 0), wr_id=102)
@@ -339,10 +332,7 @@ def test_snapshot_keeps_the_record_and_the_flag(world):
     """Saved with the flag set and a post known only to the record, loaded
     into the device again: the flag and address come back (the stream
     round-trips), and the WRITEs complete."""
-    conn = sq_conn(world)
-    a, b = world.devs
-    src = a.reg_mr(conn.pda, 1 << 16)
-    dst = b.reg_mr(conn.pdb, 1 << 16)
+    conn, a, b, src, dst = sq_setup(world)
     data = src.fill_random(random.Random(6), 0, 1 << 16)
     writes_until_flag(world, conn, src, dst)
     conn.qa.post_send('RDMA_WRITE', [(src, 8192, 100)], remote=(dst, 8192), wr_id=101)
