@@ -348,29 +348,55 @@ bool qrnic_qp_doorbell(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32
 	return true;
 }
 
+/*
+ * A producer record's index, checked as a doorbell's would be: true with a
+ * new *pi; false when the record holds the index the device has, or is
+ * unreadable or holds one that laps the consumer or moves back (counted
+ * and logged as an ignored doorbell).  sq: the SQ's record, else the RQ's.
+ */
+static bool dbrec_new_pi(struct qrnic_dev *d, struct qrnic_qp *qp, bool sq, uint32_t *pi)
+{
+	uint64_t addr = sq ? qp->sq_dbrec : qp->rq_dbrec;
+	uint32_t ci = sq ? qp->req.sq_ci : qp->resp.rq_ci;
+	uint32_t cur = sq ? qp->sq_pi : qp->rq_pi;
+	uint32_t depth = 1u << (sq ? qp->sq_log_depth : qp->rq_log_depth);
+
+	if (qrnic_dma_read(d, addr, pi, sizeof(*pi))) {
+		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+		if (sq)
+			qrnic_guest_err(d, err_qp_sq_dbrec, (qp->qpn, addr, 0),
+					"qrnic: QP %u SQ record at 0x%llx not readable", qp->qpn,
+					(unsigned long long)addr);
+		else
+			qrnic_guest_err(d, err_qp_dbrec, (qp->qpn, addr),
+					"qrnic: QP %u RQ producer record at 0x%llx not readable",
+					qp->qpn, (unsigned long long)addr);
+		return false;
+	}
+	if (*pi == cur)
+		return false;
+	if (qrnic_pi_ok(*pi, ci, cur, depth))
+		return true;
+	qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
+	if (sq)
+		qrnic_guest_err(d, err_qp_sq_dbrec_index, (qp->qpn, *pi, ci, depth),
+				"qrnic: QP %u SQ record producer index %u invalid "
+				"(consumer %u, depth %u)", qp->qpn, *pi, ci, depth);
+	else
+		qrnic_guest_err(d, err_qp_dbrec_index, (qp->qpn, *pi, ci, depth),
+				"qrnic: QP %u RQ record producer index %u invalid "
+				"(consumer %u, depth %u)", qp->qpn, *pi, ci, depth);
+	return false;
+}
+
 bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	uint32_t depth = 1u << qp->rq_log_depth;
 	uint32_t pi;
 
 	if (!qp->rq_dbrec || !qp->rq_addr)
 		return qp->rq_addr && qp->resp.rq_ci != qp->rq_pi;
-	if (qrnic_dma_read(d, qp->rq_dbrec, &pi, sizeof(pi))) {
-		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_err(d, err_qp_dbrec, (qp->qpn, qp->rq_dbrec),
-				"qrnic: QP %u RQ producer record at 0x%llx not readable", qp->qpn,
-				  (unsigned long long)qp->rq_dbrec);
-	} else if (pi != qp->rq_pi) {
-		/* as a doorbell: no lapping the consumer, no moving back */
-		if (!qrnic_pi_ok(pi, qp->resp.rq_ci, qp->rq_pi, depth)) {
-			qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-			qrnic_guest_err(d, err_qp_dbrec_index, (qp->qpn, pi, qp->resp.rq_ci, depth),
-					"qrnic: QP %u RQ record producer index %u invalid "
-					"(consumer %u, depth %u)", qp->qpn, pi, qp->resp.rq_ci, depth);
-		} else {
-			qp->rq_pi = pi;
-		}
-	}
+	if (dbrec_new_pi(d, qp, false, &pi))
+		qp->rq_pi = pi;
 	return qp->resp.rq_ci != qp->rq_pi;
 }
 
@@ -385,28 +411,10 @@ bool qrnic_rq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
  */
 void qrnic_sq_dbrec_read(struct qrnic_dev *d, struct qrnic_qp *qp)
 {
-	uint32_t depth = 1u << qp->sq_log_depth;
 	uint32_t pi;
 
-	if (!qp->sq_dbrec || !qp->sq_addr)
+	if (!qp->sq_dbrec || !qp->sq_addr || !dbrec_new_pi(d, qp, true, &pi))
 		return;
-	if (qrnic_dma_read(d, qp->sq_dbrec, &pi, sizeof(pi))) {
-		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_err(d, err_qp_sq_dbrec, (qp->qpn, qp->sq_dbrec, 0),
-				"qrnic: QP %u SQ record at 0x%llx not readable", qp->qpn,
-				  (unsigned long long)qp->sq_dbrec);
-		return;
-	}
-	if (pi == qp->sq_pi)
-		return;
-	/* as a doorbell: no lapping the consumer, no moving back */
-	if (!qrnic_pi_ok(pi, qp->req.sq_ci, qp->sq_pi, depth)) {
-		qrnic_stat_add(d, QRNIC_STAT_DOORBELLS_IGNORED, 1);
-		qrnic_guest_err(d, err_qp_sq_dbrec_index, (qp->qpn, pi, qp->req.sq_ci, depth),
-				"qrnic: QP %u SQ record producer index %u invalid "
-				"(consumer %u, depth %u)", qp->qpn, pi, qp->req.sq_ci, depth);
-		return;
-	}
 	qp->sq_pi = pi;
 	d->sq_rec_taken++;
 	if (!req_window(d, qp)) {	/* host out of memory: the QP's WQEs flush */
@@ -486,7 +494,8 @@ bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 	qrnic_tm_begin(d, 0);
 	if (qrnic_timed(d))
 		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
-	qrnic_sq_dbrec_read(d, qp);	/* WQEs posted with no doorbell */
+	if (qp->sq_dbrec)
+		qrnic_sq_dbrec_read(d, qp);	/* WQEs posted with no doorbell */
 	more = qp_service(d, qp);
 	if (qp->sq_dbrec && qp->valid)
 		more |= sq_dbrec_settle(d, qp, more);
