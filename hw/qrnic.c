@@ -764,6 +764,9 @@ static MemTxResult qrnic_db_write(void *opaque, hwaddr addr, uint64_t val, unsig
     bool idle;
 
     s->hc.db++;
+    /* by register of the page (QRNIC_DB_SQ 0x00 .. QRNIC_DB_SRQ 0x18) */
+    s->hc.db_kind[(addr & (QRNIC_DB_PAGE_SIZE - 1)) <= QRNIC_DB_SRQ ?
+                  (addr & (QRNIC_DB_PAGE_SIZE - 1)) / 8 : 4]++;
     trace_qrnic_db_write(addr, size, val);
     /* a run in progress (unlocked-run): queued, the vCPU goes on */
     if (qrnic_run_busy(s) && !qrnic_run_is_mine() && qrnic_dbq_push(s, addr, val, size)) {
@@ -1635,6 +1638,10 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
     uint64_t batched = s->dev ? qrnic_dev_db_batched(s->dev) : 0;
     uint64_t rq_quiet = s->dev ? qrnic_dev_rq_db_quiet(s->dev) : 0;
     uint64_t sq_rec = s->dev ? qrnic_dev_sq_rec_taken(s->dev) : 0;
+    uint64_t dbk[ARRAY_SIZE(s->hc.db_kind)];
+    static const char *const dbk_name[ARRAY_SIZE(dbk)] = {
+        "db-sq", "db-rq", "db-cq", "db-srq", "db-other",
+    };
     bool ok;
 
     if (!visit_start_struct(v, name, NULL, 0, errp)) {
@@ -1653,6 +1660,10 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "db-batched", &batched, errp) &&
          visit_type_uint64(v, "rq-db-quiet", &rq_quiet, errp) &&
          visit_type_uint64(v, "sq-rec-taken", &sq_rec, errp);
+    memcpy(dbk, s->hc.db_kind, sizeof(dbk));
+    for (size_t i = 0; ok && i < ARRAY_SIZE(dbk); i++) {
+        ok = visit_type_uint64(v, dbk_name[i], &dbk[i], errp);
+    }
     if (ok) {
         visit_check_struct(v, errp);
     }

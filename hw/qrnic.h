@@ -62,6 +62,7 @@ struct QrnicState {
         uint64_t unlocked;  /* runs of the model without the BQL (unlocked-run) */
         uint64_t dbq;       /* doorbells queued while a run was in progress */
         uint64_t out_early; /* a run's kept frames sent before its end (list full) */
+        uint64_t db_kind[5];    /* doorbell writes by register: SQ, RQ, CQ, SRQ, other (BF) */
     } hc;
 
     /* unlocked-run (docs/qemu.md section 13): the bottom half runs the

@@ -68,7 +68,8 @@ def test_host_calls_count_the_device_entries(world):
     every schedule also arms it: the clock jumps), model timer arms.  On a
     hub every port hears every frame, so what b's net client received is
     what a sent, and the reverse; the sender counted its doorbells, the
-    third port none."""
+    third port none; by register (db-sq, db-rq...) they add up to db: a rang
+    three SQ doorbells, b one RQ doorbell and no SQ one."""
     a, b, c = world.devs[2], world.devs[3], world.devs[0]
     h0 = {d: _host_calls(d) for d in (a, b, c)}
     tx0 = {d: d.stat('tx_packets') for d in (a, b)}
@@ -83,3 +84,7 @@ def test_host_calls_count_the_device_entries(world):
     for x in (a, b):
         assert d[x]['sched'] >= 1 and d[x]['bh'] >= 1 and d[x]['kick'] >= 1
     assert d[c]['db'] == 0
+    kinds = ('db-sq', 'db-rq', 'db-cq', 'db-srq', 'db-other')
+    for x in (a, b, c):
+        assert sum(d[x][k] for k in kinds) == d[x]['db'], d[x]
+    assert d[a]['db-sq'] == 3 and d[b]['db-rq'] == 1 and d[b]['db-sq'] == 0, (d[a], d[b])
