@@ -382,17 +382,24 @@ static inline void qrnic_ring_db(struct qrnic_context *ctx, unsigned int off,
 	mmio_flush_writes();
 }
 
-/* An index record at offset off of a mapping of map_size bytes, after a
- * ring of ring_size bytes, 4-byte aligned. */
-static bool qrnic_dbrec_ok(uint64_t off, size_t ring_size, uint64_t map_size)
+/* A record of size bytes (4 or 8, aligned to its size) at offset off of a
+ * mapping of map_size bytes, after a ring of ring_size bytes. */
+static bool qrnic_record_ok(uint64_t off, size_t size, size_t ring_size, uint64_t map_size)
 {
-	return off >= ring_size && !(off & 3) && off + sizeof(uint32_t) <= map_size;
+	return off >= ring_size && !(off & (size - 1)) && off + size <= map_size;
 }
 
-/* The SQ record (ABI 1.11): 8 bytes, 8-byte aligned, after the ring. */
-static bool qrnic_sq_dbrec_ok(uint64_t off, size_t ring_size, uint64_t map_size)
+/* A QP's record (the RQ's producer index, ABI 1.10; the SQ's index and
+ * flag, ABI 1.11) at offset off of its work queue's mapping, or NULL,
+ * logged, when it does not fit there after the ring. */
+static void *qrnic_qp_record(struct ibv_context *context, const struct qrnic_wq *wq,
+			     uint32_t off, size_t size, const char *which, uint32_t qpn)
 {
-	return off >= ring_size && !(off & 7) && off + sizeof(struct qrnic_sq_dbrec) <= map_size;
+	if (qrnic_record_ok(off, size, (size_t)wq->depth << wq->wqe_shift, wq->map_size))
+		return wq->ring + off;
+	verbs_err(verbs_get_ctx(context), "qrnic: QP %u: %s record offset %u outside its mapping\n",
+		  qpn, which, off);
+	return NULL;
 }
 
 /* ---- CQ ----------------------------------------------------------------- */
@@ -440,7 +447,7 @@ static int qrnic_cq_map(struct ibv_context *context, struct qrnic_cq *cq,
 	cq->ring = cq->map;
 	/* The dbrec follows the ring in the same mapping; without one the
 	 * consumer index reaches the device through CQ doorbells. */
-	if (qrnic_dbrec_ok(r->dbrec_offset, ring_size, r->mmap_size))
+	if (qrnic_record_ok(r->dbrec_offset, sizeof(*cq->dbrec), ring_size, r->mmap_size))
 		cq->dbrec = (qrnic_le32 *)((uint8_t *)cq->map + r->dbrec_offset);
 	else
 		verbs_warn(verbs_get_ctx(context),
@@ -1143,15 +1150,12 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 		goto err_destroy;
 	qp->sq.max_sge = qrnic_sq_max_sge(r->sq_wqe_shift);
 	if (r->sq_dbrec_offset) {
-		if (!qrnic_sq_dbrec_ok(r->sq_dbrec_offset, (size_t)qp->sq.depth << qp->sq.wqe_shift,
-				       qp->sq.map_size)) {
-			verbs_err(verbs_get_ctx(context),
-				  "qrnic: QP %u: SQ record offset %u outside its mapping\n",
-				  r->qpn, r->sq_dbrec_offset);
+		qp->sq_dbrec = qrnic_qp_record(context, &qp->sq, r->sq_dbrec_offset,
+					       sizeof(*qp->sq_dbrec), "SQ", r->qpn);
+		if (!qp->sq_dbrec) {
 			err = EINVAL;
 			goto err_unmap_sq;
 		}
-		qp->sq_dbrec = (struct qrnic_sq_dbrec *)(qp->sq.ring + r->sq_dbrec_offset);
 	}
 
 	if (r->rq_log_depth || r->rq_mmap_size) {
@@ -1164,15 +1168,12 @@ static struct ibv_qp *qrnic_create_qp_common(struct ibv_context *context,
 			goto err_unmap_sq;
 		qp->rq.max_sge = qrnic_rq_max_sge(r->rq_wqe_shift);
 		if (r->rq_dbrec_offset) {
-			if (!qrnic_dbrec_ok(r->rq_dbrec_offset, (size_t)qp->rq.depth << qp->rq.wqe_shift,
-					    qp->rq.map_size)) {
-				verbs_err(verbs_get_ctx(context),
-					  "qrnic: QP %u: RQ record offset %u outside its mapping\n",
-					  r->qpn, r->rq_dbrec_offset);
+			qp->rq_dbrec = qrnic_qp_record(context, &qp->rq, r->rq_dbrec_offset,
+						       sizeof(*qp->rq_dbrec), "RQ", r->qpn);
+			if (!qp->rq_dbrec) {
 				err = EINVAL;
 				goto err_unmap_rq;
 			}
-			qp->rq_dbrec = (qrnic_le32 *)(qp->rq.ring + r->rq_dbrec_offset);
 		}
 	} else if (attr->cap.max_recv_wr && !attr->srq) {
 		verbs_err(verbs_get_ctx(context),
@@ -1995,8 +1996,8 @@ static int qrnic_srq_map(struct ibv_context *context, struct qrnic_srq *srq,
 			   QRNIC_MAX_RECV_WQE_SHIFT, r->mmap_key, r->mmap_size);
 	if (err)
 		return err;
-	if (!qrnic_dbrec_ok(r->dbrec_offset, (size_t)srq->wq.depth << srq->wq.wqe_shift,
-			    r->mmap_size)) {
+	if (!qrnic_record_ok(r->dbrec_offset, sizeof(*srq->dbrec),
+			     (size_t)srq->wq.depth << srq->wq.wqe_shift, r->mmap_size)) {
 		verbs_err(verbs_get_ctx(context), "qrnic: SRQ %u: bad dbrec offset %u\n",
 			  r->srqn, r->dbrec_offset);
 		qrnic_wq_unmap(&srq->wq);
