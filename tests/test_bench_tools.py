@@ -174,6 +174,32 @@ def test_nvmeof_vs_rxe_blocked_time_is_a_range():
     assert m.blocked_us(20.0, 60.0, 18.0, 9.0) == '0.0-53.0 us'    # mostly halted
 
 
+def test_nvmeof_vs_rxe_host_cpu_bound(capsys, monkeypatch):
+    """bench/nvmeof_vs_rxe's ceiling: nvme-loop's host CPU per I/O (its vCPU
+    thread, the best run's) is a floor for the two NVMe-oF guests; on the
+    host's CPUs it allows cpus x 1e6 / floor IOPS, printed against rxe's
+    NVMe-oF IOPS with whether that leaves room for 10x."""
+    import script_module
+    m = script_module.load(os.path.join(REPO, 'bench', 'nvmeof_vs_rxe'))
+    assert m.host_bound(2, 80.0, 2500.0) == (25000.0, 10.0)
+    top, x = m.host_bound(2, 100.0, 2500.0)
+    assert top == 20000.0 and x == 8.0
+    assert m.host_bound(4, 100.0, None) == (40000.0, None)
+    monkeypatch.setattr(m.os, 'cpu_count', lambda: 2)
+    iops = m.FIGURES[0][0]
+    for floor, rxe, verdict in ((100.0, 2500.0, 'below 20000 IOPS = 8.00x rxe\'s: no device can make it 10x'),
+                                (50.0, 2500.0, 'below 40000 IOPS = 16.00x rxe\'s: room for 10x')):
+        m.LOCAL_CPU.clear()
+        m.LOCAL_CPU[('T2', m.LOOP)] = floor
+        m.print_ceiling({'T2': {iops: 12000.0, m.LOOP: 14000.0}, 'T4': {iops: rxe}})
+        out = capsys.readouterr().out
+        assert 'nvme-loop in the qrnic guest: %.1f us of host CPU per I/O' % floor in out, out
+        assert verdict in out, out
+    m.LOCAL_CPU.clear()
+    m.print_ceiling({'T2': {iops: 12000.0}, 'T4': {iops: 2500.0}})
+    assert 'nvme-loop in the qrnic guest' not in capsys.readouterr().out     # no loop row, no bound
+
+
 def test_nvmeof_vs_rxe_guest_profile_bound(capsys):
     """bench/nvmeof_vs_rxe --guest-profile: from the initiator's profile (time
     by owning kernel module) and CPU per I/O it prints the IOPS no driver
