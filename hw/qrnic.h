@@ -54,6 +54,8 @@ struct QrnicState {
      * in progress (qrnic_host_schedule records want_run instead of waking
      * the main loop) */
     bool inline_db;
+    bool rx_inline;     /* rx-inline: a received frame runs the device in the net callback */
+    QemuThread main_thread; /* the main loop's (realize's) thread, for rx-inline */
     bool in_db;
     bool want_run;
     uint64_t inline_runs;   /* QOM "inline-runs": doorbells that ran the device inline */
@@ -62,6 +64,7 @@ struct QrnicState {
         uint64_t unlocked;  /* runs of the model without the BQL (unlocked-run) */
         uint64_t dbq;       /* doorbells queued while a run was in progress */
         uint64_t out_early; /* a run's kept frames sent before its end (list full) */
+        uint64_t rx_inline; /* frames the net callback ran the device for (rx-inline) */
         uint64_t db_kind[5];    /* doorbell writes by register: SQ, RQ, CQ, SRQ, other (BF) */
     } hc;
 
