@@ -3,6 +3,7 @@
 (QRNIC_LINK_RCVBUF, QRNIC_VCPU_NICE, QRNIC_CPU_PLACEMENT, docs/guest.md) and the dgram link
 socket it hands to QEMU; garbage gives a clear error naming the variable."""
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -61,6 +62,54 @@ def test_dgram_link_socket():
     assert plain.open() is None
     assert str(plain) == ('dgram,local.type=inet,local.host=127.0.0.1,local.port=%d,'
                           'remote.type=inet,remote.host=127.0.0.1,remote.port=%d' % (p0, p1))
+
+
+def test_unix_link_ends():
+    """link='unix' (runner.unix_link): the two ends of one unix-domain datagram socketpair,
+    handed to QEMU as local.type=fd; a frame crosses each way whole; a peer that does not read
+    makes the sender wait (EAGAIN, which QEMU's dgram netdev queues on) instead of losing
+    frames; each end goes to one QEMU only."""
+    a, b = runner.unix_link()
+    try:
+        fa, fb = a.open(), b.open()
+        assert str(a) == 'dgram,local.type=fd,local.str=%d' % fa and fa != fb
+        assert a.sock.type == socket.SOCK_DGRAM and a.sock.family == socket.AF_UNIX
+        frame = bytes(range(256)) * 16
+        a.sock.send(frame)
+        assert b.sock.recv(8192) == frame
+        b.sock.send(b'ack')
+        assert a.sock.recv(100) == b'ack'
+        a.sock.setblocking(False)
+        b.sock.setblocking(False)
+        sent = 0
+        while True:
+            try:
+                a.sock.send(frame)
+            except BlockingIOError:
+                break
+            sent += 1
+            assert sent < 1 << 16, 'the sender never had to wait'
+        got = 0
+        while True:
+            try:
+                assert b.sock.recv(8192) == frame
+            except BlockingIOError:
+                break
+            got += 1
+        assert got == sent > 0
+        with pytest.raises(runner.VMError, match='cannot be reopened'):
+            a.open()
+        assert a.sock is not None       # the refused reopen left the open end alone
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize('name,kw', [('T2', dict(link='hub')), ('S4', dict(link='unix')),
+                                     ('T1', dict(link='udp')), ('T2', dict(link='unix', hosts='netns'))])
+def test_link_must_fit_the_topology(name, kw):
+    with pytest.raises(ValueError, match='link'):
+        runner.Topology(name, **kw)
 
 
 def test_cpu_placement_sets():

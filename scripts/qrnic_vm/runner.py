@@ -43,6 +43,8 @@ def star_size(name):
 # in its own network namespace standing in for a host machine: hosts.py, docs/guest.md)
 # or 'netns-vxlan' (the same hosts, the VMs on a tap in a bridge with VXLAN between the hosts)
 HOSTS = ('local', 'netns', 'netns-vxlan')
+# The cables Topology(link=...) knows; T1's default is the first, T2/T3's the second.
+LINKS = ('hub', 'dgram', 'unix')
 # Extra seconds the host waits for an agent reply beyond the command's own timeout.
 REPLY_GRACE = 30
 
@@ -439,7 +441,7 @@ class VM:
         self._lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._lsock.bind(self.agent_sock)
         self._lsock.listen(1)
-        links = [n for _m, n, _mac in self.nics if isinstance(n, DgramNet)]
+        links = [n for _m, n, _mac in self.nics if isinstance(n, (DgramNet, UnixNet))]
         if self.incoming:
             # A migration target uses the very UDP sockets of its source (the runner keeps
             # them open, see below): the peer's frames keep arriving at the same port, and
@@ -452,8 +454,7 @@ class VM:
             make_qcow2_overlay(self.overlay, self.image.rootfs, 'raw')
         for n in links:
             if n.got_rcvbuf is not None:
-                self.log('dgram link %s:%d -> %s:%d, socket receive buffer %d bytes'
-                         % (n.host, n.local, n.remote_host, n.remote, n.got_rcvbuf))
+                self.log(n.describe())
         args = self.qemu_args()
         if self.netns:
             # `ip netns exec` execs QEMU in the same process: self.proc.pid is QEMU's
@@ -979,7 +980,10 @@ class Topology:
                each, on one qrnic-switch (the simulator's switch on UDP ports, a child of the
                runner started first; docs/congestion.md "VM topologies")
     switch_args  star only: extra qrnic-switch arguments (e.g. ['--rate', '200M', '--kmax', '0'])
-    link       T1 only: 'hub' (default, -netdev hubport) or 'dgram' (UDP pair on 127.0.0.1)
+    link       the cable between the qrnic ports.  T1: 'hub' (default, -netdev hubport), 'dgram'
+               (UDP pair on 127.0.0.1) or 'unix'.  T2/T3: 'dgram' (default) or 'unix' (env
+               QRNIC_LINK): a -netdev dgram on each end of a unix-domain datagram socketpair
+               (UnixPair), hosts='local' only.  Star topologies: 'dgram' only.
     mem, smp   per VM (MiB, vCPUs); cpu: QEMU -cpu model (default: QEMU's)
     append     extra kernel command line words (all VMs); env QRNIC_GUEST_APPEND too
     build      run scripts/build-qemu.sh and scripts/guest-image.sh first (cheap when up to date)
@@ -996,7 +1000,7 @@ class Topology:
                bridge with a VXLAN device to the other host (hosts.py).
     """
 
-    def __init__(self, name='T1', link='hub', mem=1024, smp=1, cpu=None, append=(), build=False,
+    def __init__(self, name='T1', link=None, mem=1024, smp=1, cpu=None, append=(), build=False,
                  require_driver=False, progress=True, rundir=None, ips=None, boot_timeout=300,
                  qrnic_props='', image=None, qemu=None, overlay=False, extra_args=(), accel='tcg',
                  hosts=None, switch_args=()):
@@ -1014,6 +1018,14 @@ class Topology:
             raise ValueError("topology %s: its switch runs on 127.0.0.1; hosts=%r is for T1/T2/T3"
                              % (name, hosts))
         self.hosts = hosts
+        if link is None:
+            link = 'hub' if name == 'T1' else (_env_choice('QRNIC_LINK', 'dgram', LINKS[1:]) if not nstar
+                                               else 'dgram')
+        if link not in (LINKS if name == 'T1' else LINKS[1:] if not nstar else ('dgram',)):
+            raise ValueError('topology %s: link %r is not one of its cables (T1: hub, dgram, unix; '
+                             'T2/T3: dgram, unix; star: dgram)' % (name, link))
+        if link == 'unix' and hosts != 'local':
+            raise ValueError("link 'unix' joins QEMUs of one host: hosts=%r needs 'dgram'" % hosts)
         # the namespaces are made by start(), their names and addresses are known now
         if hosts == 'netns-vxlan' and name == 'T1':
             raise ValueError("hosts='netns-vxlan' needs two VMs (T2 or T3)")
@@ -1059,7 +1071,7 @@ class Topology:
                 p0, p1 = free_udp_ports(2)
                 nets = [dgram(p0, p1, 0, 0), dgram(p1, p0, 0, 0)]
             else:
-                raise ValueError('link must be hub or dgram')
+                nets = list(unix_link())
             nics = [('qrnic', nets[0], _mac(0, 0)), ('qrnic', nets[1], _mac(0, 1))]
             self.vms.append(VM('vm0', nics=nics, append=list(append) + ['qrnicvm.ip=' + ','.join(ips[:2])],
                                netns=netns(0), **kw))
@@ -1073,14 +1085,18 @@ class Topology:
                 self.vms.append(VM('vm%d' % i, nics=[('qrnic', _dgram(ports[2 * i], ports[2 * i + 1]), _mac(i, 0))],
                                    append=list(append) + ['qrnicvm.ip=' + ips[i]], **kw))
         else:
-            p0, p1 = free_udp_ports(2)
-            self.vms.append(VM('vm0', nics=[('qrnic', dgram(p0, p1, 0, 1), _mac(0, 0))],
+            if link == 'unix':
+                net0, net1 = unix_link()
+            else:
+                p0, p1 = free_udp_ports(2)
+                net0, net1 = dgram(p0, p1, 0, 1), dgram(p1, p0, 1, 0)
+            self.vms.append(VM('vm0', nics=[('qrnic', net0, _mac(0, 0))],
                                append=list(append) + ['qrnicvm.ip=' + ips[0]], netns=netns(0), **kw))
             if name == 'T2':
-                self.vms.append(VM('vm1', nics=[('qrnic', dgram(p1, p0, 1, 0), _mac(1, 0))],
+                self.vms.append(VM('vm1', nics=[('qrnic', net1, _mac(1, 0))],
                                    append=list(append) + ['qrnicvm.ip=' + ips[1]], netns=netns(1), **kw))
             else:
-                self.vms.append(VM('vm1', nics=[('virtio-net-pci', dgram(p1, p0, 1, 0), _mac(1, 0))],
+                self.vms.append(VM('vm1', nics=[('virtio-net-pci', net1, _mac(1, 0))],
                                    append=list(append) + ['qrnicvm.vnet_ip=' + ips[1], 'qrnicvm.rxe=1'],
                                    netns=netns(1), **kw))
         self._eps = None
@@ -1257,6 +1273,7 @@ def place_cpus(placement, vm_index, cpus):
 
 
 SO_RCVBUFFORCE = getattr(socket, 'SO_RCVBUFFORCE', 33)
+SO_SNDBUFFORCE = getattr(socket, 'SO_SNDBUFFORCE', 32)
 
 
 class DgramNet:
@@ -1287,6 +1304,10 @@ class DgramNet:
         self.sock = s
         return s.fileno()
 
+    def describe(self):
+        return ('dgram link %s:%d -> %s:%d, socket receive buffer %d bytes'
+                % (self.host, self.local, self.remote_host, self.remote, self.got_rcvbuf))
+
     def close(self):
         if self.sock is not None:
             self.sock.close()
@@ -1298,6 +1319,73 @@ class DgramNet:
         return ('dgram,local.type=inet,local.host=%s,local.port=%d,'
                 'remote.type=inet,remote.host=%s,remote.port=%d' % (self.host, self.local, self.remote_host,
                                                                      self.remote))
+
+
+class UnixPair:
+    """A unix-domain datagram socketpair: the two ends of one link='unix' cable.  Made when the
+    first end is opened; each end is handed to one QEMU once (a QEMU that stops takes its end
+    with it: a unix link cannot be re-plugged, unlike a UDP port)."""
+
+    def __init__(self, sndbuf):
+        self.sndbuf = sndbuf
+        self.socks = None
+        self.taken = [False, False]
+
+    def take(self, end):
+        if self.taken[end]:
+            raise VMError('unix link: end %d was handed to a QEMU already (it cannot be reopened)' % end)
+        if self.socks is None:
+            self.socks = list(socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM))
+            for s in self.socks:
+                if self.sndbuf:
+                    # A datagram stays charged to its sender's buffer until the peer reads it;
+                    # when that is full, send() says EAGAIN and QEMU's dgram netdev queues the
+                    # frame and waits for the socket to drain: nothing is dropped.
+                    try:
+                        s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, self.sndbuf)
+                    except OSError:
+                        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.sndbuf)
+        self.taken[end] = True
+        s, self.socks[end] = self.socks[end], None
+        return s
+
+
+class UnixNet:
+    """One end of a link='unix' cable: a -netdev dgram on one end of a unix-domain datagram
+    socketpair (UnixPair) the runner made and hands to QEMU as local.type=fd.  The frames cross
+    the host kernel as on a UDP link, but without its IP and UDP layers, and a full peer makes the
+    sender wait instead of dropping (docs/guest.md, "The cable")."""
+
+    def __init__(self, pair, end):
+        self.pair, self.end = pair, end
+        self.sock = None
+        self.got_rcvbuf = None
+
+    def open(self):
+        s = self.pair.take(self.end)
+        self.close()
+        self.sock = s
+        self.got_rcvbuf = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        return self.sock.fileno()
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def describe(self):
+        return 'unix link end %d, socket send buffer %d bytes' % (self.end, self.got_rcvbuf)
+
+    def __str__(self):
+        if self.sock is None:
+            raise VMError('unix link end %d is not open' % self.end)
+        return 'dgram,local.type=fd,local.str=%d' % self.sock.fileno()
+
+
+def unix_link():
+    """The two ends (UnixNet) of one link='unix' cable."""
+    pair = UnixPair(LINK_RCVBUF)
+    return UnixNet(pair, 0), UnixNet(pair, 1)
 
 
 class TapNet:
