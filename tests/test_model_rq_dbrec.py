@@ -51,6 +51,24 @@ def one_send_lands(conn, src, dst, size, seed, wr_id):
     assert dst.read(0, size) == data
 
 
+def refuse_record_addr(a, field, bads, create=None):
+    """CREATE_QP with each address of bads in its field (rq_dbrec_addr,
+    sq_dbrec_addr): BAD_PARAM naming the field, and nothing created.
+    create: the call that sends the command (default a.create_qp on a new
+    PD and CQ).  Returns the field's offset."""
+    off = q.cmd_offset('create_qp.' + field)
+    if create is None:
+        pd, cq = a.alloc_pd(), a.create_cq(6)
+
+        def create():
+            return a.create_qp(pd, cq, check=False)
+    for bad in bads:
+        a.patch_next_cmd('create_qp.' + field, bad)
+        assert create() is None
+        assert (a.last_status, a.last_cqe()['detail']) == (AQ['BAD_PARAM'], off)
+    return off
+
+
 def to_rts(a, qa, b, qb):
     """Both QPs from RESET to RTS, pointing at each other."""
     qa.to_init(q.ACCESS_ALL)
@@ -282,17 +300,11 @@ def test_create_qp_checks_the_record_address(world):
     a = world.devs[0]
     pd = a.alloc_pd()
     cq = a.create_cq(6)
-    off = q.cmd_offset('create_qp.rq_dbrec_addr')
-    assert off == 8 + 48
     first = a.create_qp(pd, cq)
-    for bad in (0x1002, 0xffff_ffff_ffff_fffe):
-        a.patch_next_cmd('create_qp.rq_dbrec_addr', bad)
-        assert a.create_qp(pd, cq, check=False) is None
-        assert (a.last_status, a.last_cqe()['detail']) == (AQ['BAD_PARAM'], off)
+    assert refuse_record_addr(a, 'rq_dbrec_addr', (0x1002, 0xffff_ffff_ffff_fffe)) == 8 + 48
     srq = a.create_srq(pd)
-    a.patch_next_cmd('create_qp.rq_dbrec_addr', 0x1000)
-    assert a.create_qp(pd, cq, srq=srq, check=False) is None
-    assert (a.last_status, a.last_cqe()['detail']) == (AQ['BAD_PARAM'], off)
+    refuse_record_addr(a, 'rq_dbrec_addr', (0x1000,),
+                       create=lambda: a.create_qp(pd, cq, srq=srq, check=False))
     assert a.create_qp(pd, cq).qpn == first.qpn + 1
     a.check()
 

@@ -18,6 +18,7 @@ import struct
 import pytest
 
 import qrnic_harness as q
+from test_model_rq_dbrec import refuse_record_addr, to_rts
 
 AQ = {n: i for i, n in enumerate(q.AQ_STATUS)}
 
@@ -219,7 +220,6 @@ def test_reset_clears_the_flag_and_the_record_restarts(world):
     for qp in (conn.qa, conn.qb):
         qp.modify(state='RESET')
     assert rec(conn.qa) == (0, 0) and dev_sq_pi(conn.qa) == 0
-    from test_model_rq_dbrec import to_rts
     to_rts(a, conn.qa, b, conn.qb)
     data = src.fill_random(random.Random(4), 0, 5000)
     conn.qa.post_send('RDMA_WRITE', [(src, 0, 5000)], remote=(dst, 0), wr_id=7)
@@ -288,7 +288,6 @@ def test_unreadable_record_is_counted_and_doorbells_still_work(world):
     a.patch_next_cmd('create_qp.sq_dbrec_addr', 0x7fff_0000_0000)
     qa = a.create_qp(pda, cqa)
     qb = b.create_qp(pdb, cqb)
-    from test_model_rq_dbrec import to_rts
     to_rts(a, qa, b, qb)
     src = a.reg_mr(pda, 4096)
     dst = b.reg_mr(pdb, 4096)
@@ -306,12 +305,8 @@ def test_create_qp_checks_the_record_address(world):
     a = world.devs[0]
     pd = a.alloc_pd()
     cq = a.create_cq(6)
-    off = q.cmd_offset('create_qp.sq_dbrec_addr')
     first = a.create_qp(pd, cq)
-    for bad in (0x1004, 0xffff_ffff_ffff_fffd):
-        a.patch_next_cmd('create_qp.sq_dbrec_addr', bad)
-        assert a.create_qp(pd, cq, check=False) is None
-        assert (a.last_status, a.last_cqe()['detail']) == (AQ['BAD_PARAM'], off)
+    refuse_record_addr(a, 'sq_dbrec_addr', (0x1004, 0xffff_ffff_ffff_fffd))
     a.patch_next_cmd('create_qp.sq_dbrec_addr', 0x1000)
     assert a.create_qp(pd, cq).qpn == first.qpn + 1
     a.check()
@@ -321,10 +316,7 @@ def test_xrc_tgt_takes_no_sq_record(world):
     """An XRC TGT QP has no SQ: a record address for it is BAD_PARAM."""
     a = world.devs[0]
     xrcd = a.alloc_xrcd()
-    off = q.cmd_offset('create_qp.sq_dbrec_addr')
-    a.patch_next_cmd('create_qp.sq_dbrec_addr', 0x1000)
-    assert a.create_xrc_tgt(xrcd, check=False) is None
-    assert (a.last_status, a.last_cqe()['detail']) == (AQ['BAD_PARAM'], off)
+    refuse_record_addr(a, 'sq_dbrec_addr', (0x1000,), create=lambda: a.create_xrc_tgt(xrcd, check=False))
     assert a.create_xrc_tgt(xrcd) is not None
 
 
