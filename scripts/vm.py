@@ -14,7 +14,7 @@
 
 Common options: -t T1|T2|T3|S4 (default T1; S3..S16: that many VMs on one
 qrnic-switch, --switch 'ARGS' passes it arguments, e.g. '--rate 200M'),
---qrnic-props 'k=v,...' (every qrnic device), --link hub|dgram|unix, --hosts
+--qrnic-props 'k=v,...' (every qrnic device), --link hub|dgram|unix|shm, --hosts
 local|netns|netns-vxlan (netns: each VM in a network namespace of its own
 standing in for a host machine, linked by veths and a bridge; netns-vxlan: the
 VMs on taps in bridges with VXLAN between the hosts; root; default $QRNIC_HOSTS
@@ -164,9 +164,10 @@ def main(argv=None):
                         help='T1, T2, T3, or S3..S16 (VMs on one qrnic-switch)')
         sp.add_argument('--switch', default='', help="star topologies: qrnic-switch arguments")
         sp.add_argument('--qrnic-props', default='', help='QEMU properties of every qrnic device')
-        sp.add_argument('--link', default=None, choices=('hub', 'dgram', 'unix'),
+        sp.add_argument('--link', default=None, choices=('hub', 'dgram', 'unix', 'shm'),
                         help="the cable: T1 hub (default), dgram or unix; T2/T3 dgram (default; env "
-                             "QRNIC_LINK) or unix (a unix-domain datagram socketpair)")
+                             "QRNIC_LINK), unix (a unix-domain datagram socketpair) or shm (shared-memory "
+                             "rings, an experiment)")
         sp.add_argument('--hosts', default=None, choices=('local', 'netns', 'netns-vxlan'),
                         help="local (default; env QRNIC_HOSTS); netns: each VM's QEMU in a network "
                              "namespace of its own; netns-vxlan: the same, the VMs on taps in bridges "

@@ -106,7 +106,8 @@ def test_unix_link_ends():
 
 
 @pytest.mark.parametrize('name,kw', [('T2', dict(link='hub')), ('S4', dict(link='unix')),
-                                     ('T1', dict(link='udp')), ('T2', dict(link='unix', hosts='netns'))])
+                                     ('T1', dict(link='udp')), ('T1', dict(link='shm')),
+                                     ('T2', dict(link='unix', hosts='netns')), ('T3', dict(link='shm', hosts='netns'))])
 def test_link_must_fit_the_topology(name, kw):
     with pytest.raises(ValueError, match='link'):
         runner.Topology(name, **kw)

@@ -44,7 +44,7 @@ def star_size(name):
 # or 'netns-vxlan' (the same hosts, the VMs on a tap in a bridge with VXLAN between the hosts)
 HOSTS = ('local', 'netns', 'netns-vxlan')
 # The cables Topology(link=...) knows; T1's default is the first, T2/T3's the second.
-LINKS = ('hub', 'dgram', 'unix')
+LINKS = ('hub', 'dgram', 'unix', 'shm')
 # Extra seconds the host waits for an agent reply beyond the command's own timeout.
 REPLY_GRACE = 30
 
@@ -442,6 +442,10 @@ class VM:
         self._lsock.bind(self.agent_sock)
         self._lsock.listen(1)
         links = [n for _m, n, _mac in self.nics if isinstance(n, (DgramNet, UnixNet))]
+        shm = [n for _m, n, _mac in self.nics if isinstance(n, ShmNet)]
+        env = dict(os.environ)
+        for n in shm:
+            env.update(n.env())
         if self.incoming:
             # A migration target uses the very UDP sockets of its source (the runner keeps
             # them open, see below): the peer's frames keep arriving at the same port, and
@@ -450,6 +454,7 @@ class VM:
             fds = [n.sock.fileno() for n in links if n.sock is not None]
         else:
             fds = [fd for fd in (n.open() for n in links) if fd is not None]
+        fds += [fd for n in shm for fd in n.open()]
         if self.overlay and not self.incoming and not os.path.exists(self.overlay):
             make_qcow2_overlay(self.overlay, self.image.rootfs, 'raw')
         for n in links:
@@ -468,7 +473,7 @@ class VM:
         qlog = open(self.qemu_log, 'wb')
         try:
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=qlog, stderr=subprocess.STDOUT,
-                                         start_new_session=True, pass_fds=fds)
+                                         start_new_session=True, pass_fds=fds, env=env)
         finally:
             qlog.close()
             # QEMU has its own copy now; a VM that may migrate keeps the runner's for its twin
@@ -981,9 +986,11 @@ class Topology:
                runner started first; docs/congestion.md "VM topologies")
     switch_args  star only: extra qrnic-switch arguments (e.g. ['--rate', '200M', '--kmax', '0'])
     link       the cable between the qrnic ports.  T1: 'hub' (default, -netdev hubport), 'dgram'
-               (UDP pair on 127.0.0.1) or 'unix'.  T2/T3: 'dgram' (default) or 'unix' (env
-               QRNIC_LINK): a -netdev dgram on each end of a unix-domain datagram socketpair
-               (UnixPair), hosts='local' only.  Star topologies: 'dgram' only.
+               (UDP pair on 127.0.0.1) or 'unix'.  T2/T3: 'dgram' (default), 'unix' or 'shm'
+               (env QRNIC_LINK).  'unix': a -netdev dgram on each end of a unix-domain datagram
+               socketpair (UnixPair); 'shm' (an experiment, ShmWire): shared-memory rings under
+               each QEMU's -netdev dgram (bench/shm_wire.so preloaded); both hosts='local' only.
+               Star topologies: 'dgram' only.
     mem, smp   per VM (MiB, vCPUs); cpu: QEMU -cpu model (default: QEMU's)
     append     extra kernel command line words (all VMs); env QRNIC_GUEST_APPEND too
     build      run scripts/build-qemu.sh and scripts/guest-image.sh first (cheap when up to date)
@@ -1021,10 +1028,10 @@ class Topology:
         if link is None:
             link = 'hub' if name == 'T1' else (_env_choice('QRNIC_LINK', 'dgram', LINKS[1:]) if not nstar
                                                else 'dgram')
-        if link not in (LINKS if name == 'T1' else LINKS[1:] if not nstar else ('dgram',)):
+        if link not in (LINKS[:3] if name == 'T1' else LINKS[1:] if not nstar else ('dgram',)):
             raise ValueError('topology %s: link %r is not one of its cables (T1: hub, dgram, unix; '
-                             'T2/T3: dgram, unix; star: dgram)' % (name, link))
-        if link == 'unix' and hosts != 'local':
+                             'T2/T3: dgram, unix, shm; star: dgram)' % (name, link))
+        if link in ('unix', 'shm') and hosts != 'local':
             raise ValueError("link 'unix' joins QEMUs of one host: hosts=%r needs 'dgram'" % hosts)
         # the namespaces are made by start(), their names and addresses are known now
         if hosts == 'netns-vxlan' and name == 'T1':
@@ -1087,6 +1094,9 @@ class Topology:
         else:
             if link == 'unix':
                 net0, net1 = unix_link()
+            elif link == 'shm':
+                w = ShmWire()
+                net0, net1 = ShmNet(w, 0), ShmNet(w, 1)
             else:
                 p0, p1 = free_udp_ports(2)
                 net0, net1 = dgram(p0, p1, 0, 1), dgram(p1, p0, 1, 0)
@@ -1380,6 +1390,53 @@ class UnixNet:
         if self.sock is None:
             raise VMError('unix link end %d is not open' % self.end)
         return 'dgram,local.type=fd,local.str=%d' % self.sock.fileno()
+
+
+class ShmWire:
+    """link='shm' (an experiment, issue 18): the memory file and the two eventfds of a wire of
+    shared-memory rings that bench/shm_wire.c, preloaded into both QEMUs, puts under their
+    -netdev dgram (docs/storage.md, "A wire in shared memory").  One per cable."""
+
+    SIZE = 32 << 20     # >= sizeof(struct shm) in bench/shm_wire.c (checked there)
+
+    def __init__(self):
+        self.memfd = os.memfd_create('qrnic-shm-wire')
+        os.ftruncate(self.memfd, self.SIZE)
+        self.efd = [os.eventfd(0, os.EFD_NONBLOCK), os.eventfd(0, os.EFD_NONBLOCK)]
+
+    @staticmethod
+    def library():
+        bdir = os.environ.get('QRNIC_BUILD_DIR') or os.path.join(REPO, 'build')
+        so = os.path.join(bdir if os.path.isabs(bdir) else os.path.join(REPO, bdir), 'bench', 'shm_wire.so')
+        if not os.path.exists(so):
+            raise VMError("link 'shm' needs %s (ninja -C build)" % so)
+        return so
+
+
+class ShmNet:
+    """One end of a link='shm' cable: QEMU's -netdev dgram on this end's eventfd, with
+    bench/shm_wire.so preloaded to answer its send() and recv() from the rings."""
+
+    def __init__(self, wire, end):
+        self.wire, self.end = wire, end
+        self.sock = None
+        self.got_rcvbuf = None
+
+    def open(self):
+        w = self.wire
+        return [w.memfd, w.efd[self.end], w.efd[1 - self.end]]
+
+    def env(self):
+        w = self.wire
+        return {'LD_PRELOAD': ShmWire.library(),
+                'QRNIC_SHM_WIRE': '%d,%d,%d,%d,%d' % (w.efd[self.end], w.memfd, w.efd[self.end],
+                                                       w.efd[1 - self.end], self.end)}
+
+    def close(self):
+        pass
+
+    def __str__(self):
+        return 'dgram,local.type=fd,local.str=%d' % self.wire.efd[self.end]
 
 
 def unix_link():

@@ -116,14 +116,16 @@ def ensure_driver(t):
             v.run('[ -d /sys/module/qrnic ] || modprobe qrnic; qrnic-netup >/dev/null', timeout=120)
 
 
-def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_append=None, hosts=None):
+def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_append=None, hosts=None,
+                 link=None):
     """The booted topology NAME (T1/T2/T3); overlay=True: one whose root disks are qcow2
     overlays (savevm/loadvm and migration need them), cached as NAME+overlay; smp: vCPUs
     per VM when a test needs a number other than QRNIC_GUEST_SMP's (cached as NAME+smpN);
     append: kernel command line words for this topology's guests (QRNIC_GUEST_APPEND's
     follow them), vm_append: {VM index: words} for some of them only (cached as
     NAME+append=...); hosts: Topology's hosts ('netns': each VM in a network namespace of
-    its own; cached as NAME+hosts=...; None: $QRNIC_HOSTS or local)."""
+    its own; cached as NAME+hosts=...; None: $QRNIC_HOSTS or local); link: Topology's cable
+    (cached as NAME+link=...; None: the topology's default)."""
     default_smp = int(os.environ.get('QRNIC_GUEST_SMP', '1'))
     smp = default_smp if smp is None else smp
     append = tuple(append)
@@ -131,7 +133,7 @@ def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_appen
     key = name + ('+overlay' if overlay else '') + ('+smp%d' % smp if smp != default_smp else '') + \
         ('+append=' + ' '.join(append) if append else '') + \
         ''.join('+vm%d=%s' % (i, ' '.join(w)) for i, w in sorted(vm_append.items())) + \
-        ('+hosts=' + hosts if hosts else '')
+        ('+hosts=' + hosts if hosts else '') + ('+link=' + link if link else '')
     t = _topos.get(key)
     if t is not None and not _healthy(t):
         print('vmlib: %s is not healthy any more; rebooting it (logs of the old one: %s)' % (name, t.rundir),
@@ -144,7 +146,7 @@ def get_topology(name, config=None, overlay=False, smp=None, append=(), vm_appen
         t = Topology(name, build=os.environ.get('QRNIC_GUEST_NO_BUILD') != '1',
                      smp=smp,
                      mem=int(os.environ.get('QRNIC_GUEST_MEM', '1024')), overlay=overlay,
-                     append=append, hosts=hosts,
+                     append=append, hosts=hosts, link=link,
                      qrnic_props=os.environ.get('QRNIC_GUEST_PROPS', ''))
         for i, words in vm_append.items():
             t.vms[i].append += list(words)
