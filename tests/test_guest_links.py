@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from guest.vmlib import check_pair, client_server, get_topology, next_port, pair  # noqa: F401
+from guest.vmlib import get_topology, pair, rc_pingpong
 from qrnic_vm import PrereqError
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
@@ -45,12 +45,7 @@ def qemu_holds_its_cable(topo):
 def test_rc_pingpong_crosses_the_cable(topo):
     qemu_holds_its_cable(topo)
     s, c = pair(topo)
-    port = next_port()
-    common = '-c -p %d -s %d -n %d' % (port, SIZE, ITERS)
-    srv, cli = client_server(s.vm, 'ibv_rc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
-                             c.vm, 'ibv_rc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip),
-                             port, timeout=300)
-    check_pair(srv, cli)
+    srv, cli = rc_pingpong(s, c, '-c -s %d -n %d' % (SIZE, ITERS))
     for r in (srv, cli):
         assert '%d iters in' % ITERS in r.output, r.output
         assert 'Failed' not in r.output, r.output

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from guest.vmlib import check_pair, client_server, get_topology, guest_dmesg, next_port, pair  # noqa: F401
+from guest.vmlib import get_topology, guest_dmesg, pair, rc_pingpong  # noqa: F401
 from qrnic_vm import PrereqError, hosts as hostsmod
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
@@ -91,12 +91,7 @@ def test_rc_pingpong_crosses_the_veths(topo):
     s, c = pair(topo)
     assert s.vm is topo.vms[0] and c.vm is topo.vms[1]
     before = {(i, hub): h.link_stats(i, hub=hub) for i in (0, 1) for hub in (False, True)}
-    port = next_port()
-    common = '-c -p %d -s %d -n %d' % (port, SIZE, ITERS)
-    srv, cli = client_server(s.vm, 'ibv_rc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
-                             c.vm, 'ibv_rc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip),
-                             port, timeout=300)
-    check_pair(srv, cli)
+    srv, cli = rc_pingpong(s, c, '-c -s %d -n %d' % (SIZE, ITERS))
     for r in (srv, cli):
         assert '%d iters in' % ITERS in r.output, r.output
         assert 'Failed' not in r.output, r.output

@@ -232,6 +232,18 @@ def check_pair(srv, cli):
         pytest.fail('\n'.join(msgs), pytrace=False)
 
 
+def rc_pingpong(s, c, opts, timeout=300):
+    """ibv_rc_pingpong from endpoint c to endpoint s with options opts (-n, -s, -c...) on a
+    fresh port; both must succeed.  Returns (server result, client result)."""
+    port = next_port()
+    common = '-p %d %s' % (port, opts)
+    srv, cli = client_server(s.vm, 'ibv_rc_pingpong -d %s -g %d %s' % (s.ibdev, s.gid, common),
+                             c.vm, 'ibv_rc_pingpong -d %s -g %d %s %s' % (c.ibdev, c.gid, common, s.ip),
+                             port, timeout=timeout)
+    check_pair(srv, cli)
+    return srv, cli
+
+
 def rdma_res(vm, kind):
     """`rdma -j res show KIND` entries that belong to user processes."""
     r = vm.run('rdma -j res show %s' % kind, timeout=30)
