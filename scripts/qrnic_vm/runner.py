@@ -1032,7 +1032,7 @@ class Topology:
             raise ValueError('topology %s: link %r is not one of its cables (T1: hub, dgram, unix; '
                              'T2/T3: dgram, unix, shm; star: dgram)' % (name, link))
         if link in ('unix', 'shm') and hosts != 'local':
-            raise ValueError("link 'unix' joins QEMUs of one host: hosts=%r needs 'dgram'" % hosts)
+            raise ValueError("link %r joins QEMUs of one host: hosts=%r needs 'dgram'" % (link, hosts))
         # the namespaces are made by start(), their names and addresses are known now
         if hosts == 'netns-vxlan' and name == 'T1':
             raise ValueError("hosts='netns-vxlan' needs two VMs (T2 or T3)")
@@ -1153,6 +1153,9 @@ class Topology:
                 print('qrnic_vm: could not delete the namespaces %s' % ', '.join(left), file=sys.stderr, flush=True)
         if self.switch:
             self.switch_final = self.switch.stop()
+        for w in {id(n.wire): n.wire for v in self.vms for _m, n, _mac in v.nics if isinstance(n, ShmNet)}.values():
+            if w.memfd >= 0:
+                w.close()
 
     def switch_stats(self):
         """Star topologies: the switch's counters now (its JSON, docs/congestion.md)."""
@@ -1364,7 +1367,7 @@ class UnixNet:
     """One end of a link='unix' cable: a -netdev dgram on one end of a unix-domain datagram
     socketpair (UnixPair) the runner made and hands to QEMU as local.type=fd.  The frames cross
     the host kernel as on a UDP link, but without its IP and UDP layers, and a full peer makes the
-    sender wait instead of dropping (docs/guest.md, "The cable")."""
+    sender wait instead of dropping (docs/guest.md, "Topologies")."""
 
     def __init__(self, pair, end):
         self.pair, self.end = pair, end
@@ -1404,6 +1407,12 @@ class ShmWire:
         os.ftruncate(self.memfd, self.SIZE)
         self.efd = [os.eventfd(0, os.EFD_NONBLOCK), os.eventfd(0, os.EFD_NONBLOCK)]
 
+    def close(self):
+        """The runner's copies (each QEMU has its own); at Topology.stop()."""
+        for fd in [self.memfd] + self.efd:
+            os.close(fd)
+        self.memfd, self.efd = -1, [-1, -1]
+
     @staticmethod
     def library():
         bdir = os.environ.get('QRNIC_BUILD_DIR') or os.path.join(REPO, 'build')
@@ -1428,7 +1437,8 @@ class ShmNet:
 
     def env(self):
         w = self.wire
-        return {'LD_PRELOAD': ShmWire.library(),
+        pre = os.environ.get('LD_PRELOAD', '')
+        return {'LD_PRELOAD': (pre + ' ' if pre else '') + ShmWire.library(),
                 'QRNIC_SHM_WIRE': '%d,%d,%d,%d,%d' % (w.efd[self.end], w.memfd, w.efd[self.end],
                                                        w.efd[1 - self.end], self.end)}
 
