@@ -212,7 +212,9 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 		errno = EAGAIN;
 		return -1;
 	}
-	flen = r->slot[cons & (SLOTS - 1)].len;
+	/* one load: the other process may change the slot meanwhile, and the
+	 * bound checked must be the length copied */
+	flen = __atomic_load_n(&r->slot[cons & (SLOTS - 1)].len, __ATOMIC_RELAXED);
 	/* skipped, counted: beyond a slot, or empty (recv() returning 0 is
 	 * the end of the connection to QEMU's dgram netdev) */
 	if (!flen || flen > SLOT_BYTES) {
