@@ -1428,10 +1428,9 @@ class ShmNet:
 
     def __init__(self, wire, end):
         self.wire, self.end = wire, end
-        self.sock = None
-        self.got_rcvbuf = None
 
     def open(self):
+        """The fds QEMU inherits (the runner keeps its copies until Topology.stop())."""
         w = self.wire
         return [w.memfd, w.efd[self.end], w.efd[1 - self.end]]
 
@@ -1441,9 +1440,6 @@ class ShmNet:
         return {'LD_PRELOAD': (pre + ' ' if pre else '') + ShmWire.library(),
                 'QRNIC_SHM_WIRE': '%d,%d,%d,%d,%d' % (w.efd[self.end], w.memfd, w.efd[self.end],
                                                        w.efd[1 - self.end], self.end)}
-
-    def close(self):
-        pass
 
     def __str__(self):
         return 'dgram,local.type=fd,local.str=%d' % self.wire.efd[self.end]
