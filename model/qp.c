@@ -491,7 +491,7 @@ bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 
 	if (!qp->valid)
 		return false;
-	qrnic_tm_begin(d, 0);
+	qrnic_tm_begin(d);
 	if (qrnic_timed(d))
 		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
 	if (qp->sq_dbrec)

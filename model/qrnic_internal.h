@@ -1086,8 +1086,11 @@ static inline bool qrnic_timed(const struct qrnic_dev *d)
 {
 	return d->tm_on;	/* set by qrnic_tm_begin only with a timing profile */
 }
-/* Start a data-path step whose work can begin at 'ready' (or now). */
-void qrnic_tm_begin(struct qrnic_dev *d, uint64_t ready);
+/* Start a data-path step, now.  Only a timed step (qrnic_timed) has a
+ * time: an untimed one leaves d->tm_t, tm_wr_vis and tm_cycles as they
+ * were (an earlier step's, never later than now), and only timed code
+ * uses them (a READ's r->tm_issue copies d->tm_t either way). */
+void qrnic_tm_begin(struct qrnic_dev *d);
 void qrnic_tm_end(struct qrnic_dev *d);
 /* Defer a frame (copied) to leave at its modelled departure time. */
 void qrnic_fx_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len);

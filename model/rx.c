@@ -145,7 +145,7 @@ static bool rx_mcast(struct qrnic_dev *d, uint8_t *frame, size_t len, struct qrn
 	qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, 1);
 	qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len);
 	qrnic_trace(d, QRNIC_TR_RX, p->dqpn, p->psn, p->opcode, (uint32_t)len, 0);
-	qrnic_tm_begin(d, 0);
+	qrnic_tm_begin(d);
 	qrnic_mcg_deliver(d, g, p);
 	qrnic_tm_end(d);
 	return true;
@@ -240,7 +240,7 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 	}
 	/* timing: the packet is parsed on a processing unit after its QP
 	 * context is looked up */
-	qrnic_tm_begin(d, 0);
+	qrnic_tm_begin(d);
 	if (qrnic_timed(d)) {
 		qrnic_tm_xlate(d, QRNIC_TM_QPC, qp->qpn);
 		d->tm_t = qrnic_tm_pu(&d->tm, d->tm_t, d->tm.p.resp_pkt_cycles);
