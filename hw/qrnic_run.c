@@ -11,6 +11,7 @@
 #include "qemu/atomic.h"
 #include "qemu/bitops.h"
 #include "qemu/main-loop.h"
+#include "qemu/rcu.h"
 #include "qemu/thread.h"
 #include "qemu/timer.h"
 
@@ -200,9 +201,12 @@ void qrnic_run_unlocked(QrnicState *s, void (*work)(QrnicState *s))
 }
 
 /* The bottom half's work: the queued doorbells and one budget of device
- * work, again while doorbells came in meanwhile (a few rounds at most). */
+ * work, again while doorbells came in meanwhile (a few rounds at most).
+ * In one RCU read-side section: see qrnic_host_dma_write (hw/qrnic.c). */
 void qrnic_bh_work(QrnicState *s)
 {
+    RCU_READ_LOCK_GUARD();
+
     for (int round = 0; round < 4; round++) {
         if (qrnic_dbq_drain(s) == 0 && round > 0) {
             break;
