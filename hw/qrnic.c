@@ -303,7 +303,10 @@ static NetClientInfo qrnic_net_info;
  * (or none), or a NIC without a peer, and no filter is attached anywhere
  * (filter-dump, replay, COLO...), the VM runs and no client's receive is
  * disabled (else QEMU's net queues copy frames without asking).  Then the model's lazy ICRC
- * (qrnic_dev_set_lazy_icrc) may stay unwritten while the frame is sent:
+ * (qrnic_dev_set_lazy_icrc) may stay unwritten while the frame is sent,
+ * and with it the headers, by description (the taker reads the
+ * destination MAC from it, qrnic_frame_buf_dmac, and the packet as
+ * parsed):
  * each qrnic port that reads the bytes -- one not addressed, one whose
  * queue is full (the net queue would keep a copy), one with a capture or
  * fault plan, the model for a snapshot -- has the ICRC computed first
@@ -378,7 +381,9 @@ void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     qrnic_handoff.buf = NULL;
     qrnic_handoff.from = qrnic_handoff.taker = NULL;
     if (taker) {
-        /* the sending model computed its ICRC over these very bytes */
+        /* the sending model built these very bytes (or described them) */
+        taker->hc.taken++;
+        taker->hc.taken_described += qrnic_frame_buf_described(frame);
         qrnic_model_enter(taker);
 
         qrnic_dev_rx_frame_buf_vouched(taker->dev, frame, len);
@@ -899,7 +904,8 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     trace_qrnic_rx(size);
     qrnic_trace_sync(s);
     if (buf == qrnic_handoff.buf && size == qrnic_handoff.len && !qrnic_handoff.taker &&
-        qrnic_handoff.from != s && size >= 6 && !memcmp(buf, s->conf.macaddr.a, 6)) {
+        qrnic_handoff.from != s && size >= 6 &&
+        !memcmp(qrnic_frame_buf_dmac(buf), s->conf.macaddr.a, 6)) {   /* maybe unbuilt */
         trace_qrnic_rx_handoff(size);
         if (s->pcap) {
             qrnic_handoff_fill(buf);
@@ -1713,7 +1719,9 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "db-batched", &batched, errp) &&
          visit_type_uint64(v, "rq-db-quiet", &rq_quiet, errp) &&
          visit_type_uint64(v, "sq-rec-taken", &sq_rec, errp) &&
-         visit_type_uint64(v, "rx-inline", &s->hc.rx_inline, errp);
+         visit_type_uint64(v, "rx-inline", &s->hc.rx_inline, errp) &&
+         visit_type_uint64(v, "taken", &s->hc.taken, errp) &&
+         visit_type_uint64(v, "taken-described", &s->hc.taken_described, errp);
     memcpy(dbk, s->hc.db_kind, sizeof(dbk));
     for (size_t i = 0; ok && i < ARRAY_SIZE(dbk); i++) {
         ok = visit_type_uint64(v, dbk_name[i], &dbk[i], errp);

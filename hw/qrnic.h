@@ -65,6 +65,8 @@ struct QrnicState {
         uint64_t dbq;       /* doorbells queued while a run was in progress */
         uint64_t out_early; /* a run's kept frames sent before its end (list full) */
         uint64_t rx_inline; /* frames the net callback ran the device for (rx-inline) */
+        uint64_t taken;     /* frames taken from a qrnic port of this QEMU (the hand-over) */
+        uint64_t taken_described;   /* of them, headers by description (not built) */
         uint64_t db_kind[5];    /* doorbell writes by register: SQ, RQ, CQ, SRQ, other (BF) */
     } hc;
 

@@ -184,6 +184,13 @@ const struct qrnic_pkt *qrnic_frame_buf_pkt(const uint8_t *buf)
 	return h->has_pkt ? &h->pkt : NULL;
 }
 
+const uint8_t *qrnic_frame_buf_dmac(const uint8_t *buf)
+{
+	const struct fb_hdr *h = fb_hdr_of(buf);
+
+	return h->has_pkt ? h->pkt.dmac : buf;
+}
+
 void qrnic_frame_buf_fill_headers(uint8_t *buf)
 {
 	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;

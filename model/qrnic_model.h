@@ -106,8 +106,8 @@ struct qrnic_host_ops {
 	 * thread frees or fills the buffer, possibly after the device is gone
 	 * (hence no opaque).  With it, a device with a lazy ICRC
 	 * (qrnic_dev_set_lazy_icrc) sends IPv4 payloads by reference too
-	 * (headers as bytes, the ICRC left to qrnic_frame_buf_fill); without
-	 * it only on a trusted wire. */
+	 * (headers by description, the ICRC left to qrnic_frame_buf_fill);
+	 * without it only on a trusted wire. */
 	void (*dma_unmap)(const void *ptr, size_t len);
 	/* Optional (may be NULL): a frame the port delivered to itself
 	 * instead of putting it on the wire (local loopback: its destination
@@ -149,6 +149,9 @@ void qrnic_frame_buf_fill_headers(uint8_t *buf);
 bool qrnic_frame_buf_icrc_pending(const uint8_t *buf);
 /* Whether a frame buffer's headers are by description (not yet built). */
 bool qrnic_frame_buf_described(const uint8_t *buf);
+/* A frame buffer's destination MAC (6 bytes) without building it: its
+ * description's, else its first bytes (len >= 6). */
+const uint8_t *qrnic_frame_buf_dmac(const uint8_t *buf);
 
 /*
  * Device configuration.  Every field is a parameter of the table in
@@ -379,7 +382,12 @@ void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
  * -- the same bytes -- for whoever reads them (a capture, a fault plan, a
  * snapshot, a receiver that checks it, a netdev).  A receiving device
  * the host vouches for (qrnic_dev_rx_frame_buf_vouched) never needs it:
- * one CRC pass over each frame fewer.  Off by default; not reset. */
+ * one CRC pass over each frame fewer.  With ops->dma_unmap, such a frame
+ * whose payload goes by reference (ops->dma_map), or that has none, also
+ * leaves with its headers by description (qrnic_frame_buf_described; the
+ * destination MAC without a build: qrnic_frame_buf_dmac), which the fill
+ * builds first; a receiving device takes the description as parsed.
+ * Off by default; not reset. */
 void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
 
 /*

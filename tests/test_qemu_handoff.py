@@ -78,6 +78,50 @@ def test_back_to_back_frames_are_handed_over(qemu_binary, tmp_path):  # noqa: F8
         w.close()
 
 
+def _taken(d):
+    c = d.qom_counters('host-calls')
+    return c['taken'], c['taken-described']
+
+
+def test_handed_over_frames_go_with_headers_by_description(qemu_binary, tmp_path):  # noqa: F811
+    """Between two qrnic ports on a hub of their own, a frame whose payload
+    goes by reference (an RC WRITE from one MR) and an ACK leave with
+    their headers by description, not built: the taker takes the packet
+    as parsing would give it (QOM host-calls taken-described).  The bytes
+    land (scenarios check them) and a capture on the sender, which reads
+    every frame it sends and receives, has them built: then none is
+    described, and the capture's frames are whole."""
+    for pcap in (None, tmp_path / 'a.pcap'):
+        w = World.single(qemu_binary, 2, name='described',
+                         dev_opts=[f'pcap={pcap}' if pcap else '', ''])
+        try:
+            a, b = w.devs
+            conn = h.connect_rc(a, b, mtu=1024)
+            la, rb = scenarios.mrs(conn)
+            (bt0, bd0), (at0, ad0) = _taken(b), _taken(a)
+            scenarios.rdma_write(conn, la, rb, random.Random(14), n=12000, sges=1)
+            w.settle()
+            (bt, bd), (at, ad) = _taken(b), _taken(a)
+            assert bt - bt0 >= 12000 // 1024 and at - at0 > 0, (bt0, bt, at0, at)
+            if pcap:    # the capture built every frame a sent and took
+                assert bd == bd0 and ad == ad0, (bd0, bd, ad0, ad)
+            else:       # every ACK, and every WRITE frame but those whose
+                # payload spans two pages of the MR (not contiguous in host
+                # memory maybe: then it is copied into the frame and built)
+                ps = 1 << la.page_shift
+                spans = sum(1 for k in range(0, 12000, 1024)
+                            if (la.iova + k) // ps != (la.iova + min(k + 1024, 12000) - 1) // ps)
+                assert bt - bt0 - spans <= bd - bd0 <= bt - bt0, (bd0, bd, bt0, bt, spans)
+                assert ad - ad0 == at - at0, (ad0, ad, at0, at)
+            assert b.query_stats()['rx_drop_icrc'] == 0 and w.alive()
+        finally:
+            w.close()
+    from test_qemu_pcap import is_roce, read_pcap
+    frames = [f for _, f in read_pcap(pcap) if is_roce(f)]
+    _assert_icrcs(frames, "a's capture")
+    assert len([f for f in frames if len(f) > 1000]) >= 12000 // 1024
+
+
 def test_three_port_hub_other_port_gets_a_copy(qemu_binary, tmp_path):  # noqa: F811
     w, log = _world(qemu_binary, tmp_path, 3, 'handoff3')
     try:
