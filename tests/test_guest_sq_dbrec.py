@@ -114,6 +114,18 @@ def test_nvmeof_kernel_qps_skip_doorbells_through_the_record(topo, guest_dmesg):
     assert on['skipped'] + on['rung'] > 1000, on      # every post of the run counted
 
 
+def perftest_pair(s, c, tool, args, timeout):
+    """tool with args between server endpoint s and client endpoint c
+    on a fresh port, both checked; (the client's result row, client)."""
+    port = next_port()
+    common = '-p %d %s' % (port, args)
+    srv, cli = client_server(s.vm, '%s -d %s -x %d %s' % (tool, s.ibdev, s.gid, common),
+                             c.vm, '%s -d %s -x %d %s %s' % (tool, c.ibdev, c.gid, common, s.ip),
+                             port, timeout=timeout)
+    check_pair(srv, cli)
+    return perftest_table(cli.output), cli
+
+
 def test_user_qps_post_through_the_record(topo):
     """ib_write_bw (the provider's post_send) across the wire: with records
     the device takes SQ indexes from them (QOM sq-rec-taken grows by more
@@ -128,13 +140,7 @@ def test_user_qps_post_through_the_record(topo):
             for vm in vms:
                 set_module_param(vm, 'sq_dbrec', on)    # read at QP creation
             q0, h0 = sum(sq_dbrec_stats(vm)['qps'] for vm in vms), sum(host_calls(vm)['sq-rec-taken'] for vm in vms)
-            port = next_port()
-            common = '-p %d -s 4096 -n 5000 -F' % port
-            srv, cli = client_server(s.vm, 'ib_write_bw -d %s -x %d %s' % (s.ibdev, s.gid, common),
-                                     c.vm, 'ib_write_bw -d %s -x %d %s %s' % (c.ibdev, c.gid, common, s.ip),
-                                     port, timeout=300)
-            check_pair(srv, cli)
-            row = perftest_table(cli.output)
+            row, cli = perftest_pair(s, c, 'ib_write_bw', '-s 4096 -n 5000 -F', 300)
             assert row and int(row['#iterations']) == 5000, cli.output
             got[on] = {'qps': sum(sq_dbrec_stats(vm)['qps'] for vm in vms) - q0,
                        'taken': sum(host_calls(vm)['sq-rec-taken'] for vm in vms) - h0,
@@ -160,13 +166,7 @@ def test_user_read_lat_never_loses_a_post(topo):
     s, c = topo.pair(refresh=True)
     h0 = sum(host_calls(vm)['sq-rec-taken'] for vm in (s.vm, c.vm))
     for i in range(12):
-        port = next_port()
-        common = '-p %d -D 3 -o 16 -F' % port
-        srv, cli = client_server(s.vm, 'ib_read_lat -d %s -x %d %s' % (s.ibdev, s.gid, common),
-                                 c.vm, 'ib_read_lat -d %s -x %d %s %s' % (c.ibdev, c.gid, common, s.ip),
-                                 port, timeout=90)
-        check_pair(srv, cli)
-        row = perftest_table(cli.output)
+        row, cli = perftest_pair(s, c, 'ib_read_lat', '-D 3 -o 16 -F', 90)
         assert row, (i, cli.output)
     taken = sum(host_calls(vm)['sq-rec-taken'] for vm in (s.vm, c.vm)) - h0
     print('\nib_read_lat x 12: %d posts taken from SQ records' % taken)
