@@ -116,8 +116,7 @@ def test_handed_over_frames_go_with_headers_by_description(qemu_binary, tmp_path
             assert b.query_stats()['rx_drop_icrc'] == 0 and w.alive()
         finally:
             w.close()
-    from test_qemu_pcap import is_roce, read_pcap
-    frames = [f for _, f in read_pcap(pcap) if is_roce(f)]
+    frames = _pcap_roce(pcap)
     _assert_icrcs(frames, "a's capture")
     assert len([f for f in frames if len(f) > 1000]) >= 12000 // 1024
 
