@@ -95,7 +95,7 @@ static int qrnic_host_dma_write(void *opaque, uint64_t addr, const void *buf, si
 /*
  * The payload of a frame by reference (issue 23, docs/timing.md 5.6): for a
  * frame that only qrnic ports of this QEMU read (the lazy ICRC's condition,
- * qrnic_net_only_qrnic; every other reader fills the frame first), the
+ * qrnic_net_walk; every other reader fills the frame first), the
  * sending model maps the guest memory of the payload instead of copying it
  * into the frame, and the port that takes the frame copies it from there
  * into its own guest memory: one copy per payload instead of two.  Only
@@ -256,19 +256,6 @@ void qrnic_capture_frame_to(QrnicState *s, const uint8_t *frame, size_t len)
     }
 }
 
-void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
-{
-    QrnicState *s = opaque;
-
-    if (s->defer) {
-        qrnic_defer_copy(s, QRNIC_OUT_TX, frame, len);
-        return;
-    }
-    trace_qrnic_tx(len);
-    qrnic_capture_frame(s, frame, len);
-    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
-}
-
 /*
  * Frames between qrnic ports of one QEMU without a copy (issue 23).  The
  * model builds each frame in a frame buffer (qrnic_frame_buf_alloc) and
@@ -296,52 +283,7 @@ static struct {
 } qrnic_handoff;
 
 static NetClientInfo qrnic_net_info;
-
-/*
- * Whether only qrnic ports of this process can read a frame a qrnic port
- * sends: every net client is a qrnic port, a hub port whose peer is one
- * (or none), or a NIC without a peer, and no filter is attached anywhere
- * (filter-dump, replay, COLO...), the VM runs and no client's receive is
- * disabled (else QEMU's net queues copy frames without asking).  Then the model's lazy ICRC
- * (qrnic_dev_set_lazy_icrc) may stay unwritten while the frame is sent,
- * and with it the headers, by description (the taker reads the
- * destination MAC from it, qrnic_frame_buf_dmac, and the packet as
- * parsed):
- * each qrnic port that reads the bytes -- one not addressed, one whose
- * queue is full (the net queue would keep a copy), one with a capture or
- * fault plan, the model for a snapshot -- has the ICRC computed first
- * (qrnic_frame_buf_fill), and a taker (the hand-over) never reads it.
- * Asked at every send (a few clients to walk: netdevs and filters may be
- * added at any time); deleted netdevs still peered with a NIC are not on
- * the list, hence "a NIC other than qrnic has no peer".
- */
-static bool qrnic_net_only_qrnic(QrnicState *s)
-{
-    NetClientState *ncs[16] QRNIC_NOINIT;       /* the first n are set */
-    int n = qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER__MAX, ARRAY_SIZE(ncs));
-
-    /* a stopped VM's net queues keep a copy of every frame (as does the
-     * queue of a client whose receive is disabled) without asking */
-    if (n > (int)ARRAY_SIZE(ncs) || !runstate_is_running()) {
-        return false;
-    }
-    for (int i = 0; i < n; i++) {
-        NetClientState *nc = ncs[i], *peer = nc->peer;
-
-        if (!QTAILQ_EMPTY(&nc->filters) || nc->receive_disabled) {
-            return false;
-        }
-        if (nc->info == &qrnic_net_info) {
-            continue;
-        }
-        if (nc->info->type == NET_CLIENT_DRIVER_NIC ? peer != NULL :
-            nc->info->type != NET_CLIENT_DRIVER_HUBPORT ||
-            (peer && peer->info != &qrnic_net_info)) {
-            return false;
-        }
-    }
-    return true;
-}
+static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t size);
 
 /* A qrnic port is about to read (or a net queue to copy) the frame being
  * handed over: its ICRC, if still unwritten, is computed now. */
@@ -352,23 +294,152 @@ static void qrnic_handoff_fill(const uint8_t *buf)
     }
 }
 
+/*
+ * One walk of QEMU's net clients for each frame a qrnic port sends at the
+ * top (not from inside a receive): netdevs and filters may be added at any
+ * time, and there are a few to walk.  It answers two questions.
+ *
+ * Whether only qrnic ports of this process can read the frame
+ * (*only_qrnic): every net client is a qrnic port, a hub port whose peer
+ * is one (or none), or a NIC without a peer, and no filter is attached
+ * anywhere (filter-dump, replay, COLO...), the VM runs and no client's
+ * receive is disabled (else QEMU's net queues copy frames without
+ * asking).  Then the model's lazy ICRC (qrnic_dev_set_lazy_icrc) may stay
+ * unwritten while the frame is sent, and with it the headers, by
+ * description (the taker reads the destination MAC from it,
+ * qrnic_frame_buf_dmac, and the packet as parsed): each qrnic port that
+ * reads the bytes -- one not addressed, one whose queue is full (the net
+ * queue would keep a copy), one with a capture or fault plan, the model
+ * for a snapshot -- has the ICRC computed first (qrnic_frame_buf_fill),
+ * and a taker (the hand-over) never reads it.  Deleted netdevs still
+ * peered with a NIC are not on the list, hence "a NIC other than qrnic
+ * has no peer".
+ *
+ * The hub's shortcut (the return value, issue 23).  On a hub of exactly
+ * two ports, each the netdev of a qrnic port (T1: -netdev
+ * hubport,hubid=0 twice), with no filter on any net client, every link on
+ * the way up and the VM running, what one port sends only the other can
+ * receive, and QEMU's net layer passes it straight through:
+ * qemu_send_packet, the sender's hub port's queue, the hub, the other hub
+ * port, the receiver's queue, its receive (qrnic_nc_receive).  Those
+ * queues keep a frame only when the receiver cannot take it, and the
+ * receiver then pauses (rx_paused, set by qrnic_nc_can_receive and
+ * qrnic_nc_receive; cleared by qrnic_rx_resume, which flushes both queues
+ * through the hub; QEMU's resume of a stopped VM flushes them too).  So
+ * while the receiver is not paused and can take a frame now, the frame
+ * goes straight to qrnic_nc_receive -- the call the net layer would make,
+ * in the same order -- and the net layer's hops are skipped (qrnic_send;
+ * host-calls "shortcut").  The hub of a port is net_hub_id_for_client's
+ * (include/net/net.h); QEMU lists a hub's ports for nobody else, hence
+ * the walk.
+ */
+static NetClientState *qrnic_net_walk(QrnicState *s, bool *only_qrnic)
+{
+    NetClientState *ncs[16] QRNIC_NOINIT;       /* the first n are set */
+    int n = qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER__MAX, ARRAY_SIZE(ncs));
+    NetClientState *me = qemu_get_queue(s->nic), *port = me->peer, *other = NULL;
+    bool only = true;
+    int hub = -1, ports = 0, id;
+
+    /* a stopped VM's net queues keep a copy of every frame (as does the
+     * queue of a client whose receive is disabled) without asking */
+    if (n > (int)ARRAY_SIZE(ncs) || !runstate_is_running()) {
+        *only_qrnic = false;
+        return NULL;
+    }
+    if (port && port->info->type == NET_CLIENT_DRIVER_HUBPORT && !me->link_down &&
+        !port->link_down && !port->receive_disabled && net_hub_id_for_client(port, &id) == 0) {
+        hub = id;
+    }
+    for (int i = 0; i < n; i++) {
+        NetClientState *nc = ncs[i], *peer = nc->peer;
+
+        if (!QTAILQ_EMPTY(&nc->filters)) {
+            *only_qrnic = false;
+            return NULL;
+        }
+        if (nc->receive_disabled) {
+            only = false;
+        }
+        if (hub >= 0 && nc->info->type == NET_CLIENT_DRIVER_HUBPORT &&
+            net_hub_id_for_client(nc, &id) == 0 && id == hub) {
+            ports++;
+            if (nc != port) {
+                other = nc;
+            }
+        }
+        if (nc->info == &qrnic_net_info) {
+            continue;
+        }
+        if (nc->info->type == NET_CLIENT_DRIVER_NIC ? peer != NULL :
+            nc->info->type != NET_CLIENT_DRIVER_HUBPORT ||
+            (peer && peer->info != &qrnic_net_info)) {
+            only = false;
+        }
+    }
+    *only_qrnic = only;
+    if (ports == 2 && other && other->peer && other->peer->info == &qrnic_net_info &&
+        !other->link_down && !other->peer->link_down && !other->peer->receive_disabled) {
+        return other->peer;
+    }
+    return NULL;
+}
+
+/* Send a frame: by the hub's shortcut to `to` (qrnic_net_walk's) if that
+ * port can take it now, else through the net layer. */
+static void qrnic_send(QrnicState *s, const uint8_t *frame, size_t len, NetClientState *to)
+{
+    trace_qrnic_tx(len);
+    qrnic_capture_frame(s, frame, len);
+    if (to) {
+        QrnicState *r = qemu_get_nic_opaque(to);
+
+        if (!r->rx_paused && !qrnic_run_busy(r) && !qrnic_dev_rx_full(r->dev)) {
+            s->hc.shortcut++;
+            qrnic_nc_receive(to, frame, len);
+            return;
+        }
+    }
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
+{
+    QrnicState *s = opaque;
+    NetClientState *to = NULL;
+    bool only_qrnic;
+
+    if (s->defer) {
+        qrnic_defer_copy(s, QRNIC_OUT_TX, frame, len);
+        return;
+    }
+    if (!qrnic_handoff.receiving && !qrnic_handoff.buf) {
+        to = qrnic_net_walk(s, &only_qrnic);
+    }
+    qrnic_send(s, frame, len, to);
+}
+
 void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
     QrnicState *taker;
+    NetClientState *to = NULL;
+    bool top = !qrnic_handoff.buf && !qrnic_handoff.receiving, only_qrnic = false;
 
     if (s->defer) {
         qrnic_defer(s, QRNIC_OUT_TX_BUF, frame, len);
         return;
     }
+    if (top) {
+        to = qrnic_net_walk(s, &only_qrnic);
+    }
     /* bytes, whatever the model built, unless only qrnic ports read them
      * (they fill it themselves when they do); the capture reads it now */
-    if (qrnic_handoff.buf || qrnic_handoff.receiving || s->pcap ||
-        !qrnic_frame_buf_icrc_pending(frame) || !qrnic_net_only_qrnic(s)) {
+    if (!top || s->pcap || !qrnic_frame_buf_icrc_pending(frame) || !only_qrnic) {
         qrnic_frame_buf_fill(frame);
     }
     if (qrnic_handoff.buf) {            /* a send inside a send: just copy */
-        qrnic_host_tx(s, frame, len);
+        qrnic_send(s, frame, len, NULL);
         qrnic_frame_buf_free(frame);
         return;
     }
@@ -376,7 +447,7 @@ void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     qrnic_handoff.len = len;
     qrnic_handoff.from = s;
     qrnic_handoff.taker = NULL;
-    qrnic_host_tx(s, frame, len);
+    qrnic_send(s, frame, len, to);
     taker = qrnic_handoff.taker;
     qrnic_handoff.buf = NULL;
     qrnic_handoff.from = qrnic_handoff.taker = NULL;
@@ -1721,7 +1792,8 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "sq-rec-taken", &sq_rec, errp) &&
          visit_type_uint64(v, "rx-inline", &s->hc.rx_inline, errp) &&
          visit_type_uint64(v, "taken", &s->hc.taken, errp) &&
-         visit_type_uint64(v, "taken-described", &s->hc.taken_described, errp);
+         visit_type_uint64(v, "taken-described", &s->hc.taken_described, errp) &&
+         visit_type_uint64(v, "shortcut", &s->hc.shortcut, errp);
     memcpy(dbk, s->hc.db_kind, sizeof(dbk));
     for (size_t i = 0; ok && i < ARRAY_SIZE(dbk); i++) {
         ok = visit_type_uint64(v, dbk_name[i], &dbk[i], errp);

@@ -67,6 +67,7 @@ struct QrnicState {
         uint64_t rx_inline; /* frames the net callback ran the device for (rx-inline) */
         uint64_t taken;     /* frames taken from a qrnic port of this QEMU (the hand-over) */
         uint64_t taken_described;   /* of them, headers by description (not built) */
+        uint64_t shortcut;  /* frames sent by the hub's shortcut (qrnic_net_walk) */
         uint64_t db_kind[5];    /* doorbell writes by register: SQ, RQ, CQ, SRQ, other (BF) */
     } hc;
 

@@ -73,6 +73,11 @@ def test_back_to_back_frames_are_handed_over(qemu_binary, tmp_path):  # noqa: F8
         rx, taken = _count(log, 'qrnic_rx'), _count(log, 'qrnic_rx_handoff')
         # every frame between the two ports is RoCE to the peer's MAC: all taken
         assert taken > 0 and taken == rx, (taken, rx)
+        # ... and, on a hub of these two ports only, by the hub's shortcut
+        # (no receive queue filled up here, so all of them)
+        sa, sb = (d.qom_counters('host-calls') for d in (a, b))
+        assert sa['shortcut'] == sb['rx'] > 12000 // 1024 and sb['shortcut'] == sa['rx'] > 0, \
+            (sa, sb)
         assert w.alive()
     finally:
         w.close()
@@ -81,6 +86,38 @@ def test_back_to_back_frames_are_handed_over(qemu_binary, tmp_path):  # noqa: F8
 def _taken(d):
     c = d.qom_counters('host-calls')
     return c['taken'], c['taken-described']
+
+
+def test_hub_shortcut_keeps_the_link_down(qemu_binary, tmp_path):  # noqa: F811
+    """The hub's shortcut (qrnic_net_walk) skips QEMU's net layer only while
+    every link on the way is up: with the receiving port's netdev down
+    (QMP set_link), a WRITE's frames reach nobody -- not the receiving
+    port (host-calls rx), not by the shortcut -- as QEMU's hub drops
+    them; once it is up again the retransmission lands the bytes, by the
+    shortcut."""
+    w = World.single(qemu_binary, 2, name='shortcut-link')
+    try:
+        a, b = w.devs
+        q = a.qemu
+        conn = h.connect_rc(a, b, mtu=1024)
+        la, rb = scenarios.mrs(conn)
+        data = la.fill_random(random.Random(71), 0, 5000)
+        q.qmp('set_link', name='p1', up=False)
+        w.settle()
+        before = [d.qom_counters('host-calls') for d in (a, b)]
+        conn.qa.post_send('RDMA_WRITE', [(la, 0, 5000)], remote=(rb, 0), wr_id=0x71)
+        w.settle()
+        mid = [d.qom_counters('host-calls') for d in (a, b)]
+        assert a.query_stats()['tx_packets'] > 0
+        assert mid[1]['rx'] == before[1]['rx'], 'a frame reached a port whose link is down'
+        assert mid[0]['shortcut'] == before[0]['shortcut'], (before[0], mid[0])
+        q.qmp('set_link', name='p1', up=True)
+        scenarios.expect_success(scenarios.one_cqe(conn.cqa), 'RDMA_WRITE', 0x71, conn.qa.qpn)
+        assert rb.read(0, 5000) == data
+        assert a.qom_counters('host-calls')['shortcut'] > mid[0]['shortcut']
+        assert w.alive()
+    finally:
+        w.close()
 
 
 def test_handed_over_frames_go_with_headers_by_description(qemu_binary, tmp_path):  # noqa: F811
@@ -136,6 +173,8 @@ def test_three_port_hub_other_port_gets_a_copy(qemu_binary, tmp_path):  # noqa: 
         assert taken > 0 and rx >= 2 * taken, (taken, rx)
         c_after = sum(v for k, v in c.query_stats().items() if 'rx' in k)
         assert c_after > c_before, 'the third port saw none of the frames'
+        # a hub of three ports: no shortcut (the third port reads every frame)
+        assert [d.qom_counters('host-calls')['shortcut'] for d in w.devs] == [0, 0, 0]
         # the third port works on the same hub afterwards
         conn2 = h.connect_rc(c, a, mtu=1024)
         lc, ra = scenarios.mrs(conn2)
@@ -227,6 +266,8 @@ def test_lazy_icrc_with_a_filter_dump_on_the_hub(qemu_binary, tmp_path):  # noqa
         scenarios.rdma_write(conn, la, rb, random.Random(51), n=60000, sges=5)
         w.settle()
         assert b.query_stats()['rx_drop_icrc'] == 0
+        # a filter on the way: the net layer, not the hub's shortcut
+        assert [d.qom_counters('host-calls')['shortcut'] for d in w.devs] == [0, 0]
         assert w.alive()
     finally:
         w.close()
