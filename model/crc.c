@@ -500,8 +500,16 @@ __attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
 static inline uint32_t crc_vpclmul_acc(__m512i z1, __m512i z2, __m512i z3, __m512i z4,
 				       const uint8_t *b, size_t n)
 {
-	const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430, 0x011542778a));
-	const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
+	/* each constant in all four lanes; _mm512_set_epi64 rather than
+	 * _mm512_broadcast_i32x4, whose _mm512_undefined_epi32() GCC 12 takes
+	 * for an uninitialized read (-Wuninitialized, in QEMU's build: a
+	 * false positive of the header, but noise in every build log) */
+	const __m512i k2048 = _mm512_set_epi64(0x01322d1430, 0x011542778a, 0x01322d1430,
+					       0x011542778a, 0x01322d1430, 0x011542778a,
+					       0x01322d1430, 0x011542778a);
+	const __m512i k512 = _mm512_set_epi64(0x01c6e41596, 0x0154442bd4, 0x01c6e41596,
+					      0x0154442bd4, 0x01c6e41596, 0x0154442bd4,
+					      0x01c6e41596, 0x0154442bd4);
 
 	while (n >= 256) {	/* four independent accumulators */
 		z1 = fold512(z1, k2048, _mm512_loadu_si512((const void *)(b + 0x00)));
@@ -515,9 +523,12 @@ static inline uint32_t crc_vpclmul_acc(__m512i z1, __m512i z2, __m512i z3, __m51
 	z1 = fold512(z1, k512, z2);
 	z1 = fold512(z1, k512, z3);
 	z1 = fold512(z1, k512, z4);
-	return crc_clmul_lanes(_mm512_castsi512_si128(z1), _mm512_extracti32x4_epi32(z1, 1),
-			       _mm512_extracti32x4_epi32(z1, 2), _mm512_extracti32x4_epi32(z1, 3),
-			       b, n);
+	/* the zero-masked extracts (all four dwords kept): the plain ones,
+	 * _mm512_castsi512_si128 among them, pass _mm512_undefined (above) */
+	return crc_clmul_lanes(_mm512_maskz_extracti32x4_epi32(0xf, z1, 0),
+			       _mm512_maskz_extracti32x4_epi32(0xf, z1, 1),
+			       _mm512_maskz_extracti32x4_epi32(0xf, z1, 2),
+			       _mm512_maskz_extracti32x4_epi32(0xf, z1, 3), b, n);
 }
 
 __attribute__((target("pclmul,sse4.1,avx512f,avx512vl,vpclmulqdq")))
