@@ -385,6 +385,58 @@ static NetClientState *qrnic_net_walk(QrnicState *s, bool *only_qrnic)
     return NULL;
 }
 
+/*
+ * qrnic_net_walk's answer kept through one flush of a run's frames
+ * (qrnic_run_flush: the frames of a run sent in one go under the BQL, no
+ * main-loop iteration between them; the walk per frame was 6 % of T1's
+ * main loop).  Nothing in the walk can change meanwhile -- netdevs,
+ * filters, links and the run state change from the main loop or QMP --
+ * but a client's receive becoming disabled, which only a receive that
+ * refuses a frame does (qemu_deliver_packet_iov); a qrnic port's refusal
+ * pauses it (qrnic_rx_pause), which drops what is kept, and a hub port
+ * never refuses.  (A pause in the middle of a flush needs the receiver's
+ * queue of 1024 frames filled by one sender's run, which sends ~100 in
+ * the qemu tier and T1 today: no test reaches that drop.)  The
+ * receiver's own state is checked per frame (qrnic_send).
+ */
+static struct {
+    QrnicState *hold;           /* the sender whose flush keeps it, or NULL */
+    bool valid;
+    bool only_qrnic;
+    NetClientState *to;
+} qrnic_walk_kept;
+
+void qrnic_net_walk_hold(QrnicState *s)
+{
+    qrnic_walk_kept.hold = s;
+    qrnic_walk_kept.valid = false;
+}
+
+static NetClientState *qrnic_net_walk_kept(QrnicState *s, bool *only_qrnic)
+{
+    NetClientState *to;
+
+    if (qrnic_walk_kept.valid && qrnic_walk_kept.hold == s) {
+        *only_qrnic = qrnic_walk_kept.only_qrnic;
+        return qrnic_walk_kept.to;
+    }
+    to = qrnic_net_walk(s, only_qrnic);
+    if (qrnic_walk_kept.hold == s) {
+        qrnic_walk_kept.valid = true;
+        qrnic_walk_kept.only_qrnic = *only_qrnic;
+        qrnic_walk_kept.to = to;
+    }
+    return to;
+}
+
+/* A port refuses frames for now: QEMU's net queues keep them (and QEMU
+ * disables its receive when it refused one). */
+static void qrnic_rx_pause(QrnicState *s)
+{
+    s->rx_paused = true;
+    qrnic_walk_kept.valid = false;
+}
+
 /* Send a frame: by the hub's shortcut to `to` (qrnic_net_walk's) if that
  * port can take it now, else through the net layer. */
 static void qrnic_send(QrnicState *s, const uint8_t *frame, size_t len, NetClientState *to)
@@ -394,7 +446,8 @@ static void qrnic_send(QrnicState *s, const uint8_t *frame, size_t len, NetClien
     if (to) {
         QrnicState *r = qemu_get_nic_opaque(to);
 
-        if (!r->rx_paused && !qrnic_run_busy(r) && !qrnic_dev_rx_full(r->dev)) {
+        if (!r->rx_paused && !to->receive_disabled && !qrnic_run_busy(r) &&
+            !qrnic_dev_rx_full(r->dev)) {
             s->hc.shortcut++;
             qrnic_nc_receive(to, frame, len);
             return;
@@ -414,7 +467,7 @@ void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
         return;
     }
     if (!qrnic_handoff.receiving && !qrnic_handoff.buf) {
-        to = qrnic_net_walk(s, &only_qrnic);
+        to = qrnic_net_walk_kept(s, &only_qrnic);
     }
     qrnic_send(s, frame, len, to);
 }
@@ -431,7 +484,7 @@ void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
         return;
     }
     if (top) {
-        to = qrnic_net_walk(s, &only_qrnic);
+        to = qrnic_net_walk_kept(s, &only_qrnic);
     }
     /* bytes, whatever the model built, unless only qrnic ports read them
      * (they fill it themselves when they do); the capture reads it now */
@@ -914,13 +967,13 @@ static bool qrnic_nc_can_receive(NetClientState *nc)
     if (qrnic_run_busy(s)) {
         /* a frame from another thread (a vCPU's NIC on the same hub)
          * during a run: the net queue keeps it until the bottom half */
-        s->rx_paused = true;
+        qrnic_rx_pause(s);
         qrnic_bh_kick(s);
         qrnic_handoff_fill(qrnic_handoff.buf);
         return false;
     }
     if (qrnic_dev_rx_full(s->dev)) {
-        s->rx_paused = true;    /* QEMU queues what comes: flush it later */
+        qrnic_rx_pause(s);      /* QEMU queues what comes: flush it later */
         qrnic_handoff_fill(qrnic_handoff.buf);  /* a copy of it, maybe */
         return false;
     }
@@ -961,13 +1014,13 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
 
     s->hc.rx++;
     if (qrnic_run_busy(s)) {    /* as in qrnic_nc_can_receive */
-        s->rx_paused = true;
+        qrnic_rx_pause(s);
         qrnic_bh_kick(s);
         qrnic_handoff_fill(buf);
         return 0;
     }
     if (qrnic_dev_rx_full(s->dev)) {
-        s->rx_paused = true;
+        qrnic_rx_pause(s);
         trace_qrnic_rx_paused(size);
         qrnic_handoff_fill(buf);    /* the net queue keeps a copy */
         return 0;

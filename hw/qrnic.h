@@ -182,6 +182,8 @@ static inline void qrnic_capture_frame(QrnicState *s, const uint8_t *frame, size
 void qrnic_run_init(void);
 bool qrnic_run_wait(QrnicState *s);
 bool qrnic_run_busy(QrnicState *s);
+/* qrnic_net_walk's answer kept for s's frames until the next call (NULL: none) */
+void qrnic_net_walk_hold(QrnicState *s);
 bool qrnic_run_is_mine(void);
 bool qrnic_dbq_push(QrnicState *s, hwaddr addr, uint64_t val, unsigned size);
 unsigned qrnic_dbq_drain(QrnicState *s);

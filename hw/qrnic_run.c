@@ -149,6 +149,7 @@ void qrnic_run_flush(QrnicState *s)
 {
     unsigned nvec = s->cfg.num_vectors;
 
+    qrnic_net_walk_hold(s);
     for (unsigned i = 0; i < s->nout; i++) {
         QrnicOut *o = &s->out[i];
 
@@ -169,6 +170,7 @@ void qrnic_run_flush(QrnicState *s)
         s->cap_ts = 0;
     }
     s->nout = 0;
+    qrnic_net_walk_hold(NULL);
     for (unsigned long v = find_first_bit(s->irq_pending, nvec); v < nvec;
          v = find_next_bit(s->irq_pending, nvec, v + 1)) {
         clear_bit(v, s->irq_pending);
