@@ -378,8 +378,9 @@ static NetClientState *qrnic_net_walk(QrnicState *s, bool *only_qrnic)
         }
     }
     *only_qrnic = only;
+    /* the receiver's receive may be disabled at any frame: qrnic_send asks */
     if (ports == 2 && other && other->peer && other->peer->info == &qrnic_net_info &&
-        !other->link_down && !other->peer->link_down && !other->peer->receive_disabled) {
+        !other->link_down && !other->peer->link_down) {
         return other->peer;
     }
     return NULL;
