@@ -1478,7 +1478,10 @@ static bool qrnic_sq_bf(struct qrnic_context *ctx, struct qrnic_qp *qp, uint32_t
  * the index still in the vCPU's store buffer when the device read it, the
  * flag read before the device cleared it, and no doorbell (an
  * ib_read_lat between two guests hung about once in four runs,
- * docs/interop.md 4.3).
+ * docs/interop.md 4.3).  Written here because rdma-core's
+ * util/udma_barrier.h has none: its barriers order stores to the device
+ * (udma_to_device_barrier, mmio_flush_writes: SFENCE) or loads from it
+ * (udma_from_device_barrier), never a store before a load.
  */
 static inline void qrnic_store_load_fence(void)
 {
