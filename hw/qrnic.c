@@ -449,7 +449,7 @@ static void qrnic_send(QrnicState *s, const uint8_t *frame, size_t len, NetClien
 
         if (!r->rx_paused && !to->receive_disabled && !qrnic_run_busy(r) &&
             !qrnic_dev_rx_full(r->dev)) {
-            s->hc.shortcut++;
+            s->hc.shortcut += qrnic_frame_buf_train_len(frame);
             qrnic_nc_receive(to, frame, len);
             return;
         }
@@ -473,12 +473,42 @@ void qrnic_host_tx(void *opaque, const uint8_t *frame, size_t len)
     qrnic_send(s, frame, len, to);
 }
 
+static void qrnic_host_tx_buf_each(void *opaque, uint8_t *frame, size_t len)
+{
+    qrnic_host_tx_buf(opaque, frame, len);
+}
+
+/*
+ * Whether a train of n packets (qrnic_dev_set_trains) goes whole by the
+ * hub's shortcut to `to`: only qrnic ports can read it, nothing captures
+ * or traces it frame by frame on either side, and the other port takes
+ * it now with room for each of its packets and is the one it is for.
+ * Otherwise it goes as the frames it stands for.
+ */
+static bool qrnic_train_goes_whole(QrnicState *s, const uint8_t *frame, uint32_t n,
+                                   NetClientState *to, bool only_qrnic)
+{
+    QrnicState *r;
+
+    if (!to || !only_qrnic || s->pcap || !qrnic_frame_buf_icrc_pending(frame) ||
+        trace_event_get_state_backends(TRACE_QRNIC_TX) ||
+        trace_event_get_state_backends(TRACE_QRNIC_RX) ||
+        trace_event_get_state_backends(TRACE_QRNIC_RX_HANDOFF)) {
+        return false;
+    }
+    r = qemu_get_nic_opaque(to);
+    return !r->pcap && !r->rx_paused && !to->receive_disabled && !qrnic_run_busy(r) &&
+           qrnic_dev_rx_has_room(r->dev, n) &&
+           !memcmp(qrnic_frame_buf_dmac(frame), r->conf.macaddr.a, 6);
+}
+
 void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
 {
     QrnicState *s = opaque;
     QrnicState *taker;
     NetClientState *to = NULL;
     bool top = !qrnic_handoff.buf && !qrnic_handoff.receiving, only_qrnic = false;
+    uint32_t n = qrnic_frame_buf_train_len(frame);
 
     if (s->defer) {
         qrnic_defer(s, QRNIC_OUT_TX_BUF, frame, len);
@@ -486,6 +516,10 @@ void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     }
     if (top) {
         to = qrnic_net_walk_kept(s, &only_qrnic);
+    }
+    if (n > 1 && (!top || !qrnic_train_goes_whole(s, frame, n, to, only_qrnic))) {
+        qrnic_frame_buf_train_split(frame, qrnic_host_tx_buf_each, s);
+        return;
     }
     /* bytes, whatever the model built, unless only qrnic ports read them
      * (they fill it themselves when they do); the capture reads it now */
@@ -507,8 +541,9 @@ void qrnic_host_tx_buf(void *opaque, uint8_t *frame, size_t len)
     qrnic_handoff.from = qrnic_handoff.taker = NULL;
     if (taker) {
         /* the sending model built these very bytes (or described them) */
-        taker->hc.taken++;
-        taker->hc.taken_described += qrnic_frame_buf_described(frame);
+        taker->hc.taken += n;
+        taker->hc.taken_described += qrnic_frame_buf_described(frame) ? n : 0;
+        taker->hc.train_frames += n > 1 ? n : 0;
         qrnic_model_enter(taker);
 
         qrnic_dev_rx_frame_buf_vouched(taker->dev, frame, len);
@@ -1013,7 +1048,8 @@ static ssize_t qrnic_nc_receive(NetClientState *nc, const uint8_t *buf, size_t s
     QrnicState *s = qemu_get_nic_opaque(nc);
     bool inline_run;
 
-    s->hc.rx++;
+    /* a train (qrnic_host_tx_buf) stands for its frames */
+    s->hc.rx += buf == qrnic_handoff.buf ? qrnic_frame_buf_train_len(buf) : 1;
     if (qrnic_run_busy(s)) {    /* as in qrnic_nc_can_receive */
         qrnic_rx_pause(s);
         qrnic_bh_kick(s);
@@ -1331,6 +1367,7 @@ static void qrnic_realize(PCIDevice *pdev, Error **errp)
     s->trace_on = true;         /* the model's default */
     qrnic_trace_sync(s);
     qrnic_dev_set_lazy_icrc(s->dev, true);  /* qrnic_host_tx_buf fills it */
+    qrnic_dev_set_trains(s->dev, s->trains);    /* qrnic_host_tx_buf splits them */
     /* SQ doorbells that ride on the ACK (qrnic_dev_set_db_batch): under
      * TCG a doorbell that wakes the main loop costs the vCPU that rang it
      * (docs/storage.md "Doorbells that ride on the ACK"); not under qtest
@@ -1579,6 +1616,7 @@ static const Property qrnic_fixed_properties[] = {
     DEFINE_PROP_STRING("pcap", QrnicState, pcap_path),
     DEFINE_PROP_BOOL("inline-doorbell", QrnicState, inline_db, false),
     DEFINE_PROP_BOOL("rx-inline", QrnicState, rx_inline, true),
+    DEFINE_PROP_BOOL("trains", QrnicState, trains, true),
     DEFINE_PROP_ON_OFF_AUTO("unlocked-run", QrnicState, unlocked_prop, ON_OFF_AUTO_AUTO),
     DEFINE_PROP_ON_OFF_AUTO("doorbell-batch", QrnicState, db_batch_prop, ON_OFF_AUTO_AUTO),
     QRNIC_TIMING_PARAMS(QRNIC_TM_PROP)
@@ -1847,7 +1885,8 @@ static void qrnic_get_host_calls(Object *obj, Visitor *v, const char *name, void
          visit_type_uint64(v, "rx-inline", &s->hc.rx_inline, errp) &&
          visit_type_uint64(v, "taken", &s->hc.taken, errp) &&
          visit_type_uint64(v, "taken-described", &s->hc.taken_described, errp) &&
-         visit_type_uint64(v, "shortcut", &s->hc.shortcut, errp);
+         visit_type_uint64(v, "shortcut", &s->hc.shortcut, errp) &&
+         visit_type_uint64(v, "train-frames", &s->hc.train_frames, errp);
     memcpy(dbk, s->hc.db_kind, sizeof(dbk));
     for (size_t i = 0; ok && i < ARRAY_SIZE(dbk); i++) {
         ok = visit_type_uint64(v, dbk_name[i], &dbk[i], errp);

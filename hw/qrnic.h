@@ -55,6 +55,7 @@ struct QrnicState {
      * the main loop) */
     bool inline_db;
     bool rx_inline;     /* rx-inline: a received frame runs the device in the net callback */
+    bool trains;        /* trains: an RC WRITE's packets as one frame buffer between ports */
     QemuThread main_thread; /* the main loop's (realize's) thread, for rx-inline */
     bool in_db;
     bool want_run;
@@ -68,6 +69,7 @@ struct QrnicState {
         uint64_t taken;     /* frames taken from a qrnic port of this QEMU (the hand-over) */
         uint64_t taken_described;   /* of them, headers by description (not built) */
         uint64_t shortcut;  /* frames sent by the hub's shortcut (qrnic_net_walk) */
+        uint64_t train_frames;  /* of the frames taken, those that came in trains */
         uint64_t db_kind[5];    /* doorbell writes by register: SQ, RQ, CQ, SRQ, other (BF) */
     } hc;
 

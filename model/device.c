@@ -121,6 +121,11 @@ void qrnic_dev_set_trusted_wire(struct qrnic_dev *d, bool on)
 	d->trusted_wire = on;
 }
 
+void qrnic_dev_set_trains(struct qrnic_dev *d, bool on)
+{
+	d->trains = on;
+}
+
 void qrnic_dev_set_lazy_icrc(struct qrnic_dev *d, bool on)
 {
 	d->lazy_icrc = on;
@@ -233,6 +238,8 @@ int qrnic_dma_write(struct qrnic_dev *d, uint64_t addr, const void *buf, size_t 
 
 void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 {
+	if (d->train_buf)	/* frames leave in order */
+		qrnic_train_flush(d);
 	if (qrnic_timed(d))
 		qrnic_fx_tx(d, frame, len);
 	else
@@ -241,6 +248,8 @@ void qrnic_tx(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 
 void qrnic_tx_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
+	if (d->train_buf && buf != d->train_buf)	/* frames leave in order */
+		qrnic_train_flush(d);
 	if (qrnic_timed(d))
 		qrnic_fx_tx_buf(d, buf, len);
 	else
@@ -278,10 +287,34 @@ static bool tx_mcast_member(struct qrnic_dev *d, const uint8_t *frame, size_t le
 	       qrnic_gid_is_mcast(p.dgid) && qrnic_mcg_find(d, p.dgid);
 }
 
+static void tx_now_buf_each(void *opaque, uint8_t *buf, size_t len)
+{
+	qrnic_tx_now_buf(opaque, buf, len);
+}
+
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	const struct qrnic_pkt *desc;
+	struct qrnic_train *t = qrnic_frame_buf_train(buf);
 
+	if (t && (!d->ops->tx_frame_buf || !d->link_up || d->fault || d->nmcg ||
+		  tx_loops_back(d, qrnic_frame_buf_dmac(buf)))) {
+		/* a train goes only to the host that takes it: its frames */
+		qrnic_frame_buf_train_split(buf, tx_now_buf_each, d);
+		return;
+	}
+	if (t) {
+		uint64_t bytes = len;
+
+		for (uint32_t i = 1; i < t->n; i++)
+			bytes += qrnic_wire_frame_len(false, i + 1 == t->n ? t->last_opcode
+									 : QRNIC_OP_RC_WRITE_MIDDLE,
+						      t->seg[i].len);
+		qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, t->n);
+		qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, bytes);
+		d->ops->tx_frame_buf(d->opaque, buf, len);
+		return;
+	}
 	if (!d->ops->tx_frame_buf || !d->link_up || d->fault || d->nmcg) {
 		qrnic_frame_buf_fill(buf);
 		qrnic_tx_now(d, buf, len);
@@ -573,6 +606,8 @@ static void reset_state(struct qrnic_dev *d, bool fresh)
 	memset(&d->flushq, 0, sizeof(d->flushq));
 	d->flushing = false;
 	qrnic_rxq_clear(d);
+	qrnic_frame_buf_free(d->train_buf);	/* none outside qrnic_req_step */
+	d->train_buf = NULL;
 	qrnic_events_reset(d);
 	d->in_run = false;
 	d->tm_on = false;
@@ -628,6 +663,7 @@ void qrnic_dev_free(struct qrnic_dev *d)
 	qrnic_rxq_clear(d);
 	qrnic_txref_drop(d, false);
 	qrnic_frame_buf_free(d->txbuf);
+	qrnic_frame_buf_free(d->train_buf);
 	qrnic_events_free(d);
 	qrnic_fault_free(d);
 	if (d->fx) {

@@ -53,6 +53,7 @@ struct fb_hdr {
 	uint32_t cls;
 	bool has_pkt;		/* headers by description (qrnic_frame_buf_set_pkt) */
 	bool icrc_vouched;	/* the host vouches for its ICRC (qrnic_dev_rx_frame_buf_vouched) */
+	bool train;		/* a train of packets (qrnic_frame_buf_train): its data area holds it */
 	uint32_t icrc_len;	/* ICRC not yet computed over this many bytes (0: none pending) */
 	struct qrnic_pkt pkt;
 };
@@ -94,6 +95,7 @@ uint8_t *qrnic_frame_buf_alloc_at(size_t len, size_t aligned_off)
 	h->nmap = 0;
 	h->has_pkt = false;
 	h->icrc_vouched = false;
+	h->train = false;
 	h->icrc_len = 0;
 	return (uint8_t *)h + FB_HDR + (64 - aligned_off % 64) % 64;
 }
@@ -230,6 +232,113 @@ void qrnic_frame_buf_fill(uint8_t *buf)
 	}
 }
 
+/* ---- trains ------------------------------------------------------------------ */
+/* The train of a frame buffer lives in its data area, which a frame by
+ * description with its payload by reference does not use (the fill that
+ * would build its bytes there is never called on a train: it is split
+ * first, qrnic_frame_buf_train_split). */
+_Static_assert(sizeof(struct qrnic_train) + 64 <= QRNIC_MAX_FRAME, "train too big for a frame buffer");
+
+static struct qrnic_train *fb_train(struct fb_hdr *h)
+{
+	return (struct qrnic_train *)((uint8_t *)h + FB_HDR);
+}
+
+struct qrnic_train *qrnic_frame_buf_train(uint8_t *buf)
+{
+	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;
+
+	return h && h->train ? fb_train(h) : NULL;
+}
+
+uint32_t qrnic_frame_buf_train_len(const uint8_t *buf)
+{
+	struct fb_hdr *h = buf ? fb_hdr_of(buf) : NULL;
+
+	return h && h->train ? fb_train(h)->n : 1;
+}
+
+struct qrnic_train *qrnic_frame_buf_train_start(uint8_t *buf)
+{
+	struct fb_hdr *h = fb_hdr_of(buf);
+	struct qrnic_train *t = fb_train(h);
+
+	h->train = true;
+	t->n = 1;
+	t->ackreq = h->pkt.ackreq;
+	t->last_opcode = h->pkt.opcode;
+	t->last_se = h->pkt.se;
+	t->unmap = h->unmap;
+	t->seg[0].src = h->ref;
+	t->seg[0].len = h->ref_len;
+	t->seg[0].nmap = 0;	/* the first packet's are the buffer's own */
+	return t;
+}
+
+void qrnic_frame_buf_train_single(uint8_t *buf)
+{
+	struct fb_hdr *h = fb_hdr_of(buf);
+
+	if (h->train && fb_train(h)->n == 1)
+		h->train = false;	/* its one packet is the buffer's own */
+}
+
+/* Packet i (< t->n) of the train whose first packet is described by p0. */
+void qrnic_train_pkt(const struct qrnic_train *t, const struct qrnic_pkt *p0, uint32_t i,
+		     struct qrnic_pkt *p)
+{
+	*p = *p0;
+	if (!i)
+		return;
+	p->psn = (p0->psn + i) & 0xffffffu;
+	p->opcode = i + 1 == t->n ? t->last_opcode : QRNIC_OP_RC_WRITE_MIDDLE;
+	p->ackreq = (t->ackreq >> i) & 1;
+	p->se = i + 1 == t->n ? t->last_se : false;
+	p->reth_va = 0;
+	p->reth_rkey = 0;
+	p->reth_len = 0;
+}
+
+void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_t *buf, size_t len),
+				 void *opaque)
+{
+	struct fb_hdr *h = fb_hdr_of(buf);
+	struct qrnic_train t = *fb_train(h);	/* the data area is the first frame's again */
+	struct qrnic_pkt p0 = h->pkt;
+	bool vouched = h->icrc_vouched, icrc = h->icrc_len != 0;
+	uint8_t *sub[QRNIC_TRAIN_MAX];
+	size_t len[QRNIC_TRAIN_MAX];
+
+	h->train = false;
+	sub[0] = buf;
+	len[0] = qrnic_wire_frame_len(false, p0.opcode, h->ref_len);
+	for (uint32_t i = 1; i < t.n; i++) {
+		struct qrnic_pkt p;
+		uint32_t off;
+
+		qrnic_train_pkt(&t, &p0, i, &p);
+		off = (uint32_t)qrnic_wire_payload_off(false, p.opcode);
+		len[i] = qrnic_wire_frame_len(false, p.opcode, t.seg[i].len);
+		/* no memory: the packet is lost, as a frame a full queue drops */
+		sub[i] = qrnic_frame_buf_alloc_at(QRNIC_MAX_FRAME, off);
+		if (!sub[i]) {
+			for (uint32_t m = 0; m < t.seg[i].nmap; m++)
+				t.unmap(t.seg[i].map[m].ptr, t.seg[i].map[m].len);
+			continue;
+		}
+		qrnic_frame_buf_set_pkt(sub[i], &p);
+		qrnic_frame_buf_set_ref(sub[i], off, t.seg[i].src, t.seg[i].len);
+		if (t.seg[i].nmap)
+			qrnic_frame_buf_set_maps(sub[i], t.unmap, t.seg[i].map, t.seg[i].nmap);
+		if (icrc)
+			qrnic_frame_buf_set_icrc_pending(sub[i], len[i]);
+		qrnic_frame_buf_set_vouched(sub[i], vouched);
+	}
+	for (uint32_t i = 0; i < t.n; i++)
+		if (sub[i])
+			each(opaque, sub[i], len[i]);
+}
+
 void qrnic_frame_buf_free(uint8_t *buf)
 {
 	struct fb_hdr *h;
@@ -238,6 +347,14 @@ void qrnic_frame_buf_free(uint8_t *buf)
 	if (!buf)
 		return;
 	h = fb_hdr_of(buf);
+	if (h->train) {		/* the packets after the first: their mappings */
+		struct qrnic_train *t = fb_train(h);
+
+		h->train = false;
+		for (uint32_t i = 1; i < t->n; i++)
+			for (uint32_t m = 0; m < t->seg[i].nmap; m++)
+				t->unmap(t->seg[i].map[m].ptr, t->seg[i].map[m].len);
+	}
 	fb_unmap(h);
 	cls = h->cls;
 	if (fb_nfree[cls] >= FB_KEEP) {

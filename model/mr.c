@@ -136,6 +136,21 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint32_t qpn
 		chunk = psz - within;
 		if (chunk > len)
 			chunk = len;
+		if (wbuf && d->xfer_merge) {
+			/* pages whose DMA addresses follow on: one write (a
+			 * train's payload, qrnic_resp_write_train) */
+			if (m->flags & QRNIC_MPT_PHYS) {
+				chunk = len;
+			} else {
+				uint64_t page = (off + chunk) >> m->page_shift;
+
+				while (chunk < len && page < m->npages &&
+				       d->mtt[m->mtt_base + page] == addr + chunk) {
+					chunk += len - chunk < psz ? len - chunk : psz;
+					page++;
+				}
+			}
+		}
 		if (rbuf) {
 			if (qrnic_dma_read(d, addr, rbuf, (size_t)chunk))
 				return QRNIC_VERR_DMA;

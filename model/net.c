@@ -74,6 +74,46 @@ static bool tx_ref_safe(const struct qrnic_pkt *p)
 	return p->opcode < 0x20 || (p->opcode & 0xe0) == QRNIC_OP_XRC;	/* RC: 000x xxxx */
 }
 
+/*
+ * Trains (qrnic_dev_set_trains; struct qrnic_train): the packets of an RC
+ * WRITE message that leave one after the other, each by description with
+ * its payload by reference, go as one frame buffer of up to
+ * QRNIC_TRAIN_MAX packets.  Only untimed (each packet of a timed device
+ * leaves at its own time) and untraced (a record per packet), and only
+ * while the payload goes by reference with a lazy ICRC (tx_lazy_ref).
+ * The train leaves when its message's last packet joins it, when it is
+ * full, before any other frame of the device (qrnic_tx, qrnic_tx_buf) and
+ * at the end of the requester's step (qrnic_req_step): frames leave in the
+ * order they were built, as before.
+ */
+static bool train_starts(const struct qrnic_dev *d, const struct qrnic_pkt *p)
+{
+	return d->trains && tx_lazy_ref(d) && !qrnic_timed(d) && !qrnic_tracing(d) &&
+	       (p->opcode == QRNIC_OP_RC_WRITE_FIRST || p->opcode == QRNIC_OP_RC_WRITE_MIDDLE);
+}
+
+static bool train_joins(struct qrnic_dev *d, const struct qrnic_pkt *p)
+{
+	const struct qrnic_pkt *p0 = qrnic_frame_buf_pkt(d->train_buf);
+	const struct qrnic_train *t = qrnic_frame_buf_train(d->train_buf);
+
+	return (p->opcode == QRNIC_OP_RC_WRITE_MIDDLE || p->opcode == QRNIC_OP_RC_WRITE_LAST) &&
+	       p->dqpn == p0->dqpn && p->psn == ((p0->psn + t->n) & 0xffffffu) &&
+	       p->udp_sport == p0->udp_sport && !memcmp(p->dmac, p0->dmac, 6) &&
+	       !p->ipv6 && !qrnic_timed(d) && !qrnic_tracing(d);
+}
+
+void qrnic_train_flush(struct qrnic_dev *d)
+{
+	uint8_t *buf = d->train_buf;
+
+	d->train_buf = NULL;
+	if (buf) {
+		qrnic_frame_buf_train_single(buf);	/* a train of one is a frame */
+		qrnic_tx_buf(d, buf, d->train_len);
+	}
+}
+
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
 	size_t off = qrnic_wire_payload_off(p->ipv6, p->opcode);
@@ -112,6 +152,24 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 			ref = d->txref.src;
 		else
 			qrnic_txref_drop(d, true);
+	}
+	if (buf == d->txbuf && ref && d->train_buf && train_joins(d, p)) {
+		/* the next packet of the train being built: the buffer stays
+		 * for the next frame, the payload and its mappings go along */
+		struct qrnic_train *t = qrnic_frame_buf_train(d->train_buf);
+		uint32_t i = t->n++;
+
+		t->seg[i].src = ref;
+		t->seg[i].len = paylen;
+		t->seg[i].nmap = d->txref.nmap;
+		memcpy(t->seg[i].map, d->txref.map, d->txref.nmap * sizeof(t->seg[i].map[0]));
+		d->txref.nmap = 0;
+		t->ackreq |= (uint32_t)p->ackreq << i;
+		t->last_opcode = p->opcode;
+		t->last_se = p->se;
+		if (t->n == QRNIC_TRAIN_MAX || p->opcode == QRNIC_OP_RC_WRITE_LAST)
+			qrnic_train_flush(d);
+		return;
 	}
 	/* Headers by description where nothing will read them unless it
 	 * builds them first (qrnic_frame_buf_fill): the packet goes with the
@@ -152,6 +210,8 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		return;
 	}
 	if (buf == d->txbuf) {
+		if (d->train_buf)
+			qrnic_train_flush(d);
 		if (ref) {
 			qrnic_frame_buf_set_ref(buf, (uint32_t)(d->txref.base - buf), ref, paylen);
 			if (d->txref.nmap)	/* the buffer holds the mappings now */
@@ -160,6 +220,12 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 			d->txref.nmap = 0;
 		}
 		d->txbuf = NULL;	/* it leaves with the frame */
+		if (ref && train_starts(d, p)) {
+			qrnic_frame_buf_train_start(buf);
+			d->train_buf = buf;
+			d->train_len = len;
+			return;
+		}
 		qrnic_tx_buf(d, buf, len);
 	} else {
 		qrnic_tx(d, buf, len);

@@ -504,6 +504,11 @@ struct qrnic_dev {
 	bool trace_off;		/* qrnic_dev_set_trace(d, false) */
 	bool trusted_wire;	/* qrnic_dev_set_trusted_wire(d, true) */
 	bool lazy_icrc;		/* qrnic_dev_set_lazy_icrc(d, true) */
+	bool trains;		/* qrnic_dev_set_trains(d, true) */
+	uint8_t *train_buf;	/* the train being built (net.c), or NULL */
+	size_t train_len;	/* ... the length of its first frame */
+	uint32_t rx_skip;	/* packets of a train the responder took whole (rx.c) */
+	bool xfer_merge;	/* mr.c: DMA writes across pages that follow on, as one */
 	bool db_batch;		/* qrnic_dev_set_db_batch(d, true) */
 	uint64_t db_batched;	/* SQ doorbells that waited for the ACK (qrnic_dev_db_batched) */
 	uint64_t rq_db_quiet;	/* RQ doorbells that asked for no run (qrnic_dev_rq_db_quiet) */
@@ -1070,6 +1075,49 @@ bool qrnic_frame_buf_vouched(const uint8_t *buf);
 /* The ICRC of the len-byte IPv4 RoCEv2 frame in buf is left to
  * qrnic_frame_buf_fill (qrnic_dev_set_lazy_icrc). */
 void qrnic_frame_buf_set_icrc_pending(uint8_t *buf, size_t len);
+
+/*
+ * A train: up to QRNIC_TRAIN_MAX packets of one RC WRITE message in one
+ * frame buffer, handed from one qrnic port of a QEMU to another without a
+ * frame per packet (issue 23, docs/timing.md 5.6).  The buffer describes
+ * its first packet as any frame by description does (its pkt, its payload
+ * by reference and the mappings of it); the packets after it differ only
+ * in PSN (consecutive), opcode (WRITE_MIDDLE, the last one MIDDLE or
+ * LAST), AckReq (a bit each), SE (the last one's) and no RETH, and carry
+ * their payloads by reference here.  Anything that would read its bytes
+ * splits it into its frames first (qrnic_frame_buf_train_split).
+ */
+#define QRNIC_TRAIN_MAX	16
+struct qrnic_train {
+	uint32_t n;			/* packets, 1..QRNIC_TRAIN_MAX */
+	uint32_t ackreq;		/* bit i: packet i asks for an ACK */
+	uint8_t last_opcode;
+	bool last_se;
+	void (*unmap)(const void *ptr, size_t len);
+	struct {
+		const uint8_t *src;	/* its payload, len bytes */
+		uint32_t len;
+		uint32_t nmap;		/* seg[0]: 0, the buffer holds them */
+		struct qrnic_ref_map map[QRNIC_REF_MAPS];
+	} seg[QRNIC_TRAIN_MAX];
+};
+/* The train a frame buffer carries, or NULL. */
+struct qrnic_train *qrnic_frame_buf_train(uint8_t *buf);
+/* Make buf (by description, its payload by reference) a train of its one packet. */
+struct qrnic_train *qrnic_frame_buf_train_start(uint8_t *buf);
+/* A train of one packet becomes the plain frame it is. */
+void qrnic_frame_buf_train_single(uint8_t *buf);
+/* Packet i of train t, whose first packet is p0. */
+void qrnic_train_pkt(const struct qrnic_train *t, const struct qrnic_pkt *p0, uint32_t i,
+		     struct qrnic_pkt *p);
+
+/* How many packets of train t (first packet p0, as received) the
+ * responder takes whole: 0..t->n, those before the first it would not
+ * take as it takes them one by one (responder.c). */
+uint32_t qrnic_resp_write_train(struct qrnic_dev *d, struct qrnic_qp *qp,
+				const struct qrnic_pkt *p0, const struct qrnic_train *t);
+/* Send the train being built, if any (net.c). */
+void qrnic_train_flush(struct qrnic_dev *d);
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */

@@ -358,6 +358,9 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *dev, const uint8_t *frame, size_t len)
  * dropped (rx_drop_other).  A host whose wire can hold frames back (QEMU's
  * net queues) waits instead, as a lossless fabric pauses the sender. */
 bool qrnic_dev_rx_full(const struct qrnic_dev *dev);
+/* Whether the receive queue has room for n frames now (a train of n
+ * packets: qrnic_frame_buf_train_len). */
+bool qrnic_dev_rx_has_room(const struct qrnic_dev *dev, uint32_t n);
 /* The same without a copy: the model takes buf (from qrnic_frame_buf_alloc)
  * whatever the outcome, and frees it when done with it. */
 bool qrnic_dev_rx_frame_buf(struct qrnic_dev *dev, uint8_t *buf, size_t len);
@@ -389,6 +392,28 @@ void qrnic_dev_set_trace(struct qrnic_dev *dev, bool on);
  * builds first; a receiving device takes the description as parsed.
  * Off by default; not reset. */
 void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
+
+/*
+ * Trains, for a host with a lazy ICRC and ops->dma_unmap whose
+ * ops->tx_frame_buf either hands a train whole to another qrnic device of
+ * the process (qrnic_dev_rx_frame_buf_vouched) or splits it: the packets
+ * of an RC WRITE message the device sends one after the other, described
+ * and by reference, then leave as one frame buffer of up to 16 packets
+ * (qrnic_frame_buf_train_len > 1), and the receiving device takes them as
+ * one (issue 23: T1's per-frame costs, docs/timing.md 5.6).  Anything
+ * that would read the bytes of a train -- a capture, a netdev, a net
+ * queue, a fault plan -- splits it first into the frames it stands for
+ * (qrnic_frame_buf_train_split: the same frames, each by description and
+ * by reference as they would have left).  Off by default; not reset.
+ */
+void qrnic_dev_set_trains(struct qrnic_dev *dev, bool on);
+/* How many packets a frame buffer stands for: 1, or a train's. */
+uint32_t qrnic_frame_buf_train_len(const uint8_t *buf);
+/* A train's frames, in order, each to each() (which takes the buffer);
+ * buf itself is the first.  A frame that cannot be had (no memory) is
+ * lost, as one a full queue drops. */
+void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_t *buf, size_t len),
+				 void *opaque);
 
 /*
  * Doorbells that ride on the acknowledgement, for a host where waking the

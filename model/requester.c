@@ -812,7 +812,7 @@ static bool wqe_fully_sent(const struct qrnic_qp *qp, const struct qrnic_swqe *w
 	return (uint32_t)qrnic_psn_diff(qp->req.cur_psn, w->first_psn) >= w->npkts;
 }
 
-bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
+static bool req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 {
 	bool rc = qrnic_qp_rc(qp);
 	bool sent_any = false;
@@ -922,4 +922,12 @@ bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
 	/* More to do now if a WQE is mid-message or more are posted and
 	 * nothing above is blocking. */
 	return budget == 0;
+}
+
+bool qrnic_req_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget)
+{
+	bool more = req_step(d, qp, budget);
+
+	qrnic_train_flush(d);	/* a train leaves with the step (net.c) */
+	return more;
 }

@@ -870,6 +870,122 @@ void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qr
 	}
 }
 
+/*
+ * A train of WRITE packets (rx.c rx_train) taken whole: what
+ * qrnic_resp_packet does for each of them in turn, when every one of them
+ * would pass its checks -- the QP's state, the PSN, the opcode sequence,
+ * the lengths, the R_Key -- checked first, before anything is written.
+ * Returns how many were taken: all, none (a check failed: the caller
+ * gives them to qrnic_resp_packet one by one, which does what it would
+ * have done), or those before the one whose write failed (a DMA error:
+ * the caller gives that one and the rest one by one, and its write fails
+ * again there with its NAK and async event; writing a packet's bytes
+ * twice leaves the same bytes).
+ */
+uint32_t qrnic_resp_write_train(struct qrnic_dev *d, struct qrnic_qp *qp,
+				const struct qrnic_pkt *p0, const struct qrnic_train *t)
+{
+	uint8_t st = qp->attr.qp_state;
+	uint32_t mtu = path_mtu(qp), n = t->n, taken, last_ack = UINT32_MAX;
+	bool first = p0->opcode == QRNIC_OP_RC_WRITE_FIRST;
+	bool last = t->last_opcode == QRNIC_OP_RC_WRITE_LAST;
+	uint64_t total = 0, resid, va;
+	uint32_t rkey;
+
+	if ((st != QRNIC_QPS_RTR && st != QRNIC_QPS_RTS && st != QRNIC_QPS_SQD &&
+	     st != QRNIC_QPS_SQE) || qp->type != QRNIC_QPT_RC || qp->resp.fatal_pending ||
+	    p0->psn != qp->resp.epsn || qp->resp.recv_active)
+		return 0;
+	if (first ? qp->resp.write_active : p0->opcode != QRNIC_OP_RC_WRITE_MIDDLE ||
+							!qp->resp.write_active)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t len = t->seg[i].len;
+
+		if (i + 1 < n || !last ? len != mtu : len > mtu)
+			return 0;
+		total += len;
+	}
+	if (first) {
+		if (!(qp->attr.qp_access_flags & QRNIC_ACCESS_REMOTE_WRITE) ||
+		    p0->reth_len > QRNIC_MAX_MSG_SIZE || !p0->reth_len ||
+		    qrnic_rkey_check(d, qp, p0->reth_rkey, p0->reth_va, p0->reth_len,
+				     QRNIC_ACCESS_REMOTE_WRITE) != QRNIC_VERR_NONE)
+			return 0;
+		resid = p0->reth_len;
+		va = p0->reth_va;
+		rkey = p0->reth_rkey;
+	} else {
+		resid = qp->resp.write_resid;
+		va = qp->resp.write_va;
+		rkey = qp->resp.write_rkey;
+	}
+	if (total > resid || (last && total != resid))
+		return 0;
+
+	/* The payloads, into the target in order: those that follow on in
+	 * host memory as one write, and its pages that follow on in DMA
+	 * addresses as one DMA (d->xfer_merge; no fault plan to see each
+	 * page's DMA, no trace, no timing: rx.c checked).  A write that fails
+	 * is made again packet by packet to find the packet it fails at: the
+	 * caller gives that one to qrnic_resp_packet, whose write then fails
+	 * and counts the DMA error, once, as without a train. */
+	total = 0;
+	taken = 0;
+	d->xfer_merge = !d->fault;
+	while (taken < n) {
+		uint32_t end = taken + 1, run = t->seg[taken].len;
+		uint64_t errors = d->stats[QRNIC_STAT_DMA_ERRORS];
+
+		while (end < n && t->seg[end].src == t->seg[end - 1].src + t->seg[end - 1].len)
+			run += t->seg[end++].len;
+		if (qrnic_rkey_write(d, qp, rkey, va + total, t->seg[taken].src, run,
+				     QRNIC_ACCESS_REMOTE_WRITE) != QRNIC_VERR_NONE) {
+			d->xfer_merge = false;
+			while (taken < end &&
+			       qrnic_rkey_write(d, qp, rkey, va + total, t->seg[taken].src,
+						t->seg[taken].len, QRNIC_ACCESS_REMOTE_WRITE) ==
+				       QRNIC_VERR_NONE) {
+				total += t->seg[taken].len;
+				if ((t->ackreq >> taken) & 1)
+					last_ack = taken;
+				taken++;
+			}
+			d->stats[QRNIC_STAT_DMA_ERRORS] = errors;
+			break;
+		}
+		for (; taken < end; taken++) {
+			total += t->seg[taken].len;
+			if ((t->ackreq >> taken) & 1)
+				last_ack = taken;
+		}
+	}
+	d->xfer_merge = false;
+	if (!taken)
+		return 0;
+	qp->resp.nak_sent = false;
+	if (first) {
+		qp->resp.write_rkey = rkey;
+		qp->resp.write_active = true;
+		qp->resp.recv_off = p0->reth_len;	/* total, for WRITE_WITH_IMM */
+	}
+	qp->resp.write_va = va + total;
+	qp->resp.write_resid = (uint32_t)(resid - total);
+	qp->resp.epsn = qrnic_psn_add(qp->resp.epsn, taken);
+	if (taken == n && last) {
+		qp->resp.write_active = false;
+		qp->resp.msn = qrnic_psn_add(qp->resp.msn, 1);
+	}
+	if (last_ack != UINT32_MAX &&
+	    !(qp->resp.ack_pending && qp->resp.ack_syndrome != AETH_ACK)) {
+		qp->resp.ack_pending = true;
+		qp->resp.ack_syndrome = AETH_ACK;
+		qp->resp.ack_psn = qrnic_psn_add(p0->psn, last_ack);
+		qrnic_qp_kick(d, qp);
+	}
+	return taken;
+}
+
 /* timing: a response packet is processed once its data is in and after
  * the QP's previous response. */
 static void tm_resp_pkt(struct qrnic_dev *d, struct qrnic_qp *qp, uint64_t ready, uint32_t cycles)

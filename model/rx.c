@@ -37,6 +37,20 @@ static int rx_admit(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 static bool rx_enqueue(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	struct qrnic_frame *f = &d->rxq[d->rxq_tail % QRNIC_RXQ_DEPTH];
+	uint32_t n = qrnic_frame_buf_train_len(buf);
+
+	if (n > 1) {
+		/* a train holds a slot for each of its packets: the first
+		 * slot holds it, the others nothing (qrnic_rx_run skips
+		 * them), so the queue's room and a snapshot's frames count
+		 * packets as before */
+		*f = (struct qrnic_frame){ .data = buf, .len = (uint32_t)len };
+		for (uint32_t i = 1; i < n; i++)
+			d->rxq[(d->rxq_tail + i) % QRNIC_RXQ_DEPTH] = (struct qrnic_frame){ 0 };
+		d->rxq_tail += n;
+		qrnic_schedule(d);
+		return true;
+	}
 
 	f->data = buf;
 	f->len = (uint32_t)len;
@@ -94,9 +108,32 @@ bool qrnic_dev_rx_frame(struct qrnic_dev *d, const uint8_t *frame, size_t len)
 	return rx_enqueue(d, buf, len);
 }
 
+bool qrnic_dev_rx_has_room(const struct qrnic_dev *d, uint32_t n)
+{
+	return QRNIC_RXQ_DEPTH - (d->rxq_tail - d->rxq_head) >= n;
+}
+
+static void rx_frame_buf_each(void *opaque, uint8_t *buf, size_t len)
+{
+	qrnic_dev_rx_frame_buf(opaque, buf, len);
+}
+
 bool qrnic_dev_rx_frame_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
 	int rc;
+	uint32_t n = qrnic_frame_buf_train_len(buf);
+
+	/* a train is taken whole only from a host that vouches for it, with
+	 * room for each of its packets, no fault plan and no receive buffer
+	 * (its frames are admitted one by one, pfc.c), by a device that takes
+	 * frames at all; else its frames, each admitted, dropped and counted
+	 * as it would be */
+	if (n > 1 && (d->fault || !qrnic_frame_buf_vouched(buf) || qrnic_rxb_on(d) ||
+		      !qrnic_dev_rx_has_room(d, n) || !d->link_up ||
+		      !(d->ctrl & QRNIC_CTRL_ENABLE) || (d->status & QRNIC_STATUS_FATAL))) {
+		qrnic_frame_buf_train_split(buf, rx_frame_buf_each, d);
+		return true;
+	}
 
 	if (d->fault)	/* fault rules look at (and change) the bytes */
 		qrnic_frame_buf_fill(buf);
@@ -257,6 +294,62 @@ static void rx_dispatch(struct qrnic_dev *d, uint8_t *frame, size_t len)
 	qrnic_tm_end(d);
 }
 
+static void rx_dispatch_each(void *opaque, uint8_t *buf, size_t len)
+{
+	struct qrnic_dev *d = opaque;
+
+	if (d->rx_skip) {	/* taken whole already (qrnic_resp_write_train) */
+		d->rx_skip--;
+		qrnic_frame_buf_free(buf);
+		return;
+	}
+	rx_dispatch(d, buf, len);
+	qrnic_frame_buf_free(buf);
+}
+
+/*
+ * A train (struct qrnic_train): its packets go to the responder whole
+ * when they are WRITE packets of an RC QP that takes them all in order
+ * now (qrnic_resp_write_train: the same checks and the same outcome as one
+ * by one); whatever it does not take goes packet by packet, as the frames
+ * the train stands for.  Takes buf.
+ */
+static void rx_train(struct qrnic_dev *d, uint8_t *buf, size_t len)
+{
+	const struct qrnic_train *t = qrnic_frame_buf_train(buf);
+	const struct qrnic_pkt *desc = qrnic_frame_buf_pkt(buf);
+	struct qrnic_pkt p QRNIC_NOINIT;	/* pkt_received fills it */
+	struct qrnic_qp *qp;
+	uint32_t taken = 0;
+
+	qrnic_wire_pkt_received(desc, t->seg[0].src, t->seg[0].len, &p);
+	/* what rx_dispatch would find for each packet alike: the GID ours,
+	 * not multicast, the QP an RC QP, the packets not marked CE; the
+	 * device untimed and untraced (a time and a record per packet) */
+	qp = qrnic_qp_get(d, p.dqpn);
+	if (qp && qp->type == QRNIC_QPT_RC && !d->tm.enabled && !qrnic_tracing(d) &&
+	    (p.traffic_class & QRNIC_ECN_MASK) != QRNIC_ECN_CE &&
+	    !qrnic_gid_is_mcast(p.dgid) && gid_is_local(d, p.dgid)) {
+		uint64_t bytes = 0;
+
+		taken = qrnic_resp_write_train(d, qp, &p, t);
+		for (uint32_t i = 0; i < taken; i++)
+			bytes += i ? qrnic_wire_frame_len(false, i + 1 == t->n ? t->last_opcode
+									 : QRNIC_OP_RC_WRITE_MIDDLE,
+							  t->seg[i].len)
+				   : len;
+		qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, taken);
+		qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, bytes);
+	}
+	if (taken == t->n) {
+		qrnic_frame_buf_free(buf);
+		return;
+	}
+	d->rx_skip = taken;
+	qrnic_frame_buf_train_split(buf, rx_dispatch_each, d);
+	d->rx_skip = 0;
+}
+
 /* Dispatch up to 'budget' frames from the receive queue, oldest first.
  * Returns true if there was any. */
 bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget)
@@ -274,9 +367,15 @@ bool qrnic_rx_run(struct qrnic_dev *d, uint32_t budget)
 			qrnic_rxb_taken(d, f);
 		}
 
-		rx_dispatch(d, buf, f->len);
 		f->data = NULL;
 		d->rxq_head++;
+		if (!buf)	/* a slot of a train (rx_enqueue) */
+			continue;
+		if (qrnic_frame_buf_train(buf)) {
+			rx_train(d, buf, f->len);
+			continue;
+		}
+		rx_dispatch(d, buf, f->len);
 		qrnic_frame_buf_free(buf);
 	}
 	return n > 0;

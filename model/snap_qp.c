@@ -544,6 +544,21 @@ static int event_cmp(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+/* The frames of a train in the receive queue, into the slots it holds
+ * (rx.c rx_enqueue), from its first on. */
+struct train_slots {
+	struct qrnic_dev *d;
+	uint32_t next;
+};
+
+static void train_slot(void *opaque, uint8_t *buf, size_t len)
+{
+	struct train_slots *ts = opaque;
+
+	ts->d->rxq[ts->next++ % QRNIC_RXQ_DEPTH] = (struct qrnic_frame){ .data = buf,
+									  .len = (uint32_t)len };
+}
+
 void qrnic_snap_save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 {
 	uint32_t n;
@@ -552,10 +567,28 @@ void qrnic_snap_save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	save_list(d, w, &d->work, QRNIC_QL_WORK);
 	save_list(d, w, &d->flushq, QRNIC_QL_FLUSH);
 
-	qs_u32(w, d->rxq_tail - d->rxq_head);
+	/* a train (rx.c) becomes the frames it stands for, in its slots */
 	for (uint32_t i = d->rxq_head; i != d->rxq_tail; i++) {
 		struct qrnic_frame *f = &d->rxq[i % QRNIC_RXQ_DEPTH];
 
+		uint8_t *buf = f->data;
+
+		if (qrnic_frame_buf_train(buf)) {
+			struct train_slots ts = { d, i };
+
+			f->data = NULL;
+			qrnic_frame_buf_train_split(buf, train_slot, &ts);
+		}
+	}
+	n = 0;
+	for (uint32_t i = d->rxq_head; i != d->rxq_tail; i++)
+		n += d->rxq[i % QRNIC_RXQ_DEPTH].data != NULL;
+	qs_u32(w, n);
+	for (uint32_t i = d->rxq_head; i != d->rxq_tail; i++) {
+		struct qrnic_frame *f = &d->rxq[i % QRNIC_RXQ_DEPTH];
+
+		if (!f->data)	/* a frame of a train that could not be had */
+			continue;
 		qrnic_frame_buf_fill(f->data);	/* bytes by reference or by description */
 		qs_u32(w, f->len);
 		qs_bytes(w, f->data, f->len);
