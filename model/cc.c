@@ -128,7 +128,7 @@ static void send_cnp(struct qrnic_dev *d, struct qrnic_qp *qp)
 	uint32_t cycles = d->tm_cycles;
 
 	memset(&p, 0, sizeof(p));
-	if (qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp->qpn) != QRNIC_VERR_NONE) {
+	if (qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp) != QRNIC_VERR_NONE) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return;
 	}

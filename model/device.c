@@ -304,14 +304,8 @@ void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 		return;
 	}
 	if (t) {
-		uint64_t bytes = len;
-
-		for (uint32_t i = 1; i < t->n; i++)
-			bytes += qrnic_wire_frame_len(false, i + 1 == t->n ? t->last_opcode
-									 : QRNIC_OP_RC_WRITE_MIDDLE,
-						      t->seg[i].len);
 		qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, t->n);
-		qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, bytes);
+		qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len + qrnic_train_bytes(t, t->n));
 		d->ops->tx_frame_buf(d->opaque, buf, len);
 		return;
 	}

@@ -283,6 +283,19 @@ void qrnic_frame_buf_train_single(uint8_t *buf)
 		h->train = false;	/* its one packet is the buffer's own */
 }
 
+uint64_t qrnic_train_bytes(const struct qrnic_train *t, uint32_t upto)
+{
+	/* a frame's length is its headers' plus its payload padded to 4
+	 * bytes (wire.c): one lookup for the middle packets */
+	size_t mid = qrnic_wire_frame_len(false, QRNIC_OP_RC_WRITE_MIDDLE, 0);
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 1; i < upto; i++)
+		bytes += i + 1 == t->n ? qrnic_wire_frame_len(false, t->last_opcode, t->seg[i].len)
+				       : mid + ((t->seg[i].len + 3u) & ~3u);
+	return bytes;
+}
+
 /* Packet i (< t->n) of the train whose first packet is described by p0. */
 void qrnic_train_pkt(const struct qrnic_train *t, const struct qrnic_pkt *p0, uint32_t i,
 		     struct qrnic_pkt *p)

@@ -3,8 +3,9 @@
 #include "qrnic_internal.h"
 
 int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
-		      uint32_t src_qpn)
+		      const struct qrnic_qp *qp)
 {
+	uint32_t src_qpn = qp->qpn;
 	const struct qrnic_gid_entry *sg;
 
 	if (av->sgid_index >= d->cfg.gid_tbl_len || !d->gid[av->sgid_index].valid)
@@ -17,7 +18,7 @@ int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrn
 	p->ipv6 = av->net_type == QRNIC_NET_IPV6;
 	p->traffic_class = av->traffic_class;
 	/* congestion control on: ECN-capable unless the AV sets ECN bits (12.15) */
-	if (qrnic_cc_algo_of(d, qrnic_qp_get(d, src_qpn)) && !(p->traffic_class & QRNIC_ECN_MASK))
+	if (qrnic_cc_algo_of(d, qp) && !(p->traffic_class & QRNIC_ECN_MASK))
 		p->traffic_class |= QRNIC_ECN_ECT0;
 	p->hop_limit = av->hop_limit ? av->hop_limit : 64;
 	p->flow_label = av->flow_label & 0xfffff;

@@ -1038,9 +1038,10 @@ uint64_t qrnic_rnr_timer_ns(uint8_t code);
 void qrnic_comp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p);
 void qrnic_resp_packet(struct qrnic_dev *d, struct qrnic_qp *qp, const struct qrnic_pkt *p);
 bool qrnic_resp_step(struct qrnic_dev *d, struct qrnic_qp *qp, uint32_t budget);
-/* Fill the L2/L3 part of a packet from an address vector. Returns 0 or VERR. */
+/* Fill the L2/L3 part of a packet from an address vector, for a packet
+ * of QP qp (a valid QP: its congestion control sets ECT).  Returns 0 or VERR. */
 int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
-		      uint32_t src_qpn);
+		      const struct qrnic_qp *qp);
 /* Whether frames get (and are checked for) an ICRC: always, but on a
  * trusted simulated wire without a fault plan. */
 static inline bool qrnic_icrc_on(const struct qrnic_dev *d)
@@ -1105,6 +1106,9 @@ struct qrnic_train {
 struct qrnic_train *qrnic_frame_buf_train(uint8_t *buf);
 /* Make buf (by description, its payload by reference) a train of its one packet. */
 struct qrnic_train *qrnic_frame_buf_train_start(uint8_t *buf);
+/* The frame bytes of packets 1 .. upto - 1 of train t (packet 0's is its
+ * buffer's length). */
+uint64_t qrnic_train_bytes(const struct qrnic_train *t, uint32_t upto);
 /* A train of one packet becomes the plain frame it is. */
 void qrnic_frame_buf_train_single(uint8_t *buf);
 /* Packet i of train t, whose first packet is p0. */

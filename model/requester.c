@@ -634,11 +634,11 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 
 	memset(&p, 0, sizeof(p));
 	if (connected(qp))
-		verr = qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp->qpn);
+		verr = qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp);
 	else {
 		struct qrnic_ah *ah = qrnic_ah_get(d, w->wqe.ah);
 
-		verr = ah ? qrnic_pkt_fill_av(d, &p, &ah->av, qp->qpn) : QRNIC_VERR_BAD_AH;
+		verr = ah ? qrnic_pkt_fill_av(d, &p, &ah->av, qp) : QRNIC_VERR_BAD_AH;
 	}
 	if (verr != QRNIC_VERR_NONE) {
 		wqe_fail(w, QRNIC_WC_LOC_QP_OP_ERR, (uint8_t)verr);

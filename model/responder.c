@@ -27,7 +27,7 @@ static void send_aeth(struct qrnic_dev *d, struct qrnic_qp *qp, uint8_t opcode, 
 	struct qrnic_pkt p;
 
 	memset(&p, 0, sizeof(p));
-	if (qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp->qpn) != QRNIC_VERR_NONE) {
+	if (qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp) != QRNIC_VERR_NONE) {
 		qrnic_stat_add(d, QRNIC_STAT_RX_DROP_OTHER, 1);
 		return;
 	}

@@ -330,16 +330,11 @@ static void rx_train(struct qrnic_dev *d, uint8_t *buf, size_t len)
 	if (qp && qp->type == QRNIC_QPT_RC && !d->tm.enabled && !qrnic_tracing(d) &&
 	    (p.traffic_class & QRNIC_ECN_MASK) != QRNIC_ECN_CE &&
 	    !qrnic_gid_is_mcast(p.dgid) && gid_is_local(d, p.dgid)) {
-		uint64_t bytes = 0;
-
 		taken = qrnic_resp_write_train(d, qp, &p, t);
-		for (uint32_t i = 0; i < taken; i++)
-			bytes += i ? qrnic_wire_frame_len(false, i + 1 == t->n ? t->last_opcode
-									 : QRNIC_OP_RC_WRITE_MIDDLE,
-							  t->seg[i].len)
-				   : len;
-		qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, taken);
-		qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, bytes);
+		if (taken) {
+			qrnic_stat_add(d, QRNIC_STAT_RX_PACKETS, taken);
+			qrnic_stat_add(d, QRNIC_STAT_RX_BYTES, len + qrnic_train_bytes(t, taken));
+		}
 	}
 	if (taken == t->n) {
 		qrnic_frame_buf_free(buf);
