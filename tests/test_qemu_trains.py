@@ -24,20 +24,34 @@ pytestmark = pytest.mark.qemu
 COUNTERS = ('tx_packets', 'tx_bytes', 'rx_packets', 'rx_bytes', 'acks_sent',
             'access_naks_sent', 'seq_naks_sent', 'retransmitted_packets', 'rx_drop_other')
 
-# (offset in the source, offset in the target, bytes, MTU-sized or not)
+# (offset in the source, offset in the target, bytes): some MTU multiples, some not
 WRITES = [(0, 0, 300 * 1024 + 123), (4096, 320 * 1024, 64 * 1024), (17, 400 * 1024 + 5, 20000),
           (0, 450 * 1024, 1024), (8192, 460 * 1024, 16 * 1024 + 1)]
 
 
-def _traffic(w, seed, src_contig, dst_contig):
+def _on_and_off(qemu_binary, name, run):
+    """run(w, a, b, conn) in a fresh QEMU of two ports on a hub, connected
+    by RC at MTU 1024, once with trains (the default) and once with
+    trains=off; returns {'': its result, 'trains=off': its result}."""
+    got = {}
+    for opts in ('', 'trains=off'):
+        w = World.single(qemu_binary, 2, dev_opts=opts, name=name)
+        try:
+            a, b = w.devs
+            got[opts] = run(w, a, b, h.connect_rc(a, b, mtu=1024))
+            assert w.alive()
+        finally:
+            w.close()
+    return got
+
+
+def _traffic(w, a, b, c, seed, src_contig, dst_contig):
     """The WRITES from port 0 to port 1 (MTU 1024; the MRs' 4 KiB pages in
     shuffled physical order, or contiguous: then the payloads of a train
     follow on in host memory, and with the target's pages contiguous too
     the responder writes them as one DMA), unsignaled but the last of each batch,
     then a READ; returns (target bytes, the READ's bytes, completion
-    statuses, counters of both ports)."""
-    a, b = w.devs
-    c = h.connect_rc(a, b, mtu=1024)
+    statuses, counters of both ports, frames in trains at port 1 and 0)."""
     size = 512 * 1024
     src, dst = a.reg_mr(c.pda, size, contig=src_contig), b.reg_mr(c.pdb, size, contig=dst_contig)
     rng = random.Random(seed)
@@ -53,7 +67,9 @@ def _traffic(w, seed, src_contig, dst_contig):
     st += [e['status_name'] for e in c.cqa.wait(1)]
     w.settle()
     stats = [{k: d.query_stats()[k] for k in COUNTERS} for d in (a, b)]
-    return dst.read(0, size), src.read(0, 200000), st, stats
+    return (dst.read(0, size), src.read(0, 200000), st, stats,
+            b.qom_counters('host-calls')['train-frames'],
+            a.qom_counters('host-calls')['train-frames'])
 
 
 def _expected(seed):
@@ -70,16 +86,8 @@ def _expected(seed):
 @pytest.mark.parametrize('contig', [(False, False), (True, True), (True, False)],
                          ids=['shuffled', 'contiguous', 'contiguous-source'])
 def test_trains_same_bytes_completions_and_counters(qemu_binary, contig):  # noqa: F811
-    got = {}
-    for opts in ('', 'trains=off'):
-        w = World.single(qemu_binary, 2, dev_opts=opts, name='trains' + opts.replace('=', '-'))
-        try:
-            got[opts] = _traffic(w, 3, *contig)
-            got[opts] += (w.devs[1].qom_counters('host-calls')['train-frames'],
-                          w.devs[0].qom_counters('host-calls')['train-frames'])
-            assert w.alive()
-        finally:
-            w.close()
+    got = _on_and_off(qemu_binary, 'trains',
+                      lambda w, a, b, c: _traffic(w, a, b, c, 3, *contig))
     exp = _expected(3)
     for opts, (dst, back, st, stats, b_trains, a_trains) in got.items():
         assert dst == exp, opts
@@ -100,23 +108,17 @@ def test_train_with_a_bad_rkey_naks_as_its_frames_would(qemu_binary):  # noqa: F
     checks; a WRITE whose R_Key is wrong goes packet by packet and NAKs with
     an access error, as without trains: the requester completes with
     REM_ACCESS_ERR and the target is untouched."""
-    got = {}
-    for opts in ('', 'trains=off'):
-        w = World.single(qemu_binary, 2, dev_opts=opts, name='trains-rkey')
-        try:
-            a, b = w.devs
-            c = h.connect_rc(a, b, mtu=1024)
-            src, dst = a.reg_mr(c.pda, 65536), b.reg_mr(c.pdb, 65536)
-            src.write(0, bytes(range(256)) * 256)
-            c.qa.post_send('RDMA_WRITE', [(src, 0, 65536)], remote=(dst.rkey ^ 0x100, dst.addr(0)),
-                           wr_id=7)
-            st = [e['status_name'] for e in c.cqa.wait(1)]
-            w.settle()
-            got[opts] = (st, dst.read(0, 65536) == bytes(65536),
-                         b.query_stats()['access_naks_sent'],
-                         b.qom_counters('host-calls')['train-frames'])
-        finally:
-            w.close()
+    def run(w, a, b, c):
+        src, dst = a.reg_mr(c.pda, 65536), b.reg_mr(c.pdb, 65536)
+        src.write(0, bytes(range(256)) * 256)
+        c.qa.post_send('RDMA_WRITE', [(src, 0, 65536)], remote=(dst.rkey ^ 0x100, dst.addr(0)),
+                       wr_id=7)
+        st = [e['status_name'] for e in c.cqa.wait(1)]
+        w.settle()
+        return (st, dst.read(0, 65536) == bytes(65536), b.query_stats()['access_naks_sent'],
+                b.qom_counters('host-calls')['train-frames'])
+
+    got = _on_and_off(qemu_binary, 'trains-rkey', run)
     assert got[''][:3] == got['trains=off'][:3] == (['REM_ACCESS_ERR'], True, 1), got
     assert got[''][3] > 0 and got['trains=off'][3] == 0, got
 
@@ -131,25 +133,20 @@ def test_train_write_failing_mid_way_fails_as_its_frames_would(qemu_binary):  # 
     payloads as one DMA, which fails, and then packet by packet to find the
     one that fails.  The outcome is the same as without trains: the
     completion status, the bytes in RAM, one DMA error, every counter."""
-    got = {}
-    for opts in ('', 'trains=off'):
-        w = World.single(qemu_binary, 2, dev_opts=opts, name='trains-dma')
-        try:
-            a, b = w.devs
-            c = h.connect_rc(a, b, mtu=1024)
-            src = a.reg_mr(c.pda, 65536, contig=True)
-            dst = b.reg_mr(c.pdb, 65536, iova=RAM_END - 8192, phys=True)
-            data = bytes((i * 5 + 1) & 0xff for i in range(65536))
-            src.write(0, data)
-            c.qa.post_send('RDMA_WRITE', [(src, 0, 65536)], remote=(dst, 0), wr_id=3)
-            st = [e['status_name'] for e in c.cqa.wait(1)]
-            w.settle()
-            got[opts] = (st, w.qemus[0].memread(RAM_END - 8192, 8192) == data[:8192],
-                         b.query_stats()['dma_errors'],
-                         [{k: d.query_stats()[k] for k in COUNTERS} for d in (a, b)],
-                         b.qom_counters('host-calls')['train-frames'])
-        finally:
-            w.close()
+    def run(w, a, b, c):
+        src = a.reg_mr(c.pda, 65536, contig=True)
+        dst = b.reg_mr(c.pdb, 65536, iova=RAM_END - 8192, phys=True)
+        data = bytes((i * 5 + 1) & 0xff for i in range(65536))
+        src.write(0, data)
+        c.qa.post_send('RDMA_WRITE', [(src, 0, 65536)], remote=(dst, 0), wr_id=3)
+        st = [e['status_name'] for e in c.cqa.wait(1)]
+        w.settle()
+        return (st, w.qemus[0].memread(RAM_END - 8192, 8192) == data[:8192],
+                b.query_stats()['dma_errors'],
+                [{k: d.query_stats()[k] for k in COUNTERS} for d in (a, b)],
+                b.qom_counters('host-calls')['train-frames'])
+
+    got = _on_and_off(qemu_binary, 'trains-dma', run)
     on, off = got[''], got['trains=off']
     assert on[:4] == off[:4], (on, off)
     assert on[0] != ['SUCCESS'] and on[1] and on[2] == 1, on
