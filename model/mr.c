@@ -145,6 +145,7 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint32_t qpn
 				uint64_t page = (off + chunk) >> m->page_shift;
 
 				while (chunk < len && page < m->npages &&
+				       page < d->cfg.max_mtt - m->mtt_base &&
 				       d->mtt[m->mtt_base + page] == addr + chunk) {
 					chunk += len - chunk < psz ? len - chunk : psz;
 					page++;

@@ -322,6 +322,10 @@ static void rx_train(struct qrnic_dev *d, uint8_t *buf, size_t len)
 	struct qrnic_qp *qp;
 	uint32_t taken = 0;
 
+	if (!desc) {	/* cannot be: a train is built by description */
+		qrnic_frame_buf_train_split(buf, rx_dispatch_each, d);
+		return;
+	}
 	qrnic_wire_pkt_received(desc, t->seg[0].src, t->seg[0].len, &p);
 	/* what rx_dispatch would find for each packet alike: the GID ours,
 	 * not multicast, the QP an RC QP, the packets not marked CE; the

@@ -573,7 +573,6 @@ void qrnic_snap_save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	 * qemu tier nor the guest tier's T1 savevm met in a try each.) */
 	for (uint32_t i = d->rxq_head; i != d->rxq_tail; i++) {
 		struct qrnic_frame *f = &d->rxq[i % QRNIC_RXQ_DEPTH];
-
 		uint8_t *buf = f->data;
 
 		if (qrnic_frame_buf_train(buf)) {
