@@ -449,7 +449,10 @@ static void qrnic_send(QrnicState *s, const uint8_t *frame, size_t len, NetClien
 
         if (!r->rx_paused && !to->receive_disabled && !qrnic_run_busy(r) &&
             !qrnic_dev_rx_full(r->dev)) {
-            s->hc.shortcut += qrnic_frame_buf_train_len(frame);
+            /* a train stands for its frames (only a frame buffer being
+             * handed over can be one: qrnic_host_tx's frames are any
+             * memory) */
+            s->hc.shortcut += frame == qrnic_handoff.buf ? qrnic_frame_buf_train_len(frame) : 1;
             qrnic_nc_receive(to, frame, len);
             return;
         }
