@@ -294,37 +294,31 @@ static void tx_now_buf_each(void *opaque, uint8_t *buf, size_t len)
 
 void qrnic_tx_now_buf(struct qrnic_dev *d, uint8_t *buf, size_t len)
 {
-	const struct qrnic_pkt *desc;
+	/* the host takes the buffer as it is (else it gets bytes, or none) */
+	bool to_host = d->ops->tx_frame_buf && d->link_up && !d->fault && !d->nmcg;
+	bool loops = to_host && tx_loops_back(d, qrnic_frame_buf_dmac(buf));
 	struct qrnic_train *t = qrnic_frame_buf_train(buf);
 
-	if (t && (!d->ops->tx_frame_buf || !d->link_up || d->fault || d->nmcg ||
-		  tx_loops_back(d, qrnic_frame_buf_dmac(buf)))) {
+	if (t && (!to_host || loops)) {
 		/* a train goes only to the host that takes it: its frames */
 		qrnic_frame_buf_train_split(buf, tx_now_buf_each, d);
 		return;
 	}
-	if (t) {
-		qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, t->n);
-		qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len + qrnic_train_bytes(t, t->n));
-		d->ops->tx_frame_buf(d->opaque, buf, len);
-		return;
-	}
-	if (!d->ops->tx_frame_buf || !d->link_up || d->fault || d->nmcg) {
+	if (!to_host) {
 		qrnic_frame_buf_fill(buf);
 		qrnic_tx_now(d, buf, len);
 		qrnic_frame_buf_free(buf);
 		return;
 	}
-	desc = qrnic_frame_buf_pkt(buf);
-	if (tx_loops_back(d, desc ? desc->dmac : buf)) {
+	if (loops) {
 		if (d->ops->loopback)
 			qrnic_frame_buf_fill(buf);
 		loopback_count(d, buf, len);
 		qrnic_dev_rx_frame_buf(d, buf, len);
 		return;
 	}
-	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, 1);
-	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len);
+	qrnic_stat_add(d, QRNIC_STAT_TX_PACKETS, t ? t->n : 1);
+	qrnic_stat_add(d, QRNIC_STAT_TX_BYTES, len + (t ? qrnic_train_bytes(t, t->n) : 0));
 	d->ops->tx_frame_buf(d->opaque, buf, len);
 }
 
