@@ -623,16 +623,22 @@ static bool last_wants_ack(struct qrnic_qp *qp, const struct qrnic_swqe *w)
 	return sq_window_full(qp) && !ack_coming(&qp->req);
 }
 
+static const struct qrnic_pkt zero_pkt;
+
 /* Send the next packet of WQE w.  Returns false if the WQE failed. */
 static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
 {
 	uint8_t *payload = NULL;
-	struct qrnic_pkt p QRNIC_NOINIT;	/* memset below */
+	struct qrnic_pkt p QRNIC_NOINIT;	/* zeroed below */
 	uint32_t mtu = path_mtu(d, qp);
 	uint32_t len = 0;
 	int verr;
 
-	memset(&p, 0, sizeof(p));
+	/* all zero, by a copy: GCC turns a memset of this size into `rep
+	 * stosq', whose start-up cost was half of this function's time in a
+	 * T1 1 MiB WRITE stream (5 % of QEMU's main loop, perf annotate on
+	 * Zen 4, issue 23); the copy is eleven vector moves */
+	memcpy(&p, &zero_pkt, sizeof(p));
 	if (connected(qp))
 		verr = qrnic_pkt_fill_av(d, &p, &qp->attr.av, qp);
 	else {
