@@ -102,6 +102,20 @@ struct QrnicState {
      * cfg; instance_init fills it with the table's defaults. */
     struct qrnic_config cfg;
     struct qrnic_dev *dev;
+
+    /* The last translation a payload mapping made (qrnic_host_dma_map):
+     * valid while map_gen, bumped by map_listener at every change of the
+     * memory topology, is as it was when it was made.  Only without an
+     * IOMMU (map_cacheable): an IOMMU's mappings change without one. */
+    MemoryListener map_listener;
+    bool map_cacheable;
+    uint64_t map_gen;
+    struct {
+        uint64_t gen;
+        hwaddr base, len;       /* bus addresses [base, base + len) */
+        MemoryRegion *mr;       /* direct RAM */
+        hwaddr xlat;            /* base's offset in mr */
+    } map_cache;
     char *profile;
     /* "dev N" of the qrnic_event trace: the Nth qrnic realized in this QEMU */
     unsigned trace_dev;

@@ -621,3 +621,44 @@ def test_byref_payload_of_several_mappings(qemu_binary, tmp_path):  # noqa: F811
         assert w.alive()
     finally:
         w.close()
+
+
+def test_byref_translation_cache_dropped_by_a_topology_change(qemu_binary, tmp_path):  # noqa: F811
+    """A payload mapping inside the RAM section the device's last one was
+    translated in takes its translation from the device's cache (QOM
+    dma-maps 'cached'); a commit of the memory topology (here bus
+    mastering turned off and on again) drops the cache: the next mapping
+    is translated afresh, the one after it comes from the cache again.
+    The bytes land every time and every mapping is released."""
+    w = World.single(qemu_binary, 2, name='byref-xcache')
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=4096)
+        la = a.reg_mr(conn.pda, 1 << 16, contig=True)
+        rb = b.reg_mr(conn.pdb, 1 << 16)
+        data = la.fill_random(random.Random(171))
+
+        def write(i):
+            """One 1000-byte WRITE from page i of la (one mapping): how
+            many mappings came from the cache."""
+            m0 = _maps(a)
+            off = 0x100 + i * 0x1000
+            conn.qa.post_send('RDMA_WRITE', [(la, off, 1000)], remote=(rb, 0), wr_id=i)
+            c = scenarios.one_cqe(conn.cqa)
+            assert c['status_name'] == 'SUCCESS', c
+            assert rb.read(0, 1000) == data[off:off + 1000], i
+            w.settle()
+            m1 = _maps(a)
+            assert m1['map'] - m0['map'] == 1 and m1['map'] == m1['unmap'], (i, m0, m1)
+            return m1['cached'] - m0['cached']
+
+        write(0)
+        assert write(1) == 1, 'the same RAM section: the translation is cached'
+        cmd = a.pci.cfg_read(0x04, 2)
+        a.pci.cfg_write(0x04, cmd & ~0x4, 2)
+        a.pci.cfg_write(0x04, cmd, 2)
+        assert write(2) == 0, 'a topology commit must drop the cached translation'
+        assert write(3) == 1
+        assert w.alive()
+    finally:
+        w.close()
