@@ -567,10 +567,9 @@ void qrnic_snap_save_work(struct qrnic_dev *d, struct qrnic_snap_w *w)
 	save_list(d, w, &d->work, QRNIC_QL_WORK);
 	save_list(d, w, &d->flushq, QRNIC_QL_FLUSH);
 
-	/* a train (rx.c) becomes the frames it stands for, in its slots.
-	 * (No test reaches this: it needs a save between a port's hand-over
-	 * of a train and the other port's next run, which neither the
-	 * qemu tier nor the guest tier's T1 savevm met in a try each.) */
+	/* a train (rx.c) becomes the frames it stands for, in its slots
+	 * (tests/test_model_trains.py saves a receiver with one queued:
+	 * the harness lands frames without running the receiver) */
 	for (uint32_t i = d->rxq_head; i != d->rxq_tail; i++) {
 		struct qrnic_frame *f = &d->rxq[i % QRNIC_RXQ_DEPTH];
 		uint8_t *buf = f->data;

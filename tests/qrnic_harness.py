@@ -580,6 +580,8 @@ _SIGS = {
     'hx_set_dma_refs': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
     'hx_dma_refs_stats': (None, [ctypes.POINTER(ctypes.c_uint64)] * 3),
     'hx_set_lazy_icrc': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_set_trains': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
+    'hx_wire_land': (ctypes.c_uint64, [ctypes.c_void_p]),
     'hx_set_db_batch': (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_db_batched': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
     'hx_sq_rec_taken': (ctypes.c_uint64, [ctypes.c_void_p, ctypes.c_int]),
@@ -1270,6 +1272,17 @@ class World:
     def lazy_icrc(self, d, on=True):
         """qrnic_dev_set_lazy_icrc on device d."""
         _check(self._l.hx_set_lazy_icrc(self.w, d, 1 if on else 0), 'lazy_icrc')
+
+    def trains(self, d, on=True):
+        """qrnic_dev_set_trains on device d: its trains go whole while the
+        wire reads no frames (no frame log, capture, rules, random faults,
+        tap or switch), else as their frames."""
+        _check(self._l.hx_set_trains(self.w, d, 1 if on else 0), 'trains')
+
+    def wire_land(self):
+        """Every frame in flight arrives now in its device's receive queue;
+        no device runs (hx_wire_land).  Returns how many arrived."""
+        return self._l.hx_wire_land(self.w)
 
     def db_batch(self, d, on=True):
         """qrnic_dev_set_db_batch on device d."""

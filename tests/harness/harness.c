@@ -153,6 +153,7 @@ struct hx_dev {
 	/* host services */
 	bool sched;		/* its timer deadline: w->dl[idx] */
 	bool selfcheck;		/* hx_dev_selfcheck */
+	bool lazy_icrc, trains;	/* hx_set_lazy_icrc, hx_set_trains: for hx_dev_snapshot */
 	char tm_profile[32], tm_over[512];	/* hx_set_timing, for hx_dev_snapshot */
 	uint64_t *irqs;
 	unsigned nvec;
@@ -2314,9 +2315,27 @@ static void op_tx_frame(void *opaque, const uint8_t *f, size_t len)
 	tx_frame(opaque, f, NULL, len);
 }
 
-static void op_tx_frame_buf(void *opaque, uint8_t *buf, size_t len)
+static void op_tx_frame_each(void *opaque, uint8_t *buf, size_t len)
 {
 	tx_frame(opaque, buf, buf, len);
+}
+
+/* A train (hx_set_trains) goes as one frame buffer while nothing on the
+ * wire reads or changes frames (no frame log, capture, rules, random
+ * faults, tap or switch), as QEMU hands one to another qrnic port;
+ * otherwise as the frames it stands for (qrnic_dev_set_trains). */
+static void op_tx_frame_buf(void *opaque, uint8_t *buf, size_t len)
+{
+	struct hx_dev *h = opaque;
+	hx_world *w = h->w;
+
+	if (qrnic_frame_buf_train_len(buf) > 1 &&
+	    (w->pcap || w->fl_count < w->fl_max || w->nrules || w->loss_ppm || w->dup_ppm ||
+	     w->reorder_ppm || w->corrupt_ppm || w->tap || w->sw.on)) {
+		qrnic_frame_buf_train_split(buf, op_tx_frame_each, h);
+		return;
+	}
+	tx_frame(h, buf, buf, len);
 }
 
 /* Host d's port puts a frame of its own on its cable (or to the switch),
@@ -2547,8 +2566,38 @@ int hx_set_lazy_icrc(hx_world *w, int d, int on)
 
 	if (!h)
 		return HX_E_INVAL;
+	h->lazy_icrc = on != 0;
 	qrnic_dev_set_lazy_icrc(h->dev, on != 0);
 	return 0;
+}
+
+int hx_set_trains(hx_world *w, int d, int on)
+{
+	struct hx_dev *h = D(w, d);
+
+	if (!h)
+		return HX_E_INVAL;
+	h->trains = on != 0;
+	qrnic_dev_set_trains(h->dev, on != 0);
+	return 0;
+}
+
+static bool deliver(hx_world *w);
+
+/* Every frame in flight arrives now, in order, into its device's receive
+ * queue (or is dropped there as the device would); no device runs.  A
+ * test then sees a receive queue as a snapshot between a frame's arrival
+ * and the receiver's next run would. */
+uint64_t hx_wire_land(hx_world *w)
+{
+	uint64_t n = w->ws[HX_WS_DELIVERED] + w->ws[HX_WS_RX_FULL];
+
+	for (struct hx_frame *fr = w->fl_head; fr; fr = fr->next)
+		if (fr->deliver_at > w->now)
+			fr->deliver_at = w->now;	/* still sorted: all equal or earlier */
+	while (deliver(w))
+		;	/* bounded: each call takes at least one frame off the list */
+	return w->ws[HX_WS_DELIVERED] + w->ws[HX_WS_RX_FULL] - n;
 }
 
 void hx_set_tx_tap(hx_world *w, int (*tap)(void *ctx, int src, uint8_t *buf, uint32_t len),
@@ -5381,6 +5430,8 @@ int hx_dev_snapshot(hx_world *w, int d)
 		return HX_E_INVAL;
 	}
 	trust_apply(w);
+	qrnic_dev_set_lazy_icrc(nd, h->lazy_icrc);
+	qrnic_dev_set_trains(nd, h->trains);
 	if (qrnic_dev_load(nd, buf, len, err, sizeof(err)) != 0) {
 		free(buf);
 		hx_err(w, "dev %d: load: %s", d, err);

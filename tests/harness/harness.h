@@ -363,6 +363,11 @@ void hx_dma_refs_stats(uint64_t *maps, uint64_t *unmaps, uint64_t *live);
 /* qrnic_dev_set_lazy_icrc on device d.  The wire fills (qrnic_frame_buf_fill)
  * every frame it reads (frame log, pcap, rules), as the model requires. */
 int hx_set_lazy_icrc(hx_world *w, int d, int on);
+/* qrnic_dev_set_trains on device d: its trains go whole while nothing on
+ * the wire reads frames, else split (op_tx_frame_buf). */
+int hx_set_trains(hx_world *w, int d, int on);
+/* Every frame in flight arrives now, no device runs; returns how many. */
+uint64_t hx_wire_land(hx_world *w);
 /* qrnic_dev_set_db_batch on device d, and its counts qrnic_dev_db_batched
  * (rq 0) and qrnic_dev_rq_db_quiet (rq 1). */
 int hx_set_db_batch(hx_world *w, int d, int on);
