@@ -606,6 +606,7 @@ int fz_world_new(struct fz *f, const char *name, const struct fz_opts *o)
 		hx_set_lazy_icrc(f->w, d, o->lazy_icrc[d]);
 		/* QEMU turns these host settings on together (hw/qrnic.c) */
 		hx_set_db_batch(f->w, d, o->lazy_icrc[d]);
+		hx_set_trains(f->w, d, o->lazy_icrc[d]);
 	}
 	hx_set_vouch(f->w, o->vouch);
 	if (o->tap) {
