@@ -582,19 +582,31 @@ def test_byref_not_for_uc(qemu_binary, tmp_path):  # noqa: F811
         w.close()
 
 
+def _contig_world(qemu_binary, name, seed):
+    """Two ports, an RC connection at MTU 4096, a 64 KiB physically
+    contiguous MR on port 0 filled with random bytes (seed) and a 64 KiB MR
+    on port 1: (world, connection, source MR, target MR, the bytes)."""
+    w = World.single(qemu_binary, 2, name=name)
+    try:
+        a, b = w.devs
+        conn = h.connect_rc(a, b, mtu=4096)
+        la = a.reg_mr(conn.pda, 1 << 16, contig=True)
+        rb = b.reg_mr(conn.pdb, 1 << 16)
+        return w, conn, la, rb, la.fill_random(random.Random(seed))
+    except BaseException:
+        w.close()
+        raise
+
+
 def test_byref_payload_of_several_mappings(qemu_binary, tmp_path):  # noqa: F811
     """A frame's payload from several DMA reads contiguous in host memory
     goes by reference as one (up to 4 mappings), a fifth falls back to
     copying what was mapped: SGEs laid end to end in a physically
     contiguous MR, and payloads crossing page boundaries at odd offsets.
     The bytes land and every mapping made is released."""
-    w = World.single(qemu_binary, 2, name='byref-pieces')
+    w, conn, la, rb, data = _contig_world(qemu_binary, 'byref-pieces', 161)
     try:
-        a, b = w.devs
-        conn = h.connect_rc(a, b, mtu=4096)
-        la = a.reg_mr(conn.pda, 1 << 16, contig=True)
-        rb = b.reg_mr(conn.pdb, 1 << 16)
-        data = la.fill_random(random.Random(161))
+        a = w.devs[0]
         m0 = _maps(a)
         for nsge, size in ((2, 1500), (4, 1000), (5, 800), (8, 500)):
             rb.write(0, bytes(1 << 16))
@@ -630,13 +642,9 @@ def test_byref_translation_cache_dropped_by_a_topology_change(qemu_binary, tmp_p
     mastering turned off and on again) drops the cache: the next mapping
     is translated afresh, the one after it comes from the cache again.
     The bytes land every time and every mapping is released."""
-    w = World.single(qemu_binary, 2, name='byref-xcache')
+    w, conn, la, rb, data = _contig_world(qemu_binary, 'byref-xcache', 171)
     try:
-        a, b = w.devs
-        conn = h.connect_rc(a, b, mtu=4096)
-        la = a.reg_mr(conn.pda, 1 << 16, contig=True)
-        rb = b.reg_mr(conn.pdb, 1 << 16)
-        data = la.fill_random(random.Random(171))
+        a = w.devs[0]
 
         def write(i):
             """One 1000-byte WRITE from page i of la (one mapping): how
