@@ -160,3 +160,19 @@ def test_rq_doorbell_in_err_still_flushes(world):
     got = c.cqb.wait(1)
     assert [(e['wr_id'], e['status_name']) for e in got] == [(77, 'WR_FLUSH_ERR')]
     assert world.db_batched(b.idx, rq=True) == q0
+
+
+def test_setting_survives_a_snapshot(world):
+    """hx_dev_snapshot makes the device anew as a migration's target would,
+    with the same host settings: a doorbell after it still waits for the
+    ACK of the WRITE that was in flight across the snapshot."""
+    a, b = world.devs
+    c, src, dst = write_in_flight(world, on=True)
+    a.snapshot()
+    c.qa.post_send('RDMA_WRITE', [(src, 0, 1024)], remote=(dst, 32768), wr_id=2)
+    assert world.db_batched(a.idx) == 1
+    assert not world.sched_pending(a.idx)
+    got = c.cqa.wait(2)
+    assert [(e['wr_id'], e['status_name']) for e in got] == [(1, 'SUCCESS'), (2, 'SUCCESS')]
+    assert dst.read(0, 16384) == pattern(1 << 16, 3)[:16384]
+    assert dst.read(32768, 1024) == pattern(1 << 16, 3)[:1024]

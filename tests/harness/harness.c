@@ -153,7 +153,10 @@ struct hx_dev {
 	/* host services */
 	bool sched;		/* its timer deadline: w->dl[idx] */
 	bool selfcheck;		/* hx_dev_selfcheck */
-	bool lazy_icrc, trains;	/* hx_set_lazy_icrc, hx_set_trains: for hx_dev_snapshot */
+	/* hx_set_lazy_icrc, hx_set_trains, hx_set_db_batch: host settings
+	 * hx_dev_snapshot gives the new device, as a migration's target has
+	 * the same properties */
+	bool lazy_icrc, trains, db_batch;
 	char tm_profile[32], tm_over[512];	/* hx_set_timing, for hx_dev_snapshot */
 	uint64_t *irqs;
 	unsigned nvec;
@@ -2540,6 +2543,7 @@ int hx_set_db_batch(hx_world *w, int d, int on)
 
 	if (!h)
 		return HX_E_INVAL;
+	h->db_batch = on != 0;
 	qrnic_dev_set_db_batch(h->dev, on != 0);
 	return 0;
 }
@@ -5432,6 +5436,7 @@ int hx_dev_snapshot(hx_world *w, int d)
 	trust_apply(w);
 	qrnic_dev_set_lazy_icrc(nd, h->lazy_icrc);
 	qrnic_dev_set_trains(nd, h->trains);
+	qrnic_dev_set_db_batch(nd, h->db_batch);
 	if (qrnic_dev_load(nd, buf, len, err, sizeof(err)) != 0) {
 		free(buf);
 		hx_err(w, "dev %d: load: %s", d, err);
