@@ -153,6 +153,19 @@ def test_nvmeof_vs_rxe_refuses_bad_arguments_before_booting():
         assert knob in r.stdout, knob
 
 
+def test_nvmeof_vs_rxe_without_pytest_stops_before_booting(tmp_path):
+    """bench/nvmeof_vs_rxe takes the NVMe-oF target's set-up from the guest
+    tests, which import pytest; under a python3 without it the bench used to
+    boot the qrnic VMs, run and then die with a traceback.  It now says so
+    before it boots anything."""
+    (tmp_path / 'pytest.py').write_text('raise ImportError("No module named \'pytest\'")\n')
+    r = subprocess.run([os.path.join(REPO, 'bench', 'nvmeof_vs_rxe'), '--setups', 'qrnic'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60,
+                       env=dict(ENV, PYTHONPATH=str(tmp_path)))
+    assert r.returncode == 2, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    assert 'python3-pytest' in r.stderr and 'booting' not in r.stderr, r.stderr
+
+
 def test_nvmeof_vs_rxe_ftrace_sums_function_graph_lines():
     """bench/nvmeof_vs_rxe --ftrace: the awk program it runs in the guest sums
     a function_graph trace (depth 1) per function -- durations with and
