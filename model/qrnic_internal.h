@@ -32,7 +32,8 @@
 #define QRNIC_MAX_RD_ATOMIC	16	/* responder resources per QP */
 #define QRNIC_RXQ_DEPTH		1024	/* frames queued between rx and run */
 /* frames one QP service step may loop back to us at most (a budget of
- * responses, one of requests, an ACK), with a margin */
+ * responses, one of requests -- a train's, qp.c's req_budget -- an ACK),
+ * with a margin */
 #define QRNIC_RXQ_STEP_RESERVE	(4 * QRNIC_QP_PKT_BUDGET)
 #define QRNIC_RUN_RX_BUDGET	256	/* frames per qrnic_dev_run() */
 #define QRNIC_RUN_QP_BUDGET	256	/* QP service steps per qrnic_dev_run() */
@@ -1088,7 +1089,9 @@ void qrnic_frame_buf_set_icrc_pending(uint8_t *buf, size_t len);
  * their payloads by reference here.  Anything that would read its bytes
  * splits it into its frames first (qrnic_frame_buf_train_split).
  */
-#define QRNIC_TRAIN_MAX	16
+#define QRNIC_TRAIN_MAX	32
+_Static_assert(QRNIC_QP_PKT_BUDGET + QRNIC_TRAIN_MAX + 1 <= QRNIC_RXQ_STEP_RESERVE,
+	       "a step's looped-back frames must fit the receive queue's reserve");
 struct qrnic_train {
 	uint32_t n;			/* packets, 1..QRNIC_TRAIN_MAX */
 	uint32_t ackreq;		/* bit i: packet i asks for an ACK */

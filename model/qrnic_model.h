@@ -398,9 +398,10 @@ void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
  * ops->tx_frame_buf either hands a train whole to another qrnic device of
  * the process (qrnic_dev_rx_frame_buf_vouched) or splits it: the packets
  * of an RC WRITE message the device sends one after the other, described
- * and by reference, then leave as one frame buffer of up to 16 packets
- * (qrnic_frame_buf_train_len > 1), and the receiving device takes them as
- * one (issue 23: T1's per-frame costs, docs/timing.md 5.6).  Anything
+ * and by reference, then leave as one frame buffer of up to 32 packets
+ * (qrnic_frame_buf_train_len > 1; an untimed requester with trains on
+ * sends that many per service step), and the receiving device takes them
+ * as one (issue 23: T1's per-frame costs, docs/timing.md 5.6).  Anything
  * that would read the bytes of a train -- a capture, a netdev, a net
  * queue, a fault plan -- splits it first into the frames it stands for
  * (qrnic_frame_buf_train_split: the same frames, each by description and

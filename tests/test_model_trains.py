@@ -14,6 +14,7 @@ import random
 import qrnic_harness as q
 
 SIZE = 1 << 16          # 16 packets of 4096: one train
+TRAIN_MAX = 32          # QRNIC_TRAIN_MAX (model/qrnic_internal.h)
 
 
 def world(trains=True, latency=100_000):
@@ -26,28 +27,38 @@ def world(trains=True, latency=100_000):
     return w
 
 
-def post_write(w, seed):
+def post_write(w, seed, size=SIZE):
+    """Post a WRITE of size bytes; return what is needed to check it and
+    the frames the sender put on the wire for it (counted 1 us after the
+    first left: the whole message, no ACK back yet at this latency)."""
     conn = q.connect_rc(w.devs[0], w.devs[1], mtu=4096)
-    la = conn.a.dev.reg_mr(conn.pda, SIZE, contig=True)
-    rb = conn.b.dev.reg_mr(conn.pdb, SIZE)
+    la = conn.a.dev.reg_mr(conn.pda, size, contig=True)
+    rb = conn.b.dev.reg_mr(conn.pdb, size)
     src = la.fill_random(random.Random(seed))
     tx0 = w.wire_stats()['tx']
-    conn.qa.post_send('RDMA_WRITE', [(la, 0, SIZE)], remote=(rb, 0), wr_id=1)
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, size)], remote=(rb, 0), wr_id=1)
     for _ in range(1000):               # until the sender has sent
         if w.wire_stats()['tx'] > tx0:
             break
         w.advance(10)
+    w.advance(1000)
     return conn, rb, src, w.wire_stats()['tx'] - tx0
 
 
 def test_train_goes_whole_and_lands():
     """A 64 KiB WRITE leaves as one train (one frame on the wire for its
-    16 packets) and lands byte for byte; without trains, 16 frames."""
-    for trains, frames in ((True, 1), (False, 16)):
+    16 packets) and lands byte for byte; without trains, 16 frames.  A
+    WRITE of a full train (32 packets: the requester's step sends that
+    many where trains may form, model/qp.c) is one frame too, one of 48
+    packets two."""
+    for size, trains, frames in ((SIZE, True, 1), (SIZE, False, 16),
+                                 (2 * SIZE, True, 1), (2 * SIZE, False, 2 * 16),
+                                 (3 * SIZE, True, 2)):
+        assert 2 * SIZE == TRAIN_MAX * 4096
         w = world(trains)
-        conn, rb, src, sent = post_write(w, 3)
+        conn, rb, src, sent = post_write(w, 3, size)
         assert w.run() == 'idle'
-        assert sent == frames, (trains, sent)
+        assert sent == frames, (size, trains, sent)
         assert [c['status_name'] for c in conn.cqa.poll()] == ['SUCCESS']
         assert rb.read() == src
         assert q.World.dma_refs_stats()[2] == 0

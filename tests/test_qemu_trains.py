@@ -3,7 +3,7 @@
 model/qrnic_internal.h struct qrnic_train, hw/qrnic.c qrnic_train_goes_whole;
 docs/qemu.md section 5).  The packets of an RC WRITE message that the sender
 builds by description with their payloads by reference leave as one frame
-buffer of up to 16 packets, which the hub's shortcut hands whole to the
+buffer of up to 32 packets, which the hub's shortcut hands whole to the
 other port and its responder takes whole.  These tests run the same traffic
 with trains (the default) and without (-device qrnic,trains=off) and check
 that the bytes, the completions and every packet and byte counter come out
@@ -94,7 +94,7 @@ def test_trains_same_bytes_completions_and_counters(qemu_binary, contig):  # noq
         assert back == exp[:200000], opts      # the READ brought the target's bytes back
         assert st == ['SUCCESS'] * 3, (opts, st)
     on, off = got[''], got['trains=off']
-    # frames of up to 16 packets went whole to port 1; port 0 got only ACKs
+    # frames of up to 32 packets went whole to port 1; port 0 got only ACKs
     # and READ responses (no trains: a train is WRITE packets only)
     assert on[4] > 100 and on[5] == 0, on[4:]
     assert off[4] == 0 and off[5] == 0, off[4:]

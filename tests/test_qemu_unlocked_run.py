@@ -64,7 +64,7 @@ def test_unlocked_run_sends_a_full_list_early(qemu_binary):  # noqa: F811
     list is sent in the middle of the run (host-calls.sent-early) with the
     BQL taken for it; every byte arrives, one completion, nothing dropped.
     The device that keeps the BQL never keeps a frame.  (Without trains:
-    a train of 16 packets is one entry of the list.)"""
+    a train of up to 32 packets is one entry of the list.)"""
     w = World.single(qemu_binary, 4, name='unlocked-early',
                      dev_opts=['unlocked-run=on,trains=off', 'unlocked-run=on,trains=off',
                                'unlocked-run=auto,trains=off', 'unlocked-run=auto,trains=off'])
