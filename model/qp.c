@@ -505,14 +505,15 @@ bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
 
 /*
  * Packets the requester may send in one service step: a train's worth
- * where its packets may go as trains (QRNIC_TRAIN_MAX, net.c: untimed
- * only), since a train leaves at the end of the step; else the common
- * budget.  Halves the per-train costs (the hand-over, the receiving
- * port's queue and dispatch, the step itself) of a T1 1 MiB WRITE stream
- * against trains of 16 (issue 23).  Only the device's own ports and a
- * simulator's wire with trains on see the difference: the order of
- * packets within a QP is the same, only how many go before the next QP
- * is served.
+ * where its packets may go as trains (QRNIC_TRAIN_MAX; trains on and
+ * untimed, net.c), since a train leaves at the end of the step; else the
+ * common budget.  Half as many trains for a T1 1 MiB WRITE stream as with
+ * 16, so half the per-train work (the hand-over, the taker's queue and
+ * dispatch, the step itself: a third off those functions' share of the
+ * main loop, docs/timing.md 5.6; issue 23).  The packets of a QP go in
+ * the same order either way; only how many go before the next QP is
+ * served differs, and only on devices with trains on (QEMU's default,
+ * not qrnic-sim's).
  */
 static uint32_t req_budget(const struct qrnic_dev *d)
 {

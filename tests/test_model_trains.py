@@ -51,10 +51,10 @@ def test_train_goes_whole_and_lands():
     WRITE of a full train (32 packets: the requester's step sends that
     many where trains may form, model/qp.c) is one frame too, one of 48
     packets two."""
+    assert 2 * SIZE == TRAIN_MAX * 4096
     for size, trains, frames in ((SIZE, True, 1), (SIZE, False, 16),
                                  (2 * SIZE, True, 1), (2 * SIZE, False, 2 * 16),
                                  (3 * SIZE, True, 2)):
-        assert 2 * SIZE == TRAIN_MAX * 4096
         w = world(trains)
         conn, rb, src, sent = post_write(w, 3, size)
         assert w.run() == 'idle'
