@@ -184,7 +184,9 @@ static bool dma_read_ref(struct qrnic_dev *d, uint64_t addr, void *buf, size_t l
 		}
 		return true;
 	}
-	qrnic_txref_drop(d, true);	/* the frame holds bytes, not a reference */
+	/* the frame holds bytes, not a reference; or, reading by reference
+	 * only, nothing: the caller takes its general path */
+	qrnic_txref_drop(d, !d->txref.only);
 	return false;
 }
 
@@ -203,8 +205,12 @@ int qrnic_dma_read(struct qrnic_dev *d, uint64_t addr, void *buf, size_t len)
 	if (len == 0)
 		return 0;
 	qrnic_trace(d, QRNIC_TR_DMA_READ, 0, 0, (uint32_t)len, 0, addr);
-	if (d->txref.on && dma_read_ref(d, addr, buf, len))
-		goto timed;
+	if (d->txref.on) {
+		if (dma_read_ref(d, addr, buf, len))
+			goto timed;
+		if (d->txref.only)	/* nothing read, nothing counted */
+			return -1;
+	}
 	if (addr + len < addr || (d->fault && qrnic_fault_dma(d, false, addr, len)) ||
 	    d->ops->dma_read(d->opaque, addr, buf, len) != 0) {
 		memset(buf, 0, len);

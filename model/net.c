@@ -95,11 +95,10 @@ static bool train_starts(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 
 static bool train_joins(struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
-	const struct qrnic_pkt *p0 = qrnic_frame_buf_pkt(d->train_buf);
-	const struct qrnic_train *t = qrnic_frame_buf_train(d->train_buf);
+	const struct qrnic_pkt *p0 = d->train_p0;
 
 	return (p->opcode == QRNIC_OP_RC_WRITE_MIDDLE || p->opcode == QRNIC_OP_RC_WRITE_LAST) &&
-	       p->dqpn == p0->dqpn && p->psn == ((p0->psn + t->n) & 0xffffffu) &&
+	       p->dqpn == p0->dqpn && p->psn == ((p0->psn + d->train->n) & 0xffffffu) &&
 	       p->udp_sport == p0->udp_sport && !memcmp(p->dmac, p0->dmac, 6) &&
 	       !p->ipv6 && !qrnic_timed(d) && !qrnic_tracing(d);
 }
@@ -113,6 +112,71 @@ void qrnic_train_flush(struct qrnic_dev *d)
 		qrnic_frame_buf_train_single(buf);	/* a train of one is a frame */
 		qrnic_tx_buf(d, buf, d->train_len);
 	}
+}
+
+/*
+ * The requester's shortcut for a train's next packet (requester.c
+ * train_next): a train is built within one requester step and leaves at
+ * its end (qrnic_req_step), so one being built is the stepping QP's, and
+ * its first packet's headers are what that QP's AV gives every packet of
+ * the step.  What train_joins() asks of a packet description, asked of
+ * the QP: the same peer (QPN, MAC, UDP source port) and the next PSN.
+ */
+bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t psn)
+{
+	const struct qrnic_pkt *p0 = d->train_p0;
+
+	return d->train_buf && p0->dqpn == qp->attr.dest_qpn && psn == ((p0->psn + d->train->n) & 0xffffffu) &&
+	       p0->udp_sport == (uint16_t)(0xc000 | (qp->qpn & 0x3fff)) &&
+	       !memcmp(p0->dmac, qp->attr.av.dmac, 6);
+}
+
+/* Read len bytes at offset off of an SGL by reference only (the mappings
+ * into d->txref, for qrnic_train_add): as the payload of a frame by
+ * reference is read (qrnic_tx_payload, qrnic_dma_read), but a payload
+ * that is not one run of host memory is not read at all.  Returns whether
+ * it was; if not, nothing is held, copied or counted, and the packet goes
+ * the general way. */
+bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		      uint32_t nsge, uint32_t off, uint32_t len)
+{
+	bool ok;
+
+	if (d->txref.nmap)	/* cannot be: the last frame took or dropped it */
+		qrnic_txref_drop(d, false);
+	d->txref.on = d->txref.only = true;
+	/* only the addresses count: nothing is written at base */
+	d->txref.base = d->txbuf_spare;
+	d->txref.len = 0;
+	d->txref.opcode = QRNIC_OP_RC_WRITE_MIDDLE;
+	ok = qrnic_sgl_read(d, pdn, sge, nsge, off, d->txbuf_spare, len) == QRNIC_VERR_NONE &&
+	     d->txref.on && d->txref.len == len;
+	if (!ok && d->txref.nmap)
+		qrnic_txref_drop(d, false);
+	d->txref.on = d->txref.only = false;
+	return ok;
+}
+
+/* The payload read by reference (d->txref) goes on the train being built
+ * as its next packet, opcode WRITE_MIDDLE or WRITE_LAST; the train leaves
+ * when full or with its message's last packet. */
+void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
+{
+	struct qrnic_train *t = d->train;
+	uint32_t i = t->n++;
+
+	t->seg[i].src = d->txref.src;
+	t->seg[i].len = d->txref.len;
+	t->seg[i].nmap = d->txref.nmap;
+	for (uint32_t j = 0; j < d->txref.nmap; j++)	/* <= QRNIC_REF_MAPS */
+		t->seg[i].map[j] = d->txref.map[j];
+	d->txref.nmap = 0;
+	d->txref.len = 0;
+	t->ackreq |= (uint32_t)ackreq << i;
+	t->last_opcode = opcode;
+	t->last_se = se;
+	if (t->n == QRNIC_TRAIN_MAX || opcode == QRNIC_OP_RC_WRITE_LAST)
+		qrnic_train_flush(d);
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
@@ -156,20 +220,8 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 	}
 	if (buf == d->txbuf && ref && d->train_buf && train_joins(d, p)) {
 		/* the next packet of the train being built: the buffer stays
-		 * for the next frame, the payload and its mappings go along */
-		struct qrnic_train *t = qrnic_frame_buf_train(d->train_buf);
-		uint32_t i = t->n++;
-
-		t->seg[i].src = ref;
-		t->seg[i].len = paylen;
-		t->seg[i].nmap = d->txref.nmap;
-		memcpy(t->seg[i].map, d->txref.map, d->txref.nmap * sizeof(t->seg[i].map[0]));
-		d->txref.nmap = 0;
-		t->ackreq |= (uint32_t)p->ackreq << i;
-		t->last_opcode = p->opcode;
-		t->last_se = p->se;
-		if (t->n == QRNIC_TRAIN_MAX || p->opcode == QRNIC_OP_RC_WRITE_LAST)
-			qrnic_train_flush(d);
+		 * for the next frame */
+		qrnic_train_add(d, p->opcode, p->ackreq, p->se);
 		return;
 	}
 	/* Headers by description where nothing will read them unless it
@@ -222,7 +274,8 @@ void qrnic_send_pkt(struct qrnic_dev *d, const struct qrnic_pkt *p, const void *
 		}
 		d->txbuf = NULL;	/* it leaves with the frame */
 		if (ref && train_starts(d, p)) {
-			qrnic_frame_buf_train_start(buf);
+			d->train = qrnic_frame_buf_train_start(buf);
+			d->train_p0 = qrnic_frame_buf_pkt(buf);
 			d->train_buf = buf;
 			d->train_len = len;
 			return;

@@ -508,6 +508,8 @@ struct qrnic_dev {
 	bool trains;		/* qrnic_dev_set_trains(d, true) */
 	uint8_t *train_buf;	/* the train being built (net.c), or NULL */
 	size_t train_len;	/* ... the length of its first frame */
+	struct qrnic_train *train;	/* ... its train and first packet, */
+	const struct qrnic_pkt *train_p0;	/* read only while train_buf is set */
 	uint32_t rx_skip;	/* packets of a train the responder took whole (rx.c) */
 	bool xfer_merge;	/* mr.c: DMA writes across pages that follow on, as one */
 	bool db_batch;		/* qrnic_dev_set_db_batch(d, true) */
@@ -580,6 +582,7 @@ struct qrnic_dev {
 	 * instead of copying (qrnic_tx_payload, qrnic_dma_read, qrnic_send_pkt). */
 	struct {
 		bool on;
+		bool only;		/* by reference or not at all (qrnic_train_read) */
 		uint8_t *base;		/* where the payload goes in the frame */
 		const uint8_t *src;	/* where its first len bytes are */
 		uint32_t len;
@@ -1125,6 +1128,14 @@ uint32_t qrnic_resp_write_train(struct qrnic_dev *d, struct qrnic_qp *qp,
 				const struct qrnic_pkt *p0, const struct qrnic_train *t);
 /* Send the train being built, if any (net.c). */
 void qrnic_train_flush(struct qrnic_dev *d);
+/* The requester's way to a train's next packet without a packet
+ * description (net.c, requester.c train_next): whether the train being
+ * built is qp's and goes on at psn; the payload read by reference only;
+ * the packet added. */
+bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t psn);
+bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+		      uint32_t nsge, uint32_t off, uint32_t len);
+void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se);
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */
