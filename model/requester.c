@@ -804,8 +804,8 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
  * (send_one then copies it, or fails the WQE with its error).
  *
  * The sender's per-packet work was 22.7-23.9 % of the QEMU main loop
- * moving a T1 stream of 1 MiB WRITEs, 18.8-21.9 % with this (perf, issue
- * 23); what is left of it is mostly the SGE's translation and mapping
+ * moving a T1 stream of 1 MiB WRITEs, 18.8-21.9 % with this (perf,
+ * docs/timing.md 5.6); what is left of it is mostly the SGE's translation and mapping
  * (qrnic_sgl_read down to ops->dma_map), which the general path shares.
  */
 static bool train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w)
