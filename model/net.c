@@ -126,7 +126,8 @@ bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp,
 {
 	const struct qrnic_pkt *p0 = d->train_p0;
 
-	return d->train_buf && p0->dqpn == qp->attr.dest_qpn && psn == ((p0->psn + d->train->n) & 0xffffffu) &&
+	return d->train_buf && p0->dqpn == qp->attr.dest_qpn &&
+	       psn == ((p0->psn + d->train->n) & 0xffffffu) &&
 	       p0->udp_sport == (uint16_t)(0xc000 | (qp->qpn & 0x3fff)) &&
 	       !memcmp(p0->dmac, qp->attr.av.dmac, 6);
 }
