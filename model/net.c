@@ -87,9 +87,14 @@ static bool tx_ref_safe(const struct qrnic_pkt *p)
  * at the end of the requester's step (qrnic_req_step): frames leave in the
  * order they were built, as before.
  */
+bool qrnic_trains_form(const struct qrnic_dev *d)
+{
+	return d->trains && tx_lazy_ref(d) && !qrnic_timed(d) && !qrnic_tracing(d);
+}
+
 static bool train_starts(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 {
-	return d->trains && tx_lazy_ref(d) && !qrnic_timed(d) && !qrnic_tracing(d) &&
+	return qrnic_trains_form(d) &&
 	       (p->opcode == QRNIC_OP_RC_WRITE_FIRST || p->opcode == QRNIC_OP_RC_WRITE_MIDDLE);
 }
 

@@ -155,3 +155,48 @@ def test_train_shortcut_sends_what_the_general_path_sends():
             assert not diff, (drop, dev - 1, diff)
         if drop is not None:
             assert on[1]['retransmitted_packets'] > 0, drop
+
+
+def sender_runs(trace):
+    """Two QPs of one device each WRITE 256 KiB (64 packets); the lengths of
+    the runs of consecutive frames the sender put on the wire for one QP,
+    i.e. how many packets a requester step sent before the next QP was
+    served.  trace: the model's trace on (trains do not form then)."""
+    w = q.World(2, dma_refs='checked')          # a frame log: trains reach the wire split
+    for d in (0, 1):
+        w.lazy_icrc(d)
+        w.trains(d, True)
+    w.vouch(True)
+    if trace:
+        w.trace_enable()
+    size = 1 << 18
+    conns = [q.connect_rc(w.devs[0], w.devs[1], mtu=4096) for _ in range(2)]
+    for c in conns:
+        la = c.a.dev.reg_mr(c.pda, size, contig=True)
+        rb = c.b.dev.reg_mr(c.pdb, size)
+        la.fill_random(random.Random(5))
+        c.qa.post_send('RDMA_WRITE', [(la, 0, size)], remote=(rb, 0), wr_id=1, ring=False)
+    for c in conns:                             # both QPs wait for the first step
+        c.qa.ring_sq()
+    assert w.run() == 'idle'
+    for c in conns:
+        assert [x['status_name'] for x in c.cqa.poll()] == ['SUCCESS']
+    runs = []
+    for f in w.frames(roce_only=True):
+        if f.src != 0 or not f.opname.startswith('RC_WRITE'):
+            continue
+        if runs and runs[-1][0] == f.dqpn:
+            runs[-1][1] += 1
+        else:
+            runs.append([f.dqpn, 1])
+    w.close()
+    return [n for _, n in runs]
+
+
+def test_step_budget_follows_whether_trains_form():
+    """The requester sends a train's worth (32 packets) per step only where
+    trains form (model/qp.c req_budget asks net.c's qrnic_trains_form, the
+    test that starts a train); with the model's trace on, no train forms
+    and a step sends the common 16, as before trains."""
+    assert sender_runs(trace=False) == [TRAIN_MAX] * 4
+    assert sender_runs(trace=True) == [16] * 8
