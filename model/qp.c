@@ -507,10 +507,10 @@ bool qrnic_qp_service(struct qrnic_dev *d, struct qrnic_qp *qp)
  * Packets the requester may send in one service step: a train's worth
  * where its packets may go as trains (QRNIC_TRAIN_MAX; qrnic_trains_form,
  * the same test that starts a train, net.c), since a train leaves at the
- * end of the step; else the common budget.  Half as many trains for a T1 1 MiB WRITE stream as with
- * 16, so half the per-train work (the hand-over, the taker's queue and
- * dispatch, the step itself: a third off those functions' share of the
- * main loop, docs/timing.md 5.6; issue 23).  The packets of a QP go in
+ * end of the step; else the common budget.  Half as many trains for a T1
+ * 1 MiB WRITE stream as with 16, so half the per-train work (the
+ * hand-over, the taker's queue and dispatch, the step itself: a third off
+ * those functions' share of the main loop, docs/timing.md 5.6; issue 23).  The packets of a QP go in
  * the same order either way; only how many go before the next QP is
  * served differs, and only where trains form (QEMU's default between its
  * ports, without a fault plan or a trace; not qrnic-sim's).

@@ -1129,7 +1129,8 @@ uint32_t qrnic_resp_write_train(struct qrnic_dev *d, struct qrnic_qp *qp,
 /* Send the train being built, if any (net.c). */
 void qrnic_train_flush(struct qrnic_dev *d);
 /* Whether this device's RC WRITE packets may go as trains now: trains on,
- * payloads by reference with a lazy ICRC, untimed, untraced (net.c). */
+ * payloads by reference with a lazy ICRC and no fault plan (tx_lazy_ref),
+ * untimed, untraced (net.c). */
 bool qrnic_trains_form(const struct qrnic_dev *d);
 /* The requester's way to a train's next packet without a packet
  * description (net.c, requester.c train_next): whether the train being

@@ -400,9 +400,9 @@ void qrnic_dev_set_lazy_icrc(struct qrnic_dev *dev, bool on);
  * of an RC WRITE message the device sends one after the other, described
  * and by reference, then leave as one frame buffer of up to 32 packets
  * (qrnic_frame_buf_train_len > 1; where trains form -- trains on, a
- * lazy ICRC, untimed, no trace -- the requester sends that many per
- * service step), and the receiving device takes them
- * as one (issue 23: T1's per-frame costs, docs/timing.md 5.6).  Anything
+ * lazy ICRC, no fault plan, untimed, no trace -- the requester sends that
+ * many per service step), and the receiving device takes them as one
+ * (issue 23: T1's per-frame costs, docs/timing.md 5.6).  Anything
  * that would read the bytes of a train -- a capture, a netdev, a net
  * queue, a fault plan -- splits it first into the frames it stands for
  * (qrnic_frame_buf_train_split: the same frames, each by description and
