@@ -2,6 +2,13 @@
 /* qrnic device model: address vectors to packet headers, and packet transmit. */
 #include "qrnic_internal.h"
 
+/* The UDP source port of a QP's packets (RoCEv2 leaves it to the sender
+ * as flow entropy): 0xc000 | the QPN's low 14 bits. */
+static uint16_t udp_sport_of(uint32_t qpn)
+{
+	return (uint16_t)(0xc000 | (qpn & 0x3fff));
+}
+
 int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrnic_av *av,
 		      const struct qrnic_qp *qp)
 {
@@ -22,7 +29,7 @@ int qrnic_pkt_fill_av(struct qrnic_dev *d, struct qrnic_pkt *p, const struct qrn
 		p->traffic_class |= QRNIC_ECN_ECT0;
 	p->hop_limit = av->hop_limit ? av->hop_limit : 64;
 	p->flow_label = av->flow_label & 0xfffff;
-	p->udp_sport = (uint16_t)(0xc000 | (src_qpn & 0x3fff));
+	p->udp_sport = udp_sport_of(src_qpn);
 	p->pkey = 0xffff;
 	return QRNIC_VERR_NONE;
 }
@@ -119,6 +126,18 @@ void qrnic_train_flush(struct qrnic_dev *d)
 	}
 }
 
+/* Start the payload reference of the next frame (d->txref) at base, for a
+ * frame of this opcode; what a frame never sent still held goes back. */
+static void txref_start(struct qrnic_dev *d, bool on, uint8_t *base, uint8_t opcode)
+{
+	if (d->txref.nmap)
+		qrnic_txref_drop(d, false);
+	d->txref.on = on;
+	d->txref.base = base;
+	d->txref.len = 0;
+	d->txref.opcode = opcode;	/* the offset follows from it (IPv4) */
+}
+
 /*
  * The requester's shortcut for a train's next packet (requester.c
  * train_next): a train is built within one requester step and leaves at
@@ -133,7 +152,7 @@ bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp,
 
 	return d->train_buf && p0->dqpn == qp->attr.dest_qpn &&
 	       psn == ((p0->psn + d->train->n) & 0xffffffu) &&
-	       p0->udp_sport == (uint16_t)(0xc000 | (qp->qpn & 0x3fff)) &&
+	       p0->udp_sport == udp_sport_of(qp->qpn) &&
 	       !memcmp(p0->dmac, qp->attr.av.dmac, 6);
 }
 
@@ -148,13 +167,9 @@ bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge 
 {
 	bool ok;
 
-	if (d->txref.nmap)	/* cannot be: the last frame took or dropped it */
-		qrnic_txref_drop(d, false);
-	d->txref.on = d->txref.only = true;
 	/* only the addresses count: nothing is written at base */
-	d->txref.base = d->txbuf_spare;
-	d->txref.len = 0;
-	d->txref.opcode = QRNIC_OP_RC_WRITE_MIDDLE;
+	txref_start(d, true, d->txbuf_spare, QRNIC_OP_RC_WRITE_MIDDLE);
+	d->txref.only = true;
 	ok = qrnic_sgl_read(d, pdn, sge, nsge, off, d->txbuf_spare, len) == QRNIC_VERR_NONE &&
 	     d->txref.on && d->txref.len == len;
 	if (!ok && d->txref.nmap)
@@ -196,12 +211,8 @@ uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
 	/* on a cache line of its own: the DMA into it is a co-aligned copy
 	 * for aligned host buffers, as is the responder's out of it */
 	buf = txbuf(d, off);
-	if (d->txref.nmap)	/* a reference read for a frame never sent */
-		qrnic_txref_drop(d, false);
-	d->txref.on = buf == d->txbuf && tx_untouched(d, p) && tx_ref_safe(p);
-	d->txref.base = buf + off;
-	d->txref.len = 0;
-	d->txref.opcode = p->opcode;	/* the offset follows from it (IPv4) */
+	txref_start(d, buf == d->txbuf && tx_untouched(d, p) && tx_ref_safe(p), buf + off,
+		    p->opcode);
 	return buf + off;
 }
 
