@@ -17,8 +17,9 @@ SIZE = 1 << 16          # 16 packets of 4096: one train
 TRAIN_MAX = 32          # QRNIC_TRAIN_MAX (model/qrnic_internal.h)
 
 
-def world(trains=True, latency=100_000):
-    w = q.World(2, dma_refs='checked', framelog=0)
+def world(trains=True, latency=100_000, framelog=0):
+    """framelog: a frame log (the wire then splits trains into frames)."""
+    w = q.World(2, dma_refs='checked', framelog=framelog)
     for d in (0, 1):
         w.lazy_icrc(d)
         w.trains(d, trains)
@@ -162,11 +163,7 @@ def sender_runs(trace):
     the runs of consecutive frames the sender put on the wire for one QP,
     i.e. how many packets a requester step sent before the next QP was
     served.  trace: the model's trace on (trains do not form then)."""
-    w = q.World(2, dma_refs='checked')          # a frame log: trains reach the wire split
-    for d in (0, 1):
-        w.lazy_icrc(d)
-        w.trains(d, True)
-    w.vouch(True)
+    w = world(latency=2_000, framelog=100_000)
     if trace:
         w.trace_enable()
     size = 1 << 18
