@@ -105,13 +105,22 @@ static bool train_starts(const struct qrnic_dev *d, const struct qrnic_pkt *p)
 	       (p->opcode == QRNIC_OP_RC_WRITE_FIRST || p->opcode == QRNIC_OP_RC_WRITE_MIDDLE);
 }
 
-static bool train_joins(struct qrnic_dev *d, const struct qrnic_pkt *p)
+/* Whether a packet to this peer (QPN, MAC, UDP source port) with this PSN
+ * is the next of the train being built: the one question of train_joins()
+ * (a packet description) and qrnic_train_continues() (a QP). */
+static inline bool train_next_of(const struct qrnic_dev *d, uint32_t dqpn, uint32_t psn,
+				 uint16_t sport, const uint8_t *dmac)
 {
 	const struct qrnic_pkt *p0 = d->train_p0;
 
+	return dqpn == p0->dqpn && psn == ((p0->psn + d->train->n) & 0xffffffu) &&
+	       sport == p0->udp_sport && !memcmp(dmac, p0->dmac, 6);
+}
+
+static bool train_joins(struct qrnic_dev *d, const struct qrnic_pkt *p)
+{
 	return (p->opcode == QRNIC_OP_RC_WRITE_MIDDLE || p->opcode == QRNIC_OP_RC_WRITE_LAST) &&
-	       p->dqpn == p0->dqpn && p->psn == ((p0->psn + d->train->n) & 0xffffffu) &&
-	       p->udp_sport == p0->udp_sport && !memcmp(p->dmac, p0->dmac, 6) &&
+	       train_next_of(d, p->dqpn, p->psn, p->udp_sport, p->dmac) &&
 	       !p->ipv6 && !qrnic_timed(d) && !qrnic_tracing(d);
 }
 
@@ -148,12 +157,8 @@ static void txref_start(struct qrnic_dev *d, bool on, uint8_t *base, uint8_t opc
  */
 bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t psn)
 {
-	const struct qrnic_pkt *p0 = d->train_p0;
-
-	return d->train_buf && p0->dqpn == qp->attr.dest_qpn &&
-	       psn == ((p0->psn + d->train->n) & 0xffffffu) &&
-	       p0->udp_sport == udp_sport_of(qp->qpn) &&
-	       !memcmp(p0->dmac, qp->attr.av.dmac, 6);
+	return d->train_buf &&
+	       train_next_of(d, qp->attr.dest_qpn, psn, udp_sport_of(qp->qpn), qp->attr.av.dmac);
 }
 
 /* Read len bytes at offset off of an SGL by reference only (the mappings
