@@ -15,6 +15,7 @@ import qrnic_harness as q
 
 SIZE = 1 << 16          # 16 packets of 4096: one train
 TRAIN_MAX = 32          # QRNIC_TRAIN_MAX (model/qrnic_internal.h)
+PKT_BUDGET = 16         # QRNIC_QP_PKT_BUDGET: a step's packets where no train forms
 
 
 def world(trains=True, latency=100_000, framelog=0):
@@ -196,4 +197,4 @@ def test_step_budget_follows_whether_trains_form():
     test that starts a train); with the model's trace on, no train forms
     and a step sends the common 16, as before trains."""
     assert sender_runs(trace=False) == [TRAIN_MAX] * 4
-    assert sender_runs(trace=True) == [16] * 8
+    assert sender_runs(trace=True) == [PKT_BUDGET] * 8
