@@ -266,6 +266,7 @@ struct qrnic_train *qrnic_frame_buf_train_start(uint8_t *buf)
 	h->train = true;
 	t->n = 1;
 	t->ackreq = h->pkt.ackreq;
+	t->borrowed = 0;
 	t->last_opcode = h->pkt.opcode;
 	t->last_se = h->pkt.se;
 	t->unmap = h->unmap;
@@ -334,11 +335,8 @@ void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_
 		len[i] = qrnic_wire_frame_len(false, p.opcode, t.seg[i].len);
 		/* no memory: the packet is lost, as a frame a full queue drops */
 		sub[i] = qrnic_frame_buf_alloc_at(QRNIC_MAX_FRAME, off);
-		if (!sub[i]) {
-			for (uint32_t m = 0; m < t.seg[i].nmap; m++)
-				t.unmap(t.seg[i].map[m].ptr, t.seg[i].map[m].len);
-			continue;
-		}
+		if (!sub[i])
+			continue;	/* its mappings go back below */
 		qrnic_frame_buf_set_pkt(sub[i], &p);
 		qrnic_frame_buf_set_ref(sub[i], off, t.seg[i].src, t.seg[i].len);
 		if (t.seg[i].nmap)
@@ -346,7 +344,15 @@ void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_
 		if (icrc)
 			qrnic_frame_buf_set_icrc_pending(sub[i], len[i]);
 		qrnic_frame_buf_set_vouched(sub[i], vouched);
+		/* its payload lies in an earlier packet's mapping, which goes
+		 * with that packet's frame: its bytes now, while it is out
+		 * (all are: no frame is handed on before the loop below) */
+		if ((t.borrowed >> i) & 1)
+			qrnic_frame_buf_fill(sub[i]);
 	}
+	for (uint32_t i = 1; i < t.n; i++)	/* after the borrowed packets' fill */
+		for (uint32_t m = 0; !sub[i] && m < t.seg[i].nmap; m++)
+			t.unmap(t.seg[i].map[m].ptr, t.seg[i].map[m].len);
 	for (uint32_t i = 0; i < t.n; i++)
 		if (sub[i])
 			each(opaque, sub[i], len[i]);

@@ -424,6 +424,68 @@ int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sg
 	return sgl_xfer(d, pdn, sge, nsge, off, buf, NULL, len);
 }
 
+/*
+ * A train's packets (requester.c train_next): bytes [off, off + len) of an
+ * SGL as one run of host memory, mapped once (ops->dma_map) for several
+ * packets of one message instead of once per packet with a translation
+ * each (qrnic_sgl_read).  The run lies in one SGE and in pages whose DMA
+ * addresses follow on; it is cut to whole units (packets of unit bytes)
+ * unless it reaches off + len.  The checks are qrnic_sgl_read's (length,
+ * key, PD, bounds, over the whole SGE span asked for).  Returns its length
+ * and its mapping in *src, or 0 -- none, nothing held or counted: the
+ * caller takes its general path, which reports any error.  Untimed and
+ * untraced (as trains are): one translation, no per-page cache lookups.
+ */
+uint32_t qrnic_sgl_map_run(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+			   uint32_t nsge, uint32_t off, uint32_t len, uint32_t unit,
+			   const uint8_t **src)
+{
+	const struct qrnic_mpt_entry *m;
+	uint64_t total = 0, va, addr, run;
+	uint32_t i;
+
+	for (i = 0; i < nsge; i++)	/* <= QRNIC_MAX_SGE */
+		total += sge[i].length;
+	if (!len || !unit || (uint64_t)off + len > total)
+		return 0;
+	for (i = 0; off >= sge[i].length; i++)	/* ends: off < total */
+		off -= sge[i].length;
+	if (len > sge[i].length - off)
+		len = sge[i].length - off;
+	if (sge[i].addr > UINT64_MAX - off)
+		return 0;
+	va = sge[i].addr + off;
+	if (mr_lookup(d, sge[i].lkey, pdn, 0, va, len, 0, &m) != QRNIC_VERR_NONE ||
+	    m->page_shift < QRNIC_MIN_PAGE_SHIFT || m->page_shift > QRNIC_MAX_PAGE_SHIFT)
+		return 0;
+	if (m->flags & QRNIC_MPT_PHYS) {
+		addr = va;
+		run = len;
+	} else {
+		uint64_t psz = 1ull << m->page_shift, mask = psz - 1;
+		uint64_t pgoff = (va - m->iova) + (m->iova & mask);
+		uint64_t page = pgoff >> m->page_shift;
+
+		if (page >= m->npages || m->mtt_base >= d->cfg.max_mtt ||
+		    page >= d->cfg.max_mtt - m->mtt_base)
+			return 0;
+		addr = d->mtt[m->mtt_base + page] + (pgoff & mask);
+		run = psz - (pgoff & mask);
+		/* bounded by len and the MR's pages */
+		for (page++; run < len && page < m->npages && page < d->cfg.max_mtt - m->mtt_base &&
+			     d->mtt[m->mtt_base + page] == addr + run; page++)
+			run += psz;
+		if (run > len)
+			run = len;
+	}
+	if (run < len)
+		run -= run % unit;
+	if (!run || addr + run < addr)
+		return 0;
+	*src = d->ops->dma_map(d->opaque, addr, (size_t)run);
+	return *src ? (uint32_t)run : 0;
+}
+
 int qrnic_sgl_write(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		    uint32_t nsge, uint32_t off, const void *buf, uint32_t len)
 {

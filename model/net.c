@@ -186,6 +186,16 @@ bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge 
 /* The payload read by reference (d->txref) goes on the train being built
  * as its next packet, opcode WRITE_MIDDLE or WRITE_LAST; the train leaves
  * when full or with its message's last packet. */
+static void train_added(struct qrnic_dev *d, struct qrnic_train *t, uint32_t i, uint8_t opcode,
+			bool ackreq, bool se)
+{
+	t->ackreq |= (uint32_t)ackreq << i;
+	t->last_opcode = opcode;
+	t->last_se = se;
+	if (t->n == QRNIC_TRAIN_MAX || opcode == QRNIC_OP_RC_WRITE_LAST)
+		qrnic_train_flush(d);
+}
+
 void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
 {
 	struct qrnic_train *t = d->train;
@@ -198,11 +208,34 @@ void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
 		t->seg[i].map[j] = d->txref.map[j];
 	d->txref.nmap = 0;
 	d->txref.len = 0;
-	t->ackreq |= (uint32_t)ackreq << i;
-	t->last_opcode = opcode;
-	t->last_se = se;
-	if (t->n == QRNIC_TRAIN_MAX || opcode == QRNIC_OP_RC_WRITE_LAST)
-		qrnic_train_flush(d);
+	train_added(d, t, i, opcode, ackreq, se);
+}
+
+/*
+ * A packet whose payload is part of a run mapped once for several
+ * (qrnic_sgl_map_run): the first of them holds the mapping, the others
+ * are marked borrowed.  The mapping goes back with the train (freed, or
+ * taken whole by the responder) or, where the train is split, with the
+ * holder's frame; a borrowed packet's frame then gets its bytes at the
+ * split, while the holder's mapping is still out
+ * (qrnic_frame_buf_train_split).
+ */
+void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t len, bool owns,
+			 size_t map_len, uint8_t opcode, bool ackreq, bool se)
+{
+	struct qrnic_train *t = d->train;
+	uint32_t i = t->n++;
+
+	t->seg[i].src = src;
+	t->seg[i].len = len;
+	t->seg[i].nmap = owns && d->ops->dma_unmap ? 1 : 0;
+	if (t->seg[i].nmap) {
+		t->seg[i].map[0].ptr = src;
+		t->seg[i].map[0].len = map_len;
+	}
+	if (!owns)
+		t->borrowed |= 1u << i;
+	train_added(d, t, i, opcode, ackreq, se);
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)

@@ -941,6 +941,12 @@ int qrnic_rkey_write(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rk
  * per SGE (LOCAL_WRITE for writes).  Returns QRNIC_VERR_*. */
 int qrnic_sgl_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		   uint32_t nsge, uint32_t off, void *buf, uint32_t len);
+/* Trains: bytes [off, off + len) of an SGL as one run of host memory
+ * mapped once, cut to whole units of unit bytes unless it reaches the end;
+ * its length (0: none, nothing held) and *src (mr.c). */
+uint32_t qrnic_sgl_map_run(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
+			   uint32_t nsge, uint32_t off, uint32_t len, uint32_t unit,
+			   const uint8_t **src);
 /* Timed steps only: look 'key' up in translation cache 'c', add the miss
  * cost to the step's time (d->tm_t) and count the hit or miss in the
  * device statistics. */
@@ -1098,6 +1104,8 @@ _Static_assert(QRNIC_QP_PKT_BUDGET + QRNIC_TRAIN_MAX + 1 <= QRNIC_RXQ_STEP_RESER
 struct qrnic_train {
 	uint32_t n;			/* packets, 1..QRNIC_TRAIN_MAX */
 	uint32_t ackreq;		/* bit i: packet i asks for an ACK */
+	uint32_t borrowed;		/* bit i: packet i's payload lies in an earlier
+					 * packet's mapping (qrnic_train_add_run) */
 	uint8_t last_opcode;
 	bool last_se;
 	void (*unmap)(const void *ptr, size_t len);
@@ -1140,6 +1148,19 @@ bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp,
 bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		      uint32_t nsge, uint32_t off, uint32_t len);
 void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se);
+/* The next packet of the train being built, its len-byte payload at src:
+ * with owns, src is also the start of a mapping of map_len bytes (from
+ * qrnic_sgl_map_run) that this packet holds for itself and the packets
+ * after it in the same run; without, it lies in such an earlier packet's
+ * mapping.  Leaves the train when full or with WRITE_LAST, as
+ * qrnic_train_add. */
+void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t len, bool owns,
+			 size_t map_len, uint8_t opcode, bool ackreq, bool se);
+/* Room left on the train being built (0: none being built). */
+static inline uint32_t qrnic_train_room(const struct qrnic_dev *d)
+{
+	return d->train_buf ? QRNIC_TRAIN_MAX - d->train->n : 0;
+}
 
 /* Build and send a frame through qrnic_tx.  The payload may already sit
  * where it belongs in the frame: at qrnic_tx_payload(d, p). */

@@ -159,6 +159,40 @@ def test_train_shortcut_sends_what_the_general_path_sends():
             assert on[1]['retransmitted_packets'] > 0, drop
 
 
+def write_maps(trains, contig):
+    """The payload mappings (the harness's checked dma_map calls) a 128 KiB
+    WRITE (32 packets: one train) takes, and whether it landed."""
+    w = world(trains, latency=2_000)
+    conn = q.connect_rc(w.devs[0], w.devs[1], mtu=4096)
+    la = conn.a.dev.reg_mr(conn.pda, TRAIN_MAX * 4096, contig=contig)
+    rb = conn.b.dev.reg_mr(conn.pdb, TRAIN_MAX * 4096)
+    src = la.fill_random(random.Random(3))
+    maps0 = q.World.dma_refs_stats()[0]
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, TRAIN_MAX * 4096)], remote=(rb, 0), wr_id=1)
+    assert w.run() == 'idle'
+    assert [c['status_name'] for c in conn.cqa.poll()] == ['SUCCESS']
+    landed = rb.read() == src
+    maps = q.World.dma_refs_stats()[0] - maps0
+    w.close()
+    assert q.World.dma_refs_stats()[2] == 0, 'a mapping was not given back'
+    return maps, landed
+
+
+def test_train_maps_a_run_of_packets_once():
+    """The packets after a train's first whose payloads are one run of
+    host memory are translated and mapped once for all of them
+    (model/mr.c qrnic_sgl_map_run): a 32-packet WRITE from a buffer whose
+    pages follow on takes the first packet's mappings and one more;
+    without trains, or from pages that do not follow on, every packet
+    maps its own.  The bytes land every way."""
+    per_msg, landed = write_maps(trains=False, contig=True)
+    assert landed and per_msg % TRAIN_MAX == 0 and per_msg >= TRAIN_MAX
+    first = per_msg // TRAIN_MAX        # the first packet's, by the general path
+    assert write_maps(trains=True, contig=True) == (first + 1, True)
+    maps, landed = write_maps(trains=True, contig=False)
+    assert landed and maps >= TRAIN_MAX
+
+
 def sender_runs(trace):
     """Two QPs of one device each WRITE 256 KiB (64 packets); the lengths of
     the runs of consecutive frames the sender put on the wire for one QP,
