@@ -340,7 +340,7 @@ void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_
 		qrnic_frame_buf_set_pkt(sub[i], &p);
 		qrnic_frame_buf_set_ref(sub[i], off, t.seg[i].src, t.seg[i].len);
 		if (t.seg[i].nmap)
-			qrnic_frame_buf_set_maps(sub[i], t.unmap, t.seg[i].map, t.seg[i].nmap);
+			qrnic_frame_buf_set_maps(sub[i], t.unmap, t.map[i], t.seg[i].nmap);
 		if (icrc)
 			qrnic_frame_buf_set_icrc_pending(sub[i], len[i]);
 		qrnic_frame_buf_set_vouched(sub[i], vouched);
@@ -352,7 +352,7 @@ void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_
 	}
 	for (uint32_t i = 1; i < t.n; i++)	/* after the borrowed packets' fill */
 		for (uint32_t m = 0; !sub[i] && m < t.seg[i].nmap; m++)
-			t.unmap(t.seg[i].map[m].ptr, t.seg[i].map[m].len);
+			t.unmap(t.map[i][m].ptr, t.map[i][m].len);
 	for (uint32_t i = 0; i < t.n; i++)
 		if (sub[i])
 			each(opaque, sub[i], len[i]);
@@ -372,7 +372,7 @@ void qrnic_frame_buf_free(uint8_t *buf)
 		h->train = false;
 		for (uint32_t i = 1; i < t->n; i++)
 			for (uint32_t m = 0; m < t->seg[i].nmap; m++)
-				t->unmap(t->seg[i].map[m].ptr, t->seg[i].map[m].len);
+				t->unmap(t->map[i][m].ptr, t->map[i][m].len);
 	}
 	fb_unmap(h);
 	cls = h->cls;

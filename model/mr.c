@@ -478,8 +478,8 @@ uint32_t qrnic_sgl_map_run(struct qrnic_dev *d, uint32_t pdn, const struct qrnic
 		if (run > len)
 			run = len;
 	}
-	if (run < len)
-		run -= run % unit;
+	if (run < len)	/* run < len <= UINT32_MAX: a 32-bit division */
+		run -= (uint32_t)run % unit;
 	if (!run || addr + run < addr)
 		return 0;
 	*src = d->ops->dma_map(d->opaque, addr, (size_t)run);

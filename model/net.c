@@ -205,14 +205,14 @@ void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
 	t->seg[i].len = d->txref.len;
 	t->seg[i].nmap = d->txref.nmap;
 	for (uint32_t j = 0; j < d->txref.nmap; j++)	/* <= QRNIC_REF_MAPS */
-		t->seg[i].map[j] = d->txref.map[j];
+		t->map[i][j] = d->txref.map[j];
 	d->txref.nmap = 0;
 	d->txref.len = 0;
 	train_added(d, t, i, opcode, ackreq, se);
 }
 
 /*
- * A packet whose payload is part of a run mapped once for several
+ * The packets of a run of host memory mapped once for several
  * (qrnic_sgl_map_run): the first of them holds the mapping, the others
  * are marked borrowed.  The mapping goes back with the train (freed, or
  * taken whole by the responder) or, where the train is split, with the
@@ -220,22 +220,30 @@ void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
  * split, while the holder's mapping is still out
  * (qrnic_frame_buf_train_split).
  */
-void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t len, bool owns,
-			 size_t map_len, uint8_t opcode, bool ackreq, bool se)
+void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t run, uint32_t mtu,
+			 uint32_t ackreq, bool last, bool se)
 {
 	struct qrnic_train *t = d->train;
-	uint32_t i = t->n++;
+	uint32_t i0 = t->n, n = 0;
 
-	t->seg[i].src = src;
-	t->seg[i].len = len;
-	t->seg[i].nmap = owns && d->ops->dma_unmap ? 1 : 0;
-	if (t->seg[i].nmap) {
-		t->seg[i].map[0].ptr = src;
-		t->seg[i].map[0].len = map_len;
+	for (uint32_t off = 0; off < run; off += mtu, n++) {	/* <= QRNIC_TRAIN_MAX - i0 */
+		t->seg[i0 + n].src = src + off;
+		t->seg[i0 + n].len = run - off < mtu ? run - off : mtu;
+		t->seg[i0 + n].nmap = 0;
 	}
-	if (!owns)
-		t->borrowed |= 1u << i;
-	train_added(d, t, i, opcode, ackreq, se);
+	if (d->ops->dma_unmap) {
+		t->seg[i0].nmap = 1;
+		t->map[i0][0].ptr = src;
+		t->map[i0][0].len = run;
+	}
+	/* i0 >= 1 (a train starts with its frame's own packet): i0 + n <= 32 */
+	t->borrowed |= (uint32_t)(((1ull << (n - 1)) - 1) << (i0 + 1));
+	t->ackreq |= ackreq << i0;
+	t->n += n;
+	t->last_opcode = last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE;
+	t->last_se = se;
+	if (t->n == QRNIC_TRAIN_MAX || last)
+		qrnic_train_flush(d);
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)

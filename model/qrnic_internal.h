@@ -1109,12 +1109,15 @@ struct qrnic_train {
 	uint8_t last_opcode;
 	bool last_se;
 	void (*unmap)(const void *ptr, size_t len);
+	/* what every reader of the train reads of each packet, 16 bytes a
+	 * packet: a train's 32 in eight cache lines */
 	struct {
 		const uint8_t *src;	/* its payload, len bytes */
 		uint32_t len;
 		uint32_t nmap;		/* seg[0]: 0, the buffer holds them */
-		struct qrnic_ref_map map[QRNIC_REF_MAPS];
 	} seg[QRNIC_TRAIN_MAX];
+	/* packet i's mappings, seg[i].nmap of them: read only where held */
+	struct qrnic_ref_map map[QRNIC_TRAIN_MAX][QRNIC_REF_MAPS];
 };
 /* The train a frame buffer carries, or NULL. */
 struct qrnic_train *qrnic_frame_buf_train(uint8_t *buf);
@@ -1148,14 +1151,14 @@ bool qrnic_train_continues(const struct qrnic_dev *d, const struct qrnic_qp *qp,
 bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge *sge,
 		      uint32_t nsge, uint32_t off, uint32_t len);
 void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se);
-/* The next packet of the train being built, its len-byte payload at src:
- * with owns, src is also the start of a mapping of map_len bytes (from
- * qrnic_sgl_map_run) that this packet holds for itself and the packets
- * after it in the same run; without, it lies in such an earlier packet's
- * mapping.  Leaves the train when full or with WRITE_LAST, as
- * qrnic_train_add. */
-void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t len, bool owns,
-			 size_t map_len, uint8_t opcode, bool ackreq, bool se);
+/* The next packets of the train being built, as many as fit (at most
+ * qrnic_train_room): run bytes of host memory at src, mapped once for
+ * them (qrnic_sgl_map_run), in packets of mtu bytes, the last one up to
+ * mtu; ackreq bit j: its packet j asks for an ACK; last: its last packet
+ * is the message's (WRITE_LAST), with SE se.  Leaves the train when full
+ * or with WRITE_LAST, as qrnic_train_add. */
+void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t run, uint32_t mtu,
+			 uint32_t ackreq, bool last, bool se);
 /* Room left on the train being built (0: none being built). */
 static inline uint32_t qrnic_train_room(const struct qrnic_dev *d)
 {

@@ -819,7 +819,7 @@ static uint32_t train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrni
 			   uint32_t budget)
 {
 	uint32_t left = w->total_len - w->sent, psn = qp->req.cur_psn;
-	uint32_t mtu, len = 0, room, want, run, n, off;
+	uint32_t mtu, len, room, want, run, n, off, bits = 0;
 	const uint8_t *src;
 	bool last, ackreq, se;
 
@@ -855,27 +855,32 @@ static uint32_t train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrni
 			return 0;
 		if (!qrnic_train_read(d, qp->pdn, w->sge, w->wqe.num_sge, w->sent, len))
 			return 0;
-	}
-	for (n = 0, off = 0; n == 0 || off < run; n++, off += len) {	/* <= room packets */
-		len = run ? (run - off < mtu ? run - off : mtu) : len;
-		last = w->sent + len >= w->total_len;
 		se = last && (w->wqe.flags & QRNIC_WQE_F_SOLICITED);
 		ackreq = write_ackreq(qp, w, psn, last);
 		if (ackreq)
 			ackreq_sent(qp, psn);
 		w->sent = last ? w->total_len : w->sent + len;
 		count_resent(d, qp, psn);
-		if (run)
-			qrnic_train_add_run(d, src + off, len, !off, run,
-					    last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE,
-					    ackreq, se);
-		else
-			qrnic_train_add(d, last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE,
-					ackreq, se);
-		psn = qrnic_psn_add(psn, 1);
-		qp->req.cur_psn = psn;
+		qrnic_train_add(d, last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE, ackreq, se);
+		qp->req.cur_psn = qrnic_psn_add(psn, 1);
 		psn_high(qp);
+		return 1;
 	}
+	/* what send_one does per packet, for each; then onto the train at once */
+	for (n = 0, off = 0; off < run; n++, off += len) {	/* <= room packets */
+		len = run - off < mtu ? run - off : mtu;
+		last = w->sent + len >= w->total_len;
+		if (write_ackreq(qp, w, psn, last)) {
+			ackreq_sent(qp, psn);
+			bits |= 1u << n;
+		}
+		w->sent = last ? w->total_len : w->sent + len;
+		count_resent(d, qp, psn);
+		psn = qrnic_psn_add(psn, 1);
+	}
+	qrnic_train_add_run(d, src, run, mtu, bits, last, last && (w->wqe.flags & QRNIC_WQE_F_SOLICITED));
+	qp->req.cur_psn = psn;
+	psn_high(qp);
 	return n;
 }
 
