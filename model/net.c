@@ -183,9 +183,8 @@ bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge 
 	return ok;
 }
 
-/* The payload read by reference (d->txref) goes on the train being built
- * as its next packet, opcode WRITE_MIDDLE or WRITE_LAST; the train leaves
- * when full or with its message's last packet. */
+/* Packet i is on train t: its AckReq bit; the train's last opcode and SE
+ * so far; the train leaves when full or with its message's last packet. */
 static void train_added(struct qrnic_dev *d, struct qrnic_train *t, uint32_t i, uint8_t opcode,
 			bool ackreq, bool se)
 {
@@ -196,6 +195,8 @@ static void train_added(struct qrnic_dev *d, struct qrnic_train *t, uint32_t i, 
 		qrnic_train_flush(d);
 }
 
+/* The payload read by reference (d->txref) goes on the train being built
+ * as its next packet, opcode WRITE_MIDDLE or WRITE_LAST. */
 void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
 {
 	struct qrnic_train *t = d->train;
