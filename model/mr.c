@@ -442,7 +442,7 @@ uint32_t qrnic_sgl_map_run(struct qrnic_dev *d, uint32_t pdn, const struct qrnic
 {
 	const struct qrnic_mpt_entry *m;
 	uint64_t total = 0, va, addr, run;
-	uint32_t i;
+	uint32_t i, asked = len;
 
 	for (i = 0; i < nsge; i++)	/* <= QRNIC_MAX_SGE */
 		total += sge[i].length;
@@ -478,7 +478,9 @@ uint32_t qrnic_sgl_map_run(struct qrnic_dev *d, uint32_t pdn, const struct qrnic
 		if (run > len)
 			run = len;
 	}
-	if (run < len)	/* run < len <= UINT32_MAX: a 32-bit division */
+	/* whole units unless it ends where asked: not at the SGE's end,
+	 * where the next unit goes on in the next SGE */
+	if (run < asked)	/* run < asked <= UINT32_MAX: a 32-bit division */
 		run -= (uint32_t)run % unit;
 	if (!run || addr + run < addr)
 		return 0;

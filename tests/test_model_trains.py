@@ -97,7 +97,10 @@ def run_stream(trains, drop_psn=None):
     from three SGEs at odd offsets of a buffer whose pages are shuffled in
     host memory (packets that are not one run of host memory: declined,
     copied by the general path), a multi-packet WRITE_WITH_IMM (its last
-    packet, WRITE_LAST_IMM, never joins a train) and a solicited WRITE.
+    packet, WRITE_LAST_IMM, never joins a train), a solicited WRITE and one
+    from three SGEs of the contiguous buffer whose lengths are not MTU
+    multiples (a run mapped for several packets ends with its SGE, cut to
+    whole packets: model/mr.c qrnic_sgl_map_run).
     drop_psn: the wire drops the packet of that PSN once (the harness's
     wire then splits trains into their frames): the rest is sent again,
     trains and all.  Returns what the two ends saw."""
@@ -118,6 +121,10 @@ def run_stream(trains, drop_psn=None):
                       remote=(rb, 260 * 1024), imm=0x1234, wr_id=3)
     conn.qa.post_send('RDMA_WRITE', [(contig, 8, 30000)], remote=(rb, 340 * 1024),
                       solicited=True, wr_id=4)
+    # three SGEs of the contiguous buffer, none a multiple of the MTU: a
+    # run of host memory ends with its SGE, the packet goes on in the next
+    csges = [(contig, 100, 5000), (contig, 9000, 7000), (contig, 20000, 30000)]
+    conn.qa.post_send('RDMA_WRITE', csges, remote=(rb, 384 * 1024), wr_id=5)
     assert w.run() == 'idle'
     expect = bytearray(512 * 1024)
     expect[:200 * 1024] = src[0]
@@ -127,6 +134,10 @@ def run_stream(trains, drop_psn=None):
         at += n
     expect[260 * 1024:260 * 1024 + 70000] = src[0][4096:4096 + 70000]
     expect[340 * 1024:340 * 1024 + 30000] = src[0][8:8 + 30000]
+    at = 384 * 1024
+    for _, off, n in csges:
+        expect[at:at + n] = src[0][off:off + n]
+        at += n
     got = rb.read()
     assert got == bytes(expect), 'the WRITEs did not land byte for byte'
     keep = ('status_name', 'opcode_name', 'wr_id', 'byte_len', 'imm')
@@ -150,7 +161,7 @@ def test_train_shortcut_sends_what_the_general_path_sends():
         on = run_stream(True, drop)
         off = run_stream(False, drop)
         assert on[0] == off[0], (drop, on[0], off[0])
-        assert [c['status_name'] for c in on[0]] == ['SUCCESS'] * 5
+        assert [c['status_name'] for c in on[0]] == ['SUCCESS'] * 6
         assert on[3] == off[3] == (None if drop is None else 1)
         for dev in (1, 2):              # every counter of both devices
             diff = {k: (on[dev][k], off[dev][k]) for k in on[dev] if on[dev][k] != off[dev][k]}
