@@ -98,6 +98,21 @@ int qrnic_rkey_check(struct qrnic_dev *d, const struct qrnic_qp *qp, uint32_t rk
 }
 
 /* ---- Translation ----------------------------------------------------------- */
+/* How far bytes of MR m at DMA address addr, run of them so far ending at
+ * the start of page 'page', follow on in DMA addresses through the pages
+ * after it: up to len bytes (pages of psz bytes; bounded by len, the MR's
+ * pages and the MTT). */
+static uint64_t mtt_follow(const struct qrnic_dev *d, const struct qrnic_mpt_entry *m,
+			   uint64_t page, uint64_t addr, uint64_t run, uint64_t len, uint64_t psz)
+{
+	while (run < len && page < m->npages && page < d->cfg.max_mtt - m->mtt_base &&
+	       d->mtt[m->mtt_base + page] == addr + run) {
+		run += len - run < psz ? len - run : psz;
+		page++;
+	}
+	return run;
+}
+
 static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint32_t qpn, uint64_t va,
 		   uint8_t *rbuf, const uint8_t *wbuf, uint32_t len, uint32_t access)
 {
@@ -139,18 +154,11 @@ static int mr_xfer(struct qrnic_dev *d, uint32_t key, uint32_t pdn, uint32_t qpn
 		if (wbuf && d->xfer_merge) {
 			/* pages whose DMA addresses follow on: one write (a
 			 * train's payload, qrnic_resp_write_train) */
-			if (m->flags & QRNIC_MPT_PHYS) {
+			if (m->flags & QRNIC_MPT_PHYS)
 				chunk = len;
-			} else {
-				uint64_t page = (off + chunk) >> m->page_shift;
-
-				while (chunk < len && page < m->npages &&
-				       page < d->cfg.max_mtt - m->mtt_base &&
-				       d->mtt[m->mtt_base + page] == addr + chunk) {
-					chunk += len - chunk < psz ? len - chunk : psz;
-					page++;
-				}
-			}
+			else
+				chunk = mtt_follow(d, m, (off + chunk) >> m->page_shift, addr,
+						   chunk, len, psz);
 		}
 		if (rbuf) {
 			if (qrnic_dma_read(d, addr, rbuf, (size_t)chunk))
@@ -471,12 +479,7 @@ uint32_t qrnic_sgl_map_run(struct qrnic_dev *d, uint32_t pdn, const struct qrnic
 			return 0;
 		addr = d->mtt[m->mtt_base + page] + (pgoff & mask);
 		run = psz - (pgoff & mask);
-		/* bounded by len and the MR's pages */
-		for (page++; run < len && page < m->npages && page < d->cfg.max_mtt - m->mtt_base &&
-			     d->mtt[m->mtt_base + page] == addr + run; page++)
-			run += psz;
-		if (run > len)
-			run = len;
+		run = mtt_follow(d, m, page + 1, addr, run < len ? run : len, len, psz);
 	}
 	/* whole units unless it ends where asked: not at the SGE's end,
 	 * where the next unit goes on in the next SGE */
