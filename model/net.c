@@ -183,12 +183,13 @@ bool qrnic_train_read(struct qrnic_dev *d, uint32_t pdn, const struct qrnic_sge 
 	return ok;
 }
 
-/* Packet i is on train t: its AckReq bit; the train's last opcode and SE
- * so far; the train leaves when full or with its message's last packet. */
-static void train_added(struct qrnic_dev *d, struct qrnic_train *t, uint32_t i, uint8_t opcode,
-			bool ackreq, bool se)
+/* Packets are on train t: their AckReq bits (at their places); the
+ * train's last opcode and SE so far; the train leaves when full or with
+ * its message's last packet. */
+static void train_added(struct qrnic_dev *d, struct qrnic_train *t, uint32_t ackreq,
+			uint8_t opcode, bool se)
 {
-	t->ackreq |= (uint32_t)ackreq << i;
+	t->ackreq |= ackreq;
 	t->last_opcode = opcode;
 	t->last_se = se;
 	if (t->n == QRNIC_TRAIN_MAX || opcode == QRNIC_OP_RC_WRITE_LAST)
@@ -209,7 +210,7 @@ void qrnic_train_add(struct qrnic_dev *d, uint8_t opcode, bool ackreq, bool se)
 		t->map[i][j] = d->txref.map[j];
 	d->txref.nmap = 0;
 	d->txref.len = 0;
-	train_added(d, t, i, opcode, ackreq, se);
+	train_added(d, t, (uint32_t)ackreq << i, opcode, se);
 }
 
 /*
@@ -239,12 +240,8 @@ void qrnic_train_add_run(struct qrnic_dev *d, const uint8_t *src, uint32_t run, 
 	}
 	/* i0 >= 1 (a train starts with its frame's own packet): i0 + n <= 32 */
 	t->borrowed |= (uint32_t)(((1ull << (n - 1)) - 1) << (i0 + 1));
-	t->ackreq |= ackreq << i0;
 	t->n += n;
-	t->last_opcode = last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE;
-	t->last_se = se;
-	if (t->n == QRNIC_TRAIN_MAX || last)
-		qrnic_train_flush(d);
+	train_added(d, t, ackreq << i0, last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE, se);
 }
 
 uint8_t *qrnic_tx_payload(struct qrnic_dev *d, const struct qrnic_pkt *p)
