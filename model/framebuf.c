@@ -313,6 +313,74 @@ void qrnic_train_pkt(const struct qrnic_train *t, const struct qrnic_pkt *p0, ui
 	p->reth_len = 0;
 }
 
+/*
+ * The mapping of a run of host memory several packets of a split train
+ * read (qrnic_train_add_run: its first packet holds it, the others are
+ * borrowed), shared by their frames: each frame's one mapping is this
+ * holder ({holder, 0}, released through fb_shared_put), and the run's
+ * mapping goes back to the host when the last of them is filled or freed.
+ * The frames may end on different threads (a wire's, a receiving
+ * device's): the count is atomic, and the last release's acquire orders
+ * every other frame's reads of the bytes before the unmap.  Without it a
+ * borrowed packet's frame would have to get its bytes at the split, a
+ * copy per packet where a trace, a fault plan or a third port splits
+ * trains.  malloc rather than the frame buffers' free lists: a split is
+ * not the common path, and a holder is not a frame.
+ */
+struct fb_shared {
+	uint32_t refs;
+	void (*unmap)(const void *ptr, size_t len);
+	struct qrnic_ref_map map;
+};
+
+static void fb_shared_put(const void *ptr, size_t len)
+{
+	struct fb_shared *s = (struct fb_shared *)(uintptr_t)ptr;
+
+	(void)len;
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		s->unmap(s->map.ptr, s->map.len);
+		free(s);
+	}
+}
+
+/* The run that packet i of t holds (its borrowed packets i + 1 .. end - 1,
+ * at least one), for the frames of the split that exist: one holder for
+ * all of them, or, without memory for it, the borrowed ones' bytes now
+ * (the run's mapping is still out: no frame is handed on yet).  Returns
+ * end. */
+static uint32_t split_run(struct qrnic_train *t, uint32_t i, uint8_t *const *sub)
+{
+	uint32_t end = i + 1, refs = 0;
+	struct fb_shared *s = NULL;
+
+	while (end < t->n && ((t->borrowed >> end) & 1))	/* <= QRNIC_TRAIN_MAX */
+		end++;
+	for (uint32_t j = i + 1; j < end; j++)
+		refs += sub[j] != NULL;
+	if (!refs)		/* no borrowed frame: the holder's own is enough */
+		return end;
+	refs += sub[i] != NULL;
+	if (t->seg[i].nmap == 1)	/* the run's one mapping (ops->dma_unmap) */
+		s = malloc(sizeof(*s));
+	if (s) {
+		struct qrnic_ref_map ref = { s, 0 };
+
+		s->refs = refs;
+		s->unmap = t->unmap;
+		s->map = t->map[i][0];
+		for (uint32_t j = i; j < end; j++)
+			if (sub[j])
+				qrnic_frame_buf_set_maps(sub[j], fb_shared_put, &ref, 1);
+		t->seg[i].nmap = 0;	/* the holder has it */
+		return end;
+	}
+	for (uint32_t j = i + 1; j < end; j++)
+		if (sub[j])
+			qrnic_frame_buf_fill(sub[j]);
+	return end;
+}
+
 void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_t *buf, size_t len),
 				 void *opaque)
 {
@@ -344,13 +412,12 @@ void qrnic_frame_buf_train_split(uint8_t *buf, void (*each)(void *opaque, uint8_
 		if (icrc)
 			qrnic_frame_buf_set_icrc_pending(sub[i], len[i]);
 		qrnic_frame_buf_set_vouched(sub[i], vouched);
-		/* its payload lies in an earlier packet's mapping, which goes
-		 * with that packet's frame: its bytes now, while it is out
-		 * (all are: no frame is handed on before the loop below) */
-		if ((t.borrowed >> i) & 1)
-			qrnic_frame_buf_fill(sub[i]);
 	}
-	for (uint32_t i = 1; i < t.n; i++)	/* after the borrowed packets' fill */
+	/* the runs of borrowed packets: packet 0 is the buffer's own and
+	 * holds none (qrnic_train_add_run starts a run at 1 or later) */
+	for (uint32_t i = 1; i < t.n;)
+		i = i + 1 < t.n && ((t.borrowed >> (i + 1)) & 1) ? split_run(&t, i, sub) : i + 1;
+	for (uint32_t i = 1; i < t.n; i++)	/* after the runs' holders and fills */
 		for (uint32_t m = 0; !sub[i] && m < t.seg[i].nmap; m++)
 			t.unmap(t.map[i][m].ptr, t.map[i][m].len);
 	for (uint32_t i = 0; i < t.n; i++)

@@ -1137,7 +1137,7 @@ class World:
     two devices.  cfg: "key=value,..." applied to every device (or a list,
     one per device)."""
 
-    DMA_REFS = {'ptr': 0, 'none': 1, 'checked': 2}
+    DMA_REFS = {'ptr': 0, 'none': 1, 'checked': 2, 'live': 3}
 
     def __init__(self, ndev=2, mem_mb=256, seed=1, cable=True, init=True, cfg='',
                  framelog=100000, dma_refs=None):

@@ -11,6 +11,8 @@ is saved (model/snap_qp.c splits it into the frames it stands for).
 """
 import random
 
+import pytest
+
 import qrnic_harness as q
 
 SIZE = 1 << 16          # 16 packets of 4096: one train
@@ -202,6 +204,55 @@ def test_train_maps_a_run_of_packets_once():
     assert write_maps(trains=True, contig=True) == (first + 1, True)
     maps, landed = write_maps(trains=True, contig=False)
     assert landed and maps >= TRAIN_MAX
+
+
+@pytest.mark.parametrize('refs', ['live', 'checked'])
+def test_split_train_keeps_its_payloads_by_reference(refs):
+    """A train the wire splits (here: a wire that may lose frames at random,
+    at a rate that loses none of these) still carries its packets'
+    payloads by reference: the packets whose payloads lie in one mapping of
+    a run of host memory (model/net.c qrnic_train_add_run) share it until
+    the last of their frames is done with it (model/framebuf.c split_run),
+    instead of the borrowed ones being copied at the split.  With mappings
+    that point into the sender's memory, as QEMU maps guest RAM
+    (dma_refs='live'), the bytes that land are the buffer's when the
+    frames arrive: a source changed while they are on the wire lands
+    changed in all 32 packets (a packet copied at the split lands the old
+    bytes).  With the fuzzers' shadow mappings ('checked', the bytes at map
+    time, released ones poisoned under AddressSanitizer) the old bytes land
+    in every packet.  Every mapping comes back either way."""
+    w = q.World(2, dma_refs=refs, framelog=0)
+    for d in (0, 1):
+        w.lazy_icrc(d)
+        w.trains(d, True)
+    w.vouch(True)
+    w.set_latency(100_000)
+    w.random_impairments(loss=1e-6, seed=3)     # the wire splits trains
+    conn = q.connect_rc(w.devs[0], w.devs[1], mtu=4096)
+    size = TRAIN_MAX * 4096
+    la = conn.a.dev.reg_mr(conn.pda, size, contig=True)
+    rb = conn.b.dev.reg_mr(conn.pdb, size)
+    rng = random.Random(21)
+    before = la.fill_random(rng)
+    tx0 = w.wire_stats()['tx']
+    conn.qa.post_send('RDMA_WRITE', [(la, 0, size)], remote=(rb, 0), wr_id=1)
+    for _ in range(1000):               # until the sender has sent
+        if w.wire_stats()['tx'] > tx0:
+            break
+        w.advance(10)
+    w.advance(1000)
+    assert w.wire_stats()['tx'] - tx0 == TRAIN_MAX, 'the train was not split into its frames'
+    assert w.devs[1].stat('rx_packets') == 0, 'frames arrived before the source changed'
+    after = la.fill_random(rng)
+    assert before != after
+    assert w.run() == 'idle'
+    assert [c['status_name'] for c in conn.cqa.poll()] == ['SUCCESS']
+    got = rb.read()
+    want = after if refs == 'live' else before
+    stale = [i for i in range(TRAIN_MAX) if got[i * 4096:(i + 1) * 4096] != want[i * 4096:(i + 1) * 4096]]
+    assert not stale, f'packets {stale} did not land the bytes of their mapping'
+    w.close()
+    assert q.World.dma_refs_stats()[2] == 0, 'a mapping was not given back'
 
 
 def sender_runs(trace):

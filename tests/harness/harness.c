@@ -513,6 +513,46 @@ static struct {
 	uint64_t maps, unmaps;
 } hx_refs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/* Reserve a row of the live table; with hx_refs.lock held. */
+static bool refs_room(void)
+{
+	if (hx_refs.nlive == hx_refs.caplive) {
+		size_t nc = hx_refs.caplive ? 2 * hx_refs.caplive : 256;
+		struct hx_refmap *nl = realloc(hx_refs.live, nc * sizeof(*nl));
+
+		if (!nl)
+			return false;
+		hx_refs.live = nl;
+		hx_refs.caplive = nc;
+	}
+	return true;
+}
+
+/* HX_REFS_LIVE: a pointer into the simulated memory, as QEMU's mapping of
+ * guest RAM is, each checked back as the shadow ones are (no shadow: the
+ * bytes are read when the frame arrives, so a test can tell a payload
+ * still by reference from one copied on the way). */
+static const void *op_dma_map_live(void *opaque, uint64_t addr, size_t len)
+{
+	struct hx_dev *h = opaque;
+	const uint8_t *p;
+
+	if (!len || !mem_range_ok(h, addr, len) || mem_denied(h, addr, len))
+		return NULL;	/* dma_read then counts and reports it */
+	p = mem_ptr(h, addr);
+	pthread_mutex_lock(&hx_refs.lock);
+	if (!refs_room()) {
+		pthread_mutex_unlock(&hx_refs.lock);
+		return NULL;
+	}
+	hx_refs.live[hx_refs.nlive++] = (struct hx_refmap){ p, len, NULL };
+	hx_refs.maps++;
+	pthread_mutex_unlock(&hx_refs.lock);
+	h->dma[0]++;
+	h->dma[2] += len;
+	return p;
+}
+
 static const void *op_dma_map_checked(void *opaque, uint64_t addr, size_t len)
 {
 	struct hx_dev *h = opaque;
@@ -524,16 +564,9 @@ static const void *op_dma_map_checked(void *opaque, uint64_t addr, size_t len)
 		return NULL;	/* dma_read then counts and reports it */
 	src = mem_ptr(h, addr);
 	pthread_mutex_lock(&hx_refs.lock);
-	if (hx_refs.nlive == hx_refs.caplive) {
-		size_t nc = hx_refs.caplive ? 2 * hx_refs.caplive : 256;
-		struct hx_refmap *nl = realloc(hx_refs.live, nc * sizeof(*nl));
-
-		if (!nl) {
-			pthread_mutex_unlock(&hx_refs.lock);
-			return NULL;
-		}
-		hx_refs.live = nl;
-		hx_refs.caplive = nc;
+	if (!refs_room()) {
+		pthread_mutex_unlock(&hx_refs.lock);
+		return NULL;
 	}
 	b = hx_refs.last;
 	if (!b || hx_refs.last_host != src || b->cap - b->used < len) {
@@ -583,6 +616,10 @@ static void op_dma_unmap_checked(const void *ptr, size_t len)
 	b = hx_refs.live[i].blk;
 	hx_refs.live[i] = hx_refs.live[--hx_refs.nlive];
 	hx_refs.unmaps++;
+	if (!b) {		/* HX_REFS_LIVE: the simulated memory itself */
+		pthread_mutex_unlock(&hx_refs.lock);
+		return;
+	}
 	HX_POISON((void *)(uintptr_t)ptr, len);
 	if (--b->refs == 0) {
 		if (hx_refs.last == b)
@@ -2525,16 +2562,18 @@ static void op_tracepoint(void *opaque, enum qrnic_tp tp, const uint64_t *args)
 	.tracepoint = op_tracepoint
 
 /* indexed by hx_set_dma_refs()'s mode */
-static const struct qrnic_host_ops hx_ops_by_refs[3] = {
+static const struct qrnic_host_ops hx_ops_by_refs[4] = {
 	[HX_REFS_PTR] = { HX_OPS_COMMON, .dma_map = op_dma_map },
 	[HX_REFS_NONE] = { HX_OPS_COMMON },
 	[HX_REFS_CHECKED] = { HX_OPS_COMMON, .dma_map = op_dma_map_checked,
 			      .dma_unmap = op_dma_unmap_checked },
+	[HX_REFS_LIVE] = { HX_OPS_COMMON, .dma_map = op_dma_map_live,
+			   .dma_unmap = op_dma_unmap_checked },
 };
 
 int hx_set_dma_refs(hx_world *w, int mode)
 {
-	if (!w || mode < HX_REFS_PTR || mode > HX_REFS_CHECKED)
+	if (!w || mode < HX_REFS_PTR || mode > HX_REFS_LIVE)
 		return HX_E_INVAL;
 	w->dma_refs = mode;
 	return 0;

@@ -355,9 +355,11 @@ void hx_set_vouch(hx_world *w, int on);
  * no dma_map (payloads always copied); HX_REFS_CHECKED maps a shadow copy
  * and checks every dma_unmap against a process-wide table of live mappings
  * (abort() on one that is not live; freed, so released bytes are poisoned
- * under AddressSanitizer).  hx_dma_refs_stats: maps and unmaps so far in
- * the process, and the mappings live now (0 once every world is freed). */
-enum { HX_REFS_PTR = 0, HX_REFS_NONE = 1, HX_REFS_CHECKED = 2 };
+ * under AddressSanitizer); HX_REFS_LIVE checks the same way a pointer into
+ * the simulated memory, as QEMU maps guest RAM (the bytes read when a frame
+ * arrives).  hx_dma_refs_stats: maps and unmaps so far in the process, and
+ * the mappings live now (0 once every world is freed). */
+enum { HX_REFS_PTR = 0, HX_REFS_NONE = 1, HX_REFS_CHECKED = 2, HX_REFS_LIVE = 3 };
 int hx_set_dma_refs(hx_world *w, int mode);
 void hx_dma_refs_stats(uint64_t *maps, uint64_t *unmaps, uint64_t *live);
 /* qrnic_dev_set_lazy_icrc on device d.  The wire fills (qrnic_frame_buf_fill)
