@@ -815,6 +815,24 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
  * such a run (pages that do not follow on, several SGEs, rate limiting)
  * goes one packet at a time, by reference if it can (qrnic_train_read).
  */
+/* What send_one does for a train's next WRITE packet of len bytes at psn
+ * besides building it: its AckReq (asked for and recorded), the WQE's
+ * progress, the resend count.  Returns whether it asks for an ACK; *last:
+ * whether it ends the message. */
+static bool train_pkt_sent(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w,
+			   uint32_t psn, uint32_t len, bool *last)
+{
+	bool ackreq;
+
+	*last = w->sent + len >= w->total_len;
+	ackreq = write_ackreq(qp, w, psn, *last);
+	if (ackreq)
+		ackreq_sent(qp, psn);
+	w->sent = *last ? w->total_len : w->sent + len;
+	count_resent(d, qp, psn);
+	return ackreq;
+}
+
 static uint32_t train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w,
 			   uint32_t budget)
 {
@@ -855,12 +873,8 @@ static uint32_t train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrni
 			return 0;
 		if (!qrnic_train_read(d, qp->pdn, w->sge, w->wqe.num_sge, w->sent, len))
 			return 0;
+		ackreq = train_pkt_sent(d, qp, w, psn, len, &last);
 		se = last && (w->wqe.flags & QRNIC_WQE_F_SOLICITED);
-		ackreq = write_ackreq(qp, w, psn, last);
-		if (ackreq)
-			ackreq_sent(qp, psn);
-		w->sent = last ? w->total_len : w->sent + len;
-		count_resent(d, qp, psn);
 		qrnic_train_add(d, last ? QRNIC_OP_RC_WRITE_LAST : QRNIC_OP_RC_WRITE_MIDDLE, ackreq, se);
 		qp->req.cur_psn = qrnic_psn_add(psn, 1);
 		psn_high(qp);
@@ -869,13 +883,8 @@ static uint32_t train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrni
 	/* what send_one does per packet, for each; then onto the train at once */
 	for (n = 0, off = 0; off < run; n++, off += len) {	/* <= room packets */
 		len = run - off < mtu ? run - off : mtu;
-		last = w->sent + len >= w->total_len;
-		if (write_ackreq(qp, w, psn, last)) {
-			ackreq_sent(qp, psn);
+		if (train_pkt_sent(d, qp, w, psn, len, &last))
 			bits |= 1u << n;
-		}
-		w->sent = last ? w->total_len : w->sent + len;
-		count_resent(d, qp, psn);
 		psn = qrnic_psn_add(psn, 1);
 	}
 	qrnic_train_add_run(d, src, run, mtu, bits, last, last && (w->wqe.flags & QRNIC_WQE_F_SOLICITED));
