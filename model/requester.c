@@ -792,6 +792,24 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
 	return true;
 }
 
+/* What send_one does for a train's next WRITE packet of len bytes at psn
+ * besides building it: its AckReq (asked for and recorded), the WQE's
+ * progress, the resend count.  Returns whether it asks for an ACK; *last:
+ * whether it ends the message. */
+static bool train_pkt_sent(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w,
+			   uint32_t psn, uint32_t len, bool *last)
+{
+	bool ackreq;
+
+	*last = w->sent + len >= w->total_len;
+	ackreq = write_ackreq(qp, w, psn, *last);
+	if (ackreq)
+		ackreq_sent(qp, psn);
+	w->sent = *last ? w->total_len : w->sent + len;
+	count_resent(d, qp, psn);
+	return ackreq;
+}
+
 /*
  * The next packets of an RC WRITE whose packets before them in this step
  * make the train being built (net.c): what send_one does for each, without
@@ -815,24 +833,6 @@ static bool send_one(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe
  * such a run (pages that do not follow on, several SGEs, rate limiting)
  * goes one packet at a time, by reference if it can (qrnic_train_read).
  */
-/* What send_one does for a train's next WRITE packet of len bytes at psn
- * besides building it: its AckReq (asked for and recorded), the WQE's
- * progress, the resend count.  Returns whether it asks for an ACK; *last:
- * whether it ends the message. */
-static bool train_pkt_sent(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w,
-			   uint32_t psn, uint32_t len, bool *last)
-{
-	bool ackreq;
-
-	*last = w->sent + len >= w->total_len;
-	ackreq = write_ackreq(qp, w, psn, *last);
-	if (ackreq)
-		ackreq_sent(qp, psn);
-	w->sent = *last ? w->total_len : w->sent + len;
-	count_resent(d, qp, psn);
-	return ackreq;
-}
-
 static uint32_t train_next(struct qrnic_dev *d, struct qrnic_qp *qp, struct qrnic_swqe *w,
 			   uint32_t budget)
 {
