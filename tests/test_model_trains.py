@@ -20,9 +20,10 @@ TRAIN_MAX = 32          # QRNIC_TRAIN_MAX (model/qrnic_internal.h)
 PKT_BUDGET = 16         # QRNIC_QP_PKT_BUDGET: a step's packets where no train forms
 
 
-def world(trains=True, latency=100_000, framelog=0):
-    """framelog: a frame log (the wire then splits trains into frames)."""
-    w = q.World(2, dma_refs='checked', framelog=framelog)
+def world(trains=True, latency=100_000, framelog=0, refs='checked'):
+    """framelog: a frame log (the wire then splits trains into frames);
+    refs: the payload mappings (qrnic_harness.World's dma_refs)."""
+    w = q.World(2, dma_refs=refs, framelog=framelog)
     for d in (0, 1):
         w.lazy_icrc(d)
         w.trains(d, trains)
@@ -32,9 +33,10 @@ def world(trains=True, latency=100_000, framelog=0):
 
 
 def post_write(w, seed, size=SIZE):
-    """Post a WRITE of size bytes; return what is needed to check it and
-    the frames the sender put on the wire for it (counted 1 us after the
-    first left: the whole message, no ACK back yet at this latency)."""
+    """Post a WRITE of size bytes; return what is needed to check it (the
+    source MR too) and the frames the sender put on the wire for it
+    (counted 1 us after the first left: the whole message, no ACK back yet
+    at this latency)."""
     conn = q.connect_rc(w.devs[0], w.devs[1], mtu=4096)
     la = conn.a.dev.reg_mr(conn.pda, size, contig=True)
     rb = conn.b.dev.reg_mr(conn.pdb, size)
@@ -46,7 +48,7 @@ def post_write(w, seed, size=SIZE):
             break
         w.advance(10)
     w.advance(1000)
-    return conn, rb, src, w.wire_stats()['tx'] - tx0
+    return conn, la, rb, src, w.wire_stats()['tx'] - tx0
 
 
 def test_train_goes_whole_and_lands():
@@ -60,7 +62,7 @@ def test_train_goes_whole_and_lands():
                                  (2 * SIZE, True, 1), (2 * SIZE, False, 2 * 16),
                                  (3 * SIZE, True, 2)):
         w = world(trains)
-        conn, rb, src, sent = post_write(w, 3, size)
+        conn, _, rb, src, sent = post_write(w, 3, size)
         assert w.run() == 'idle'
         assert sent == frames, (size, trains, sent)
         assert [c['status_name'] for c in conn.cqa.poll()] == ['SUCCESS']
@@ -75,7 +77,7 @@ def test_train_in_the_receive_queue_survives_a_snapshot():
     splits the train into its 16 frames, which the new device takes one by
     one.  The bytes land, the WRITE completes, every mapping comes back."""
     w = world()
-    conn, rb, src, sent = post_write(w, 7)
+    conn, _, rb, src, sent = post_write(w, 7)
     assert sent == 1, 'the WRITE did not leave as a train'
     assert w.wire_land() == 1
     work = q.snap_sections(w.devs[1].save())['WORK'][1]
@@ -221,28 +223,12 @@ def test_split_train_keeps_its_payloads_by_reference(refs):
     bytes).  With the fuzzers' shadow mappings ('checked', the bytes at map
     time, released ones poisoned under AddressSanitizer) the old bytes land
     in every packet.  Every mapping comes back either way."""
-    w = q.World(2, dma_refs=refs, framelog=0)
-    for d in (0, 1):
-        w.lazy_icrc(d)
-        w.trains(d, True)
-    w.vouch(True)
-    w.set_latency(100_000)
+    w = world(refs=refs)
     w.random_impairments(loss=1e-6, seed=3)     # the wire splits trains
-    conn = q.connect_rc(w.devs[0], w.devs[1], mtu=4096)
-    size = TRAIN_MAX * 4096
-    la = conn.a.dev.reg_mr(conn.pda, size, contig=True)
-    rb = conn.b.dev.reg_mr(conn.pdb, size)
-    rng = random.Random(21)
-    before = la.fill_random(rng)
-    tx0 = w.wire_stats()['tx']
-    conn.qa.post_send('RDMA_WRITE', [(la, 0, size)], remote=(rb, 0), wr_id=1)
-    for _ in range(1000):               # until the sender has sent
-        if w.wire_stats()['tx'] > tx0:
-            break
-        w.advance(10)
-    w.advance(1000)
-    assert w.wire_stats()['tx'] - tx0 == TRAIN_MAX, 'the train was not split into its frames'
+    conn, la, rb, before, sent = post_write(w, 21, TRAIN_MAX * 4096)
+    assert sent == TRAIN_MAX, 'the train was not split into its frames'
     assert w.devs[1].stat('rx_packets') == 0, 'frames arrived before the source changed'
+    rng = random.Random(22)
     after = la.fill_random(rng)
     assert before != after
     assert w.run() == 'idle'

@@ -513,19 +513,38 @@ static struct {
 	uint64_t maps, unmaps;
 } hx_refs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* Reserve a row of the live table; with hx_refs.lock held. */
-static bool refs_room(void)
+/* What every checked mapping starts with: the range's checks, then
+ * hx_refs.lock taken and a row of the live table free.  The bytes' host
+ * address, or NULL with the lock not held. */
+static const uint8_t *refs_begin(struct hx_dev *h, uint64_t addr, size_t len)
 {
+	if (!len || !mem_range_ok(h, addr, len) || mem_denied(h, addr, len))
+		return NULL;	/* dma_read then counts and reports it */
+	pthread_mutex_lock(&hx_refs.lock);
 	if (hx_refs.nlive == hx_refs.caplive) {
 		size_t nc = hx_refs.caplive ? 2 * hx_refs.caplive : 256;
 		struct hx_refmap *nl = realloc(hx_refs.live, nc * sizeof(*nl));
 
-		if (!nl)
-			return false;
+		if (!nl) {
+			pthread_mutex_unlock(&hx_refs.lock);
+			return NULL;
+		}
 		hx_refs.live = nl;
 		hx_refs.caplive = nc;
 	}
-	return true;
+	return mem_ptr(h, addr);
+}
+
+/* ... and ends with: the mapping p (of shadow block b, or NULL) in the
+ * table, the lock given back, the device's DMA read counted. */
+static const void *refs_end(struct hx_dev *h, const void *p, size_t len, struct hx_shadow *b)
+{
+	hx_refs.live[hx_refs.nlive++] = (struct hx_refmap){ p, len, b };
+	hx_refs.maps++;
+	pthread_mutex_unlock(&hx_refs.lock);
+	h->dma[0]++;
+	h->dma[2] += len;
+	return p;
 }
 
 /* HX_REFS_LIVE: a pointer into the simulated memory, as QEMU's mapping of
@@ -535,22 +554,9 @@ static bool refs_room(void)
 static const void *op_dma_map_live(void *opaque, uint64_t addr, size_t len)
 {
 	struct hx_dev *h = opaque;
-	const uint8_t *p;
+	const uint8_t *p = refs_begin(h, addr, len);
 
-	if (!len || !mem_range_ok(h, addr, len) || mem_denied(h, addr, len))
-		return NULL;	/* dma_read then counts and reports it */
-	p = mem_ptr(h, addr);
-	pthread_mutex_lock(&hx_refs.lock);
-	if (!refs_room()) {
-		pthread_mutex_unlock(&hx_refs.lock);
-		return NULL;
-	}
-	hx_refs.live[hx_refs.nlive++] = (struct hx_refmap){ p, len, NULL };
-	hx_refs.maps++;
-	pthread_mutex_unlock(&hx_refs.lock);
-	h->dma[0]++;
-	h->dma[2] += len;
-	return p;
+	return p ? refs_end(h, p, len, NULL) : NULL;
 }
 
 static const void *op_dma_map_checked(void *opaque, uint64_t addr, size_t len)
@@ -560,14 +566,9 @@ static const void *op_dma_map_checked(void *opaque, uint64_t addr, size_t len)
 	struct hx_shadow *b;
 	uint8_t *p;
 
-	if (!len || !mem_range_ok(h, addr, len) || mem_denied(h, addr, len))
-		return NULL;	/* dma_read then counts and reports it */
-	src = mem_ptr(h, addr);
-	pthread_mutex_lock(&hx_refs.lock);
-	if (!refs_room()) {
-		pthread_mutex_unlock(&hx_refs.lock);
+	src = refs_begin(h, addr, len);
+	if (!src)
 		return NULL;
-	}
 	b = hx_refs.last;
 	if (!b || hx_refs.last_host != src || b->cap - b->used < len) {
 		b = malloc(sizeof(*b));
@@ -590,12 +591,7 @@ static const void *op_dma_map_checked(void *opaque, uint64_t addr, size_t len)
 	b->refs++;
 	hx_refs.last = b;
 	hx_refs.last_host = src + len;
-	hx_refs.live[hx_refs.nlive++] = (struct hx_refmap){ p, len, b };
-	hx_refs.maps++;
-	pthread_mutex_unlock(&hx_refs.lock);
-	h->dma[0]++;
-	h->dma[2] += len;
-	return p;
+	return refs_end(h, p, len, b);
 }
 
 static void op_dma_unmap_checked(const void *ptr, size_t len)
